@@ -1,0 +1,2 @@
+//! kvctl.
+fn main() {}

@@ -1,0 +1,95 @@
+//! What a backend does natively, what it emulates, and its limits.
+
+use crate::error::{Error, ErrorKind, Result};
+use std::time::Duration;
+
+/// Whether a feature is served by the backend itself or emulated by this layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Support {
+    /// The backend's own mechanism.
+    Native,
+    /// Built by this layer over the backend's primitives.
+    Emulated,
+}
+
+/// How much watch history a backend keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Retention {
+    /// The last `n` revisions.
+    Revisions(u64),
+    /// Until compacted explicitly or by the server's own policy (etcd).
+    UntilCompacted,
+}
+
+/// A backend's features and limits. Every backend implements the whole contract; this says how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The backend's name (`"memory"`, `"sled"`, `"etcd"`, `"redis"`).
+    pub backend: &'static str,
+    /// Most compares, and most ops per branch, in one transaction.
+    pub max_txn_ops: usize,
+    /// Largest value accepted, in bytes.
+    pub max_value_bytes: usize,
+    /// TTLs are rounded up to a multiple of this.
+    pub ttl_granularity: Duration,
+    /// How much watch history is kept for resuming.
+    pub watch_retention: Retention,
+    /// Transactions.
+    pub txn: Support,
+    /// Leases.
+    pub leases: Support,
+    /// Watches.
+    pub watch: Support,
+    /// Sets, maps and lists.
+    pub collections: Support,
+    /// Whether acknowledged writes survive a restart of the process or server.
+    pub persistent: bool,
+}
+
+impl Capabilities {
+    /// Checks a value's size against [`Capabilities::max_value_bytes`].
+    ///
+    /// # Errors
+    /// `InvalidValue` when the value is too large.
+    pub fn validate_value(&self, value: &[u8]) -> Result<()> {
+        if value.len() > self.max_value_bytes {
+            return Err(Error::new(
+                ErrorKind::InvalidValue,
+                format!(
+                    "a value of {} bytes exceeds the {} backend's limit of {} bytes",
+                    value.len(),
+                    self.backend,
+                    self.max_value_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Rounds a requested TTL up to the backend's granularity.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a zero TTL.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # let caps = kv_core::Capabilities { ttl_granularity: Duration::from_secs(1),
+    /// #   ..kv_mem_like() };
+    /// # fn kv_mem_like() -> kv_core::Capabilities { kv_core::Capabilities {
+    /// #   backend: "doc", max_txn_ops: 128, max_value_bytes: 1 << 20,
+    /// #   ttl_granularity: Duration::from_millis(1),
+    /// #   watch_retention: kv_core::Retention::Revisions(1000),
+    /// #   txn: kv_core::Support::Native, leases: kv_core::Support::Native,
+    /// #   watch: kv_core::Support::Native, collections: kv_core::Support::Native,
+    /// #   persistent: false } }
+    /// assert_eq!(caps.round_ttl(Duration::from_millis(1500)).unwrap(), Duration::from_secs(2));
+    /// ```
+    pub fn round_ttl(&self, ttl: Duration) -> Result<Duration> {
+        if ttl.is_zero() {
+            return Err(Error::invalid_argument("a lease TTL must be greater than zero"));
+        }
+        let g = self.ttl_granularity.as_nanos().max(1);
+        let n = ttl.as_nanos().div_ceil(g) * g;
+        Ok(Duration::from_nanos(u64::try_from(n).unwrap_or(u64::MAX)))
+    }
+}

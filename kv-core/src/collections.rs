@@ -1,0 +1,364 @@
+//! Sets, maps and lists: the collection operations of the contract and the key layout that
+//! ordered backends use to emulate them.
+//!
+//! A collection lives at a key, like a Redis SET, HASH or LIST. Redis stores it natively;
+//! ordered backends (etcd, sled, memory) store one key per member under a reserved layout that
+//! no user key can enter, because user keys never contain NUL (see
+//! [`validate_key`](crate::validate_key)):
+//!
+//! | collection | member key |
+//! |---|---|
+//! | set `K`, member `m` | `\0s` `K` `\0` `m` (value empty) |
+//! | map `K`, field `f` | `\0m` `K` `\0` `f` (value = the field's value) |
+//! | list `K`, position `p` | `\0l` `K` `\0` 16 lowercase hex digits of `p` (value = the item) |
+//!
+//! Plain reads (`get`, `range`) and watches see plain keys only; `delete(K)` and
+//! `delete_prefix(P)` also delete the collections at `K` or under `P`. Using one key both as a
+//! plain value and as a collection, or as two kinds of collection, is portable only on ordered
+//! backends: Redis reports [`ErrorKind::WrongType`](crate::ErrorKind::WrongType).
+
+use crate::capabilities::Capabilities;
+use crate::entry::validate_key;
+use crate::error::{Error, Result};
+
+/// The kinds of collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CollectionKind {
+    /// An unordered set of distinct members (Redis SET).
+    Set,
+    /// Fields with values (Redis HASH).
+    Map,
+    /// An ordered list of items, duplicates allowed (Redis LIST).
+    List,
+}
+
+impl CollectionKind {
+    /// All kinds, in layout order.
+    pub const ALL: [CollectionKind; 3] = [CollectionKind::Set, CollectionKind::Map, CollectionKind::List];
+
+    /// The tag byte of this kind in the emulation layout.
+    pub fn tag(self) -> u8 {
+        match self {
+            CollectionKind::Set => b's',
+            CollectionKind::Map => b'm',
+            CollectionKind::List => b'l',
+        }
+    }
+}
+
+/// A set, map or list operation. Each is also a transaction op
+/// ([`TxnOp::Collection`](crate::TxnOp::Collection)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CollectionOp {
+    /// Add a member: `Changed(true)` when it was not there.
+    SetAdd {
+        /// The set's key.
+        key: Vec<u8>,
+        /// The member.
+        member: Vec<u8>,
+    },
+    /// Remove a member: `Changed(true)` when it was there.
+    SetRemove {
+        /// The set's key.
+        key: Vec<u8>,
+        /// The member.
+        member: Vec<u8>,
+    },
+    /// `Contains(bool)`.
+    SetContains {
+        /// The set's key.
+        key: Vec<u8>,
+        /// The member.
+        member: Vec<u8>,
+    },
+    /// `Members` in ascending byte order.
+    SetMembers {
+        /// The set's key.
+        key: Vec<u8>,
+    },
+    /// One page of members: `Page`. Every member present during the whole scan is returned at
+    /// least once; ordered backends return each exactly once, in byte order.
+    SetScan {
+        /// The set's key.
+        key: Vec<u8>,
+        /// The cursor of the previous page, `None` for the first.
+        cursor: Option<Vec<u8>>,
+        /// Roughly how many members per page (at least 1).
+        limit: usize,
+    },
+    /// Set a field: `Changed(true)` when the field is new.
+    MapPut {
+        /// The map's key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+        /// The field's value.
+        value: Vec<u8>,
+    },
+    /// `Value(Option)` of one field.
+    MapGet {
+        /// The map's key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+    },
+    /// Delete a field: `Changed(true)` when it was there.
+    MapDelete {
+        /// The map's key.
+        key: Vec<u8>,
+        /// The field.
+        field: Vec<u8>,
+    },
+    /// `Fields` in ascending field order.
+    MapGetAll {
+        /// The map's key.
+        key: Vec<u8>,
+    },
+    /// Append an item at the tail: `Count(new length)`.
+    ListPush {
+        /// The list's key.
+        key: Vec<u8>,
+        /// The item.
+        value: Vec<u8>,
+    },
+    /// Remove every item equal to `value`: `Count(removed)`.
+    ListRemove {
+        /// The list's key.
+        key: Vec<u8>,
+        /// The item removed.
+        value: Vec<u8>,
+    },
+    /// `Items` from index `start` to `stop` inclusive; negative indexes count from the tail
+    /// (`-1` is the last item), as Redis LRANGE.
+    ListRange {
+        /// The list's key.
+        key: Vec<u8>,
+        /// First index.
+        start: i64,
+        /// Last index, inclusive.
+        stop: i64,
+    },
+    /// Atomically move the head item to the tail and return it: `Value(Some(item))`, or
+    /// `Value(None)` for an empty list (Redis `LMOVE key key LEFT RIGHT`).
+    ListRotate {
+        /// The list's key.
+        key: Vec<u8>,
+    },
+    /// `Count(length)`.
+    ListLen {
+        /// The list's key.
+        key: Vec<u8>,
+    },
+}
+
+/// The result of a [`CollectionOp`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CollectionResult {
+    /// Whether the write changed the collection.
+    Changed(bool),
+    /// Whether the member is in the set.
+    Contains(bool),
+    /// Set members, ascending.
+    Members(Vec<Vec<u8>>),
+    /// One page of a set scan; `cursor: None` when the scan is complete.
+    Page {
+        /// Members of this page.
+        members: Vec<Vec<u8>>,
+        /// Pass back for the next page; `None` at the end.
+        cursor: Option<Vec<u8>>,
+    },
+    /// A single value (map field, rotated list item).
+    Value(Option<Vec<u8>>),
+    /// Map fields and values, ascending by field.
+    Fields(Vec<(Vec<u8>, Vec<u8>)>),
+    /// List items, head first.
+    Items(Vec<Vec<u8>>),
+    /// A count (list length, removed items).
+    Count(u64),
+}
+
+impl CollectionOp {
+    /// The key of the collection the op works on.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            CollectionOp::SetAdd { key, .. }
+            | CollectionOp::SetRemove { key, .. }
+            | CollectionOp::SetContains { key, .. }
+            | CollectionOp::SetMembers { key }
+            | CollectionOp::SetScan { key, .. }
+            | CollectionOp::MapPut { key, .. }
+            | CollectionOp::MapGet { key, .. }
+            | CollectionOp::MapDelete { key, .. }
+            | CollectionOp::MapGetAll { key }
+            | CollectionOp::ListPush { key, .. }
+            | CollectionOp::ListRemove { key, .. }
+            | CollectionOp::ListRange { key, .. }
+            | CollectionOp::ListRotate { key }
+            | CollectionOp::ListLen { key } => key,
+        }
+    }
+
+    /// The kind of collection the op works on.
+    pub fn kind(&self) -> CollectionKind {
+        match self {
+            CollectionOp::SetAdd { .. }
+            | CollectionOp::SetRemove { .. }
+            | CollectionOp::SetContains { .. }
+            | CollectionOp::SetMembers { .. }
+            | CollectionOp::SetScan { .. } => CollectionKind::Set,
+            CollectionOp::MapPut { .. }
+            | CollectionOp::MapGet { .. }
+            | CollectionOp::MapDelete { .. }
+            | CollectionOp::MapGetAll { .. } => CollectionKind::Map,
+            CollectionOp::ListPush { .. }
+            | CollectionOp::ListRemove { .. }
+            | CollectionOp::ListRange { .. }
+            | CollectionOp::ListRotate { .. }
+            | CollectionOp::ListLen { .. } => CollectionKind::List,
+        }
+    }
+
+    /// For set and map ops that address one member or field: the kind tag and that member.
+    pub fn member(&self) -> Option<(u8, &[u8])> {
+        match self {
+            CollectionOp::SetAdd { member, .. }
+            | CollectionOp::SetRemove { member, .. }
+            | CollectionOp::SetContains { member, .. } => Some((b's', member)),
+            CollectionOp::MapPut { field, .. }
+            | CollectionOp::MapGet { field, .. }
+            | CollectionOp::MapDelete { field, .. } => Some((b'm', field)),
+            _ => None,
+        }
+    }
+
+    /// Whether the op may write.
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self,
+            CollectionOp::SetAdd { .. }
+                | CollectionOp::SetRemove { .. }
+                | CollectionOp::MapPut { .. }
+                | CollectionOp::MapDelete { .. }
+                | CollectionOp::ListPush { .. }
+                | CollectionOp::ListRemove { .. }
+                | CollectionOp::ListRotate { .. }
+        )
+    }
+
+    /// Checks the collection key, the value size and the scan limit.
+    ///
+    /// # Errors
+    /// `InvalidKey`, `InvalidValue` or `InvalidArgument`.
+    pub fn validate(&self, caps: &Capabilities) -> Result<()> {
+        validate_key(self.key())?;
+        match self {
+            CollectionOp::MapPut { value, .. } | CollectionOp::ListPush { value, .. } => {
+                caps.validate_value(value)
+            }
+            CollectionOp::SetAdd { member, .. } => caps.validate_value(member),
+            CollectionOp::SetScan { limit: 0, .. } => {
+                Err(Error::invalid_argument("a set scan limit must be at least 1"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The emulation layout: where ordered backends keep collection members.
+pub mod layout {
+    use super::CollectionKind;
+
+    /// The prefix under which every member of the collection `kind` at `key` lives:
+    /// `\0` tag `key` `\0`.
+    pub fn members_prefix(kind: CollectionKind, key: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(key.len() + 3);
+        out.push(0);
+        out.push(kind.tag());
+        out.extend_from_slice(key);
+        out.push(0);
+        out
+    }
+
+    /// The prefix under which the members of every collection of `kind` whose key starts with
+    /// `prefix` live (used by `delete_prefix`): `\0` tag `prefix`.
+    pub fn kind_prefix(kind: CollectionKind, prefix: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(prefix.len() + 2);
+        out.push(0);
+        out.push(kind.tag());
+        out.extend_from_slice(prefix);
+        out
+    }
+
+    /// The physical key of a set member or map field.
+    pub fn member_key(kind: CollectionKind, key: &[u8], member: &[u8]) -> Vec<u8> {
+        let mut out = members_prefix(kind, key);
+        out.extend_from_slice(member);
+        out
+    }
+
+    /// The first list position, leaving room to push at the head later.
+    pub const FIRST_LIST_POSITION: u64 = 1 << 63;
+
+    /// The physical key of the list item at `position`.
+    pub fn list_item_key(key: &[u8], position: u64) -> Vec<u8> {
+        let mut out = members_prefix(CollectionKind::List, key);
+        out.extend_from_slice(format!("{position:016x}").as_bytes());
+        out
+    }
+
+    /// The position encoded in a list item's physical key, given the list's members prefix.
+    pub fn list_position(members_prefix: &[u8], physical: &[u8]) -> Option<u64> {
+        let hex = physical.strip_prefix(members_prefix)?;
+        let hex = std::str::from_utf8(hex).ok()?;
+        if hex.len() != 16 {
+            return None;
+        }
+        u64::from_str_radix(hex, 16).ok()
+    }
+
+    /// Whether a physical key belongs to the reserved collection layout.
+    pub fn is_reserved(physical: &[u8]) -> bool {
+        physical.first() == Some(&0)
+    }
+}
+
+/// Resolves Redis-style inclusive `[start, stop]` indexes (negative from the tail) against a
+/// list of `len` items, giving the half-open index range to return.
+pub fn list_index_range(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
+    let len_i = len as i64;
+    let norm = |i: i64| if i < 0 { len_i + i } else { i };
+    let start = norm(start).max(0);
+    let stop = norm(stop).min(len_i - 1);
+    if start > stop || start >= len_i {
+        0..0
+    } else {
+        start as usize..stop as usize + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_disjoint_from_user_keys() {
+        let k = layout::members_prefix(CollectionKind::Set, b"a/b");
+        assert_eq!(k, b"\0sa/b\0");
+        assert!(layout::is_reserved(&k));
+        let item = layout::list_item_key(b"q", layout::FIRST_LIST_POSITION + 1);
+        assert_eq!(
+            layout::list_position(&layout::members_prefix(CollectionKind::List, b"q"), &item),
+            Some(layout::FIRST_LIST_POSITION + 1)
+        );
+    }
+
+    #[test]
+    fn lrange_indexes() {
+        assert_eq!(list_index_range(5, 0, -1), 0..5);
+        assert_eq!(list_index_range(5, 1, 2), 1..3);
+        assert_eq!(list_index_range(5, -2, -1), 3..5);
+        assert_eq!(list_index_range(5, 3, 1), 0..0);
+        assert_eq!(list_index_range(0, 0, -1), 0..0);
+        assert_eq!(list_index_range(5, -10, 100), 0..5);
+    }
+}

@@ -1,0 +1,246 @@
+//! The one public error type of the project.
+
+use std::fmt;
+
+/// What went wrong, independent of the backend.
+///
+/// Backends map their client's errors into these kinds; callers match on the kind, never on a
+/// backend's error type.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The key, lease or object does not exist.
+    NotFound,
+    /// The key or object already exists (a `create` lost the race).
+    AlreadyExists,
+    /// A transaction's compares did not hold, or an optimistic retry budget ran out.
+    ConditionFailed,
+    /// A key, prefix or segment is malformed (empty, reserved, too long, bad charset).
+    InvalidKey,
+    /// A value is malformed or too large.
+    InvalidValue,
+    /// An argument other than a key or value is out of range (a zero TTL, a zero limit...).
+    InvalidArgument,
+    /// A transaction has more operations than the backend accepts; it was not sent.
+    TxnTooLarge,
+    /// A transaction writes one key twice, or puts inside a prefix it deletes.
+    TxnConflict,
+    /// The requested revision is no longer retained. Revisions from `compact_revision` on are.
+    Compacted {
+        /// The oldest revision the store still retains history for.
+        compact_revision: i64,
+    },
+    /// The lease does not exist, was revoked or has expired.
+    LeaseNotFound,
+    /// A lock or lease that was held has been lost.
+    LockLost,
+    /// The caller may not access this object (an ownership check failed).
+    Unauthorized,
+    /// The backend cannot be reached or is overloaded; worth retrying.
+    Unavailable,
+    /// The operation timed out; it may or may not have been applied.
+    Timeout,
+    /// The backend does not support this operation or option.
+    Unsupported,
+    /// A value could not be encoded or decoded by its codec.
+    Codec,
+    /// A key holds a value of another type than the operation expects.
+    WrongType,
+    /// The store's data is inconsistent or written by an incompatible format version.
+    Corrupted,
+    /// Configuration is invalid (a bad URL, a missing field).
+    Config,
+    /// Any other backend failure.
+    Backend,
+}
+
+impl ErrorKind {
+    /// A short, stable name for the kind (used in messages and by `kvctl`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not found",
+            ErrorKind::AlreadyExists => "already exists",
+            ErrorKind::ConditionFailed => "condition failed",
+            ErrorKind::InvalidKey => "invalid key",
+            ErrorKind::InvalidValue => "invalid value",
+            ErrorKind::InvalidArgument => "invalid argument",
+            ErrorKind::TxnTooLarge => "transaction too large",
+            ErrorKind::TxnConflict => "conflicting transaction operations",
+            ErrorKind::Compacted { .. } => "revision compacted",
+            ErrorKind::LeaseNotFound => "lease not found",
+            ErrorKind::LockLost => "lock lost",
+            ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Codec => "codec error",
+            ErrorKind::WrongType => "wrong type",
+            ErrorKind::Corrupted => "corrupted",
+            ErrorKind::Config => "invalid configuration",
+            ErrorKind::Backend => "backend error",
+        }
+    }
+
+    /// Whether an operation failing with this kind is, by default, worth retrying.
+    pub fn is_retryable_by_default(self) -> bool {
+        matches!(self, ErrorKind::Unavailable | ErrorKind::Timeout)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::Compacted { compact_revision } => {
+                write!(f, "revision compacted (oldest retained: {compact_revision})")
+            }
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// The error of every fallible operation in this project.
+///
+/// It carries a [`ErrorKind`], a message, whether retrying may help, key/value context pairs
+/// (the operation, the key...) and the underlying cause as [`std::error::Error::source`].
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    retryable: bool,
+    context: Vec<(&'static str, String)>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+/// `Result` with this project's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error of `kind` with a message; retryability follows the kind's default.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            retryable: kind.is_retryable_by_default(),
+            context: Vec::new(),
+            source: None,
+        }
+    }
+
+    /// Shorthand for an [`ErrorKind::InvalidKey`] error.
+    pub fn invalid_key(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidKey, message)
+    }
+
+    /// Shorthand for an [`ErrorKind::InvalidArgument`] error.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// Shorthand for an [`ErrorKind::Compacted`] error.
+    pub fn compacted(compact_revision: i64) -> Self {
+        Self::new(
+            ErrorKind::Compacted { compact_revision },
+            format!("revisions before {compact_revision} are no longer retained"),
+        )
+    }
+
+    /// Attaches the underlying cause, returned by `source()`.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// Adds a context pair, such as `("key", "jxt/tenants/1/meta")` or `("op", "put")`.
+    pub fn with_context(mut self, name: &'static str, value: impl fmt::Display) -> Self {
+        self.context.push((name, value.to_string()));
+        self
+    }
+
+    /// Overrides whether the failed operation is worth retrying.
+    pub fn set_retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message, without context.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The context pairs, in the order they were added.
+    pub fn context(&self) -> &[(&'static str, String)] {
+        &self.context
+    }
+
+    /// Whether retrying the same operation may succeed.
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
+    /// The oldest retained revision when this is a [`ErrorKind::Compacted`] error.
+    pub fn compact_revision(&self) -> Option<i64> {
+        match self.kind {
+            ErrorKind::Compacted { compact_revision } => Some(compact_revision),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)?;
+        for (name, value) in &self.context {
+            write!(f, ", {name}: {value}")?;
+        }
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind)
+            .field("message", &self.message)
+            .field("retryable", &self.retryable);
+        if !self.context.is_empty() {
+            d.field("context", &self.context);
+        }
+        if let Some(source) = &self.source {
+            d.field("source", source);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_has_kind_message_context_and_source() {
+        let io = std::io::Error::other("socket closed");
+        let err = Error::new(ErrorKind::Unavailable, "etcd unreachable")
+            .with_context("op", "get")
+            .with_source(io);
+        assert!(err.is_retryable());
+        assert_eq!(err.to_string(), "unavailable: etcd unreachable, op: get: socket closed");
+        assert!(std::error::Error::source(&err).is_some());
+        assert!(!Error::invalid_key("empty").is_retryable());
+        assert_eq!(Error::compacted(7).compact_revision(), Some(7));
+    }
+}

@@ -1,0 +1,24 @@
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+
+mod capabilities;
+pub mod collections;
+mod entry;
+mod error;
+mod lease;
+mod range;
+mod store;
+mod txn;
+mod watch;
+
+pub use capabilities::{Capabilities, Retention, Support};
+pub use collections::{CollectionKind, CollectionOp, CollectionResult};
+pub use entry::{Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix};
+pub use error::{Error, ErrorKind, Result};
+pub use lease::{LeaseGrant, LeaseInfo};
+pub use range::{Continuation, KeyRange, RangeOptions, RangeResult};
+pub use store::{PutOptions, PutResult, Store};
+pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};
+pub use watch::{Event, WatchBatch, WatchOptions, WatchStream};
+
+pub use async_trait::async_trait;

@@ -1,0 +1,193 @@
+//! Range reads: a key, a prefix or a `[start, end)` interval, paged.
+
+use crate::entry::{Entry, prefix_end, validate_key, validate_prefix};
+use crate::error::{Error, Result};
+
+/// Which keys a range read or a watch covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum KeyRange {
+    /// Exactly one key.
+    Key(Vec<u8>),
+    /// Every key starting with these bytes (the empty prefix is the whole keyspace).
+    Prefix(Vec<u8>),
+    /// Keys `k` with `start <= k < end`; `end: None` is unbounded above.
+    Interval {
+        /// First key included.
+        start: Vec<u8>,
+        /// First key excluded, or `None` for no upper bound.
+        end: Option<Vec<u8>>,
+    },
+}
+
+impl KeyRange {
+    /// The inclusive start and exclusive end (`None` = unbounded) of this range in key order.
+    pub fn bounds(&self) -> (Vec<u8>, Option<Vec<u8>>) {
+        match self {
+            KeyRange::Key(k) => {
+                let mut end = k.clone();
+                end.push(0);
+                (k.clone(), Some(end))
+            }
+            KeyRange::Prefix(p) => (p.clone(), prefix_end(p)),
+            KeyRange::Interval { start, end } => (start.clone(), end.clone()),
+        }
+    }
+
+    /// Whether `key` lies in this range.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        match self {
+            KeyRange::Key(k) => k == key,
+            KeyRange::Prefix(p) => key.starts_with(p),
+            KeyRange::Interval { start, end } => {
+                key >= start.as_slice() && end.as_ref().is_none_or(|e| key < e.as_slice())
+            }
+        }
+    }
+
+    /// Checks the range's keys against the key rules.
+    ///
+    /// # Errors
+    /// `InvalidKey` for an empty or reserved key, `InvalidArgument` for `start > end`.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            KeyRange::Key(k) => validate_key(k),
+            KeyRange::Prefix(p) => validate_prefix(p, true),
+            KeyRange::Interval { start, end } => {
+                validate_prefix(start, true)?;
+                if let Some(end) = end {
+                    validate_prefix(end, true)?;
+                    if end < start {
+                        return Err(Error::invalid_argument("range end is before its start"));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Where the next page of a paged range starts. Opaque: pass it back through
+/// [`RangeOptions::after`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Continuation(pub(crate) Vec<u8>);
+
+impl Continuation {
+    /// The continuation that resumes just after `last_key` (the last key of a page).
+    pub fn after_key(last_key: &[u8]) -> Self {
+        let mut next = last_key.to_vec();
+        next.push(0);
+        Continuation(next)
+    }
+
+    /// The first key the next page may contain.
+    pub fn start_key(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A range read: which keys, how many, and what to return.
+///
+/// ```
+/// use kv_core::RangeOptions;
+/// let opts = RangeOptions::prefix("jxt/tenants/1/").limit(100).keys_only();
+/// assert_eq!(opts.limit, Some(100));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeOptions {
+    /// The keys covered.
+    pub range: KeyRange,
+    /// At most this many entries per page (`None`: all of them).
+    pub limit: Option<usize>,
+    /// Return entries with empty values.
+    pub keys_only: bool,
+    /// Return no entries, only [`RangeResult::count`].
+    pub count_only: bool,
+    /// Resume after a previous page.
+    pub after: Option<Continuation>,
+}
+
+impl RangeOptions {
+    /// A read of every key in `range`.
+    pub fn new(range: KeyRange) -> Self {
+        RangeOptions { range, limit: None, keys_only: false, count_only: false, after: None }
+    }
+
+    /// Every key starting with `prefix`.
+    pub fn prefix(prefix: impl AsRef<[u8]>) -> Self {
+        Self::new(KeyRange::Prefix(prefix.as_ref().to_vec()))
+    }
+
+    /// Keys in `[start, end)`.
+    pub fn interval(start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Self {
+        Self::new(KeyRange::Interval {
+            start: start.as_ref().to_vec(),
+            end: Some(end.as_ref().to_vec()),
+        })
+    }
+
+    /// At most `limit` entries in this page.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Values are left empty.
+    pub fn keys_only(mut self) -> Self {
+        self.keys_only = true;
+        self
+    }
+
+    /// Only count the keys.
+    pub fn count_only(mut self) -> Self {
+        self.count_only = true;
+        self
+    }
+
+    /// Continue after the page that returned `continuation`.
+    pub fn after(mut self, continuation: Continuation) -> Self {
+        self.after = Some(continuation);
+        self
+    }
+
+    /// The effective `[start, end)` of this read, the continuation applied.
+    pub fn effective_bounds(&self) -> (Vec<u8>, Option<Vec<u8>>) {
+        let (start, end) = self.range.bounds();
+        match &self.after {
+            Some(c) if c.0 > start => (c.0.clone(), end),
+            _ => (start, end),
+        }
+    }
+
+    /// Checks the range and the limit.
+    ///
+    /// # Errors
+    /// `InvalidKey` for bad keys; `InvalidArgument` for a zero limit.
+    pub fn validate(&self) -> Result<()> {
+        self.range.validate()?;
+        if self.limit == Some(0) {
+            return Err(Error::invalid_argument("a range limit must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// One page of a range read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeResult {
+    /// The entries, in ascending key order (empty for `count_only`).
+    pub entries: Vec<Entry>,
+    /// For `count_only`, the number of keys in the range (from the continuation on);
+    /// otherwise the number of entries in this page.
+    pub count: u64,
+    /// Where the next page starts, when there are more keys after this page.
+    pub next: Option<Continuation>,
+    /// The store revision the page was read at.
+    pub revision: i64,
+}
+
+impl RangeResult {
+    /// Whether more keys follow this page.
+    pub fn more(&self) -> bool {
+        self.next.is_some()
+    }
+}

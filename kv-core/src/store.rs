@@ -1,0 +1,188 @@
+//! The `Store` trait: the one async contract every backend implements.
+
+use crate::capabilities::Capabilities;
+use crate::collections::{CollectionOp, CollectionResult};
+use crate::entry::{Entry, LeaseId};
+use crate::error::{Error, ErrorKind, Result};
+use crate::lease::{LeaseGrant, LeaseInfo};
+use crate::range::{RangeOptions, RangeResult};
+use crate::txn::{OpResult, Txn, TxnOp};
+use crate::watch::{WatchOptions, WatchStream};
+use async_trait::async_trait;
+use std::time::Duration;
+
+/// Options of a single [`Store::put`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PutOptions {
+    /// Attach the key to this lease.
+    pub lease: Option<LeaseId>,
+    /// Return the previous entry.
+    pub prev: bool,
+}
+
+impl PutOptions {
+    /// Attach the key to `lease`.
+    pub fn lease(mut self, lease: LeaseId) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// Return the previous entry in [`PutResult::prev`].
+    pub fn with_prev(mut self) -> Self {
+        self.prev = true;
+        self
+    }
+}
+
+/// The outcome of a [`Store::put`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutResult {
+    /// The revision of the write.
+    pub revision: i64,
+    /// The previous entry, when asked for and the key existed.
+    pub prev: Option<Entry>,
+}
+
+/// A hierarchical key-value store: the contract every backend implements in full.
+///
+/// Keys and values are bytes; keys obey [`validate_key`](crate::validate_key). The store has
+/// one revision that every write transaction bumps once. The trait is object safe:
+/// `Arc<dyn Store>` swaps backends at run time.
+///
+/// Only [`Store::capabilities`], [`Store::range`], [`Store::txn`], the lease methods,
+/// [`Store::watch`], [`Store::compact`] and [`Store::revision`] are required; the single-key
+/// operations and collections are provided in terms of [`Store::txn`], and backends override
+/// them where a native call is cheaper.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The backend's features and limits.
+    fn capabilities(&self) -> &Capabilities;
+
+    /// The store's current revision.
+    ///
+    /// # Errors
+    /// `Unavailable` when the backend cannot be reached.
+    async fn revision(&self) -> Result<i64>;
+
+    /// One page of the keys in a range, ascending.
+    ///
+    /// # Errors
+    /// `InvalidKey` / `InvalidArgument` for bad options; backend errors.
+    async fn range(&self, opts: RangeOptions) -> Result<RangeResult>;
+
+    /// Runs a transaction atomically. It is validated first
+    /// ([`Txn::validate`]) and never split.
+    ///
+    /// # Errors
+    /// `TxnTooLarge`, `TxnConflict`, `InvalidKey`, `InvalidValue`, `LeaseNotFound` (a put with
+    /// an unknown lease: nothing is written), `WrongType`; backend errors.
+    async fn txn(&self, txn: Txn) -> Result<crate::TxnResponse>;
+
+    /// Grants a lease of at least `ttl` (rounded up to the backend's granularity).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a zero TTL.
+    async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant>;
+
+    /// Renews a lease to its granted TTL; returns that TTL.
+    ///
+    /// # Errors
+    /// `LeaseNotFound` when it was revoked or has expired.
+    async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration>;
+
+    /// Revokes a lease, deleting every key attached to it (watchers see the deletes).
+    ///
+    /// # Errors
+    /// `LeaseNotFound` when it was revoked or has expired.
+    async fn lease_revoke(&self, id: LeaseId) -> Result<()>;
+
+    /// What the store knows of a live lease.
+    ///
+    /// # Errors
+    /// `LeaseNotFound` when it was revoked or has expired.
+    async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo>;
+
+    /// Watches a key or prefix from a revision.
+    ///
+    /// # Errors
+    /// `InvalidKey` for a bad range; `Compacted` when the start revision is no longer retained
+    /// (either here or as the stream's first item).
+    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream>;
+
+    /// Discards the history of revisions before `revision`: watches from an earlier revision
+    /// then fail with `Compacted`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a revision in the future; `Compacted` when already compacted
+    /// past it.
+    async fn compact(&self, revision: i64) -> Result<()>;
+
+    /// The entry of one key.
+    ///
+    /// # Errors
+    /// `InvalidKey`; backend errors.
+    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
+        crate::validate_key(key)?;
+        let mut page = self.range(RangeOptions::new(crate::KeyRange::Key(key.to_vec()))).await?;
+        Ok(page.entries.pop())
+    }
+
+    /// Writes a value.
+    ///
+    /// # Errors
+    /// `InvalidKey`, `InvalidValue`, `LeaseNotFound`; backend errors.
+    async fn put(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<PutResult> {
+        let mut ops = Vec::with_capacity(2);
+        if opts.prev {
+            ops.push(TxnOp::get(key));
+        }
+        ops.push(TxnOp::Put { key: key.to_vec(), value: value.to_vec(), lease: opts.lease });
+        let mut resp = self.txn(Txn::new().and_then(ops)).await?;
+        let prev = match resp.results.first_mut() {
+            Some(OpResult::Get(prev)) if opts.prev => prev.take(),
+            _ => None,
+        };
+        Ok(PutResult { revision: resp.revision, prev })
+    }
+
+    /// Deletes a key (and any collection at it); returns the previous entry of the plain key.
+    ///
+    /// # Errors
+    /// `InvalidKey`; backend errors.
+    async fn delete(&self, key: &[u8]) -> Result<Option<Entry>> {
+        let resp = self.txn(Txn::new().and_then([TxnOp::get(key), TxnOp::delete(key)])).await?;
+        match resp.results.into_iter().next() {
+            Some(OpResult::Get(prev)) => Ok(prev),
+            other => Err(unexpected("delete", other)),
+        }
+    }
+
+    /// Deletes every key (and collection) under a non-empty prefix; returns how many.
+    ///
+    /// # Errors
+    /// `InvalidKey` for an empty prefix; backend errors.
+    async fn delete_prefix(&self, prefix: &[u8]) -> Result<u64> {
+        crate::validate_prefix(prefix, false)?;
+        let resp = self.txn(Txn::new().and_then([TxnOp::delete_prefix(prefix)])).await?;
+        match resp.results.into_iter().next() {
+            Some(OpResult::Delete { deleted }) => Ok(deleted),
+            other => Err(unexpected("delete_prefix", other)),
+        }
+    }
+
+    /// Runs one collection operation.
+    ///
+    /// # Errors
+    /// `InvalidKey`, `InvalidValue`, `WrongType`; backend errors.
+    async fn collection(&self, op: CollectionOp) -> Result<CollectionResult> {
+        let resp = self.txn(Txn::new().and_then([TxnOp::Collection(op)])).await?;
+        match resp.results.into_iter().next() {
+            Some(OpResult::Collection(result)) => Ok(result),
+            other => Err(unexpected("collection", other)),
+        }
+    }
+}
+
+fn unexpected(op: &str, got: Option<OpResult>) -> Error {
+    Error::new(ErrorKind::Backend, format!("{op}: unexpected transaction result {got:?}"))
+}

@@ -1,0 +1,359 @@
+//! Transactions: compares, then a success or a failure branch of operations.
+
+use crate::capabilities::Capabilities;
+use crate::collections::{CollectionOp, CollectionResult};
+use crate::entry::{Entry, LeaseId, validate_key, validate_prefix};
+use crate::error::{Error, ErrorKind, Result};
+
+/// How a compare relates the stored attribute to the given one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    /// Stored `==` given.
+    Equal,
+    /// Stored `!=` given.
+    NotEqual,
+    /// Stored `>` given.
+    Greater,
+    /// Stored `<` given.
+    Less,
+}
+
+impl CompareOp {
+    /// Applies the comparison to `stored` and `given`.
+    pub fn holds<T: Ord + ?Sized>(self, stored: &T, given: &T) -> bool {
+        match self {
+            CompareOp::Equal => stored == given,
+            CompareOp::NotEqual => stored != given,
+            CompareOp::Greater => stored > given,
+            CompareOp::Less => stored < given,
+        }
+    }
+}
+
+/// The attribute of a key a compare looks at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CompareTarget {
+    /// Number of writes since creation (0 when absent).
+    Version(i64),
+    /// Revision that created the key (0 when absent).
+    CreateRevision(i64),
+    /// Revision of the last write (0 when absent).
+    ModRevision(i64),
+    /// The value's bytes. A compare on the value of an absent key is always false.
+    Value(Vec<u8>),
+    /// The lease the key is attached to (`0` for none; absent keys have none).
+    Lease(i64),
+}
+
+/// One condition of a transaction, with etcd's semantics.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Compare {
+    /// The key compared.
+    pub key: Vec<u8>,
+    /// The attribute and the value it is compared with.
+    pub target: CompareTarget,
+    /// The comparison.
+    pub op: CompareOp,
+}
+
+impl Compare {
+    /// A compare of `key`'s `target` with `op`.
+    pub fn new(key: impl AsRef<[u8]>, op: CompareOp, target: CompareTarget) -> Self {
+        Compare { key: key.as_ref().to_vec(), target, op }
+    }
+
+    /// Holds when the key exists.
+    pub fn exists(key: impl AsRef<[u8]>) -> Self {
+        Self::new(key, CompareOp::Greater, CompareTarget::Version(0))
+    }
+
+    /// Holds when the key does not exist.
+    pub fn absent(key: impl AsRef<[u8]>) -> Self {
+        Self::new(key, CompareOp::Equal, CompareTarget::Version(0))
+    }
+
+    /// Holds when the key's version is `op` `version`.
+    pub fn version(key: impl AsRef<[u8]>, op: CompareOp, version: i64) -> Self {
+        Self::new(key, op, CompareTarget::Version(version))
+    }
+
+    /// Holds when the key's mod revision is `op` `revision` (0 = absent).
+    pub fn mod_revision(key: impl AsRef<[u8]>, op: CompareOp, revision: i64) -> Self {
+        Self::new(key, op, CompareTarget::ModRevision(revision))
+    }
+
+    /// Holds when the key's create revision is `op` `revision` (0 = absent).
+    pub fn create_revision(key: impl AsRef<[u8]>, op: CompareOp, revision: i64) -> Self {
+        Self::new(key, op, CompareTarget::CreateRevision(revision))
+    }
+
+    /// Holds when the key exists and its value is `op` `value` (byte order).
+    pub fn value(key: impl AsRef<[u8]>, op: CompareOp, value: impl AsRef<[u8]>) -> Self {
+        Self::new(key, op, CompareTarget::Value(value.as_ref().to_vec()))
+    }
+
+    /// Evaluates the compare against the key's current entry (`None` when absent), with
+    /// etcd's rules: an absent key has version, revisions and lease 0, and a value compare on
+    /// it is false.
+    pub fn evaluate(&self, entry: Option<&Entry>) -> bool {
+        let lease = |e: &Entry| e.lease.map_or(0, |l| l.0);
+        match (&self.target, entry) {
+            (CompareTarget::Value(_), None) => false,
+            (CompareTarget::Value(v), Some(e)) => self.op.holds(e.value.as_slice(), v.as_slice()),
+            (CompareTarget::Version(v), e) => self.op.holds(&e.map_or(0, |e| e.version), v),
+            (CompareTarget::CreateRevision(v), e) => {
+                self.op.holds(&e.map_or(0, |e| e.create_revision), v)
+            }
+            (CompareTarget::ModRevision(v), e) => self.op.holds(&e.map_or(0, |e| e.mod_revision), v),
+            (CompareTarget::Lease(v), e) => self.op.holds(&e.map_or(0, lease), v),
+        }
+    }
+}
+
+/// One operation of a transaction branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnOp {
+    /// Read one key: [`OpResult::Get`].
+    Get {
+        /// The key read.
+        key: Vec<u8>,
+    },
+    /// Write a value, optionally attached to a lease: [`OpResult::Put`].
+    Put {
+        /// The key written.
+        key: Vec<u8>,
+        /// The value written.
+        value: Vec<u8>,
+        /// The lease the key is attached to.
+        lease: Option<LeaseId>,
+    },
+    /// Delete a key (and any collection stored under it): [`OpResult::Delete`].
+    Delete {
+        /// The key deleted.
+        key: Vec<u8>,
+    },
+    /// Delete every key (and collection) under a non-empty prefix: [`OpResult::Delete`].
+    DeletePrefix {
+        /// The prefix, never empty.
+        prefix: Vec<u8>,
+    },
+    /// A set, map or list operation: [`OpResult::Collection`].
+    Collection(CollectionOp),
+}
+
+impl TxnOp {
+    /// A [`TxnOp::Get`].
+    pub fn get(key: impl AsRef<[u8]>) -> Self {
+        TxnOp::Get { key: key.as_ref().to_vec() }
+    }
+
+    /// A [`TxnOp::Put`] without lease.
+    pub fn put(key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Self {
+        TxnOp::Put { key: key.as_ref().to_vec(), value: value.as_ref().to_vec(), lease: None }
+    }
+
+    /// A [`TxnOp::Put`] attached to `lease`.
+    pub fn put_with_lease(key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, lease: LeaseId) -> Self {
+        TxnOp::Put {
+            key: key.as_ref().to_vec(),
+            value: value.as_ref().to_vec(),
+            lease: Some(lease),
+        }
+    }
+
+    /// A [`TxnOp::Delete`].
+    pub fn delete(key: impl AsRef<[u8]>) -> Self {
+        TxnOp::Delete { key: key.as_ref().to_vec() }
+    }
+
+    /// A [`TxnOp::DeletePrefix`].
+    pub fn delete_prefix(prefix: impl AsRef<[u8]>) -> Self {
+        TxnOp::DeletePrefix { prefix: prefix.as_ref().to_vec() }
+    }
+
+    /// Whether the op writes.
+    pub fn is_write(&self) -> bool {
+        match self {
+            TxnOp::Get { .. } => false,
+            TxnOp::Put { .. } | TxnOp::Delete { .. } | TxnOp::DeletePrefix { .. } => true,
+            TxnOp::Collection(c) => c.is_write(),
+        }
+    }
+}
+
+/// The result of one [`TxnOp`], in the order of the branch that ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpResult {
+    /// The entry read, if the key exists.
+    Get(Option<Entry>),
+    /// The put was applied.
+    Put,
+    /// How many keys were deleted (collections count as one key each).
+    Delete {
+        /// Number of keys deleted.
+        deleted: u64,
+    },
+    /// The collection op's result.
+    Collection(CollectionResult),
+}
+
+/// A transaction: if every compare holds, the success ops run, otherwise the failure ops;
+/// atomically and isolated on every backend.
+///
+/// ```
+/// use kv_core::{Compare, Txn, TxnOp};
+/// let txn = Txn::new()
+///     .when([Compare::absent("locks/a")])
+///     .and_then([TxnOp::put("locks/a", "me")])
+///     .or_else([TxnOp::get("locks/a")]);
+/// assert_eq!(txn.success.len(), 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Txn {
+    /// Conditions, all of which must hold for the success branch.
+    pub compares: Vec<Compare>,
+    /// Ops run when every compare holds.
+    pub success: Vec<TxnOp>,
+    /// Ops run otherwise.
+    pub failure: Vec<TxnOp>,
+}
+
+impl Txn {
+    /// An empty transaction (no compares: the success branch runs).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds compares.
+    pub fn when(mut self, compares: impl IntoIterator<Item = Compare>) -> Self {
+        self.compares.extend(compares);
+        self
+    }
+
+    /// Adds success ops.
+    pub fn and_then(mut self, ops: impl IntoIterator<Item = TxnOp>) -> Self {
+        self.success.extend(ops);
+        self
+    }
+
+    /// Adds failure ops.
+    pub fn or_else(mut self, ops: impl IntoIterator<Item = TxnOp>) -> Self {
+        self.failure.extend(ops);
+        self
+    }
+
+    /// Checks the transaction before it is sent: valid keys and values, no more compares or
+    /// ops per branch than `caps.max_txn_ops`, no key written twice in one branch, no write
+    /// inside a prefix the same branch deletes.
+    ///
+    /// # Errors
+    /// `InvalidKey` / `InvalidValue` for bad input, `TxnTooLarge` over the limit,
+    /// `TxnConflict` for overlapping writes.
+    pub fn validate(&self, caps: &Capabilities) -> Result<()> {
+        for (what, len) in [
+            ("compares", self.compares.len()),
+            ("success ops", self.success.len()),
+            ("failure ops", self.failure.len()),
+        ] {
+            if len > caps.max_txn_ops {
+                return Err(Error::new(
+                    ErrorKind::TxnTooLarge,
+                    format!(
+                        "{len} {what}, the backend takes at most {} per transaction",
+                        caps.max_txn_ops
+                    ),
+                ));
+            }
+        }
+        for c in &self.compares {
+            validate_key(&c.key)?;
+        }
+        validate_branch(&self.success, caps)?;
+        validate_branch(&self.failure, caps)
+    }
+}
+
+/// What one write op touches, for conflict detection within a branch.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Touch<'a> {
+    Key(&'a [u8]),
+    Member(&'a [u8], u8, &'a [u8]),
+    List(&'a [u8]),
+}
+
+fn validate_branch(ops: &[TxnOp], caps: &Capabilities) -> Result<()> {
+    let mut touched: Vec<(Touch<'_>, &[u8])> = Vec::new();
+    let mut deleted_prefixes: Vec<&[u8]> = Vec::new();
+    for op in ops {
+        match op {
+            TxnOp::Get { key } => validate_key(key)?,
+            TxnOp::Put { key, value, .. } => {
+                validate_key(key)?;
+                caps.validate_value(value)?;
+                touched.push((Touch::Key(key), key));
+            }
+            TxnOp::Delete { key } => {
+                validate_key(key)?;
+                touched.push((Touch::Key(key), key));
+            }
+            TxnOp::DeletePrefix { prefix } => {
+                validate_prefix(prefix, false)?;
+                deleted_prefixes.push(prefix);
+            }
+            TxnOp::Collection(c) => {
+                c.validate(caps)?;
+                if c.is_write() {
+                    let key = c.key();
+                    let touch = match c.member() {
+                        Some((kind, member)) => Touch::Member(key, kind, member),
+                        None => Touch::List(key),
+                    };
+                    touched.push((touch, key));
+                }
+            }
+        }
+    }
+    touched.sort();
+    for pair in touched.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            return Err(Error::new(
+                ErrorKind::TxnConflict,
+                "a transaction branch writes the same key twice",
+            )
+            .with_context("key", crate::escape_bytes(pair[0].1)));
+        }
+    }
+    for (i, prefix) in deleted_prefixes.iter().enumerate() {
+        for (_, key) in &touched {
+            if key.starts_with(prefix) {
+                return Err(Error::new(
+                    ErrorKind::TxnConflict,
+                    "a transaction branch writes a key inside a prefix it deletes",
+                )
+                .with_context("key", crate::escape_bytes(key))
+                .with_context("prefix", crate::escape_bytes(prefix)));
+            }
+        }
+        for other in &deleted_prefixes[i + 1..] {
+            if other.starts_with(prefix) || prefix.starts_with(other) {
+                return Err(Error::new(
+                    ErrorKind::TxnConflict,
+                    "a transaction branch deletes overlapping prefixes",
+                )
+                .with_context("prefix", crate::escape_bytes(other)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The outcome of a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnResponse {
+    /// Whether every compare held (the success branch ran).
+    pub succeeded: bool,
+    /// The store revision after the transaction (unchanged when it wrote nothing).
+    pub revision: i64,
+    /// One result per op of the branch that ran.
+    pub results: Vec<OpResult>,
+}

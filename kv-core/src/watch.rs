@@ -1,0 +1,91 @@
+//! Watches: ordered, gap-free streams of change batches, resumable by revision.
+
+use crate::entry::Entry;
+use crate::error::Result;
+use crate::range::KeyRange;
+use futures::stream::BoxStream;
+
+/// What to watch and from where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchOptions {
+    /// A key or a prefix (or an interval).
+    pub range: KeyRange,
+    /// Deliver every change with revision `>=` this one; `None` starts after the current
+    /// revision. A revision older than the retained history gives
+    /// [`ErrorKind::Compacted`](crate::ErrorKind::Compacted).
+    pub start_revision: Option<i64>,
+    /// Attach the previous entry to each event.
+    pub prev: bool,
+}
+
+impl WatchOptions {
+    /// Watch one key, from now.
+    pub fn key(key: impl AsRef<[u8]>) -> Self {
+        WatchOptions { range: KeyRange::Key(key.as_ref().to_vec()), start_revision: None, prev: false }
+    }
+
+    /// Watch every key under a prefix, from now.
+    pub fn prefix(prefix: impl AsRef<[u8]>) -> Self {
+        WatchOptions {
+            range: KeyRange::Prefix(prefix.as_ref().to_vec()),
+            start_revision: None,
+            prev: false,
+        }
+    }
+
+    /// Start at `revision` (inclusive).
+    pub fn from_revision(mut self, revision: i64) -> Self {
+        self.start_revision = Some(revision);
+        self
+    }
+
+    /// Attach previous entries to events.
+    pub fn with_prev(mut self) -> Self {
+        self.prev = true;
+        self
+    }
+}
+
+/// One change to one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The key was written; `entry` is its new state.
+    Put {
+        /// The key's new entry.
+        entry: Entry,
+        /// The entry before the write, when asked for and the key existed.
+        prev: Option<Entry>,
+    },
+    /// The key was deleted (directly, by prefix, or by its lease expiring).
+    Delete {
+        /// The deleted key.
+        key: Vec<u8>,
+        /// The entry before the delete, when asked for.
+        prev: Option<Entry>,
+    },
+}
+
+impl Event {
+    /// The key the event is about.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Event::Put { entry, .. } => &entry.key,
+            Event::Delete { key, .. } => key,
+        }
+    }
+}
+
+/// All events of one transaction within the watched range, in the order the transaction
+/// applied its writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchBatch {
+    /// The transaction's revision.
+    pub revision: i64,
+    /// Its events in the watched range (never empty).
+    pub events: Vec<Event>,
+}
+
+/// A watch: batches in strictly increasing revision order, with no gaps and no duplicates.
+/// It never ends silently: an error item (such as `Compacted`, or `Unavailable` once retries
+/// are exhausted) is the last item before the stream ends.
+pub type WatchStream = BoxStream<'static, Result<WatchBatch>>;

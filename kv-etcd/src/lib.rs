@@ -1,0 +1,2 @@
+//! EtcdStore.
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! MemStore.
+#![deny(missing_docs)]

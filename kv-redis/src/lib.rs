@@ -1,0 +1,2 @@
+//! RedisStore.
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! Typed keyspaces of five real systems.
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! The conformance suite.
+#![deny(missing_docs)]
