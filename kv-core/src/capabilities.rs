@@ -86,7 +86,9 @@ impl Capabilities {
     /// ```
     pub fn round_ttl(&self, ttl: Duration) -> Result<Duration> {
         if ttl.is_zero() {
-            return Err(Error::invalid_argument("a lease TTL must be greater than zero"));
+            return Err(Error::invalid_argument(
+                "a lease TTL must be greater than zero",
+            ));
         }
         let g = self.ttl_granularity.as_nanos().max(1);
         let n = ttl.as_nanos().div_ceil(g) * g;

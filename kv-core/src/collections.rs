@@ -34,7 +34,11 @@ pub enum CollectionKind {
 
 impl CollectionKind {
     /// All kinds, in layout order.
-    pub const ALL: [CollectionKind; 3] = [CollectionKind::Set, CollectionKind::Map, CollectionKind::List];
+    pub const ALL: [CollectionKind; 3] = [
+        CollectionKind::Set,
+        CollectionKind::Map,
+        CollectionKind::List,
+    ];
 
     /// The tag byte of this kind in the emulation layout.
     pub fn tag(self) -> u8 {
@@ -256,9 +260,9 @@ impl CollectionOp {
                 caps.validate_value(value)
             }
             CollectionOp::SetAdd { member, .. } => caps.validate_value(member),
-            CollectionOp::SetScan { limit: 0, .. } => {
-                Err(Error::invalid_argument("a set scan limit must be at least 1"))
-            }
+            CollectionOp::SetScan { limit: 0, .. } => Err(Error::invalid_argument(
+                "a set scan limit must be at least 1",
+            )),
             _ => Ok(()),
         }
     }

@@ -4,7 +4,9 @@ use crate::error::{Error, Result};
 use std::fmt;
 
 /// A lease identifier, as granted by [`Store::lease_grant`](crate::Store::lease_grant).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct LeaseId(pub i64);
 
 impl fmt::Display for LeaseId {
@@ -70,8 +72,10 @@ fn validate_key_bytes(key: &[u8]) -> Result<()> {
         )));
     }
     if key.contains(&0) {
-        return Err(Error::invalid_key("a key must not contain a NUL byte (reserved)")
-            .with_context("key", escape_bytes(key)));
+        return Err(
+            Error::invalid_key("a key must not contain a NUL byte (reserved)")
+                .with_context("key", escape_bytes(key)),
+        );
     }
     Ok(())
 }

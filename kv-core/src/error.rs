@@ -91,7 +91,10 @@ impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ErrorKind::Compacted { compact_revision } => {
-                write!(f, "revision compacted (oldest retained: {compact_revision})")
+                write!(
+                    f,
+                    "revision compacted (oldest retained: {compact_revision})"
+                )
             }
             other => f.write_str(other.name()),
         }
@@ -238,7 +241,10 @@ mod tests {
             .with_context("op", "get")
             .with_source(io);
         assert!(err.is_retryable());
-        assert_eq!(err.to_string(), "unavailable: etcd unreachable, op: get: socket closed");
+        assert_eq!(
+            err.to_string(),
+            "unavailable: etcd unreachable, op: get: socket closed"
+        );
         assert!(std::error::Error::source(&err).is_some());
         assert!(!Error::invalid_key("empty").is_retryable());
         assert_eq!(Error::compacted(7).compact_revision(), Some(7));

@@ -13,7 +13,9 @@ mod watch;
 
 pub use capabilities::{Capabilities, Retention, Support};
 pub use collections::{CollectionKind, CollectionOp, CollectionResult};
-pub use entry::{Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix};
+pub use entry::{
+    Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use lease::{LeaseGrant, LeaseInfo};
 pub use range::{Continuation, KeyRange, RangeOptions, RangeResult};

@@ -21,7 +21,20 @@ pub enum KeyRange {
 
 impl KeyRange {
     /// The inclusive start and exclusive end (`None` = unbounded) of this range in key order.
+    ///
+    /// The start is never below `[0x01]`: user keys contain no NUL, and keys starting with NUL
+    /// are the reserved collection layout (see [`collections`](crate::collections)), which no
+    /// range or watch may see.
     pub fn bounds(&self) -> (Vec<u8>, Option<Vec<u8>>) {
+        let (start, end) = self.raw_bounds();
+        if start.as_slice() < [1u8].as_slice() {
+            (vec![1], end)
+        } else {
+            (start, end)
+        }
+    }
+
+    fn raw_bounds(&self) -> (Vec<u8>, Option<Vec<u8>>) {
         match self {
             KeyRange::Key(k) => {
                 let mut end = k.clone();
@@ -33,8 +46,11 @@ impl KeyRange {
         }
     }
 
-    /// Whether `key` lies in this range.
+    /// Whether `key` lies in this range (reserved keys, starting with NUL, never do).
     pub fn contains(&self, key: &[u8]) -> bool {
+        if key.first() == Some(&0) {
+            return false;
+        }
         match self {
             KeyRange::Key(k) => k == key,
             KeyRange::Prefix(p) => key.starts_with(p),
@@ -109,7 +125,13 @@ pub struct RangeOptions {
 impl RangeOptions {
     /// A read of every key in `range`.
     pub fn new(range: KeyRange) -> Self {
-        RangeOptions { range, limit: None, keys_only: false, count_only: false, after: None }
+        RangeOptions {
+            range,
+            limit: None,
+            keys_only: false,
+            count_only: false,
+            after: None,
+        }
     }
 
     /// Every key starting with `prefix`.

@@ -123,7 +123,9 @@ pub trait Store: Send + Sync + 'static {
     /// `InvalidKey`; backend errors.
     async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
         crate::validate_key(key)?;
-        let mut page = self.range(RangeOptions::new(crate::KeyRange::Key(key.to_vec()))).await?;
+        let mut page = self
+            .range(RangeOptions::new(crate::KeyRange::Key(key.to_vec())))
+            .await?;
         Ok(page.entries.pop())
     }
 
@@ -136,13 +138,20 @@ pub trait Store: Send + Sync + 'static {
         if opts.prev {
             ops.push(TxnOp::get(key));
         }
-        ops.push(TxnOp::Put { key: key.to_vec(), value: value.to_vec(), lease: opts.lease });
+        ops.push(TxnOp::Put {
+            key: key.to_vec(),
+            value: value.to_vec(),
+            lease: opts.lease,
+        });
         let mut resp = self.txn(Txn::new().and_then(ops)).await?;
         let prev = match resp.results.first_mut() {
             Some(OpResult::Get(prev)) if opts.prev => prev.take(),
             _ => None,
         };
-        Ok(PutResult { revision: resp.revision, prev })
+        Ok(PutResult {
+            revision: resp.revision,
+            prev,
+        })
     }
 
     /// Deletes a key (and any collection at it); returns the previous entry of the plain key.
@@ -150,7 +159,9 @@ pub trait Store: Send + Sync + 'static {
     /// # Errors
     /// `InvalidKey`; backend errors.
     async fn delete(&self, key: &[u8]) -> Result<Option<Entry>> {
-        let resp = self.txn(Txn::new().and_then([TxnOp::get(key), TxnOp::delete(key)])).await?;
+        let resp = self
+            .txn(Txn::new().and_then([TxnOp::get(key), TxnOp::delete(key)]))
+            .await?;
         match resp.results.into_iter().next() {
             Some(OpResult::Get(prev)) => Ok(prev),
             other => Err(unexpected("delete", other)),
@@ -163,7 +174,9 @@ pub trait Store: Send + Sync + 'static {
     /// `InvalidKey` for an empty prefix; backend errors.
     async fn delete_prefix(&self, prefix: &[u8]) -> Result<u64> {
         crate::validate_prefix(prefix, false)?;
-        let resp = self.txn(Txn::new().and_then([TxnOp::delete_prefix(prefix)])).await?;
+        let resp = self
+            .txn(Txn::new().and_then([TxnOp::delete_prefix(prefix)]))
+            .await?;
         match resp.results.into_iter().next() {
             Some(OpResult::Delete { deleted }) => Ok(deleted),
             other => Err(unexpected("delete_prefix", other)),
@@ -175,7 +188,9 @@ pub trait Store: Send + Sync + 'static {
     /// # Errors
     /// `InvalidKey`, `InvalidValue`, `WrongType`; backend errors.
     async fn collection(&self, op: CollectionOp) -> Result<CollectionResult> {
-        let resp = self.txn(Txn::new().and_then([TxnOp::Collection(op)])).await?;
+        let resp = self
+            .txn(Txn::new().and_then([TxnOp::Collection(op)]))
+            .await?;
         match resp.results.into_iter().next() {
             Some(OpResult::Collection(result)) => Ok(result),
             other => Err(unexpected("collection", other)),
@@ -184,5 +199,8 @@ pub trait Store: Send + Sync + 'static {
 }
 
 fn unexpected(op: &str, got: Option<OpResult>) -> Error {
-    Error::new(ErrorKind::Backend, format!("{op}: unexpected transaction result {got:?}"))
+    Error::new(
+        ErrorKind::Backend,
+        format!("{op}: unexpected transaction result {got:?}"),
+    )
 }

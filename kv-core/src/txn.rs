@@ -59,7 +59,11 @@ pub struct Compare {
 impl Compare {
     /// A compare of `key`'s `target` with `op`.
     pub fn new(key: impl AsRef<[u8]>, op: CompareOp, target: CompareTarget) -> Self {
-        Compare { key: key.as_ref().to_vec(), target, op }
+        Compare {
+            key: key.as_ref().to_vec(),
+            target,
+            op,
+        }
     }
 
     /// Holds when the key exists.
@@ -104,7 +108,9 @@ impl Compare {
             (CompareTarget::CreateRevision(v), e) => {
                 self.op.holds(&e.map_or(0, |e| e.create_revision), v)
             }
-            (CompareTarget::ModRevision(v), e) => self.op.holds(&e.map_or(0, |e| e.mod_revision), v),
+            (CompareTarget::ModRevision(v), e) => {
+                self.op.holds(&e.map_or(0, |e| e.mod_revision), v)
+            }
             (CompareTarget::Lease(v), e) => self.op.holds(&e.map_or(0, lease), v),
         }
     }
@@ -144,12 +150,18 @@ pub enum TxnOp {
 impl TxnOp {
     /// A [`TxnOp::Get`].
     pub fn get(key: impl AsRef<[u8]>) -> Self {
-        TxnOp::Get { key: key.as_ref().to_vec() }
+        TxnOp::Get {
+            key: key.as_ref().to_vec(),
+        }
     }
 
     /// A [`TxnOp::Put`] without lease.
     pub fn put(key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Self {
-        TxnOp::Put { key: key.as_ref().to_vec(), value: value.as_ref().to_vec(), lease: None }
+        TxnOp::Put {
+            key: key.as_ref().to_vec(),
+            value: value.as_ref().to_vec(),
+            lease: None,
+        }
     }
 
     /// A [`TxnOp::Put`] attached to `lease`.
@@ -163,12 +175,16 @@ impl TxnOp {
 
     /// A [`TxnOp::Delete`].
     pub fn delete(key: impl AsRef<[u8]>) -> Self {
-        TxnOp::Delete { key: key.as_ref().to_vec() }
+        TxnOp::Delete {
+            key: key.as_ref().to_vec(),
+        }
     }
 
     /// A [`TxnOp::DeletePrefix`].
     pub fn delete_prefix(prefix: impl AsRef<[u8]>) -> Self {
-        TxnOp::DeletePrefix { prefix: prefix.as_ref().to_vec() }
+        TxnOp::DeletePrefix {
+            prefix: prefix.as_ref().to_vec(),
+        }
     }
 
     /// Whether the op writes.

@@ -21,7 +21,11 @@ pub struct WatchOptions {
 impl WatchOptions {
     /// Watch one key, from now.
     pub fn key(key: impl AsRef<[u8]>) -> Self {
-        WatchOptions { range: KeyRange::Key(key.as_ref().to_vec()), start_revision: None, prev: false }
+        WatchOptions {
+            range: KeyRange::Key(key.as_ref().to_vec()),
+            start_revision: None,
+            prev: false,
+        }
     }
 
     /// Watch every key under a prefix, from now.

@@ -1,0 +1,2 @@
+//! Benchmarks (etcd).
+fn main() {}

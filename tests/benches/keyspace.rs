@@ -1,0 +1,2 @@
+//! Benchmarks (keyspace).
+fn main() {}

@@ -1,0 +1,2 @@
+//! Benchmarks (redis).
+fn main() {}

@@ -1,0 +1,2 @@
+//! Benchmarks (sled).
+fn main() {}
