@@ -1,2 +1,4 @@
 //! The conformance suite.
 #![deny(missing_docs)]
+
+pub mod harness;

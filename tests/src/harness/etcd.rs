@@ -1,0 +1,232 @@
+//! `etcd` processes: single servers and a 3-member cluster.
+
+use super::process::{ServerProcess, exchange, free_port, require_binary, wait_ready};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// One etcd member's identity: its name, ports and data directory.
+struct Member {
+    name: String,
+    client_port: u16,
+    peer_port: u16,
+    process: Option<ServerProcess>,
+}
+
+impl Member {
+    fn new(name: String) -> Self {
+        Member {
+            name,
+            client_port: free_port(),
+            peer_port: free_port(),
+            process: None,
+        }
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    fn client_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    /// Starts the member; `initial_cluster` lists every member as `name=peer_url`.
+    fn launch(
+        &mut self,
+        binary: &Path,
+        root: &Path,
+        initial_cluster: &str,
+        token: &str,
+    ) -> Result<(), String> {
+        let data = root.join(&self.name);
+        let mut cmd = Command::new(binary);
+        cmd.arg("--name")
+            .arg(&self.name)
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--listen-client-urls")
+            .arg(self.client_url())
+            .arg("--advertise-client-urls")
+            .arg(self.client_url())
+            .arg("--listen-peer-urls")
+            .arg(self.peer_url())
+            .arg("--initial-advertise-peer-urls")
+            .arg(self.peer_url())
+            .arg("--initial-cluster")
+            .arg(initial_cluster)
+            .arg("--initial-cluster-token")
+            .arg(token)
+            .args(["--initial-cluster-state", "new"])
+            .args([
+                "--logger",
+                "zap",
+                "--log-outputs",
+                "stderr",
+                "--log-level",
+                "warn",
+            ])
+            // Keep start-up and elections quick on a loaded two-core machine.
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(["--snapshot-count", "100000"]);
+        let log = root.join(format!("{}.log", self.name));
+        let mut process = ServerProcess::spawn(cmd, &log).map_err(|e| e.to_string())?;
+        let port = self.client_port;
+        wait_ready(&mut process, Duration::from_secs(30), || {
+            exchange(port, b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                .contains("\"health\":\"true\"")
+        })?;
+        self.process = Some(process);
+        Ok(())
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            p.kill();
+        }
+    }
+}
+
+/// Starts members and waits until each reports healthy. A cluster's members start
+/// concurrently because each waits for a quorum.
+fn launch_all(
+    members: &mut [Member],
+    binary: &Path,
+    root: &Path,
+    token: &str,
+) -> Result<(), String> {
+    let initial: Vec<String> = members
+        .iter()
+        .map(|m| format!("{}={}", m.name, m.peer_url()))
+        .collect();
+    let initial = initial.join(",");
+    std::thread::scope(|s| {
+        let handles: Vec<_> = members
+            .iter_mut()
+            .map(|m| {
+                let initial = &initial;
+                s.spawn(move || m.launch(binary, root, initial, token))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("launch thread"))
+            .collect()
+    })
+}
+
+/// A single-member etcd on free loopback ports with its own temporary data directory.
+pub struct EtcdServer {
+    cluster: EtcdCluster,
+}
+
+impl EtcdServer {
+    /// Starts a single-member etcd. `None` (after a SKIP line) when `etcd` is missing and
+    /// servers are not required.
+    pub fn start() -> Option<Self> {
+        EtcdCluster::start(1).map(|cluster| EtcdServer { cluster })
+    }
+
+    /// The client endpoint, `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        self.cluster.endpoints().remove(0)
+    }
+
+    /// Kills the server with SIGKILL.
+    pub fn kill(&mut self) {
+        self.cluster.kill(0);
+    }
+
+    /// Starts the server again with the same ports and data (after [`EtcdServer::kill`]).
+    ///
+    /// # Panics
+    /// When it does not come back within 30 s.
+    pub fn restart(&mut self) {
+        self.cluster.restart(0);
+    }
+}
+
+/// An etcd cluster of `n` members on loopback, for fault tests: kill and restart members.
+pub struct EtcdCluster {
+    binary: PathBuf,
+    dir: tempfile::TempDir,
+    token: String,
+    members: Vec<Member>,
+}
+
+impl EtcdCluster {
+    /// Starts `n` members (3 for fault tests) and waits until each is healthy. `None` (after a
+    /// SKIP line) when `etcd` is missing and servers are not required.
+    pub fn start(n: usize) -> Option<Self> {
+        let binary = require_binary("etcd", "etcd-server")?;
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            let dir = tempfile::Builder::new()
+                .prefix("kv-etcd-")
+                .tempdir()
+                .expect("temp dir");
+            let token = format!("kv-{}", uuid::Uuid::new_v4().simple());
+            let mut members: Vec<Member> = (0..n).map(|i| Member::new(format!("m{i}"))).collect();
+            match launch_all(&mut members, &binary, dir.path(), &token) {
+                Ok(()) => {
+                    return Some(EtcdCluster {
+                        binary,
+                        dir,
+                        token,
+                        members,
+                    });
+                }
+                Err(e) => {
+                    members.iter_mut().for_each(Member::kill);
+                    last_error = e;
+                }
+            }
+        }
+        panic!("etcd did not start: {last_error}");
+    }
+
+    /// Every member's client endpoint, in member order.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(Member::client_url).collect()
+    }
+
+    /// The number of members.
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether the cluster has no members (never, once started).
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Kills member `i` with SIGKILL.
+    pub fn kill(&mut self, i: usize) {
+        self.members[i].kill();
+    }
+
+    /// Restarts member `i` with its data and ports (after [`EtcdCluster::kill`]).
+    ///
+    /// # Panics
+    /// When it does not become healthy within 30 s.
+    pub fn restart(&mut self, i: usize) {
+        self.members[i].kill();
+        let initial: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect();
+        let (binary, root, token) = (&self.binary, self.dir.path(), &self.token);
+        if let Err(e) = self.members[i].launch(binary, root, &initial.join(","), token) {
+            panic!("etcd member {i} did not restart: {e}");
+        }
+    }
+}
+
+/// The etcd server shared by every test of this test binary, started on first use.
+pub async fn shared_etcd() -> Option<&'static EtcdServer> {
+    static SERVER: OnceLock<Option<EtcdServer>> = OnceLock::new();
+    // Start-up blocks for a second or two, once per test binary.
+    SERVER.get_or_init(EtcdServer::start).as_ref()
+}

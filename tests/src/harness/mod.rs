@@ -1,0 +1,27 @@
+//! Real `etcd` and `redis-server` processes for tests: free loopback ports, temporary data
+//! directories, readiness checks, kill and restart on demand, and a 3-member etcd cluster.
+//!
+//! A test binary shares one server of each kind across its tests ([`shared_etcd`],
+//! [`shared_redis`]); each test isolates itself with its own key root. Fault tests start servers
+//! of their own ([`EtcdServer::start`], [`RedisServer::start`], [`EtcdCluster::start`]).
+//!
+//! When a binary is missing, the functions return `None` after printing a loud `SKIP` line,
+//! unless `KV_REQUIRE_SERVERS=1` (as CI sets), where they panic: a missing server is then a
+//! failure, never a silent pass.
+//!
+//! Every server process is paired with a watchdog that kills it when the test process exits,
+//! so servers shared through statics (never dropped) do not outlive their test binary.
+
+mod etcd;
+mod process;
+mod redis;
+
+pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
+pub use process::{find_binary, servers_required};
+pub use redis::{RedisServer, shared_redis};
+
+/// A fresh random key root for one test, such as `t-6f1c.../`, so tests sharing a server never
+/// see each other's keys.
+pub fn key_root(tag: &str) -> String {
+    format!("{tag}-{}/", uuid::Uuid::new_v4().simple())
+}
