@@ -3,6 +3,7 @@
 
 mod capabilities;
 pub mod collections;
+pub mod emulation;
 mod entry;
 mod error;
 mod lease;
