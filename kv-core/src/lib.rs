@@ -6,6 +6,7 @@ pub mod collections;
 pub mod emulation;
 mod entry;
 mod error;
+pub mod keyspace;
 mod lease;
 mod range;
 mod store;

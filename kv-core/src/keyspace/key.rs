@@ -1,0 +1,166 @@
+//! The [`Key`] and [`Prefix`] traits: typed keys and typed directories of one template.
+
+use super::codec::Codec;
+use super::key_error::{KeyError, KeyErrorReason};
+use super::keyspace::{FieldInfo, TemplateInfo};
+use super::segment::Segment;
+use super::template::Template;
+use std::borrow::Cow;
+use std::fmt;
+
+/// A full key of one template, with the codec of its value.
+///
+/// The derive `#[derive(Key)]` generates impls; a hand-written one keeps the same rules:
+/// `parse(encode(k)) == k`, and `parse(raw)` succeeds only when `encode` gives back `raw`.
+/// [`Template::captures`] and [`decode_field`] do the matching, [`Template::write`] or
+/// [`Segment::encode`] the writing.
+///
+/// ```
+/// use kv_core::keyspace::{decode_field, FieldInfo, Key, KeyError, Template, Text};
+/// use std::sync::LazyLock;
+///
+/// #[derive(Debug, Clone, PartialEq)]
+/// struct TenantMetaKey { id: u64 }
+///
+/// impl Key for TenantMetaKey {
+///     const TEMPLATE: &'static str = "jxt/tenants/{id}/meta";
+///     type Value = Text;
+///     fn template() -> &'static Template {
+///         static T: LazyLock<Template> =
+///             LazyLock::new(|| Template::key(TenantMetaKey::TEMPLATE, None).unwrap());
+///         &T
+///     }
+///     fn write(&self, out: &mut String) {
+///         Self::template().write(out, &[&self.id]);
+///     }
+///     fn parse(raw: &str) -> Result<Self, KeyError> {
+///         let t = Self::template();
+///         let [id] = t.captures(raw)?;
+///         Ok(TenantMetaKey { id: decode_field(t, raw, 1, "id", id)? })
+///     }
+///     fn fields(&self) -> Vec<(&'static str, String)> {
+///         vec![("id", self.id.to_string())]
+///     }
+///     fn field_infos() -> Vec<FieldInfo> {
+///         vec![FieldInfo::of::<u64>("id")]
+///     }
+/// }
+///
+/// let key = TenantMetaKey { id: 7 };
+/// assert_eq!(key.encode(), "jxt/tenants/7/meta");
+/// assert_eq!(TenantMetaKey::parse("jxt/tenants/7/meta"), Ok(key));
+/// assert!(TenantMetaKey::parse("jxt/tenants/07/meta").is_err());
+/// ```
+pub trait Key: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
+    /// The template as written (`jxt/tenants/{id}/database/{service}`).
+    const TEMPLATE: &'static str;
+
+    /// The variable or literal segment wrapped in a Redis Cluster hash tag, if any.
+    const HASH_TAG: Option<&'static str> = None;
+
+    /// Templates (as written) of keys that may live under this key as if it were a
+    /// directory; the schema checker reports any other such nesting.
+    const DIRECTORY_OF: &'static [&'static str] = &[];
+
+    /// The codec of the key's value.
+    type Value: Codec;
+
+    /// The parsed template (built once).
+    fn template() -> &'static Template;
+
+    /// Appends the key to `out`; allocates nothing beyond `out`.
+    fn write(&self, out: &mut String);
+
+    /// The key as a new string.
+    fn encode(&self) -> String {
+        let mut out = String::with_capacity(64);
+        self.write(&mut out);
+        out
+    }
+
+    /// Parses a raw key of this template, strictly.
+    ///
+    /// # Errors
+    /// [`KeyError`] saying where and why `raw` is not a key of this template.
+    fn parse(raw: &str) -> Result<Self, KeyError>;
+
+    /// The variables as `(name, encoded segment)`, in template order (for display and
+    /// `kvctl parse`).
+    fn fields(&self) -> Vec<(&'static str, String)>;
+
+    /// The variables' names and types, in template order.
+    fn field_infos() -> Vec<FieldInfo>;
+
+    /// Everything the schema checker and `kvctl schema` need to know about the template.
+    fn info() -> TemplateInfo {
+        TemplateInfo::of_key::<Self>()
+    }
+}
+
+/// A directory of keys: a template ending with the separator (`jxt/tenants/{id}/`), so that
+/// `jxt/tenants/1/` never matches `jxt/tenants/10/...`.
+///
+/// Its [`Prefix::Key`] is the key type listed under it.
+pub trait Prefix: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
+    /// The template as written, ending with the separator.
+    const TEMPLATE: &'static str;
+
+    /// As [`Key::HASH_TAG`]; must name the same segment as the listed key's tag.
+    const HASH_TAG: Option<&'static str> = None;
+
+    /// The keys listed under the prefix.
+    type Key: Key;
+
+    /// The parsed template (built once).
+    fn template() -> &'static Template;
+
+    /// Appends the prefix (ending with the separator) to `out`.
+    fn write(&self, out: &mut String);
+
+    /// The prefix as a new string; it always ends with the separator.
+    fn encode(&self) -> String {
+        let mut out = String::with_capacity(64);
+        self.write(&mut out);
+        out
+    }
+
+    /// Parses a raw prefix of this template, strictly.
+    ///
+    /// # Errors
+    /// [`KeyError`] saying where and why `raw` is not a prefix of this template.
+    fn parse(raw: &str) -> Result<Self, KeyError>;
+
+    /// The variables as `(name, encoded segment)`, in template order.
+    fn fields(&self) -> Vec<(&'static str, String)>;
+
+    /// Whether the raw key lies in this directory (byte-wise under the prefix).
+    fn contains(&self, raw: &str) -> bool {
+        let mut prefix = String::with_capacity(64);
+        self.write(&mut prefix);
+        raw.len() > prefix.len() && raw.starts_with(&prefix)
+    }
+}
+
+/// Decodes the raw text of variable `name` (found at segment `position` of `raw`) as a `T`,
+/// turning a [`SegmentError`](super::SegmentError) into a [`KeyError`] that names the field.
+///
+/// # Errors
+/// [`KeyError`] with [`KeyErrorReason::Field`].
+pub fn decode_field<T: Segment>(
+    template: &Template,
+    raw: &str,
+    position: usize,
+    name: impl Into<Cow<'static, str>>,
+    text: &str,
+) -> Result<T, KeyError> {
+    T::decode(text, template.separator()).map_err(|error| {
+        template.error(
+            raw,
+            position,
+            KeyErrorReason::Field {
+                name: name.into(),
+                error,
+            },
+        )
+    })
+}

@@ -1,0 +1,123 @@
+//! [`KeyError`]: why a raw key does not parse as a key of one template.
+
+use super::segment::SegmentError;
+use std::borrow::Cow;
+use std::fmt;
+
+/// Why a raw key does not match a template.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyErrorReason {
+    /// The overall shape differs: leading/trailing separator, hash tag braces.
+    Shape(String),
+    /// The key has another number of segments.
+    Depth {
+        /// Segments in the template.
+        expected: usize,
+        /// Segments in the key.
+        found: usize,
+    },
+    /// A literal segment (or the literal part of one) differs.
+    Literal {
+        /// The template's literal.
+        expected: String,
+        /// The key's segment.
+        found: String,
+    },
+    /// A variable's raw text does not decode as its type.
+    Field {
+        /// The variable's name.
+        name: Cow<'static, str>,
+        /// The segment error.
+        error: SegmentError,
+    },
+}
+
+impl fmt::Display for KeyErrorReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyErrorReason::Shape(reason) => f.write_str(reason),
+            KeyErrorReason::Depth { expected, found } => {
+                write!(f, "{found} segments, the template has {expected}")
+            }
+            KeyErrorReason::Literal { expected, found } => {
+                write!(f, "expected `{expected}`, found `{found}`")
+            }
+            KeyErrorReason::Field { name, error } => write!(f, "field `{name}`: {error}"),
+        }
+    }
+}
+
+/// A raw key that is not a key of a template: the template, the key, how far it matched and
+/// why it stopped.
+///
+/// Converts into [`Error`](crate::Error) of kind [`InvalidKey`](crate::ErrorKind::InvalidKey).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "key {:?} does not match template `{}` at segment {}: {}",
+    self.0.raw,
+    self.0.template,
+    self.0.position,
+    self.0.reason
+)]
+pub struct KeyError(Box<Inner>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inner {
+    template: Cow<'static, str>,
+    raw: String,
+    position: usize,
+    reason: KeyErrorReason,
+}
+
+impl KeyError {
+    /// A new error: `raw` stops matching `template` at segment `position` because of `reason`.
+    pub fn new(
+        template: impl Into<Cow<'static, str>>,
+        raw: &str,
+        position: usize,
+        reason: KeyErrorReason,
+    ) -> Self {
+        KeyError(Box::new(Inner {
+            template: template.into(),
+            raw: raw.to_owned(),
+            position,
+            reason,
+        }))
+    }
+
+    /// The template the key was matched against.
+    pub fn template(&self) -> &str {
+        &self.0.template
+    }
+
+    /// The raw key.
+    pub fn raw(&self) -> &str {
+        &self.0.raw
+    }
+
+    /// The index of the segment where matching stopped (0 = the first segment); a larger
+    /// position means the key came closer to the template.
+    pub fn position(&self) -> usize {
+        self.0.position
+    }
+
+    /// Why matching stopped.
+    pub fn reason(&self) -> &KeyErrorReason {
+        &self.0.reason
+    }
+}
+
+impl From<KeyError> for crate::Error {
+    fn from(err: KeyError) -> Self {
+        crate::Error::invalid_key(err.to_string())
+            .with_context("template", err.0.template.clone())
+            .with_source(err)
+    }
+}
+
+impl From<SegmentError> for crate::Error {
+    fn from(err: SegmentError) -> Self {
+        crate::Error::invalid_key(err.to_string()).with_source(err)
+    }
+}

@@ -1,0 +1,204 @@
+//! The [`Keyspace`] trait: the templates of one schema, parsing any raw key into its enum.
+
+use super::key::Key;
+use super::key_error::KeyError;
+use super::segment::{Segment, Separator};
+use super::template::Template;
+use std::fmt;
+
+/// The set of key templates of one schema, as an enum of its typed keys.
+///
+/// `parse` tries every template and, when none matches, says which template came closest and
+/// why it failed. `templates` lists what the [schema checker](super::check) and `kvctl schema`
+/// need.
+pub trait Keyspace: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
+    /// Parses a raw key into the variant of the template it belongs to.
+    ///
+    /// # Errors
+    /// [`NoMatch`] when no template matches, with the closest attempt.
+    fn parse(raw: &str) -> Result<Self, NoMatch>;
+
+    /// Appends the key to `out`.
+    fn write(&self, out: &mut String);
+
+    /// The key as a new string.
+    fn encode(&self) -> String {
+        let mut out = String::with_capacity(64);
+        self.write(&mut out);
+        out
+    }
+
+    /// The template (as written) of this key's variant.
+    fn template_source(&self) -> &'static str;
+
+    /// The variables as `(name, encoded segment)`.
+    fn fields(&self) -> Vec<(&'static str, String)>;
+
+    /// Every template of the schema.
+    fn templates() -> Vec<TemplateInfo>;
+
+    /// The rule every literal of the schema follows, if the schema has one.
+    fn naming_rule() -> Option<NamingRule> {
+        None
+    }
+}
+
+/// A raw key that belongs to no template of a keyspace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct NoMatch {
+    raw: String,
+    closest: Option<KeyError>,
+}
+
+impl NoMatch {
+    /// Builds the error from every template's failure, keeping the one that matched furthest
+    /// (the first of equals).
+    pub fn from_attempts(raw: &str, attempts: impl IntoIterator<Item = KeyError>) -> Self {
+        let mut closest: Option<KeyError> = None;
+        for attempt in attempts {
+            if closest
+                .as_ref()
+                .is_none_or(|c| attempt.position() > c.position())
+            {
+                closest = Some(attempt);
+            }
+        }
+        NoMatch {
+            raw: raw.to_owned(),
+            closest,
+        }
+    }
+
+    /// The raw key.
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The closest template's failure (`None` for a keyspace without templates).
+    pub fn closest(&self) -> Option<&KeyError> {
+        self.closest.as_ref()
+    }
+}
+
+impl fmt::Display for NoMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "key {:?} matches no template", self.raw)?;
+        if let Some(closest) = &self.closest {
+            write!(
+                f,
+                "; closest is `{}`, which stops at segment {}: {}",
+                closest.template(),
+                closest.position(),
+                closest.reason()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl From<NoMatch> for crate::Error {
+    fn from(err: NoMatch) -> Self {
+        crate::Error::invalid_key(err.to_string()).with_source(err)
+    }
+}
+
+/// One variable of a template: its name and what its type accepts.
+#[derive(Clone)]
+pub struct FieldInfo {
+    /// The variable's name.
+    pub name: &'static str,
+    /// The Rust type's name.
+    pub type_name: &'static str,
+    /// The segment rule in words ([`Segment::describe`]).
+    pub rule: String,
+    /// Whether encodings sort like values ([`Segment::ORDERED`]).
+    pub ordered: bool,
+    /// [`Segment::can_produce`] of the type.
+    pub can_produce: fn(&str, Separator) -> bool,
+}
+
+impl FieldInfo {
+    /// The description of variable `name` of type `T`.
+    pub fn of<T: Segment>(name: &'static str) -> Self {
+        FieldInfo {
+            name,
+            type_name: std::any::type_name::<T>(),
+            rule: T::describe(),
+            ordered: T::ORDERED,
+            can_produce: T::can_produce,
+        }
+    }
+}
+
+impl fmt::Debug for FieldInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FieldInfo")
+            .field("name", &self.name)
+            .field("type_name", &self.type_name)
+            .field("rule", &self.rule)
+            .field("ordered", &self.ordered)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the schema checker and `kvctl schema` know about one template.
+#[derive(Debug, Clone)]
+pub struct TemplateInfo {
+    /// The Rust type of the key.
+    pub type_name: &'static str,
+    /// The parsed template.
+    pub template: &'static Template,
+    /// The variables, in template order.
+    pub fields: Vec<FieldInfo>,
+    /// The Rust type of the value codec.
+    pub value_type: &'static str,
+    /// Templates (as written) allowed to nest under keys of this template.
+    pub directory_of: &'static [&'static str],
+}
+
+impl TemplateInfo {
+    /// The description of key type `K`.
+    pub fn of_key<K: Key>() -> Self {
+        TemplateInfo {
+            type_name: std::any::type_name::<K>(),
+            template: K::template(),
+            fields: K::field_infos(),
+            value_type: std::any::type_name::<K::Value>(),
+            directory_of: K::DIRECTORY_OF,
+        }
+    }
+
+    /// The [`FieldInfo`] of variable `name`.
+    pub fn field(&self, name: &str) -> Option<&FieldInfo> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+/// The rule literal segments of a schema follow: a character class such as `[a-z0-9_-]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamingRule {
+    charset: super::charset::Charset,
+}
+
+impl NamingRule {
+    /// A rule allowing exactly the characters of `class` (`[a-z0-9-]`, ranges and single
+    /// characters; a leading `^` negates).
+    ///
+    /// # Errors
+    /// A message when `class` is not a valid character class.
+    pub fn charset(class: &str) -> Result<Self, String> {
+        Ok(NamingRule {
+            charset: super::charset::Charset::parse(class)?,
+        })
+    }
+
+    /// Whether `literal` follows the rule.
+    pub fn allows(&self, literal: &str) -> bool {
+        !literal.is_empty() && literal.chars().all(|c| self.charset.contains(c))
+    }
+
+    /// The rule as written.
+    pub fn describe(&self) -> &str {
+        self.charset.source()
+    }
+}

@@ -1,0 +1,24 @@
+//! The typed keyspace DSL: segments, templates, keys, prefixes, keyspaces, the schema checker
+//! and codecs.
+//!
+//! A schema declares its keys once, as templates written like the seed documents
+//! (`jxt/tenants/{id}/database/{service}`, `nxc:map:{realm}:{provider}`), with a typed
+//! [`Segment`] per variable. Keys encode canonically and parse strictly; the [`check`]er finds
+//! templates that overlap or nest, and the invariant harness (feature `proptest`) fuzzes them.
+
+mod charset;
+mod codec;
+mod key;
+mod key_error;
+#[allow(clippy::module_inception)]
+mod keyspace;
+mod segment;
+mod template;
+
+pub use charset::Charset;
+pub use codec::Codec;
+pub use key::{Key, Prefix, decode_field};
+pub use key_error::{KeyError, KeyErrorReason};
+pub use keyspace::{FieldInfo, Keyspace, NamingRule, NoMatch, TemplateInfo};
+pub use segment::{EncodeSegment, Segment, SegmentError, Separator, check_not_reserved};
+pub use template::{Part, Template, TemplateError, TemplateKind, TemplateSegment};
