@@ -8,6 +8,9 @@
 
 mod charset;
 mod codec;
+mod codec_json;
+mod codec_plain;
+mod encrypted;
 mod key;
 mod key_error;
 #[allow(clippy::module_inception)]
@@ -17,6 +20,9 @@ mod template;
 
 pub use charset::Charset;
 pub use codec::Codec;
+pub use codec_json::Json;
+pub use codec_plain::{Bytes, Empty, Text};
+pub use encrypted::{ENVELOPE_VERSION, Encrypted, EncryptionKey, Keyring};
 pub use key::{Key, Prefix, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyspace::{FieldInfo, Keyspace, NamingRule, NoMatch, TemplateInfo};
