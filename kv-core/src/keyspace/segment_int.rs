@@ -1,0 +1,91 @@
+//! Integer segments: canonical decimal, no sign on unsigned, no leading zeros, no `-0`.
+
+use super::segment::{Segment, SegmentError, Separator};
+use std::fmt::Write;
+
+/// Checks the canonical decimal form: an optional `-` (when `signed`), then digits without a
+/// leading zero (except `0` itself), and never `-0`.
+fn check_decimal(raw: &str, signed: bool) -> Result<(), SegmentError> {
+    let digits = match raw.strip_prefix('-') {
+        Some(rest) if signed => {
+            if rest == "0" {
+                return Err(SegmentError::new(raw, "`-0` is not canonical"));
+            }
+            rest
+        }
+        Some(_) => return Err(SegmentError::new(raw, "an unsigned integer has no sign")),
+        None => raw,
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(SegmentError::new(raw, "not a decimal integer"));
+    }
+    if digits.len() > 1 && digits.starts_with('0') {
+        return Err(SegmentError::new(raw, "leading zeros are not canonical"));
+    }
+    Ok(())
+}
+
+macro_rules! int_segment {
+    ($($t:ty: $signed:expr),* $(,)?) => {$(
+        impl Segment for $t {
+            fn encode(&self, _sep: Separator, out: &mut String) {
+                // Writing to a String cannot fail.
+                let _ = write!(out, "{self}");
+            }
+
+            fn decode(raw: &str, _sep: Separator) -> Result<Self, SegmentError> {
+                check_decimal(raw, $signed)?;
+                raw.parse::<$t>().map_err(|_| {
+                    SegmentError::new(raw, concat!("out of range for ", stringify!($t)))
+                })
+            }
+
+            fn describe() -> String {
+                format!(
+                    "{} in canonical decimal ({}, no leading zeros)",
+                    stringify!($t),
+                    if $signed { "`-` for negatives, no `-0`" } else { "no sign" },
+                )
+            }
+        }
+    )*};
+}
+
+int_segment!(u8: false, u16: false, u32: false, u64: false, u128: false, usize: false);
+int_segment!(i8: true, i16: true, i32: true, i64: true, i128: true, isize: true);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Separator = Separator::Slash;
+
+    #[test]
+    fn canonical_decimal_only() {
+        assert_eq!(u64::decode("0", S), Ok(0));
+        assert_eq!(u64::decode("18446744073709551615", S), Ok(u64::MAX));
+        assert_eq!(i64::decode("-9223372036854775808", S), Ok(i64::MIN));
+        assert_eq!(i8::decode("-1", S), Ok(-1));
+        for bad in [
+            "",
+            "00",
+            "01",
+            "+1",
+            "-1",
+            " 1",
+            "1 ",
+            "1e3",
+            "0x10",
+            "18446744073709551616",
+        ] {
+            assert!(u64::decode(bad, S).is_err(), "{bad:?}");
+        }
+        for bad in ["-0", "-01", "+1", "--1", "-", "128"] {
+            assert!(i8::decode(bad, S).is_err(), "{bad:?}");
+        }
+        assert_eq!(255u8.to_segment_string(S), "255");
+        assert_eq!((-7i32).to_segment_string(Separator::Colon), "-7");
+        assert!(!u64::ORDERED);
+        assert!(u64::can_produce("10", S) && !u64::can_produce("b", S));
+    }
+}
