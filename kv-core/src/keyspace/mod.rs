@@ -8,6 +8,7 @@
 
 mod charset;
 mod codec;
+mod escape;
 mod codec_json;
 mod codec_plain;
 mod encrypted;
@@ -16,7 +17,12 @@ mod key_error;
 #[allow(clippy::module_inception)]
 mod keyspace;
 mod segment;
+mod segment_hostport;
+mod segment_int;
+mod segment_padded;
+mod segment_uuid;
 mod template;
+mod text;
 
 pub use charset::Charset;
 pub use codec::Codec;
@@ -27,4 +33,8 @@ pub use key::{Key, Prefix, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyspace::{FieldInfo, Keyspace, NamingRule, NoMatch, TemplateInfo};
 pub use segment::{EncodeSegment, Segment, SegmentError, Separator, check_not_reserved};
+pub use escape::{escape_into, path_escape, should_escape, unescape_strict};
+pub use segment_hostport::{Host, HostPort};
+pub use segment_padded::{Padded, PaddedInt};
+pub use text::{TextPolicy, TextRule, TextSegment};
 pub use template::{Part, Template, TemplateError, TemplateKind, TemplateSegment};
