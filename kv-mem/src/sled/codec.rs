@@ -1,0 +1,277 @@
+//! The on-disk encodings of the four trees.
+//!
+//! - data: user key → [`encode_entry`] (32-byte header: create revision, mod revision,
+//!   version, lease; then the value). Reserved collection keys (`\0`...) hold raw values.
+//! - log: revision (8 bytes big-endian) → [`encode_events`] of that revision's transaction.
+//! - leases: `L` id → [`LeaseRecord`]; `K` id key → empty (the key is attached to the lease).
+//! - meta: [`FORMAT_KEY`], [`COMPACT_KEY`], [`LEASE_SEQ_KEY`] → 8 bytes big-endian.
+
+use kv_core::{Entry, Error, ErrorKind, Event, LeaseId, Result};
+
+/// The layout version this build reads and writes.
+pub(crate) const FORMAT_VERSION: u64 = 1;
+/// Meta key of the layout version.
+pub(crate) const FORMAT_KEY: &[u8] = b"format_version";
+/// Meta key of the oldest revision an explicit compaction kept.
+pub(crate) const COMPACT_KEY: &[u8] = b"compact_revision";
+/// Meta key of the last lease id granted.
+pub(crate) const LEASE_SEQ_KEY: &[u8] = b"lease_seq";
+
+const HEADER: usize = 32;
+
+pub(crate) fn corrupted(what: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Corrupted, format!("sled store: {what}"))
+}
+
+/// A revision or id as a tree key: big-endian, so byte order is numeric order.
+pub(crate) fn be(n: i64) -> [u8; 8] {
+    n.to_be_bytes()
+}
+
+pub(crate) fn read_be(bytes: &[u8]) -> Result<i64> {
+    let arr: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| corrupted(format!("expected 8 bytes, found {}", bytes.len())))?;
+    Ok(i64::from_be_bytes(arr))
+}
+
+/// Encodes an entry's metadata and value (the key is the tree key).
+pub(crate) fn encode_entry(e: &Entry) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + e.value.len());
+    put_meta(&mut out, e);
+    out.extend_from_slice(&e.value);
+    out
+}
+
+/// Decodes an entry stored under `key`; `keys_only` leaves the value empty.
+pub(crate) fn decode_entry(key: &[u8], bytes: &[u8], keys_only: bool) -> Result<Entry> {
+    if bytes.len() < HEADER {
+        return Err(corrupted("a data record is shorter than its header")
+            .with_context("key", kv_core::escape_bytes(key)));
+    }
+    let field = |i: usize| i64::from_be_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8"));
+    let lease = field(3);
+    Ok(Entry {
+        key: key.to_vec(),
+        value: if keys_only {
+            Vec::new()
+        } else {
+            bytes[HEADER..].to_vec()
+        },
+        create_revision: field(0),
+        mod_revision: field(1),
+        version: field(2),
+        lease: (lease != 0).then_some(LeaseId(lease)),
+    })
+}
+
+fn put_meta(out: &mut Vec<u8>, e: &Entry) {
+    out.extend_from_slice(&e.create_revision.to_be_bytes());
+    out.extend_from_slice(&e.mod_revision.to_be_bytes());
+    out.extend_from_slice(&e.version.to_be_bytes());
+    out.extend_from_slice(&e.lease.map_or(0, |l| l.0).to_be_bytes());
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_be_bytes());
+    out.extend_from_slice(b);
+}
+
+fn put_opt_entry(out: &mut Vec<u8>, e: Option<&Entry>) {
+    match e {
+        None => out.push(0),
+        Some(e) => {
+            out.push(1);
+            put_meta(out, e);
+            put_bytes(out, &e.value);
+        }
+    }
+}
+
+/// Encodes the events of one transaction (previous entries always included).
+pub(crate) fn encode_events(events: &[Event]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(events.len() as u32).to_be_bytes());
+    for event in events {
+        match event {
+            Event::Put { entry, prev } => {
+                out.push(b'P');
+                put_bytes(&mut out, &entry.key);
+                put_opt_entry(&mut out, Some(entry));
+                put_opt_entry(&mut out, prev.as_ref());
+            }
+            Event::Delete { key, prev } => {
+                out.push(b'D');
+                put_bytes(&mut out, key);
+                put_opt_entry(&mut out, prev.as_ref());
+            }
+        }
+    }
+    out
+}
+
+/// Decodes the events of one log record.
+pub(crate) fn decode_events(bytes: &[u8]) -> Result<Vec<Event>> {
+    let mut r = Reader(bytes);
+    let n = r.u32()?;
+    let mut events = Vec::with_capacity(n.min(1024) as usize);
+    for _ in 0..n {
+        let tag = r.take(1)?[0];
+        let key = r.bytes()?.to_vec();
+        events.push(match tag {
+            b'P' => {
+                let entry = r
+                    .opt_entry(&key)?
+                    .ok_or_else(|| corrupted("a put event without its entry"))?;
+                let prev = r.opt_entry(&key)?;
+                Event::Put { entry, prev }
+            }
+            b'D' => {
+                let prev = r.opt_entry(&key)?;
+                Event::Delete { key, prev }
+            }
+            other => return Err(corrupted(format!("unknown event tag {other:#x}"))),
+        });
+    }
+    if !r.0.is_empty() {
+        return Err(corrupted("trailing bytes after a log record"));
+    }
+    Ok(events)
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            return Err(corrupted("a log record is truncated"));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4")))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
+    fn opt_entry(&mut self, key: &[u8]) -> Result<Option<Entry>> {
+        match self.take(1)?[0] {
+            0 => Ok(None),
+            1 => {
+                let header = self.take(HEADER)?;
+                let value = self.bytes()?;
+                let mut record = header.to_vec();
+                record.extend_from_slice(value);
+                decode_entry(key, &record, false).map(Some)
+            }
+            other => Err(corrupted(format!("bad entry marker {other:#x}"))),
+        }
+    }
+}
+
+/// A lease as stored: its granted TTL and its wall-clock deadline, both in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeaseRecord {
+    /// The TTL it was granted with.
+    pub(crate) ttl_ms: i64,
+    /// Unix time in milliseconds at which it expires.
+    pub(crate) deadline_ms: i64,
+}
+
+impl LeaseRecord {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16);
+        out.extend_from_slice(&self.ttl_ms.to_be_bytes());
+        out.extend_from_slice(&self.deadline_ms.to_be_bytes());
+        out
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self> {
+        if bytes.len() != 16 {
+            return Err(corrupted("a lease record is not 16 bytes"));
+        }
+        Ok(LeaseRecord {
+            ttl_ms: read_be(&bytes[..8])?,
+            deadline_ms: read_be(&bytes[8..])?,
+        })
+    }
+}
+
+/// The leases-tree key of a lease record.
+pub(crate) fn lease_key(id: i64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9);
+    out.push(b'L');
+    out.extend_from_slice(&be(id));
+    out
+}
+
+/// The prefix of the attachments of a lease.
+pub(crate) fn attachments_prefix(id: i64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9);
+    out.push(b'K');
+    out.extend_from_slice(&be(id));
+    out
+}
+
+/// The leases-tree key recording that `key` is attached to lease `id`.
+pub(crate) fn attachment_key(id: i64, key: &[u8]) -> Vec<u8> {
+    let mut out = attachments_prefix(id);
+    out.extend_from_slice(key);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, value: &str, rev: i64) -> Entry {
+        Entry {
+            key: key.into(),
+            value: value.into(),
+            create_revision: 1,
+            mod_revision: rev,
+            version: rev,
+            lease: Some(LeaseId(7)),
+        }
+    }
+
+    #[test]
+    fn entries_and_events_round_trip() {
+        let e = entry("a", "v", 3);
+        assert_eq!(decode_entry(b"a", &encode_entry(&e), false).unwrap(), e);
+        assert!(
+            decode_entry(b"a", &encode_entry(&e), true)
+                .unwrap()
+                .value
+                .is_empty()
+        );
+        let events = vec![
+            Event::Put {
+                entry: e.clone(),
+                prev: Some(entry("a", "old", 2)),
+            },
+            Event::Delete {
+                key: b"b".to_vec(),
+                prev: Some(entry("b", "", 1)),
+            },
+        ];
+        assert_eq!(decode_events(&encode_events(&events)).unwrap(), events);
+    }
+
+    #[test]
+    fn truncated_records_are_corrupted() {
+        let bytes = encode_events(&[Event::Delete {
+            key: b"k".to_vec(),
+            prev: None,
+        }]);
+        let err = decode_events(&bytes[..bytes.len() - 1]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupted);
+        assert!(decode_entry(b"k", b"short", false).is_err());
+    }
+}

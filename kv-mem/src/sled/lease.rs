@@ -1,0 +1,183 @@
+//! Leases: persisted as wall-clock deadlines (they must survive restarts), expired by a
+//! background task while the store is open, at open, and before every write.
+
+use super::codec::{
+    LEASE_SEQ_KEY, LeaseRecord, attachment_key, attachments_prefix, be, decode_entry, lease_key,
+};
+use super::error::map_sled;
+use super::inner::{Commits, Inner, Plan, Writer};
+use kv_core::emulation::PhysicalWrite;
+use kv_core::{Error, ErrorKind, Event, LeaseGrant, LeaseId, LeaseInfo, Result};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The lease clock: Unix time in milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn not_found(id: LeaseId) -> Error {
+    Error::new(
+        ErrorKind::LeaseNotFound,
+        "the lease does not exist, was revoked or has expired",
+    )
+    .with_context("lease", id)
+}
+
+fn ttl_ms(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+pub(crate) async fn grant(inner: &Inner, ttl: Duration) -> Result<LeaseGrant> {
+    let ttl = inner.caps.round_ttl(ttl)?;
+    let grant = inner
+        .write(|inner, w, commits| {
+            let id = w.lease_seq + 1;
+            let record = LeaseRecord {
+                ttl_ms: ttl_ms(ttl),
+                deadline_ms: now_ms().saturating_add(ttl_ms(ttl)),
+            };
+            let mut plan = Plan::default();
+            plan.leases.insert(lease_key(id), Some(record.encode()));
+            plan.meta.push((LEASE_SEQ_KEY, be(id).to_vec()));
+            inner.commit(w, plan, commits)?;
+            w.lease_seq = id;
+            w.leases.insert(id, record);
+            Ok(LeaseGrant {
+                id: LeaseId(id),
+                ttl,
+            })
+        })
+        .await?;
+    inner.expiry_wake.notify_one();
+    Ok(grant)
+}
+
+pub(crate) async fn keep_alive(inner: &Inner, id: LeaseId) -> Result<Duration> {
+    let ttl = inner
+        .write(|inner, w, commits| {
+            let mut record = w.leases.get(id.0).ok_or_else(|| not_found(id))?;
+            record.deadline_ms = now_ms().saturating_add(record.ttl_ms);
+            let mut plan = Plan::default();
+            plan.leases.insert(lease_key(id.0), Some(record.encode()));
+            inner.commit(w, plan, commits)?;
+            w.leases.insert(id.0, record);
+            Ok(Duration::from_millis(record.ttl_ms as u64))
+        })
+        .await?;
+    inner.expiry_wake.notify_one();
+    Ok(ttl)
+}
+
+pub(crate) async fn revoke(inner: &Inner, id: LeaseId) -> Result<()> {
+    inner
+        .write(|inner, w, commits| {
+            if w.leases.get(id.0).is_none() {
+                return Err(not_found(id));
+            }
+            remove(inner, w, commits, id.0)
+        })
+        .await
+}
+
+pub(crate) fn time_to_live(inner: &Inner, id: LeaseId) -> Result<LeaseInfo> {
+    let t = &inner.trees;
+    let record = t
+        .leases
+        .get(lease_key(id.0))
+        .map_err(map_sled)?
+        .ok_or_else(|| not_found(id))
+        .and_then(|bytes| LeaseRecord::decode(&bytes))?;
+    let remaining = record.deadline_ms - now_ms();
+    if remaining <= 0 {
+        return Err(not_found(id));
+    }
+    Ok(LeaseInfo {
+        id,
+        granted_ttl: Duration::from_millis(record.ttl_ms as u64),
+        remaining: Duration::from_millis(remaining as u64),
+        keys: attached_keys(inner, id.0)?,
+    })
+}
+
+fn attached_keys(inner: &Inner, id: i64) -> Result<Vec<Vec<u8>>> {
+    let prefix = attachments_prefix(id);
+    inner
+        .trees
+        .leases
+        .scan_prefix(&prefix)
+        .map(|kv| {
+            kv.map(|(k, _)| k[prefix.len()..].to_vec())
+                .map_err(map_sled)
+        })
+        .collect()
+}
+
+/// Removes a lease and deletes its keys, in one revision when it has keys.
+fn remove(inner: &Inner, w: &mut Writer, commits: &mut Commits, id: i64) -> Result<()> {
+    let mut plan = Plan::default();
+    let mut events = Vec::new();
+    plan.leases.insert(lease_key(id), None);
+    for key in attached_keys(inner, id)? {
+        plan.leases.insert(attachment_key(id, &key), None);
+        let Some(bytes) = inner.trees.data.get(&key).map_err(map_sled)? else {
+            continue;
+        };
+        let prev = decode_entry(&key, &bytes, false)?;
+        if prev.lease != Some(LeaseId(id)) {
+            continue;
+        }
+        plan.data.push(PhysicalWrite::Delete { key: key.clone() });
+        events.push(Event::Delete {
+            key,
+            prev: Some(prev),
+        });
+    }
+    if !events.is_empty() {
+        plan.events = Some(events);
+    }
+    inner.commit(w, plan, commits)?;
+    w.leases.remove(id);
+    Ok(())
+}
+
+/// Expires every lease whose deadline has passed, each in its own revision.
+pub(crate) fn expire_due(inner: &Inner, w: &mut Writer, commits: &mut Commits) -> Result<()> {
+    for id in w.leases.due(now_ms()) {
+        remove(inner, w, commits, id)?;
+    }
+    Ok(())
+}
+
+/// Starts the task that expires leases while the store is open. It holds the store weakly
+/// and ends when the store is dropped.
+pub(crate) fn spawn_expiry(inner: &Arc<Inner>, runtime: &tokio::runtime::Handle) {
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    let wake = inner.expiry_wake.clone();
+    runtime.spawn(async move {
+        loop {
+            let next = {
+                let Some(inner) = weak.upgrade() else { return };
+                if let Err(err) = inner.write(|_, _, _| Ok(())).await {
+                    tracing::warn!(error = %err, "sled store: expiring leases failed");
+                }
+                inner.lock_writer().leases.next_deadline()
+            };
+            match next {
+                // Re-check at least every second: the deadlines follow the wall clock,
+                // which may jump, while tokio's timer does not.
+                Some(deadline) => {
+                    let wait = (deadline - now_ms()).clamp(0, 1000) as u64;
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(wait)) => {}
+                        () = wake.notified() => {}
+                    }
+                }
+                None => wake.notified().await,
+            }
+        }
+    });
+}

@@ -1,0 +1,143 @@
+//! Opening a database directory: sled's lock, the layout version, and the in-memory state
+//! recovered from the trees.
+
+use super::codec::{
+    COMPACT_KEY, FORMAT_KEY, FORMAT_VERSION, LEASE_SEQ_KEY, LeaseRecord, be, corrupted, read_be,
+};
+use super::config::{Durability, SledConfig};
+use super::error::map_sled;
+use super::inner::{Inner, LeaseIndex, Trees, Writer};
+use kv_core::{Capabilities, Error, ErrorKind, Result, Retention, Support};
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+
+/// Most compares, and most ops per branch, in one transaction.
+const MAX_TXN_OPS: usize = 4096;
+/// Largest value accepted.
+const MAX_VALUE_BYTES: usize = 16 << 20;
+
+pub(crate) fn open(config: SledConfig) -> Result<Arc<Inner>> {
+    config.validate()?;
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+        Error::new(
+            ErrorKind::Config,
+            "SledStore::open must be called inside a Tokio runtime (it starts the lease \
+             expiry task)",
+        )
+    })?;
+    let path = config.path.display().to_string();
+    let flush_every = match config.durability {
+        Durability::FlushOnCommit => 500,
+        Durability::Buffered { flush_interval } => {
+            u64::try_from(flush_interval.as_millis()).unwrap_or(u64::MAX)
+        }
+    };
+    let db = sled::Config::new()
+        .path(&config.path)
+        .cache_capacity(config.cache_capacity)
+        .flush_every_ms(Some(flush_every))
+        .open()
+        .map_err(|e| map_sled(e).with_context("path", &path))?;
+    let tree = |name: &str| db.open_tree(name).map_err(map_sled);
+    let trees = Trees {
+        data: tree("kv.data")?,
+        meta: tree("kv.meta")?,
+        log: tree("kv.log")?,
+        leases: tree("kv.leases")?,
+    };
+    check_format(&db, &trees).map_err(|e| e.with_context("path", &path))?;
+
+    let revision = match trees.log.last().map_err(map_sled)? {
+        Some((key, _)) => read_be(&key)?,
+        None => 0,
+    };
+    let log_floor = match trees.log.first().map_err(map_sled)? {
+        Some((key, _)) => read_be(&key)?,
+        None => revision + 1,
+    };
+    let compact_floor = meta_i64(&trees, COMPACT_KEY)?
+        .unwrap_or(1)
+        .max(log_floor.min(revision))
+        .max(1);
+    let mut leases = LeaseIndex::default();
+    for kv in trees.leases.scan_prefix(b"L") {
+        let (key, value) = kv.map_err(map_sled)?;
+        leases.insert(read_be(&key[1..])?, LeaseRecord::decode(&value)?);
+    }
+    let lease_seq = meta_i64(&trees, LEASE_SEQ_KEY)?.unwrap_or(0);
+
+    let caps = Capabilities {
+        backend: "sled",
+        max_txn_ops: MAX_TXN_OPS,
+        max_value_bytes: MAX_VALUE_BYTES,
+        ttl_granularity: Duration::from_millis(1),
+        watch_retention: Retention::Revisions(config.history_retention),
+        txn: Support::Native,
+        leases: Support::Native,
+        watch: Support::Native,
+        collections: Support::Emulated,
+        persistent: true,
+    };
+    let inner = Arc::new(Inner {
+        caps,
+        db,
+        trees,
+        writer: Mutex::new(Writer {
+            leases,
+            lease_seq,
+            log_floor,
+        }),
+        gate: RwLock::new(()),
+        revision: AtomicI64::new(revision),
+        compact_floor: AtomicI64::new(compact_floor),
+        published: watch::Sender::new(revision),
+        expiry_wake: Arc::new(Notify::new()),
+        config,
+    });
+    // Leases that expired while the store was closed go now, before anyone reads.
+    inner.write_blocking(|_, _, _| Ok(()))?;
+    super::lease::spawn_expiry(&inner, &runtime);
+    Ok(inner)
+}
+
+fn meta_i64(trees: &Trees, key: &[u8]) -> Result<Option<i64>> {
+    trees
+        .meta
+        .get(key)
+        .map_err(map_sled)?
+        .map(|v| read_be(&v))
+        .transpose()
+}
+
+/// Checks the stored layout version, writing it into a new database.
+fn check_format(db: &sled::Db, trees: &Trees) -> Result<()> {
+    match meta_i64(trees, FORMAT_KEY)? {
+        Some(version) if version == FORMAT_VERSION as i64 => Ok(()),
+        Some(version) => Err(Error::new(
+            ErrorKind::Corrupted,
+            format!(
+                "the sled database was written with layout version {version}; this build \
+                 reads layout version {FORMAT_VERSION} only"
+            ),
+        )),
+        None => {
+            let empty = [&trees.data, &trees.log, &trees.leases]
+                .iter()
+                .all(|t| t.is_empty());
+            if !empty {
+                return Err(corrupted(
+                    "the database holds data but no layout version; it was not written by \
+                     this store",
+                ));
+            }
+            trees
+                .meta
+                .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
+                .map_err(map_sled)?;
+            db.flush().map_err(map_sled)?;
+            Ok(())
+        }
+    }
+}

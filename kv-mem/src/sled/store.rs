@@ -1,0 +1,152 @@
+//! [`SledStore`]: the `Store` contract on an embedded, persistent sled database.
+
+use super::config::SledConfig;
+use super::inner::Inner;
+use super::{check, lease, open, range, txn, watch};
+use kv_core::{
+    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
+    Txn, TxnResponse, WatchOptions, WatchStream, async_trait,
+};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The embedded, persistent store: the whole [`Store`] contract on a sled database directory.
+///
+/// Data, metadata, the event log and leases live in four sled trees, and every write
+/// transaction is one sled transaction across them, so a crash never leaves half of one.
+/// Writers are serialized; reads run concurrently. The event log is on disk: a watch resumes
+/// after a restart from any revision still retained
+/// ([`SledConfig::history_retention`]). Leases are stored as wall-clock deadlines and
+/// expire while the store is open (a background task) and when it is reopened. With the
+/// default [`Durability::FlushOnCommit`](crate::Durability::FlushOnCommit) an acknowledged
+/// write survives `kill -9`.
+///
+/// Cloning is cheap and shares the open database. The directory is locked while open: a
+/// second open, from this or another process, fails with `Unavailable`.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// use kv_core::{PutOptions, Store};
+/// use kv_mem::{SledConfig, SledStore};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let store = SledStore::open(SledConfig::new(dir.path()))?;
+/// let put = store.put(b"app/config", b"v1", PutOptions::default()).await?;
+/// assert_eq!(put.revision, 1);
+/// drop(store);
+///
+/// let store = SledStore::open(SledConfig::new(dir.path()))?;
+/// assert_eq!(store.get(b"app/config").await?.unwrap().value, b"v1");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct SledStore {
+    inner: Arc<Inner>,
+}
+
+impl SledStore {
+    /// Opens (or creates) the database in `config.path` and starts the lease expiry task.
+    /// Leases that expired while the store was closed are expired before this returns.
+    ///
+    /// # Errors
+    /// `Config` for an invalid configuration or when called outside a Tokio runtime;
+    /// `Unavailable` when another process (or another open store) holds the directory;
+    /// `Corrupted` when the directory was written with an incompatible layout version or is
+    /// not a store's database; `Backend` for I/O errors.
+    pub fn open(config: SledConfig) -> Result<Self> {
+        Ok(SledStore {
+            inner: open::open(config)?,
+        })
+    }
+
+    /// The configuration the store was opened with.
+    pub fn config(&self) -> &SledConfig {
+        &self.inner.config
+    }
+
+    /// Checks that the data, metadata, event log and leases agree: every entry's metadata
+    /// lies within the store's revision, its last write is in the retained log, every leased
+    /// key is listed under a live lease and vice versa, and the log is contiguous up to the
+    /// current revision. Writers wait while it runs.
+    ///
+    /// # Errors
+    /// `Corrupted` naming the first violation; backend errors.
+    pub fn check_consistency(&self) -> Result<()> {
+        check::check(&self.inner)
+    }
+
+    /// Flushes every write to disk (useful with buffered durability).
+    ///
+    /// # Errors
+    /// `Backend` for I/O errors.
+    pub async fn flush(&self) -> Result<()> {
+        self.inner
+            .db
+            .flush_async()
+            .await
+            .map(drop)
+            .map_err(super::error::map_sled)
+    }
+}
+
+impl fmt::Debug for SledStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SledStore")
+            .field("config", &self.inner.config)
+            .field("revision", &self.inner.revision())
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Store for SledStore {
+    fn capabilities(&self) -> &Capabilities {
+        &self.inner.caps
+    }
+
+    async fn revision(&self) -> Result<i64> {
+        Ok(self.inner.revision())
+    }
+
+    async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
+        range::range(&self.inner, &opts)
+    }
+
+    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
+        range::get(&self.inner, key)
+    }
+
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+        txn.validate(&self.inner.caps)?;
+        self.inner
+            .write(|inner, w, commits| txn::run(inner, w, commits, &txn))
+            .await
+    }
+
+    async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
+        lease::grant(&self.inner, ttl).await
+    }
+
+    async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration> {
+        lease::keep_alive(&self.inner, id).await
+    }
+
+    async fn lease_revoke(&self, id: LeaseId) -> Result<()> {
+        lease::revoke(&self.inner, id).await
+    }
+
+    async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
+        lease::time_to_live(&self.inner, id)
+    }
+
+    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
+        watch::watch(&self.inner, opts)
+    }
+
+    async fn compact(&self, revision: i64) -> Result<()> {
+        watch::compact(&self.inner, revision).await
+    }
+}

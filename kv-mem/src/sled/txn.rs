@@ -1,0 +1,211 @@
+//! Transactions: compares, then one branch of ops planned against the data tree through an
+//! overlay (so later ops see earlier ones), committed as one sled transaction.
+
+use super::codec::{attachment_key, decode_entry, encode_entry};
+use super::error::map_sled;
+use super::inner::{Commits, Inner, Plan, Writer};
+use kv_core::emulation::{
+    OrderedState, Overlay, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
+};
+use kv_core::{
+    Entry, Error, ErrorKind, Event, LeaseId, MAX_KEY_LEN, OpResult, Result, Txn, TxnOp, TxnResponse,
+};
+
+/// The data tree as the emulation's [`OrderedState`].
+pub(crate) struct TreeState<'a>(pub(crate) &'a sled::Tree);
+
+impl OrderedState for TreeState<'_> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.0.get(key).map_err(map_sled)?.map(|v| v.to_vec()))
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: Option<usize>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        self.0
+            .range::<&[u8], _>(start..end)
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(map_sled))
+            .collect()
+    }
+
+    fn last(&self, start: &[u8], end: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if start >= end {
+            return Ok(None);
+        }
+        self.0
+            .range::<&[u8], _>(start..end)
+            .next_back()
+            .transpose()
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .map_err(map_sled)
+    }
+}
+
+/// Runs a validated transaction under the writer mutex.
+pub(crate) fn run(
+    inner: &Inner,
+    w: &mut Writer,
+    commits: &mut Commits,
+    txn: &Txn,
+) -> Result<TxnResponse> {
+    let data = TreeState(&inner.trees.data);
+    let mut succeeded = true;
+    for compare in &txn.compares {
+        let entry = read_entry(&data, &compare.key)?;
+        if !compare.evaluate(entry.as_ref()) {
+            succeeded = false;
+            break;
+        }
+    }
+    let ops = if succeeded {
+        &txn.success
+    } else {
+        &txn.failure
+    };
+    let rev = inner.revision() + 1;
+    let mut planner = Planner {
+        w,
+        rev,
+        overlay: Overlay::new(&data),
+        plan: Plan::default(),
+        events: Vec::new(),
+    };
+    let mut results = Vec::with_capacity(ops.len());
+    for op in ops {
+        results.push(planner.op(op)?);
+    }
+    let Planner {
+        overlay,
+        mut plan,
+        events,
+        ..
+    } = planner;
+    let revision = if overlay.is_empty() {
+        inner.revision()
+    } else {
+        plan.data = overlay.into_writes();
+        plan.events = Some(events);
+        inner.commit(w, plan, commits)?
+    };
+    Ok(TxnResponse {
+        succeeded,
+        revision,
+        results,
+    })
+}
+
+fn read_entry(state: &impl OrderedState, key: &[u8]) -> Result<Option<Entry>> {
+    state
+        .get(key)?
+        .map(|v| decode_entry(key, &v, false))
+        .transpose()
+}
+
+struct Planner<'a, 'w> {
+    w: &'w Writer,
+    rev: i64,
+    overlay: Overlay<'a, TreeState<'a>>,
+    plan: Plan,
+    events: Vec<Event>,
+}
+
+impl Planner<'_, '_> {
+    fn op(&mut self, op: &TxnOp) -> Result<OpResult> {
+        match op {
+            TxnOp::Get { key } => Ok(OpResult::Get(read_entry(&self.overlay, key)?)),
+            TxnOp::Put { key, value, lease } => {
+                self.put(key, value, *lease)?;
+                Ok(OpResult::Put)
+            }
+            TxnOp::Delete { key } => {
+                let mut deleted = u64::from(self.delete(key)?);
+                deleted += self
+                    .overlay
+                    .delete_collections(&collection_ranges_for_key(key))?;
+                Ok(OpResult::Delete { deleted })
+            }
+            TxnOp::DeletePrefix { prefix } => {
+                // Every key is at most MAX_KEY_LEN bytes, so this bounds every key under
+                // the prefix, including prefixes made of 0xFF bytes.
+                let end =
+                    kv_core::prefix_end(prefix).unwrap_or_else(|| vec![0xff; MAX_KEY_LEN + 1]);
+                let keys: Vec<Vec<u8>> = self
+                    .overlay
+                    .scan(prefix, &end, None)?
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
+                let mut deleted = 0;
+                for key in keys {
+                    deleted += u64::from(self.delete(&key)?);
+                }
+                deleted += self
+                    .overlay
+                    .delete_collections(&collection_ranges_for_prefix(prefix))?;
+                Ok(OpResult::Delete { deleted })
+            }
+            TxnOp::Collection(op) => Ok(OpResult::Collection(self.overlay.apply(op)?)),
+        }
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8], lease: Option<LeaseId>) -> Result<()> {
+        if let Some(id) = lease
+            && self.w.leases.get(id.0).is_none()
+        {
+            return Err(Error::new(
+                ErrorKind::LeaseNotFound,
+                "a put names a lease that does not exist or has expired; nothing was written",
+            )
+            .with_context("lease", id));
+        }
+        let prev = read_entry(&self.overlay, key)?;
+        let entry = Entry {
+            key: key.to_vec(),
+            value: value.to_vec(),
+            create_revision: prev.as_ref().map_or(self.rev, |p| p.create_revision),
+            mod_revision: self.rev,
+            version: prev.as_ref().map_or(1, |p| p.version + 1),
+            lease,
+        };
+        if let Some(old) = prev.as_ref().and_then(|p| p.lease)
+            && Some(old) != lease
+        {
+            self.plan.leases.insert(attachment_key(old.0, key), None);
+        }
+        if let Some(id) = lease {
+            self.plan
+                .leases
+                .insert(attachment_key(id.0, key), Some(Vec::new()));
+        }
+        self.overlay.record([PhysicalWrite::Put {
+            key: key.to_vec(),
+            value: encode_entry(&entry),
+        }]);
+        self.events.push(Event::Put { entry, prev });
+        Ok(())
+    }
+
+    /// Deletes a plain key; whether it existed.
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        let Some(prev) = read_entry(&self.overlay, key)? else {
+            return Ok(false);
+        };
+        if let Some(id) = prev.lease {
+            self.plan.leases.insert(attachment_key(id.0, key), None);
+        }
+        self.overlay
+            .record([PhysicalWrite::Delete { key: key.to_vec() }]);
+        self.events.push(Event::Delete {
+            key: key.to_vec(),
+            prev: Some(prev),
+        });
+        Ok(true)
+    }
+}

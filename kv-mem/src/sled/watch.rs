@@ -1,0 +1,157 @@
+//! Persistent watch: every stream reads the event log tree, first the retained history from
+//! its start revision, then each newly published revision. Replay and live delivery are the
+//! same path, so nothing falls between them, and a watcher that saw revision `r` before a
+//! restart resumes from `r + 1` after it.
+
+use super::codec::{COMPACT_KEY, be, decode_events, read_be};
+use super::error::map_sled;
+use super::inner::{Inner, Plan};
+use futures::StreamExt;
+use kv_core::{Error, ErrorKind, Event, KeyRange, Result, WatchBatch, WatchOptions, WatchStream};
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use tokio::sync::watch;
+
+/// Log records read per step of a stream.
+const READ_BATCH: usize = 256;
+
+pub(crate) fn watch(inner: &Arc<Inner>, opts: WatchOptions) -> Result<WatchStream> {
+    opts.range.validate()?;
+    let next = match opts.start_revision {
+        Some(rev) if rev > 0 => rev,
+        _ => inner.revision() + 1,
+    };
+    let oldest = inner.oldest();
+    if next < oldest {
+        return Err(Error::compacted(oldest));
+    }
+    let state = Cursor {
+        inner: Arc::downgrade(inner),
+        published: inner.published.subscribe(),
+        range: opts.range,
+        prev: opts.prev,
+        next,
+        ready: VecDeque::new(),
+        done: false,
+    };
+    Ok(futures::stream::unfold(state, Cursor::step).boxed())
+}
+
+struct Cursor {
+    inner: Weak<Inner>,
+    published: watch::Receiver<i64>,
+    range: KeyRange,
+    prev: bool,
+    /// The first revision not yet read from the log.
+    next: i64,
+    ready: VecDeque<WatchBatch>,
+    done: bool,
+}
+
+impl Cursor {
+    async fn step(mut self) -> Option<(Result<WatchBatch>, Cursor)> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(batch) = self.ready.pop_front() {
+                return Some((Ok(batch), self));
+            }
+            let published = *self.published.borrow_and_update();
+            if self.next <= published {
+                if let Err(err) = self.read(published) {
+                    self.done = true;
+                    return Some((Err(err), self));
+                }
+                continue;
+            }
+            if self.published.changed().await.is_err() {
+                self.done = true;
+                let err = Error::new(
+                    ErrorKind::Unavailable,
+                    "the sled store was closed while a watch was open",
+                )
+                .set_retryable(false);
+                return Some((Err(err), self));
+            }
+        }
+    }
+
+    /// Reads up to [`READ_BATCH`] log records in `[next, published]`.
+    fn read(&mut self, published: i64) -> Result<()> {
+        let Some(inner) = self.inner.upgrade() else {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                "the sled store was closed",
+            ));
+        };
+        let records = inner
+            .trees
+            .log
+            .range(be(self.next)..=be(published))
+            .take(READ_BATCH)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(map_sled)?;
+        // Compaction only moves forward: if `next` is still retained now, every record
+        // read above was there when it was read.
+        let oldest = inner.oldest();
+        if self.next < oldest {
+            return Err(Error::compacted(oldest));
+        }
+        for (key, record) in records {
+            let revision = read_be(&key)?;
+            if revision != self.next {
+                return Err(super::codec::corrupted(format!(
+                    "the event log has no record of revision {}",
+                    self.next
+                )));
+            }
+            let events: Vec<Event> = decode_events(&record)?
+                .into_iter()
+                .filter(|e| self.range.contains(e.key()))
+                .map(|e| self.strip(e))
+                .collect();
+            if !events.is_empty() {
+                self.ready.push_back(WatchBatch { revision, events });
+            }
+            self.next = revision + 1;
+        }
+        Ok(())
+    }
+
+    fn strip(&self, event: Event) -> Event {
+        if self.prev {
+            return event;
+        }
+        match event {
+            Event::Put { entry, .. } => Event::Put { entry, prev: None },
+            Event::Delete { key, .. } => Event::Delete { key, prev: None },
+        }
+    }
+}
+
+pub(crate) async fn compact(inner: &Inner, revision: i64) -> Result<()> {
+    inner
+        .write(|inner, w, commits| {
+            let current = inner.revision();
+            if revision > current {
+                return Err(Error::invalid_argument(format!(
+                    "cannot compact to revision {revision}: the store is at revision {current}"
+                )));
+            }
+            let oldest = inner.oldest();
+            if revision < oldest {
+                return Err(Error::compacted(oldest));
+            }
+            if revision == oldest {
+                return Ok(());
+            }
+            let mut plan = Plan::default();
+            plan.meta.push((COMPACT_KEY, be(revision).to_vec()));
+            inner.commit(w, plan, commits)?;
+            inner.compact_floor.store(revision, Ordering::Release);
+            inner.prune(w, 1)
+        })
+        .await
+}
