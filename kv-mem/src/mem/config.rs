@@ -1,0 +1,69 @@
+//! [`MemConfig`]: limits and retention of a [`MemStore`](crate::MemStore).
+
+use kv_core::{Capabilities, Retention, Support};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Configuration of a [`MemStore`](crate::MemStore). Every field has a default
+/// ([`MemConfig::default`]), so a config file may name only what it changes.
+///
+/// ```
+/// use kv_mem::{MemConfig, MemStore};
+/// use kv_core::Store;
+///
+/// let store = MemStore::with_config(MemConfig { history: 100, ..MemConfig::default() });
+/// assert_eq!(store.capabilities().watch_retention, kv_core::Retention::Revisions(100));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemConfig {
+    /// How many of the latest revisions keep their events for watches that resume from an
+    /// earlier revision. Default: 10 000.
+    pub history: usize,
+    /// Most compares, and most ops per branch, in one transaction. Default: 128 (etcd's
+    /// default `--max-txn-ops`).
+    pub max_txn_ops: usize,
+    /// Largest value accepted, in bytes. Default: 1.5 MiB (etcd's default request size).
+    pub max_value_bytes: usize,
+}
+
+impl Default for MemConfig {
+    fn default() -> Self {
+        MemConfig {
+            history: 10_000,
+            max_txn_ops: 128,
+            max_value_bytes: 1536 * 1024,
+        }
+    }
+}
+
+impl MemConfig {
+    /// The capabilities a store with this configuration reports.
+    pub(crate) fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            backend: "memory",
+            max_txn_ops: self.max_txn_ops,
+            max_value_bytes: self.max_value_bytes,
+            ttl_granularity: Duration::from_millis(1),
+            watch_retention: Retention::Revisions(self.history as u64),
+            txn: Support::Native,
+            leases: Support::Native,
+            watch: Support::Native,
+            collections: Support::Native,
+            persistent: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_config_keeps_the_other_defaults() {
+        let config: MemConfig = serde_json::from_str(r#"{"history": 5}"#).unwrap();
+        assert_eq!(config.history, 5);
+        assert_eq!(config.max_txn_ops, MemConfig::default().max_txn_ops);
+        assert!(serde_json::from_str::<MemConfig>(r#"{"histroy": 5}"#).is_err());
+    }
+}
