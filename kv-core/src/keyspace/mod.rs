@@ -7,11 +7,14 @@
 //! templates that overlap or nest, and the invariant harness (feature `proptest`) fuzzes them.
 
 mod charset;
+mod checker;
+mod checker_match;
 mod codec;
 mod escape;
 mod codec_json;
 mod codec_plain;
 mod encrypted;
+mod facade;
 mod key;
 mod key_error;
 #[allow(clippy::module_inception)]
@@ -25,10 +28,15 @@ mod template;
 mod text;
 
 pub use charset::Charset;
+pub use checker::{Finding, FindingKind, check, check_keyspace};
 pub use codec::Codec;
 pub use codec_json::Json;
 pub use codec_plain::{Bytes, Empty, Text};
 pub use encrypted::{ENVELOPE_VERSION, Encrypted, EncryptionKey, Keyring};
+pub use facade::{
+    ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage, Skipped, TxnOutcome, TxnRead,
+    TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch, ValueOf, Versioned,
+};
 pub use key::{Key, Prefix, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyspace::{FieldInfo, Keyspace, NamingRule, NoMatch, TemplateInfo};

@@ -1,0 +1,432 @@
+//! [`TypedTxn`]: a transaction built from typed keys and values.
+
+use super::collections::{ListHandle, MapHandle, SetHandle};
+use super::{TypedStore, ValueOf, Versioned, encode_value, key_bytes, prefix_bytes};
+use crate::collections::CollectionOp;
+use crate::entry::LeaseId;
+use crate::error::{Error, ErrorKind, Result};
+use crate::keyspace::codec::Codec;
+use crate::keyspace::key::{Key, Prefix};
+use crate::store::Store;
+use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Which branch of a transaction an op belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Branch {
+    Success,
+    Failure,
+}
+
+/// A transaction over typed keys: compares, then the success ops or, when a compare fails,
+/// the failure ops, atomically.
+///
+/// Built with [`TypedStore::txn`]; each method records a compare or an op and returns the
+/// builder. Values are encoded as they are added; the first encoding failure is kept and
+/// returned by [`commit`](Self::commit), which then sends nothing: a transaction is written
+/// whole or not at all.
+///
+/// [`create`](Self::create) is a put that only happens if the key is absent: it adds the
+/// compare "key absent", so the whole transaction fails (runs its failure branch) when the
+/// key exists.
+///
+/// ```
+/// use kv_core::keyspace::TypedStore;
+/// # use kv_core::keyspace::{decode_field, FieldInfo, Key, KeyError, Template, Text};
+/// # use std::sync::LazyLock;
+/// # #[derive(Debug, Clone, PartialEq)]
+/// # struct LockKey { name: u64 }
+/// # impl Key for LockKey {
+/// #     const TEMPLATE: &'static str = "locks/{name}";
+/// #     type Value = Text;
+/// #     fn template() -> &'static Template {
+/// #         static T: LazyLock<Template> =
+/// #             LazyLock::new(|| Template::key(LockKey::TEMPLATE, None).unwrap());
+/// #         &T
+/// #     }
+/// #     fn write(&self, out: &mut String) { Self::template().write(out, &[&self.name]) }
+/// #     fn parse(raw: &str) -> Result<Self, KeyError> {
+/// #         let t = Self::template();
+/// #         let [name] = t.captures(raw)?;
+/// #         Ok(LockKey { name: decode_field(t, raw, 1, "name", name)? })
+/// #     }
+/// #     fn fields(&self) -> Vec<(&'static str, String)> { vec![("name", self.name.to_string())] }
+/// #     fn field_infos() -> Vec<FieldInfo> { vec![FieldInfo::of::<u64>("name")] }
+/// # }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// let lock = LockKey { name: 1 };
+///
+/// let mut txn = typed.txn();
+/// txn.create(&lock, &"node-a".to_string());
+/// assert!(txn.commit().await?.succeeded);
+///
+/// // A second create fails; the failure branch reads the holder.
+/// let mut txn = typed.txn();
+/// txn.create(&lock, &"node-b".to_string());
+/// let holder = txn.get_on_failure(&lock);
+/// let outcome = txn.commit().await?;
+/// assert!(!outcome.succeeded);
+/// assert_eq!(outcome.read(&holder)?.map(|v| v.value).as_deref(), Some("node-a"));
+/// # Ok(())
+/// # }
+/// ```
+pub struct TypedTxn {
+    store: Arc<dyn Store>,
+    txn: Txn,
+    error: Option<Error>,
+}
+
+/// A read recorded in a [`TypedTxn`], redeemed with [`TxnOutcome::read`].
+pub struct TxnRead<K> {
+    branch: Branch,
+    index: usize,
+    key: PhantomData<fn() -> K>,
+}
+
+impl<K> fmt::Debug for TxnRead<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TxnRead")
+            .field("branch", &self.branch)
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+/// The outcome of a committed [`TypedTxn`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOutcome {
+    /// Whether every compare held, so the success branch ran.
+    pub succeeded: bool,
+    /// The store revision after the transaction.
+    pub revision: i64,
+    results: Vec<OpResult>,
+}
+
+impl TypedStore {
+    /// A new, empty typed transaction on this store.
+    pub fn txn(&self) -> TypedTxn {
+        TypedTxn {
+            store: Arc::clone(&self.store),
+            txn: Txn::new(),
+            error: None,
+        }
+    }
+}
+
+impl TypedTxn {
+    fn encode<C: Codec>(&mut self, codec: &C, key: &[u8], value: &C::Value) -> Option<Vec<u8>> {
+        if self.error.is_some() {
+            return None;
+        }
+        match encode_value(codec, key, value) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+
+    fn push(&mut self, branch: Branch, op: TxnOp) -> usize {
+        let ops = match branch {
+            Branch::Success => &mut self.txn.success,
+            Branch::Failure => &mut self.txn.failure,
+        };
+        ops.push(op);
+        ops.len() - 1
+    }
+
+    /// Puts `value` under `key` only if the key is absent: adds the compare "`key` absent"
+    /// and the put to the success branch.
+    pub fn create<K: Key>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
+    where
+        K::Value: Default,
+    {
+        self.create_with(&K::Value::default(), key, value)
+    }
+
+    /// [`create`](Self::create) with an explicit codec.
+    pub fn create_with<K: Key>(
+        &mut self,
+        codec: &K::Value,
+        key: &K,
+        value: &ValueOf<K>,
+    ) -> &mut Self {
+        let key = key_bytes(key);
+        if let Some(bytes) = self.encode(codec, &key, value) {
+            self.txn.compares.push(Compare::absent(&key));
+            self.push(Branch::Success, TxnOp::put(key, bytes));
+        }
+        self
+    }
+
+    /// Puts `value` under `key` in the success branch.
+    pub fn put<K: Key>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
+    where
+        K::Value: Default,
+    {
+        self.put_with(&K::Value::default(), key, value)
+    }
+
+    /// [`put`](Self::put) with an explicit codec.
+    pub fn put_with<K: Key>(&mut self, codec: &K::Value, key: &K, value: &ValueOf<K>) -> &mut Self {
+        let key = key_bytes(key);
+        if let Some(bytes) = self.encode(codec, &key, value) {
+            self.push(Branch::Success, TxnOp::put(key, bytes));
+        }
+        self
+    }
+
+    /// Puts `value` under `key`, attached to `lease`, in the success branch.
+    pub fn put_leased<K: Key>(&mut self, key: &K, value: &ValueOf<K>, lease: LeaseId) -> &mut Self
+    where
+        K::Value: Default,
+    {
+        let key = key_bytes(key);
+        if let Some(bytes) = self.encode(&K::Value::default(), &key, value) {
+            self.push(Branch::Success, TxnOp::put_with_lease(key, bytes, lease));
+        }
+        self
+    }
+
+    /// Deletes `key` in the success branch.
+    pub fn delete<K: Key>(&mut self, key: &K) -> &mut Self {
+        self.push(Branch::Success, TxnOp::delete(key_bytes(key)));
+        self
+    }
+
+    /// Deletes the directory `prefix` in the success branch.
+    pub fn delete_prefix<P: Prefix>(&mut self, prefix: &P) -> &mut Self {
+        self.push(Branch::Success, TxnOp::delete_prefix(prefix_bytes(prefix)));
+        self
+    }
+
+    /// Reads `key` in the success branch; redeem with [`TxnOutcome::read`].
+    pub fn get<K: Key>(&mut self, key: &K) -> TxnRead<K> {
+        self.read(Branch::Success, key)
+    }
+
+    /// Reads `key` in the failure branch (to learn why a compare failed); redeem with
+    /// [`TxnOutcome::read`].
+    pub fn get_on_failure<K: Key>(&mut self, key: &K) -> TxnRead<K> {
+        self.read(Branch::Failure, key)
+    }
+
+    fn read<K: Key>(&mut self, branch: Branch, key: &K) -> TxnRead<K> {
+        let index = self.push(branch, TxnOp::get(key_bytes(key)));
+        TxnRead {
+            branch,
+            index,
+            key: PhantomData,
+        }
+    }
+
+    /// Adds `member` to the set in the success branch.
+    pub fn set_add<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
+        let key = set.key().to_vec();
+        if let Some(member) = self.encode(set.codec(), &key, member) {
+            let op = CollectionOp::SetAdd { key, member };
+            self.push(Branch::Success, TxnOp::Collection(op));
+        }
+        self
+    }
+
+    /// Removes `member` from the set in the success branch.
+    pub fn set_remove<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
+        let key = set.key().to_vec();
+        if let Some(member) = self.encode(set.codec(), &key, member) {
+            let op = CollectionOp::SetRemove { key, member };
+            self.push(Branch::Success, TxnOp::Collection(op));
+        }
+        self
+    }
+
+    /// Sets a field of the map in the success branch.
+    pub fn map_put<F: Codec, V: Codec>(
+        &mut self,
+        map: &MapHandle<F, V>,
+        field: &F::Value,
+        value: &V::Value,
+    ) -> &mut Self {
+        let key = map.key().to_vec();
+        let field = self.encode(map.field_codec(), &key, field);
+        let value = self.encode(map.value_codec(), &key, value);
+        if let (Some(field), Some(value)) = (field, value) {
+            let op = CollectionOp::MapPut { key, field, value };
+            self.push(Branch::Success, TxnOp::Collection(op));
+        }
+        self
+    }
+
+    /// Deletes a field of the map in the success branch.
+    pub fn map_delete<F: Codec, V: Codec>(
+        &mut self,
+        map: &MapHandle<F, V>,
+        field: &F::Value,
+    ) -> &mut Self {
+        let key = map.key().to_vec();
+        if let Some(field) = self.encode(map.field_codec(), &key, field) {
+            let op = CollectionOp::MapDelete { key, field };
+            self.push(Branch::Success, TxnOp::Collection(op));
+        }
+        self
+    }
+
+    /// Appends an item to the list in the success branch.
+    pub fn list_push<C: Codec>(&mut self, list: &ListHandle<C>, item: &C::Value) -> &mut Self {
+        let key = list.key().to_vec();
+        if let Some(value) = self.encode(list.codec(), &key, item) {
+            let op = CollectionOp::ListPush { key, value };
+            self.push(Branch::Success, TxnOp::Collection(op));
+        }
+        self
+    }
+
+    /// Requires `key` to exist.
+    pub fn when_exists<K: Key>(&mut self, key: &K) -> &mut Self {
+        self.txn.compares.push(Compare::exists(key_bytes(key)));
+        self
+    }
+
+    /// Requires `key` to be absent.
+    pub fn when_absent<K: Key>(&mut self, key: &K) -> &mut Self {
+        self.txn.compares.push(Compare::absent(key_bytes(key)));
+        self
+    }
+
+    /// Requires `key`'s mod revision to be `op` `revision` (0 stands for an absent key):
+    /// with [`CompareOp::Equal`] and the [`Versioned::mod_revision`] read earlier, an
+    /// optimistic update that fails if anyone wrote the key since.
+    pub fn when_mod_revision<K: Key>(
+        &mut self,
+        key: &K,
+        op: CompareOp,
+        revision: i64,
+    ) -> &mut Self {
+        let compare = Compare::mod_revision(key_bytes(key), op, revision);
+        self.txn.compares.push(compare);
+        self
+    }
+
+    /// Requires `key`'s version (writes since creation) to be `op` `version`.
+    pub fn when_version<K: Key>(&mut self, key: &K, op: CompareOp, version: i64) -> &mut Self {
+        let compare = Compare::version(key_bytes(key), op, version);
+        self.txn.compares.push(compare);
+        self
+    }
+
+    /// Requires `key` to exist and hold exactly the encoding of `value`.
+    ///
+    /// The compare is on bytes: it suits codecs whose encoding is deterministic ([`Text`],
+    /// [`Json`] of structs), not [`Encrypted`] (a fresh nonce per encoding).
+    ///
+    /// [`Text`]: crate::keyspace::Text
+    /// [`Json`]: crate::keyspace::Json
+    /// [`Encrypted`]: crate::keyspace::Encrypted
+    pub fn when_value_equals<K: Key>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
+    where
+        K::Value: Default,
+    {
+        self.when_value_equals_with(&K::Value::default(), key, value)
+    }
+
+    /// [`when_value_equals`](Self::when_value_equals) with an explicit codec.
+    pub fn when_value_equals_with<K: Key>(
+        &mut self,
+        codec: &K::Value,
+        key: &K,
+        value: &ValueOf<K>,
+    ) -> &mut Self {
+        let key = key_bytes(key);
+        if let Some(bytes) = self.encode(codec, &key, value) {
+            self.txn
+                .compares
+                .push(Compare::value(key, CompareOp::Equal, bytes));
+        }
+        self
+    }
+
+    /// Sends the transaction.
+    ///
+    /// # Errors
+    /// The first encoding error of a value added to the builder (nothing is sent);
+    /// `TxnConflict` when a branch writes one key twice; `TxnTooLarge` over the backend's
+    /// limit; backend errors.
+    pub async fn commit(self) -> Result<TxnOutcome> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let response = self.store.txn(self.txn).await?;
+        Ok(TxnOutcome {
+            succeeded: response.succeeded,
+            revision: response.revision,
+            results: response.results,
+        })
+    }
+}
+
+impl fmt::Debug for TypedTxn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedTxn")
+            .field("compares", &self.txn.compares.len())
+            .field("success", &self.txn.success.len())
+            .field("failure", &self.txn.failure.len())
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl TxnOutcome {
+    /// The entry read by `read`, decoded; `None` when the key was absent.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `read` belongs to the branch that did not run; `Codec` when
+    /// the value does not decode.
+    pub fn read<K: Key>(&self, read: &TxnRead<K>) -> Result<Option<Versioned<ValueOf<K>>>>
+    where
+        K::Value: Default,
+    {
+        self.read_with(&K::Value::default(), read)
+    }
+
+    /// [`read`](Self::read) with an explicit codec.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub fn read_with<K: Key>(
+        &self,
+        codec: &K::Value,
+        read: &TxnRead<K>,
+    ) -> Result<Option<Versioned<ValueOf<K>>>> {
+        let ran = if self.succeeded {
+            Branch::Success
+        } else {
+            Branch::Failure
+        };
+        if read.branch != ran {
+            return Err(Error::invalid_argument(
+                "this read belongs to the transaction branch that did not run",
+            ));
+        }
+        match self.results.get(read.index) {
+            Some(OpResult::Get(Some(entry))) => Ok(Some(Versioned::decode(codec, entry)?)),
+            Some(OpResult::Get(None)) => Ok(None),
+            other => Err(Error::new(
+                ErrorKind::Backend,
+                format!(
+                    "expected a read result at position {}, found {other:?}",
+                    read.index
+                ),
+            )),
+        }
+    }
+
+    /// The raw result of every op of the branch that ran, in order.
+    pub fn results(&self) -> &[OpResult] {
+        &self.results
+    }
+}
