@@ -6,8 +6,10 @@ pub mod collections;
 pub mod emulation;
 mod entry;
 mod error;
+mod keeper;
 pub mod keyspace;
 mod lease;
+mod lock;
 mod range;
 mod store;
 mod txn;
@@ -19,7 +21,9 @@ pub use entry::{
     Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use keeper::LeaseKeeper;
 pub use lease::{LeaseGrant, LeaseInfo};
+pub use lock::{Lock, LockGuard};
 pub use range::{Continuation, KeyRange, RangeOptions, RangeResult};
 pub use store::{PutOptions, PutResult, Store};
 pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};

@@ -1,4 +1,6 @@
-//! The conformance suite.
+//! The conformance suite every backend runs, the real-server harness, and the model-based
+//! property test.
 #![deny(missing_docs)]
 
+pub mod conformance;
 pub mod harness;

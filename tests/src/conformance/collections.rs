@@ -1,0 +1,366 @@
+//! Collections: sets, maps and lists, alone and inside transactions.
+
+use super::support::{expect_quiet, key, names, put, root, snapshot};
+use kv_core::{
+    CollectionOp as Op, CollectionResult as R, Compare, OpResult, Store, Txn, TxnOp, WatchOptions,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+async fn run(store: &dyn Store, op: Op) -> R {
+    store
+        .collection(op.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{op:?}: {e}"))
+}
+
+fn b(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+
+fn items(list: &[&str]) -> R {
+    R::Items(list.iter().map(|s| b(s)).collect())
+}
+
+fn set_add(key: &[u8], member: &str) -> Op {
+    Op::SetAdd {
+        key: key.to_vec(),
+        member: b(member),
+    }
+}
+
+fn map_put(key: &[u8], field: &str, value: &str) -> Op {
+    Op::MapPut {
+        key: key.to_vec(),
+        field: b(field),
+        value: b(value),
+    }
+}
+
+fn list_push(key: &[u8], value: &str) -> Op {
+    Op::ListPush {
+        key: key.to_vec(),
+        value: b(value),
+    }
+}
+
+fn list_all(key: &[u8]) -> Op {
+    Op::ListRange {
+        key: key.to_vec(),
+        start: 0,
+        stop: -1,
+    }
+}
+
+/// Set add/remove/contains/members, with `Changed` saying whether the set changed.
+pub async fn set_operations(store: Arc<dyn Store>) {
+    let root = root();
+    let s = key(&root, "set");
+    let st = &*store;
+    assert_eq!(
+        run(st, Op::SetMembers { key: s.clone() }).await,
+        R::Members(vec![])
+    );
+    assert_eq!(run(st, set_add(&s, "b")).await, R::Changed(true));
+    assert_eq!(run(st, set_add(&s, "a")).await, R::Changed(true));
+    assert_eq!(run(st, set_add(&s, "b")).await, R::Changed(false));
+    let contains = |m: &str| Op::SetContains {
+        key: s.clone(),
+        member: b(m),
+    };
+    assert_eq!(run(st, contains("a")).await, R::Contains(true));
+    assert_eq!(run(st, contains("z")).await, R::Contains(false));
+    assert_eq!(
+        run(st, Op::SetMembers { key: s.clone() }).await,
+        R::Members(vec![b("a"), b("b")])
+    );
+    let remove = |m: &str| Op::SetRemove {
+        key: s.clone(),
+        member: b(m),
+    };
+    assert_eq!(run(st, remove("a")).await, R::Changed(true));
+    assert_eq!(run(st, remove("a")).await, R::Changed(false));
+    assert_eq!(
+        run(st, Op::SetMembers { key: s.clone() }).await,
+        R::Members(vec![b("b")])
+    );
+    // Another set is another collection.
+    let other = key(&root, "set2");
+    assert_eq!(
+        run(
+            st,
+            Op::SetContains {
+                key: other,
+                member: b("b")
+            }
+        )
+        .await,
+        R::Contains(false)
+    );
+}
+
+/// A paged set scan returns every member (each exactly once on ordered backends).
+pub async fn set_scan_pages_cover_the_set(store: Arc<dyn Store>) {
+    let root = root();
+    let s = key(&root, "set");
+    let mut all: Vec<Vec<u8>> = (0..30).map(|i| b(&format!("m{i:02}"))).collect();
+    all.sort();
+    for m in &all {
+        store
+            .collection(Op::SetAdd {
+                key: s.clone(),
+                member: m.clone(),
+            })
+            .await
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    for _ in 0..1000 {
+        match run(
+            &*store,
+            Op::SetScan {
+                key: s.clone(),
+                cursor: cursor.take(),
+                limit: 7,
+            },
+        )
+        .await
+        {
+            R::Page {
+                members,
+                cursor: next,
+            } => {
+                seen.extend(members);
+                match next {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+            other => panic!("scan result: {other:?}"),
+        }
+    }
+    assert!(cursor.is_none(), "the scan did not finish");
+    if store.capabilities().collections == kv_core::Support::Emulated {
+        assert_eq!(
+            seen, all,
+            "ordered backends return each member once, in order"
+        );
+    } else {
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen, all);
+    }
+}
+
+/// Map field put/get/delete and get-all, ascending by field.
+pub async fn map_operations(store: Arc<dyn Store>) {
+    let root = root();
+    let m = key(&root, "map");
+    let st = &*store;
+    assert_eq!(run(st, map_put(&m, "f2", "v2")).await, R::Changed(true));
+    assert_eq!(run(st, map_put(&m, "f1", "v1")).await, R::Changed(true));
+    assert_eq!(run(st, map_put(&m, "f1", "v1b")).await, R::Changed(false));
+    let get = |f: &str| Op::MapGet {
+        key: m.clone(),
+        field: b(f),
+    };
+    assert_eq!(run(st, get("f1")).await, R::Value(Some(b("v1b"))));
+    assert_eq!(run(st, get("nope")).await, R::Value(None));
+    assert_eq!(
+        run(st, Op::MapGetAll { key: m.clone() }).await,
+        R::Fields(vec![(b("f1"), b("v1b")), (b("f2"), b("v2"))])
+    );
+    let delete = |f: &str| Op::MapDelete {
+        key: m.clone(),
+        field: b(f),
+    };
+    assert_eq!(run(st, delete("f1")).await, R::Changed(true));
+    assert_eq!(run(st, delete("f1")).await, R::Changed(false));
+    assert_eq!(
+        run(st, Op::MapGetAll { key: m.clone() }).await,
+        R::Fields(vec![(b("f2"), b("v2"))])
+    );
+}
+
+/// List push/remove/range/len/rotate with Redis semantics (negative indexes from the tail).
+pub async fn list_operations(store: Arc<dyn Store>) {
+    let root = root();
+    let l = key(&root, "list");
+    let st = &*store;
+    assert_eq!(
+        run(st, Op::ListRotate { key: l.clone() }).await,
+        R::Value(None)
+    );
+    for (i, v) in ["a", "b", "c"].iter().enumerate() {
+        assert_eq!(run(st, list_push(&l, v)).await, R::Count(i as u64 + 1));
+    }
+    assert_eq!(run(st, list_all(&l)).await, items(&["a", "b", "c"]));
+    let range = |start, stop| Op::ListRange {
+        key: l.clone(),
+        start,
+        stop,
+    };
+    assert_eq!(run(st, range(-2, -1)).await, items(&["b", "c"]));
+    assert_eq!(run(st, range(1, 1)).await, items(&["b"]));
+    assert_eq!(run(st, range(2, 1)).await, items(&[]));
+    assert_eq!(run(st, range(0, 100)).await, items(&["a", "b", "c"]));
+    assert_eq!(
+        run(st, Op::ListRotate { key: l.clone() }).await,
+        R::Value(Some(b("a")))
+    );
+    assert_eq!(run(st, list_all(&l)).await, items(&["b", "c", "a"]));
+    assert_eq!(run(st, list_push(&l, "b")).await, R::Count(4));
+    let remove = |v: &str| Op::ListRemove {
+        key: l.clone(),
+        value: b(v),
+    };
+    assert_eq!(run(st, remove("b")).await, R::Count(2));
+    assert_eq!(run(st, remove("zz")).await, R::Count(0));
+    assert_eq!(run(st, list_all(&l)).await, items(&["c", "a"]));
+    assert_eq!(run(st, Op::ListLen { key: l.clone() }).await, R::Count(2));
+}
+
+/// N concurrent rotations of a K-item list (N a multiple of K) return each item N/K times and
+/// leave the list in its original order.
+pub async fn list_rotate_is_atomic_under_concurrency(store: Arc<dyn Store>) {
+    let root = root();
+    let l = key(&root, "ring");
+    let original = ["k0", "k1", "k2", "k3"];
+    for v in original {
+        run(&*store, list_push(&l, v)).await;
+    }
+    let rounds = 5;
+    let n = original.len() * rounds;
+    let mut tasks = Vec::new();
+    for _ in 0..n {
+        let store = store.clone();
+        let l = l.clone();
+        tasks.push(tokio::spawn(async move {
+            run(&*store, Op::ListRotate { key: l }).await
+        }));
+    }
+    let mut counts: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            R::Value(Some(item)) => *counts.entry(item).or_default() += 1,
+            other => panic!("rotate of a non-empty list: {other:?}"),
+        }
+    }
+    let expected: BTreeMap<Vec<u8>, usize> = original.iter().map(|v| (b(v), rounds)).collect();
+    assert_eq!(counts, expected, "each item rotated exactly N/K times");
+    assert_eq!(run(&*store, list_all(&l)).await, items(&original));
+}
+
+/// Collection ops run inside either branch of a txn, with their results in op order.
+pub async fn collection_ops_in_txn_branches(store: Arc<dyn Store>) {
+    let root = root();
+    let (s, m, l, guard) = (
+        key(&root, "s"),
+        key(&root, "m"),
+        key(&root, "l"),
+        key(&root, "g"),
+    );
+    let branch = |tag: &str| {
+        vec![
+            TxnOp::Collection(set_add(&s, tag)),
+            TxnOp::Collection(map_put(&m, "f", tag)),
+            TxnOp::Collection(list_push(&l, tag)),
+            TxnOp::Collection(Op::SetMembers { key: s.clone() }),
+        ]
+    };
+    let txn = || {
+        Txn::new()
+            .when([Compare::exists(&guard)])
+            .and_then(branch("yes"))
+            .or_else(branch("no"))
+    };
+    let failed = store.txn(txn()).await.unwrap();
+    assert!(!failed.succeeded);
+    assert_eq!(
+        failed.results,
+        [
+            OpResult::Collection(R::Changed(true)),
+            OpResult::Collection(R::Changed(true)),
+            OpResult::Collection(R::Count(1)),
+            OpResult::Collection(R::Members(vec![b("no")])),
+        ]
+    );
+    put(&*store, &guard, "").await;
+    let succeeded = store.txn(txn()).await.unwrap();
+    assert!(succeeded.succeeded);
+    assert_eq!(
+        succeeded.results,
+        [
+            OpResult::Collection(R::Changed(true)),
+            OpResult::Collection(R::Changed(false)),
+            OpResult::Collection(R::Count(2)),
+            OpResult::Collection(R::Members(vec![b("no"), b("yes")])),
+        ]
+    );
+    assert_eq!(run(&*store, list_all(&l)).await, items(&["no", "yes"]));
+    assert_eq!(
+        run(
+            &*store,
+            Op::MapGet {
+                key: m.clone(),
+                field: b("f")
+            }
+        )
+        .await,
+        R::Value(Some(b("yes")))
+    );
+}
+
+/// `delete` removes the collection at a key and `delete_prefix` every collection under the
+/// prefix, each counting as one key.
+pub async fn delete_removes_collections(store: Arc<dyn Store>) {
+    let root = root();
+    let (s, m, l, p) = (
+        key(&root, "c/s"),
+        key(&root, "c/m"),
+        key(&root, "c/l"),
+        key(&root, "c/p"),
+    );
+    let st = &*store;
+    run(st, set_add(&s, "x")).await;
+    run(st, map_put(&m, "f", "v")).await;
+    run(st, list_push(&l, "i")).await;
+    put(st, &p, "plain").await;
+    let outside = key(&root, "d/s");
+    run(st, set_add(&outside, "x")).await;
+    assert_eq!(
+        store.delete(&s).await.unwrap(),
+        None,
+        "a set has no plain entry"
+    );
+    assert_eq!(
+        run(st, Op::SetMembers { key: s.clone() }).await,
+        R::Members(vec![])
+    );
+    assert_eq!(store.delete_prefix(&key(&root, "c/")).await.unwrap(), 3);
+    assert_eq!(
+        run(st, Op::MapGetAll { key: m.clone() }).await,
+        R::Fields(vec![])
+    );
+    assert_eq!(run(st, Op::ListLen { key: l.clone() }).await, R::Count(0));
+    assert_eq!(store.get(&p).await.unwrap(), None);
+    assert_eq!(
+        run(st, Op::SetMembers { key: outside }).await,
+        R::Members(vec![b("x")]),
+        "collections outside the prefix stay"
+    );
+}
+
+/// Collections never appear in plain ranges or watches of their prefix.
+pub async fn collections_are_invisible_to_range(store: Arc<dyn Store>) {
+    let root = root();
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    run(&*store, set_add(&key(&root, "s"), "x")).await;
+    run(&*store, map_put(&key(&root, "m"), "f", "v")).await;
+    run(&*store, list_push(&key(&root, "l"), "i")).await;
+    expect_quiet(&mut watch).await;
+    put(&*store, &key(&root, "plain"), "v").await;
+    assert_eq!(names(&root, &snapshot(&*store, &root).await), ["plain"]);
+    assert_eq!(store.get(&key(&root, "s")).await.unwrap(), None);
+}

@@ -1,0 +1,146 @@
+//! Leases: grant, keep-alive, revoke, time-to-live and expiry, with the deletes watchers see.
+
+use super::support::{expect_kind, key, names, next_batch, put, root, snapshot};
+use kv_core::{ErrorKind, Event, LeaseId, PutOptions, Store, WatchOptions, WatchStream};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+async fn put_leased(store: &dyn Store, key: &[u8], lease: LeaseId) -> i64 {
+    store
+        .put(key, b"leased", PutOptions::default().lease(lease))
+        .await
+        .unwrap()
+        .revision
+}
+
+/// Reads batches until every key of `keys` has been deleted; fails on any other event.
+async fn await_deletes(stream: &mut WatchStream, keys: &[Vec<u8>]) {
+    let mut pending: BTreeSet<Vec<u8>> = keys.iter().cloned().collect();
+    while !pending.is_empty() {
+        for event in next_batch(stream).await.events {
+            match event {
+                Event::Delete { key, .. } => assert!(pending.remove(&key), "unexpected delete"),
+                other => panic!("expected deletes only, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// A grant's TTL is the request rounded up to the granularity; time-to-live reports it.
+pub async fn lease_grant_rounds_ttl_up(store: Arc<dyn Store>) {
+    let caps = store.capabilities().clone();
+    let asked = Duration::from_millis(1500);
+    let grant = store.lease_grant(asked).await.unwrap();
+    assert_eq!(grant.ttl, caps.round_ttl(asked).unwrap());
+    assert!(grant.ttl >= asked);
+    let info = store.lease_time_to_live(grant.id).await.unwrap();
+    assert_eq!((info.id, info.granted_ttl), (grant.id, grant.ttl));
+    assert!(info.remaining <= grant.ttl);
+    assert!(info.keys.is_empty());
+    let other = store.lease_grant(asked).await.unwrap();
+    assert_ne!(other.id, grant.id, "every grant is a new lease");
+    store.lease_revoke(grant.id).await.unwrap();
+    store.lease_revoke(other.id).await.unwrap();
+}
+
+/// Keep-alive returns the granted TTL, and keeps attached keys alive past their first TTL.
+pub async fn lease_keep_alive_renews(store: Arc<dyn Store>) {
+    let root = root();
+    let grant = store.lease_grant(Duration::from_secs(1)).await.unwrap();
+    let k = key(&root, "kept");
+    put_leased(&*store, &k, grant.id).await;
+    // Renew every third of the TTL for three TTLs: the key must outlive its first TTL.
+    let mut ticks = tokio::time::interval(grant.ttl / 3);
+    for _ in 0..9 {
+        ticks.tick().await;
+        assert_eq!(store.lease_keep_alive(grant.id).await.unwrap(), grant.ttl);
+    }
+    let info = store.lease_time_to_live(grant.id).await.unwrap();
+    assert!(info.remaining <= grant.ttl);
+    assert_eq!(info.keys, std::slice::from_ref(&k));
+    assert!(
+        store.get(&k).await.unwrap().is_some(),
+        "a kept-alive lease keeps its keys"
+    );
+    store.lease_revoke(grant.id).await.unwrap();
+}
+
+/// Revoking a lease deletes its keys (and no others); watchers see the deletes.
+pub async fn lease_revoke_deletes_keys_and_watchers_see_it(store: Arc<dyn Store>) {
+    let root = root();
+    let grant = store.lease_grant(Duration::from_secs(60)).await.unwrap();
+    let leased = [key(&root, "a"), key(&root, "b")];
+    for k in &leased {
+        put_leased(&*store, k, grant.id).await;
+    }
+    put(&*store, &key(&root, "plain"), "v").await;
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    store.lease_revoke(grant.id).await.unwrap();
+    await_deletes(&mut watch, &leased).await;
+    assert_eq!(names(&root, &snapshot(&*store, &root).await), ["plain"]);
+    expect_kind(
+        store.lease_time_to_live(grant.id).await,
+        ErrorKind::LeaseNotFound,
+    );
+}
+
+/// Time-to-live lists the attached keys, ascending; a delete or a put without the lease
+/// detaches a key.
+pub async fn lease_time_to_live_lists_keys(store: Arc<dyn Store>) {
+    let root = root();
+    let grant = store.lease_grant(Duration::from_secs(60)).await.unwrap();
+    let keys = [key(&root, "c"), key(&root, "a"), key(&root, "b")];
+    for k in &keys {
+        put_leased(&*store, k, grant.id).await;
+    }
+    let info = store.lease_time_to_live(grant.id).await.unwrap();
+    assert_eq!(
+        info.keys,
+        [key(&root, "a"), key(&root, "b"), key(&root, "c")]
+    );
+    store.delete(&key(&root, "a")).await.unwrap();
+    put(&*store, &key(&root, "b"), "detached").await;
+    let info = store.lease_time_to_live(grant.id).await.unwrap();
+    assert_eq!(info.keys, [key(&root, "c")]);
+    store.lease_revoke(grant.id).await.unwrap();
+    assert_eq!(names(&root, &snapshot(&*store, &root).await), ["b"]);
+}
+
+/// An expired lease deletes its keys and a watcher sees the deletes; the lease is then gone.
+pub async fn lease_expiry_deletes_keys_and_watchers_see_it(store: Arc<dyn Store>) {
+    let root = root();
+    let grant = store.lease_grant(Duration::from_secs(1)).await.unwrap();
+    let leased = [key(&root, "x"), key(&root, "y")];
+    for k in &leased {
+        put_leased(&*store, k, grant.id).await;
+    }
+    let written = put(&*store, &key(&root, "plain"), "v").await;
+    // From the revision after the writes, so that an expiry before the watch starts is seen.
+    let from = WatchOptions::prefix(&root).from_revision(written + 1);
+    let mut watch = store.watch(from).await.unwrap();
+    await_deletes(&mut watch, &leased).await;
+    assert_eq!(names(&root, &snapshot(&*store, &root).await), ["plain"]);
+    expect_kind(
+        store.lease_keep_alive(grant.id).await,
+        ErrorKind::LeaseNotFound,
+    );
+}
+
+/// A put with a lease attaches the key (its entry names the lease); a later put without one
+/// detaches it, as in etcd.
+pub async fn put_with_lease_attaches_it(store: Arc<dyn Store>) {
+    let root = root();
+    let grant = store.lease_grant(Duration::from_secs(60)).await.unwrap();
+    let k = key(&root, "k");
+    put_leased(&*store, &k, grant.id).await;
+    assert_eq!(store.get(&k).await.unwrap().unwrap().lease, Some(grant.id));
+    put(&*store, &k, "plain now").await;
+    let e = store.get(&k).await.unwrap().unwrap();
+    assert_eq!((e.lease, e.version), (None, 2));
+    store.lease_revoke(grant.id).await.unwrap();
+    assert!(
+        store.get(&k).await.unwrap().is_some(),
+        "a detached key outlives the lease"
+    );
+}

@@ -1,0 +1,209 @@
+//! Locks ([`kv_core::Lock`]): mutual exclusion, hand-over, release on lease loss, fencing.
+
+use super::support::{EVENT_TIMEOUT, key, root};
+use kv_core::{Compare, CompareOp, LeaseId, LeaseKeeper, Lock, LockGuard, Store, Txn, TxnOp};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(EVENT_TIMEOUT, f)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not happen within {EVENT_TIMEOUT:?}"))
+}
+
+async fn keeper(store: &Arc<dyn Store>) -> LeaseKeeper {
+    LeaseKeeper::grant(store.clone(), Duration::from_secs(10))
+        .await
+        .unwrap()
+}
+
+async fn lease(store: &Arc<dyn Store>, ttl: Duration) -> LeaseId {
+    store.lease_grant(ttl).await.unwrap().id
+}
+
+fn fenced_put(guard: &LockGuard, key: &[u8], value: &str) -> Txn {
+    Txn::new()
+        .when([Compare::create_revision(
+            guard.key(),
+            CompareOp::Equal,
+            guard.fencing_token(),
+        )])
+        .and_then([TxnOp::put(key, value)])
+}
+
+/// Two contenders taking the lock in turns are never inside the critical section together.
+pub async fn lock_mutual_exclusion(store: Arc<dyn Store>) {
+    let root = root();
+    let name = key(&root, "lock");
+    let inside = Arc::new(AtomicBool::new(false));
+    let entries = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for who in 0..2 {
+        let (store, name, inside, entries) =
+            (store.clone(), name.clone(), inside.clone(), entries.clone());
+        let marker = key(&root, "holder");
+        tasks.push(tokio::spawn(async move {
+            let keeper = keeper(&store).await;
+            let lock = Lock::new(store.clone(), &name).unwrap();
+            for round in 0..5 {
+                let guard = lock.lock(keeper.id()).await.unwrap();
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                // A store round trip inside the section gives the other contender time to run.
+                let claim = Txn::new()
+                    .when([Compare::absent(&marker)])
+                    .and_then([TxnOp::put(&marker, format!("{who}/{round}"))]);
+                assert!(
+                    store.txn(claim).await.unwrap().succeeded,
+                    "the marker was left set"
+                );
+                store.delete(&marker).await.unwrap();
+                entries.fetch_add(1, Ordering::SeqCst);
+                inside.store(false, Ordering::SeqCst);
+                guard.unlock().await.unwrap();
+            }
+            keeper.revoke().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        within("both contenders finishing", t).await.unwrap();
+    }
+    assert_eq!(entries.load(Ordering::SeqCst), 10);
+}
+
+/// A waiter is queued while the lock is held (`try_lock` fails) and acquires it on unlock.
+pub async fn lock_waiter_acquires_after_unlock(store: Arc<dyn Store>) {
+    let root = root();
+    let lock = Lock::new(store.clone(), key(&root, "lock")).unwrap();
+    let (a, b, c) = (
+        keeper(&store).await,
+        keeper(&store).await,
+        keeper(&store).await,
+    );
+    let first = lock.lock(a.id()).await.unwrap();
+    assert!(first.key().starts_with(&key(&root, "lock/")));
+    let waiter = {
+        let (lock, id) = (lock.clone(), b.id());
+        tokio::spawn(async move { lock.lock(id).await })
+    };
+    assert!(
+        lock.try_lock(c.id()).await.unwrap().is_none(),
+        "the lock is held"
+    );
+    assert!(
+        !waiter.is_finished(),
+        "the waiter got the lock while it was held"
+    );
+    let first_token = first.fencing_token();
+    first.unlock().await.unwrap();
+    let second = within("the waiter acquiring", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(second.fencing_token() > first_token);
+    assert_eq!(second.lease(), b.id());
+    second.unlock().await.unwrap();
+    let third = lock.try_lock(c.id()).await.unwrap().expect("a free lock");
+    third.unlock().await.unwrap();
+}
+
+/// Revoking the holder's lease releases the lock: the holder's `lost()` fires and the waiter
+/// acquires it.
+pub async fn lock_released_when_lease_revoked(store: Arc<dyn Store>) {
+    let root = root();
+    let lock = Lock::new(store.clone(), key(&root, "lock")).unwrap();
+    let holder_lease = lease(&store, Duration::from_secs(60)).await;
+    let waiter_keeper = keeper(&store).await;
+    let holder = lock.lock(holder_lease).await.unwrap();
+    let waiter = {
+        let (lock, id) = (lock.clone(), waiter_keeper.id());
+        tokio::spawn(async move { lock.lock(id).await })
+    };
+    assert!(!holder.is_lost());
+    store.lease_revoke(holder_lease).await.unwrap();
+    let err = within("lost() after the revoke", holder.lost()).await;
+    assert_eq!(err.kind(), kv_core::ErrorKind::LockLost);
+    assert!(holder.is_lost());
+    let next = within("the waiter acquiring", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(next.fencing_token() > holder.fencing_token());
+    assert!(
+        holder.unlock().await.is_err(),
+        "unlocking a lost lock fails"
+    );
+    next.unlock().await.unwrap();
+}
+
+/// A holder whose lease expires (no keep-alive: a crashed process) loses the lock to the
+/// waiter.
+pub async fn lock_released_when_lease_expires(store: Arc<dyn Store>) {
+    let root = root();
+    let lock = Lock::new(store.clone(), key(&root, "lock")).unwrap();
+    let crashed = lease(&store, Duration::from_secs(1)).await;
+    let holder = lock.lock(crashed).await.unwrap();
+    let waiter_keeper = keeper(&store).await;
+    let next = within("the waiter acquiring", lock.lock(waiter_keeper.id()))
+        .await
+        .unwrap();
+    within("lost() after the expiry", holder.lost()).await;
+    assert!(next.fencing_token() > holder.fencing_token());
+    assert!(!next.is_lost());
+    next.unlock().await.unwrap();
+}
+
+/// Successive holders get strictly increasing fencing tokens.
+pub async fn lock_fencing_token_increases(store: Arc<dyn Store>) {
+    let root = root();
+    let lock = Lock::new(store.clone(), key(&root, "lock")).unwrap();
+    let keepers = [keeper(&store).await, keeper(&store).await];
+    let mut last = 0;
+    for round in 0..4 {
+        let guard = lock.lock(keepers[round % 2].id()).await.unwrap();
+        assert!(
+            guard.fencing_token() > last,
+            "token {} after {last}",
+            guard.fencing_token()
+        );
+        last = guard.fencing_token();
+        guard.unlock().await.unwrap();
+    }
+}
+
+/// A write fenced on the holder's token succeeds while it holds the lock and fails once the
+/// lock has passed to another holder.
+pub async fn lock_fencing_token_guards_txn(store: Arc<dyn Store>) {
+    let root = root();
+    let lock = Lock::new(store.clone(), key(&root, "lock")).unwrap();
+    let data = key(&root, "data");
+    let old_lease = lease(&store, Duration::from_secs(60)).await;
+    let old = lock.lock(old_lease).await.unwrap();
+    assert!(
+        store
+            .txn(fenced_put(&old, &data, "old"))
+            .await
+            .unwrap()
+            .succeeded
+    );
+    store.lease_revoke(old_lease).await.unwrap();
+    let new_keeper = keeper(&store).await;
+    let new = lock.lock(new_keeper.id()).await.unwrap();
+    assert!(
+        !store
+            .txn(fenced_put(&old, &data, "stale"))
+            .await
+            .unwrap()
+            .succeeded
+    );
+    assert!(
+        store
+            .txn(fenced_put(&new, &data, "new"))
+            .await
+            .unwrap()
+            .succeeded
+    );
+    assert_eq!(store.get(&data).await.unwrap().unwrap().value, b"new");
+    new.unlock().await.unwrap();
+}

@@ -1,0 +1,159 @@
+//! The conformance suite: one set of behaviour cases, written once against `dyn Store`, that
+//! every backend runs.
+//!
+//! Each case is a public `async fn(Arc<dyn Store>)` that panics on a contract violation. Every
+//! case works under its own random key root (`ct-<uuid>/`), never lists outside it and never
+//! assumes absolute revisions or an empty store, so cases run in any order and concurrently on
+//! one shared server. The one case that compacts ([`watch::watch_from_compacted_revision`])
+//! compacts at the revision it has just read, which other cases sharing the server have
+//! already passed.
+//!
+//! A backend runs the whole suite with [`conformance_suite!`](crate::conformance_suite), one
+//! `#[test]` per case:
+//!
+//! ```ignore
+//! async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
+//!     Some(std::sync::Arc::new(kv_mem::MemStore::new()))
+//! }
+//! kv_tests::conformance_suite!(mem_store);
+//! ```
+
+pub mod bad_input;
+pub mod capabilities;
+pub mod collections;
+pub mod leases;
+pub mod locks;
+pub mod metadata;
+pub mod read;
+pub mod txn;
+pub mod watch;
+pub mod write;
+
+mod support;
+
+use std::future::Future;
+use std::time::Duration;
+
+/// How long one case may run before it fails as hung (leases and watches on real servers
+/// included).
+pub const CASE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs one case on a fresh multi-threaded runtime (two workers), failing it if it runs longer
+/// than [`CASE_TIMEOUT`]. Used by [`conformance_suite!`](crate::conformance_suite).
+///
+/// # Panics
+/// When the case panics or times out.
+pub fn run_case<F: Future<Output = ()> + Send + 'static>(name: &str, case: F) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("build the test runtime");
+    runtime.block_on(async {
+        match tokio::time::timeout(CASE_TIMEOUT, tokio::spawn(case)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(join)) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+            Ok(Err(join)) => panic!("conformance case {name} was cancelled: {join}"),
+            Err(_) => panic!("conformance case {name} did not finish within {CASE_TIMEOUT:?}"),
+        }
+    });
+}
+
+/// Expands to one `#[test]` per conformance case, each running the case on the store returned
+/// by `factory`.
+///
+/// `factory` is a path to an `async fn() -> Option<Arc<dyn kv_core::Store>>`, called once per
+/// case inside the case's runtime (a multi-threaded tokio runtime with two workers). It returns
+/// `None` when the backend is unavailable, after printing a SKIP line; the case then passes
+/// without running. Cases are named after the functions in [`conformance`](crate::conformance),
+/// so `cargo test --test mem txn_compare_version` runs one case.
+///
+/// ```ignore
+/// async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
+///     Some(std::sync::Arc::new(kv_mem::MemStore::new()))
+/// }
+/// kv_tests::conformance_suite!(mem_store);
+/// ```
+#[macro_export]
+macro_rules! conformance_suite {
+    ($factory:path) => {
+        $crate::__conformance_cases! { $factory;
+            bad_input::empty_key_is_rejected,
+            bad_input::empty_prefix_delete_is_rejected,
+            bad_input::txn_writing_a_key_twice_is_rejected,
+            bad_input::txn_put_inside_deleted_prefix_is_rejected,
+            bad_input::txn_over_the_op_limit_is_rejected,
+            bad_input::zero_lease_ttl_is_rejected,
+            bad_input::watch_from_compacted_revision_is_rejected,
+            bad_input::keep_alive_of_revoked_lease_is_rejected,
+            bad_input::put_with_unknown_lease_writes_nothing,
+            capabilities::capabilities_are_sane,
+            collections::set_operations,
+            collections::set_scan_pages_cover_the_set,
+            collections::map_operations,
+            collections::list_operations,
+            collections::list_rotate_is_atomic_under_concurrency,
+            collections::collection_ops_in_txn_branches,
+            collections::delete_removes_collections,
+            collections::collections_are_invisible_to_range,
+            leases::lease_grant_rounds_ttl_up,
+            leases::lease_keep_alive_renews,
+            leases::lease_revoke_deletes_keys_and_watchers_see_it,
+            leases::lease_time_to_live_lists_keys,
+            leases::lease_expiry_deletes_keys_and_watchers_see_it,
+            leases::put_with_lease_attaches_it,
+            locks::lock_mutual_exclusion,
+            locks::lock_waiter_acquires_after_unlock,
+            locks::lock_released_when_lease_revoked,
+            locks::lock_released_when_lease_expires,
+            locks::lock_fencing_token_increases,
+            locks::lock_fencing_token_guards_txn,
+            metadata::revision_bumps_once_per_write_txn,
+            metadata::entry_metadata_evolves_like_etcd,
+            metadata::read_only_txn_keeps_revision,
+            read::get_missing_and_present,
+            read::range_prefix_and_interval,
+            read::range_limit_and_paging,
+            read::range_keys_only_and_count_only,
+            read::range_prefix_isolation,
+            read::range_prefix_ending_in_ff,
+            read::range_key_rules,
+            txn::txn_compare_version,
+            txn::txn_compare_mod_revision,
+            txn::txn_compare_create_revision,
+            txn::txn_compare_value,
+            txn::txn_compare_exists_and_absent,
+            txn::txn_compare_lease,
+            txn::txn_branches_and_results,
+            txn::txn_all_compares_must_hold,
+            watch::watch_key_sees_puts_and_deletes,
+            watch::watch_prefix_one_batch_per_txn,
+            watch::watch_is_ordered_without_gaps,
+            watch::watch_resumes_from_revision,
+            watch::watch_prev_values,
+            watch::watch_from_compacted_revision,
+            watch::watch_prefix_isolation,
+            write::put_returns_prev,
+            write::delete_returns_prev,
+            write::delete_prefix_counts_and_isolates,
+        }
+    };
+}
+
+/// Expands the case list of [`conformance_suite!`]; not part of the public interface.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($factory:path; $($group:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::run_case(stringify!($case), async {
+                    if let Some(store) = $factory().await {
+                        $crate::conformance::$group::$case(store).await;
+                    }
+                });
+            }
+        )*
+    };
+}

@@ -1,0 +1,114 @@
+//! Helpers shared by the conformance cases: random roots, snapshots, error and event checks.
+
+use futures::StreamExt;
+use kv_core::{
+    Entry, ErrorKind, Event, PutOptions, RangeOptions, Result, Store, WatchBatch, WatchStream,
+};
+use std::fmt::Debug;
+use std::time::Duration;
+
+/// How long a case waits for an event that must come (a watch batch, a lease expiry).
+pub(crate) const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A fresh random key root, `ct-<uuid>/`, so that a case sees only its own keys.
+pub(crate) fn root() -> Vec<u8> {
+    format!("ct-{}/", uuid::Uuid::new_v4()).into_bytes()
+}
+
+/// `root` followed by `suffix`.
+pub(crate) fn key(root: &[u8], suffix: impl AsRef<[u8]>) -> Vec<u8> {
+    let mut k = root.to_vec();
+    k.extend_from_slice(suffix.as_ref());
+    k
+}
+
+/// Writes a value, panicking on error; returns the revision of the write.
+pub(crate) async fn put(store: &dyn Store, key: &[u8], value: impl AsRef<[u8]>) -> i64 {
+    store
+        .put(key, value.as_ref(), PutOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("put {}: {e}", kv_core::escape_bytes(key)))
+        .revision
+}
+
+/// Every entry under `prefix`, read page by page with a small limit.
+pub(crate) async fn snapshot(store: &dyn Store, prefix: &[u8]) -> Vec<Entry> {
+    collect_pages(store, RangeOptions::prefix(prefix), 7).await
+}
+
+/// Every entry of a range read, page by page with `page` entries per page.
+pub(crate) async fn collect_pages(
+    store: &dyn Store,
+    opts: RangeOptions,
+    page: usize,
+) -> Vec<Entry> {
+    let mut all = Vec::new();
+    let mut opts = opts.limit(page);
+    for _ in 0..100_000 {
+        let result = store.range(opts.clone()).await.expect("range page");
+        assert!(result.entries.len() <= page, "a page exceeds its limit");
+        all.extend(result.entries);
+        match result.next {
+            Some(next) => opts = opts.after(next),
+            None => return all,
+        }
+    }
+    panic!("paging did not terminate");
+}
+
+/// The keys of `entries`, with `root` stripped, as strings for readable assertions.
+pub(crate) fn names(root: &[u8], entries: &[Entry]) -> Vec<String> {
+    entries.iter().map(|e| rel(root, &e.key)).collect()
+}
+
+/// A key relative to `root`, escaped.
+pub(crate) fn rel(root: &[u8], key: &[u8]) -> String {
+    kv_core::escape_bytes(key.strip_prefix(root).unwrap_or(key))
+}
+
+/// Asserts that `result` is an error of `kind`.
+#[track_caller]
+pub(crate) fn expect_kind<T: Debug>(result: Result<T>, kind: ErrorKind) {
+    match result {
+        Ok(v) => panic!("expected a {kind} error, got Ok({v:?})"),
+        Err(e) => assert_eq!(e.kind(), kind, "wrong error kind: {e}"),
+    }
+}
+
+/// The next batch of a watch, failing the case on an error, the end of the stream, or no batch
+/// within [`EVENT_TIMEOUT`].
+pub(crate) async fn next_batch(stream: &mut WatchStream) -> WatchBatch {
+    match tokio::time::timeout(EVENT_TIMEOUT, stream.next()).await {
+        Ok(Some(Ok(batch))) => {
+            assert!(!batch.events.is_empty(), "a watch batch is never empty");
+            batch
+        }
+        Ok(Some(Err(e))) => panic!("watch failed: {e}"),
+        Ok(None) => panic!("watch ended without an error"),
+        Err(_) => panic!("no watch batch within {EVENT_TIMEOUT:?}"),
+    }
+}
+
+/// Asserts that no batch arrives within a short grace period (the watch stays open).
+pub(crate) async fn expect_quiet(stream: &mut WatchStream) {
+    if let Ok(item) = tokio::time::timeout(Duration::from_millis(300), stream.next()).await {
+        panic!("expected no watch item, got {item:?}");
+    }
+}
+
+/// A compact description of an event: `put <key>=<value>` or `delete <key>`.
+pub(crate) fn describe(root: &[u8], event: &Event) -> String {
+    match event {
+        Event::Put { entry, .. } => format!(
+            "put {}={}",
+            rel(root, &entry.key),
+            kv_core::escape_bytes(&entry.value)
+        ),
+        Event::Delete { key, .. } => format!("delete {}", rel(root, key)),
+    }
+}
+
+/// The described events of a batch.
+pub(crate) fn describe_batch(root: &[u8], batch: &WatchBatch) -> Vec<String> {
+    batch.events.iter().map(|e| describe(root, e)).collect()
+}

@@ -1,0 +1,268 @@
+//! Watches: batches per transaction, in order without gaps or duplicates, resumable, with
+//! previous values, and `Compacted` for history no longer retained.
+
+use super::bad_input::watch_error;
+use super::support::{describe_batch, expect_quiet, key, next_batch, put, root};
+use kv_core::{Event, Store, Txn, TxnOp, WatchBatch, WatchOptions, WatchStream};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Reads batches until `events` events have arrived.
+async fn collect_events(stream: &mut WatchStream, events: usize) -> Vec<WatchBatch> {
+    let mut batches = Vec::new();
+    let mut seen = 0;
+    while seen < events {
+        let batch = next_batch(stream).await;
+        seen += batch.events.len();
+        batches.push(batch);
+    }
+    assert_eq!(seen, events, "more events than written");
+    batches
+}
+
+/// A key watch sees the key's puts (with its new entry) and deletes, and nothing else.
+pub async fn watch_key_sees_puts_and_deletes(store: Arc<dyn Store>) {
+    let root = root();
+    let k = key(&root, "k");
+    let mut watch = store.watch(WatchOptions::key(&k)).await.unwrap();
+    let r1 = put(&*store, &k, "1").await;
+    put(&*store, &key(&root, "k2"), "other").await;
+    put(&*store, &key(&root, "j"), "other").await;
+    let r2 = put(&*store, &k, "2").await;
+    store.delete(&k).await.unwrap();
+    let b1 = next_batch(&mut watch).await;
+    assert_eq!(b1.revision, r1);
+    match &b1.events[..] {
+        [Event::Put { entry, prev: None }] => {
+            assert_eq!(
+                (entry.key.as_slice(), entry.value.as_slice()),
+                (k.as_slice(), &b"1"[..])
+            );
+            assert_eq!(
+                (entry.create_revision, entry.mod_revision, entry.version),
+                (r1, r1, 1)
+            );
+        }
+        other => panic!("first batch: {other:?}"),
+    }
+    let b2 = next_batch(&mut watch).await;
+    assert_eq!(b2.revision, r2);
+    match &b2.events[..] {
+        [Event::Put { entry, .. }] => {
+            assert_eq!(
+                (entry.create_revision, entry.mod_revision, entry.version),
+                (r1, r2, 2)
+            );
+        }
+        other => panic!("second batch: {other:?}"),
+    }
+    let b3 = next_batch(&mut watch).await;
+    assert!(b3.revision > r2);
+    assert_eq!(describe_batch(&root, &b3), ["delete k"]);
+    expect_quiet(&mut watch).await;
+}
+
+/// A transaction's events in the watched range arrive as one batch, in op order.
+pub async fn watch_prefix_one_batch_per_txn(store: Arc<dyn Store>) {
+    let root = root();
+    let dir = key(&root, "p/");
+    let mut watch = store.watch(WatchOptions::prefix(&dir)).await.unwrap();
+    let resp = store
+        .txn(Txn::new().and_then([
+            TxnOp::put(key(&root, "p/c"), "3"),
+            TxnOp::put(key(&root, "outside"), "x"),
+            TxnOp::put(key(&root, "p/a"), "1"),
+            TxnOp::put(key(&root, "p/b"), "2"),
+        ]))
+        .await
+        .unwrap();
+    let batch = next_batch(&mut watch).await;
+    assert_eq!(batch.revision, resp.revision);
+    assert_eq!(
+        describe_batch(&root, &batch),
+        ["put p/c=3", "put p/a=1", "put p/b=2"]
+    );
+    let deleted = store.delete_prefix(&dir).await.unwrap();
+    assert_eq!(deleted, 3);
+    let batch = next_batch(&mut watch).await;
+    let got: BTreeSet<_> = describe_batch(&root, &batch).into_iter().collect();
+    let want: BTreeSet<_> = ["delete p/a", "delete p/b", "delete p/c"]
+        .map(String::from)
+        .into();
+    assert_eq!(got, want, "a prefix delete is one batch");
+    expect_quiet(&mut watch).await;
+}
+
+/// Concurrent writers: the watch delivers every write once, in strictly increasing revision
+/// order, each event carrying its batch's revision, and per-key order is kept.
+pub async fn watch_is_ordered_without_gaps(store: Arc<dyn Store>) {
+    let root = root();
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    let (writers, writes) = (4, 25);
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let store = store.clone();
+        let k = key(&root, format!("w{w}"));
+        tasks.push(tokio::spawn(async move {
+            let mut revs = Vec::new();
+            for i in 0..writes {
+                revs.push(put(&*store, &k, format!("{i:02}")).await);
+            }
+            revs
+        }));
+    }
+    let mut written = BTreeSet::new();
+    for t in tasks {
+        written.extend(t.await.unwrap());
+    }
+    let batches = collect_events(&mut watch, writers * writes).await;
+    let seen: Vec<i64> = batches.iter().map(|b| b.revision).collect();
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "revisions strictly increase"
+    );
+    assert_eq!(
+        seen.iter().copied().collect::<BTreeSet<_>>(),
+        written,
+        "no gaps, no extras"
+    );
+    let mut next_value = vec![0; writers];
+    for batch in &batches {
+        for event in &batch.events {
+            let Event::Put { entry, .. } = event else {
+                panic!("only puts were written")
+            };
+            assert_eq!(entry.mod_revision, batch.revision);
+            let w: usize = String::from_utf8_lossy(&entry.key[root.len() + 1..])
+                .parse()
+                .unwrap();
+            assert_eq!(entry.value, format!("{:02}", next_value[w]).into_bytes());
+            next_value[w] += 1;
+        }
+    }
+    expect_quiet(&mut watch).await;
+}
+
+/// A watch from a past revision replays exactly the batches from it on, then continues live; a
+/// watch resumed after the last seen revision continues without gaps or duplicates.
+pub async fn watch_resumes_from_revision(store: Arc<dyn Store>) {
+    let root = root();
+    let mut revs = Vec::new();
+    for i in 0..5 {
+        revs.push(put(&*store, &key(&root, format!("k{i}")), "v").await);
+    }
+    let mut replay = store
+        .watch(WatchOptions::prefix(&root).from_revision(revs[1]))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        got.push(next_batch(&mut replay).await.revision);
+    }
+    assert_eq!(got, revs[1..3]);
+    drop(replay);
+    let mut resumed = store
+        .watch(WatchOptions::prefix(&root).from_revision(got[1] + 1))
+        .await
+        .unwrap();
+    for want in &revs[3..] {
+        let batch = next_batch(&mut resumed).await;
+        assert_eq!(batch.revision, *want);
+    }
+    let live = put(&*store, &key(&root, "live"), "v").await;
+    assert_eq!(next_batch(&mut resumed).await.revision, live);
+    expect_quiet(&mut resumed).await;
+}
+
+/// With `prev`, put events carry the previous entry (none for a creation) and delete events the
+/// deleted one; without it, none.
+pub async fn watch_prev_values(store: Arc<dyn Store>) {
+    let root = root();
+    let k = key(&root, "k");
+    let start = put(&*store, &key(&root, "start"), "").await;
+    let mut with = store
+        .watch(WatchOptions::key(&k).from_revision(start).with_prev())
+        .await
+        .unwrap();
+    let mut without = store
+        .watch(WatchOptions::key(&k).from_revision(start))
+        .await
+        .unwrap();
+    let r1 = put(&*store, &k, "1").await;
+    put(&*store, &k, "2").await;
+    store.delete(&k).await.unwrap();
+    let prevs: Vec<Option<(Vec<u8>, i64)>> = {
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            let batch = next_batch(&mut with).await;
+            let prev = match &batch.events[..] {
+                [Event::Put { prev, .. }] | [Event::Delete { prev, .. }] => prev.clone(),
+                other => panic!("one event per batch: {other:?}"),
+            };
+            out.push(prev.map(|p| (p.value, p.version)));
+        }
+        out
+    };
+    assert_eq!(
+        prevs,
+        [None, Some((b"1".to_vec(), 1)), Some((b"2".to_vec(), 2))]
+    );
+    for _ in 0..3 {
+        let batch = next_batch(&mut without).await;
+        match &batch.events[..] {
+            [Event::Put { prev: None, .. }] | [Event::Delete { prev: None, .. }] => {}
+            other => panic!("no prev unless asked: {other:?}"),
+        }
+    }
+    assert!(r1 > start);
+}
+
+/// After `compact(r)`, a watch from before `r` fails with `Compacted { compact_revision >= r }`
+/// and ends; a watch from `compact_revision` works, and a watch opened before the compaction
+/// keeps delivering.
+pub async fn watch_from_compacted_revision(store: Arc<dyn Store>) {
+    let root = root();
+    let old = put(&*store, &key(&root, "old"), "1").await;
+    let mut live = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    put(&*store, &key(&root, "old"), "2").await;
+    let current = store.revision().await.unwrap();
+    store.compact(current).await.unwrap();
+    let err = watch_error(&*store, WatchOptions::prefix(&root).from_revision(old)).await;
+    let compacted = err
+        .compact_revision()
+        .unwrap_or_else(|| panic!("expected Compacted, got {err}"));
+    assert!(compacted >= current);
+    let mut after = store
+        .watch(WatchOptions::prefix(&root).from_revision(compacted))
+        .await
+        .unwrap();
+    let new = put(&*store, &key(&root, "new"), "3").await;
+    let batch = next_batch(&mut after).await;
+    assert!(batch.revision <= new);
+    assert_eq!(next_batch(&mut live).await.events.len(), 1);
+    let last = next_batch(&mut live).await;
+    assert_eq!(
+        last.revision, new,
+        "a watch opened before the compaction continues"
+    );
+    if batch.revision < new {
+        assert_eq!(next_batch(&mut after).await.revision, new);
+    }
+}
+
+/// A prefix watch sees keys under the prefix only: `a/1/` never sees `a/10/`.
+pub async fn watch_prefix_isolation(store: Arc<dyn Store>) {
+    let root = root();
+    let mut watch = store
+        .watch(WatchOptions::prefix(key(&root, "a/1/")))
+        .await
+        .unwrap();
+    for k in ["a/10/x", "a/1", "a/11", "a/1/x", "a/1x"] {
+        put(&*store, &key(&root, k), "v").await;
+    }
+    assert_eq!(
+        describe_batch(&root, &next_batch(&mut watch).await),
+        ["put a/1/x=v"]
+    );
+    expect_quiet(&mut watch).await;
+}

@@ -1,0 +1,69 @@
+//! Writes: `put` with a previous value, `delete` and `delete_prefix`.
+
+use super::support::{key, names, put, root, snapshot};
+use kv_core::{PutOptions, Store};
+use std::sync::Arc;
+
+/// `put` with `prev` returns the previous entry (none for a new key); without it, none.
+pub async fn put_returns_prev(store: Arc<dyn Store>) {
+    let root = root();
+    let k = key(&root, "k");
+    let first = store
+        .put(&k, b"one", PutOptions::default().with_prev())
+        .await
+        .unwrap();
+    assert_eq!(first.prev, None, "a new key has no previous entry");
+    let second = store
+        .put(&k, b"two", PutOptions::default().with_prev())
+        .await
+        .unwrap();
+    assert!(second.revision > first.revision);
+    let prev = second.prev.expect("the previous entry");
+    assert_eq!(prev.value, b"one");
+    assert_eq!(prev.mod_revision, first.revision);
+    assert_eq!(prev.version, 1);
+    let third = store
+        .put(&k, b"three", PutOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(third.prev, None, "prev only when asked for");
+    let now = store.get(&k).await.unwrap().unwrap();
+    assert_eq!((now.value.as_slice(), now.version), (&b"three"[..], 3));
+    assert_eq!(now.create_revision, first.revision);
+    assert_eq!(now.mod_revision, third.revision);
+}
+
+/// `delete` returns the previous entry, and `None` for a missing key.
+pub async fn delete_returns_prev(store: Arc<dyn Store>) {
+    let root = root();
+    let k = key(&root, "k");
+    assert_eq!(store.delete(&k).await.unwrap(), None);
+    let rev = put(&*store, &k, "v").await;
+    let prev = store.delete(&k).await.unwrap().expect("the deleted entry");
+    assert_eq!((prev.value.as_slice(), prev.mod_revision), (&b"v"[..], rev));
+    assert_eq!(store.get(&k).await.unwrap(), None);
+    assert_eq!(store.delete(&k).await.unwrap(), None, "deleting twice");
+    // A recreated key starts over: version 1, a new create revision.
+    let again = put(&*store, &k, "w").await;
+    let e = store.get(&k).await.unwrap().unwrap();
+    assert_eq!((e.version, e.create_revision), (1, again));
+}
+
+/// `delete_prefix` deletes exactly the keys under the prefix and says how many.
+pub async fn delete_prefix_counts_and_isolates(store: Arc<dyn Store>) {
+    let root = root();
+    for k in ["a/1", "a/1/x", "a/1/y", "a/10/x", "a/11", "b"] {
+        put(&*store, &key(&root, k), "v").await;
+    }
+    assert_eq!(store.delete_prefix(&key(&root, "a/1/")).await.unwrap(), 2);
+    assert_eq!(
+        names(&root, &snapshot(&*store, &root).await),
+        ["a/1", "a/10/x", "a/11", "b"]
+    );
+    assert_eq!(store.delete_prefix(&key(&root, "a/1/")).await.unwrap(), 0);
+    assert_eq!(store.delete_prefix(&key(&root, "a/1")).await.unwrap(), 3);
+    assert_eq!(names(&root, &snapshot(&*store, &root).await), ["b"]);
+    assert_eq!(store.delete_prefix(&key(&root, "zzz")).await.unwrap(), 0);
+    assert_eq!(store.delete_prefix(&root).await.unwrap(), 1);
+    assert!(snapshot(&*store, &root).await.is_empty());
+}
