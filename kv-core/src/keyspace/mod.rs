@@ -7,6 +7,8 @@
 //! templates that overlap or nest, and the invariant harness (feature `proptest`) fuzzes them.
 
 mod charset;
+mod checker;
+mod checker_match;
 mod codec;
 mod escape;
 mod codec_json;
@@ -26,6 +28,7 @@ mod template;
 mod text;
 
 pub use charset::Charset;
+pub use checker::{Finding, FindingKind, check, check_keyspace};
 pub use codec::Codec;
 pub use codec_json::Json;
 pub use codec_plain::{Bytes, Empty, Text};
