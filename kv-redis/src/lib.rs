@@ -1,2 +1,15 @@
-//! RedisStore.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
+
+mod config;
+mod decode;
+mod error;
+mod lease;
+mod range;
+mod scripts;
+mod store;
+mod txn;
+mod watch;
+
+pub use config::RedisConfig;
+pub use store::RedisStore;

@@ -1,0 +1,210 @@
+//! `RedisConfig`: where the Redis server is and how the store lays out its data there.
+
+use kv_core::{Error, ErrorKind, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// How to reach Redis and how [`RedisStore`](crate::RedisStore) uses it.
+///
+/// Every field has a default, so a config file needs only what differs:
+///
+/// ```
+/// let config: kv_redis::RedisConfig =
+///     serde_json::from_str(r#"{ "url": "redis://10.0.0.5:6379", "database": 2 }"#).unwrap();
+/// assert_eq!(config.internal_prefix, "__kv:");
+/// assert_eq!(config.database, Some(2));
+/// ```
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisConfig {
+    /// `redis://host:port[/db]`, or `rediss://` for TLS (crate feature `tls`). Default
+    /// `redis://127.0.0.1:6379`.
+    pub url: String,
+    /// ACL user name; overrides one given in the URL.
+    pub username: Option<String>,
+    /// Password (with or without an ACL user); overrides one given in the URL. Never printed.
+    pub password: Option<String>,
+    /// Database index; overrides one given in the URL.
+    pub database: Option<i64>,
+    /// How long to wait for a connection, in ms. Default 5000.
+    pub connect_timeout_ms: u64,
+    /// How long to wait for a reply, in ms. Default 5000.
+    pub response_timeout_ms: u64,
+    /// The prefix of every key the store keeps for itself (revision counter, metadata,
+    /// index, event log, leases). User keys starting with it are rejected as `InvalidKey`.
+    /// Default `__kv:`.
+    pub internal_prefix: String,
+    /// How many revisions of history the event log keeps for watches. Default 100 000.
+    pub watch_retention: u64,
+    /// Most compares, and most ops per branch, in one transaction. Default 128.
+    pub max_txn_ops: usize,
+    /// How many times in a row a watch retries a lost connection before it reports
+    /// `Unavailable`. Default 20 (backing off from 50 ms to 2 s).
+    pub watch_retries: u32,
+    /// Whether the server keeps acknowledged writes across restarts (AOF with
+    /// `appendfsync always`); reported in the store's capabilities. Default `false`.
+    pub persistent: bool,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            url: "redis://127.0.0.1:6379".to_owned(),
+            username: None,
+            password: None,
+            database: None,
+            connect_timeout_ms: 5000,
+            response_timeout_ms: 5000,
+            internal_prefix: "__kv:".to_owned(),
+            watch_retention: 100_000,
+            max_txn_ops: 128,
+            watch_retries: 20,
+            persistent: false,
+        }
+    }
+}
+
+impl RedisConfig {
+    /// The default configuration with another URL.
+    pub fn new(url: impl Into<String>) -> Self {
+        RedisConfig {
+            url: url.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The connection timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    /// The response timeout.
+    pub fn response_timeout(&self) -> Duration {
+        Duration::from_millis(self.response_timeout_ms)
+    }
+
+    /// Checks the configuration and resolves the URL and credentials.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for a URL that does not parse or has another scheme, a
+    /// `rediss://` URL without the `tls` feature, an empty internal prefix, or a zero
+    /// retention or transaction size.
+    pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo> {
+        use redis::IntoConnectionInfo;
+        let config_error = |message: String| Error::new(ErrorKind::Config, message);
+        if !(self.url.starts_with("redis://") || self.url.starts_with("rediss://")) {
+            return Err(config_error(format!(
+                "a Redis URL starts with redis:// or rediss://, got {:?}",
+                redact(&self.url)
+            )));
+        }
+        if self.url.starts_with("rediss://") && !cfg!(feature = "tls") {
+            return Err(config_error(
+                "rediss:// needs kv-redis to be built with the `tls` feature".to_owned(),
+            ));
+        }
+        if self.internal_prefix.is_empty() || self.internal_prefix.contains('\0') {
+            return Err(config_error(
+                "the internal prefix must be non-empty and contain no NUL".to_owned(),
+            ));
+        }
+        if self.watch_retention == 0 || self.max_txn_ops == 0 {
+            return Err(config_error(
+                "watch_retention and max_txn_ops must be at least 1".to_owned(),
+            ));
+        }
+        let info = self.url.as_str().into_connection_info().map_err(|e| {
+            Error::new(ErrorKind::Config, "the Redis URL does not parse")
+                .with_context("url", redact(&self.url))
+                .with_source(e)
+        })?;
+        let mut settings = info.redis_settings().clone();
+        if let Some(user) = &self.username {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = &self.password {
+            settings = settings.set_password(password);
+        }
+        if let Some(db) = self.database {
+            settings = settings.set_db(db);
+        }
+        Ok(info.set_redis_settings(settings))
+    }
+}
+
+/// The URL with any password replaced by `***`.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.rsplit_once('@') {
+        Some((credentials, host)) => {
+            let user = credentials.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:***@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+impl fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &redact(&self.url))
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("database", &self.database)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("response_timeout_ms", &self.response_timeout_ms)
+            .field("internal_prefix", &self.internal_prefix)
+            .field("watch_retention", &self.watch_retention)
+            .field("max_txn_ops", &self.max_txn_ops)
+            .field("watch_retries", &self.watch_retries)
+            .field("persistent", &self.persistent)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_passwords() {
+        let mut config = RedisConfig::new("redis://app:s3cret@10.0.0.1:6379/1");
+        config.password = Some("hunter2".to_owned());
+        let shown = format!("{config:?}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+        assert!(shown.contains("app:***@10.0.0.1:6379/1"), "{shown}");
+    }
+
+    #[test]
+    fn bad_urls_are_config_errors() {
+        for url in ["http://localhost", "redis//x", "redis://[::1", ""] {
+            let err = RedisConfig::new(url).connection_info().unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Config, "{url}");
+        }
+        let mut empty_prefix = RedisConfig::default();
+        empty_prefix.internal_prefix.clear();
+        assert_eq!(
+            empty_prefix.connection_info().unwrap_err().kind(),
+            ErrorKind::Config
+        );
+    }
+
+    #[test]
+    fn credentials_and_database_override_the_url() {
+        let mut config = RedisConfig::new("redis://old:pw@127.0.0.1:6390/3");
+        config.username = Some("app".to_owned());
+        config.password = Some("new".to_owned());
+        config.database = Some(5);
+        let info = config.connection_info().unwrap();
+        let settings = info.redis_settings();
+        assert_eq!(settings.username(), Some("app"));
+        assert_eq!(settings.password(), Some("new"));
+        assert_eq!(settings.db(), 5);
+    }
+}

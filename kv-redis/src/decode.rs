@@ -1,0 +1,184 @@
+//! Decoding script replies and log entries into contract types.
+
+use kv_core::{Entry, Error, ErrorKind, Event, LeaseId, Result};
+use redis::Value;
+
+pub(crate) fn corrupted(what: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Corrupted, what)
+}
+
+pub(crate) fn bytes(v: Value) -> Result<Vec<u8>> {
+    match v {
+        Value::BulkString(b) => Ok(b),
+        Value::SimpleString(s) => Ok(s.into_bytes()),
+        Value::Int(i) => Ok(i.to_string().into_bytes()),
+        other => Err(corrupted(format!("expected a string reply, got {other:?}"))),
+    }
+}
+
+pub(crate) fn opt_bytes(v: Value) -> Result<Option<Vec<u8>>> {
+    match v {
+        Value::Nil => Ok(None),
+        other => bytes(other).map(Some),
+    }
+}
+
+pub(crate) fn int(v: Value) -> Result<i64> {
+    match v {
+        Value::Int(i) => Ok(i),
+        Value::BulkString(b) => std::str::from_utf8(&b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| corrupted("expected an integer reply")),
+        other => Err(corrupted(format!(
+            "expected an integer reply, got {other:?}"
+        ))),
+    }
+}
+
+pub(crate) fn array(v: Value) -> Result<Vec<Value>> {
+    match v {
+        Value::Array(items) | Value::Set(items) => Ok(items),
+        Value::Nil => Ok(Vec::new()),
+        other => Err(corrupted(format!("expected an array reply, got {other:?}"))),
+    }
+}
+
+pub(crate) fn byte_list(v: Value) -> Result<Vec<Vec<u8>>> {
+    array(v)?.into_iter().map(bytes).collect()
+}
+
+/// An entry from its key, value and metadata (`create:mod:version:lease`).
+pub(crate) fn entry(key: Vec<u8>, value: Vec<u8>, meta: &[u8]) -> Result<Entry> {
+    let text = std::str::from_utf8(meta).map_err(|_| corrupted("metadata is not text"))?;
+    let mut fields = text.split(':').map(str::parse::<i64>);
+    let mut next = || {
+        fields
+            .next()
+            .and_then(|f| f.ok())
+            .ok_or_else(|| corrupted(format!("malformed key metadata {text:?}")))
+    };
+    let (create_revision, mod_revision, version, lease) = (next()?, next()?, next()?, next()?);
+    Ok(Entry {
+        key,
+        value,
+        create_revision,
+        mod_revision,
+        version,
+        lease: (lease != 0).then_some(LeaseId(lease)),
+    })
+}
+
+/// An entry from a `{ value, meta }` reply, `None` for nil.
+pub(crate) fn opt_entry(key: &[u8], v: Value) -> Result<Option<Entry>> {
+    match v {
+        Value::Nil => Ok(None),
+        other => {
+            let mut parts = array(other)?.into_iter();
+            match (parts.next(), parts.next()) {
+                (Some(value), Some(meta)) => {
+                    entry(key.to_vec(), bytes(value)?, &bytes(meta)?).map(Some)
+                }
+                _ => Err(corrupted("an entry reply has two parts")),
+            }
+        }
+    }
+}
+
+/// One log entry: its revision and the events of that revision, with previous entries.
+pub(crate) fn log_entry(v: Value) -> Result<(i64, Vec<Event>)> {
+    let mut parts = array(v)?.into_iter();
+    let (Some(id), Some(fields)) = (parts.next(), parts.next()) else {
+        return Err(corrupted("a log entry has an id and fields"));
+    };
+    let id = bytes(id)?;
+    let revision = std::str::from_utf8(&id)
+        .ok()
+        .and_then(|s| s.split('-').next())
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| corrupted("a log entry id is <revision>-0"))?;
+    let mut fields = array(fields)?.into_iter();
+    let mut events = Vec::new();
+    while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
+        if bytes(name)? == b"e" {
+            events = decode_events(&bytes(value)?)?;
+        }
+    }
+    Ok((revision, events))
+}
+
+/// Decodes the events of one revision: a kind byte and five length-prefixed strings each.
+fn decode_events(mut blob: &[u8]) -> Result<Vec<Event>> {
+    let mut events = Vec::new();
+    while let Some((&kind, rest)) = blob.split_first() {
+        blob = rest;
+        let mut part = || -> Result<Vec<u8>> {
+            let (len, rest) = blob
+                .split_first_chunk::<4>()
+                .ok_or_else(|| corrupted("truncated log event"))?;
+            let len = u32::from_be_bytes(*len) as usize;
+            if rest.len() < len {
+                return Err(corrupted("truncated log event"));
+            }
+            let (data, rest) = rest.split_at(len);
+            blob = rest;
+            Ok(data.to_vec())
+        };
+        let (key, value, meta, prev_value, prev_meta) =
+            (part()?, part()?, part()?, part()?, part()?);
+        let prev = if prev_meta.is_empty() {
+            None
+        } else {
+            Some(entry(key.clone(), prev_value, &prev_meta)?)
+        };
+        events.push(match kind {
+            b'p' => Event::Put {
+                entry: entry(key, value, &meta)?,
+                prev,
+            },
+            b'd' => Event::Delete { key, prev },
+            other => return Err(corrupted(format!("unknown log event kind {other}"))),
+        });
+    }
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lp(s: &[u8]) -> Vec<u8> {
+        let mut out = (s.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(s);
+        out
+    }
+
+    #[test]
+    fn decodes_events_with_prev() {
+        let mut blob = vec![b'p'];
+        for part in [&b"a"[..], b"v2", b"3:7:2:0", b"v1", b"3:3:1:0"] {
+            blob.extend(lp(part));
+        }
+        blob.push(b'd');
+        for part in [&b"b\xff"[..], b"", b"", b"x", b"4:4:1:12"] {
+            blob.extend(lp(part));
+        }
+        let events = decode_events(&blob).unwrap();
+        assert_eq!(events.len(), 2);
+        match &events[0] {
+            Event::Put { entry, prev } => {
+                assert_eq!((entry.mod_revision, entry.version), (7, 2));
+                assert_eq!(prev.as_ref().unwrap().value, b"v1");
+            }
+            other => panic!("{other:?}"),
+        }
+        match &events[1] {
+            Event::Delete { key, prev } => {
+                assert_eq!(key, b"b\xff");
+                assert_eq!(prev.as_ref().unwrap().lease, Some(LeaseId(12)));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(decode_events(&blob[..blob.len() - 1]).is_err());
+    }
+}

@@ -1,0 +1,57 @@
+//! The one mapping of redis-rs errors into [`kv_core::Error`].
+
+use kv_core::{Error, ErrorKind};
+use redis::{RedisError, ServerErrorKind};
+
+/// Maps a redis-rs error (including the typed error replies of this crate's scripts, whose
+/// codes start with `KV`) into a [`kv_core::Error`] with the error as its source.
+pub(crate) fn map_redis_error(err: RedisError, op: &'static str) -> Error {
+    let detail = err.detail().unwrap_or_default().to_owned();
+    let (kind, message) = match err.code() {
+        Some("KVWRONGTYPE") => (
+            ErrorKind::WrongType,
+            format!("transaction op {detail}, another type than the op expects"),
+        ),
+        Some("WRONGTYPE") => (ErrorKind::WrongType, detail),
+        Some("KVLEASE") => (ErrorKind::LeaseNotFound, detail),
+        Some("KVINVALID") => (ErrorKind::InvalidArgument, detail),
+        Some("KVCOMPACTED") => {
+            let compact_revision = detail.trim().parse().unwrap_or(0);
+            return Error::compacted(compact_revision).with_context("op", op);
+        }
+        _ => classify(&err),
+    };
+    Error::new(kind, message)
+        .with_context("op", op)
+        .with_source(err)
+}
+
+fn classify(err: &RedisError) -> (ErrorKind, String) {
+    let kind = if err.is_timeout() {
+        ErrorKind::Timeout
+    } else if err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal() {
+        ErrorKind::Unavailable
+    } else {
+        match err.kind() {
+            redis::ErrorKind::AuthenticationFailed => ErrorKind::Unauthorized,
+            redis::ErrorKind::InvalidClientConfig => ErrorKind::Config,
+            redis::ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::ReadOnly
+                | ServerErrorKind::ClusterDown,
+            ) => ErrorKind::Unavailable,
+            redis::ErrorKind::Server(ServerErrorKind::NoPerm) => ErrorKind::Unauthorized,
+            _ => ErrorKind::Backend,
+        }
+    };
+    let message = match kind {
+        ErrorKind::Unavailable => "Redis is unreachable",
+        ErrorKind::Timeout => "Redis did not answer in time",
+        ErrorKind::Unauthorized => "Redis refused the credentials or the command",
+        ErrorKind::Config => "the Redis client configuration is invalid",
+        _ => "Redis failed",
+    };
+    (kind, message.to_owned())
+}

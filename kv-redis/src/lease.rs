@@ -1,0 +1,109 @@
+//! Leases: a deadline sorted set on the server's clock, swept by every client.
+
+use crate::decode::{array, byte_list, corrupted, int};
+use crate::store::Inner;
+use kv_core::{LeaseGrant, LeaseId, LeaseInfo, Result};
+use redis::Value;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The longest the sweeper sleeps, so that leases granted by other clients expire on time
+/// even when this client granted none.
+const MAX_SWEEP_INTERVAL: Duration = Duration::from_millis(200);
+
+pub(crate) async fn grant(inner: &Inner, ttl: Duration) -> Result<LeaseGrant> {
+    let ttl = inner.caps.round_ttl(ttl)?;
+    let ms = ttl.as_millis().to_string();
+    let id: i64 = inner
+        .run_write(&inner.scripts.lease_grant, &[ms.as_bytes()], "lease_grant")
+        .await?;
+    inner.sweeper_wake.notify_one();
+    Ok(LeaseGrant {
+        id: LeaseId(id),
+        ttl,
+    })
+}
+
+pub(crate) async fn keep_alive(inner: &Inner, id: LeaseId) -> Result<Duration> {
+    let id = id.0.to_string();
+    let ms: u64 = inner
+        .run_write(
+            &inner.scripts.lease_keep_alive,
+            &[id.as_bytes()],
+            "lease_keep_alive",
+        )
+        .await?;
+    Ok(Duration::from_millis(ms))
+}
+
+pub(crate) async fn revoke(inner: &Inner, id: LeaseId) -> Result<()> {
+    let id = id.0.to_string();
+    let _: i64 = inner
+        .run_write(
+            &inner.scripts.lease_revoke,
+            &[id.as_bytes()],
+            "lease_revoke",
+        )
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn time_to_live(inner: &Inner, id: LeaseId) -> Result<LeaseInfo> {
+    let id_arg = id.0.to_string();
+    let reply: Value = inner
+        .run_write(
+            &inner.scripts.lease_time_to_live,
+            &[id_arg.as_bytes()],
+            "lease_time_to_live",
+        )
+        .await?;
+    let mut parts = array(reply)?.into_iter();
+    let (Some(granted), Some(remaining), Some(keys)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(corrupted(
+            "a lease reply has a TTL, a remaining time and keys",
+        ));
+    };
+    let mut keys = byte_list(keys)?;
+    keys.sort();
+    Ok(LeaseInfo {
+        id,
+        granted_ttl: Duration::from_millis(int(granted)?.max(0) as u64),
+        remaining: Duration::from_millis(int(remaining)?.max(0) as u64),
+        keys,
+    })
+}
+
+/// Expires due leases; returns how long until the next deadline, if any lease is live.
+async fn sweep(inner: &Inner) -> Result<Option<Duration>> {
+    let reply: Value = inner
+        .run_write(&inner.scripts.lease_sweep, &[], "lease_sweep")
+        .await?;
+    let mut parts = array(reply)?.into_iter();
+    let next = parts.nth(1).map(int).transpose()?.unwrap_or(-1);
+    Ok((next >= 0).then(|| Duration::from_millis(next as u64)))
+}
+
+/// The background task of a store: sweeps expired leases until the store is dropped. It
+/// holds only a weak reference, so it never keeps the store alive.
+pub(crate) async fn sweep_loop(inner: Weak<Inner>, wake: Arc<Notify>) {
+    loop {
+        let delay = {
+            let Some(inner) = inner.upgrade() else {
+                return;
+            };
+            match sweep(&inner).await {
+                Ok(next) => next.map_or(MAX_SWEEP_INTERVAL, |d| d.min(MAX_SWEEP_INTERVAL)),
+                Err(err) => {
+                    tracing::debug!(%err, "lease sweep failed; retrying");
+                    MAX_SWEEP_INTERVAL
+                }
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(delay.max(Duration::from_millis(1))) => {}
+            _ = wake.notified() => {}
+        }
+    }
+}

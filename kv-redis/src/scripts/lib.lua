@@ -1,0 +1,102 @@
+-- Shared by every writing script. ARGV[1] is the internal prefix, ARGV[2] the number of
+-- revisions the event log retains.
+--
+-- Layout under the prefix P:
+--   P.."rev"      string: the store revision
+--   P.."meta"     hash: user key -> "create:mod:version:lease" (a key exists iff it has meta)
+--   P.."idx"      zset (score 0): every plain key, read with ZRANGEBYLEX
+--   P.."cidx"     zset (score 0): every collection key, so prefix deletes find them
+--   P.."log"      stream: one entry "<revision>-0" per revision, holding its events
+--   P.."leases"   zset: lease id -> deadline (server time, ms)
+--   P.."lttl"     hash: lease id -> granted TTL (ms)
+--   P.."lk:"..id  set: keys attached to a lease
+--   P.."leaseid"  string: the last lease id granted
+local P = ARGV[1]
+local RETENTION = tonumber(ARGV[2])
+local K_REV, K_META, K_IDX, K_CIDX, K_LOG = P .. 'rev', P .. 'meta', P .. 'idx', P .. 'cidx', P .. 'log'
+local K_LEASES, K_LTTL = P .. 'leases', P .. 'lttl'
+
+local function lease_set(id)
+  return P .. 'lk:' .. id
+end
+
+local function meta_lease(m)
+  return string.match(m, ':(%-?%d+)$')
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function current_revision()
+  return tonumber(redis.call('GET', K_REV) or '0')
+end
+
+-- The events of the revision being written. Each is encoded as one kind byte ('p' or 'd')
+-- followed by five length-prefixed strings (key, value, meta, previous value, previous meta);
+-- the revision's log entry holds them concatenated in one field, so a transaction of any size
+-- is one XADD.
+local events = {}
+
+local function lp(s)
+  return struct.pack('>I4', #s) .. s
+end
+
+local function push_event(kind, key, value, meta, prev_value, prev_meta)
+  events[#events + 1] = kind .. lp(key) .. lp(value) .. lp(meta) .. lp(prev_value or '') .. lp(prev_meta or '')
+end
+
+-- Deletes a plain key that has metadata `m`, recording its delete event.
+local function delete_plain(key, m)
+  local value = redis.call('GET', key) or ''
+  redis.call('DEL', key)
+  redis.call('HDEL', K_META, key)
+  redis.call('ZREM', K_IDX, key)
+  local lease = meta_lease(m)
+  if lease ~= '0' then
+    redis.call('SREM', lease_set(lease), key)
+  end
+  push_event('d', key, '', '', value, m)
+end
+
+-- Writes the revision `rev` to the log (every revision has exactly one entry, so readers can
+-- tell a trimmed gap from a quiet range) and trims the log to the retention.
+local function commit(rev)
+  redis.call('SET', K_REV, rev)
+  redis.call('XADD', K_LOG, rev .. '-0', 'e', table.concat(events))
+  if RETENTION > 0 and rev > RETENTION then
+    redis.call('XTRIM', K_LOG, 'MINID', (rev - RETENTION + 1) .. '-0')
+  end
+end
+
+-- Deletes every key still attached to the lease `id` and forgets the lease. Returns the
+-- number of keys deleted; their delete events are pushed.
+local function drop_lease(id)
+  local keys = redis.call('SMEMBERS', lease_set(id))
+  local deleted = 0
+  for _, key in ipairs(keys) do
+    local m = redis.call('HGET', K_META, key)
+    if m and meta_lease(m) == id then
+      delete_plain(key, m)
+      deleted = deleted + 1
+    end
+  end
+  redis.call('DEL', lease_set(id))
+  redis.call('ZREM', K_LEASES, id)
+  redis.call('HDEL', K_LTTL, id)
+  return deleted
+end
+
+-- Expires every lease whose deadline has passed, one revision per lease that had keys.
+local function sweep_expired(now, max)
+  local ids = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, max)
+  for _, id in ipairs(ids) do
+    events = {}
+    if drop_lease(id) > 0 then
+      commit(current_revision() + 1)
+    end
+  end
+  events = {}
+  return #ids
+end

@@ -1,0 +1,251 @@
+-- One transaction, atomically: compares, then the chosen branch's ops. Every compare and
+-- every type is checked before the first write, so a failing transaction writes nothing.
+--
+-- ARGV after the two shared ones: the compare count, four words per compare (key, target,
+-- op, operand), then the success ops and the failure ops, each branch as a count followed by
+-- its ops (a code and the code's fixed number of words).
+
+local ARITY = { g = 1, p = 3, d = 1, D = 2, sa = 2, sr = 2, sc = 2, sm = 1, ss = 3, mp = 3, mg = 2,
+  md = 2, ma = 1, lp = 2, lr = 2, lg = 3, lo = 1, ll = 1 }
+local KIND = { sa = 'set', sr = 'set', sc = 'set', sm = 'set', ss = 'set', mp = 'hash', mg = 'hash',
+  md = 'hash', ma = 'hash', lp = 'list', lr = 'list', lg = 'list', lo = 'list', ll = 'list' }
+local CREATES = { sa = true, mp = true, lp = true }
+
+-- Byte-wise comparison (Lua's `<` on strings follows the server's locale).
+local function bytecmp(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y and -1 or 1
+    end
+  end
+  if #a == #b then return 0 end
+  return #a < #b and -1 or 1
+end
+
+local function holds(op, c)
+  if op == '=' then return c == 0 end
+  if op == '!' then return c ~= 0 end
+  if op == '>' then return c > 0 end
+  return c < 0
+end
+
+local function numcmp(a, b)
+  if a == b then return 0 end
+  return a < b and -1 or 1
+end
+
+local pos = 3
+local function word()
+  local w = ARGV[pos]
+  pos = pos + 1
+  return w
+end
+
+-- Compares.
+local succeeded = true
+local ncmp = tonumber(word())
+for _ = 1, ncmp do
+  local key, target, op, operand = word(), word(), word(), word()
+  if succeeded then
+    local m = redis.call('HGET', K_META, key)
+    if target == 'V' then
+      if not m then
+        succeeded = false
+      else
+        succeeded = holds(op, bytecmp(redis.call('GET', key) or '', operand))
+      end
+    else
+      local stored = 0
+      if m then
+        local c, r, v, l = string.match(m, '^(%d+):(%d+):(%d+):(%-?%d+)$')
+        if target == 'c' then stored = tonumber(c)
+        elseif target == 'm' then stored = tonumber(r)
+        elseif target == 'v' then stored = tonumber(v)
+        else stored = tonumber(l) end
+      end
+      succeeded = holds(op, numcmp(stored, tonumber(operand)))
+    end
+  end
+end
+
+local function read_branch()
+  local ops = {}
+  local n = tonumber(word())
+  for i = 1, n do
+    local code = word()
+    local op = { code = code }
+    for j = 1, ARITY[code] do
+      op[j] = word()
+    end
+    ops[i] = op
+  end
+  return ops
+end
+local success_ops = read_branch()
+local failure_ops = read_branch()
+local ops = succeeded and success_ops or failure_ops
+
+-- Checks, before any write: types (as they evolve through the branch) and leases.
+local types = {}
+local function type_of(key)
+  local t = types[key]
+  if t == nil then
+    t = redis.call('TYPE', key)['ok']
+    types[key] = t
+  end
+  return t
+end
+local now = nil
+for i, op in ipairs(ops) do
+  local code, key = op.code, op[1]
+  if code == 'p' then
+    local t = type_of(key)
+    if t ~= 'none' and t ~= 'string' then
+      return redis.error_reply('KVWRONGTYPE ' .. i .. ' holds a ' .. t)
+    end
+    if op[3] ~= '0' then
+      now = now or now_ms()
+      local deadline = redis.call('ZSCORE', K_LEASES, op[3])
+      if not deadline or tonumber(deadline) <= now then
+        return redis.error_reply('KVLEASE ' .. i .. ' lease ' .. op[3] .. ' not found')
+      end
+    end
+    types[key] = 'string'
+  elseif code == 'd' then
+    types[key] = 'none'
+  elseif KIND[code] then
+    local t = type_of(key)
+    if t ~= 'none' and t ~= KIND[code] then
+      return redis.error_reply('KVWRONGTYPE ' .. i .. ' holds a ' .. t)
+    end
+    if CREATES[code] then
+      types[key] = KIND[code]
+    end
+  end
+end
+
+-- Writes.
+local current = current_revision()
+local rev = current + 1
+local changed = false
+local results = {}
+
+local function delete_key(key)
+  local m = redis.call('HGET', K_META, key)
+  if m then
+    delete_plain(key, m)
+    return 1
+  end
+  if redis.call('ZREM', K_CIDX, key) == 1 then
+    redis.call('DEL', key)
+    return 1
+  end
+  return 0
+end
+
+local function untrack_if_empty(key)
+  if redis.call('EXISTS', key) == 0 then
+    redis.call('ZREM', K_CIDX, key)
+  end
+end
+
+for i, op in ipairs(ops) do
+  local code, key = op.code, op[1]
+  local r
+  if code == 'g' then
+    local m = redis.call('HGET', K_META, key)
+    if m then
+      r = { redis.call('GET', key) or '', m }
+    else
+      r = false
+    end
+  elseif code == 'p' then
+    local old = redis.call('HGET', K_META, key)
+    local prev_value = nil
+    local create, version = rev, 1
+    local lease = op[3]
+    if old then
+      local c, _, v, l = string.match(old, '^(%d+):(%d+):(%d+):(%-?%d+)$')
+      create, version = tonumber(c), tonumber(v) + 1
+      prev_value = redis.call('GET', key) or ''
+      if l ~= '0' and l ~= lease then
+        redis.call('SREM', lease_set(l), key)
+      end
+    end
+    local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease
+    redis.call('SET', key, op[2])
+    redis.call('HSET', K_META, key, m)
+    redis.call('ZADD', K_IDX, 0, key)
+    if lease ~= '0' then
+      redis.call('SADD', lease_set(lease), key)
+    end
+    push_event('p', key, op[2], m, prev_value, old or '')
+    changed = true
+    r = 1
+  elseif code == 'd' then
+    r = delete_key(key)
+  elseif code == 'D' then
+    r = 0
+    for _, k in ipairs(redis.call('ZRANGEBYLEX', K_IDX, op[1], op[2])) do
+      r = r + delete_key(k)
+    end
+    for _, k in ipairs(redis.call('ZRANGEBYLEX', K_CIDX, op[1], op[2])) do
+      r = r + delete_key(k)
+    end
+  elseif code == 'sa' then
+    r = redis.call('SADD', key, op[2])
+    if r > 0 then redis.call('ZADD', K_CIDX, 0, key) end
+  elseif code == 'sr' then
+    r = redis.call('SREM', key, op[2])
+    if r > 0 then untrack_if_empty(key) end
+  elseif code == 'sc' then
+    r = redis.call('SISMEMBER', key, op[2])
+  elseif code == 'sm' then
+    r = redis.call('SMEMBERS', key)
+  elseif code == 'ss' then
+    r = redis.call('SSCAN', key, op[2], 'COUNT', op[3])
+  elseif code == 'mp' then
+    local old = redis.call('HGET', key, op[2])
+    if old == op[3] then
+      r = 0
+    else
+      redis.call('HSET', key, op[2], op[3])
+      redis.call('ZADD', K_CIDX, 0, key)
+      r = old and 0 or 1
+      changed = true
+    end
+  elseif code == 'mg' then
+    r = redis.call('HGET', key, op[2])
+  elseif code == 'md' then
+    r = redis.call('HDEL', key, op[2])
+    if r > 0 then untrack_if_empty(key) end
+  elseif code == 'ma' then
+    r = redis.call('HGETALL', key)
+  elseif code == 'lp' then
+    r = redis.call('RPUSH', key, op[2])
+    redis.call('ZADD', K_CIDX, 0, key)
+  elseif code == 'lr' then
+    r = redis.call('LREM', key, 0, op[2])
+    if r > 0 then untrack_if_empty(key) end
+  elseif code == 'lg' then
+    r = redis.call('LRANGE', key, op[2], op[3])
+  elseif code == 'lo' then
+    r = redis.call('LMOVE', key, key, 'LEFT', 'RIGHT')
+  elseif code == 'll' then
+    r = redis.call('LLEN', key)
+  end
+  if (code == 'd' or code == 'D' or code == 'sa' or code == 'sr' or code == 'md' or code == 'lr') and r > 0 then
+    changed = true
+  elseif code == 'lp' or (code == 'lo' and r) then
+    changed = true
+  end
+  results[i] = r
+end
+
+if changed then
+  commit(rev)
+  current = rev
+end
+return { succeeded and 1 or 0, current, results }

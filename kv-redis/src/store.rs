@@ -1,0 +1,237 @@
+//! `RedisStore`: the connection, the layout under the internal prefix, and the `Store` impl.
+
+use crate::config::RedisConfig;
+use crate::error::map_redis_error;
+use crate::scripts::Scripts;
+use kv_core::{
+    Capabilities, Entry, Error, KeyRange, LeaseGrant, LeaseId, LeaseInfo, RangeOptions,
+    RangeResult, Result, Retention, Store, Support, Txn, TxnResponse, WatchOptions, WatchStream,
+};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{FromRedisValue, Script};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// The largest value the store accepts (Redis takes up to 512 MiB; larger values would stall
+/// the single-threaded server inside a script).
+const MAX_VALUE_BYTES: usize = 16 << 20;
+
+/// The kv-core [`Store`] on Redis, with native strings, sets, hashes and lists.
+///
+/// Every transaction is one Lua script; per-key revisions live in a metadata hash, an ordered
+/// index serves ranges, a stream is the event log that watches read, and leases are a deadline
+/// sorted set swept by a background task of every client. The layout is described in the
+/// crate documentation.
+pub struct RedisStore {
+    inner: Arc<Inner>,
+    sweeper: JoinHandle<()>,
+}
+
+/// What the store's operations and its background tasks share.
+pub(crate) struct Inner {
+    pub(crate) con: ConnectionManager,
+    pub(crate) client: redis::Client,
+    pub(crate) config: RedisConfig,
+    pub(crate) caps: Capabilities,
+    pub(crate) scripts: Scripts,
+    pub(crate) prefix: Vec<u8>,
+    /// Wakes the lease sweeper when a lease is granted.
+    pub(crate) sweeper_wake: Arc<Notify>,
+}
+
+impl RedisStore {
+    /// Connects to the Redis server of `config` and starts the lease sweeper.
+    ///
+    /// # Errors
+    /// `Config` for a bad configuration; `Unavailable`, `Timeout` or `Unauthorized` when the
+    /// server cannot be reached or refuses the credentials.
+    pub async fn connect(config: RedisConfig) -> Result<Self> {
+        let info = config.connection_info()?;
+        let client = redis::Client::open(info).map_err(|e| map_redis_error(e, "connect"))?;
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout()))
+            .set_response_timeout(Some(config.response_timeout()))
+            .set_number_of_retries(3);
+        let con = client
+            .get_connection_manager_with_config(manager_config)
+            .await
+            .map_err(|e| map_redis_error(e, "connect"))?;
+        let caps = Capabilities {
+            backend: "redis",
+            max_txn_ops: config.max_txn_ops,
+            max_value_bytes: MAX_VALUE_BYTES,
+            ttl_granularity: Duration::from_millis(1),
+            watch_retention: Retention::Revisions(config.watch_retention),
+            txn: Support::Native,
+            leases: Support::Emulated,
+            watch: Support::Emulated,
+            collections: Support::Native,
+            persistent: config.persistent,
+        };
+        let inner = Arc::new(Inner {
+            con,
+            client,
+            prefix: config.internal_prefix.as_bytes().to_vec(),
+            config,
+            caps,
+            scripts: Scripts::new(),
+            sweeper_wake: Arc::new(Notify::new()),
+        });
+        let sweeper = tokio::spawn(crate::lease::sweep_loop(
+            Arc::downgrade(&inner),
+            inner.sweeper_wake.clone(),
+        ));
+        Ok(RedisStore { inner, sweeper })
+    }
+
+    /// Connects to `url` with the default configuration.
+    ///
+    /// # Errors
+    /// As [`RedisStore::connect`].
+    pub async fn open(url: &str) -> Result<Self> {
+        Self::connect(RedisConfig::new(url)).await
+    }
+
+    /// The configuration the store was connected with.
+    pub fn config(&self) -> &RedisConfig {
+        &self.inner.config
+    }
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        self.sweeper.abort();
+    }
+}
+
+impl Inner {
+    /// The name of an internal key: the prefix and `name`.
+    pub(crate) fn internal(&self, name: &str) -> Vec<u8> {
+        let mut key = self.prefix.clone();
+        key.extend_from_slice(name.as_bytes());
+        key
+    }
+
+    /// Rejects user keys under the internal prefix.
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
+        if key.starts_with(&self.prefix) {
+            return Err(
+                Error::invalid_key("keys under the store's internal prefix are reserved")
+                    .with_context("key", kv_core::escape_bytes(key))
+                    .with_context("prefix", kv_core::escape_bytes(&self.prefix)),
+            );
+        }
+        Ok(())
+    }
+
+    /// Rejects a single-key range under the internal prefix (prefixes and intervals only ever
+    /// see user keys, since the index holds nothing else).
+    pub(crate) fn check_range(&self, range: &KeyRange) -> Result<()> {
+        range.validate()?;
+        match range {
+            KeyRange::Key(key) => self.check_key(key),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs a script with the prefix as its first argument, then `args`.
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        args: &[&[u8]],
+        op: &'static str,
+    ) -> Result<T> {
+        let mut invocation = script.prepare_invoke();
+        invocation.arg(self.prefix.as_slice());
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        let mut con = self.con.clone();
+        invocation
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| map_redis_error(e, op))
+    }
+
+    /// Runs a writing script: the prefix, the log retention, then `args`.
+    pub(crate) async fn run_write<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        args: &[&[u8]],
+        op: &'static str,
+    ) -> Result<T> {
+        let retention = self.config.watch_retention.to_string();
+        let mut all: Vec<&[u8]> = Vec::with_capacity(args.len() + 1);
+        all.push(retention.as_bytes());
+        all.extend_from_slice(args);
+        self.run(script, &all, op).await
+    }
+
+    pub(crate) async fn revision(&self) -> Result<i64> {
+        let mut con = self.con.clone();
+        let rev: Option<i64> = redis::cmd("GET")
+            .arg(self.internal("rev"))
+            .query_async(&mut con)
+            .await
+            .map_err(|e| map_redis_error(e, "revision"))?;
+        Ok(rev.unwrap_or(0))
+    }
+}
+
+#[kv_core::async_trait]
+impl Store for RedisStore {
+    fn capabilities(&self) -> &Capabilities {
+        &self.inner.caps
+    }
+
+    async fn revision(&self) -> Result<i64> {
+        self.inner.revision().await
+    }
+
+    async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
+        crate::range::range(&self.inner, opts).await
+    }
+
+    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
+        crate::range::get(&self.inner, key).await
+    }
+
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+        crate::txn::txn(&self.inner, txn).await
+    }
+
+    async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
+        crate::lease::grant(&self.inner, ttl).await
+    }
+
+    async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration> {
+        crate::lease::keep_alive(&self.inner, id).await
+    }
+
+    async fn lease_revoke(&self, id: LeaseId) -> Result<()> {
+        crate::lease::revoke(&self.inner, id).await
+    }
+
+    async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
+        crate::lease::time_to_live(&self.inner, id).await
+    }
+
+    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
+        crate::watch::watch(&self.inner, opts).await
+    }
+
+    async fn compact(&self, revision: i64) -> Result<()> {
+        let revision = revision.to_string();
+        let _: i64 = self
+            .inner
+            .run_write(
+                &self.inner.scripts.compact,
+                &[revision.as_bytes()],
+                "compact",
+            )
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,203 @@
+//! Transactions: encoded into the arguments of one Lua script run (see `scripts/txn.lua`).
+
+use crate::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
+use crate::store::Inner;
+use kv_core::{
+    CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget, OpResult, Result, Txn,
+    TxnOp, TxnResponse,
+};
+use redis::Value;
+
+pub(crate) async fn txn(inner: &Inner, txn: Txn) -> Result<TxnResponse> {
+    txn.validate(&inner.caps)?;
+    check_keys(inner, &txn)?;
+    let args = encode(&txn);
+    let arg_refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    let reply: Value = inner
+        .run_write(&inner.scripts.txn, &arg_refs, "txn")
+        .await?;
+    let mut parts = array(reply)?.into_iter();
+    let (Some(succeeded), Some(revision), Some(results)) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(corrupted("a transaction reply has three parts"));
+    };
+    let succeeded = int(succeeded)? == 1;
+    let branch = if succeeded {
+        &txn.success
+    } else {
+        &txn.failure
+    };
+    let results = array(results)?;
+    if results.len() != branch.len() {
+        return Err(corrupted("a transaction reply has one result per op"));
+    }
+    Ok(TxnResponse {
+        succeeded,
+        revision: int(revision)?,
+        results: branch
+            .iter()
+            .zip(results)
+            .map(|(op, value)| decode_result(op, value))
+            .collect::<Result<_>>()?,
+    })
+}
+
+fn check_keys(inner: &Inner, txn: &Txn) -> Result<()> {
+    for compare in &txn.compares {
+        inner.check_key(&compare.key)?;
+    }
+    for op in txn.success.iter().chain(&txn.failure) {
+        match op {
+            TxnOp::Get { key } | TxnOp::Put { key, .. } | TxnOp::Delete { key } => {
+                inner.check_key(key)?
+            }
+            TxnOp::DeletePrefix { prefix } => inner.check_key(prefix)?,
+            TxnOp::Collection(c) => inner.check_key(c.key())?,
+        }
+    }
+    Ok(())
+}
+
+/// The script's arguments after the shared ones: compares, then both branches.
+pub(crate) fn encode(txn: &Txn) -> Vec<Vec<u8>> {
+    let mut args = Vec::with_capacity(1 + 4 * txn.compares.len() + 4 * txn.success.len() + 2);
+    args.push(txn.compares.len().to_string().into_bytes());
+    for compare in &txn.compares {
+        encode_compare(compare, &mut args);
+    }
+    for branch in [&txn.success, &txn.failure] {
+        args.push(branch.len().to_string().into_bytes());
+        for op in branch {
+            encode_op(op, &mut args);
+        }
+    }
+    args
+}
+
+fn encode_compare(compare: &Compare, args: &mut Vec<Vec<u8>>) {
+    args.push(compare.key.clone());
+    let (target, operand) = match &compare.target {
+        CompareTarget::Version(v) => ("v", v.to_string().into_bytes()),
+        CompareTarget::CreateRevision(r) => ("c", r.to_string().into_bytes()),
+        CompareTarget::ModRevision(r) => ("m", r.to_string().into_bytes()),
+        CompareTarget::Lease(l) => ("l", l.to_string().into_bytes()),
+        CompareTarget::Value(v) => ("V", v.clone()),
+    };
+    let op = match compare.op {
+        CompareOp::Equal => "=",
+        CompareOp::NotEqual => "!",
+        CompareOp::Greater => ">",
+        CompareOp::Less => "<",
+    };
+    args.push(target.as_bytes().to_vec());
+    args.push(op.as_bytes().to_vec());
+    args.push(operand);
+}
+
+/// The lex bounds of every key starting with `prefix`, for ZRANGEBYLEX.
+pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let min = [b"[".as_slice(), prefix].concat();
+    let max = match kv_core::prefix_end(prefix) {
+        Some(end) => [b"(".as_slice(), &end].concat(),
+        None => b"+".to_vec(),
+    };
+    (min, max)
+}
+
+fn encode_op(op: &TxnOp, args: &mut Vec<Vec<u8>>) {
+    let mut push = |words: &[&[u8]]| args.extend(words.iter().map(|w| w.to_vec()));
+    match op {
+        TxnOp::Get { key } => push(&[b"g", key]),
+        TxnOp::Put { key, value, lease } => {
+            let lease = lease.map_or(0, |l| l.0).to_string();
+            push(&[b"p", key, value, lease.as_bytes()])
+        }
+        TxnOp::Delete { key } => push(&[b"d", key]),
+        TxnOp::DeletePrefix { prefix } => {
+            let (min, max) = prefix_lex_bounds(prefix);
+            push(&[b"D", &min, &max])
+        }
+        TxnOp::Collection(c) => match c {
+            CollectionOp::SetAdd { key, member } => push(&[b"sa", key, member]),
+            CollectionOp::SetRemove { key, member } => push(&[b"sr", key, member]),
+            CollectionOp::SetContains { key, member } => push(&[b"sc", key, member]),
+            CollectionOp::SetMembers { key } => push(&[b"sm", key]),
+            CollectionOp::SetScan { key, cursor, limit } => {
+                let cursor = cursor.as_deref().unwrap_or(b"0");
+                push(&[b"ss", key, cursor, limit.to_string().as_bytes()])
+            }
+            CollectionOp::MapPut { key, field, value } => push(&[b"mp", key, field, value]),
+            CollectionOp::MapGet { key, field } => push(&[b"mg", key, field]),
+            CollectionOp::MapDelete { key, field } => push(&[b"md", key, field]),
+            CollectionOp::MapGetAll { key } => push(&[b"ma", key]),
+            CollectionOp::ListPush { key, value } => push(&[b"lp", key, value]),
+            CollectionOp::ListRemove { key, value } => push(&[b"lr", key, value]),
+            CollectionOp::ListRange { key, start, stop } => push(&[
+                b"lg",
+                key,
+                start.to_string().as_bytes(),
+                stop.to_string().as_bytes(),
+            ]),
+            CollectionOp::ListRotate { key } => push(&[b"lo", key]),
+            CollectionOp::ListLen { key } => push(&[b"ll", key]),
+        },
+    }
+}
+
+fn decode_result(op: &TxnOp, value: Value) -> Result<OpResult> {
+    Ok(match op {
+        TxnOp::Get { key } => OpResult::Get(opt_entry(key, value)?),
+        TxnOp::Put { .. } => OpResult::Put,
+        TxnOp::Delete { .. } | TxnOp::DeletePrefix { .. } => OpResult::Delete {
+            deleted: count(value)?,
+        },
+        TxnOp::Collection(c) => OpResult::Collection(decode_collection(c, value)?),
+    })
+}
+
+fn count(value: Value) -> Result<u64> {
+    u64::try_from(int(value)?).map_err(|_| corrupted("a negative count"))
+}
+
+fn decode_collection(op: &CollectionOp, value: Value) -> Result<CollectionResult> {
+    Ok(match op {
+        CollectionOp::SetAdd { .. }
+        | CollectionOp::SetRemove { .. }
+        | CollectionOp::MapPut { .. }
+        | CollectionOp::MapDelete { .. } => CollectionResult::Changed(int(value)? > 0),
+        CollectionOp::SetContains { .. } => CollectionResult::Contains(int(value)? == 1),
+        CollectionOp::SetMembers { .. } => {
+            let mut members = byte_list(value)?;
+            members.sort();
+            CollectionResult::Members(members)
+        }
+        CollectionOp::SetScan { .. } => {
+            let mut parts = array(value)?.into_iter();
+            let (Some(cursor), Some(members)) = (parts.next(), parts.next()) else {
+                return Err(corrupted("an SSCAN reply has a cursor and members"));
+            };
+            let cursor = bytes(cursor)?;
+            CollectionResult::Page {
+                members: byte_list(members)?,
+                cursor: (cursor != b"0").then_some(cursor),
+            }
+        }
+        CollectionOp::MapGet { .. } | CollectionOp::ListRotate { .. } => {
+            CollectionResult::Value(opt_bytes(value)?)
+        }
+        CollectionOp::MapGetAll { .. } => {
+            let flat = byte_list(value)?;
+            let mut fields: Vec<(Vec<u8>, Vec<u8>)> = flat
+                .chunks_exact(2)
+                .map(|pair| (pair[0].clone(), pair[1].clone()))
+                .collect();
+            fields.sort();
+            CollectionResult::Fields(fields)
+        }
+        CollectionOp::ListRange { .. } => CollectionResult::Items(byte_list(value)?),
+        CollectionOp::ListPush { .. }
+        | CollectionOp::ListRemove { .. }
+        | CollectionOp::ListLen { .. } => CollectionResult::Count(count(value)?),
+    })
+}

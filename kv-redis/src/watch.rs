@@ -1,0 +1,220 @@
+//! Watches: read the event log stream (one entry `<revision>-0` per revision) with XRANGE for
+//! the replay that starts a watch and XREAD BLOCK on a dedicated connection after that.
+
+use crate::decode::{array, corrupted, int, log_entry};
+use crate::error::map_redis_error;
+use crate::store::Inner;
+use futures::StreamExt;
+use kv_core::{Error, ErrorKind, Event, KeyRange, Result, WatchBatch, WatchOptions, WatchStream};
+use redis::{AsyncConnectionConfig, Value};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Log entries read per round trip.
+const PAGE: usize = 512;
+/// How long one XREAD blocks before it is reissued.
+const BLOCK: Duration = Duration::from_secs(2);
+
+pub(crate) async fn watch(inner: &Inner, opts: WatchOptions) -> Result<WatchStream> {
+    inner.check_range(&opts.range)?;
+    let start = match opts.start_revision {
+        Some(r) if r > 0 => r,
+        _ => inner.revision().await? + 1,
+    };
+    let (from, page) = (start.to_string(), PAGE.to_string());
+    let reply: Value = inner
+        .run(
+            &inner.scripts.watch_from,
+            &[from.as_bytes(), page.as_bytes()],
+            "watch",
+        )
+        .await?;
+    let mut parts = array(reply)?.into_iter();
+    let (Some(current), Some(first), Some(entries)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(corrupted("a watch start reply has three parts"));
+    };
+    let (current, first) = (int(current)?, int(first)?);
+    if first > 0 && start < first {
+        return Err(Error::compacted(first));
+    }
+    if first == 0 && start <= current {
+        return Err(Error::compacted(current + 1));
+    }
+    let mut follower = Follower {
+        range: opts.range,
+        prev: opts.prev,
+        last: start - 1,
+    };
+    let replay = follower.accept(array(entries)?)?;
+    let (tx, rx) = mpsc::channel(64);
+    let reader = Reader {
+        client: inner.client.clone(),
+        log: inner.internal("log"),
+        retries: inner.config.watch_retries,
+        response_timeout: BLOCK + inner.config.response_timeout(),
+        connect_timeout: inner.config.connect_timeout(),
+    };
+    tokio::spawn(reader.run(follower, replay, tx));
+    Ok(futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    })
+    .boxed())
+}
+
+/// Turns log entries into batches, checking that revisions follow each other without a gap.
+struct Follower {
+    range: KeyRange,
+    prev: bool,
+    /// The last revision read from the log.
+    last: i64,
+}
+
+impl Follower {
+    fn accept(&mut self, entries: Vec<Value>) -> Result<Vec<WatchBatch>> {
+        let mut batches = Vec::new();
+        for raw in entries {
+            let (revision, events) = log_entry(raw)?;
+            if revision <= self.last {
+                continue;
+            }
+            if revision != self.last + 1 {
+                // Every revision has a log entry: a jump means the entries in between were
+                // trimmed before this watch read them.
+                return Err(Error::compacted(revision));
+            }
+            self.last = revision;
+            let events: Vec<Event> = events
+                .into_iter()
+                .filter(|e| self.range.contains(e.key()))
+                .map(|e| if self.prev { e } else { strip_prev(e) })
+                .collect();
+            if !events.is_empty() {
+                batches.push(WatchBatch { revision, events });
+            }
+        }
+        Ok(batches)
+    }
+}
+
+fn strip_prev(event: Event) -> Event {
+    match event {
+        Event::Put { entry, .. } => Event::Put { entry, prev: None },
+        Event::Delete { key, .. } => Event::Delete { key, prev: None },
+    }
+}
+
+/// The task behind one watch: follows the log on its own connection, reconnecting and
+/// resuming after the last revision read when the connection is lost.
+struct Reader {
+    client: redis::Client,
+    log: Vec<u8>,
+    retries: u32,
+    response_timeout: Duration,
+    connect_timeout: Duration,
+}
+
+type Sender = mpsc::Sender<Result<WatchBatch>>;
+
+impl Reader {
+    async fn run(self, mut follower: Follower, replay: Vec<WatchBatch>, tx: Sender) {
+        for batch in replay {
+            if tx.send(Ok(batch)).await.is_err() {
+                return;
+            }
+        }
+        let mut con = None;
+        let mut failures = 0u32;
+        loop {
+            let result = tokio::select! {
+                _ = tx.closed() => return,
+                result = self.read(&mut con, follower.last) => result,
+            };
+            let entries = match result {
+                Ok(entries) => {
+                    failures = 0;
+                    entries
+                }
+                Err(err) if err.is_retryable() && failures < self.retries => {
+                    con = None;
+                    failures += 1;
+                    tracing::debug!(%err, failures, "watch connection lost; reconnecting");
+                    let backoff =
+                        Duration::from_millis(50 << failures.min(6)).min(Duration::from_secs(2));
+                    tokio::select! {
+                        _ = tx.closed() => return,
+                        _ = tokio::time::sleep(backoff) => continue,
+                    }
+                }
+                Err(err) => {
+                    let _ = tx.send(Err(err)).await;
+                    return;
+                }
+            };
+            match follower.accept(entries) {
+                Ok(batches) => {
+                    for batch in batches {
+                        if tx.send(Ok(batch)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                Err(err) => {
+                    let _ = tx.send(Err(err)).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One XREAD BLOCK after revision `last`, connecting first when needed.
+    async fn read(
+        &self,
+        con: &mut Option<redis::aio::MultiplexedConnection>,
+        last: i64,
+    ) -> Result<Vec<Value>> {
+        if con.is_none() {
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(self.connect_timeout))
+                .set_response_timeout(Some(self.response_timeout));
+            let fresh = self
+                .client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(|e| unavailable(map_redis_error(e, "watch")))?;
+            *con = Some(fresh);
+        }
+        let Some(c) = con.as_mut() else {
+            return Err(corrupted("no watch connection"));
+        };
+        let reply: Value = redis::cmd("XREAD")
+            .arg("COUNT")
+            .arg(PAGE)
+            .arg("BLOCK")
+            .arg(BLOCK.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(self.log.as_slice())
+            .arg(format!("{last}-0"))
+            .query_async(c)
+            .await
+            .map_err(|e| unavailable(map_redis_error(e, "watch")))?;
+        // Nil on timeout; otherwise [[stream, [entries...]]].
+        let mut streams = array(reply)?.into_iter();
+        match streams.next() {
+            None => Ok(Vec::new()),
+            Some(stream) => {
+                let mut parts = array(stream)?.into_iter();
+                parts.nth(1).map(array).unwrap_or(Ok(Vec::new()))
+            }
+        }
+    }
+}
+
+/// Connection failures of a watch are retried; a restarting server answers LOADING, which is
+/// retried too.
+fn unavailable(err: Error) -> Error {
+    match err.kind() {
+        ErrorKind::Unavailable | ErrorKind::Timeout => err.set_retryable(true),
+        _ => err,
+    }
+}

@@ -1,0 +1,436 @@
+//! RedisStore behaviour that only Redis has: native types seen by other clients, the reserved
+//! internal prefix, script atomicity against wrong types, concurrent CAS from two clients,
+//! trimmed watch history, and a server restart under writes and a watch.
+
+use futures::StreamExt;
+use kv_core::{
+    CollectionOp, Compare, CompareOp, ErrorKind, Event, KeyRange, PutOptions, RangeOptions, Store,
+    Txn, TxnOp, WatchOptions,
+};
+use kv_redis::{RedisConfig, RedisStore};
+use kv_tests::harness::{RedisServer, key_root, shared_redis};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A store on the shared server, or `None` (after a SKIP line) without `redis-server`.
+async fn store() -> Option<RedisStore> {
+    let server = shared_redis().await?;
+    Some(RedisStore::open(&server.url()).await.expect("connect"))
+}
+
+/// A store on the shared server with its own internal prefix (its own revisions and log).
+async fn isolated_store(tweak: impl FnOnce(&mut RedisConfig)) -> Option<RedisStore> {
+    let server = shared_redis().await?;
+    let mut config = RedisConfig::new(server.url());
+    config.internal_prefix = format!("__kvt{}:", uuid::Uuid::new_v4().simple());
+    tweak(&mut config);
+    Some(RedisStore::connect(config).await.expect("connect"))
+}
+
+async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+fn set_add(key: &str, member: &str) -> CollectionOp {
+    CollectionOp::SetAdd {
+        key: key.into(),
+        member: member.into(),
+    }
+}
+
+#[tokio::test]
+async fn native_types_are_visible_to_other_redis_clients() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let store = RedisStore::open(&server.url()).await.unwrap();
+    let root = key_root("native");
+    let (plain, set, map, list) = (
+        format!("{root}plain"),
+        format!("{root}set"),
+        format!("{root}map"),
+        format!("{root}list"),
+    );
+    store
+        .put(plain.as_bytes(), b"v1", PutOptions::default())
+        .await
+        .unwrap();
+    store.collection(set_add(&set, "b")).await.unwrap();
+    store.collection(set_add(&set, "a")).await.unwrap();
+    store
+        .collection(CollectionOp::MapPut {
+            key: map.clone().into(),
+            field: b"f".to_vec(),
+            value: b"x".to_vec(),
+        })
+        .await
+        .unwrap();
+    for item in ["1", "2", "3"] {
+        store
+            .collection(CollectionOp::ListPush {
+                key: list.clone().into(),
+                value: item.into(),
+            })
+            .await
+            .unwrap();
+    }
+    store
+        .collection(CollectionOp::ListRotate {
+            key: list.clone().into(),
+        })
+        .await
+        .unwrap();
+
+    let mut con = raw(&server.url()).await;
+    let type_of = |key: String| redis::cmd("TYPE").arg(key).to_owned();
+    for (key, expected) in [
+        (&plain, "string"),
+        (&set, "set"),
+        (&map, "hash"),
+        (&list, "list"),
+    ] {
+        let t: String = type_of(key.clone()).query_async(&mut con).await.unwrap();
+        assert_eq!(t, expected, "{key}");
+    }
+    let value: String = redis::cmd("GET")
+        .arg(&plain)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(value, "v1");
+    let mut members: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(&set)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    members.sort();
+    assert_eq!(members, ["a", "b"]);
+    let fields: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg(&map)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(fields, [("f".to_owned(), "x".to_owned())]);
+    let items: Vec<String> = redis::cmd("LRANGE")
+        .arg(&list)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(items, ["2", "3", "1"]);
+
+    // Collections are not plain entries, but prefix deletes remove them.
+    let page = store.range(RangeOptions::prefix(&root)).await.unwrap();
+    let keys: Vec<_> = page.entries.iter().map(|e| e.key.clone()).collect();
+    assert_eq!(keys, [plain.clone().into_bytes()]);
+    assert_eq!(store.delete_prefix(root.as_bytes()).await.unwrap(), 4);
+    let left: i64 = redis::cmd("EXISTS")
+        .arg(&plain)
+        .arg(&set)
+        .arg(&map)
+        .arg(&list)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+#[tokio::test]
+async fn keys_under_the_internal_prefix_are_rejected() {
+    let Some(store) = store().await else {
+        return;
+    };
+    let before = store.revision().await.unwrap();
+    let reserved = b"__kv:rev".as_slice();
+    let err = store
+        .put(reserved, b"1", PutOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidKey);
+    assert_eq!(
+        store.get(reserved).await.unwrap_err().kind(),
+        ErrorKind::InvalidKey
+    );
+    let root = key_root("reserved");
+    let txn = Txn::new().and_then([
+        TxnOp::put(format!("{root}ok"), "1"),
+        TxnOp::Collection(set_add("__kv:mine", "m")),
+    ]);
+    assert_eq!(
+        store.txn(txn).await.unwrap_err().kind(),
+        ErrorKind::InvalidKey
+    );
+    assert_eq!(
+        store.delete_prefix(b"__kv:").await.unwrap_err().kind(),
+        ErrorKind::InvalidKey
+    );
+    assert_eq!(store.revision().await.unwrap(), before);
+    assert_eq!(
+        store.get(format!("{root}ok").as_bytes()).await.unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_txn_hitting_a_wrong_type_midway_writes_nothing() {
+    let Some(store) = store().await else {
+        return;
+    };
+    let root = key_root("wrongtype");
+    let (a, b, c) = (format!("{root}a"), format!("{root}b"), format!("{root}c"));
+    store.collection(set_add(&b, "m")).await.unwrap();
+    store
+        .put(c.as_bytes(), b"old", PutOptions::default())
+        .await
+        .unwrap();
+    let before = store.revision().await.unwrap();
+    let txn = Txn::new().and_then([
+        TxnOp::put(&a, "new"),
+        TxnOp::delete(&c),
+        TxnOp::put(&b, "plain over a set"),
+        TxnOp::Collection(set_add(&format!("{root}d"), "m")),
+    ]);
+    let err = store.txn(txn).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+    assert_eq!(store.revision().await.unwrap(), before);
+    assert_eq!(store.get(a.as_bytes()).await.unwrap(), None);
+    assert_eq!(
+        store.get(c.as_bytes()).await.unwrap().unwrap().value,
+        b"old"
+    );
+    let d = store
+        .collection(CollectionOp::SetMembers {
+            key: format!("{root}d").into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(d, kv_core::CollectionResult::Members(vec![]));
+
+    // A set op on a plain key fails the same way, in the failure branch too.
+    let txn = Txn::new()
+        .when([Compare::absent(&c)])
+        .or_else([TxnOp::put(&a, "x"), TxnOp::Collection(set_add(&c, "m"))]);
+    assert_eq!(
+        store.txn(txn).await.unwrap_err().kind(),
+        ErrorKind::WrongType
+    );
+    assert_eq!(store.get(a.as_bytes()).await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_clients_cas_increment_one_key() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let stores: Vec<Arc<dyn Store>> = vec![
+        Arc::new(RedisStore::open(&server.url()).await.unwrap()),
+        Arc::new(RedisStore::open(&server.url()).await.unwrap()),
+    ];
+    let key = format!("{}counter", key_root("cas")).into_bytes();
+    stores[0]
+        .put(&key, b"0", PutOptions::default())
+        .await
+        .unwrap();
+    let swaps = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for task in 0..32 {
+        let store = stores[task % 2].clone();
+        let (key, swaps) = (key.clone(), swaps.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..20 {
+                let current = store.get(&key).await.unwrap().unwrap();
+                let n: u64 = std::str::from_utf8(&current.value)
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(
+                        &key,
+                        CompareOp::Equal,
+                        current.mod_revision,
+                    )])
+                    .and_then([TxnOp::put(&key, (n + 1).to_string())]);
+                if store.txn(txn).await.unwrap().succeeded {
+                    swaps.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let swaps = swaps.load(Ordering::SeqCst);
+    assert!(swaps > 0);
+    let last = stores[1].get(&key).await.unwrap().unwrap();
+    assert_eq!(std::str::from_utf8(&last.value).unwrap(), swaps.to_string());
+    assert_eq!(last.version as u64, swaps + 1);
+}
+
+#[tokio::test]
+async fn a_watch_from_a_trimmed_revision_is_compacted() {
+    let Some(store) = isolated_store(|c| c.watch_retention = 5).await else {
+        return;
+    };
+    let root = key_root("trim");
+    let first = store
+        .put(format!("{root}k").as_bytes(), b"0", PutOptions::default())
+        .await
+        .unwrap()
+        .revision;
+    for i in 1..10 {
+        store
+            .put(
+                format!("{root}k").as_bytes(),
+                i.to_string().as_bytes(),
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let now = store.revision().await.unwrap();
+    let err = match store
+        .watch(WatchOptions::prefix(&root).from_revision(first))
+        .await
+    {
+        Err(err) => err,
+        Ok(_) => panic!("a watch from a trimmed revision started"),
+    };
+    assert_eq!(
+        err.kind(),
+        ErrorKind::Compacted {
+            compact_revision: now - 4
+        }
+    );
+    // The retained revisions replay in order.
+    let mut watch = store
+        .watch(WatchOptions::prefix(&root).from_revision(now - 4))
+        .await
+        .unwrap();
+    for expected in now - 4..=now {
+        assert_eq!(watch.next().await.unwrap().unwrap().revision, expected);
+    }
+
+    // An explicit compaction trims further.
+    store.compact(now).await.unwrap();
+    let err = store
+        .watch(WatchOptions::prefix(&root).from_revision(now - 1))
+        .await
+        .err()
+        .expect("compacted");
+    assert_eq!(err.compact_revision(), Some(now));
+    assert_eq!(
+        store.compact(now - 2).await.unwrap_err().compact_revision(),
+        Some(now)
+    );
+    assert_eq!(
+        store.compact(now + 1).await.unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}
+
+#[tokio::test]
+async fn an_expired_lease_deletes_its_keys_with_events() {
+    let Some(store) = isolated_store(|_| {}).await else {
+        return;
+    };
+    let root = key_root("lease");
+    let key = format!("{root}k");
+    let lease = store.lease_grant(Duration::from_millis(300)).await.unwrap();
+    let mut watch = store
+        .watch(WatchOptions::prefix(&root).with_prev())
+        .await
+        .unwrap();
+    store
+        .put(key.as_bytes(), b"v", PutOptions::default().lease(lease.id))
+        .await
+        .unwrap();
+    let put = watch.next().await.unwrap().unwrap();
+    let deleted = watch.next().await.unwrap().unwrap();
+    assert_eq!(deleted.revision, put.revision + 1);
+    match &deleted.events[..] {
+        [
+            Event::Delete {
+                key: k,
+                prev: Some(prev),
+            },
+        ] => {
+            assert_eq!(k, key.as_bytes());
+            assert_eq!(prev.lease, Some(lease.id));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.get(key.as_bytes()).await.unwrap(), None);
+    assert_eq!(
+        store.lease_keep_alive(lease.id).await.unwrap_err().kind(),
+        ErrorKind::LeaseNotFound
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn restart_under_writes_and_a_watch_loses_nothing() {
+    let Some(mut server) = RedisServer::start_with_aof() else {
+        return;
+    };
+    let store = Arc::new(RedisStore::open(&server.url()).await.unwrap());
+    let root = key_root("restart");
+    let start = store.revision().await.unwrap() + 1;
+    let mut watch = store
+        .watch(WatchOptions::prefix(&root).from_revision(start))
+        .await
+        .unwrap();
+    let (restart_tx, restart_rx) = tokio::sync::oneshot::channel();
+    let writer = {
+        let (store, root) = (store.clone(), root.clone());
+        tokio::spawn(async move {
+            let mut acknowledged = Vec::new();
+            let mut restart_tx = Some(restart_tx);
+            for i in 0..200 {
+                if i == 100 {
+                    let _ = restart_tx.take().unwrap().send(());
+                }
+                let key = format!("{root}{i:04}");
+                // A failed write may or may not have been applied: retry until acknowledged.
+                for attempt in 0.. {
+                    match store.put(key.as_bytes(), b"v", PutOptions::default()).await {
+                        Ok(r) => {
+                            acknowledged.push((key.clone(), r.revision));
+                            break;
+                        }
+                        Err(e) if e.is_retryable() && attempt < 200 => {
+                            tokio::time::sleep(Duration::from_millis(50)).await
+                        }
+                        Err(e) => panic!("write {i} failed: {e}"),
+                    }
+                }
+            }
+            acknowledged
+        })
+    };
+    restart_rx.await.unwrap();
+    tokio::task::block_in_place(|| server.restart());
+    let acknowledged = writer.await.unwrap();
+    for (key, _) in &acknowledged {
+        assert!(
+            store.get(key.as_bytes()).await.unwrap().is_some(),
+            "{key} lost"
+        );
+    }
+    let last = acknowledged.last().unwrap().1;
+    let mut expected = start;
+    while expected <= last {
+        let batch = tokio::time::timeout(Duration::from_secs(60), watch.next())
+            .await
+            .expect("the watch stalled")
+            .unwrap()
+            .unwrap();
+        assert_eq!(batch.revision, expected, "gap or duplicate in the watch");
+        assert!(KeyRange::Prefix(root.clone().into_bytes()).contains(batch.events[0].key()));
+        expected += 1;
+    }
+}
