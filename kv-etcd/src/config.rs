@@ -1,0 +1,341 @@
+//! `EtcdConfig`: where etcd is, how to authenticate, and the limits the store applies.
+
+use kv_core::{Error, ErrorKind, Result};
+use percent_encoding::percent_decode_str;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// etcd's default `--max-txn-ops`.
+pub const DEFAULT_MAX_TXN_OPS: usize = 128;
+
+/// etcd's default `--max-request-bytes` (1.5 MiB), minus room for the key and framing.
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 1_500_000;
+
+/// How to reach an etcd cluster and how the store behaves on it.
+///
+/// Every field has a documented default, so a config file needs only `endpoints`:
+///
+/// ```
+/// let cfg: kv_etcd::EtcdConfig =
+///     serde_json::from_str(r#"{"endpoints": ["127.0.0.1:2379"]}"#).unwrap();
+/// assert_eq!(cfg.max_txn_ops, 128);
+/// ```
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct EtcdConfig {
+    /// Client endpoints, `host:port` or `http(s)://host:port`. Requests are balanced over
+    /// them, and a dead member is skipped. Default: `["127.0.0.1:2379"]`.
+    pub endpoints: Vec<String>,
+    /// Time allowed to open a connection to one endpoint, in milliseconds. Default: 5000.
+    pub connect_timeout_ms: u64,
+    /// Time allowed for one request (not for watch streams), in milliseconds. Default: 10000.
+    pub request_timeout_ms: u64,
+    /// User name for etcd's user/password authentication. Default: none.
+    pub user: Option<String>,
+    /// Password of [`EtcdConfig::user`]. Never printed by `Debug`. Default: none.
+    pub password: Option<String>,
+    /// TLS settings; endpoints are then reached over HTTPS. Default: none.
+    #[cfg(feature = "tls")]
+    pub tls: Option<EtcdTlsConfig>,
+    /// A root every operation is confined to: keys, ranges, compares and watches are
+    /// prefixed with it, and responses are stripped of it. Default: none (the whole keyspace).
+    pub namespace: Option<String>,
+    /// Most compares, and most ops per branch, in one transaction; must not exceed the
+    /// server's `--max-txn-ops`. Default: 128, etcd's default.
+    pub max_txn_ops: usize,
+    /// Largest value accepted, in bytes; the server's `--max-request-bytes` bounds a whole
+    /// request. Default: 1,500,000.
+    pub max_value_bytes: usize,
+    /// How many times a request that could not reach any member is retried (with backoff)
+    /// before `Unavailable` is returned, and how many times a watch reconnects without
+    /// receiving anything. Default: 8.
+    pub retries: u32,
+}
+
+/// TLS settings (feature `tls`): PEM files for the CA and an optional client identity.
+#[cfg(feature = "tls")]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct EtcdTlsConfig {
+    /// PEM file of the CA that signed the members' certificates.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// PEM file of the client certificate.
+    pub cert_file: Option<std::path::PathBuf>,
+    /// PEM file of the client certificate's private key.
+    pub key_file: Option<std::path::PathBuf>,
+    /// The name expected in the members' certificates, when it differs from the host.
+    pub domain: Option<String>,
+}
+
+impl Default for EtcdConfig {
+    fn default() -> Self {
+        EtcdConfig {
+            endpoints: vec!["127.0.0.1:2379".to_owned()],
+            connect_timeout_ms: 5_000,
+            request_timeout_ms: 10_000,
+            user: None,
+            password: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+            namespace: None,
+            max_txn_ops: DEFAULT_MAX_TXN_OPS,
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            retries: 8,
+        }
+    }
+}
+
+impl fmt::Debug for EtcdConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("EtcdConfig");
+        d.field("endpoints", &self.endpoints)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<hidden>"));
+        #[cfg(feature = "tls")]
+        d.field("tls", &self.tls);
+        d.field("namespace", &self.namespace)
+            .field("max_txn_ops", &self.max_txn_ops)
+            .field("max_value_bytes", &self.max_value_bytes)
+            .field("retries", &self.retries)
+            .finish()
+    }
+}
+
+impl EtcdConfig {
+    /// A config for these endpoints, every other field at its default.
+    pub fn new<S: Into<String>>(endpoints: impl IntoIterator<Item = S>) -> Self {
+        EtcdConfig {
+            endpoints: endpoints.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Confines the store to keys under `namespace`.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Authenticates as `user` with `password`.
+    pub fn auth(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.user = Some(user.into());
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Parses the URL form
+    /// `etcd://[user:password@]host1:2379[,host2:2379...][/][?namespace=..&max_txn_ops=..]`.
+    ///
+    /// The user and password may be percent-encoded. Query parameters: `namespace`,
+    /// `connect_timeout_ms`, `request_timeout_ms`, `max_txn_ops`, `max_value_bytes`, `retries`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for another scheme, no host, a bad port, an unknown parameter or
+    /// an unparsable number.
+    ///
+    /// ```
+    /// let cfg = kv_etcd::EtcdConfig::from_url(
+    ///     "etcd://app:s%40cret@10.0.0.1:2379,10.0.0.2:2379?namespace=jxt/&max_txn_ops=64",
+    /// ).unwrap();
+    /// assert_eq!(cfg.endpoints, ["10.0.0.1:2379", "10.0.0.2:2379"]);
+    /// assert_eq!(cfg.password.as_deref(), Some("s@cret"));
+    /// assert_eq!(cfg.namespace.as_deref(), Some("jxt/"));
+    /// assert!(!format!("{cfg:?}").contains("s@cret"));
+    /// ```
+    pub fn from_url(url: &str) -> Result<Self> {
+        let rest = url
+            .strip_prefix("etcd://")
+            .ok_or_else(|| config_error("an etcd URL starts with etcd://", url))?;
+        let (authority, query) = match rest.split_once('?') {
+            Some((a, q)) => (a, Some(q)),
+            None => (rest, None),
+        };
+        let authority = authority.strip_suffix('/').unwrap_or(authority);
+        if authority.contains('/') {
+            return Err(config_error(
+                "an etcd URL has no path; use ?namespace= for a root",
+                url,
+            ));
+        }
+        let mut cfg = EtcdConfig::default();
+        let hosts = match authority.rsplit_once('@') {
+            Some((userinfo, hosts)) => {
+                let (user, password) = userinfo.split_once(':').ok_or_else(|| {
+                    config_error("credentials in an etcd URL are user:password", url)
+                })?;
+                cfg.user = Some(decode(user, url)?);
+                cfg.password = Some(decode(password, url)?);
+                hosts
+            }
+            None => authority,
+        };
+        cfg.endpoints = hosts
+            .split(',')
+            .map(|h| validate_host(h, url))
+            .collect::<Result<_>>()?;
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = decode(value, url)?;
+            match name {
+                "namespace" => cfg.namespace = Some(value).filter(|v| !v.is_empty()),
+                "connect_timeout_ms" => {
+                    cfg.connect_timeout_ms = number("connect_timeout_ms", &value, url)?
+                }
+                "request_timeout_ms" => {
+                    cfg.request_timeout_ms = number("request_timeout_ms", &value, url)?
+                }
+                "max_txn_ops" => cfg.max_txn_ops = number("max_txn_ops", &value, url)?,
+                "max_value_bytes" => cfg.max_value_bytes = number("max_value_bytes", &value, url)?,
+                "retries" => cfg.retries = number("retries", &value, url)?,
+                other => {
+                    return Err(config_error("unknown etcd URL parameter", url)
+                        .with_context("parameter", other));
+                }
+            }
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks the config: at least one endpoint, no empty one, non-zero limits and timeouts,
+    /// a password only with a user.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        if self.endpoints.is_empty() || self.endpoints.iter().any(|e| e.trim().is_empty()) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "etcd needs at least one endpoint, and none may be empty",
+            ));
+        }
+        for (field, value) in [
+            ("connect_timeout_ms", self.connect_timeout_ms),
+            ("request_timeout_ms", self.request_timeout_ms),
+            ("max_txn_ops", self.max_txn_ops as u64),
+            ("max_value_bytes", self.max_value_bytes as u64),
+        ] {
+            if value == 0 {
+                return Err(Error::new(ErrorKind::Config, "must be greater than zero")
+                    .with_context("field", field));
+            }
+        }
+        if self.password.is_some() && self.user.is_none() {
+            return Err(Error::new(ErrorKind::Config, "a password needs a user"));
+        }
+        if let Some(ns) = &self.namespace {
+            kv_core::validate_prefix(ns.as_bytes(), true)
+                .map_err(|e| Error::new(ErrorKind::Config, "invalid namespace").with_source(e))?;
+        }
+        Ok(())
+    }
+
+    /// The connect timeout as a [`Duration`].
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    /// The request timeout as a [`Duration`].
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+}
+
+fn config_error(message: &str, url: &str) -> Error {
+    Error::new(ErrorKind::Config, message).with_context("url", redact(url))
+}
+
+/// The URL with any password replaced, for error messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:<hidden>{}", &url[..s + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn decode(s: &str, url: &str) -> Result<String> {
+    percent_decode_str(s)
+        .decode_utf8()
+        .map(|c| c.into_owned())
+        .map_err(|_| config_error("percent-encoding in an etcd URL is not UTF-8", url))
+}
+
+fn validate_host(host: &str, url: &str) -> Result<String> {
+    let (name, port) = host
+        .rsplit_once(':')
+        .ok_or_else(|| config_error("each etcd endpoint is host:port", url))?;
+    if name.is_empty() || port.parse::<u16>().is_err() {
+        return Err(config_error("each etcd endpoint is host:port", url).with_context("host", host));
+    }
+    Ok(host.to_owned())
+}
+
+fn number<T: std::str::FromStr>(name: &'static str, value: &str, url: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|_| config_error("not a number", url).with_context("parameter", name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_with_everything() {
+        let cfg = EtcdConfig::from_url(
+            "etcd://u:p%3Aw@a:2379,[::1]:2380/?namespace=t%2F1/&request_timeout_ms=50&retries=2",
+        )
+        .unwrap();
+        assert_eq!(cfg.endpoints, ["a:2379", "[::1]:2380"]);
+        assert_eq!(cfg.user.as_deref(), Some("u"));
+        assert_eq!(cfg.password.as_deref(), Some("p:w"));
+        assert_eq!(cfg.namespace.as_deref(), Some("t/1/"));
+        assert_eq!(cfg.request_timeout(), Duration::from_millis(50));
+        assert_eq!(cfg.retries, 2);
+        assert_eq!(cfg.max_txn_ops, DEFAULT_MAX_TXN_OPS);
+    }
+
+    #[test]
+    fn bad_urls_are_config_errors() {
+        for url in [
+            "http://a:2379",
+            "etcd://",
+            "etcd://a",
+            "etcd://a:notaport",
+            "etcd://a:2379,",
+            "etcd://a:2379/path",
+            "etcd://a:2379?bogus=1",
+            "etcd://a:2379?max_txn_ops=x",
+            "etcd://a:2379?max_txn_ops=0",
+            "etcd://user@a:2379",
+        ] {
+            let err = EtcdConfig::from_url(url).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Config, "{url}");
+        }
+    }
+
+    #[test]
+    fn errors_and_debug_hide_the_password() {
+        let err = EtcdConfig::from_url("etcd://u:hunter2@a:2379?nope=1").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        let cfg = EtcdConfig::new(["a:1"]).auth("u", "hunter2");
+        assert!(!format!("{cfg:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn serde_round_trip_and_defaults() {
+        let cfg = EtcdConfig::new(["a:1", "b:2"]).namespace("ns/");
+        let json = serde_json::to_string(&cfg).unwrap();
+        let back: EtcdConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, cfg);
+        assert!(serde_json::from_str::<EtcdConfig>(r#"{"endpoint": []}"#).is_err());
+        assert!(EtcdConfig::new(Vec::<String>::new()).validate().is_err());
+    }
+}

@@ -1,0 +1,124 @@
+//! Reads: `get`, paged `range`, the store revision, and compaction.
+
+use crate::store::EtcdStore;
+use etcd_client::{CompactionOptions, GetOptions, GetResponse};
+use kv_core::{
+    Continuation, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result, validate_key,
+};
+
+/// The revision of a response header (etcd always sends one).
+pub(crate) fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<i64> {
+    header
+        .map(|h| h.revision())
+        .ok_or_else(|| Error::new(ErrorKind::Backend, "etcd response without a header"))
+}
+
+pub(crate) async fn revision(store: &EtcdStore) -> Result<i64> {
+    // A linearizable count of one reserved key: the cheapest read that returns the current
+    // revision from the leader's view.
+    let key = store.inner.ns.key(&[0]);
+    let resp = store
+        .call("revision", true, || {
+            let key = key.clone();
+            let mut kv = store.inner.kv.clone();
+            async move { kv.get(key, Some(GetOptions::new().with_count_only())).await }
+        })
+        .await?;
+    header_revision(resp.header())
+}
+
+pub(crate) async fn get(store: &EtcdStore, key: &[u8]) -> Result<Option<Entry>> {
+    validate_key(key)?;
+    let physical = store.inner.ns.key(key);
+    let resp = store
+        .call("get", true, || {
+            let key = physical.clone();
+            let mut kv = store.inner.kv.clone();
+            async move { kv.get(key, None).await }
+        })
+        .await?;
+    Ok(resp.kvs().first().and_then(|kv| store.inner.ns.entry(kv)))
+}
+
+pub(crate) async fn range(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResult> {
+    opts.validate()?;
+    let (start, end) = opts.effective_bounds();
+    let (key, range_end) = store.inner.ns.range(&start, end.as_deref());
+    if range_end != [0] && key >= range_end {
+        // An empty interval (start == end): etcd would read the single key `start`.
+        return Ok(RangeResult {
+            entries: Vec::new(),
+            count: 0,
+            next: None,
+            revision: revision(store).await?,
+        });
+    }
+    let mut get = GetOptions::new().with_range(range_end);
+    if let Some(limit) = opts.limit {
+        get = get.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
+    }
+    if opts.keys_only {
+        get = get.with_keys_only();
+    }
+    if opts.count_only {
+        get = get.with_count_only();
+    }
+    let resp = store
+        .call("range", true, || {
+            let key = key.clone();
+            let get = get.clone();
+            let mut kv = store.inner.kv.clone();
+            async move { kv.get(key, Some(get)).await }
+        })
+        .await?;
+    page(store, &opts, resp)
+}
+
+fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<RangeResult> {
+    let revision = header_revision(resp.header())?;
+    if opts.count_only {
+        return Ok(RangeResult {
+            entries: Vec::new(),
+            count: u64::try_from(resp.count()).unwrap_or(0),
+            next: None,
+            revision,
+        });
+    }
+    let entries: Vec<Entry> = resp
+        .kvs()
+        .iter()
+        .filter_map(|kv| store.inner.ns.entry(kv))
+        .collect();
+    let next = match entries.last() {
+        Some(last) if resp.more() => Some(Continuation::after_key(&last.key)),
+        _ => None,
+    };
+    Ok(RangeResult {
+        count: entries.len() as u64,
+        entries,
+        next,
+        revision,
+    })
+}
+
+pub(crate) async fn compact(store: &EtcdStore, revision: i64) -> Result<()> {
+    if revision <= 0 {
+        return Err(Error::invalid_argument(
+            "a compaction revision is at least 1",
+        ));
+    }
+    let result = store
+        .call("compact", false, || {
+            let mut kv = store.inner.kv.clone();
+            async move { kv.compact(revision, Some(CompactionOptions::new())).await }
+        })
+        .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.kind(), ErrorKind::Compacted { .. }) => {
+            let oldest = crate::watch::compact_revision(store).await?;
+            Err(Error::compacted(oldest).with_context("requested", revision))
+        }
+        Err(e) => Err(e),
+    }
+}

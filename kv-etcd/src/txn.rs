@@ -1,0 +1,354 @@
+//! Transactions as one etcd Txn, and the native single-key `put`.
+//!
+//! Plain ops map one to one onto etcd ops, except that deletes also remove the collections
+//! at the key (or under the prefix). Transactions with collection ops take the optimistic
+//! path of [`crate::collections`]. A branch with more physical ops than etcd takes per level
+//! is packed into nested transactions without compares (etcd ≥ 3.3), so it stays one atomic
+//! request.
+
+use crate::namespace::Namespace;
+use crate::range::header_revision;
+use crate::store::EtcdStore;
+use etcd_client::{
+    Compare as EtcdCompare, CompareOp as EtcdCompareOp, DeleteOptions, GetOptions,
+    PutOptions as EtcdPutOptions, Txn as EtcdTxn, TxnOp as EtcdOp, TxnOpResponse,
+    TxnResponse as EtcdTxnResponse,
+};
+use kv_core::emulation::{
+    PhysicalRange, collection_ranges_for_key, collection_ranges_for_prefix, delete_collections,
+};
+use kv_core::{
+    Compare, CompareOp, CompareTarget, Error, ErrorKind, OpResult, PutOptions, PutResult, Result,
+    Txn, TxnOp, TxnResponse,
+};
+use std::collections::BTreeMap;
+
+pub(crate) async fn put(
+    store: &EtcdStore,
+    key: &[u8],
+    value: &[u8],
+    opts: PutOptions,
+) -> Result<PutResult> {
+    kv_core::validate_key(key)?;
+    store.inner.caps.validate_value(value)?;
+    let physical = store.inner.ns.key(key);
+    let mut put = EtcdPutOptions::new();
+    if let Some(lease) = opts.lease {
+        put = put.with_lease(lease.0);
+    }
+    if opts.prev {
+        put = put.with_prev_key();
+    }
+    let resp = store
+        .call("put", false, || {
+            let (key, value, put) = (physical.clone(), value.to_vec(), put.clone());
+            let mut kv = store.inner.kv.clone();
+            async move { kv.put(key, value, Some(put)).await }
+        })
+        .await?;
+    Ok(PutResult {
+        revision: header_revision(resp.header())?,
+        prev: resp.prev_key().and_then(|kv| store.inner.ns.entry(kv)),
+    })
+}
+
+pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
+    txn.validate(&store.inner.caps)?;
+    let has_collections = txn
+        .success
+        .iter()
+        .chain(&txn.failure)
+        .any(|op| matches!(op, TxnOp::Collection(_)));
+    if has_collections {
+        return crate::collections::txn(store, txn).await;
+    }
+    let ns = &store.inner.ns;
+    let max = store.inner.caps.max_txn_ops;
+    let mut success = Branch::default();
+    for op in &txn.success {
+        success.plain(ns, op);
+    }
+    let mut failure = Branch::default();
+    for op in &txn.failure {
+        failure.plain(ns, op);
+    }
+    let request = UserTxn::new(ns, &txn.compares, success, failure, max);
+    let etcd_txn = request.etcd_txn();
+    let resp = store
+        .call("txn", false, || {
+            let t = etcd_txn.clone();
+            let mut kv = store.inner.kv.clone();
+            async move { kv.txn(t).await }
+        })
+        .await?;
+    let revision = header_revision(resp.header())?;
+    request.response(ns, &resp, revision)
+}
+
+/// How the result of one user op is read from the etcd responses of its branch.
+#[derive(Debug, Clone)]
+pub(crate) enum Slot {
+    /// A get at this physical op index.
+    Get(usize),
+    /// A put at this index.
+    Put(usize),
+    /// A plain delete at `plain`, and the deletes of the set, map and list at the key.
+    DeleteKey {
+        plain: usize,
+        collections: [usize; 3],
+    },
+    /// A plain prefix delete, and keys-only reads of the collections under the prefix taken
+    /// just before they are deleted (to count them).
+    DeletePrefix {
+        plain: usize,
+        scans: [usize; 3],
+        ranges: Box<[PhysicalRange; 3]>,
+    },
+    /// A plain delete, plus collections removed through the emulation.
+    DeleteWith { plain: usize, collections: u64 },
+    /// A result known before sending (collection ops).
+    Ready(OpResult),
+}
+
+/// The physical etcd ops of one branch and how to read the user results back.
+#[derive(Debug, Default)]
+pub(crate) struct Branch {
+    pub(crate) ops: Vec<EtcdOp>,
+    pub(crate) slots: Vec<Slot>,
+}
+
+impl Branch {
+    pub(crate) fn push(&mut self, op: EtcdOp) -> usize {
+        self.ops.push(op);
+        self.ops.len() - 1
+    }
+
+    /// A plain delete of every physical key in `[start, end)`.
+    pub(crate) fn delete_range(&mut self, start: Vec<u8>, end: Vec<u8>) -> usize {
+        self.push(EtcdOp::delete(
+            start,
+            Some(DeleteOptions::new().with_range(end)),
+        ))
+    }
+
+    /// Adds a plain (non-collection) op; collections at deleted keys are deleted natively.
+    pub(crate) fn plain(&mut self, ns: &Namespace, op: &TxnOp) {
+        let slot = match op {
+            TxnOp::Get { key } => Slot::Get(self.push(EtcdOp::get(ns.key(key), None))),
+            TxnOp::Put { key, value, lease } => {
+                let opts = lease.map(|l| EtcdPutOptions::new().with_lease(l.0));
+                Slot::Put(self.push(EtcdOp::put(ns.key(key), value.clone(), opts)))
+            }
+            TxnOp::Delete { key } => {
+                let plain = self.push(EtcdOp::delete(ns.key(key), None));
+                let collections = collection_ranges_for_key(key)
+                    .map(|r| self.delete_range(ns.key(&r.start), ns.key(&r.end)));
+                Slot::DeleteKey { plain, collections }
+            }
+            TxnOp::DeletePrefix { prefix } => {
+                let (start, end) = ns.prefix(prefix);
+                let plain = self.delete_range(start, end);
+                let ranges = collection_ranges_for_prefix(prefix);
+                let scans = ranges.clone().map(|r| {
+                    let get = GetOptions::new()
+                        .with_range(ns.key(&r.end))
+                        .with_keys_only();
+                    let scan = self.push(EtcdOp::get(ns.key(&r.start), Some(get)));
+                    self.delete_range(ns.key(&r.start), ns.key(&r.end));
+                    scan
+                });
+                Slot::DeletePrefix {
+                    plain,
+                    scans,
+                    ranges: Box::new(ranges),
+                }
+            }
+            TxnOp::Collection(_) => unreachable!("collection ops take the emulation path"),
+        };
+        self.slots.push(slot);
+    }
+
+    /// The user results, from the flattened etcd responses of this branch.
+    pub(crate) fn results(&self, ns: &Namespace, resps: &[TxnOpResponse]) -> Result<Vec<OpResult>> {
+        let deleted = |i: usize| match resps.get(i) {
+            Some(TxnOpResponse::Delete(d)) => Ok(u64::try_from(d.deleted()).unwrap_or(0)),
+            other => Err(unexpected(other)),
+        };
+        self.slots
+            .iter()
+            .map(|slot| {
+                Ok(match slot {
+                    Slot::Get(i) => match resps.get(*i) {
+                        Some(TxnOpResponse::Get(g)) => {
+                            OpResult::Get(g.kvs().first().and_then(|kv| ns.entry(kv)))
+                        }
+                        other => return Err(unexpected(other)),
+                    },
+                    Slot::Put(i) => match resps.get(*i) {
+                        Some(TxnOpResponse::Put(_)) => OpResult::Put,
+                        other => return Err(unexpected(other)),
+                    },
+                    Slot::DeleteKey { plain, collections } => {
+                        let mut n = deleted(*plain)?;
+                        for c in collections {
+                            n += u64::from(deleted(*c)? > 0);
+                        }
+                        OpResult::Delete { deleted: n }
+                    }
+                    Slot::DeletePrefix {
+                        plain,
+                        scans,
+                        ranges,
+                    } => {
+                        let mut keys = BTreeMap::new();
+                        for s in scans {
+                            let Some(TxnOpResponse::Get(g)) = resps.get(*s) else {
+                                return Err(unexpected(resps.get(*s)));
+                            };
+                            for kv in g.kvs() {
+                                if let Some(k) = ns.strip(kv.key()) {
+                                    keys.insert(k.to_vec(), Vec::new());
+                                }
+                            }
+                        }
+                        let collections = delete_collections(&keys, ranges.as_ref())?.collections;
+                        OpResult::Delete {
+                            deleted: deleted(*plain)? + collections,
+                        }
+                    }
+                    Slot::DeleteWith { plain, collections } => OpResult::Delete {
+                        deleted: deleted(*plain)? + collections,
+                    },
+                    Slot::Ready(result) => result.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+pub(crate) fn unexpected(got: Option<&TxnOpResponse>) -> Error {
+    Error::new(
+        ErrorKind::Backend,
+        format!("etcd answered a transaction op with {got:?}"),
+    )
+}
+
+/// Packs ops into nested transactions of at most `max` ops per level; returns the ops and the
+/// nesting depth added.
+pub(crate) fn pack(mut ops: Vec<EtcdOp>, max: usize) -> (Vec<EtcdOp>, usize) {
+    let mut depth = 0;
+    while ops.len() > max {
+        let mut packed = Vec::with_capacity(ops.len().div_ceil(max));
+        let mut rest = ops.into_iter().peekable();
+        while rest.peek().is_some() {
+            let chunk: Vec<EtcdOp> = rest.by_ref().take(max).collect();
+            packed.push(EtcdOp::txn(EtcdTxn::new().and_then(chunk)));
+        }
+        ops = packed;
+        depth += 1;
+    }
+    (ops, depth)
+}
+
+/// The responses of a packed branch, unnested back to one per physical op.
+pub(crate) fn flatten(resps: Vec<TxnOpResponse>, depth: usize) -> Result<Vec<TxnOpResponse>> {
+    if depth == 0 {
+        return Ok(resps);
+    }
+    let mut out = Vec::new();
+    for resp in resps {
+        match resp {
+            TxnOpResponse::Txn(t) => out.extend(flatten(t.op_responses(), depth - 1)?),
+            other => return Err(unexpected(Some(&other))),
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn compare(ns: &Namespace, c: &Compare) -> EtcdCompare {
+    let op = match c.op {
+        CompareOp::Equal => EtcdCompareOp::Equal,
+        CompareOp::NotEqual => EtcdCompareOp::NotEqual,
+        CompareOp::Greater => EtcdCompareOp::Greater,
+        CompareOp::Less => EtcdCompareOp::Less,
+    };
+    let key = ns.key(&c.key);
+    match &c.target {
+        CompareTarget::Version(v) => EtcdCompare::version(key, op, *v),
+        CompareTarget::CreateRevision(r) => EtcdCompare::create_revision(key, op, *r),
+        CompareTarget::ModRevision(r) => EtcdCompare::mod_revision(key, op, *r),
+        CompareTarget::Value(v) => EtcdCompare::value(key, op, v.clone()),
+        CompareTarget::Lease(l) => EtcdCompare::lease(key, op, *l),
+    }
+}
+
+/// The user-level transaction: the user's compares, then the two packed branches.
+pub(crate) struct UserTxn {
+    txn: EtcdTxn,
+    success: (Branch, usize),
+    failure: (Branch, usize),
+}
+
+impl UserTxn {
+    pub(crate) fn new(
+        ns: &Namespace,
+        compares: &[Compare],
+        mut success: Branch,
+        mut failure: Branch,
+        max: usize,
+    ) -> Self {
+        let (s_ops, s_depth) = pack(std::mem::take(&mut success.ops), max);
+        let (f_ops, f_depth) = pack(std::mem::take(&mut failure.ops), max);
+        let compares: Vec<EtcdCompare> = compares.iter().map(|c| compare(ns, c)).collect();
+        UserTxn {
+            txn: EtcdTxn::new().when(compares).and_then(s_ops).or_else(f_ops),
+            success: (success, s_depth),
+            failure: (failure, f_depth),
+        }
+    }
+
+    /// The etcd transaction to send.
+    pub(crate) fn etcd_txn(&self) -> EtcdTxn {
+        self.txn.clone()
+    }
+
+    /// Reads the user's response from etcd's response to [`UserTxn::etcd_txn`].
+    pub(crate) fn response(
+        &self,
+        ns: &Namespace,
+        resp: &EtcdTxnResponse,
+        revision: i64,
+    ) -> Result<TxnResponse> {
+        let succeeded = resp.succeeded();
+        let (branch, depth) = if succeeded {
+            &self.success
+        } else {
+            &self.failure
+        };
+        let resps = flatten(resp.op_responses(), *depth)?;
+        Ok(TxnResponse {
+            succeeded,
+            revision,
+            results: branch.results(ns, &resps)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_nests_until_each_level_fits() {
+        let ops: Vec<EtcdOp> = (0..300u32)
+            .map(|i| EtcdOp::get(i.to_be_bytes().to_vec(), None))
+            .collect();
+        let (packed, depth) = pack(ops, 128);
+        assert_eq!((packed.len(), depth), (3, 1));
+        let ops: Vec<EtcdOp> = (0..5).map(|i| EtcdOp::get(vec![i + 1], None)).collect();
+        let (packed, depth) = pack(ops, 2);
+        assert_eq!((packed.len(), depth), (2, 2));
+        let (packed, depth) = pack(Vec::new(), 2);
+        assert_eq!((packed.len(), depth), (0, 0));
+    }
+}

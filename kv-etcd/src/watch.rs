@@ -1,0 +1,223 @@
+//! Watches: etcd watches that reconnect and resume at the last seen revision + 1.
+//!
+//! etcd sends every event of one revision in one `WatchResponse` (it only splits a revision
+//! across responses when the `fragment` option is set, which is never set here), so grouping
+//! a response's events by revision gives exactly one batch per transaction.
+
+use crate::error::map_error;
+use crate::range::header_revision;
+use crate::store::{EtcdStore, backoff};
+use etcd_client::{EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
+use futures::StreamExt;
+use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use std::collections::VecDeque;
+
+/// A live etcd watch and what is needed to re-create it.
+struct Watcher {
+    store: EtcdStore,
+    key: Vec<u8>,
+    range_end: Vec<u8>,
+    prev: bool,
+    /// The first revision not yet delivered.
+    next_revision: i64,
+    stream: Option<etcd_client::WatchStream>,
+    ready: VecDeque<WatchBatch>,
+    /// Consecutive reconnects that delivered nothing.
+    failures: u32,
+    done: bool,
+}
+
+pub(crate) async fn watch(store: &EtcdStore, opts: WatchOptions) -> Result<WatchStream> {
+    opts.range.validate()?;
+    if let Some(rev) = opts.start_revision
+        && rev < 1
+    {
+        return Err(Error::invalid_argument(
+            "a watch start revision is at least 1",
+        ));
+    }
+    let (start, end) = opts.range.bounds();
+    let (key, range_end) = store.inner.ns.range(&start, end.as_deref());
+    let mut watcher = Watcher {
+        store: store.clone(),
+        key,
+        range_end,
+        prev: opts.prev,
+        next_revision: opts.start_revision.unwrap_or(0),
+        stream: None,
+        ready: VecDeque::new(),
+        failures: 0,
+        done: false,
+    };
+    // The first connection is made before returning, so that every change after `watch`
+    // returns is delivered and an unreachable cluster is reported here.
+    watcher.connect().await?;
+    Ok(futures::stream::unfold(watcher, |mut w| async move {
+        let item = w.next().await?;
+        Some((item, w))
+    })
+    .boxed())
+}
+
+impl Watcher {
+    /// Opens the etcd watch from `next_revision` (or from now, the first time without one)
+    /// and waits for etcd to confirm it.
+    async fn connect(&mut self) -> Result<()> {
+        let mut opts = EtcdWatchOptions::new().with_range(self.range_end.clone());
+        if self.prev {
+            opts = opts.with_prev_key();
+        }
+        if self.next_revision > 0 {
+            opts = opts.with_start_revision(self.next_revision);
+        }
+        let mut client = self.store.inner.watch.clone();
+        let timeout = self.store.inner.config.request_timeout();
+        let open = async {
+            let mut stream = client.watch(self.key.clone(), Some(opts)).await?;
+            let created = stream.message().await?;
+            Ok::<_, etcd_client::Error>((stream, created))
+        };
+        let (stream, created) = tokio::time::timeout(timeout, open)
+            .await
+            .map_err(|_| Error::new(ErrorKind::Timeout, "etcd did not confirm the watch"))?
+            .map_err(|e| map_error("watch", e))?;
+        let Some(created) = created else {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                "etcd closed the watch stream",
+            ));
+        };
+        if self.next_revision == 0 {
+            self.next_revision = header_revision(created.header())? + 1;
+        }
+        self.check_canceled(&created)?;
+        self.stream = Some(stream);
+        Ok(())
+    }
+
+    /// A canceled response ends the watch with `Compacted`, or asks for a reconnect.
+    fn check_canceled(&mut self, resp: &WatchResponse) -> Result<()> {
+        if resp.compact_revision() > 0 {
+            self.done = true;
+            return Err(Error::compacted(resp.compact_revision())
+                .with_context("from_revision", self.next_revision));
+        }
+        if resp.canceled() {
+            self.stream = None;
+            return Err(
+                Error::new(ErrorKind::Unavailable, "etcd canceled the watch")
+                    .with_context("reason", resp.cancel_reason()),
+            );
+        }
+        Ok(())
+    }
+
+    /// The next item of the stream: a batch, or the final error.
+    async fn next(&mut self) -> Option<Result<WatchBatch>> {
+        loop {
+            if let Some(batch) = self.ready.pop_front() {
+                return Some(Ok(batch));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.poll_once().await {
+                if matches!(e.kind(), ErrorKind::Compacted { .. }) {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                self.stream = None;
+                self.failures += 1;
+                if self.failures > self.store.inner.config.retries {
+                    self.done = true;
+                    return Some(Err(e.with_context("reconnects", self.failures - 1)));
+                }
+                tracing::debug!(error = %e, next = self.next_revision, "watch reconnecting");
+                tokio::time::sleep(backoff(self.failures - 1)).await;
+            }
+        }
+    }
+
+    /// Receives one response (connecting first if needed) and queues its batches.
+    async fn poll_once(&mut self) -> Result<()> {
+        if self.stream.is_none() {
+            self.connect().await?;
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok(());
+        };
+        let resp = stream
+            .message()
+            .await
+            .map_err(|e| map_error("watch", e))?
+            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "etcd closed the watch stream"))?;
+        self.check_canceled(&resp)?;
+        if !resp.events().is_empty() {
+            self.failures = 0;
+        }
+        self.queue(&resp);
+        Ok(())
+    }
+
+    /// Groups a response's events into one batch per revision, skipping revisions already
+    /// delivered (a resumed watch never repeats one).
+    fn queue(&mut self, resp: &WatchResponse) {
+        let ns = &self.store.inner.ns;
+        for ev in resp.events() {
+            let Some(kv) = ev.kv() else { continue };
+            let revision = kv.mod_revision();
+            if revision < self.next_revision {
+                continue;
+            }
+            let prev = ev.prev_kv().and_then(|p| ns.entry(p));
+            let event = match ev.event_type() {
+                EventType::Put => match ns.entry(kv) {
+                    Some(entry) => Event::Put { entry, prev },
+                    None => continue,
+                },
+                EventType::Delete => match ns.strip(kv.key()) {
+                    Some(key) => Event::Delete {
+                        key: key.to_vec(),
+                        prev,
+                    },
+                    None => continue,
+                },
+            };
+            match self.ready.back_mut() {
+                Some(batch) if batch.revision == revision => batch.events.push(event),
+                _ => self.ready.push_back(WatchBatch {
+                    revision,
+                    events: vec![event],
+                }),
+            }
+        }
+        if let Some(last) = self.ready.back() {
+            self.next_revision = self.next_revision.max(last.revision + 1);
+        }
+    }
+}
+
+/// The oldest revision etcd still retains, learned by watching from revision 1 (etcd answers
+/// a watch on compacted history with the compact revision).
+pub(crate) async fn compact_revision(store: &EtcdStore) -> Result<i64> {
+    let key = store.inner.ns.key(&[0]);
+    let mut client = store.inner.watch.clone();
+    let probe = async {
+        let mut stream = client
+            .watch(key, Some(EtcdWatchOptions::new().with_start_revision(1)))
+            .await?;
+        while let Some(resp) = stream.message().await? {
+            if resp.compact_revision() > 0 || resp.canceled() {
+                return Ok(resp.compact_revision());
+            }
+            if !resp.created() {
+                break;
+            }
+        }
+        Ok(1)
+    };
+    tokio::time::timeout(store.inner.config.request_timeout(), probe)
+        .await
+        .map_err(|_| Error::new(ErrorKind::Timeout, "etcd did not answer the watch probe"))?
+        .map_err(|e| map_error("watch", e))
+}
