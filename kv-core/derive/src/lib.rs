@@ -1,2 +1,85 @@
 //! Derive macros for `kv-core`: keys, prefixes and keyspaces declared from templates.
+//!
+//! Use them through `kv_core` (`use kv_core::keyspace::{Key, Prefix, Keyspace};` brings the
+//! traits and the derives of the same names). The generated code names the crate by the path
+//! `::kv_core`, so the crate must be a dependency under that name (the default).
+//!
+//! Templates are written as the seed documents write key layouts:
+//! `jxt/tenants/{id}/database/{service}`, `/registry/{group}/{service}/{ip}:{port}/status`,
+//! `nxc:map:{realm}:{provider}`. `{field}` is a variable, `{{` and `}}` are literal braces.
+//! The separator is `/` when the template contains one, otherwise `:`.
+//!
+//! Every template is checked when the derive expands; each of these is a compile error that
+//! points at the template or the field: a variable that is not a field, a field that is not a
+//! variable, an empty segment, a doubled separator, a stray `{` or `}`, two variables of one
+//! segment without an unambiguous literal delimiter between them (a delimiter made only of
+//! letters, digits, `-`, `_`, `.`, `~` or `%` could occur inside the values), a `.` or `..`
+//! segment, a key ending with the separator or a prefix not ending with it, a `/` template
+//! that also uses `:` as a separator, a variable used twice, and a hash tag that names no
+//! segment.
 #![deny(missing_docs)]
+
+mod attrs;
+mod codegen;
+mod key;
+mod keyspace;
+mod prefix;
+mod template;
+
+use proc_macro::TokenStream;
+use syn::{DeriveInput, parse_macro_input};
+
+fn expand(
+    input: TokenStream,
+    derive: fn(&DeriveInput) -> syn::Result<proc_macro2::TokenStream>,
+) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    derive(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Derives `kv_core::keyspace::Key` for a struct whose named fields are the variables of its
+/// template.
+///
+/// Attributes (`#[kv(...)]`):
+/// - `template = "jxt/tenants/{id}/database/{service}"` (required): the key layout;
+/// - `value = Json<DatabaseConfig>` (required): the value codec;
+/// - `hash_tag = "realm"`: the variable (or literal segment) wrapped in a Redis Cluster hash
+///   tag, so that keys sharing it map to one slot;
+/// - `directory_of(OtherKey, ...)`: key types allowed to live under this key as if it were a
+///   directory (the schema checker reports any other nesting).
+///
+/// The generated `write` pushes literals and encodes each field into the caller's buffer;
+/// `parse` splits by the template, compares literals exactly, checks the depth and decodes
+/// each variable strictly. Each field's type implements `Segment`.
+#[proc_macro_derive(Key, attributes(kv))]
+pub fn derive_key(input: TokenStream) -> TokenStream {
+    expand(input, key::derive)
+}
+
+/// Derives `kv_core::keyspace::Prefix` for a struct whose named fields are the variables of a
+/// directory template, which ends with its separator (`jxt/tenants/{id}/`).
+///
+/// Attributes (`#[kv(...)]`): `template = "..."` and `key = KeyType` (the keys listed under
+/// the prefix; its template must start with this one) are required; `hash_tag` as for keys,
+/// naming the same segment as the key's.
+#[proc_macro_derive(Prefix, attributes(kv))]
+pub fn derive_prefix(input: TokenStream) -> TokenStream {
+    expand(input, prefix::derive)
+}
+
+/// Derives `kv_core::keyspace::Keyspace` for an enum whose variants each wrap one key type,
+/// and `From<KeyType>` for each variant.
+///
+/// Attributes (`#[kv(...)]`), both optional:
+/// - `naming = "[a-z0-9_-]"`: the character class every literal of the schema follows;
+/// - `allow_dir(Parent, Child)`: keys of variant `Child` may live under keys of `Parent`
+///   (repeatable).
+///
+/// `parse` skips templates whose literal root differs, tries the others, and when none
+/// matches reports the template that came closest and why it failed.
+#[proc_macro_derive(Keyspace, attributes(kv))]
+pub fn derive_keyspace(input: TokenStream) -> TokenStream {
+    expand(input, keyspace::derive)
+}

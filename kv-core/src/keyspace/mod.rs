@@ -40,6 +40,7 @@ pub use facade::{
 pub use key::{Key, Prefix, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyspace::{FieldInfo, Keyspace, NamingRule, NoMatch, TemplateInfo};
+pub use kv_core_derive::{Key, Keyspace, Prefix};
 pub use segment::{EncodeSegment, Segment, SegmentError, Separator, check_not_reserved};
 pub use escape::{escape_into, path_escape, should_escape, unescape_strict};
 pub use segment_hostport::{Host, HostPort};

@@ -1,0 +1,106 @@
+//! `#[derive(Prefix)]`.
+
+use crate::attrs::{KeyAttrs, Target};
+use crate::codegen::{Layout, ks};
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::DeriveInput;
+
+pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
+    let attrs = KeyAttrs::parse(&input.attrs, Target::Prefix)?;
+    let layout = Layout::new(
+        input,
+        attrs.template,
+        attrs.hash_tag.as_ref(),
+        true,
+        "Prefix",
+    )?;
+    let Some(key) = attrs.key else {
+        return Err(syn::Error::new(
+            Span::call_site(),
+            "#[derive(Prefix)] needs the key type it lists: `#[kv(key = TenantMetaKey)]`",
+        ));
+    };
+    let ks = ks();
+    let name = &input.ident;
+    let lit = &layout.lit;
+    let sep_path = layout.sep_path();
+    let hash_tag = match &attrs.hash_tag {
+        Some(tag) => quote!(::core::option::Option::Some(#tag)),
+        None => quote!(::core::option::Option::None),
+    };
+    let write = layout.write_body();
+    let parse = layout.parse_body();
+    let fields = layout.fields_body();
+    let text = &layout.template.text;
+    let not_prefix = format!(
+        "the template of the key listed by `{name}` does not start with `{text}` (or its hash tag differs)"
+    );
+    Ok(quote! {
+        impl #ks::Prefix for #name {
+            const TEMPLATE: &'static str = #lit;
+            const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;
+            type Key = #key;
+
+            fn template() -> &'static #ks::Template {
+                static TEMPLATE: ::std::sync::LazyLock<#ks::Template> =
+                    ::std::sync::LazyLock::new(|| {
+                        #ks::Template::with_separator(
+                            <#name as #ks::Prefix>::TEMPLATE,
+                            #ks::TemplateKind::Prefix,
+                            #sep_path,
+                            <#name as #ks::Prefix>::HASH_TAG,
+                        )
+                        .expect(::core::concat!("template `", #text, "` was checked at compile time"))
+                    });
+                &TEMPLATE
+            }
+
+            fn write(&self, out: &mut ::std::string::String) {
+                #write
+            }
+
+            fn parse(__raw: &str) -> ::core::result::Result<Self, #ks::KeyError> {
+                let __t = <Self as #ks::Prefix>::template();
+                #parse
+            }
+
+            fn fields(&self) -> ::std::vec::Vec<(&'static str, ::std::string::String)> {
+                #fields
+            }
+        }
+
+        // The listed key's template must extend this one, with the same hash tag.
+        const _: () = {
+            const fn starts_with(s: &[u8], p: &[u8]) -> bool {
+                if p.len() > s.len() {
+                    return false;
+                }
+                let mut i = 0;
+                while i < p.len() {
+                    if s[i] != p[i] {
+                        return false;
+                    }
+                    i += 1;
+                }
+                true
+            }
+            const fn same_tag(a: ::core::option::Option<&str>, b: ::core::option::Option<&str>) -> bool {
+                match (a, b) {
+                    (::core::option::Option::None, ::core::option::Option::None) => true,
+                    (::core::option::Option::Some(a), ::core::option::Option::Some(b)) => {
+                        a.len() == b.len() && starts_with(a.as_bytes(), b.as_bytes())
+                    }
+                    _ => false,
+                }
+            }
+            ::core::assert!(
+                starts_with(
+                    <#key as #ks::Key>::TEMPLATE.as_bytes(),
+                    <#name as #ks::Prefix>::TEMPLATE.as_bytes(),
+                ) && same_tag(<#key as #ks::Key>::HASH_TAG, <#name as #ks::Prefix>::HASH_TAG),
+                #not_prefix
+            );
+        };
+    })
+}
