@@ -10,7 +10,7 @@ use kv_core::{
 use kv_redis::{RedisConfig, RedisStore};
 use kv_tests::harness::{RedisServer, key_root, shared_redis};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A store on the shared server, or `None` (after a SKIP line) without `redis-server`.
@@ -385,16 +385,25 @@ async fn restart_under_writes_and_a_watch_loses_nothing() {
         .await
         .unwrap();
     let (restart_tx, restart_rx) = tokio::sync::oneshot::channel();
+    let restarted = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (store, root) = (store.clone(), root.clone());
+        let (store, root, restarted) = (store.clone(), root.clone(), restarted.clone());
         tokio::spawn(async move {
             let mut acknowledged = Vec::new();
             let mut restart_tx = Some(restart_tx);
-            for i in 0..200 {
+            let mut after_restart = 0;
+            // Writes go on through the restart, and for 100 more after it.
+            for i in 0.. {
                 if i == 100 {
                     let _ = restart_tx.take().unwrap().send(());
                 }
-                let key = format!("{root}{i:04}");
+                if restarted.load(Ordering::SeqCst) {
+                    after_restart += 1;
+                    if after_restart > 100 {
+                        break;
+                    }
+                }
+                let key = format!("{root}{i:06}");
                 // A failed write may or may not have been applied: retry until acknowledged.
                 for attempt in 0.. {
                     match store.put(key.as_bytes(), b"v", PutOptions::default()).await {
@@ -402,7 +411,7 @@ async fn restart_under_writes_and_a_watch_loses_nothing() {
                             acknowledged.push((key.clone(), r.revision));
                             break;
                         }
-                        Err(e) if e.is_retryable() && attempt < 200 => {
+                        Err(e) if e.is_retryable() && attempt < 400 => {
                             tokio::time::sleep(Duration::from_millis(50)).await
                         }
                         Err(e) => panic!("write {i} failed: {e}"),
@@ -414,6 +423,7 @@ async fn restart_under_writes_and_a_watch_loses_nothing() {
     };
     restart_rx.await.unwrap();
     tokio::task::block_in_place(|| server.restart());
+    restarted.store(true, Ordering::SeqCst);
     let acknowledged = writer.await.unwrap();
     for (key, _) in &acknowledged {
         assert!(
