@@ -1,0 +1,427 @@
+//! The typed facade on MemStore: single keys, codecs, listing, transactions.
+
+mod facade_keys;
+
+use facade_keys::*;
+use kv_core::keyspace::{
+    Encrypted, EncryptionKey, Json, Key, Keyring, ListOptions, Prefix, Template, Text, TypedStore,
+};
+use kv_core::{CompareOp, ErrorKind, OpResult};
+use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock};
+
+type Unencodable = BTreeMap<(u8, u8), u8>;
+
+/// A key whose JSON codec cannot encode some values (tuple map keys).
+#[derive(Debug, Clone, PartialEq)]
+struct BadJsonKey {
+    root: Name,
+}
+
+impl Key for BadJsonKey {
+    const TEMPLATE: &'static str = "{root}/bad";
+    type Value = Json<Unencodable>;
+    fn template() -> &'static Template {
+        static T: LazyLock<Template> =
+            LazyLock::new(|| Template::key(BadJsonKey::TEMPLATE, None).unwrap());
+        &T
+    }
+    fn write(&self, out: &mut String) {
+        Self::template().write(out, &[&self.root]);
+    }
+    fn parse(raw: &str) -> Result<Self, kv_core::keyspace::KeyError> {
+        let t = Self::template();
+        let [root] = t.captures(raw)?;
+        Ok(BadJsonKey {
+            root: kv_core::keyspace::decode_field(t, raw, 0, "root", root)?,
+        })
+    }
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        vec![("root", self.root.to_string())]
+    }
+    fn field_infos() -> Vec<kv_core::keyspace::FieldInfo> {
+        vec![kv_core::keyspace::FieldInfo::of::<Name>("root")]
+    }
+}
+
+fn unencodable() -> Unencodable {
+    BTreeMap::from([((1, 2), 3)])
+}
+
+fn db_key(root: &Name, id: u64, service: &str) -> TenantDbKey {
+    TenantDbKey {
+        root: root.clone(),
+        id,
+        service: name(service),
+    }
+}
+
+#[tokio::test]
+async fn get_put_delete_exists_round_trip() {
+    let (typed, root) = store();
+    let key = db_key(&root, 1, "mysql");
+    assert_eq!(typed.get(&key).await.unwrap(), None);
+    assert!(!typed.exists(&key).await.unwrap());
+
+    let rev1 = typed.put(&key, &db("10.0.0.1")).await.unwrap();
+    assert_eq!(typed.get(&key).await.unwrap(), Some(db("10.0.0.1")));
+    let raw = typed
+        .store()
+        .get(key.encode().as_bytes())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(raw.value, br#"{"host":"10.0.0.1","maxConnections":10}"#);
+
+    let rev2 = typed.put(&key, &db("10.0.0.2")).await.unwrap();
+    let versioned = typed.get_versioned(&key).await.unwrap().unwrap();
+    assert_eq!(versioned.value, db("10.0.0.2"));
+    assert_eq!(versioned.create_revision, rev1);
+    assert_eq!(versioned.mod_revision, rev2);
+    assert_eq!(versioned.version, 2);
+    assert!(typed.exists(&key).await.unwrap());
+
+    assert!(typed.delete(&key).await.unwrap());
+    assert!(!typed.delete(&key).await.unwrap());
+    assert!(!typed.exists(&key).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_value_that_does_not_decode_is_a_codec_error_naming_the_key() {
+    let (typed, root) = store();
+    let key = db_key(&root, 1, "mysql");
+    let raw_key = key.encode();
+    typed
+        .store()
+        .put(raw_key.as_bytes(), b"{not json", Default::default())
+        .await
+        .unwrap();
+    let err = typed.get(&key).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Codec);
+    assert!(
+        err.context()
+            .iter()
+            .any(|(k, v)| *k == "key" && *v == raw_key)
+    );
+}
+
+#[tokio::test]
+async fn an_encoding_failure_writes_nothing() {
+    let (typed, root) = store();
+    let key = BadJsonKey { root: root.clone() };
+    let before = typed.store().revision().await.unwrap();
+    let err = typed.put(&key, &unencodable()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Codec);
+    assert!(!typed.exists(&key).await.unwrap());
+
+    // In a transaction, the good ops are not sent either.
+    let good = db_key(&root, 1, "mysql");
+    let mut txn = typed.txn();
+    txn.create(&good, &db("h")).put(&key, &unencodable());
+    assert_eq!(txn.commit().await.unwrap_err().kind(), ErrorKind::Codec);
+    assert!(!typed.exists(&good).await.unwrap());
+    assert_eq!(typed.store().revision().await.unwrap(), before);
+}
+
+#[tokio::test]
+async fn encrypted_values_through_the_with_variants() {
+    let (typed, root) = store();
+    let key = SecretKey {
+        root,
+        service: name("pool"),
+    };
+    let ring = Arc::new(Keyring::new("k1", EncryptionKey::generate()).unwrap());
+    let codec = Encrypted::new(ring, Json::<DbConfig>::new());
+    typed
+        .put_with(&codec, &key, &db("vault.internal"))
+        .await
+        .unwrap();
+
+    let raw = typed
+        .store()
+        .get(key.encode().as_bytes())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!raw.value.windows(5).any(|w| w == b"vault"));
+    assert_eq!(Keyring::envelope_key_id(&raw.value).unwrap(), "k1");
+    assert_eq!(
+        typed.get_with(&codec, &key).await.unwrap(),
+        Some(db("vault.internal"))
+    );
+    // The plain JSON codec sees an envelope, not JSON; another keyring sees an unknown id.
+    use kv_core::keyspace::Codec;
+    let plain = Json::<DbConfig>::new().decode(&raw.value);
+    assert_eq!(plain.unwrap_err().kind(), ErrorKind::Codec);
+    let other = Encrypted::new(
+        Arc::new(Keyring::new("k2", EncryptionKey::generate()).unwrap()),
+        Json::<DbConfig>::new(),
+    );
+    let err = typed.get_with(&other, &key).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Codec);
+}
+
+#[tokio::test]
+async fn listing_a_directory_never_returns_a_sibling_sharing_its_digits() {
+    let (typed, root) = store();
+    for id in [1, 10, 11, 100] {
+        for service in ["a", "b"] {
+            typed
+                .put(&db_key(&root, id, service), &db(&format!("{id}-{service}")))
+                .await
+                .unwrap();
+        }
+    }
+    let dir = TenantDbDir {
+        root: root.clone(),
+        id: 1,
+    };
+    assert_eq!(dir.encode(), format!("{root}/tenants/1/database/"));
+    let page = typed.list(&dir, ListOptions::limit(100)).await.unwrap();
+    assert!(page.skipped.is_empty(), "{:?}", page.skipped);
+    assert_eq!(page.next, None);
+    let got: Vec<(u64, String, String)> = page
+        .items
+        .iter()
+        .map(|(k, v)| (k.id, k.service.to_string(), v.host.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        [(1, "a".into(), "1-a".into()), (1, "b".into(), "1-b".into())]
+    );
+
+    // Deleting the directory leaves tenant 10 and 11 alone.
+    assert_eq!(typed.delete_prefix(&dir).await.unwrap(), 2);
+    let ten = TenantDbDir {
+        root: root.clone(),
+        id: 10,
+    };
+    assert_eq!(
+        typed
+            .list(&ten, ListOptions::limit(10))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn listing_pages_with_a_continuation() {
+    let (typed, root) = store();
+    let services = ["a", "b", "c", "d", "e"];
+    for s in services {
+        typed.put(&db_key(&root, 7, s), &db(s)).await.unwrap();
+    }
+    let dir = TenantDbDir { root, id: 7 };
+    let mut opts = ListOptions::limit(2);
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = typed.list(&dir, opts.clone()).await.unwrap();
+        pages += 1;
+        assert!(page.items.len() <= 2);
+        seen.extend(page.items.into_iter().map(|(k, _)| k.service.to_string()));
+        match page.next {
+            Some(next) => opts = ListOptions::limit(2).after(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, services);
+    assert!((3..=4).contains(&pages), "{pages} pages");
+    let err = typed.list(&dir, ListOptions::limit(0)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+#[tokio::test]
+async fn keys_that_do_not_parse_or_decode_are_reported_not_dropped() {
+    let (typed, root) = store();
+    let raw = typed.store().clone();
+    let meta = TenantMetaKey {
+        root: root.clone(),
+        id: 3,
+    };
+    typed.put(&meta, &"ACME".to_string()).await.unwrap();
+    // Another key type in the same directory, a foreign key, and bad bytes under a meta key.
+    typed
+        .put(&db_key(&root, 3, "mysql"), &db("h"))
+        .await
+        .unwrap();
+    raw.put(
+        format!("{root}/tenants/3/Junk").as_bytes(),
+        b"x",
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    let broken = TenantMetaKey {
+        root: root.clone(),
+        id: 3,
+    };
+    let dir = TenantDir {
+        root: root.clone(),
+        id: 3,
+    };
+    raw.put(
+        format!("{root}/tenants/3/meta").as_bytes(),
+        b"\xff",
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    let page = typed.list(&dir, ListOptions::limit(10)).await.unwrap();
+    assert!(page.items.is_empty());
+    let skipped: Vec<(String, ErrorKind)> = page
+        .skipped
+        .iter()
+        .map(|s| (String::from_utf8(s.key.clone()).unwrap(), s.error.kind()))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            (format!("{root}/tenants/3/Junk"), ErrorKind::InvalidKey),
+            (
+                format!("{root}/tenants/3/database/mysql"),
+                ErrorKind::InvalidKey
+            ),
+            (broken.encode(), ErrorKind::Codec),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn create_puts_only_if_absent_and_the_failure_branch_reads_the_holder() {
+    let (typed, root) = store();
+    let key = TenantMetaKey { root, id: 1 };
+    let mut txn = typed.txn();
+    txn.create(&key, &"first".to_string());
+    let outcome = txn.commit().await.unwrap();
+    assert!(outcome.succeeded);
+
+    let mut txn = typed.txn();
+    txn.create(&key, &"second".to_string());
+    let holder = txn.get_on_failure(&key);
+    let unused = txn.get(&key);
+    let outcome = txn.commit().await.unwrap();
+    assert!(!outcome.succeeded);
+    let held = outcome.read(&holder).unwrap().unwrap();
+    assert_eq!(held.value, "first");
+    assert_eq!(held.version, 1);
+    assert_eq!(
+        outcome.read(&unused).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(typed.get(&key).await.unwrap().as_deref(), Some("first"));
+}
+
+#[tokio::test]
+async fn typed_compares_guard_optimistic_updates() {
+    let (typed, root) = store();
+    let a = TenantMetaKey {
+        root: root.clone(),
+        id: 1,
+    };
+    let b = TenantMetaKey {
+        root: root.clone(),
+        id: 2,
+    };
+    typed.put(&a, &"v1".to_string()).await.unwrap();
+    let seen = typed.get_versioned(&a).await.unwrap().unwrap();
+
+    // Compare-and-swap on the mod revision read: succeeds once, then is stale.
+    for (expect, value) in [(true, "v2"), (false, "v3")] {
+        let mut txn = typed.txn();
+        txn.when_mod_revision(&a, CompareOp::Equal, seen.mod_revision)
+            .put(&a, &value.to_string());
+        assert_eq!(txn.commit().await.unwrap().succeeded, expect, "{value}");
+    }
+    assert_eq!(typed.get(&a).await.unwrap().as_deref(), Some("v2"));
+
+    let run = |build: &dyn Fn(&mut kv_core::keyspace::TypedTxn)| {
+        let mut txn = typed.txn();
+        build(&mut txn);
+        txn.put(&b, &"touched".to_string());
+        txn.commit()
+    };
+    assert!(
+        run(&|t| {
+            t.when_value_equals(&a, &"v2".to_string());
+        })
+        .await
+        .unwrap()
+        .succeeded
+    );
+    assert!(
+        !run(&|t| {
+            t.when_value_equals(&a, &"v1".to_string());
+        })
+        .await
+        .unwrap()
+        .succeeded
+    );
+    assert!(
+        run(&|t| {
+            t.when_exists(&a);
+        })
+        .await
+        .unwrap()
+        .succeeded
+    );
+    assert!(
+        !run(&|t| {
+            t.when_absent(&a);
+        })
+        .await
+        .unwrap()
+        .succeeded
+    );
+    assert!(
+        run(&|t| {
+            t.when_version(&a, CompareOp::Equal, 2);
+        })
+        .await
+        .unwrap()
+        .succeeded
+    );
+    assert!(
+        !run(&|t| {
+            t.when_version(&a, CompareOp::Greater, 2);
+        })
+        .await
+        .unwrap()
+        .succeeded
+    );
+
+    // Success-branch reads are typed; deletes run in the same transaction.
+    let mut txn = typed.txn();
+    let read = txn.get(&a);
+    txn.delete(&b);
+    let outcome = txn.commit().await.unwrap();
+    assert_eq!(outcome.read(&read).unwrap().unwrap().value, "v2");
+    assert!(matches!(
+        outcome.results()[1],
+        OpResult::Delete { deleted: 1 }
+    ));
+    assert!(!typed.exists(&b).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_transaction_writing_one_key_twice_is_refused_before_it_is_sent() {
+    let (typed, root) = store();
+    let key = TenantMetaKey { root, id: 1 };
+    let mut txn = typed.txn();
+    txn.put(&key, &"a".to_string()).put(&key, &"b".to_string());
+    assert_eq!(
+        txn.commit().await.unwrap_err().kind(),
+        ErrorKind::TxnConflict
+    );
+    assert!(!typed.exists(&key).await.unwrap());
+}
+
+#[test]
+fn typed_store_debug_names_the_backend() {
+    let typed = TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+    assert!(format!("{typed:?}").contains("memory"));
+    let _: Text = Text;
+}
