@@ -1,0 +1,13 @@
+//! The conformance suite on RedisStore, against a harness-started `redis-server`.
+
+use kv_core::Store;
+use kv_redis::RedisStore;
+use kv_tests::harness::shared_redis;
+use std::sync::Arc;
+
+async fn redis_store() -> Option<Arc<dyn Store>> {
+    let server = shared_redis().await?;
+    Some(Arc::new(RedisStore::open(&server.url()).await.expect("connect to Redis")))
+}
+
+kv_tests::conformance_suite!(redis_store);
