@@ -98,6 +98,23 @@ impl Charset {
         }
     }
 
+    /// Some members of the set: every ASCII member, and a few from each non-ASCII range (the
+    /// alphabet of generated test values).
+    pub fn sample(&self) -> Vec<char> {
+        let mut chars: Vec<char> = (0u8..0x80)
+            .map(char::from)
+            .filter(|&c| self.contains(c))
+            .collect();
+        let mut extra = vec!['é', 'ÿ', '默', '认', '😀', '\u{10ffff}'];
+        for &(a, b) in &self.ranges {
+            let mid = char::from_u32((a as u32 + b as u32) / 2).unwrap_or(a);
+            extra.extend([a, mid, b]);
+        }
+        chars.extend(extra.into_iter().filter(|&c| self.contains(c)));
+        chars.dedup();
+        chars
+    }
+
     /// The class as written.
     pub fn source(&self) -> &str {
         &self.source

@@ -13,6 +13,7 @@ mod codec;
 mod escape;
 mod codec_json;
 mod codec_plain;
+mod codec_segment;
 mod encrypted;
 mod facade;
 mod key;
@@ -25,6 +26,8 @@ mod segment_int;
 mod segment_padded;
 mod segment_uuid;
 mod template;
+mod template_match;
+mod template_parse;
 mod text;
 
 pub use charset::Charset;
@@ -32,6 +35,7 @@ pub use checker::{Finding, FindingKind, check, check_keyspace};
 pub use codec::Codec;
 pub use codec_json::Json;
 pub use codec_plain::{Bytes, Empty, Text};
+pub use codec_segment::SegmentCodec;
 pub use encrypted::{ENVELOPE_VERSION, Encrypted, EncryptionKey, Keyring};
 pub use facade::{
     ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage, Skipped, TxnOutcome, TxnRead,

@@ -1,7 +1,7 @@
 //! [`Template`]: the runtime form of a key template such as `jxt/tenants/{id}/database/{service}`.
 
-use super::key_error::{KeyError, KeyErrorReason};
 use super::segment::{EncodeSegment, Separator};
+use super::template_parse::{find_tag, infer_separator, parse_segment};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -21,7 +21,7 @@ pub enum Part {
 /// then ends at the first occurrence of that literal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateSegment {
-    parts: Vec<Part>,
+    pub(super) parts: Vec<Part>,
 }
 
 impl TemplateSegment {
@@ -106,13 +106,13 @@ pub enum TemplateKind {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
-    source: Cow<'static, str>,
-    kind: TemplateKind,
-    separator: Separator,
-    leading: bool,
-    segments: Vec<TemplateSegment>,
-    hash_tag: Option<usize>,
-    var_count: usize,
+    pub(super) source: Cow<'static, str>,
+    pub(super) kind: TemplateKind,
+    pub(super) separator: Separator,
+    pub(super) leading: bool,
+    pub(super) segments: Vec<TemplateSegment>,
+    pub(super) hash_tag: Option<usize>,
+    pub(super) var_count: usize,
 }
 
 impl Template {
@@ -316,242 +316,10 @@ impl Template {
             out.push(sep.as_char());
         }
     }
-
-    /// Matches `raw` against the template's shape and returns the raw text of each variable,
-    /// in template order, without decoding them. A variable followed by a literal in the same
-    /// segment ends at the literal's first occurrence.
-    ///
-    /// # Errors
-    /// [`KeyError`] with the segment position where `raw` stops matching: a missing or extra
-    /// leading/trailing separator, a different depth, a literal that differs, a missing hash
-    /// tag, or `N` not equal to the number of variables.
-    pub fn captures<'a, const N: usize>(&self, raw: &'a str) -> Result<[&'a str; N], KeyError> {
-        let mut out = [""; N];
-        if N != self.var_count {
-            return Err(self.error(
-                raw,
-                0,
-                KeyErrorReason::Shape(format!(
-                    "the template has {} variables, {N} were asked for",
-                    self.var_count
-                )),
-            ));
-        }
-        let sep = self.separator.as_char();
-        let mut body = raw;
-        if self.leading {
-            body = body.strip_prefix(sep).ok_or_else(|| {
-                self.error(raw, 0, KeyErrorReason::Shape("no leading separator".into()))
-            })?;
-        } else if body.starts_with(sep) {
-            return Err(self.error(
-                raw,
-                0,
-                KeyErrorReason::Shape("unexpected leading separator".into()),
-            ));
-        }
-        if self.kind == TemplateKind::Prefix {
-            body = body.strip_suffix(sep).ok_or_else(|| {
-                self.error(
-                    raw,
-                    0,
-                    KeyErrorReason::Shape("a prefix ends with the separator".into()),
-                )
-            })?;
-        }
-        let mut pieces = body.split(sep);
-        let mut var = 0;
-        for (index, segment) in self.segments.iter().enumerate() {
-            let Some(mut piece) = pieces.next() else {
-                return Err(self.depth_error(raw, index, body));
-            };
-            if self.hash_tag == Some(index) {
-                piece = piece
-                    .strip_prefix('{')
-                    .and_then(|p| p.strip_suffix('}'))
-                    .ok_or_else(|| {
-                        self.error(
-                            raw,
-                            index,
-                            KeyErrorReason::Shape("missing hash tag braces".into()),
-                        )
-                    })?;
-            }
-            let mut rest = piece;
-            let mut parts = segment.parts.iter().peekable();
-            while let Some(part) = parts.next() {
-                match part {
-                    Part::Literal(text) => {
-                        rest = rest.strip_prefix(text.as_str()).ok_or_else(|| {
-                            self.error(
-                                raw,
-                                index,
-                                KeyErrorReason::Literal {
-                                    expected: text.clone(),
-                                    found: piece.to_owned(),
-                                },
-                            )
-                        })?;
-                    }
-                    Part::Var(_) => {
-                        let end = match parts.peek() {
-                            Some(Part::Literal(next)) => {
-                                rest.find(next.as_str()).ok_or_else(|| {
-                                    self.error(
-                                        raw,
-                                        index,
-                                        KeyErrorReason::Literal {
-                                            expected: next.clone(),
-                                            found: piece.to_owned(),
-                                        },
-                                    )
-                                })?
-                            }
-                            _ => rest.len(),
-                        };
-                        out[var] = &rest[..end];
-                        var += 1;
-                        rest = &rest[end..];
-                    }
-                }
-            }
-            if !rest.is_empty() {
-                return Err(self.error(
-                    raw,
-                    index,
-                    KeyErrorReason::Literal {
-                        expected: segment_text(segment),
-                        found: piece.to_owned(),
-                    },
-                ));
-            }
-        }
-        if pieces.next().is_some() {
-            return Err(self.depth_error(raw, self.segments.len(), body));
-        }
-        Ok(out)
-    }
-
-    /// A [`KeyError`] for `raw` against this template.
-    pub fn error(&self, raw: &str, position: usize, reason: KeyErrorReason) -> KeyError {
-        KeyError::new(self.source.clone(), raw, position, reason)
-    }
-
-    fn depth_error(&self, raw: &str, position: usize, body: &str) -> KeyError {
-        let found = body.split(self.separator.as_char()).count();
-        self.error(
-            raw,
-            position,
-            KeyErrorReason::Depth {
-                expected: self.segments.len(),
-                found,
-            },
-        )
-    }
 }
 
 impl fmt::Display for Template {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.source)
     }
-}
-
-fn infer_separator(src: &str) -> Separator {
-    let mut depth = 0usize;
-    let mut colon = false;
-    for c in src.chars() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth = depth.saturating_sub(1),
-            '/' if depth == 0 => return Separator::Slash,
-            ':' if depth == 0 => colon = true,
-            _ => {}
-        }
-    }
-    if colon {
-        Separator::Colon
-    } else {
-        Separator::Slash
-    }
-}
-
-fn segment_text(segment: &TemplateSegment) -> String {
-    segment
-        .parts
-        .iter()
-        .map(|p| match p {
-            Part::Literal(text) => text.replace('{', "{{").replace('}', "}}"),
-            Part::Var(name) => format!("{{{name}}}"),
-        })
-        .collect()
-}
-
-fn parse_segment(text: &str, index: usize) -> Result<TemplateSegment, String> {
-    if text.is_empty() {
-        return Err(format!(
-            "segment {index} is empty (doubled or stray separator)"
-        ));
-    }
-    if text == "." || text == ".." {
-        return Err(format!("segment {index} is `{text}`"));
-    }
-    let mut parts = Vec::new();
-    let mut literal = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '{' if chars.peek() == Some(&'{') => {
-                chars.next();
-                literal.push('{');
-            }
-            '}' if chars.peek() == Some(&'}') => {
-                chars.next();
-                literal.push('}');
-            }
-            '}' => return Err(format!("stray `}}` in segment {index} (write `}}}}`)")),
-            '{' => {
-                let mut name = String::new();
-                loop {
-                    match chars.next() {
-                        Some('}') => break,
-                        Some(c) => name.push(c),
-                        None => return Err(format!("unclosed `{{` in segment {index}")),
-                    }
-                }
-                if !is_ident(&name) {
-                    return Err(format!("`{{{name}}}` is not a variable name"));
-                }
-                if !literal.is_empty() {
-                    parts.push(Part::Literal(std::mem::take(&mut literal)));
-                } else if matches!(parts.last(), Some(Part::Var(_))) {
-                    return Err(format!(
-                        "two variables in segment {index} without a literal delimiter"
-                    ));
-                }
-                parts.push(Part::Var(name));
-            }
-            c => literal.push(c),
-        }
-    }
-    if !literal.is_empty() {
-        parts.push(Part::Literal(literal));
-    }
-    Ok(TemplateSegment { parts })
-}
-
-fn is_ident(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
-        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-}
-
-fn find_tag(segments: &[TemplateSegment], tag: &str) -> Option<usize> {
-    segments
-        .iter()
-        .position(|s| {
-            s.parts
-                .iter()
-                .any(|p| matches!(p, Part::Var(n) if n == tag))
-        })
-        .or_else(|| segments.iter().position(|s| s.literal() == Some(tag)))
 }
