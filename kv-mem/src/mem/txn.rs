@@ -156,3 +156,56 @@ fn run_op(
         TxnOp::Collection(op) => OpResult::Collection(overlay.apply(op)?),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kv_core::collections::{CollectionKind, layout};
+    use kv_core::{Capabilities, CollectionOp};
+
+    fn caps() -> Capabilities {
+        super::super::MemConfig::default().capabilities()
+    }
+
+    #[test]
+    fn a_failing_op_rolls_back_the_ops_before_it() {
+        let mut state = State::new(10);
+        let seed = Txn::new().and_then([TxnOp::put("a", "1"), TxnOp::put("p/1", "x")]);
+        seed.validate(&caps()).unwrap();
+        state.txn(&seed).unwrap();
+        // A list whose item key is malformed makes ListPush fail after two plain writes.
+        let mut bad = layout::members_prefix(CollectionKind::List, b"q");
+        bad.extend_from_slice(b"not-hex");
+        state.members.insert(bad, b"item".to_vec());
+        let before_kv: Vec<_> = state
+            .kv
+            .iter()
+            .map(|(k, s)| (k.clone(), s.value.clone(), s.version))
+            .collect();
+        let before_members = state.members.clone();
+        let txn = Txn::new().and_then([
+            TxnOp::put("a", "2"),
+            TxnOp::delete_prefix("p/"),
+            TxnOp::put("new", "v"),
+            TxnOp::Collection(CollectionOp::SetAdd {
+                key: b"s".to_vec(),
+                member: b"m".to_vec(),
+            }),
+            TxnOp::Collection(CollectionOp::ListPush {
+                key: b"q".to_vec(),
+                value: b"v".to_vec(),
+            }),
+        ]);
+        txn.validate(&caps()).unwrap();
+        let err = state.txn(&txn).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupted);
+        let after_kv: Vec<_> = state
+            .kv
+            .iter()
+            .map(|(k, s)| (k.clone(), s.value.clone(), s.version))
+            .collect();
+        assert_eq!(after_kv, before_kv);
+        assert_eq!(state.members, before_members);
+        assert_eq!(state.revision, 2);
+    }
+}
