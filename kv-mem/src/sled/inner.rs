@@ -117,6 +117,8 @@ pub(crate) struct Inner {
     pub(crate) published: watch::Sender<i64>,
     /// Wakes the lease expiry task (a lease was granted or renewed, or the store closed).
     pub(crate) expiry_wake: Arc<Notify>,
+    /// Declared last: released after the database is dropped.
+    pub(crate) _claim: super::open::PathClaim,
 }
 
 impl Drop for Inner {

@@ -8,9 +8,11 @@ use super::config::{Durability, SledConfig};
 use super::error::map_sled;
 use super::inner::{Inner, LeaseIndex, Trees, Writer};
 use kv_core::{Capabilities, Error, ErrorKind, Result, Retention, Support};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 
 /// Most compares, and most ops per branch, in one transaction.
@@ -34,12 +36,12 @@ pub(crate) fn open(config: SledConfig) -> Result<Arc<Inner>> {
             u64::try_from(flush_interval.as_millis()).unwrap_or(u64::MAX)
         }
     };
-    let db = sled::Config::new()
+    let claim = PathClaim::new(&config.path).map_err(|e| e.with_context("path", &path))?;
+    let sled_config = sled::Config::new()
         .path(&config.path)
         .cache_capacity(config.cache_capacity)
-        .flush_every_ms(Some(flush_every))
-        .open()
-        .map_err(|e| map_sled(e).with_context("path", &path))?;
+        .flush_every_ms(Some(flush_every));
+    let db = open_db(&sled_config).map_err(|e| e.with_context("path", &path))?;
     let tree = |name: &str| db.open_tree(name).map_err(map_sled);
     let trees = Trees {
         data: tree("kv.data")?,
@@ -95,11 +97,80 @@ pub(crate) fn open(config: SledConfig) -> Result<Arc<Inner>> {
         published: watch::Sender::new(revision),
         expiry_wake: Arc::new(Notify::new()),
         config,
+        _claim: claim,
     });
     // Leases that expired while the store was closed go now, before anyone reads.
     inner.write_blocking(|_, _, _| Ok(()))?;
     super::lease::spawn_expiry(&inner, &runtime);
     Ok(inner)
+}
+
+/// How long an open waits for sled to release the lock of a database this process closed.
+const LOCK_RELEASE_WAIT: Duration = Duration::from_secs(1);
+
+/// Opens the sled database. sled releases the directory lock of a dropped database from its
+/// I/O threads, a moment after the drop returns; the directory is not open in this process
+/// any more (see [`PathClaim`]), so a lock held by this process is about to be released, and
+/// one held by another process persists past the wait.
+fn open_db(config: &sled::Config) -> Result<sled::Db> {
+    let started = Instant::now();
+    loop {
+        match config.open() {
+            Ok(db) => return Ok(db),
+            Err(err) => {
+                let err = map_sled(err);
+                if err.kind() != ErrorKind::Unavailable || started.elapsed() >= LOCK_RELEASE_WAIT {
+                    return Err(err);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// The directories open in this process: a second open of one fails at once, without
+/// waiting for sled's lock.
+static OPEN_PATHS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+/// This process's claim on a database directory, released when the store is dropped.
+pub(crate) struct PathClaim(PathBuf);
+
+impl PathClaim {
+    fn new(path: &Path) -> Result<Self> {
+        std::fs::create_dir_all(path).map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                "cannot create the sled database directory",
+            )
+            .with_source(e)
+        })?;
+        let path = path.canonicalize().map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                "cannot resolve the sled database directory",
+            )
+            .with_source(e)
+        })?;
+        let mut open = OPEN_PATHS.lock().unwrap_or_else(PoisonError::into_inner);
+        if !open.insert(path.clone()) {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                "the sled database directory is already open in this process; share the \
+                 open SledStore (it is cheap to clone) instead of opening it twice",
+            )
+            .set_retryable(false));
+        }
+        Ok(PathClaim(path))
+    }
+}
+
+impl Drop for PathClaim {
+    fn drop(&mut self) {
+        OPEN_PATHS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.0);
+    }
 }
 
 fn meta_i64(trees: &Trees, key: &[u8]) -> Result<Option<i64>> {
