@@ -122,6 +122,29 @@ impl At {
 }
 
 /// A typed set at a key (Redis SET; one key per member on ordered backends).
+///
+/// ```
+/// use kv_core::keyspace::{Key, SegmentCodec, TypedStore};
+///
+/// kv_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
+///
+/// /// The profiles of a realm and provider: a set of profile codes.
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "nxc:map:{realm}:{provider}", value = SegmentCodec<Code>)]
+/// struct ProfileMapKey { realm: Code, provider: Code }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// let code = |s: &str| Code::new(s).unwrap();
+/// let profiles = typed.set_at(&ProfileMapKey { realm: code("prod"), provider: code("wx") });
+/// assert!(profiles.add(&code("p1")).await?);
+/// assert!(!profiles.add(&code("p1")).await?);
+/// assert!(profiles.contains(&code("p1")).await?); // the ownership check
+/// assert_eq!(profiles.members().await?, [code("p1")]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct SetHandle<C> {
     at: At,
@@ -248,6 +271,24 @@ impl<C> fmt::Debug for SetHandle<C> {
 }
 
 /// A typed map at a key (Redis HASH; one key per field on ordered backends).
+///
+/// ```
+/// use kv_core::keyspace::{Key, Text, TypedStore};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "bal:key:{id}", value = Text)]
+/// struct ApiKeyObject { id: u64 }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// let object = typed.map_at(&ApiKeyObject { id: 3 });
+/// object.put(&"status".to_string(), &"active".to_string()).await?;
+/// assert_eq!(object.get(&"status".to_string()).await?.as_deref(), Some("active"));
+/// assert_eq!(object.all().await?.len(), 1);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct MapHandle<F, V> {
     at: At,
@@ -361,6 +402,28 @@ impl<F, V> fmt::Debug for MapHandle<F, V> {
 }
 
 /// A typed list at a key (Redis LIST; one key per item on ordered backends).
+///
+/// ```
+/// use kv_core::keyspace::{Key, SegmentCodec, TypedStore};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "bal:group:{group}:active", value = SegmentCodec<u64>)]
+/// struct ActiveKeys { group: u64 }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// let active = typed.list_at(&ActiveKeys { group: 1 });
+/// for id in [11, 12] {
+///     active.push(&id).await?;
+/// }
+/// // Round robin: each rotation hands out the head and moves it to the tail.
+/// assert_eq!(active.rotate().await?, Some(11));
+/// assert_eq!(active.rotate().await?, Some(12));
+/// assert_eq!(active.range(0, -1).await?, [11, 12]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct ListHandle<C> {
     at: At,

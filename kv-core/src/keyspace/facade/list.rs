@@ -85,6 +85,37 @@ impl TypedStore {
     ///
     /// # Errors
     /// `InvalidArgument` for a zero limit; backend errors.
+    ///
+    /// ```
+    /// use kv_core::keyspace::{Key, ListOptions, Prefix, Text, TypedStore};
+    ///
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "jxt/tenants/{id}/users/{user}", value = Text)]
+    /// struct UserKey { id: u64, user: u64 }
+    ///
+    /// #[derive(Prefix, Debug, Clone, PartialEq)]
+    /// #[kv(template = "jxt/tenants/{id}/users/", key = UserKey)]
+    /// struct UsersDir { id: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// for (id, user) in [(1, 1), (1, 2), (1, 3), (10, 1)] {
+    ///     typed.put(&UserKey { id, user }, &format!("user {user} of {id}")).await?;
+    /// }
+    /// // A key another program wrote into the directory.
+    /// typed.store().put(b"jxt/tenants/1/users/x", b"?", Default::default()).await?;
+    ///
+    /// let dir = UsersDir { id: 1 };
+    /// let first = typed.list(&dir, ListOptions::limit(2)).await?;
+    /// assert_eq!(first.items.len(), 2);
+    /// let rest = typed.list(&dir, ListOptions::limit(2).after(first.next.unwrap())).await?;
+    /// assert_eq!(rest.items, [(UserKey { id: 1, user: 3 }, "user 3 of 1".to_string())]);
+    /// assert_eq!(rest.skipped[0].key, b"jxt/tenants/1/users/x"); // reported, not dropped
+    /// assert_eq!(rest.next, None); // tenant 10 is another directory
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn list<P: Prefix>(&self, prefix: &P, opts: ListOptions) -> Result<Page<P::Key>>
     where
         <P::Key as Key>::Value: Default,

@@ -1,14 +1,4 @@
-//! The typed facade: typed keys and decoded values over any [`Store`].
-//!
-//! [`TypedStore`] wraps an `Arc<dyn Store>` and speaks in [`Key`]s, [`Prefix`]es and the
-//! values of their codecs: single-key reads and writes (here), paged listing of a prefix
-//! ([`list`](TypedStore::list)), a transaction builder ([`TypedTxn`]), watches
-//! ([`TypedWatch`]) and collection handles ([`SetHandle`], [`MapHandle`], [`ListHandle`]).
-//!
-//! Codecs: the plain methods build the key's codec with `Default` (every stateless codec
-//! implements it); the `*_with` variants take a codec value, for codecs with state such as
-//! [`Encrypted`](super::Encrypted). Values are encoded before anything is sent, so a value
-//! that fails to encode writes nothing.
+//! The typed facade over any [`Store`]: see [`TypedStore`].
 
 mod collections;
 mod list;
@@ -35,37 +25,44 @@ pub type ValueOf<K> = <<K as Key>::Value as Codec>::Value;
 /// Typed access to a [`Store`]: keys are [`Key`] values, values are decoded by the key's
 /// codec, errors are [`Error`]s (`InvalidKey` for keys, `Codec` for values).
 ///
+/// It covers single keys (`get`, `put`, `delete`, `exists`), paged listing of a directory
+/// ([`list`](TypedStore::list)), transactions ([`txn`](TypedStore::txn), [`TypedTxn`]),
+/// watches ([`watch`](TypedStore::watch), [`TypedWatch`]) and the collections stored at a key
+/// ([`set_at`](TypedStore::set_at), [`map_at`](TypedStore::map_at),
+/// [`list_at`](TypedStore::list_at)).
+///
+/// Codecs: the plain methods build the key's codec with `Default` (every stateless codec
+/// implements it); the `*_with` variants take a codec value, for codecs with state such as
+/// [`Encrypted`](super::Encrypted), and the compiler checks that it is the key's codec. Values
+/// are encoded before anything is sent, so a value that fails to encode writes nothing.
+///
 /// Cheap to clone; clones share the store.
 ///
 /// ```
-/// use kv_core::keyspace::TypedStore;
-/// # use kv_core::keyspace::{decode_field, FieldInfo, Key, KeyError, Template, Text};
-/// # use std::sync::LazyLock;
-/// # #[derive(Debug, Clone, PartialEq)]
-/// # struct TenantMetaKey { id: u64 }
-/// # impl Key for TenantMetaKey {
-/// #     const TEMPLATE: &'static str = "jxt/tenants/{id}/meta";
-/// #     type Value = Text;
-/// #     fn template() -> &'static Template {
-/// #         static T: LazyLock<Template> =
-/// #             LazyLock::new(|| Template::key(TenantMetaKey::TEMPLATE, None).unwrap());
-/// #         &T
-/// #     }
-/// #     fn write(&self, out: &mut String) { Self::template().write(out, &[&self.id]) }
-/// #     fn parse(raw: &str) -> Result<Self, KeyError> {
-/// #         let t = Self::template();
-/// #         let [id] = t.captures(raw)?;
-/// #         Ok(TenantMetaKey { id: decode_field(t, raw, 1, "id", id)? })
-/// #     }
-/// #     fn fields(&self) -> Vec<(&'static str, String)> { vec![("id", self.id.to_string())] }
-/// #     fn field_infos() -> Vec<FieldInfo> { vec![FieldInfo::of::<u64>("id")] }
-/// # }
+/// use kv_core::keyspace::{Json, Key, TypedStore};
+/// use std::sync::Arc;
+///
+/// kv_core::text_segment!(pub Service, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
+///
+/// #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+/// #[serde(rename_all = "camelCase")]
+/// struct DatabaseConfig { host: String, max_connections: u32 }
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/database/{service}", value = Json<DatabaseConfig>)]
+/// struct TenantDatabaseKey { id: u64, service: Service }
+///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
-/// let key = TenantMetaKey { id: 7 };
-/// typed.put(&key, &"ACME".to_string()).await?;
-/// assert_eq!(typed.get(&key).await?.as_deref(), Some("ACME"));
+/// let typed = TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let key = TenantDatabaseKey { id: 7, service: Service::new("mysql").unwrap() };
+/// let config = DatabaseConfig { host: "10.0.0.5".into(), max_connections: 20 };
+///
+/// typed.put(&key, &config).await?;
+/// assert_eq!(typed.get(&key).await?, Some(config));
+/// let raw = typed.store().get(b"jxt/tenants/7/database/mysql").await?.unwrap();
+/// assert_eq!(raw.value, br#"{"host":"10.0.0.5","maxConnections":20}"#);
+///
 /// assert!(typed.exists(&key).await?);
 /// assert!(typed.delete(&key).await?);
 /// assert_eq!(typed.get(&key).await?, None);

@@ -33,32 +33,16 @@ enum Branch {
 /// key exists.
 ///
 /// ```
-/// use kv_core::keyspace::TypedStore;
-/// # use kv_core::keyspace::{decode_field, FieldInfo, Key, KeyError, Template, Text};
-/// # use std::sync::LazyLock;
-/// # #[derive(Debug, Clone, PartialEq)]
-/// # struct LockKey { name: u64 }
-/// # impl Key for LockKey {
-/// #     const TEMPLATE: &'static str = "locks/{name}";
-/// #     type Value = Text;
-/// #     fn template() -> &'static Template {
-/// #         static T: LazyLock<Template> =
-/// #             LazyLock::new(|| Template::key(LockKey::TEMPLATE, None).unwrap());
-/// #         &T
-/// #     }
-/// #     fn write(&self, out: &mut String) { Self::template().write(out, &[&self.name]) }
-/// #     fn parse(raw: &str) -> Result<Self, KeyError> {
-/// #         let t = Self::template();
-/// #         let [name] = t.captures(raw)?;
-/// #         Ok(LockKey { name: decode_field(t, raw, 1, "name", name)? })
-/// #     }
-/// #     fn fields(&self) -> Vec<(&'static str, String)> { vec![("name", self.name.to_string())] }
-/// #     fn field_infos() -> Vec<FieldInfo> { vec![FieldInfo::of::<u64>("name")] }
-/// # }
+/// use kv_core::keyspace::{Key, Text, TypedStore};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "/Cronix/lock/{job}", value = Text)]
+/// struct JobLockKey { job: u64 }
+///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> kv_core::Result<()> {
 /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
-/// let lock = LockKey { name: 1 };
+/// let lock = JobLockKey { job: 1 };
 ///
 /// let mut txn = typed.txn();
 /// txn.create(&lock, &"node-a".to_string());

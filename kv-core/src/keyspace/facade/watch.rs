@@ -136,6 +136,37 @@ impl TypedStore {
     ///
     /// # Errors
     /// `Compacted` when `start_revision` is no longer retained; backend errors.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use kv_core::keyspace::{Key, Prefix, Text, TypedEvent, TypedStore};
+    ///
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "/registry/{group}/{instance}", value = Text)]
+    /// struct InstanceKey { group: u64, instance: u64 }
+    ///
+    /// #[derive(Prefix, Debug, Clone, PartialEq)]
+    /// #[kv(template = "/registry/{group}/", key = InstanceKey)]
+    /// struct GroupDir { group: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// let from = typed.store().revision().await? + 1;
+    /// let mut watch = typed.watch(&GroupDir { group: 1 }, Some(from)).await?;
+    ///
+    /// typed.put(&InstanceKey { group: 1, instance: 9 }, &"up".to_string()).await?;
+    /// typed.store().put(b"/registry/1/not-a-number", b"up", Default::default()).await?;
+    ///
+    /// let batch = watch.next().await.unwrap()?;
+    /// assert!(matches!(&batch.events[0],
+    ///     TypedEvent::Put { key: InstanceKey { instance: 9, .. }, value } if value.value == "up"));
+    /// let batch = watch.next().await.unwrap()?;
+    /// assert!(matches!(&batch.events[0], TypedEvent::Unreadable { error, .. }
+    ///     if error.kind() == kv_core::ErrorKind::InvalidKey));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn watch<P: Prefix>(
         &self,
         prefix: &P,
