@@ -4,3 +4,4 @@
 
 pub mod conformance;
 pub mod harness;
+pub mod model;

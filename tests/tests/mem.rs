@@ -8,3 +8,8 @@ async fn mem_store() -> Option<Arc<dyn Store>> {
 }
 
 kv_tests::conformance_suite!(mem_store);
+
+#[test]
+fn model_sequences_match_the_reference_model() {
+    kv_tests::model::check(mem_store, 256);
+}
