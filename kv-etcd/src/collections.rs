@@ -1,34 +1,37 @@
 //! Transactions with set, map and list ops: kv-core's emulation, made atomic on etcd with
 //! optimistic concurrency.
 //!
-//! 1. Every physical range the collection ops (and the collection parts of deletes) read is
-//!    read in one etcd transaction, so at one revision `R`.
+//! 1. Every physical range the collection ops (and the collection part of `delete`) read,
+//!    and the [stamp](crate::stamp) of every collection involved, are read in one etcd
+//!    transaction, so at one revision.
 //! 2. Both branches are planned on that snapshot through an [`Overlay`]: collection results
-//!    are known, and their physical writes become plain etcd puts and deletes.
-//! 3. One etcd transaction is sent: outer levels of *guards* (nothing read changed since `R`),
-//!    whose success is the user's transaction (the user's compares, then the planned
-//!    branches). A guard that fails means a concurrent writer won: the whole thing is planned
-//!    again on a fresh snapshot, a bounded number of times.
+//!    are known, and their physical writes become plain etcd puts and deletes, plus a rewrite
+//!    of the stamp of every collection written.
+//! 3. One etcd transaction is sent: an outer level of *guards* (every stamp read still has the
+//!    mod revision it had, so no collection read has changed), whose success is the user's
+//!    transaction (the user's compares, then the planned branches). A failed guard means a
+//!    concurrent writer won: the whole thing is planned again on a fresh snapshot, a bounded
+//!    number of times.
 //!
-//! A guard over a single key is `mod_revision == m` (0 when absent). A guard over a scanned
-//! range is `mod_revision < R + 1` over the whole range (no key written or created since) and
-//! `mod_revision == m` for every key read in it (none deleted). Guards are split over nested
-//! levels so that no level has more compares than etcd takes.
+//! `delete_prefix` stays native (a keys-only read to count the collections, then range
+//! deletes, inside the same transaction); later ops of the branch see its effect through the
+//! overlay.
 
 use crate::namespace::Namespace;
 use crate::range::header_revision;
+use crate::stamp::{stamp_key, stamp_of_member};
 use crate::store::{EtcdStore, backoff};
-use crate::txn::{Branch, Slot, UserTxn, pack, unexpected};
+use crate::txn::{Branch, Slot, UserTxn, shape, unexpected};
 use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, GetOptions, Txn as EtcdTxn,
     TxnOp as EtcdOp, TxnOpResponse, TxnResponse as EtcdTxnResponse,
 };
 use kv_core::emulation::{
     Overlay, PhysicalRange, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
-    reads,
+    members_range, reads,
 };
-use kv_core::{Error, ErrorKind, OpResult, Result, Txn, TxnOp, TxnResponse};
-use std::collections::BTreeMap;
+use kv_core::{CollectionKind, Error, ErrorKind, OpResult, Result, Txn, TxnOp, TxnResponse};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How many times a transaction is planned again after losing a race.
 const OPTIMISTIC_ATTEMPTS: u32 = 16;
@@ -40,14 +43,24 @@ struct Snapshot {
     mod_revisions: BTreeMap<Vec<u8>, i64>,
 }
 
+/// What the planning reads: physical ranges (stamps included), and the stamps to guard.
+#[derive(Debug)]
+struct ReadSet {
+    ranges: Vec<PhysicalRange>,
+    stamps: BTreeSet<Vec<u8>>,
+}
+
 pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
     let ns = &store.inner.ns;
     let max = store.inner.caps.max_txn_ops;
-    let ranges = read_set(&txn);
+    let read_set = ReadSet::of(&txn);
+    if read_set.stamps.len() >= max {
+        return Err(too_many_collections(read_set.stamps.len(), max));
+    }
     for attempt in 0..OPTIMISTIC_ATTEMPTS {
-        let snap = read_snapshot(store, &ranges).await?;
-        let success = plan(ns, &txn.success, &snap.values)?;
-        let failure = plan(ns, &txn.failure, &snap.values)?;
+        let snap = read_snapshot(store, &read_set.ranges).await?;
+        let success = plan(ns, &txn.success, &snap)?;
+        let failure = plan(ns, &txn.failure, &snap)?;
         if txn.compares.is_empty() && success.ops.is_empty() {
             // Nothing to write and nothing to compare: the snapshot is the answer.
             return Ok(TxnResponse {
@@ -56,9 +69,21 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
                 results: success.results(ns, &[])?,
             });
         }
-        let user = UserTxn::new(ns, &txn.compares, success, failure, max);
-        let guards = guards(ns, &ranges, &snap);
-        let (request, levels) = wrap(user.etcd_txn(), guards, max);
+        let guards: Vec<EtcdCompare> = read_set
+            .stamps
+            .iter()
+            .map(|stamp| {
+                let seen = snap.mod_revisions.get(stamp).copied().unwrap_or(0);
+                EtcdCompare::mod_revision(ns.key(stamp), EtcdCompareOp::Equal, seen)
+            })
+            .collect();
+        // The guard level holds the guards and one op (the user's transaction), which gets
+        // the rest of etcd's per-level budget.
+        let user_budget = max - guards.len().max(1);
+        let user = UserTxn::new(ns, &txn.compares, success, failure, user_budget)?;
+        let request = EtcdTxn::new()
+            .when(guards)
+            .and_then(vec![EtcdOp::txn(user.etcd_txn())]);
         let resp = store
             .call("txn", false, || {
                 let t = request.clone();
@@ -67,7 +92,7 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
             })
             .await?;
         let revision = header_revision(resp.header())?;
-        if let Some(inner) = unwrap(resp, levels)? {
+        if let Some(inner) = unwrap(resp)? {
             return user.response(ns, &inner, revision);
         }
         tracing::debug!(
@@ -84,17 +109,44 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
     .set_retryable(true))
 }
 
-/// Every physical range the planning reads, sorted and merged.
-fn read_set(txn: &Txn) -> Vec<PhysicalRange> {
-    let mut ranges = Vec::new();
-    for op in txn.success.iter().chain(&txn.failure) {
-        match op {
-            TxnOp::Collection(c) => ranges.extend(reads(c)),
-            TxnOp::Delete { key } => ranges.extend(collection_ranges_for_key(key)),
-            TxnOp::DeletePrefix { prefix } => ranges.extend(collection_ranges_for_prefix(prefix)),
-            TxnOp::Get { .. } | TxnOp::Put { .. } => {}
+fn too_many_collections(n: usize, max: usize) -> Error {
+    Error::new(
+        ErrorKind::TxnTooLarge,
+        "the transaction involves more collections than etcd takes compares",
+    )
+    .with_context("collections", n)
+    .with_context("max_txn_ops", max)
+}
+
+impl ReadSet {
+    fn of(txn: &Txn) -> Self {
+        let mut ranges = Vec::new();
+        let mut stamps = BTreeSet::new();
+        for op in txn.success.iter().chain(&txn.failure) {
+            match op {
+                TxnOp::Collection(c) => {
+                    ranges.extend(reads(c));
+                    stamps.insert(stamp_key(c.kind(), c.key()));
+                }
+                TxnOp::Delete { key } => {
+                    for kind in CollectionKind::ALL {
+                        ranges.push(members_range(kind, key));
+                        stamps.insert(stamp_key(kind, key));
+                    }
+                }
+                TxnOp::DeletePrefix { .. } | TxnOp::Get { .. } | TxnOp::Put { .. } => {}
+            }
+        }
+        ranges.extend(stamps.iter().cloned().map(PhysicalRange::key));
+        ReadSet {
+            ranges: merge(ranges),
+            stamps,
         }
     }
+}
+
+/// Sorts ranges and merges those that overlap or touch.
+fn merge(mut ranges: Vec<PhysicalRange>) -> Vec<PhysicalRange> {
     ranges.sort();
     let mut merged: Vec<PhysicalRange> = Vec::with_capacity(ranges.len());
     for r in ranges {
@@ -122,8 +174,7 @@ async fn read_snapshot(store: &EtcdStore, ranges: &[PhysicalRange]) -> Result<Sn
             )
         })
         .collect();
-    let (ops, depth) = pack(ops, store.inner.caps.max_txn_ops);
-    let request = EtcdTxn::new().and_then(ops);
+    let (request, depth, _) = shape(Vec::new(), ops, Vec::new(), store.inner.caps.max_txn_ops)?;
     let resp = store
         .call("txn_read", true, || {
             let t = request.clone();
@@ -151,10 +202,15 @@ async fn read_snapshot(store: &EtcdStore, ranges: &[PhysicalRange]) -> Result<Sn
 }
 
 /// Plans one branch on the snapshot: plain ops stay native, collection ops (and the
-/// collection part of deletes) run through the overlay, whose final writes are appended.
-fn plan(ns: &Namespace, ops: &[TxnOp], snapshot: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<Branch> {
-    let mut overlay = Overlay::new(snapshot);
+/// collection part of `delete`) run through the overlay, whose final writes are appended with
+/// the stamps they imply.
+fn plan(ns: &Namespace, ops: &[TxnOp], snap: &Snapshot) -> Result<Branch> {
+    let mut overlay = Overlay::new(&snap.values);
     let mut branch = Branch::default();
+    // Stamps of collections deleted whole by `delete(K)`.
+    let mut wiped: BTreeSet<Vec<u8>> = BTreeSet::new();
+    // Physical ranges deleted natively by `delete_prefix`.
+    let mut native: Vec<PhysicalRange> = Vec::new();
     for op in ops {
         match op {
             TxnOp::Collection(c) => {
@@ -164,85 +220,57 @@ fn plan(ns: &Namespace, ops: &[TxnOp], snapshot: &BTreeMap<Vec<u8>, Vec<u8>>) ->
             TxnOp::Delete { key } => {
                 let plain = branch.push(EtcdOp::delete(ns.key(key), None));
                 let collections = overlay.delete_collections(&collection_ranges_for_key(key))?;
+                wiped.extend(CollectionKind::ALL.map(|kind| stamp_key(kind, key)));
                 branch.slots.push(Slot::DeleteWith { plain, collections });
             }
             TxnOp::DeletePrefix { prefix } => {
-                let (start, end) = ns.prefix(prefix);
-                let plain = branch.delete_range(start, end);
-                let collections =
-                    overlay.delete_collections(&collection_ranges_for_prefix(prefix))?;
-                branch.slots.push(Slot::DeleteWith { plain, collections });
+                branch.plain(ns, op);
+                let ranges = collection_ranges_for_prefix(prefix);
+                overlay.delete_collections(&ranges)?;
+                native.extend(ranges);
             }
             TxnOp::Get { .. } | TxnOp::Put { .. } => branch.plain(ns, op),
         }
     }
+    let natively_deleted = |key: &[u8]| native.iter().any(|r| r.contains(key));
+    // Per stamp: whether some member is put (the collection lives on).
+    let mut stamps: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
     for write in overlay.into_writes() {
+        if natively_deleted(write.key()) {
+            continue;
+        }
+        if let Some(stamp) = stamp_of_member(write.key()) {
+            let lives = stamps.entry(stamp.to_vec()).or_insert(false);
+            *lives |= matches!(write, PhysicalWrite::Put { .. });
+        }
         branch.push(match write {
             PhysicalWrite::Put { key, value } => EtcdOp::put(ns.key(&key), value, None),
             PhysicalWrite::Delete { key } => EtcdOp::delete(ns.key(&key), None),
         });
     }
+    for stamp in &wiped {
+        stamps.entry(stamp.clone()).or_insert(false);
+    }
+    for (stamp, lives) in stamps {
+        if lives || !wiped.contains(&stamp) {
+            // Written (or emptied member by member): rewrite the stamp so guards see it.
+            branch.push(EtcdOp::put(ns.key(&stamp), Vec::new(), None));
+        } else if snap.values.contains_key(&stamp) {
+            branch.push(EtcdOp::delete(ns.key(&stamp), None));
+        }
+    }
     Ok(branch)
 }
 
-/// Compares that hold exactly when nothing in `ranges` changed since the snapshot.
-fn guards(ns: &Namespace, ranges: &[PhysicalRange], snap: &Snapshot) -> Vec<EtcdCompare> {
-    let mut out = Vec::new();
-    for r in ranges {
-        let mut single = r.start.clone();
-        single.push(0);
-        if r.end == single {
-            let m = snap.mod_revisions.get(&r.start).copied().unwrap_or(0);
-            out.push(EtcdCompare::mod_revision(
-                ns.key(&r.start),
-                EtcdCompareOp::Equal,
-                m,
-            ));
-            continue;
-        }
-        out.push(
-            EtcdCompare::mod_revision(ns.key(&r.start), EtcdCompareOp::Less, snap.revision + 1)
-                .with_range(ns.key(&r.end)),
-        );
-        let inside = snap.mod_revisions.range::<[u8], _>((
-            std::ops::Bound::Included(r.start.as_slice()),
-            std::ops::Bound::Excluded(r.end.as_slice()),
-        ));
-        for (key, m) in inside {
-            out.push(EtcdCompare::mod_revision(
-                ns.key(key),
-                EtcdCompareOp::Equal,
-                *m,
-            ));
-        }
+/// The user-level response inside the guard level, or `None` when a guard failed.
+fn unwrap(resp: EtcdTxnResponse) -> Result<Option<EtcdTxnResponse>> {
+    if !resp.succeeded() {
+        return Ok(None);
     }
-    out
-}
-
-/// Wraps the user's transaction in levels of guards, at most `max` compares per level;
-/// returns the request and the number of levels.
-fn wrap(user: EtcdTxn, guards: Vec<EtcdCompare>, max: usize) -> (EtcdTxn, usize) {
-    let chunks: Vec<Vec<EtcdCompare>> = guards.chunks(max).map(<[_]>::to_vec).collect();
-    let levels = chunks.len();
-    let mut txn = user;
-    for chunk in chunks.into_iter().rev() {
-        txn = EtcdTxn::new().when(chunk).and_then(vec![EtcdOp::txn(txn)]);
+    match resp.op_responses().into_iter().next() {
+        Some(TxnOpResponse::Txn(inner)) => Ok(Some(inner)),
+        other => Err(unexpected(other.as_ref())),
     }
-    (txn, levels)
-}
-
-/// The user-level response inside `levels` of guards, or `None` when a guard failed.
-fn unwrap(mut resp: EtcdTxnResponse, levels: usize) -> Result<Option<EtcdTxnResponse>> {
-    for _ in 0..levels {
-        if !resp.succeeded() {
-            return Ok(None);
-        }
-        resp = match resp.op_responses().into_iter().next() {
-            Some(TxnOpResponse::Txn(inner)) => inner,
-            other => return Err(unexpected(other.as_ref())),
-        };
-    }
-    Ok(Some(resp))
 }
 
 #[cfg(test)]
@@ -251,7 +279,7 @@ mod tests {
     use kv_core::CollectionOp;
 
     #[test]
-    fn read_set_merges_overlapping_ranges() {
+    fn read_set_merges_ranges_and_collects_stamps() {
         let txn = Txn::new().and_then([
             TxnOp::Collection(CollectionOp::SetMembers { key: b"s".to_vec() }),
             TxnOp::Collection(CollectionOp::SetAdd {
@@ -260,18 +288,12 @@ mod tests {
             }),
             TxnOp::put("plain", "v"),
         ]);
-        let ranges = read_set(&txn);
-        assert_eq!(ranges.len(), 1, "{ranges:?}");
-        assert!(ranges[0].contains(b"\0ss\0m"));
-    }
-
-    #[test]
-    fn guards_are_split_into_levels() {
-        let guards: Vec<EtcdCompare> = (0..300)
-            .map(|i| EtcdCompare::version(vec![1, i as u8], EtcdCompareOp::Equal, 0))
-            .collect();
-        let (_, levels) = wrap(EtcdTxn::new(), guards, 128);
-        assert_eq!(levels, 3);
-        assert_eq!(wrap(EtcdTxn::new(), Vec::new(), 128).1, 0);
+        let set = ReadSet::of(&txn);
+        assert_eq!(set.ranges.len(), 1, "{set:?}");
+        assert!(set.ranges[0].contains(b"\0ss\0m"));
+        assert!(set.ranges[0].contains(b"\0ss"));
+        assert_eq!(set.stamps.len(), 1);
+        let txn = Txn::new().and_then([TxnOp::delete("k")]);
+        assert_eq!(ReadSet::of(&txn).stamps.len(), 3);
     }
 }

@@ -9,6 +9,7 @@ mod lease;
 mod mirror;
 mod namespace;
 mod range;
+mod stamp;
 mod store;
 #[cfg(feature = "tls")]
 mod tls;

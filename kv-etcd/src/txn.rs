@@ -8,18 +8,17 @@
 
 use crate::namespace::Namespace;
 use crate::range::header_revision;
+use crate::stamp::{collection_span, stamp_of_member};
 use crate::store::EtcdStore;
 use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, DeleteOptions, GetOptions,
     PutOptions as EtcdPutOptions, Txn as EtcdTxn, TxnOp as EtcdOp, TxnOpResponse,
     TxnResponse as EtcdTxnResponse,
 };
-use kv_core::emulation::{
-    PhysicalRange, collection_ranges_for_key, collection_ranges_for_prefix, delete_collections,
-};
+use kv_core::emulation::{PhysicalRange, collection_ranges_for_prefix, delete_collections};
 use kv_core::{
-    Compare, CompareOp, CompareTarget, Error, ErrorKind, OpResult, PutOptions, PutResult, Result,
-    Txn, TxnOp, TxnResponse,
+    CollectionKind, Compare, CompareOp, CompareTarget, Error, ErrorKind, OpResult, PutOptions,
+    PutResult, Result, Txn, TxnOp, TxnResponse,
 };
 use std::collections::BTreeMap;
 
@@ -72,7 +71,7 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
     for op in &txn.failure {
         failure.plain(ns, op);
     }
-    let request = UserTxn::new(ns, &txn.compares, success, failure, max);
+    let request = UserTxn::new(ns, &txn.compares, success, failure, max)?;
     let etcd_txn = request.etcd_txn();
     let resp = store
         .call("txn", false, || {
@@ -92,7 +91,8 @@ pub(crate) enum Slot {
     Get(usize),
     /// A put at this index.
     Put(usize),
-    /// A plain delete at `plain`, and the deletes of the set, map and list at the key.
+    /// A plain delete at `plain`, and the deletes of the set, map and list at the key (each
+    /// with its stamp).
     DeleteKey {
         plain: usize,
         collections: [usize; 3],
@@ -141,8 +141,10 @@ impl Branch {
             }
             TxnOp::Delete { key } => {
                 let plain = self.push(EtcdOp::delete(ns.key(key), None));
-                let collections = collection_ranges_for_key(key)
-                    .map(|r| self.delete_range(ns.key(&r.start), ns.key(&r.end)));
+                let collections = CollectionKind::ALL.map(|kind| {
+                    let (start, end) = collection_span(kind, key);
+                    self.delete_range(ns.key(&start), ns.key(&end))
+                });
                 Slot::DeleteKey { plain, collections }
             }
             TxnOp::DeletePrefix { prefix } => {
@@ -191,7 +193,8 @@ impl Branch {
                     Slot::DeleteKey { plain, collections } => {
                         let mut n = deleted(*plain)?;
                         for c in collections {
-                            n += u64::from(deleted(*c)? > 0);
+                            // The stamp and at least one member: the collection existed.
+                            n += u64::from(deleted(*c)? >= 2);
                         }
                         OpResult::Delete { deleted: n }
                     }
@@ -206,7 +209,9 @@ impl Branch {
                                 return Err(unexpected(resps.get(*s)));
                             };
                             for kv in g.kvs() {
-                                if let Some(k) = ns.strip(kv.key()) {
+                                if let Some(k) = ns.strip(kv.key())
+                                    && stamp_of_member(k).is_some()
+                                {
                                     keys.insert(k.to_vec(), Vec::new());
                                 }
                             }
@@ -233,21 +238,64 @@ pub(crate) fn unexpected(got: Option<&TxnOpResponse>) -> Error {
     )
 }
 
-/// Packs ops into nested transactions of at most `max` ops per level; returns the ops and the
-/// nesting depth added.
-pub(crate) fn pack(mut ops: Vec<EtcdOp>, max: usize) -> (Vec<EtcdOp>, usize) {
-    let mut depth = 0;
-    while ops.len() > max {
-        let mut packed = Vec::with_capacity(ops.len().div_ceil(max));
-        let mut rest = ops.into_iter().peekable();
-        while rest.peek().is_some() {
-            let chunk: Vec<EtcdOp> = rest.by_ref().take(max).collect();
-            packed.push(EtcdOp::txn(EtcdTxn::new().and_then(chunk)));
-        }
-        ops = packed;
-        depth += 1;
+/// The ops per level of one etcd transaction, chosen so that etcd accepts it.
+///
+/// etcd checks a transaction's level against its op budget (`--max-txn-ops`): the level's
+/// compares, success ops and failure ops may each number at most the budget, and a nested
+/// transaction gets the budget minus the largest of those three counts. A branch longer than
+/// the level is split into nested transactions without compares (still one atomic request).
+/// Returns the level's op count and the nested chunk size, or `None` when no split fits.
+fn level_shape(compares: usize, branches: [usize; 2], budget: usize) -> Option<(usize, usize)> {
+    let flat = compares.max(branches[0]).max(branches[1]).max(1);
+    if flat <= budget {
+        return Some((flat, budget - flat));
     }
-    (ops, depth)
+    (compares.max(1)..=budget).find_map(|level| {
+        let chunk = budget - level;
+        let fits = |n: usize| n <= level || (chunk > 0 && n.div_ceil(chunk) <= level);
+        (fits(branches[0]) && fits(branches[1])).then_some((level, chunk))
+    })
+}
+
+/// Nests `ops` into chunks of `chunk` when they are more than `level`; returns the ops of the
+/// level and whether they were nested.
+fn nest(ops: Vec<EtcdOp>, level: usize, chunk: usize) -> (Vec<EtcdOp>, usize) {
+    if ops.len() <= level {
+        return (ops, 0);
+    }
+    let mut nested = Vec::with_capacity(ops.len().div_ceil(chunk));
+    let mut rest = ops.into_iter().peekable();
+    while rest.peek().is_some() {
+        let part: Vec<EtcdOp> = rest.by_ref().take(chunk).collect();
+        nested.push(EtcdOp::txn(EtcdTxn::new().and_then(part)));
+    }
+    (nested, 1)
+}
+
+/// A transaction of `compares` and two branches that etcd accepts within `budget` ops per
+/// level; returns it with the nesting depth of each branch.
+///
+/// # Errors
+/// `TxnTooLarge` when the physical ops cannot fit (the transaction is never split).
+pub(crate) fn shape(
+    compares: Vec<EtcdCompare>,
+    success: Vec<EtcdOp>,
+    failure: Vec<EtcdOp>,
+    budget: usize,
+) -> Result<(EtcdTxn, usize, usize)> {
+    let Some((level, chunk)) = level_shape(compares.len(), [success.len(), failure.len()], budget)
+    else {
+        return Err(Error::new(
+            ErrorKind::TxnTooLarge,
+            "the transaction expands to more etcd operations than one request takes",
+        )
+        .with_context("physical_ops", success.len().max(failure.len()))
+        .with_context("budget", budget));
+    };
+    let (s_ops, s_depth) = nest(success, level, chunk);
+    let (f_ops, f_depth) = nest(failure, level, chunk);
+    let txn = EtcdTxn::new().when(compares).and_then(s_ops).or_else(f_ops);
+    Ok((txn, s_depth, f_depth))
 }
 
 /// The responses of a packed branch, unnested back to one per physical op.
@@ -295,16 +343,20 @@ impl UserTxn {
         compares: &[Compare],
         mut success: Branch,
         mut failure: Branch,
-        max: usize,
-    ) -> Self {
-        let (s_ops, s_depth) = pack(std::mem::take(&mut success.ops), max);
-        let (f_ops, f_depth) = pack(std::mem::take(&mut failure.ops), max);
+        budget: usize,
+    ) -> Result<Self> {
         let compares: Vec<EtcdCompare> = compares.iter().map(|c| compare(ns, c)).collect();
-        UserTxn {
-            txn: EtcdTxn::new().when(compares).and_then(s_ops).or_else(f_ops),
+        let (txn, s_depth, f_depth) = shape(
+            compares,
+            std::mem::take(&mut success.ops),
+            std::mem::take(&mut failure.ops),
+            budget,
+        )?;
+        Ok(UserTxn {
+            txn,
             success: (success, s_depth),
             failure: (failure, f_depth),
-        }
+        })
     }
 
     /// The etcd transaction to send.
@@ -339,16 +391,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn packing_nests_until_each_level_fits() {
+    fn levels_respect_etcds_nested_budget() {
+        // Flat when it fits.
+        assert_eq!(level_shape(3, [10, 0], 128), Some((10, 118)));
+        // 512 ops: 5 nested chunks of 123 (5 + 123 = 128).
+        assert_eq!(level_shape(0, [512, 0], 128), Some((5, 123)));
+        // The compares take the level: chunks get what is left.
+        assert_eq!(level_shape(100, [200, 0], 128), Some((100, 28)));
+        // 128 compares leave nothing for nested ops.
+        assert_eq!(level_shape(128, [129, 0], 128), None);
         let ops: Vec<EtcdOp> = (0..300u32)
             .map(|i| EtcdOp::get(i.to_be_bytes().to_vec(), None))
             .collect();
-        let (packed, depth) = pack(ops, 128);
-        assert_eq!((packed.len(), depth), (3, 1));
-        let ops: Vec<EtcdOp> = (0..5).map(|i| EtcdOp::get(vec![i + 1], None)).collect();
-        let (packed, depth) = pack(ops, 2);
-        assert_eq!((packed.len(), depth), (2, 2));
-        let (packed, depth) = pack(Vec::new(), 2);
-        assert_eq!((packed.len(), depth), (0, 0));
+        let (txn, depth, _) = shape(Vec::new(), ops, Vec::new(), 128).unwrap();
+        assert_eq!(depth, 1);
+        drop(txn);
     }
 }
