@@ -419,6 +419,75 @@ async fn a_transaction_writing_one_key_twice_is_refused_before_it_is_sent() {
     assert!(!typed.exists(&key).await.unwrap());
 }
 
+/// A faulty hand-written prefix: its encoding lacks the trailing separator, so as raw bytes
+/// it would cover tenant 10 when asked for tenant 1.
+#[derive(Debug, Clone, PartialEq)]
+struct UnterminatedTenantDir {
+    root: Name,
+    id: u64,
+}
+
+impl Prefix for UnterminatedTenantDir {
+    const TEMPLATE: &'static str = "{root}/tenants/{id}/";
+    type Key = TenantMetaKey;
+    fn template() -> &'static Template {
+        static T: LazyLock<Template> =
+            LazyLock::new(|| Template::prefix(UnterminatedTenantDir::TEMPLATE, None).unwrap());
+        &T
+    }
+    fn write(&self, out: &mut String) {
+        out.push_str(&format!("{}/tenants/{}", self.root, self.id));
+    }
+    fn parse(raw: &str) -> Result<Self, kv_core::keyspace::KeyError> {
+        TenantDir::parse(raw).map(|d| UnterminatedTenantDir {
+            root: d.root,
+            id: d.id,
+        })
+    }
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        vec![("root", self.root.to_string()), ("id", self.id.to_string())]
+    }
+}
+
+#[tokio::test]
+async fn a_prefix_without_its_trailing_separator_is_refused_before_any_access() {
+    let (typed, root) = store();
+    let ten = TenantMetaKey {
+        root: root.clone(),
+        id: 10,
+    };
+    typed.put(&ten, &"tenant ten".to_string()).await.unwrap();
+    let faulty = UnterminatedTenantDir {
+        root: root.clone(),
+        id: 1,
+    };
+
+    let err = typed
+        .list(&faulty, ListOptions::limit(10))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidKey);
+    assert_eq!(
+        typed.watch(&faulty, None).await.unwrap_err().kind(),
+        ErrorKind::InvalidKey
+    );
+    assert_eq!(
+        typed.delete_prefix(&faulty).await.unwrap_err().kind(),
+        ErrorKind::InvalidKey
+    );
+    let mut txn = typed.txn();
+    txn.delete_prefix(&faulty);
+    assert_eq!(
+        txn.commit().await.unwrap_err().kind(),
+        ErrorKind::InvalidKey
+    );
+    // Tenant 10 survived every attempt.
+    assert_eq!(
+        typed.get(&ten).await.unwrap().as_deref(),
+        Some("tenant ten")
+    );
+}
+
 #[test]
 fn typed_store_debug_names_the_backend() {
     let typed = TypedStore::new(Arc::new(kv_mem::MemStore::new()));

@@ -84,7 +84,8 @@ impl TypedStore {
     /// reason. The page limit counts raw keys, skipped ones included.
     ///
     /// # Errors
-    /// `InvalidArgument` for a zero limit; backend errors.
+    /// `InvalidArgument` for a zero limit; `InvalidKey` for a prefix whose encoding does not
+    /// end with its separator (a faulty hand-written impl); backend errors.
     ///
     /// ```
     /// use kv_core::keyspace::{Key, ListOptions, Prefix, Text, TypedStore};
@@ -134,7 +135,7 @@ impl TypedStore {
         prefix: &P,
         opts: ListOptions,
     ) -> Result<Page<P::Key>> {
-        let mut range = RangeOptions::prefix(prefix_bytes(prefix)).limit(opts.limit);
+        let mut range = RangeOptions::prefix(prefix_bytes(prefix)?).limit(opts.limit);
         if let Some(after) = opts.after {
             range = range.after(after);
         }

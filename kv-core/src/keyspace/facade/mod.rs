@@ -86,6 +86,12 @@ impl TypedStore {
     }
 }
 
+impl From<Arc<dyn Store>> for TypedStore {
+    fn from(store: Arc<dyn Store>) -> Self {
+        TypedStore::new(store)
+    }
+}
+
 impl fmt::Debug for TypedStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TypedStore")
@@ -130,9 +136,23 @@ pub(crate) fn key_bytes<K: Key>(key: &K) -> Vec<u8> {
     key.encode().into_bytes()
 }
 
-/// The bytes of a typed prefix; never empty, always ending with the separator.
-pub(crate) fn prefix_bytes<P: Prefix>(prefix: &P) -> Vec<u8> {
-    prefix.encode().into_bytes()
+/// The bytes of a typed prefix, checked to end with its template's separator: a prefix that
+/// does not (a faulty hand-written impl) would reach into sibling directories (`tenants/1`
+/// covers `tenants/10/...`), so it is refused before any read, watch or delete.
+///
+/// # Errors
+/// `InvalidKey` naming the prefix.
+pub(crate) fn prefix_bytes<P: Prefix>(prefix: &P) -> Result<Vec<u8>> {
+    let encoded = prefix.encode();
+    let sep = P::template().separator().as_char();
+    if encoded.len() < 2 || !encoded.ends_with(sep) {
+        return Err(Error::invalid_key(format!(
+            "a prefix must be a directory ending with `{sep}`"
+        ))
+        .with_context("prefix", &encoded)
+        .with_context("template", P::TEMPLATE));
+    }
+    Ok(encoded.into_bytes())
 }
 
 /// Parses raw key bytes as a `K`.

@@ -152,8 +152,9 @@ impl TypedStore {
     /// `tenants/1/`) are untouched: a prefix ends with its separator.
     ///
     /// # Errors
-    /// Backend errors.
+    /// `InvalidKey` for a prefix whose encoding does not end with its separator (it would
+    /// reach into sibling directories; nothing is deleted); backend errors.
     pub async fn delete_prefix<P: Prefix>(&self, prefix: &P) -> Result<u64> {
-        self.store.delete_prefix(&prefix_bytes(prefix)).await
+        self.store.delete_prefix(&prefix_bytes(prefix)?).await
     }
 }

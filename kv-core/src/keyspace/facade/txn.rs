@@ -109,10 +109,15 @@ impl TypedTxn {
         match encode_value(codec, key, value) {
             Ok(bytes) => Some(bytes),
             Err(e) => {
-                self.error = Some(e);
+                self.fail(e);
                 None
             }
         }
+    }
+
+    /// Keeps the first error; [`commit`](Self::commit) returns it and sends nothing.
+    fn fail(&mut self, error: Error) {
+        self.error.get_or_insert(error);
     }
 
     fn push(&mut self, branch: Branch, op: TxnOp) -> usize {
@@ -177,6 +182,21 @@ impl TypedTxn {
         self
     }
 
+    /// [`put_leased`](Self::put_leased) with an explicit codec.
+    pub fn put_leased_with<K: Key>(
+        &mut self,
+        codec: &K::Value,
+        key: &K,
+        value: &ValueOf<K>,
+        lease: LeaseId,
+    ) -> &mut Self {
+        let key = key_bytes(key);
+        if let Some(bytes) = self.encode(codec, &key, value) {
+            self.push(Branch::Success, TxnOp::put_with_lease(key, bytes, lease));
+        }
+        self
+    }
+
     /// Deletes `key` in the success branch.
     pub fn delete<K: Key>(&mut self, key: &K) -> &mut Self {
         self.push(Branch::Success, TxnOp::delete(key_bytes(key)));
@@ -185,7 +205,12 @@ impl TypedTxn {
 
     /// Deletes the directory `prefix` in the success branch.
     pub fn delete_prefix<P: Prefix>(&mut self, prefix: &P) -> &mut Self {
-        self.push(Branch::Success, TxnOp::delete_prefix(prefix_bytes(prefix)));
+        match prefix_bytes(prefix) {
+            Ok(prefix) => {
+                self.push(Branch::Success, TxnOp::delete_prefix(prefix));
+            }
+            Err(e) => self.fail(e),
+        }
         self
     }
 
@@ -337,7 +362,8 @@ impl TypedTxn {
     /// Sends the transaction.
     ///
     /// # Errors
-    /// The first encoding error of a value added to the builder (nothing is sent);
+    /// The first error recorded by the builder, such as a value that does not encode or a
+    /// prefix without its trailing separator (nothing is sent);
     /// `TxnConflict` when a branch writes one key twice; `TxnTooLarge` over the backend's
     /// limit; backend errors.
     pub async fn commit(self) -> Result<TxnOutcome> {

@@ -135,7 +135,8 @@ impl TypedStore {
     /// decode arrive as [`TypedEvent::Unreadable`].
     ///
     /// # Errors
-    /// `Compacted` when `start_revision` is no longer retained; backend errors.
+    /// `Compacted` when `start_revision` is no longer retained; `InvalidKey` for a prefix
+    /// whose encoding does not end with its separator; backend errors.
     ///
     /// ```
     /// use futures::StreamExt;
@@ -189,7 +190,7 @@ impl TypedStore {
         prefix: &P,
         start_revision: Option<i64>,
     ) -> Result<TypedWatch<P::Key, ValueOf<P::Key>>> {
-        let opts = WatchOptions::prefix(prefix_bytes(prefix));
+        let opts = WatchOptions::prefix(prefix_bytes(prefix)?);
         self.watch_raw(opts, start_revision, key_decoder::<P::Key>(codec))
             .await
     }
