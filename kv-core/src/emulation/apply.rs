@@ -59,7 +59,13 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
         }
         CollectionOp::SetScan { cursor, limit, .. } => {
             let limit = (*limit).max(1);
-            let mut page = members(kind, key, state, cursor.as_deref(), Some(limit + 1))?;
+            let mut page = members(
+                kind,
+                key,
+                state,
+                cursor.as_deref(),
+                Some(limit.saturating_add(1)),
+            )?;
             let cursor = if page.len() > limit {
                 page.pop().map(|(m, _)| m)
             } else {
@@ -356,6 +362,30 @@ mod tests {
         );
         assert_eq!(run(&mut st, push("d")), CollectionResult::Count(3));
         assert_eq!(run(&mut st, range(0, -1)), items(&["b", "c", "d"]));
+    }
+
+    #[test]
+    fn a_scan_with_the_largest_limit_returns_everything() {
+        let mut st = BTreeMap::new();
+        for m in ["a", "b"] {
+            run(
+                &mut st,
+                CollectionOp::SetAdd {
+                    key: k("s"),
+                    member: k(m),
+                },
+            );
+        }
+        let scan = CollectionOp::SetScan {
+            key: k("s"),
+            cursor: None,
+            limit: usize::MAX,
+        };
+        let page = CollectionResult::Page {
+            members: vec![k("a"), k("b")],
+            cursor: None,
+        };
+        assert_eq!(run(&mut st, scan), page);
     }
 
     #[test]

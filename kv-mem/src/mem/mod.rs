@@ -37,13 +37,25 @@ use tokio::time::Instant;
 /// assert_eq!(page.entries[0].version, 1);
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct MemStore {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for MemStore {
+    /// Shows the configuration and size, never the data.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("MemStore");
+        if let Ok(state) = self.shared.state.try_lock() {
+            d.field("revision", &state.revision)
+                .field("keys", &state.kv.len());
+        }
+        d.field("capabilities", &self.shared.caps)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What every handle of one store shares.
-#[derive(Debug)]
 pub(crate) struct Shared {
     /// The state, behind a std `Mutex` rather than tokio's: every critical section is short,
     /// synchronous and never held across an `.await`, which is the case the std mutex serves
