@@ -4,6 +4,7 @@ mod collections;
 mod list;
 mod single;
 mod txn;
+mod txn_collections;
 mod watch;
 
 pub use collections::{ListHandle, MapHandle, SetHandle, SetPage};

@@ -1,8 +1,6 @@
 //! [`TypedTxn`]: a transaction built from typed keys and values.
 
-use super::collections::{ListHandle, MapHandle, SetHandle};
 use super::{TypedStore, ValueOf, Versioned, encode_value, key_bytes, prefix_bytes};
-use crate::collections::CollectionOp;
 use crate::entry::LeaseId;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keyspace::codec::Codec;
@@ -15,7 +13,7 @@ use std::sync::Arc;
 
 /// Which branch of a transaction an op belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Branch {
+pub(super) enum Branch {
     Success,
     Failure,
 }
@@ -102,7 +100,12 @@ impl TypedStore {
 }
 
 impl TypedTxn {
-    fn encode<C: Codec>(&mut self, codec: &C, key: &[u8], value: &C::Value) -> Option<Vec<u8>> {
+    pub(super) fn encode<C: Codec>(
+        &mut self,
+        codec: &C,
+        key: &[u8],
+        value: &C::Value,
+    ) -> Option<Vec<u8>> {
         if self.error.is_some() {
             return None;
         }
@@ -120,7 +123,7 @@ impl TypedTxn {
         self.error.get_or_insert(error);
     }
 
-    fn push(&mut self, branch: Branch, op: TxnOp) -> usize {
+    pub(super) fn push(&mut self, branch: Branch, op: TxnOp) -> usize {
         let ops = match branch {
             Branch::Success => &mut self.txn.success,
             Branch::Failure => &mut self.txn.failure,
@@ -232,67 +235,6 @@ impl TypedTxn {
             index,
             key: PhantomData,
         }
-    }
-
-    /// Adds `member` to the set in the success branch.
-    pub fn set_add<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
-        let key = set.key().to_vec();
-        if let Some(member) = self.encode(set.codec(), &key, member) {
-            let op = CollectionOp::SetAdd { key, member };
-            self.push(Branch::Success, TxnOp::Collection(op));
-        }
-        self
-    }
-
-    /// Removes `member` from the set in the success branch.
-    pub fn set_remove<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
-        let key = set.key().to_vec();
-        if let Some(member) = self.encode(set.codec(), &key, member) {
-            let op = CollectionOp::SetRemove { key, member };
-            self.push(Branch::Success, TxnOp::Collection(op));
-        }
-        self
-    }
-
-    /// Sets a field of the map in the success branch.
-    pub fn map_put<F: Codec, V: Codec>(
-        &mut self,
-        map: &MapHandle<F, V>,
-        field: &F::Value,
-        value: &V::Value,
-    ) -> &mut Self {
-        let key = map.key().to_vec();
-        let field = self.encode(map.field_codec(), &key, field);
-        let value = self.encode(map.value_codec(), &key, value);
-        if let (Some(field), Some(value)) = (field, value) {
-            let op = CollectionOp::MapPut { key, field, value };
-            self.push(Branch::Success, TxnOp::Collection(op));
-        }
-        self
-    }
-
-    /// Deletes a field of the map in the success branch.
-    pub fn map_delete<F: Codec, V: Codec>(
-        &mut self,
-        map: &MapHandle<F, V>,
-        field: &F::Value,
-    ) -> &mut Self {
-        let key = map.key().to_vec();
-        if let Some(field) = self.encode(map.field_codec(), &key, field) {
-            let op = CollectionOp::MapDelete { key, field };
-            self.push(Branch::Success, TxnOp::Collection(op));
-        }
-        self
-    }
-
-    /// Appends an item to the list in the success branch.
-    pub fn list_push<C: Codec>(&mut self, list: &ListHandle<C>, item: &C::Value) -> &mut Self {
-        let key = list.key().to_vec();
-        if let Some(value) = self.encode(list.codec(), &key, item) {
-            let op = CollectionOp::ListPush { key, value };
-            self.push(Branch::Success, TxnOp::Collection(op));
-        }
-        self
     }
 
     /// Requires `key` to exist.

@@ -1,0 +1,134 @@
+//! Typed handles on the collections stored at a key: [`SetHandle`], [`MapHandle`],
+//! [`ListHandle`].
+//!
+//! A collection lives at a typed key; its members, fields and items are encoded by codecs,
+//! by default the key's own codec (for a map, fields are [`Text`] unless given). Reading a
+//! member that does not decode is an error naming the key, never a silently shorter result.
+//! [`TypedStore::delete`] of the key deletes the whole collection.
+
+use super::{TypedStore, key_bytes};
+use crate::collections::{CollectionOp, CollectionResult};
+use crate::entry::escape_bytes;
+use crate::error::{Error, ErrorKind, Result};
+use crate::keyspace::codec::Codec;
+use crate::keyspace::codec_plain::Text;
+use crate::keyspace::key::Key;
+use crate::store::Store;
+use std::fmt;
+use std::sync::Arc;
+
+mod list;
+mod map;
+mod set;
+
+pub use list::ListHandle;
+pub use map::MapHandle;
+pub use set::{SetHandle, SetPage};
+
+impl TypedStore {
+    /// The set stored at `key`, whose members are values of the key's codec.
+    pub fn set_at<K: Key>(&self, key: &K) -> SetHandle<K::Value>
+    where
+        K::Value: Default,
+    {
+        self.set_at_with(key, K::Value::default())
+    }
+
+    /// [`set_at`](Self::set_at) with an explicit member codec.
+    pub fn set_at_with<K: Key>(&self, key: &K, codec: K::Value) -> SetHandle<K::Value> {
+        SetHandle {
+            at: At::new(self, key),
+            codec,
+        }
+    }
+
+    /// The map stored at `key`: [`Text`] fields, values of the key's codec.
+    pub fn map_at<K: Key>(&self, key: &K) -> MapHandle<Text, K::Value>
+    where
+        K::Value: Default,
+    {
+        self.map_at_with(key, Text, K::Value::default())
+    }
+
+    /// [`map_at`](Self::map_at) with explicit field and value codecs.
+    pub fn map_at_with<K: Key, F: Codec>(
+        &self,
+        key: &K,
+        fields: F,
+        values: K::Value,
+    ) -> MapHandle<F, K::Value> {
+        MapHandle {
+            at: At::new(self, key),
+            fields,
+            values,
+        }
+    }
+
+    /// The list stored at `key`, whose items are values of the key's codec.
+    pub fn list_at<K: Key>(&self, key: &K) -> ListHandle<K::Value>
+    where
+        K::Value: Default,
+    {
+        self.list_at_with(key, K::Value::default())
+    }
+
+    /// [`list_at`](Self::list_at) with an explicit item codec.
+    pub fn list_at_with<K: Key>(&self, key: &K, codec: K::Value) -> ListHandle<K::Value> {
+        ListHandle {
+            at: At::new(self, key),
+            codec,
+        }
+    }
+}
+
+/// Where a collection lives: the store and the key.
+#[derive(Clone)]
+pub(super) struct At {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) key: Vec<u8>,
+}
+
+impl At {
+    fn new<K: Key>(typed: &TypedStore, key: &K) -> Self {
+        At {
+            store: Arc::clone(&typed.store),
+            key: key_bytes(key),
+        }
+    }
+
+    pub(super) async fn run(&self, op: CollectionOp) -> Result<CollectionResult> {
+        self.store.collection(op).await
+    }
+
+    pub(super) fn encode<C: Codec>(&self, codec: &C, value: &C::Value) -> Result<Vec<u8>> {
+        super::encode_value(codec, &self.key, value)
+    }
+
+    pub(super) fn decode<C: Codec>(&self, codec: &C, bytes: &[u8]) -> Result<C::Value> {
+        codec
+            .decode(bytes)
+            .map_err(|e| e.with_context("key", escape_bytes(&self.key)))
+    }
+
+    pub(super) fn decode_all<C: Codec>(
+        &self,
+        codec: &C,
+        items: Vec<Vec<u8>>,
+    ) -> Result<Vec<C::Value>> {
+        items.iter().map(|b| self.decode(codec, b)).collect()
+    }
+
+    pub(super) fn unexpected(&self, op: &str, got: CollectionResult) -> Error {
+        Error::new(
+            ErrorKind::Backend,
+            format!("{op}: unexpected collection result {got:?}"),
+        )
+        .with_context("key", escape_bytes(&self.key))
+    }
+
+    pub(super) fn debug(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+        f.debug_struct(name)
+            .field("key", &escape_bytes(&self.key))
+            .finish()
+    }
+}

@@ -1,0 +1,156 @@
+//! [`SetHandle`]: a typed set at a key.
+
+use super::At;
+use crate::collections::{CollectionOp, CollectionResult};
+use crate::error::Result;
+use crate::keyspace::codec::Codec;
+use std::fmt;
+
+/// A typed set at a key (Redis SET; one key per member on ordered backends).
+///
+/// ```
+/// use kv_core::keyspace::{Key, SegmentCodec, TypedStore};
+///
+/// kv_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
+///
+/// /// The profiles of a realm and provider: a set of profile codes.
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "nxc:map:{realm}:{provider}", value = SegmentCodec<Code>)]
+/// struct ProfileMapKey { realm: Code, provider: Code }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// let code = |s: &str| Code::new(s).unwrap();
+/// let profiles = typed.set_at(&ProfileMapKey { realm: code("prod"), provider: code("wx") });
+/// assert!(profiles.add(&code("p1")).await?);
+/// assert!(!profiles.add(&code("p1")).await?);
+/// assert!(profiles.contains(&code("p1")).await?); // the ownership check
+/// assert_eq!(profiles.members().await?, [code("p1")]);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct SetHandle<C> {
+    pub(super) at: At,
+    pub(super) codec: C,
+}
+
+/// One page of a set scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetPage<V> {
+    /// The members of this page.
+    pub members: Vec<V>,
+    /// Pass to [`SetHandle::scan`] for the next page; `None` when the scan is complete.
+    pub cursor: Option<Vec<u8>>,
+}
+
+impl<C: Codec> SetHandle<C> {
+    /// The collection's key bytes.
+    pub fn key(&self) -> &[u8] {
+        &self.at.key
+    }
+
+    /// The member codec.
+    pub fn codec(&self) -> &C {
+        &self.codec
+    }
+
+    /// Adds `member`; returns whether it was new.
+    ///
+    /// # Errors
+    /// `Codec` when the member does not encode (nothing is written); backend errors.
+    pub async fn add(&self, member: &C::Value) -> Result<bool> {
+        let member = self.at.encode(&self.codec, member)?;
+        match self
+            .at
+            .run(CollectionOp::SetAdd {
+                key: self.at.key.clone(),
+                member,
+            })
+            .await?
+        {
+            CollectionResult::Changed(changed) => Ok(changed),
+            other => Err(self.at.unexpected("set add", other)),
+        }
+    }
+
+    /// Removes `member`; returns whether it was there.
+    ///
+    /// # Errors
+    /// `Codec` when the member does not encode; backend errors.
+    pub async fn remove(&self, member: &C::Value) -> Result<bool> {
+        let member = self.at.encode(&self.codec, member)?;
+        match self
+            .at
+            .run(CollectionOp::SetRemove {
+                key: self.at.key.clone(),
+                member,
+            })
+            .await?
+        {
+            CollectionResult::Changed(changed) => Ok(changed),
+            other => Err(self.at.unexpected("set remove", other)),
+        }
+    }
+
+    /// Whether `member` is in the set.
+    ///
+    /// # Errors
+    /// `Codec` when the member does not encode; backend errors.
+    pub async fn contains(&self, member: &C::Value) -> Result<bool> {
+        let member = self.at.encode(&self.codec, member)?;
+        let op = CollectionOp::SetContains {
+            key: self.at.key.clone(),
+            member,
+        };
+        match self.at.run(op).await? {
+            CollectionResult::Contains(found) => Ok(found),
+            other => Err(self.at.unexpected("set contains", other)),
+        }
+    }
+
+    /// Every member, in ascending byte order of their encodings. For large sets prefer
+    /// [`scan`](Self::scan).
+    ///
+    /// # Errors
+    /// `Codec` when a stored member does not decode; backend errors.
+    pub async fn members(&self) -> Result<Vec<C::Value>> {
+        match self
+            .at
+            .run(CollectionOp::SetMembers {
+                key: self.at.key.clone(),
+            })
+            .await?
+        {
+            CollectionResult::Members(members) => self.at.decode_all(&self.codec, members),
+            other => Err(self.at.unexpected("set members", other)),
+        }
+    }
+
+    /// One page of about `limit` members, from `cursor` (`None` for the first page).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a zero limit; `Codec` when a member does not decode; backend
+    /// errors.
+    pub async fn scan(&self, cursor: Option<Vec<u8>>, limit: usize) -> Result<SetPage<C::Value>> {
+        let op = CollectionOp::SetScan {
+            key: self.at.key.clone(),
+            cursor,
+            limit,
+        };
+        match self.at.run(op).await? {
+            CollectionResult::Page { members, cursor } => Ok(SetPage {
+                members: self.at.decode_all(&self.codec, members)?,
+                cursor,
+            }),
+            other => Err(self.at.unexpected("set scan", other)),
+        }
+    }
+}
+
+impl<C> fmt::Debug for SetHandle<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.at.debug(f, "SetHandle")
+    }
+}
