@@ -196,6 +196,53 @@ async fn a_key_watch_and_a_keyspace_watch() {
 }
 
 #[tokio::test]
+async fn revoking_a_lease_reaches_the_typed_watch_as_deletes() {
+    let (typed, root) = store();
+    let lease = typed
+        .store()
+        .lease_grant(Duration::from_secs(60))
+        .await
+        .unwrap()
+        .id;
+    let dir = TenantDbDir {
+        root: root.clone(),
+        id: 4,
+    };
+    let a = TenantDbKey {
+        root: root.clone(),
+        id: 4,
+        service: name("a"),
+    };
+    let b = TenantDbKey {
+        root: root.clone(),
+        id: 4,
+        service: name("b"),
+    };
+    typed.put_leased(&a, &db("a"), lease).await.unwrap();
+    let mut txn = typed.txn();
+    txn.put_leased(&b, &db("b"), lease);
+    assert!(txn.commit().await.unwrap().succeeded);
+    let versioned = typed.get_versioned(&b).await.unwrap().unwrap();
+    assert_eq!(versioned.lease, Some(lease));
+
+    let start = typed.store().revision().await.unwrap() + 1;
+    let mut watch = typed.watch(&dir, Some(start)).await.unwrap();
+    typed.store().lease_revoke(lease).await.unwrap();
+    let mut deleted = Vec::new();
+    while deleted.len() < 2 {
+        for event in next(&mut watch).await.events {
+            match event {
+                TypedEvent::Delete { key } => deleted.push(key),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+    deleted.sort_by_key(|k| k.service.to_string());
+    assert_eq!(deleted, [a.clone(), b]);
+    assert!(!typed.exists(&a).await.unwrap());
+}
+
+#[tokio::test]
 async fn set_handle_members_are_typed() {
     let (typed, root) = store();
     let key = ProfileSetKey {

@@ -178,11 +178,7 @@ impl TypedTxn {
     where
         K::Value: Default,
     {
-        let key = key_bytes(key);
-        if let Some(bytes) = self.encode(&K::Value::default(), &key, value) {
-            self.push(Branch::Success, TxnOp::put_with_lease(key, bytes, lease));
-        }
-        self
+        self.put_leased_with(&K::Value::default(), key, value, lease)
     }
 
     /// [`put_leased`](Self::put_leased) with an explicit codec.
