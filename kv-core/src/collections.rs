@@ -4,7 +4,7 @@
 //! A collection lives at a key, like a Redis SET, HASH or LIST. Redis stores it natively;
 //! ordered backends (etcd, sled, memory) store one key per member under a reserved layout that
 //! no user key can enter, because user keys never contain NUL (see
-//! [`validate_key`](crate::validate_key)):
+//! [`validate_key`]):
 //!
 //! | collection | member key |
 //! |---|---|
