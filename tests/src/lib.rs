@@ -2,6 +2,7 @@
 //! property test.
 #![deny(missing_docs)]
 
+pub mod backends;
 pub mod conformance;
 pub mod harness;
 pub mod model;

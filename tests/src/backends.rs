@@ -1,0 +1,87 @@
+//! One store of each backend, for tests that must run unchanged on all four: `MemStore`,
+//! `SledStore` (in a temporary directory), `EtcdStore` and `RedisStore` (on the test binary's
+//! shared harness servers).
+//!
+//! [`on_every_backend!`](crate::on_every_backend) turns one `async fn(Arc<dyn Store>)` into a
+//! test per backend.
+
+use crate::harness::{shared_etcd, shared_redis};
+use kv_core::Store;
+use kv_etcd::{EtcdConfig, EtcdStore};
+use kv_mem::{MemStore, SledConfig, SledStore};
+use kv_redis::RedisStore;
+use std::sync::Arc;
+
+/// A fresh `MemStore`.
+pub async fn memory() -> Option<Arc<dyn Store>> {
+    Some(Arc::new(MemStore::new()))
+}
+
+/// A fresh `SledStore` in its own temporary directory, removed when the last handle to the
+/// store is dropped.
+pub async fn sled() -> Option<Arc<dyn Store>> {
+    let dir = tempfile::Builder::new()
+        .prefix("kv-sled-")
+        .tempdir()
+        .expect("temp dir");
+    let store = SledStore::open(SledConfig::new(dir.path())).expect("open a sled store");
+    Some(Arc::new(TempSled { store, _dir: dir }))
+}
+
+/// An `EtcdStore` on this test binary's shared etcd (`None` after a SKIP line when etcd is
+/// missing and servers are not required).
+pub async fn etcd() -> Option<Arc<dyn Store>> {
+    let server = shared_etcd().await?;
+    let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]))
+        .await
+        .expect("connect to the harness etcd");
+    Some(Arc::new(store))
+}
+
+/// A `RedisStore` on this test binary's shared Redis (`None` after a SKIP line when
+/// redis-server is missing and servers are not required).
+pub async fn redis() -> Option<Arc<dyn Store>> {
+    let server = shared_redis().await?;
+    let store = RedisStore::open(&server.url())
+        .await
+        .expect("connect to the harness Redis");
+    Some(Arc::new(store))
+}
+
+/// Runs `$case` (a path to an `async fn(Arc<dyn Store>)`) as one test per backend:
+/// `memory`, `sled`, `etcd`, `redis`, in a module named after the case.
+///
+/// ```ignore
+/// async fn publish_then_delete(store: Arc<dyn Store>) { /* ... */ }
+/// kv_tests::on_every_backend!(publish_then_delete);
+/// ```
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($case:ident),+ $(,)?) => {
+        $(
+            mod $case {
+                $crate::on_every_backend!(@backend $case, memory);
+                $crate::on_every_backend!(@backend $case, sled);
+                $crate::on_every_backend!(@backend $case, etcd);
+                $crate::on_every_backend!(@backend $case, redis);
+            }
+        )+
+    };
+    (@backend $case:ident, $backend:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $backend() {
+            if let Some(store) = $crate::backends::$backend().await {
+                super::$case(store).await;
+            }
+        }
+    };
+}
+
+/// A `SledStore` that owns its temporary directory: the store closes first, then the
+/// directory is removed.
+struct TempSled {
+    store: SledStore,
+    _dir: tempfile::TempDir,
+}
+
+mod forward;
