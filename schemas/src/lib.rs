@@ -1,2 +1,6 @@
-//! Typed keyspaces of five real systems.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
+
+mod catalog;
+
+pub use catalog::{ParsedKey, Schema, all, find, parse_any};

@@ -1,0 +1,85 @@
+//! The catalog of schemas: names, templates and parsers, for tools such as `kvctl` that work
+//! with every schema without knowing their types.
+
+use kv_core::keyspace::{Keyspace, NoMatch, TemplateInfo};
+
+/// A raw key parsed by one schema: the template it matched and its decoded fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedKey {
+    /// The schema's name.
+    pub schema: &'static str,
+    /// The template (as written in the design document) the key belongs to.
+    pub template: &'static str,
+    /// The variables as `(name, encoded segment)`, in template order.
+    pub fields: Vec<(&'static str, String)>,
+}
+
+/// One schema of the catalog.
+#[derive(Clone, Copy)]
+pub struct Schema {
+    /// Short name (`tenant`, `registry`, `cronix`, `nxc`, `balancer`).
+    pub name: &'static str,
+    /// One line on what the schema is for.
+    pub summary: &'static str,
+    /// The store the schema's system uses (`etcd`, `redis`...).
+    pub store: &'static str,
+    templates: fn() -> Vec<TemplateInfo>,
+    parse: fn(&'static str, &str) -> Result<ParsedKey, NoMatch>,
+}
+
+impl std::fmt::Debug for Schema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schema").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+fn parse_with<K: Keyspace>(schema: &'static str, raw: &str) -> Result<ParsedKey, NoMatch> {
+    let key = K::parse(raw)?;
+    Ok(ParsedKey { schema, template: key.template_source(), fields: key.fields() })
+}
+
+impl Schema {
+    /// The catalog entry of keyspace `K`.
+    pub fn of<K: Keyspace>(name: &'static str, store: &'static str, summary: &'static str) -> Self {
+        Schema { name, summary, store, templates: K::templates, parse: parse_with::<K> }
+    }
+
+    /// Every template of the schema.
+    pub fn templates(&self) -> Vec<TemplateInfo> {
+        (self.templates)()
+    }
+
+    /// Parses a raw key of this schema.
+    ///
+    /// # Errors
+    /// [`NoMatch`] saying why the key belongs to no template.
+    pub fn parse(&self, raw: &str) -> Result<ParsedKey, NoMatch> {
+        (self.parse)(self.name, raw)
+    }
+}
+
+/// Every schema of the crate.
+pub fn all() -> Vec<Schema> {
+    vec![]
+}
+
+/// The schema named `name`.
+pub fn find(name: &str) -> Option<Schema> {
+    all().into_iter().find(|s| s.name == name)
+}
+
+/// Parses a raw key with every schema; `Ok` with the first that matches, otherwise each
+/// schema's reason.
+///
+/// # Errors
+/// One `(schema name, NoMatch)` per schema when none matches.
+pub fn parse_any(raw: &str) -> Result<ParsedKey, Vec<(&'static str, NoMatch)>> {
+    let mut reasons = Vec::new();
+    for schema in all() {
+        match schema.parse(raw) {
+            Ok(parsed) => return Ok(parsed),
+            Err(e) => reasons.push((schema.name, e)),
+        }
+    }
+    Err(reasons)
+}
