@@ -1,18 +1,5 @@
 //! `Encrypted<C>`: AES-256-GCM around another codec, with a key id in every value so that
-//! keys can rotate.
-//!
-//! The envelope of an encrypted value is
-//!
-//! | bytes | content |
-//! |---|---|
-//! | 1 | format version, [`ENVELOPE_VERSION`] |
-//! | 1 | length `n` of the key id (1–255) |
-//! | `n` | the key id, printable ASCII |
-//! | 12 | a random 96-bit nonce |
-//! | rest | the AES-256-GCM ciphertext of the inner codec's bytes, then the 16-byte tag |
-//!
-//! The header (version, length and key id) is authenticated as associated data: a value whose
-//! key id was rewritten fails to decrypt like any other tampered value.
+//! keys can rotate. The envelope format is documented on [`Encrypted`].
 
 use super::codec::{Codec, codec_error};
 use crate::error::{Error, ErrorKind, Result};
@@ -286,6 +273,19 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 /// A stateful codec: build it with the keyring and give it to the typed facade's `*_with`
 /// methods (it is cheap to clone; the keyring is shared).
 ///
+/// The envelope of an encrypted value is
+///
+/// | bytes | content |
+/// |---|---|
+/// | 1 | format version, [`ENVELOPE_VERSION`] |
+/// | 1 | length `n` of the key id (1–255) |
+/// | `n` | the key id, printable ASCII |
+/// | 12 | a random 96-bit nonce |
+/// | rest | the AES-256-GCM ciphertext of the inner codec's bytes, then the 16-byte tag |
+///
+/// The header (version, length and key id) is authenticated as associated data: a value whose
+/// key id was rewritten fails to decrypt like any other tampered value.
+///
 /// ```
 /// use kv_core::keyspace::{Codec, Encrypted, EncryptionKey, Json, Keyring};
 /// use std::sync::Arc;
@@ -295,6 +295,38 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 /// assert!(!sealed.windows(9).any(|w| w == b"sub_mchid"));
 /// assert_eq!(codec.decode(&sealed)?, vec!["sub_mchid".to_string()]);
 /// # Ok::<(), kv_core::Error>(())
+/// ```
+///
+/// With the typed facade, the key declares the codec type and the `*_with` methods take the
+/// codec value (the compiler checks it is the key's):
+///
+/// ```
+/// use kv_core::keyspace::{Encrypted, EncryptionKey, Json, Key, Keyring, TypedStore};
+/// use std::sync::Arc;
+///
+/// kv_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
+///
+/// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+/// struct PoolSettings { token: String }
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "nxc:pool:{realm}:{provider}", value = Encrypted<Json<PoolSettings>>)]
+/// struct PoolKey { realm: Code, provider: Code }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let keyring = Arc::new(Keyring::new("2026-01", EncryptionKey::generate())?);
+/// let codec = Encrypted::new(keyring, Json::new());
+/// let typed = TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let key = PoolKey { realm: Code::new("prod").unwrap(), provider: Code::new("wx").unwrap() };
+///
+/// typed.put_with(&codec, &key, &PoolSettings { token: "t0p-secret".into() }).await?;
+/// let stored = typed.store().get(b"nxc:pool:prod:wx").await?.unwrap();
+/// assert_eq!(Keyring::envelope_key_id(&stored.value)?, "2026-01");
+/// let settings = typed.get_with(&codec, &key).await?.unwrap();
+/// assert_eq!(settings.token, "t0p-secret");
+/// # Ok(())
+/// # }
 /// ```
 pub struct Encrypted<C> {
     keyring: Arc<Keyring>,
