@@ -85,7 +85,6 @@ mod tests {
         }
         assert_eq!(255u8.to_segment_string(S), "255");
         assert_eq!((-7i32).to_segment_string(Separator::Colon), "-7");
-        assert!(!u64::ORDERED);
         assert!(u64::can_produce("10", S) && !u64::can_produce("b", S));
     }
 }

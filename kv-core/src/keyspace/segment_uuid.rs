@@ -3,7 +3,10 @@
 use super::segment::{Segment, SegmentError, Separator};
 use uuid::Uuid;
 
+/// Lowercase hexadecimal of fixed width sorts like the UUID's bytes, so UUIDs are ordered.
 impl Segment for Uuid {
+    const ORDERED: bool = true;
+
     fn encode(&self, _sep: Separator, out: &mut String) {
         let mut buf = Uuid::encode_buffer();
         out.push_str(self.hyphenated().encode_lower(&mut buf));

@@ -63,6 +63,11 @@ impl Template {
                 )
             })?;
         }
+        // The depth is checked first so that a key of another depth ranks below keys that
+        // match the shape (see `NoMatch`): its position is 0.
+        if body.split(sep).count() != self.segments.len() {
+            return Err(self.depth_error(raw, 0, body));
+        }
         let mut pieces = body.split(sep);
         let mut var = 0;
         for (index, segment) in self.segments.iter().enumerate() {
