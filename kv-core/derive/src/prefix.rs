@@ -33,8 +33,10 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let parse = layout.parse_body();
     let fields = layout.fields_body();
     let text = &layout.template.text;
+    // A format string: the template's braces are escaped.
     let not_prefix = format!(
-        "the template of the key listed by `{name}` does not start with `{text}` (or its hash tag differs)"
+        "the template of the key listed by `{name}` does not start with `{}` (or its hash tag differs)",
+        text.replace('{', "{{").replace('}', "}}")
     );
     Ok(quote! {
         impl #ks::Prefix for #name {

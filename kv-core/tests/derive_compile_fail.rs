@@ -1,0 +1,10 @@
+//! Template mistakes are compile errors that point at the template or the field; the seed
+//! layouts compile. The expected messages are in `tests/ui/*.stderr`
+//! (regenerate with `TRYBUILD=overwrite cargo test -p kv-core --test derive_compile_fail`).
+
+#[test]
+fn template_checks() {
+    let cases = trybuild::TestCases::new();
+    cases.pass("tests/ui/pass_*.rs");
+    cases.compile_fail("tests/ui/fail_*.rs");
+}

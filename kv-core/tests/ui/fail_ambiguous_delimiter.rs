@@ -1,0 +1,11 @@
+use kv_core::keyspace::Key;
+
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "/registry/{group}/{major}.{minor}/status", value = kv_core::keyspace::Text)]
+struct VersionKey {
+    group: u64,
+    major: u32,
+    minor: u32,
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use kv_core::keyspace::Key;
+
+// The legacy layout of the seed documents had `jxt//tenants/...`.
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "jxt//tenants/{id}/meta", value = kv_core::keyspace::Text)]
+struct LegacyMetaKey {
+    id: u64,
+}
+
+fn main() {}

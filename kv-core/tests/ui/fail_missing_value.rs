@@ -1,0 +1,9 @@
+use kv_core::keyspace::Key;
+
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "jxt/tenants/{id}/meta")]
+struct TenantMetaKey {
+    id: u64,
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use kv_core::keyspace::Key;
+
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "nxc:map/{realm}", value = kv_core::keyspace::Text)]
+struct MapKey {
+    realm: u64,
+}
+
+fn main() {}
