@@ -61,12 +61,14 @@ local function delete_plain(key, m)
 end
 
 -- Writes the revision `rev` to the log (every revision has exactly one entry, so readers can
--- tell a trimmed gap from a quiet range) and trims the log to the retention.
+-- tell a trimmed gap from a quiet range) and trims the log to the retention. The trim is
+-- approximate (whole stream nodes, far cheaper than exact trimming): at least RETENTION
+-- revisions stay, and what remains is always a contiguous run of the latest revisions.
 local function commit(rev)
   redis.call('SET', K_REV, rev)
   redis.call('XADD', K_LOG, rev .. '-0', 'e', table.concat(events))
   if RETENTION > 0 and rev > RETENTION then
-    redis.call('XTRIM', K_LOG, 'MINID', (rev - RETENTION + 1) .. '-0')
+    redis.call('XTRIM', K_LOG, 'MINID', '~', (rev - RETENTION + 1) .. '-0')
   end
 end
 
