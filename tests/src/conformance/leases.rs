@@ -144,3 +144,37 @@ pub async fn put_with_lease_attaches_it(store: Arc<dyn Store>) {
         "a detached key outlives the lease"
     );
 }
+
+/// [`LeaseKeeper`](kv_core::LeaseKeeper) keeps a lease alive past its TTL, reports the loss
+/// when the lease is revoked behind its back, and `revoke()` deletes the attached keys.
+pub async fn lease_keeper_renews_and_reports_loss(store: Arc<dyn Store>) {
+    let root = root();
+    let keeper = kv_core::LeaseKeeper::grant(store.clone(), Duration::from_secs(1))
+        .await
+        .unwrap();
+    let k = key(&root, "kept");
+    let written = put_leased(&*store, &k, keeper.id()).await;
+    let mut watch = store
+        .watch(WatchOptions::key(&k).from_revision(written + 1))
+        .await
+        .unwrap();
+    // Three TTLs without a delete: only the renewals keep the key.
+    let quiet = tokio::time::timeout(keeper.ttl() * 3, futures::StreamExt::next(&mut watch));
+    assert!(quiet.await.is_err(), "the kept lease expired");
+    assert!(!keeper.is_lost());
+    store.lease_revoke(keeper.id()).await.unwrap();
+    let lost = tokio::time::timeout(super::support::EVENT_TIMEOUT, keeper.lost())
+        .await
+        .expect("the keeper notices the revoke");
+    assert_eq!(lost.kind(), ErrorKind::LeaseNotFound);
+    assert!(keeper.is_lost());
+
+    let second = kv_core::LeaseKeeper::grant(store.clone(), Duration::from_secs(30))
+        .await
+        .unwrap();
+    let other = key(&root, "other");
+    put_leased(&*store, &other, second.id()).await;
+    let mut watch = store.watch(WatchOptions::key(&other)).await.unwrap();
+    second.revoke().await.unwrap();
+    await_deletes(&mut watch, std::slice::from_ref(&other)).await;
+}

@@ -97,6 +97,7 @@ macro_rules! conformance_suite {
             collections::delete_removes_collections,
             collections::collections_are_invisible_to_range,
             leases::lease_grant_rounds_ttl_up,
+            leases::lease_keeper_renews_and_reports_loss,
             leases::lease_keep_alive_renews,
             leases::lease_revoke_deletes_keys_and_watchers_see_it,
             leases::lease_time_to_live_lists_keys,
