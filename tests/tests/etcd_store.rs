@@ -122,7 +122,7 @@ async fn bulk_loader_writes_everything_and_reports_progress() {
         .await
         .unwrap();
     assert_eq!((report.keys, report.batches), (1000, 10));
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 10);
     assert!(seen.iter().all(|p| p.total == 1000));
     assert_eq!(seen.iter().map(|p| p.written).max(), Some(1000));
