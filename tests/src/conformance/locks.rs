@@ -207,3 +207,35 @@ pub async fn lock_fencing_token_guards_txn(store: Arc<dyn Store>) {
     assert_eq!(store.get(&data).await.unwrap().unwrap().value, b"new");
     new.unlock().await.unwrap();
 }
+
+/// Locking with a revoked lease is `LeaseNotFound`; locking twice with one lease is
+/// `AlreadyExists`; neither leaves a key behind.
+pub async fn lock_rejects_bad_leases(store: Arc<dyn Store>) {
+    let root = root();
+    let name = key(&root, "lock");
+    let lock = Lock::new(store.clone(), &name).unwrap();
+    let revoked = lease(&store, Duration::from_secs(30)).await;
+    store.lease_revoke(revoked).await.unwrap();
+    let err = lock.lock(revoked).await.unwrap_err();
+    assert_eq!(err.kind(), kv_core::ErrorKind::LeaseNotFound, "{err}");
+    let held = keeper(&store).await;
+    let guard = lock.lock(held.id()).await.unwrap();
+    let err = lock.try_lock(held.id()).await.unwrap_err();
+    assert_eq!(err.kind(), kv_core::ErrorKind::AlreadyExists, "{err}");
+    let keys = super::support::snapshot(&*store, &root).await;
+    assert_eq!(
+        super::support::names(&root, &keys).len(),
+        1,
+        "only the holder's key"
+    );
+    assert!(
+        !guard.is_lost(),
+        "a refused second lock leaves the first one held"
+    );
+    guard.unlock().await.unwrap();
+    assert!(super::support::snapshot(&*store, &root).await.is_empty());
+    assert_eq!(
+        Lock::new(store.clone(), "").unwrap_err().kind(),
+        kv_core::ErrorKind::InvalidKey
+    );
+}

@@ -109,6 +109,7 @@ macro_rules! conformance_suite {
             locks::lock_released_when_lease_expires,
             locks::lock_fencing_token_increases,
             locks::lock_fencing_token_guards_txn,
+            locks::lock_rejects_bad_leases,
             metadata::revision_bumps_once_per_write_txn,
             metadata::entry_metadata_evolves_like_etcd,
             metadata::read_only_txn_keeps_revision,

@@ -157,9 +157,7 @@ impl Exec {
                         OpResult::Get(e) => StepResult::Get(e.map(|e| self.seen(e))),
                         OpResult::Put => StepResult::Put,
                         OpResult::Delete { deleted } => StepResult::Deleted(deleted),
-                        OpResult::Collection(c) => {
-                            panic!("a collection result for a plain op: {c:?}")
-                        }
+                        OpResult::Collection(c) => StepResult::Coll(c),
                     })
                     .collect();
                 Outcome::Txn {
@@ -167,6 +165,7 @@ impl Exec {
                     results,
                 }
             }
+            Op::Coll(c) => Outcome::Coll(store.collection(c.to_op(&self.root)).await?),
             Op::Grant => {
                 self.leases.push(store.lease_grant(LEASE_TTL).await?.id);
                 Outcome::Granted(self.leases.len() - 1)
@@ -213,6 +212,7 @@ impl Exec {
             },
             TxnStep::Delete(k) => TxnOp::delete(self.abs(k)),
             TxnStep::DeletePrefix(p) => TxnOp::delete_prefix(self.abs(p)),
+            TxnStep::Coll(c) => TxnOp::Collection(c.to_op(&self.root)),
         }
     }
 

@@ -4,7 +4,8 @@
 //! A sequence mixes puts (with and without leases and previous values), gets, ranges (prefix
 //! and `[start, end)`, with limits and paging, keys-only and count-only), deletes, prefix
 //! deletes, transactions with compares on version, mod/create revision, value, existence and
-//! lease and ops in both branches, and lease grant/revoke/keep-alive/time-to-live. Keys come
+//! lease and ops in both branches, and lease grant/revoke/keep-alive/time-to-live, and set, map and list ops (alone and in txn
+//! branches). Keys come
 //! from a small adversarial alphabet under a per-sequence random root, so the test can share a
 //! store (or a server) with other tests. Revisions are compared as ordinals of the sequence's
 //! own writes and lease ids as ordinals of its grants, so concurrent writers elsewhere on the
@@ -22,11 +23,13 @@
 //! }
 //! ```
 
+mod collections;
 mod exec;
 mod ops;
 mod outcome;
 mod reference;
 
+pub use collections::{Coll, Collections, Touch, coll};
 pub use exec::Exec;
 pub use ops::{Bytes, Cmp, LeaseRef, Op, RevRef, Span, Target, TxnStep, op, sequence};
 pub use outcome::{Outcome, Page, Seen, StepResult};

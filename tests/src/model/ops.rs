@@ -6,6 +6,7 @@
 //! granted, the n-th write revision of the sequence), so the same sequence means the same thing
 //! on the store and on the model, and still does after shrinking.
 
+use super::collections::{Coll, coll};
 use kv_core::CompareOp;
 use proptest::prelude::*;
 use std::fmt;
@@ -80,6 +81,8 @@ pub enum TxnStep {
     Delete(Bytes),
     /// Delete a prefix.
     DeletePrefix(Bytes),
+    /// A collection op.
+    Coll(Coll),
 }
 
 /// Which keys a model range reads.
@@ -139,6 +142,8 @@ pub enum Op {
     KeepAlive(LeaseRef),
     /// `Store::lease_time_to_live` (its keys).
     TimeToLive(LeaseRef),
+    /// `Store::collection`.
+    Coll(Coll),
 }
 
 const TOKENS: [&[u8]; 7] = [b"1", b"10", b"11", b"/", b"\xff", b"a/", b"\xff\xff"];
@@ -234,6 +239,7 @@ fn step() -> impl Strategy<Value = TxnStep> {
             .prop_map(|(k, v, l)| TxnStep::Put(k, v, l)),
         2 => key().prop_map(TxnStep::Delete),
         1 => prefix().prop_map(TxnStep::DeletePrefix),
+        2 => coll().prop_map(TxnStep::Coll),
     ]
 }
 
@@ -275,6 +281,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => lease_ref().prop_map(Op::Revoke),
         1 => lease_ref().prop_map(Op::KeepAlive),
         1 => lease_ref().prop_map(Op::TimeToLive),
+        5 => coll().prop_map(Op::Coll),
     ]
 }
 

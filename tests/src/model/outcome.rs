@@ -3,7 +3,7 @@
 //! leases as the ordinal of their grant.
 
 use super::ops::{Bytes, LeaseRef, RevRef};
-use kv_core::ErrorKind;
+use kv_core::{CollectionResult, ErrorKind};
 
 /// An entry as observed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,8 +40,10 @@ pub enum StepResult {
     Get(Option<Seen>),
     /// A put.
     Put,
-    /// A delete or prefix delete: how many keys.
+    /// A delete or prefix delete: how many keys (collections count one each).
     Deleted(u64),
+    /// A collection op.
+    Coll(CollectionResult),
 }
 
 /// The observable result of one operation.
@@ -74,6 +76,8 @@ pub enum Outcome {
     LeaseKeys(Vec<Bytes>),
     /// A lease op before any lease was granted (not sent).
     NoLease,
+    /// A collection op.
+    Coll(CollectionResult),
     /// The op failed with this kind.
     Err(ErrorKind),
 }

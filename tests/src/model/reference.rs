@@ -1,6 +1,7 @@
 //! The reference model: a `BTreeMap`, one revision counter and a list of leases, with etcd's
 //! semantics, written as plainly as possible.
 
+use super::collections::{Collections, Touch};
 use super::ops::{Bytes, Cmp, Op, Span, Target, TxnStep};
 use super::outcome::{Outcome, Page, Seen, StepResult, lease_index, ordinal, revision};
 use kv_core::{CompareOp, ErrorKind};
@@ -22,6 +23,7 @@ pub struct Model {
     revision: i64,
     puts: Vec<i64>,
     alive: Vec<bool>,
+    collections: Collections,
 }
 
 type Checked<T> = Result<T, ErrorKind>;
@@ -86,7 +88,14 @@ impl Model {
         for k in &doomed {
             self.data.remove(k);
         }
-        doomed.len() as u64
+        let collections = self.collections.delete_where(|k| k.starts_with(prefix));
+        doomed.len() as u64 + collections
+    }
+
+    /// Deletes the plain key and the collections at `key`; returns how many.
+    fn delete_key(&mut self, key: &[u8]) -> u64 {
+        let plain = u64::from(self.data.remove(key).is_some());
+        plain + self.collections.delete_where(|k| k == key)
     }
 
     /// Applies `op`, returning what a correct store returns.
@@ -123,7 +132,7 @@ impl Model {
             Op::Delete(key) => {
                 valid(key)?;
                 let before = self.get(&key.0);
-                if self.data.remove(&key.0).is_some() {
+                if self.delete_key(&key.0) > 0 {
                     self.revision += 1;
                 }
                 Outcome::Deleted(before)
@@ -141,6 +150,7 @@ impl Model {
                 then,
                 otherwise,
             } => self.txn(when, then, otherwise)?,
+            Op::Coll(c) => Outcome::Coll(self.collections.apply(c)),
             Op::Grant => {
                 self.alive.push(true);
                 Outcome::Granted(self.alive.len() - 1)
@@ -278,7 +288,7 @@ impl Model {
                     StepResult::Put
                 }
                 TxnStep::Delete(k) => {
-                    let n = u64::from(self.data.remove(&k.0).is_some());
+                    let n = self.delete_key(&k.0);
                     changed |= n > 0;
                     StepResult::Deleted(n)
                 }
@@ -286,6 +296,10 @@ impl Model {
                     let n = self.delete_prefix(&p.0);
                     changed |= n > 0;
                     StepResult::Deleted(n)
+                }
+                TxnStep::Coll(c) => {
+                    changed |= c.touch().is_some();
+                    StepResult::Coll(self.collections.apply(c))
                 }
             });
         }
@@ -296,34 +310,50 @@ impl Model {
     }
 }
 
+/// What one write of a branch touches.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Write {
+    Key(Vec<u8>),
+    Coll(Touch),
+}
+
+impl Write {
+    fn key(&self) -> &[u8] {
+        match self {
+            Write::Key(k) | Write::Coll(Touch::Member(k, ..) | Touch::List(k)) => k,
+        }
+    }
+}
+
 /// The checks of `Txn::validate` on one branch: valid keys first, in op order; then no key
-/// written twice, no write inside a deleted prefix, no overlapping deleted prefixes.
+/// (set member, map field, list) written twice, no write inside a deleted prefix, no
+/// overlapping deleted prefixes.
 fn validate_branch(steps: &[TxnStep]) -> Checked<()> {
-    let mut written: Vec<&[u8]> = Vec::new();
+    let mut written: Vec<Write> = Vec::new();
     let mut prefixes: Vec<&[u8]> = Vec::new();
     for step in steps {
         match step {
             TxnStep::Get(k) => valid(k)?,
             TxnStep::Put(k, _, _) | TxnStep::Delete(k) => {
                 valid(k)?;
-                written.push(&k.0);
+                written.push(Write::Key(k.0.clone()));
             }
             TxnStep::DeletePrefix(p) => {
                 valid(p)?;
                 prefixes.push(&p.0);
             }
+            TxnStep::Coll(c) => written.extend(c.touch().map(Write::Coll)),
         }
     }
-    let mut sorted = written.clone();
-    sorted.sort();
-    if sorted.windows(2).any(|w| w[0] == w[1]) {
+    written.sort();
+    if written.windows(2).any(|w| w[0] == w[1]) {
         return Err(ErrorKind::TxnConflict);
     }
     for (i, p) in prefixes.iter().enumerate() {
         let overlaps = prefixes[i + 1..]
             .iter()
             .any(|q| q.starts_with(p) || p.starts_with(q));
-        if overlaps || written.iter().any(|k| k.starts_with(p)) {
+        if overlaps || written.iter().any(|w| w.key().starts_with(p)) {
             return Err(ErrorKind::TxnConflict);
         }
     }
