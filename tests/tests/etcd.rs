@@ -1,4 +1,4 @@
-//! The conformance suite on a harness-started etcd.
+//! The conformance suite and the model-based property test on a harness-started etcd.
 
 use kv_core::Store;
 use kv_etcd::{EtcdConfig, EtcdStore};
@@ -13,3 +13,8 @@ async fn etcd_store() -> Option<Arc<dyn Store>> {
 }
 
 kv_tests::conformance_suite!(etcd_store);
+
+#[test]
+fn model_sequences_match_the_reference_model() {
+    kv_tests::model::check(etcd_store, 64);
+}
