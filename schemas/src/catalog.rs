@@ -60,7 +60,10 @@ impl Schema {
 
 /// Every schema of the crate.
 pub fn all() -> Vec<Schema> {
-    vec![]
+    vec![
+        crate::tenant::schema(),
+        crate::registry::schema(),
+    ]
 }
 
 /// The schema named `name`.

@@ -2,5 +2,7 @@
 #![deny(missing_docs)]
 
 mod catalog;
+pub mod tenant;
+pub mod registry;
 
 pub use catalog::{ParsedKey, Schema, all, find, parse_any};

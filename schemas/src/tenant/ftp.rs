@@ -1,0 +1,143 @@
+//! Adding and removing one FTP user, with the global uniqueness of usernames (§7.1, §7.5).
+
+use super::keys::{FtpConfigKey, FtpUserIndexKey, TenantMetaKey};
+use super::model::invalid_segment;
+use super::segments::FtpUsername;
+use super::values::{FtpConfig, FtpUserIndex};
+use kv_core::keyspace::TypedStore;
+use kv_core::{CompareOp, Error, ErrorKind, OpResult, Result};
+
+/// How often an operation re-reads and retries when a concurrent writer changed what it read.
+pub(crate) const ATTEMPTS: usize = 16;
+
+pub(crate) fn contended(what: &str) -> Error {
+    Error::new(
+        ErrorKind::ConditionFailed,
+        format!("{what}: concurrent writers kept changing the tenant; try again"),
+    )
+    .set_retryable(true)
+}
+
+/// Adds one FTP user to an existing tenant: the `ftp/{username}` key and its
+/// `_index/ftp-user/{username}` entry in one transaction, the index created only if absent.
+/// Of two concurrent creators of one username, in one tenant or two, exactly one succeeds
+/// (§7.5). Returns the revision of the write.
+///
+/// The transaction also rewrites the tenant's meta unchanged, guarded by its mod revision:
+/// the index takes the tenant's current code and name, and a concurrent
+/// [`delete_tenant`](super::delete_tenant) sees the change and re-reads the tenant rather than
+/// leave this user's index behind.
+///
+/// # Errors
+/// `InvalidArgument` for a username outside `[a-zA-Z0-9._-]+` (§7.3); `NotFound` when the
+/// tenant `config.tenantId` does not exist; `AlreadyExists` when the username is taken;
+/// `ConditionFailed` (retryable) when the tenant kept changing; backend errors.
+pub async fn add_ftp_user(store: &TypedStore, config: &FtpConfig) -> Result<i64> {
+    let username =
+        FtpUsername::new(config.username.as_str()).map_err(|e| invalid_segment("username", e))?;
+    let id = config.tenant_id;
+    let meta_key = TenantMetaKey { id };
+    let index_key = FtpUserIndexKey {
+        username: username.clone(),
+    };
+    for _ in 0..ATTEMPTS {
+        let Some(meta) = store.get_versioned(&meta_key).await? else {
+            return Err(not_found(id));
+        };
+        let index = FtpUserIndex {
+            tenant_id: id,
+            code: meta.value.code.clone(),
+            name: meta.value.name.clone(),
+        };
+        let mut txn = store.txn();
+        txn.when_mod_revision(&meta_key, CompareOp::Equal, meta.mod_revision)
+            .put(&meta_key, &meta.value)
+            .create(&index_key, &index)
+            .create(
+                &FtpConfigKey {
+                    id,
+                    username: username.clone(),
+                },
+                config,
+            );
+        let owner = txn.get_on_failure(&index_key);
+        let outcome = txn.commit().await?;
+        if outcome.succeeded {
+            return Ok(outcome.revision);
+        }
+        if let Some(owner) = outcome.read(&owner)? {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "FTP username {username} already belongs to tenant {}",
+                    owner.value.tenant_id
+                ),
+            )
+            .with_context("username", &username));
+        }
+        // The meta changed, or an FTP key without its index exists: re-read.
+        if store
+            .exists(&FtpConfigKey {
+                id,
+                username: username.clone(),
+            })
+            .await?
+        {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("tenant {id} already has the FTP user {username}"),
+            ));
+        }
+    }
+    Err(contended("adding an FTP user"))
+}
+
+/// Removes one FTP user of a tenant: its `ftp/{username}` key and, when it points at this
+/// tenant, its index entry, in one transaction. The tenant's `ftp/` directory is left empty
+/// when it was the last user, with no placeholder (§7.1). Returns whether the user existed.
+///
+/// # Errors
+/// `InvalidArgument` for a username outside `[a-zA-Z0-9._-]+`; `ConditionFailed` (retryable)
+/// when the index kept changing; backend errors.
+pub async fn remove_ftp_user(store: &TypedStore, tenant_id: u64, username: &str) -> Result<bool> {
+    let username = FtpUsername::new(username).map_err(|e| invalid_segment("username", e))?;
+    let index_key = FtpUserIndexKey {
+        username: username.clone(),
+    };
+    let ftp_key = FtpConfigKey {
+        id: tenant_id,
+        username,
+    };
+    for _ in 0..ATTEMPTS {
+        let index = store.get_versioned(&index_key).await?;
+        let mut txn = store.txn();
+        match &index {
+            Some(index) if index.value.tenant_id == tenant_id => {
+                txn.when_mod_revision(&index_key, CompareOp::Equal, index.mod_revision)
+                    .delete(&index_key);
+            }
+            // Absent, or another tenant's: guard that it did not become ours meanwhile.
+            Some(index) => {
+                txn.when_mod_revision(&index_key, CompareOp::Equal, index.mod_revision);
+            }
+            None => {
+                txn.when_absent(&index_key);
+            }
+        }
+        txn.delete(&ftp_key);
+        let outcome = txn.commit().await?;
+        if outcome.succeeded {
+            let deleted = outcome.results().iter().rev().find_map(|r| match r {
+                OpResult::Delete { deleted } => Some(*deleted),
+                _ => None,
+            });
+            return Ok(deleted.unwrap_or(0) > 0);
+        }
+    }
+    Err(contended("removing an FTP user"))
+}
+
+pub(crate) fn not_found(id: u64) -> Error {
+    Error::new(ErrorKind::NotFound, format!("tenant {id} does not exist"))
+        .with_context("tenant", id)
+}

@@ -1,0 +1,92 @@
+//! The tenant configuration keyspace of `tenant-service` (etcd, design document v1.0).
+//!
+//! The layout of §2.1, every key typed ([`TenantKeyspace`]), byte for byte:
+//!
+//! ```text
+//! jxt/
+//! ├── tenants/
+//! │   ├── {id}/
+//! │   │   ├── meta                      TenantMetaKey            Json<TenantMeta>
+//! │   │   ├── domain/
+//! │   │   │   ├── primary               PrimaryDomainKey         Text
+//! │   │   │   ├── aliases               DomainAliasesKey         Json<Vec<String>>
+//! │   │   │   └── internal              InternalDomainKey        Text
+//! │   │   ├── database/{serviceCode}    DatabaseConfigKey        Json<DatabaseConfig>
+//! │   │   ├── ftp/{username}            FtpConfigKey             Json<FtpConfig>
+//! │   │   └── storage                   StorageConfigKey         Json<StorageConfig>
+//! │   └── _index/
+//! │       ├── by-code/{code}            CodeIndexKey             Json<CodeIndex>
+//! │       ├── by-name/{name}            NameIndexKey             Json<NameIndex>
+//! │       ├── ftp-user/{username}       FtpUserIndexKey          Json<FtpUserIndex>
+//! │       └── host/{host}               HostIndexKey             Json<HostIndex>
+//! ├── common/
+//! │   ├── resolver                      ResolverConfigKey        Json<JsonDocument>
+//! │   └── storage-directory             StorageDirectoryConfigKey Json<JsonDocument>
+//! ├── platform/
+//! │   └── configs/{key}                 PlatformConfigKey        Json<JsonDocument>
+//! └── _health/
+//!     └── sentinel                      HealthSentinelKey        Text
+//! ```
+//!
+//! Segments (§7.3): `{id}` is an unsigned integer; a tenant code is `[a-zA-Z0-9_]+`
+//! ([`TenantCode`]) and an FTP username `[a-zA-Z0-9._-]+` ([`FtpUsername`]), both stored
+//! verbatim; the free-text index values, tenant name ([`TenantName`]) and host
+//! ([`HostName`]), are percent-escaped as Go's `url.PathEscape` does. §6.1 prints the
+//! by-name key of `默认租户` unescaped for readability; by §7.3 it is
+//! `jxt/tenants/_index/by-name/%E9%BB%98%E8%AE%A4%E7%A7%9F%E6%88%B7`. (§7.6's code sample
+//! builds the by-name key from the tenant code; §2.2.6 and §6.1 use the name, as here.)
+//!
+//! Values are JSON with the field names of §2.2 (camelCase). The primary and internal
+//! domains are plain text, the aliases a JSON array; the document leaves the shapes of the
+//! common and platform configurations open ([`JsonDocument`]) and of the sentinel (text).
+//!
+//! Operations: [`publish_tenant`] (one transaction, never split), [`add_ftp_user`] and
+//! [`remove_ftp_user`] (usernames unique across tenants, atomically), [`delete_tenant`]
+//! (indexes first, data last, resumable), the lookups [`tenant_by_code`],
+//! [`tenant_by_name`], [`tenant_by_host`], [`tenant_by_ftp_user`], [`database_config`]
+//! (`None` when absent, §7.4), [`put_database_config`] and [`load_tenant`].
+//! [`example_tenant`] is the tenant of §6.1.
+//!
+//! The layout passes the schema checker as written, with no declared exception.
+
+mod delete;
+mod ftp;
+mod keys;
+mod lookup;
+mod model;
+mod publish;
+mod segments;
+mod snapshot;
+mod values;
+
+pub use delete::{TenantDeletion, delete_tenant};
+pub use ftp::{add_ftp_user, remove_ftp_user};
+pub use keys::{
+    CodeIndexDir, CodeIndexKey, DatabaseConfigKey, DatabaseConfigsDir, DomainAliasesKey,
+    FtpConfigKey, FtpConfigsDir, FtpUserIndexDir, FtpUserIndexKey, HealthSentinelKey, HostIndexDir,
+    HostIndexKey, InternalDomainKey, JsonDocument, NameIndexKey, PlatformConfigKey,
+    PlatformConfigsDir, PrimaryDomainKey, ResolverConfigKey, StorageConfigKey,
+    StorageDirectoryConfigKey, TenantDir, TenantKeyspace, TenantMetaKey,
+};
+pub use lookup::{
+    database_config, load_tenant, put_database_config, tenant_by_code, tenant_by_ftp_user,
+    tenant_by_host, tenant_by_name,
+};
+pub use model::{Domains, HostBinding, Tenant, example_tenant};
+pub use publish::publish_tenant;
+pub use segments::{
+    FtpUsername, HostName, KNOWN_SERVICES, PlatformConfigName, ServiceCode, TenantCode, TenantName,
+};
+pub use values::{
+    CodeIndex, DatabaseConfig, FtpConfig, FtpUserIndex, HostIndex, NameIndex, StorageConfig,
+    TenantMeta,
+};
+
+/// The catalog entry of the tenant keyspace.
+pub fn schema() -> crate::Schema {
+    crate::Schema::of::<TenantKeyspace>(
+        "tenant",
+        "etcd",
+        "tenant-service configuration: meta, domains, databases, FTP users, storage and their indexes under jxt/",
+    )
+}
