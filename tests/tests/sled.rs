@@ -74,3 +74,8 @@ impl Store for TempSled {
         self.store.collection(op).await
     }
 }
+
+#[test]
+fn model_sequences_match_the_reference_model() {
+    kv_tests::model::check(sled_store, 256);
+}
