@@ -34,6 +34,20 @@ macro_rules! int_segment {
             }
 
             fn decode(raw: &str, _sep: Separator) -> Result<Self, SegmentError> {
+                // Fast path: short canonical unsigned digits, accumulated in one pass.
+                if !$signed && !raw.is_empty() && raw.len() < 20 && (raw.len() == 1 || !raw.starts_with('0')) {
+                    let mut value: u64 = 0;
+                    let mut digits = true;
+                    for b in raw.bytes() {
+                        digits &= b.is_ascii_digit();
+                        value = value.wrapping_mul(10).wrapping_add(u64::from(b.wrapping_sub(b'0')));
+                    }
+                    if digits {
+                        return <$t>::try_from(value).map_err(|_| {
+                            SegmentError::new(raw, concat!("out of range for ", stringify!($t)))
+                        });
+                    }
+                }
                 check_decimal(raw, $signed)?;
                 raw.parse::<$t>().map_err(|_| {
                     SegmentError::new(raw, concat!("out of range for ", stringify!($t)))
