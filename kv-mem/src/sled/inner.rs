@@ -121,6 +121,27 @@ pub(crate) struct Inner {
     pub(crate) _claim: super::open::PathClaim,
 }
 
+/// A committed revision not yet published. When the writing future is dropped while it
+/// flushes, the flush completes here, blocking, and the revision is published: watchers never
+/// stall on a cancelled write.
+struct Unpublished<'a> {
+    inner: &'a Inner,
+    revision: Option<i64>,
+}
+
+impl Drop for Unpublished<'_> {
+    fn drop(&mut self) {
+        if let Some(rev) = self.revision.take() {
+            if self.inner.config.durability == Durability::FlushOnCommit
+                && let Err(err) = self.inner.db.flush()
+            {
+                tracing::warn!(error = %err, "sled store: flushing a cancelled write failed");
+            }
+            self.inner.publish(Some(rev));
+        }
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.expiry_wake.notify_one();
@@ -183,12 +204,20 @@ impl Inner {
     }
 
     async fn finish(&self, commits: Commits) -> Result<()> {
-        if commits.wrote && self.config.durability == Durability::FlushOnCommit {
+        let mut pending = Unpublished {
+            inner: self,
+            revision: commits.revision,
+        };
+        let flushed = if commits.wrote && self.config.durability == Durability::FlushOnCommit {
             // Flushing outside the writer mutex lets concurrent writers share one fsync.
-            self.db.flush_async().await.map_err(map_sled)?;
-        }
-        self.publish(commits.revision);
-        Ok(())
+            self.db.flush_async().await.map(drop).map_err(map_sled)
+        } else {
+            Ok(())
+        };
+        // Published even when the flush failed: the revision is committed and readable, and
+        // holding it back would stall every watch.
+        self.publish(pending.revision.take());
+        flushed
     }
 
     fn publish(&self, revision: Option<i64>) {
