@@ -195,6 +195,30 @@ mod tests {
         );
     }
 
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn tls_urls_need_the_tls_feature() {
+        let err = RedisConfig::new("rediss://127.0.0.1:6380")
+            .connection_info()
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn config_round_trips_through_serde() {
+        let config: RedisConfig = serde_json::from_str(
+            r#"{ "url": "redis://h:1/2", "username": "u", "password": "p",
+                 "internal_prefix": "_i:", "watch_retention": 10, "max_txn_ops": 64 }"#,
+        )
+        .unwrap();
+        assert_eq!(config.internal_prefix, "_i:");
+        assert_eq!(config.response_timeout(), Duration::from_secs(5));
+        let back: RedisConfig =
+            serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
+        assert_eq!(back, config);
+        assert!(serde_json::from_str::<RedisConfig>(r#"{ "uri": "x" }"#).is_err());
+    }
+
     #[test]
     fn credentials_and_database_override_the_url() {
         let mut config = RedisConfig::new("redis://old:pw@127.0.0.1:6390/3");

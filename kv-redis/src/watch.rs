@@ -30,16 +30,17 @@ pub(crate) async fn watch(inner: &Inner, opts: WatchOptions) -> Result<WatchStre
         )
         .await?;
     let mut parts = array(reply)?.into_iter();
-    let (Some(current), Some(first), Some(entries)) = (parts.next(), parts.next(), parts.next())
+    let (Some(current), Some(first), Some(compacted), Some(entries)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return Err(corrupted("a watch start reply has three parts"));
+        return Err(corrupted("a watch start reply has four parts"));
     };
-    let (current, first) = (int(current)?, int(first)?);
-    if first > 0 && start < first {
-        return Err(Error::compacted(first));
-    }
-    if first == 0 && start <= current {
-        return Err(Error::compacted(current + 1));
+    let (current, first, compacted) = (int(current)?, int(first)?, int(compacted)?);
+    // The oldest revision a new watch may start from: the first one still in the log (every
+    // revision up to the current one is there unless trimmed), and never before a compaction.
+    let oldest = if first > 0 { first } else { current + 1 }.max(compacted);
+    if start < oldest && start <= current {
+        return Err(Error::compacted(oldest));
     }
     let mut follower = Follower {
         range: opts.range,

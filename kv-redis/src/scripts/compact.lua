@@ -1,15 +1,19 @@
--- Discards log entries before revision ARGV[3]. ARGV: prefix, retention, revision.
+-- Compacts the history before revision ARGV[3]: watches may no longer start before it. The
+-- compaction is logical (P.."compacted"): entries below it leave the log as the retention
+-- trims it, so that established watches still read every revision they have not yet seen,
+-- as etcd's synced watchers do. ARGV: prefix, retention, revision.
 local target = tonumber(ARGV[3])
 local rev = current_revision()
 if target > rev then
   return redis.error_reply('KVINVALID compaction revision ' .. target .. ' is in the future (current ' .. rev .. ')')
 end
+local floor = tonumber(redis.call('GET', P .. 'compacted') or '0')
 local first = redis.call('XRANGE', K_LOG, '-', '+', 'COUNT', 1)
 if #first > 0 then
-  local first_rev = tonumber(string.match(first[1][1], '^(%d+)'))
-  if target < first_rev then
-    return redis.error_reply('KVCOMPACTED ' .. first_rev)
-  end
+  floor = math.max(floor, tonumber(string.match(first[1][1], '^(%d+)')))
 end
-redis.call('XTRIM', K_LOG, 'MINID', target .. '-0')
+if target < floor then
+  return redis.error_reply('KVCOMPACTED ' .. floor)
+end
+redis.call('SET', P .. 'compacted', target)
 return rev

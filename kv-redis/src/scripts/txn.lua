@@ -97,11 +97,24 @@ local function type_of(key)
   end
   return t
 end
+-- Metadata read by the checks, reused by the first write of the same key.
+local metas = {}
 local now = nil
 for i, op in ipairs(ops) do
   local code, key = op.code, op[1]
   if code == 'p' then
-    local t = type_of(key)
+    local t = types[key]
+    if t == nil then
+      -- A key with metadata is a plain string: no TYPE call needed.
+      local m = redis.call('HGET', K_META, key)
+      if m then
+        metas[key] = m
+        t = 'string'
+        types[key] = t
+      else
+        t = type_of(key)
+      end
+    end
     if t ~= 'none' and t ~= 'string' then
       return redis.error_reply('KVWRONGTYPE ' .. i .. ' holds a ' .. t)
     end
@@ -162,7 +175,12 @@ for i, op in ipairs(ops) do
       r = false
     end
   elseif code == 'p' then
-    local old = redis.call('HGET', K_META, key)
+    local old = metas[key]
+    if old then
+      metas[key] = nil
+    else
+      old = redis.call('HGET', K_META, key)
+    end
     local prev_value = nil
     local create, version = rev, 1
     local lease = op[3]
@@ -177,7 +195,9 @@ for i, op in ipairs(ops) do
     local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease
     redis.call('SET', key, op[2])
     redis.call('HSET', K_META, key, m)
-    redis.call('ZADD', K_IDX, 0, key)
+    if not old then
+      redis.call('ZADD', K_IDX, 0, key)
+    end
     if lease ~= '0' then
       redis.call('SADD', lease_set(lease), key)
     end
