@@ -1,0 +1,260 @@
+//! Deleting tenants: in one transaction when it fits, on every backend; finishing an
+//! interrupted deletion by running it again; indexes first and data last when the backend
+//! takes fewer operations per transaction than the tenant needs (§7.2).
+
+mod tenant_common;
+
+use kv_core::keyspace::TypedStore;
+use kv_core::{
+    Capabilities, CollectionOp, CollectionResult, Entry, Error, ErrorKind, LeaseGrant, LeaseId,
+    LeaseInfo, PutOptions, PutResult, RangeOptions, RangeResult, Result, Store, Txn, TxnResponse,
+    WatchOptions, WatchStream, async_trait,
+};
+use kv_mem::{MemConfig, MemStore};
+use schemas::tenant::HostName;
+use schemas::tenant::{
+    FtpUsername, HostBinding, delete_tenant, load_tenant, publish_tenant, tenant_by_ftp_user,
+    tenant_by_host,
+};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tenant_common::{keys_under, tenant_keys, unique_tenant};
+
+async fn a_deleted_tenant_leaves_no_key_and_no_index(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(Arc::clone(&store));
+    let t = unique_tenant(3);
+    let neighbour = unique_tenant(1);
+    publish_tenant(&typed, &t).await.unwrap();
+    publish_tenant(&typed, &neighbour).await.unwrap();
+    let before = tenant_keys(store.as_ref(), &neighbour).await;
+
+    let done = delete_tenant(&typed, t.id()).await.unwrap();
+    assert!(done.found);
+    // code, name, 3 FTP users, 2 hosts.
+    assert_eq!((done.indexes_deleted, done.transactions), (7, 1));
+    assert_eq!(tenant_keys(store.as_ref(), &t).await, Vec::<String>::new());
+    assert_eq!(load_tenant(&typed, t.id()).await.unwrap(), None);
+    assert_eq!(tenant_keys(store.as_ref(), &neighbour).await, before);
+
+    // Again: nothing left, nothing done.
+    let again = delete_tenant(&typed, t.id()).await.unwrap();
+    assert_eq!((again.found, again.transactions), (false, 0));
+    // The freed code, name, usernames and hosts can be published again.
+    publish_tenant(&typed, &t).await.expect("republish");
+}
+
+async fn an_interrupted_deletion_is_finished_by_running_it_again(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(Arc::clone(&store));
+    let t = unique_tenant(3);
+    publish_tenant(&typed, &t).await.unwrap();
+    // A deletion that stopped after the FTP-user indexes and one host index (§7.2's order).
+    for user in &t.ftp_users {
+        let key = format!("jxt/tenants/_index/ftp-user/{}", user.username);
+        assert!(store.delete(key.as_bytes()).await.unwrap().is_some());
+    }
+    let host = format!("jxt/tenants/_index/host/{}", t.hosts[0].host);
+    assert!(store.delete(host.as_bytes()).await.unwrap().is_some());
+
+    let done = delete_tenant(&typed, t.id()).await.unwrap();
+    assert!(done.found);
+    assert_eq!(done.indexes_deleted, 3); // one host, code, name
+    assert_eq!(tenant_keys(store.as_ref(), &t).await, Vec::<String>::new());
+    assert!(!delete_tenant(&typed, t.id()).await.unwrap().found);
+}
+
+async fn indexes_that_another_tenant_took_over_are_kept(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(Arc::clone(&store));
+    let t = unique_tenant(1);
+    publish_tenant(&typed, &t).await.unwrap();
+    // Half-deleted: the FTP-user and host indexes are gone ...
+    let username = t.ftp_users[0].username.clone();
+    let ftp_index = format!("jxt/tenants/_index/ftp-user/{username}");
+    store.delete(ftp_index.as_bytes()).await.unwrap();
+    let host = t.hosts[0].host.clone();
+    store
+        .delete(format!("jxt/tenants/_index/host/{host}").as_bytes())
+        .await
+        .unwrap();
+    // ... and another tenant claimed that username and host meanwhile.
+    let mut other = unique_tenant(1);
+    other.ftp_users[0].username = username.clone();
+    other.domains.aliases.push(host.clone());
+    other.hosts.push(HostBinding {
+        host: host.clone(),
+        host_type: "frontend".to_owned(),
+    });
+    publish_tenant(&typed, &other).await.unwrap();
+
+    delete_tenant(&typed, t.id()).await.unwrap();
+    assert_eq!(tenant_keys(store.as_ref(), &t).await, Vec::<String>::new());
+    let owner_key = FtpUsername::new(username.as_str()).unwrap();
+    let owner = tenant_by_ftp_user(&typed, &owner_key);
+    assert_eq!(owner.await.unwrap().unwrap().tenant_id, other.id());
+    let server_key = HostName::new(host.as_str()).unwrap();
+    let server = tenant_by_host(&typed, &server_key);
+    assert_eq!(server.await.unwrap().unwrap().tenant_id, other.id());
+}
+
+kv_tests::on_every_backend!(
+    a_deleted_tenant_leaves_no_key_and_no_index,
+    an_interrupted_deletion_is_finished_by_running_it_again,
+    indexes_that_another_tenant_took_over_are_kept,
+);
+
+fn small_store(max_txn_ops: usize) -> Arc<MemStore> {
+    Arc::new(MemStore::with_config(MemConfig {
+        max_txn_ops,
+        ..MemConfig::default()
+    }))
+}
+
+#[tokio::test]
+async fn a_tenant_larger_than_one_transaction_is_deleted_indexes_first() {
+    // Publishing takes 22 operations, within 32; deleting its 9 index entries and its data
+    // in one transaction would take 10, more than 8.
+    let store = small_store(32);
+    let typed = TypedStore::new(store.clone());
+    let t = unique_tenant(5);
+    publish_tenant(&typed, &t).await.unwrap();
+
+    let small = small_store(8);
+    let small_typed = TypedStore::new(small.clone());
+    for entry in keys_under(store.as_ref(), "jxt/").await {
+        let value = store.get(entry.as_bytes()).await.unwrap().unwrap().value;
+        small
+            .put(entry.as_bytes(), &value, PutOptions::default())
+            .await
+            .unwrap();
+    }
+    let done = delete_tenant(&small_typed, t.id()).await.unwrap();
+    // 9 index entries (code, name, 5 FTP users, 2 hosts) in batches of 8, then the data.
+    assert_eq!((done.indexes_deleted, done.transactions), (9, 3));
+    assert_eq!(
+        keys_under(small.as_ref(), "jxt/").await,
+        Vec::<String>::new()
+    );
+}
+
+/// A `MemStore` whose transactions fail, as a lost connection would, once `budget`
+/// transactions have committed.
+struct Interrupted {
+    inner: Arc<MemStore>,
+    budget: AtomicUsize,
+}
+
+#[async_trait]
+impl Store for Interrupted {
+    fn capabilities(&self) -> &Capabilities {
+        self.inner.capabilities()
+    }
+    async fn revision(&self) -> Result<i64> {
+        self.inner.revision().await
+    }
+    async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
+        self.inner.range(opts).await
+    }
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+        let spent = self
+            .budget
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                left.checked_sub(1)
+            });
+        if spent.is_err() {
+            return Err(Error::new(ErrorKind::Unavailable, "connection lost"));
+        }
+        self.inner.txn(txn).await
+    }
+    async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
+        self.inner.lease_grant(ttl).await
+    }
+    async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration> {
+        self.inner.lease_keep_alive(id).await
+    }
+    async fn lease_revoke(&self, id: LeaseId) -> Result<()> {
+        self.inner.lease_revoke(id).await
+    }
+    async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
+        self.inner.lease_time_to_live(id).await
+    }
+    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
+        self.inner.watch(opts).await
+    }
+    async fn compact(&self, revision: i64) -> Result<()> {
+        self.inner.compact(revision).await
+    }
+    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
+        self.inner.get(key).await
+    }
+    async fn put(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<PutResult> {
+        self.inner.put(key, value, opts).await
+    }
+    async fn delete(&self, key: &[u8]) -> Result<Option<Entry>> {
+        self.inner.delete(key).await
+    }
+    async fn delete_prefix(&self, prefix: &[u8]) -> Result<u64> {
+        self.inner.delete_prefix(prefix).await
+    }
+    async fn collection(&self, op: CollectionOp) -> Result<CollectionResult> {
+        self.inner.collection(op).await
+    }
+}
+
+#[tokio::test]
+async fn a_deletion_cut_off_between_transactions_is_resumed() {
+    let inner = small_store(4);
+    let mut t = unique_tenant(0);
+    t.databases.truncate(1);
+    t.storage = None;
+    t.hosts.truncate(1);
+    // Publish needs 3 + 3 domains + 1 database + 1 host = 8 ops: publish on a roomier store.
+    let roomy = small_store(16);
+    publish_tenant(&TypedStore::new(roomy.clone()), &t)
+        .await
+        .unwrap();
+    let users: Vec<String> = (0..6).map(|i| format!("u{}.{i}", t.id())).collect();
+    for user in &users {
+        let config = tenant_common::ftp_user(t.id(), user);
+        schemas::tenant::add_ftp_user(&TypedStore::new(roomy.clone()), &config)
+            .await
+            .unwrap();
+    }
+    for key in keys_under(roomy.as_ref(), "jxt/").await {
+        let value = roomy.get(key.as_bytes()).await.unwrap().unwrap().value;
+        inner
+            .put(key.as_bytes(), &value, PutOptions::default())
+            .await
+            .unwrap();
+    }
+    let all = keys_under(inner.as_ref(), "jxt/").await;
+    // 6 FTP users, 1 host, code and name: 9 index entries, in batches of at most 4.
+    let store = Arc::new(Interrupted {
+        inner: inner.clone(),
+        budget: AtomicUsize::new(1),
+    });
+    let typed = TypedStore::new(store.clone());
+    let err = delete_tenant(&typed, t.id()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    // Cut off after the first batch: four FTP-user indexes are gone, the data is whole.
+    let left = keys_under(inner.as_ref(), "jxt/").await;
+    assert_eq!(left.len(), all.len() - 4);
+    assert_eq!(left.iter().filter(|k| k.contains("/ftp-user/")).count(), 2);
+    let dir = keys_under(inner.as_ref(), &format!("jxt/tenants/{}/", t.id())).await;
+    assert_eq!(dir.len(), 1 + 3 + 1 + 6);
+
+    // Cut off once more after one batch, then run to the end.
+    store.budget.store(1, Ordering::SeqCst);
+    delete_tenant(&typed, t.id()).await.unwrap_err();
+    assert_eq!(
+        keys_under(inner.as_ref(), "jxt/").await.len(),
+        all.len() - 8
+    );
+    store.budget.store(usize::MAX, Ordering::SeqCst);
+    let done = delete_tenant(&typed, t.id()).await.unwrap();
+    // Only the name index was left: it and the data fit in one transaction.
+    assert_eq!((done.indexes_deleted, done.transactions), (1, 1));
+    assert_eq!(
+        keys_under(inner.as_ref(), "jxt/").await,
+        Vec::<String>::new()
+    );
+}
