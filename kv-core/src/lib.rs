@@ -3,6 +3,8 @@
 
 mod capabilities;
 pub mod collections;
+#[doc(hidden)]
+pub mod derive_support;
 pub mod emulation;
 mod entry;
 mod error;

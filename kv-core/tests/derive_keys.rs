@@ -179,27 +179,30 @@ fn registry_key_has_two_variables_in_one_segment() {
 }
 
 #[test]
-fn the_delimiter_split_is_the_unique_one_that_decodes() {
-    // An escaped label may hold `@` (Go's PathEscape leaves it), an address never does: the
-    // only split that decodes both is after the label's own `@`.
+fn a_variable_ends_at_the_first_occurrence_of_its_delimiter() {
+    // The address after `@` may hold `:`, brackets and dots: it is the last variable.
     let key = NodeKey {
-        label: Label::new("a@b c").unwrap(),
+        label: Label::new("edge 1").unwrap(),
         addr: HostPort::parse("[2001:db8::1]:443").unwrap(),
     };
     let raw = key.encode();
-    assert_eq!(raw, "/nodes/a@b%20c@[2001:db8::1]:443");
+    assert_eq!(raw, "/nodes/edge%201@[2001:db8::1]:443");
     assert_eq!(NodeKey::parse(&raw), Ok(key));
-    assert!(NodeKey::parse("/nodes/a@b").is_err());
+    assert!(NodeKey::parse("/nodes/edge").is_err());
 
-    // Two labels around `@` split two ways: refused, never guessed (the invariant harness
-    // reports such a schema, since `x@y` + `z` does not round-trip).
-    let err = PairKey::parse("/pair/x@y@z").unwrap_err();
-    assert!(
-        matches!(err.reason(), KeyErrorReason::Shape(why) if why.contains("2 ways")),
-        "{err}"
-    );
-    let pair = PairKey::parse("/pair/x@y").unwrap();
-    assert_eq!(pair.left.as_str(), "x");
+    // A label holding `@` (Go's PathEscape leaves it) does not round-trip: the key is split
+    // at its first `@`, as `Template::captures` does, and the invariant harness reports such
+    // a schema.
+    let pair = PairKey::parse("/pair/x@y@z").unwrap();
+    assert_eq!((pair.left.as_str(), pair.right.as_str()), ("x", "y@z"));
+    let odd = PairKey {
+        left: Label::new("x@y").unwrap(),
+        right: Label::new("z").unwrap(),
+    };
+    assert_eq!(odd.encode(), "/pair/x@y@z");
+    assert_ne!(PairKey::parse(&odd.encode()), Ok(odd));
+    let err = NodeKey::parse("/nodes/a@b@[::1]:80").unwrap_err();
+    assert!(matches!(err.reason(), KeyErrorReason::Field { name, .. } if name == "addr"));
 }
 
 #[test]

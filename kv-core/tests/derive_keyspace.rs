@@ -1,63 +1,10 @@
 //! Behaviour of `#[derive(Keyspace)]`: dispatch to the right template, a useful error when
 //! none matches, and derived schemas judged by the schema checker.
 
-use kv_core::keyspace::{FindingKind, Json, Key, KeyErrorReason, Keyspace, Text, check_keyspace};
+mod derive_schema;
 
-kv_core::text_segment!(
-    /// A lowercase code.
-    pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject
-);
-kv_core::text_segment!(
-    /// A host name or FTP user, percent-escaped.
-    pub Name, max_len = 253, policy = Escape
-);
-
-fn code(s: &str) -> Code {
-    Code::new(s).unwrap()
-}
-
-#[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "jxt/tenants/{id}/meta", value = Json<serde_json::Value>)]
-struct TenantMetaKey {
-    id: u64,
-}
-
-#[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "jxt/tenants/{id}/database/{service}", value = Json<serde_json::Value>)]
-struct TenantDatabaseKey {
-    id: u64,
-    service: Code,
-}
-
-#[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "jxt/tenants/{id}/ftp/{username}", value = Json<serde_json::Value>)]
-struct FtpUserKey {
-    id: u64,
-    username: Name,
-}
-
-#[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "jxt/tenants/_index/host/{host}", value = Text)]
-struct HostIndexKey {
-    host: Name,
-}
-
-#[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "jxt/platform/configs/{key}", value = Text)]
-struct PlatformConfigKey {
-    key: Code,
-}
-
-/// The tenant configuration schema of the seed documents.
-#[derive(Keyspace, Debug, Clone, PartialEq)]
-#[kv(naming = "[a-z0-9_-]")]
-enum TenantSchema {
-    Meta(TenantMetaKey),
-    Database(TenantDatabaseKey),
-    Ftp(FtpUserKey),
-    HostIndex(HostIndexKey),
-    Platform(PlatformConfigKey),
-}
+use derive_schema::*;
+use kv_core::keyspace::{FindingKind, Key, KeyErrorReason, Keyspace, Text, check_keyspace};
 
 #[test]
 fn parses_each_template_into_its_variant() {
@@ -113,9 +60,14 @@ fn says_why_nothing_matched() {
 }
 
 #[test]
-fn the_tenant_schema_passes_the_checker() {
-    let findings = check_keyspace::<TenantSchema>();
-    assert!(findings.is_empty(), "{findings:#?}");
+fn the_example_schemas_pass_the_checker() {
+    for findings in [
+        check_keyspace::<TenantSchema>(),
+        check_keyspace::<RegistrySchema>(),
+        check_keyspace::<NxcSchema>(),
+    ] {
+        assert!(findings.is_empty(), "{findings:#?}");
+    }
     assert_eq!(
         TenantSchema::naming_rule().unwrap().describe(),
         "[a-z0-9_-]"

@@ -21,6 +21,8 @@ pub(crate) struct KeyAttrs {
     pub(crate) hash_tag: Option<LitStr>,
     /// `directory_of(KeyA, KeyB)` (keys).
     pub(crate) directory_of: Vec<Type>,
+    /// `no_strategy`: no generated proptest strategy (the type has a hand-written one).
+    pub(crate) no_strategy: bool,
 }
 
 /// Which derive is reading the attributes.
@@ -49,6 +51,8 @@ impl KeyAttrs {
                     let template = Template::parse(&lit.value())
                         .map_err(|message| syn::Error::new(lit.span(), message))?;
                     out.template = Some(TemplateAttr { lit, template });
+                } else if meta.path.is_ident("no_strategy") {
+                    out.no_strategy = true;
                 } else if meta.path.is_ident("hash_tag") {
                     duplicate(&out.hash_tag, &meta)?;
                     out.hash_tag = Some(meta.value()?.parse()?);
@@ -65,8 +69,10 @@ impl KeyAttrs {
                     out.key = Some(meta.value()?.parse()?);
                 } else {
                     let known = match target {
-                        Target::Key => "`template`, `value`, `hash_tag`, `directory_of(..)`",
-                        Target::Prefix => "`template`, `key`, `hash_tag`",
+                        Target::Key => {
+                            "`template`, `value`, `hash_tag`, `directory_of(..)`, `no_strategy`"
+                        }
+                        Target::Prefix => "`template`, `key`, `hash_tag`, `no_strategy`",
                     };
                     return Err(meta.error(format!("unknown attribute; expected {known}")));
                 }
@@ -84,6 +90,8 @@ pub(crate) struct KeyspaceAttrs {
     pub(crate) naming: Option<LitStr>,
     /// `allow_dir(Parent, Child)`: keys of variant `Child` may live under keys of `Parent`.
     pub(crate) allow_dir: Vec<(Ident, Ident)>,
+    /// `no_strategy`: no generated proptest strategy.
+    pub(crate) no_strategy: bool,
 }
 
 impl KeyspaceAttrs {
@@ -98,6 +106,8 @@ impl KeyspaceAttrs {
                     check_class(&lit.value())
                         .map_err(|message| syn::Error::new(lit.span(), message))?;
                     out.naming = Some(lit);
+                } else if meta.path.is_ident("no_strategy") {
+                    out.no_strategy = true;
                 } else if meta.path.is_ident("allow_dir") {
                     let content;
                     syn::parenthesized!(content in meta.input);
@@ -109,7 +119,7 @@ impl KeyspaceAttrs {
                     out.allow_dir.push((parent, child));
                 } else {
                     return Err(meta.error(
-                        "unknown attribute; expected `naming = \"[..]\"` or `allow_dir(Parent, Child)`",
+                        "unknown attribute; expected `naming = \"[..]\"`, `allow_dir(Parent, Child)` or `no_strategy`",
                     ));
                 }
                 Ok(())

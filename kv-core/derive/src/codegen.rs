@@ -374,9 +374,9 @@ impl Layout {
         }
     }
 
-    /// Splits `__m` into several variables at their delimiters. The split must be unique:
-    /// every position of each delimiter is tried, and exactly one must decode every variable
-    /// (so `[::1]:80` splits after the bracket whatever the address holds).
+    /// Splits `__m` into several variables: each variable but the last ends at the first
+    /// occurrence of the delimiter after it, as `Template::captures` matches (a value that
+    /// holds its delimiter does not round-trip, and the invariant harness reports it).
     fn split_vars(
         &self,
         index: usize,
@@ -384,69 +384,20 @@ impl Layout {
         delims: &[&str],
         literal_error: &TokenStream,
     ) -> TokenStream {
-        let ks = ks();
-        let sep_path = self.sep_path();
         let n = vars.len();
-        let pieces: Vec<Ident> = (0..n).map(|i| format_ident!("__a{}", i)).collect();
-        let rests: Vec<Ident> = (0..n).map(|i| format_ident!("__r{}", i)).collect();
-        let (last_ty, last_rest, last_piece) = (&vars[n - 1].ty, &rests[n - 1], &pieces[n - 1]);
-        let mut search = quote! {
-            let #last_piece = #last_rest;
-            if <#last_ty as #ks::Segment>::decode(#last_piece, #sep_path).is_ok() {
-                __count += 1;
-                __hit = (#(#pieces,)*);
-            }
-        };
-        // Built from the innermost loop out: loop `i` cuts `rests[i]` at delimiter `i`.
-        for i in (0..n - 1).rev() {
-            let (delim, ty) = (delims[i], &vars[i].ty);
-            let (rest, piece, next) = (&rests[i], &pieces[i], &rests[i + 1]);
-            search = quote! {
-                for (__i, _) in #rest.char_indices() {
-                    if !#rest[__i..].starts_with(#delim) { continue; }
-                    let (#piece, #next) = (&#rest[..__i], &#rest[__i + #delim.len()..]);
-                    if <#ty as #ks::Segment>::decode(#piece, #sep_path).is_err() { continue; }
-                    #search
-                }
-            };
-        }
-        let fallback = (0..n - 1).map(|i| {
-            let (delim, piece) = (delims[i], &pieces[i]);
-            let decode = self.decode(vars[i], index, quote!(#piece));
+        let cuts = (0..n - 1).map(|i| {
+            let delim = delims[i];
+            let decode = self.decode(vars[i], index, quote!(&__m[..__i]));
             quote! {
-                let Some(__i) = __f.find(#delim) else { #literal_error };
-                let #piece = &__f[..__i];
-                __f = &__f[__i + #delim.len()..];
+                let Some(__i) = __m.find(#delim) else { #literal_error };
                 #decode
+                let __m = &__m[__i + #delim.len()..];
             }
         });
-        let last_decode = self.decode(vars[n - 1], index, quote!(__f));
-        let decodes = vars
-            .iter()
-            .zip(&pieces)
-            .map(|(field, piece)| self.decode(field, index, quote!(#piece)));
-        let first_rest = &rests[0];
-        let strs = (0..n).map(|_| quote!(&str));
-        let empties = (0..n).map(|_| quote!(""));
+        let last = self.decode(vars[n - 1], index, quote!(__m));
         quote! {
-            let #first_rest = __m;
-            let mut __count = 0usize;
-            let mut __hit: (#(#strs,)*) = (#(#empties,)*);
-            #search
-            if __count == 0 {
-                // Name the field that fails at the first occurrence of each delimiter.
-                let mut __f = __m;
-                #(#fallback)*
-                #last_decode
-                #literal_error
-            }
-            if __count > 1 {
-                return ::core::result::Result::Err(__t.error(__raw, #index,
-                    #ks::KeyErrorReason::Shape(::std::format!(
-                        "segment {:?} splits into its variables in {} ways", __piece, __count))));
-            }
-            let (#(#pieces,)*) = __hit;
-            #(#decodes)*
+            #(#cuts)*
+            #last
         }
     }
 }

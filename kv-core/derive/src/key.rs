@@ -35,6 +35,11 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         quote!(#ks::FieldInfo::of::<#ty>(#name))
     });
     let text = &layout.template.text;
+    let strategy = if attrs.no_strategy {
+        TokenStream::new()
+    } else {
+        crate::strategy::fields_strategy("KeyStrategy", name, &layout.fields)
+    };
     Ok(quote! {
         impl #ks::Key for #name {
             const TEMPLATE: &'static str = #lit;
@@ -73,5 +78,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 ::std::vec![#(#infos),*]
             }
         }
+
+        #strategy
     })
 }

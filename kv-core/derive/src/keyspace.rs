@@ -144,6 +144,15 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             }
         }
     });
+    let strategy = if attrs.no_strategy {
+        TokenStream::new()
+    } else {
+        let pairs: Vec<(Ident, Type)> = variants
+            .iter()
+            .map(|v| (v.ident.clone(), v.ty.clone()))
+            .collect();
+        crate::strategy::keyspace_strategy(name, &pairs)
+    };
     Ok(quote! {
         impl #ks::Keyspace for #name {
             fn parse(__raw: &str) -> ::core::result::Result<Self, #ks::NoMatch> {
@@ -195,5 +204,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         }
 
         #(#froms)*
+
+        #strategy
     })
 }

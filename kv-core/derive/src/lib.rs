@@ -17,6 +17,15 @@
 //! segment, a key ending with the separator or a prefix not ending with it, a `/` template
 //! that also uses `:` as a separator, a variable used twice, and a hash tag that names no
 //! segment.
+//!
+//! Within a segment, a variable followed by a literal ends at the literal's first occurrence
+//! (as `Template::captures` matches); the invariant harness reports a type whose values can
+//! hold that literal.
+//!
+//! When kv-core is built with its feature `proptest`, each derive also implements
+//! `KeyStrategy`, `PrefixStrategy` or `KeyspaceStrategy`, composing the fields' segment
+//! strategies (so each field type implements `SegmentStrategy`); `#[kv(no_strategy)]` leaves
+//! the impl to be written by hand.
 #![deny(missing_docs)]
 
 mod attrs;
@@ -24,6 +33,7 @@ mod codegen;
 mod key;
 mod keyspace;
 mod prefix;
+mod strategy;
 mod template;
 
 use proc_macro::TokenStream;
@@ -48,7 +58,8 @@ fn expand(
 /// - `hash_tag = "realm"`: the variable (or literal segment) wrapped in a Redis Cluster hash
 ///   tag, so that keys sharing it map to one slot;
 /// - `directory_of(OtherKey, ...)`: key types allowed to live under this key as if it were a
-///   directory (the schema checker reports any other nesting).
+///   directory (the schema checker reports any other nesting);
+/// - `no_strategy`: no generated `KeyStrategy` impl.
 ///
 /// The generated `write` pushes literals and encodes each field into the caller's buffer;
 /// `parse` splits by the template, compares literals exactly, checks the depth and decodes
@@ -63,7 +74,7 @@ pub fn derive_key(input: TokenStream) -> TokenStream {
 ///
 /// Attributes (`#[kv(...)]`): `template = "..."` and `key = KeyType` (the keys listed under
 /// the prefix; its template must start with this one) are required; `hash_tag` as for keys,
-/// naming the same segment as the key's.
+/// naming the same segment as the key's; `no_strategy` as for keys.
 #[proc_macro_derive(Prefix, attributes(kv))]
 pub fn derive_prefix(input: TokenStream) -> TokenStream {
     expand(input, prefix::derive)
@@ -75,7 +86,8 @@ pub fn derive_prefix(input: TokenStream) -> TokenStream {
 /// Attributes (`#[kv(...)]`), both optional:
 /// - `naming = "[a-z0-9_-]"`: the character class every literal of the schema follows;
 /// - `allow_dir(Parent, Child)`: keys of variant `Child` may live under keys of `Parent`
-///   (repeatable).
+///   (repeatable);
+/// - `no_strategy`: no generated `KeyspaceStrategy` impl.
 ///
 /// `parse` skips templates whose literal root differs, tries the others, and when none
 /// matches reports the template that came closest and why it failed.

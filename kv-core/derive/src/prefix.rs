@@ -33,6 +33,11 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let parse = layout.parse_body();
     let fields = layout.fields_body();
     let text = &layout.template.text;
+    let strategy = if attrs.no_strategy {
+        TokenStream::new()
+    } else {
+        crate::strategy::fields_strategy("PrefixStrategy", name, &layout.fields)
+    };
     // A format string: the template's braces are escaped.
     let not_prefix = format!(
         "the template of the key listed by `{name}` does not start with `{}` (or its hash tag differs)",
@@ -104,5 +109,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 #not_prefix
             );
         };
+
+        #strategy
     })
 }

@@ -1,0 +1,78 @@
+//! Proptest strategy impls for derived types, emitted inside `::kv_core::__kv_if_proptest!`
+//! so that they exist exactly when kv-core is built with feature `proptest`.
+
+use crate::codegen::{Field, ks};
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{Ident, Type};
+
+fn proptest() -> TokenStream {
+    quote!(::kv_core::derive_support::proptest)
+}
+
+/// `impl KeyStrategy/PrefixStrategy for name`, composing the fields' segment strategies.
+pub(crate) fn fields_strategy(trait_name: &str, name: &Ident, fields: &[Field]) -> TokenStream {
+    let ks = ks();
+    let pt = proptest();
+    let trait_ident = Ident::new(trait_name, proc_macro2::Span::call_site());
+    let body = match fields.len() {
+        0 => quote!(#pt::strategy::Strategy::boxed(#pt::strategy::Just(#name {}))),
+        n => {
+            // Right-nested pairs, so that any number of fields fits proptest's tuple impls.
+            let strategy = |f: &Field| {
+                let ty = &f.ty;
+                quote!(#ks::segment::<#ty>())
+            };
+            let local = |f: &Field| {
+                let ident = &f.ident;
+                quote!(#ident)
+            };
+            let mut strategies = strategy(&fields[n - 1]);
+            let mut pattern = local(&fields[n - 1]);
+            for f in fields[..n - 1].iter().rev() {
+                let (s, p) = (strategy(f), local(f));
+                strategies = quote!((#s, #strategies));
+                pattern = quote!((#p, #pattern));
+            }
+            let idents = fields.iter().map(|f| &f.ident);
+            quote! {
+                #pt::strategy::Strategy::boxed(#pt::strategy::Strategy::prop_map(
+                    #strategies,
+                    |#pattern| #name { #(#idents),* },
+                ))
+            }
+        }
+    };
+    quote! {
+        ::kv_core::__kv_if_proptest! {
+            impl #ks::#trait_ident for #name {
+                fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
+                    #body
+                }
+            }
+        }
+    }
+}
+
+/// `impl KeyspaceStrategy for name`: a union of every variant's key strategy.
+pub(crate) fn keyspace_strategy(name: &Ident, variants: &[(Ident, Type)]) -> TokenStream {
+    let ks = ks();
+    let pt = proptest();
+    let arms = variants.iter().map(|(ident, ty)| {
+        quote! {
+            #pt::strategy::Strategy::boxed(#pt::strategy::Strategy::prop_map(
+                <#ty as #ks::KeyStrategy>::strategy(),
+                #name::#ident,
+            ))
+        }
+    });
+    quote! {
+        ::kv_core::__kv_if_proptest! {
+            impl #ks::KeyspaceStrategy for #name {
+                fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
+                    #pt::strategy::Strategy::boxed(#pt::strategy::Union::new(::std::vec![#(#arms),*]))
+                }
+            }
+        }
+    }
+}
