@@ -82,11 +82,15 @@ impl EtcdStore {
             collections: Support::Emulated,
             persistent: true,
         };
+        // etcd's own client accepts responses up to 2 GiB: a large range, or the events of one
+        // large transaction (never split across watch responses), must not fail on the
+        // client's default 4 MiB limit.
+        let max_message = i32::MAX as usize;
         let store = EtcdStore {
             inner: Arc::new(Inner {
-                kv: client.kv_client(),
+                kv: client.kv_client().max_decoding_message_size(max_message),
                 lease: client.lease_client(),
-                watch: client.watch_client(),
+                watch: client.watch_client().max_decoding_message_size(max_message),
                 ns: Namespace::new(config.namespace.clone().unwrap_or_default()),
                 caps,
                 config,

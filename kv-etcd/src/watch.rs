@@ -1,8 +1,10 @@
 //! Watches: etcd watches that reconnect and resume at the last seen revision + 1.
 //!
 //! etcd sends every event of one revision in one `WatchResponse` (it only splits a revision
-//! across responses when the `fragment` option is set, which is never set here), so grouping
-//! a response's events by revision gives exactly one batch per transaction.
+//! across responses when the `fragment` option is set, which is never set here; etcd issue
+//! 9294), so grouping a response's events by revision gives exactly one batch per
+//! transaction. The store raises the client's message limit so that a large transaction's
+//! events still fit in one response.
 
 use crate::error::map_error;
 use crate::range::header_revision;
@@ -11,6 +13,10 @@ use etcd_client::{EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// A watch connection that lived this long before failing resets the failure count.
+const HEALTHY_CONNECTION: Duration = Duration::from_secs(10);
 
 /// A live etcd watch and what is needed to re-create it.
 struct Watcher {
@@ -22,8 +28,10 @@ struct Watcher {
     next_revision: i64,
     stream: Option<etcd_client::WatchStream>,
     ready: VecDeque<WatchBatch>,
-    /// Consecutive reconnects that delivered nothing.
+    /// Consecutive failures (of connecting, or of a connection soon after it was made).
     failures: u32,
+    /// When the current connection was confirmed.
+    connected_at: Option<Instant>,
     done: bool,
 }
 
@@ -47,11 +55,13 @@ pub(crate) async fn watch(store: &EtcdStore, opts: WatchOptions) -> Result<Watch
         stream: None,
         ready: VecDeque::new(),
         failures: 0,
+        connected_at: None,
         done: false,
     };
     // The first connection is made before returning, so that every change after `watch`
     // returns is delivered and an unreachable cluster is reported here.
     watcher.connect().await?;
+    watcher.connected_at = Some(Instant::now());
     Ok(futures::stream::unfold(watcher, |mut w| async move {
         let item = w.next().await?;
         Some((item, w))
@@ -127,6 +137,15 @@ impl Watcher {
                     return Some(Err(e));
                 }
                 self.stream = None;
+                // A connection that stayed up a while was healthy: only consecutive quick
+                // failures count towards giving up.
+                if self
+                    .connected_at
+                    .take()
+                    .is_some_and(|at| at.elapsed() >= HEALTHY_CONNECTION)
+                {
+                    self.failures = 0;
+                }
                 self.failures += 1;
                 if self.failures > self.store.inner.config.retries {
                     self.done = true;
@@ -142,6 +161,7 @@ impl Watcher {
     async fn poll_once(&mut self) -> Result<()> {
         if self.stream.is_none() {
             self.connect().await?;
+            self.connected_at = Some(Instant::now());
         }
         let Some(stream) = self.stream.as_mut() else {
             return Ok(());
@@ -152,9 +172,6 @@ impl Watcher {
             .map_err(|e| map_error("watch", e))?
             .ok_or_else(|| Error::new(ErrorKind::Unavailable, "etcd closed the watch stream"))?;
         self.check_canceled(&resp)?;
-        if !resp.events().is_empty() {
-            self.failures = 0;
-        }
         self.queue(&resp);
         Ok(())
     }
