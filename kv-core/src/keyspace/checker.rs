@@ -15,7 +15,7 @@ pub enum FindingKind {
     /// A key of one template can be a directory of keys of another, and that is not declared
     /// with [`Key::DIRECTORY_OF`](super::Key::DIRECTORY_OF).
     Nesting,
-    /// A literal breaks the schema's [`NamingRule`].
+    /// A literal segment breaks the schema's [`NamingRule`].
     Naming,
     /// A literal holds a byte keys must not: `{`/`}` (Redis Cluster hash tags), `%` (escaped
     /// segments), a control character or NUL (reserved by the store).
@@ -58,8 +58,8 @@ pub fn check_keyspace<K: Keyspace>() -> Vec<Finding> {
 ///
 /// It finds templates that can produce the same key (a literal against a variable whose type
 /// can produce it, or two variables whose types share a value), a template whose keys can be
-/// directories of another's keys unless declared, literals outside `naming`, and literals with
-/// bytes keys must not hold. Empty segments, doubled separators and `.`/`..` literals cannot
+/// directories of another's keys unless declared, literal segments outside `naming`, and
+/// literals with bytes keys must not hold. Empty segments, doubled separators and `.`/`..` literals cannot
 /// reach the checker: [`Template`](super::Template) refuses them when parsing.
 ///
 /// Comparing two variables of different types relies on sample values of the built-in types
@@ -135,7 +135,10 @@ fn check_one(info: &TemplateInfo, naming: Option<&NamingRule>, findings: &mut Ve
                     format!("literal `{literal}` holds {c:?}, which keys must not hold"),
                 );
             }
+            // The naming rule is about names: whole literal segments. Delimiters and affixes
+            // inside a mixed segment (`:` in `{ip}:{port}`, `.json`) are structure.
             if let Some(rule) = naming
+                && segment.literal().is_some()
                 && !rule.allows(literal)
             {
                 push(
