@@ -63,6 +63,7 @@ pub fn all() -> Vec<Schema> {
     vec![
         crate::tenant::schema(),
         crate::registry::schema(),
+        crate::cronix::schema(),
     ]
 }
 

@@ -4,5 +4,6 @@
 mod catalog;
 pub mod tenant;
 pub mod registry;
+pub mod cronix;
 
 pub use catalog::{ParsedKey, Schema, all, find, parse_any};

@@ -1,0 +1,128 @@
+//! Jobs: assigning them to nodes, removing them, and moving them between nodes.
+
+use super::error::{CronixError, Result};
+use super::keys::{JobKey, NodeKey};
+use super::segments::JobId;
+use super::values::JobConfig;
+use kv_core::CompareOp;
+use kv_core::keyspace::TypedStore;
+use uuid::Uuid;
+
+fn validate(config: &JobConfig) -> Result<()> {
+    config.validate().map_err(|reason| CronixError::Invalid {
+        what: "job config",
+        reason,
+    })
+}
+
+/// Assigns (or rewrites) job `job` on `node`, in one transaction that requires the node to
+/// be registered.
+///
+/// # Errors
+/// [`CronixError::Invalid`] for a bad config and [`CronixError::NodeDown`] when the node is
+/// not registered (nothing is written); [`CronixError::Store`].
+pub async fn assign_job(
+    store: &TypedStore,
+    node: Uuid,
+    job: &JobId,
+    config: &JobConfig,
+) -> Result<i64> {
+    validate(config)?;
+    let mut txn = store.txn();
+    txn.when_exists(&NodeKey { node }).put(
+        &JobKey {
+            node,
+            job: job.clone(),
+        },
+        config,
+    );
+    let outcome = txn.commit().await?;
+    if !outcome.succeeded {
+        return Err(CronixError::NodeDown(node));
+    }
+    Ok(outcome.revision)
+}
+
+/// Removes job `job` from `node`; returns whether it was assigned there.
+///
+/// # Errors
+/// [`CronixError::Store`].
+pub async fn remove_job(store: &TypedStore, node: Uuid, job: &JobId) -> Result<bool> {
+    Ok(store
+        .delete(&JobKey {
+            node,
+            job: job.clone(),
+        })
+        .await?)
+}
+
+/// Moves job `job` from node `from` (typically a failed one) to node `to` in one
+/// transaction: it holds only if the old key is unchanged since it was read (same mod
+/// revision), `to` is registered and has no job of that id; it then deletes the old key and
+/// puts the same config under the new one. Returns the revision of the move.
+///
+/// Of two schedulers moving the same job at once, exactly one succeeds; the other gets
+/// [`CronixError::JobChanged`] or [`CronixError::JobNotFound`].
+///
+/// # Errors
+/// [`CronixError::Invalid`] when `from == to`; [`CronixError::JobNotFound`],
+/// [`CronixError::JobChanged`], [`CronixError::NodeDown`] (the target),
+/// [`CronixError::JobExists`] (on the target), all writing nothing; [`CronixError::Store`].
+pub async fn move_job(store: &TypedStore, job: &JobId, from: Uuid, to: Uuid) -> Result<i64> {
+    if from == to {
+        return Err(CronixError::Invalid {
+            what: "job move",
+            reason: "the source and target nodes are the same".into(),
+        });
+    }
+    let old = JobKey {
+        node: from,
+        job: job.clone(),
+    };
+    let new = JobKey {
+        node: to,
+        job: job.clone(),
+    };
+    let target = NodeKey { node: to };
+    let Some(current) = store.get_versioned(&old).await? else {
+        return Err(CronixError::JobNotFound {
+            node: from,
+            job: job.clone(),
+        });
+    };
+    let mut txn = store.txn();
+    txn.when_mod_revision(&old, CompareOp::Equal, current.mod_revision)
+        .when_exists(&target)
+        .when_absent(&new)
+        .delete(&old)
+        .put(&new, &current.value);
+    let old_read = txn.get_on_failure(&old);
+    let target_read = txn.get_on_failure(&target);
+    let outcome = txn.commit().await?;
+    if outcome.succeeded {
+        return Ok(outcome.revision);
+    }
+    // Say which condition failed, from the failure branch's reads (same revision).
+    if outcome.read(&old_read)?.is_none() {
+        return Err(CronixError::JobNotFound {
+            node: from,
+            job: job.clone(),
+        });
+    }
+    if outcome
+        .read(&old_read)?
+        .is_some_and(|v| v.mod_revision != current.mod_revision)
+    {
+        return Err(CronixError::JobChanged {
+            node: from,
+            job: job.clone(),
+        });
+    }
+    if outcome.read(&target_read)?.is_none() {
+        return Err(CronixError::NodeDown(to));
+    }
+    Err(CronixError::JobExists {
+        node: to,
+        job: job.clone(),
+    })
+}

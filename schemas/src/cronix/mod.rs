@@ -1,0 +1,69 @@
+//! The distributed cron scheduler's coordination keys (`/Cronix/`, etcd).
+//!
+//! ```text
+//! /Cronix/node/<node_uuid>                 NodeKey          Json<NodeInfo>     node lease
+//! /Cronix/proc/<node_uuid>/<job_id>/<pid>  ProcKey          Json<ProcInfo>     lease
+//! /Cronix/job/<node_uuid>/<job_id>         JobKey           Json<JobConfig>
+//! /Cronix/once/<job_id>                    OnceKey          node UUID or ""
+//! /Cronix/lock/<key>                       LockKey          empty              holder's lease
+//! /Cronix/system/switch/<node_uuid>        SystemSwitchKey  Text ("1")
+//! /Cronix/system/get/<node_uuid>           SystemInfoKey    Json<SystemInfo>   5-minute lease
+//! ```
+//!
+//! The root literal is `Cronix`, capitalised as the document writes it: the schema's naming
+//! rule is `[a-zA-Z]` for that reason (the document's one departure from lowercase
+//! literals), declared on [`CronixKeyspace`]. No key is a directory of another.
+//!
+//! Segments: node ids are UUIDs (lowercase hyphenated), job ids `[a-zA-Z0-9_-]` (1-64
+//! bytes), process ids `u32`, lock names `[a-zA-Z0-9._-]` (1-128 bytes).
+//!
+//! Operations: [`register_node`] ([`NodeRegistration`], kept alive), [`list_nodes`];
+//! [`record_process`] / [`end_process`]; [`assign_job`], [`remove_job`], [`move_job`] (one
+//! transaction guarded by the old key's revision); [`trigger_once`] / [`finish_once`];
+//! [`try_lock`] / [`lock`] / [`CronixLock::unlock`]; [`request_system_info`],
+//! [`publish_system_info`], [`collect_system_info`]; [`write_example`] for a demo dataset.
+
+mod error;
+mod example;
+mod job;
+mod keys;
+mod lock;
+mod node;
+mod once;
+mod process;
+mod segments;
+mod system;
+mod values;
+
+pub use error::{CronixError, Result};
+pub use example::{CronixExample, write_example};
+pub use job::{assign_job, move_job, remove_job};
+pub use keys::{
+    CronixKeyspace, JobKey, JobProcsDir, LockKey, LocksDir, NodeJobsDir, NodeKey, NodeProcsDir,
+    NodesDir, OnceKey, OncesDir, ProcKey, SwitchesDir, SystemInfoKey, SystemInfosDir,
+    SystemSwitchKey,
+};
+pub use lock::{CronixLock, lock, try_lock};
+pub use node::{NodeRegistration, list_nodes, register_node};
+pub use once::{finish_once, pending_once, trigger_once};
+pub use process::{end_process, job_processes, record_process};
+pub use segments::{JobId, LockName};
+pub use system::{
+    SWITCH_ON, SYSTEM_INFO_TTL, collect_system_info, publish_system_info, request_system_info,
+    system_info,
+};
+pub use values::{
+    CpuInfo, JobConfig, NodeInfo, NodeStatus, OnceTarget, OnceTargetCodec, ProcInfo, RetryPolicy,
+    SystemInfo, Usage,
+};
+
+use crate::catalog::Schema;
+
+/// The cronix catalog entry.
+pub fn schema() -> Schema {
+    Schema::of::<CronixKeyspace>(
+        "cronix",
+        "etcd",
+        "distributed cron scheduler: nodes, processes, jobs, triggers, locks, system info under /Cronix/",
+    )
+}

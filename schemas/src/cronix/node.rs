@@ -1,0 +1,105 @@
+//! Node registration under a lease kept alive in the background.
+
+use super::error::{CronixError, Result};
+use super::keys::{NodeKey, NodesDir};
+use super::values::NodeInfo;
+use kv_core::keyspace::{ListOptions, TypedStore};
+use kv_core::{ErrorKind, LeaseId, LeaseKeeper};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// A registered node: `/Cronix/node/<uuid>` attached to a lease that a [`LeaseKeeper`] renews.
+///
+/// [`NodeRegistration::deregister`] is the normal way offline (the key is deleted at once);
+/// when the node fails, renewals stop and the key goes when the lease expires. The lease can
+/// also carry the node's process keys ([`record_process`](super::record_process)), so that
+/// they vanish with the node.
+#[derive(Debug)]
+pub struct NodeRegistration {
+    node: Uuid,
+    keeper: LeaseKeeper,
+}
+
+/// Registers a node under a lease of `ttl` (rounded up to the backend's granularity): one
+/// transaction creates `/Cronix/node/<info.uuid>` attached to the lease, provided no node of
+/// that UUID is registered.
+///
+/// # Errors
+/// [`CronixError::NodeExists`] (nothing is written, the lease is revoked);
+/// [`CronixError::Store`].
+pub async fn register_node(
+    store: &TypedStore,
+    info: &NodeInfo,
+    ttl: Duration,
+) -> Result<NodeRegistration> {
+    let keeper = LeaseKeeper::grant(store.store().clone(), ttl).await?;
+    let key = NodeKey { node: info.uuid };
+    let mut txn = store.txn();
+    txn.when_absent(&key).put_leased(&key, info, keeper.id());
+    let succeeded = match txn.commit().await {
+        Ok(outcome) => outcome.succeeded,
+        Err(e) => {
+            let _ = keeper.revoke().await;
+            return Err(e.into());
+        }
+    };
+    if !succeeded {
+        let _ = keeper.revoke().await;
+        return Err(CronixError::NodeExists(info.uuid));
+    }
+    Ok(NodeRegistration {
+        node: info.uuid,
+        keeper,
+    })
+}
+
+impl NodeRegistration {
+    /// The node's UUID.
+    pub fn node(&self) -> Uuid {
+        self.node
+    }
+
+    /// The node's lease.
+    pub fn lease(&self) -> LeaseId {
+        self.keeper.id()
+    }
+
+    /// Whether the lease has been lost: the node is no longer registered.
+    pub fn is_lost(&self) -> bool {
+        self.keeper.is_lost()
+    }
+
+    /// Resolves when the lease is lost, with the reason.
+    pub async fn lost(&self) -> kv_core::Error {
+        self.keeper.lost().await
+    }
+
+    /// Takes the node offline: revokes its lease, deleting its node key and every other key
+    /// attached to the lease.
+    ///
+    /// # Errors
+    /// [`CronixError::Store`]; a lease that already ended is not an error.
+    pub async fn deregister(self) -> Result<()> {
+        match self.keeper.revoke().await {
+            Err(e) if e.kind() != ErrorKind::LeaseNotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Every registered node, read page by page.
+///
+/// # Errors
+/// [`CronixError::Store`].
+pub async fn list_nodes(store: &TypedStore) -> Result<Vec<NodeInfo>> {
+    let mut nodes = Vec::new();
+    let mut opts = ListOptions::limit(256);
+    loop {
+        let page = store.list(&NodesDir {}, opts.clone()).await?;
+        nodes.extend(page.items.into_iter().map(|(_, info)| info));
+        match page.next {
+            Some(next) => opts = ListOptions::limit(256).after(next),
+            None => return Ok(nodes),
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The values of the cronix keyspace. The document names what each JSON value holds; the
+//! field names are camelCase.
+
+use kv_core::keyspace::Codec;
+use kv_core::{Error, ErrorKind};
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+use uuid::Uuid;
+
+/// The state a node reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NodeStatus {
+    /// Accepting jobs.
+    Online,
+    /// Running its jobs but accepting no new ones.
+    Paused,
+}
+
+/// `/Cronix/node/<node_uuid>`: a node's information (UUID, IP, port, status...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeInfo {
+    /// The node's UUID (the key's segment).
+    pub uuid: Uuid,
+    /// The node's IP address.
+    pub ip: IpAddr,
+    /// The node's service port.
+    pub port: u16,
+    /// Its state.
+    pub status: NodeStatus,
+    /// The host name.
+    pub hostname: String,
+    /// When the node started, in milliseconds since the Unix epoch.
+    pub started_at: u64,
+}
+
+/// `/Cronix/proc/<node_uuid>/<job_id>/<pid>`: a running job process (process id, job id,
+/// whether it was killed...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcInfo {
+    /// The process id (the key's segment).
+    pub pid: u32,
+    /// The job id (the key's segment).
+    pub job_id: String,
+    /// Whether the process has been told to terminate.
+    pub killed: bool,
+    /// When the process started, in milliseconds since the Unix epoch.
+    pub started_at: u64,
+}
+
+/// How a failed run is retried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryPolicy {
+    /// Retries after the first failed run (0: none).
+    pub max_retries: u32,
+    /// Seconds between retries.
+    pub interval_seconds: u64,
+}
+
+/// `/Cronix/job/<node_uuid>/<job_id>`: a job's configuration (cron expression, command,
+/// retry policy...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobConfig {
+    /// A display name.
+    pub name: String,
+    /// The cron expression: 5 fields, or 6 with seconds first.
+    pub cron: String,
+    /// The command line to run.
+    pub command: String,
+    /// Seconds a run may last before it is killed (0: no limit).
+    pub timeout_seconds: u64,
+    /// The retry policy.
+    pub retry: RetryPolicy,
+}
+
+impl JobConfig {
+    /// Checks the cron expression has 5 or 6 fields and the command is not empty.
+    ///
+    /// # Errors
+    /// A message naming the rule.
+    pub fn validate(&self) -> Result<(), String> {
+        let fields = self.cron.split_whitespace().count();
+        if !(5..=6).contains(&fields) {
+            return Err(format!(
+                "cron expression {:?} has {fields} fields, not 5 or 6",
+                self.cron
+            ));
+        }
+        if self.command.trim().is_empty() {
+            return Err("the command is empty".into());
+        }
+        Ok(())
+    }
+}
+
+/// `/Cronix/once/<job_id>`: which nodes run a one-shot trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OnceTarget {
+    /// The node with this UUID (stored as the UUID, lowercase hyphenated).
+    Node(Uuid),
+    /// Every node (stored as the empty string).
+    AllNodes,
+}
+
+/// The codec of [`OnceTarget`]: a node UUID, or the empty string for all nodes; anything
+/// else is a `Codec` error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct OnceTargetCodec;
+
+impl Codec for OnceTargetCodec {
+    type Value = OnceTarget;
+
+    fn encode(&self, value: &OnceTarget) -> kv_core::Result<Vec<u8>> {
+        Ok(match value {
+            OnceTarget::Node(id) => id.hyphenated().to_string().into_bytes(),
+            OnceTarget::AllNodes => Vec::new(),
+        })
+    }
+
+    fn decode(&self, bytes: &[u8]) -> kv_core::Result<OnceTarget> {
+        if bytes.is_empty() {
+            return Ok(OnceTarget::AllNodes);
+        }
+        let text = std::str::from_utf8(bytes).ok();
+        match text.map(|t| {
+            <Uuid as kv_core::keyspace::Segment>::decode(t, kv_core::keyspace::Separator::Slash)
+        }) {
+            Some(Ok(id)) => Ok(OnceTarget::Node(id)),
+            _ => Err(Error::new(
+                ErrorKind::Codec,
+                "a one-shot trigger holds a node UUID (lowercase hyphenated) or the empty string",
+            )
+            .with_context("value", kv_core::escape_bytes(bytes))),
+        }
+    }
+}
+
+/// CPU figures of a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuInfo {
+    /// Logical cores.
+    pub cores: u32,
+    /// Busy share over the last sample, 0-100.
+    pub usage_percent: f64,
+}
+
+/// Used and total bytes of a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Total bytes.
+    pub total_bytes: u64,
+    /// Used bytes.
+    pub used_bytes: u64,
+}
+
+/// `/Cronix/system/get/<node_uuid>`: a node's system information (CPU, memory, disk...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemInfo {
+    /// CPU.
+    pub cpu: CpuInfo,
+    /// Memory.
+    pub memory: Usage,
+    /// Disk.
+    pub disk: Usage,
+    /// When it was collected, in milliseconds since the Unix epoch.
+    pub collected_at: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn once_target_is_a_uuid_or_empty() {
+        let id = Uuid::from_u128(0x67e5504410b1426f9247bb680e5fe0c8);
+        let c = OnceTargetCodec;
+        assert_eq!(
+            c.encode(&OnceTarget::Node(id)).unwrap(),
+            b"67e55044-10b1-426f-9247-bb680e5fe0c8"
+        );
+        assert_eq!(c.encode(&OnceTarget::AllNodes).unwrap(), b"");
+        assert_eq!(c.decode(b"").unwrap(), OnceTarget::AllNodes);
+        assert_eq!(
+            c.decode(b"67e55044-10b1-426f-9247-bb680e5fe0c8").unwrap(),
+            OnceTarget::Node(id)
+        );
+        for bad in [
+            &b" "[..],
+            b"67E55044-10B1-426F-9247-BB680E5FE0C8",
+            b"all",
+            b"\xff",
+        ] {
+            assert_eq!(c.decode(bad).unwrap_err().kind(), ErrorKind::Codec);
+        }
+    }
+
+    #[test]
+    fn jobs_need_a_cron_expression_and_a_command() {
+        let mut job = JobConfig {
+            name: "backup".into(),
+            cron: "0 2 * * *".into(),
+            command: "/usr/local/bin/backup".into(),
+            timeout_seconds: 0,
+            retry: RetryPolicy {
+                max_retries: 1,
+                interval_seconds: 30,
+            },
+        };
+        assert!(job.validate().is_ok());
+        job.cron = "*/5 * * * * *".into();
+        assert!(job.validate().is_ok());
+        job.cron = "0 2 * *".into();
+        assert!(job.validate().is_err());
+        job.cron = "0 2 * * *".into();
+        job.command = " ".into();
+        assert!(job.validate().is_err());
+        let json = serde_json::to_value(&job).unwrap();
+        assert!(json.get("timeoutSeconds").is_some() && json["retry"].get("maxRetries").is_some());
+    }
+}

@@ -1,0 +1,175 @@
+//! The validated variable segments of the registry keyspace: group and service names and the
+//! instance's gRPC port.
+
+use kv_core::keyspace::{Segment, SegmentError, Separator};
+use std::fmt;
+
+kv_core::text_segment!(
+    /// A service group such as `Common` or `Infrastructure`: letters, digits, `.`, `_` and
+    /// `-`, at most 64 bytes, stored verbatim in `/registry/{group}/`.
+    pub GroupName, charset = "[a-zA-Z0-9._-]", max_len = 64, policy = Reject
+);
+
+kv_core::text_segment!(
+    /// The character rule of a service name, without the reserved word.
+    ServiceText, charset = "[a-zA-Z0-9._-]", max_len = 64, policy = Reject
+);
+
+/// The file name every group and service directory holds (`/registry/{group}/info`).
+pub const INFO: &str = "info";
+
+/// A service name such as `VerifyCodeService`: the characters of a [`GroupName`], and never
+/// `info`.
+///
+/// A service is the directory `/registry/{group}/{service}/`, and every group directory
+/// holds the file `/registry/{group}/info`: a service called `info` would make
+/// `/registry/{group}/info` a file and a directory at once, which rule 4 of the document
+/// forbids.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServiceName(String);
+
+impl ServiceName {
+    /// Validates a service name.
+    ///
+    /// # Errors
+    /// [`SegmentError`] for a value outside the charset, too long, `.`/`..`, or `info`.
+    pub fn new(value: impl Into<String>) -> Result<Self, SegmentError> {
+        let value = value.into();
+        Self::check(&value)?;
+        Ok(ServiceName(value))
+    }
+
+    fn check(value: &str) -> Result<(), SegmentError> {
+        ServiceText::new(value)?;
+        if value == INFO {
+            return Err(SegmentError::new(
+                value,
+                "`info` is the group's info file; a service of that name would be a file and a directory at once",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ServiceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Segment for ServiceName {
+    fn encode(&self, _sep: Separator, out: &mut String) {
+        out.push_str(&self.0);
+    }
+
+    fn decode(raw: &str, _sep: Separator) -> Result<Self, SegmentError> {
+        Self::new(raw)
+    }
+
+    fn describe() -> String {
+        format!("{}, except `{INFO}`", <ServiceText as Segment>::describe())
+    }
+}
+
+/// The gRPC port of an instance (not its HTTP port, nor its TLS gRPC port): 1-65535 in
+/// canonical decimal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GrpcPort(u16);
+
+impl GrpcPort {
+    /// A port.
+    ///
+    /// # Errors
+    /// [`SegmentError`] for port 0.
+    pub fn new(port: u16) -> Result<Self, SegmentError> {
+        if port == 0 {
+            return Err(SegmentError::new("0", "a port is 1-65535"));
+        }
+        Ok(GrpcPort(port))
+    }
+
+    /// The port number.
+    pub fn get(self) -> u16 {
+        self.0
+    }
+}
+
+impl fmt::Display for GrpcPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl Segment for GrpcPort {
+    fn encode(&self, sep: Separator, out: &mut String) {
+        self.0.encode(sep, out);
+    }
+
+    fn decode(raw: &str, sep: Separator) -> Result<Self, SegmentError> {
+        let port = u16::decode(raw, sep)?;
+        GrpcPort::new(port).map_err(|e| SegmentError::new(raw, e.reason().to_owned()))
+    }
+
+    fn describe() -> String {
+        "port 1-65535, canonical decimal".into()
+    }
+}
+
+kv_core::__kv_if_proptest! {
+    use kv_core::derive_support::proptest::prelude::*;
+    use kv_core::keyspace::{SegmentStrategy, segment};
+
+    impl SegmentStrategy for ServiceName {
+        fn strategy() -> BoxedStrategy<Self> {
+            prop_oneof![
+                segment::<ServiceText>().prop_filter_map("not `info`", |s| ServiceName::new(s.into_string()).ok()),
+                Just(ServiceName(format!("{INFO}x"))),
+                Just(ServiceName(format!("x{INFO}"))),
+                Just(ServiceName("Info".to_owned())),
+            ]
+            .boxed()
+        }
+    }
+
+    impl SegmentStrategy for GrpcPort {
+        fn strategy() -> BoxedStrategy<Self> {
+            prop_oneof![Just(1u16), Just(10), Just(11), Just(u16::MAX), 1u16..=u16::MAX]
+                .prop_map(GrpcPort)
+                .boxed()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_names_exclude_the_info_file() {
+        assert!(ServiceName::new("VerifyCodeService").is_ok());
+        assert!(ServiceName::new("Info").is_ok());
+        for bad in ["info", "", ".", "..", "a/b", "a:b", "服务", "a b"] {
+            assert!(ServiceName::new(bad).is_err(), "{bad:?}");
+            assert!(
+                ServiceName::decode(bad, Separator::Slash).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(!ServiceName::can_produce("info", Separator::Slash));
+        assert!(GroupName::new("info").is_ok());
+    }
+
+    #[test]
+    fn ports_are_canonical_and_non_zero() {
+        let s = Separator::Slash;
+        assert_eq!(GrpcPort::decode("11080", s), Ok(GrpcPort(11080)));
+        for bad in ["0", "011080", "65536", "+1", "", "-1"] {
+            assert!(GrpcPort::decode(bad, s).is_err(), "{bad:?}");
+        }
+    }
+}
