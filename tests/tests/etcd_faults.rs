@@ -296,3 +296,34 @@ async fn txn_over_the_limit_fails_before_it_is_sent() {
         "a txn at the limit is sent: {err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_and_password_authentication() {
+    let Some(server) = block_in_place(EtcdServer::start) else {
+        return;
+    };
+    let mut admin = etcd_client::Client::connect([server.endpoint()], None)
+        .await
+        .unwrap();
+    admin.role_add("root").await.unwrap();
+    admin.user_add("root", "s3cret", None).await.unwrap();
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.auth_enable().await.unwrap();
+
+    let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]).auth("root", "s3cret"))
+        .await
+        .unwrap();
+    store
+        .put(b"authed", b"1", PutOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(store.get(b"authed").await.unwrap().unwrap().value, b"1");
+
+    let err = EtcdStore::connect(EtcdConfig::new([server.endpoint()]).auth("root", "wrong"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    let anonymous = EtcdStore::connect(EtcdConfig::new([server.endpoint()])).await;
+    let err = anonymous.map(|_| ()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+}

@@ -181,13 +181,16 @@ async fn many_deletes_are_packed_into_one_atomic_txn() {
         })
         .await
         .unwrap();
-    let before = store.revision().await.unwrap();
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
     let deletes: Vec<TxnOp> = (0..128)
         .map(|i| TxnOp::delete(format!("{root}{i:03}")))
         .collect();
     let resp = store.txn(Txn::new().and_then(deletes)).await.unwrap();
     assert!(resp.succeeded);
-    assert_eq!(resp.revision, before + 1, "one revision for the whole txn");
+    // One revision for the whole transaction.
+    let batch = watch.next().await.unwrap().unwrap();
+    assert_eq!(batch.revision, resp.revision);
+    assert_eq!(batch.events.len(), 128);
     assert_eq!(resp.results[5], OpResult::Delete { deleted: 2 });
     assert_eq!(resp.results[6], OpResult::Delete { deleted: 1 });
     let left = store
@@ -313,4 +316,30 @@ async fn url_form_connects_with_a_namespace() {
     assert_eq!(got.unwrap().value, b"v");
     let bad = EtcdStore::from_url("etcd://nohostport").await.unwrap_err();
     assert_eq!(bad.kind(), ErrorKind::Config);
+}
+
+#[tokio::test]
+async fn one_revision_larger_than_a_default_message_is_one_batch() {
+    let Some((store, _)) = root_store().await else {
+        return;
+    };
+    let root = key_root("big");
+    let value = vec![b'x'; 60_000];
+    for chunk in 0..5 {
+        let ops = (0..20).map(|i| TxnOp::put(format!("{root}{chunk}-{i:02}"), &value));
+        store.txn(Txn::new().and_then(ops)).await.unwrap();
+    }
+    let mut watch = store
+        .watch(WatchOptions::prefix(&root).with_prev())
+        .await
+        .unwrap();
+    // 100 deletes with 60 kB previous values: about 6 MB of events in one revision, more than
+    // gRPC's default 4 MiB message limit.
+    assert_eq!(store.delete_prefix(root.as_bytes()).await.unwrap(), 100);
+    let batch = watch.next().await.unwrap().unwrap();
+    assert_eq!(batch.events.len(), 100);
+    assert!(batch.events.iter().all(|e| matches!(
+        e,
+        kv_core::Event::Delete { prev: Some(p), .. } if p.value.len() == 60_000
+    )));
 }
