@@ -89,7 +89,7 @@ pub fn verify_segment<T: SegmentStrategy>() -> Result<(), String> {
     Ok(())
 }
 
-/// Checks that a segment type claiming [`Segment::ORDERED`] sorts its encodings like its
+/// Checks that a segment type claiming [`Segment::ORDERED`](super::Segment::ORDERED) sorts its encodings like its
 /// values (invariant 10).
 ///
 /// # Errors

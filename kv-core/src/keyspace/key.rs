@@ -100,7 +100,24 @@ pub trait Key: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
 /// A directory of keys: a template ending with the separator (`jxt/tenants/{id}/`), so that
 /// `jxt/tenants/1/` never matches `jxt/tenants/10/...`.
 ///
-/// Its [`Prefix::Key`] is the key type listed under it.
+/// Its [`Prefix::Key`] is the key type listed under it. `#[derive(Prefix)]` writes the impl.
+///
+/// ```
+/// use kv_core::keyspace::{Key, Prefix, Text};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/database/{service}", value = Text)]
+/// struct TenantDatabaseKey { id: u64, service: u32 }
+///
+/// #[derive(Prefix, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/database/", key = TenantDatabaseKey)]
+/// struct TenantDatabases { id: u64 }
+///
+/// let one = TenantDatabases { id: 1 };
+/// assert_eq!(one.encode(), "jxt/tenants/1/database/");
+/// assert!(one.contains(&TenantDatabaseKey { id: 1, service: 3 }.encode()));
+/// assert!(!one.contains(&TenantDatabaseKey { id: 10, service: 3 }.encode()));
+/// ```
 pub trait Prefix: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// The template as written, ending with the separator.
     const TEMPLATE: &'static str;

@@ -10,7 +10,34 @@ use std::fmt;
 ///
 /// `parse` tries every template and, when none matches, says which template came closest and
 /// why it failed. `templates` lists what the [schema checker](super::check) and `kvctl schema`
-/// need.
+/// need. `#[derive(Keyspace)]` writes the impl for an enum of key types.
+///
+/// ```
+/// use kv_core::keyspace::{check_keyspace, Key, Keyspace, Text};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/meta", value = Text)]
+/// struct TenantMetaKey { id: u64 }
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/database/{service}", value = Text)]
+/// struct TenantDatabaseKey { id: u64, service: u32 }
+///
+/// #[derive(Keyspace, Debug, Clone, PartialEq)]
+/// #[kv(naming = "[a-z0-9_]")]
+/// enum TenantSchema {
+///     Meta(TenantMetaKey),
+///     Database(TenantDatabaseKey),
+/// }
+///
+/// assert_eq!(
+///     TenantSchema::parse("jxt/tenants/7/meta"),
+///     Ok(TenantSchema::Meta(TenantMetaKey { id: 7 }))
+/// );
+/// let miss = TenantSchema::parse("jxt/tenants/7/metadata").unwrap_err();
+/// assert_eq!(miss.closest().unwrap().template(), "jxt/tenants/{id}/meta");
+/// assert!(check_keyspace::<TenantSchema>().is_empty());
+/// ```
 pub trait Keyspace: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// Parses a raw key into the variant of the template it belongs to.
     ///
