@@ -30,6 +30,7 @@
 
 mod attrs;
 mod codegen;
+mod codegen_parse;
 mod key;
 mod keyspace;
 mod prefix;
