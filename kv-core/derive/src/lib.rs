@@ -65,6 +65,39 @@ fn expand(
 /// The generated `write` pushes literals and encodes each field into the caller's buffer;
 /// `parse` splits by the template, compares literals exactly, checks the depth and decodes
 /// each variable strictly. Each field's type implements `Segment`.
+///
+/// ```
+/// use kv_core::keyspace::{Json, Key, KeyErrorReason};
+///
+/// kv_core::text_segment!(pub Service, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
+///
+/// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+/// struct DatabaseConfig { host: String }
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/database/{service}", value = Json<DatabaseConfig>)]
+/// struct TenantDatabaseKey { id: u64, service: Service }
+///
+/// let key = TenantDatabaseKey { id: 7, service: Service::new("mysql")? };
+/// let mut buf = String::new();
+/// key.write(&mut buf);
+/// assert_eq!(buf, "jxt/tenants/7/database/mysql");
+/// assert_eq!(TenantDatabaseKey::parse(&buf), Ok(key));
+///
+/// let err = TenantDatabaseKey::parse("jxt/tenants/07/database/mysql").unwrap_err();
+/// assert!(matches!(err.reason(), KeyErrorReason::Field { name, .. } if name == "id"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// A template that does not fit the struct does not compile:
+///
+/// ```compile_fail
+/// use kv_core::keyspace::{Key, Text};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/database/{service}", value = Text)]
+/// struct TenantDatabaseKey { id: u64 } // no field `service`
+/// ```
 #[proc_macro_derive(Key, attributes(kv))]
 pub fn derive_key(input: TokenStream) -> TokenStream {
     expand(input, key::derive)
@@ -76,6 +109,23 @@ pub fn derive_key(input: TokenStream) -> TokenStream {
 /// Attributes (`#[kv(...)]`): `template = "..."` and `key = KeyType` (the keys listed under
 /// the prefix; its template must start with this one) are required; `hash_tag` as for keys,
 /// naming the same segment as the key's; `no_strategy` as for keys.
+///
+/// ```
+/// use kv_core::keyspace::{Key, Prefix, Text};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/meta", value = Text)]
+/// struct TenantMetaKey { id: u64 }
+///
+/// #[derive(Prefix, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/", key = TenantMetaKey)]
+/// struct TenantDir { id: u64 }
+///
+/// let dir = TenantDir { id: 1 };
+/// assert_eq!(dir.encode(), "jxt/tenants/1/");
+/// assert!(dir.contains(&TenantMetaKey { id: 1 }.encode()));
+/// assert!(!dir.contains(&TenantMetaKey { id: 10 }.encode()));
+/// ```
 #[proc_macro_derive(Prefix, attributes(kv))]
 pub fn derive_prefix(input: TokenStream) -> TokenStream {
     expand(input, prefix::derive)
@@ -92,6 +142,30 @@ pub fn derive_prefix(input: TokenStream) -> TokenStream {
 ///
 /// `parse` skips templates whose literal root differs, tries the others, and when none
 /// matches reports the template that came closest and why it failed.
+///
+/// ```
+/// use kv_core::keyspace::{Key, Keyspace, Text, check_keyspace};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "nxc:map:{realm}:{provider}", value = Text, hash_tag = "realm")]
+/// struct MapKey { realm: u32, provider: u32 }
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "nxc:pool:{realm}:{provider}", value = Text, hash_tag = "realm")]
+/// struct PoolKey { realm: u32, provider: u32 }
+///
+/// #[derive(Keyspace, Debug, Clone, PartialEq)]
+/// #[kv(naming = "[a-z]")]
+/// enum Nxc {
+///     Map(MapKey),
+///     Pool(PoolKey),
+/// }
+///
+/// assert_eq!(Nxc::parse("nxc:pool:{1}:2"), Ok(Nxc::Pool(PoolKey { realm: 1, provider: 2 })));
+/// let err = Nxc::parse("nxc:pool:1:2").unwrap_err();
+/// assert_eq!(err.closest().unwrap().template(), "nxc:pool:{realm}:{provider}");
+/// assert!(check_keyspace::<Nxc>().is_empty());
+/// ```
 #[proc_macro_derive(Keyspace, attributes(kv))]
 pub fn derive_keyspace(input: TokenStream) -> TokenStream {
     expand(input, keyspace::derive)
