@@ -80,6 +80,8 @@ fn malformed_templates_are_refused() {
         ("a/{x", "unclosed"),
         ("a/x}", "stray"),
         ("a/{x}{y}", "delimiter"),
+        ("a/{x}-{y}", "could occur"),
+        ("a/{x}v2{y}", "could occur"),
         ("a/{x}/{x}", "twice"),
         ("a/{1x}", "variable name"),
         ("a/{}", "variable name"),

@@ -72,7 +72,22 @@ pub(super) fn parse_segment(text: &str, index: usize) -> Result<TemplateSegment,
     if !literal.is_empty() {
         parts.push(Part::Literal(literal));
     }
+    for window in parts.windows(3) {
+        if let [Part::Var(_), Part::Literal(delimiter), Part::Var(_)] = window
+            && delimiter.chars().all(could_be_in_a_value)
+        {
+            return Err(format!(
+                "delimiter `{delimiter}` in segment {index} could occur inside the variables' values"
+            ));
+        }
+    }
     Ok(TemplateSegment { parts })
+}
+
+/// Characters that text, numbers and escapes commonly hold, so they cannot delimit two
+/// variables unambiguously.
+fn could_be_in_a_value(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '%')
 }
 
 fn is_ident(name: &str) -> bool {
