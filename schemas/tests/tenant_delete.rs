@@ -13,13 +13,14 @@ use kv_core::{
 use kv_mem::{MemConfig, MemStore};
 use schemas::tenant::HostName;
 use schemas::tenant::{
-    FtpUsername, HostBinding, delete_tenant, load_tenant, publish_tenant, tenant_by_ftp_user,
-    tenant_by_host,
+    FtpUsername, HostBinding, add_ftp_user, delete_tenant, load_tenant, publish_tenant,
+    tenant_by_ftp_user, tenant_by_host,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tenant_common::{keys_under, tenant_keys, unique_tenant};
+use tokio::sync::Barrier;
 
 async fn a_deleted_tenant_leaves_no_key_and_no_index(store: Arc<dyn Store>) {
     let typed = TypedStore::new(Arc::clone(&store));
@@ -96,10 +97,49 @@ async fn indexes_that_another_tenant_took_over_are_kept(store: Arc<dyn Store>) {
     assert_eq!(server.await.unwrap().unwrap().tenant_id, other.id());
 }
 
+async fn a_deletion_racing_ftp_user_additions_leaves_no_orphan_index(store: Arc<dyn Store>) {
+    const ADDERS: usize = 4;
+    let typed = TypedStore::new(Arc::clone(&store));
+    let t = unique_tenant(2);
+    let id = t.id();
+    publish_tenant(&typed, &t).await.unwrap();
+    let barrier = Arc::new(Barrier::new(ADDERS + 1));
+    let deleter = {
+        let (typed, barrier) = (typed.clone(), Arc::clone(&barrier));
+        tokio::spawn(async move {
+            barrier.wait().await;
+            delete_tenant(&typed, id).await
+        })
+    };
+    let mut adders = Vec::new();
+    let usernames: Vec<String> = (0..ADDERS).map(|i| format!("late{i}.{id}")).collect();
+    for username in &usernames {
+        let config = tenant_common::ftp_user(id, username);
+        let (typed, barrier) = (typed.clone(), Arc::clone(&barrier));
+        adders.push(tokio::spawn(async move {
+            barrier.wait().await;
+            add_ftp_user(&typed, &config).await
+        }));
+    }
+    assert!(deleter.await.unwrap().expect("delete").found);
+    for adder in adders {
+        // Added before the deletion (and deleted with the tenant), or refused after it.
+        if let Err(e) = adder.await.unwrap() {
+            assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+        }
+    }
+    assert_eq!(tenant_keys(store.as_ref(), &t).await, Vec::<String>::new());
+    for username in &usernames {
+        let key = FtpUsername::new(username.as_str()).unwrap();
+        assert_eq!(tenant_by_ftp_user(&typed, &key).await.unwrap(), None);
+    }
+}
+
 kv_tests::on_every_backend!(
     a_deleted_tenant_leaves_no_key_and_no_index,
     an_interrupted_deletion_is_finished_by_running_it_again,
     indexes_that_another_tenant_took_over_are_kept,
+    a_deletion_racing_ftp_user_additions_leaves_no_orphan_index,
 );
 
 fn small_store(max_txn_ops: usize) -> Arc<MemStore> {

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use kv_core::{RangeOptions, Store};
+use kv_core::{Entry, RangeOptions, Store};
 use schemas::tenant::{FtpConfig, HostBinding, Tenant, example_tenant};
 use std::hash::{BuildHasher, Hasher};
 
@@ -65,40 +65,40 @@ pub fn unique_tenant(ftp_users: usize) -> Tenant {
     t
 }
 
-/// Every key under `prefix`, in order, read page by page.
-pub async fn keys_under(store: &dyn Store, prefix: &str) -> Vec<String> {
-    let mut keys = Vec::new();
-    let mut opts = RangeOptions::prefix(prefix.as_bytes())
-        .limit(100)
-        .keys_only();
+/// Every entry under `prefix`, in order, read page by page.
+pub async fn entries_under(store: &dyn Store, prefix: &str) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let mut opts = RangeOptions::prefix(prefix.as_bytes()).limit(100);
     loop {
         let page = store.range(opts.clone()).await.expect("range");
-        keys.extend(
-            page.entries
-                .iter()
-                .map(|e| String::from_utf8(e.key.clone()).expect("UTF-8 key")),
-        );
+        entries.extend(page.entries);
         match page.next {
             Some(next) => opts = opts.after(next),
-            None => return keys,
+            None => return entries,
         }
     }
 }
 
-/// Every key of tenant `t`: its directory and the index entries that name it.
+fn key_text(entry: &Entry) -> String {
+    String::from_utf8(entry.key.clone()).expect("UTF-8 key")
+}
+
+/// Every key under `prefix`, in order.
+pub async fn keys_under(store: &dyn Store, prefix: &str) -> Vec<String> {
+    let entries = entries_under(store, prefix).await;
+    entries.iter().map(key_text).collect()
+}
+
+/// Every key of tenant `t`: its directory and the index entries that name it (read with
+/// their values, as other tests write indexes of their own tenants meanwhile).
 pub async fn tenant_keys(store: &dyn Store, t: &Tenant) -> Vec<String> {
-    let mut keys = keys_under(store, &format!("jxt/tenants/{}/", t.id())).await;
     let id = t.id();
-    for key in keys_under(store, "jxt/tenants/_index/").await {
-        let entry = store
-            .get(key.as_bytes())
-            .await
-            .expect("get")
-            .expect("entry");
+    let mut keys = keys_under(store, &format!("jxt/tenants/{id}/")).await;
+    for entry in entries_under(store, "jxt/tenants/_index/").await {
         let value: serde_json::Value = serde_json::from_slice(&entry.value).expect("JSON");
         let owner = value.get("tenantId").or_else(|| value.get("id"));
         if owner.and_then(serde_json::Value::as_u64) == Some(id) {
-            keys.push(key);
+            keys.push(key_text(&entry));
         }
     }
     keys
