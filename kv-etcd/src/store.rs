@@ -56,7 +56,10 @@ impl EtcdStore {
             .with_keep_alive_while_idle(true)
             .with_require_leader(true);
         if let Some(user) = &config.user {
-            opts = opts.with_user(user.clone(), config.password.clone().unwrap_or_default());
+            // etcd's simple tokens expire after 5 idle minutes: authenticate again when they do.
+            opts = opts
+                .with_user(user.clone(), config.password.clone().unwrap_or_default())
+                .with_auto_token_refresh(true);
         }
         #[cfg(feature = "tls")]
         if let Some(tls) = &config.tls {
