@@ -24,6 +24,7 @@ pub use entry::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use keeper::LeaseKeeper;
+pub use keyspace::{Key, Keyspace, Prefix, Segment, Separator};
 pub use lease::{LeaseGrant, LeaseInfo};
 pub use lock::{Lock, LockGuard};
 pub use range::{Continuation, KeyRange, RangeOptions, RangeResult};
