@@ -32,6 +32,31 @@ pub(crate) fn contended(what: &str) -> Error {
 /// `InvalidArgument` for a username outside `[a-zA-Z0-9._-]+` (§7.3); `NotFound` when the
 /// tenant `config.tenantId` does not exist; `AlreadyExists` when the username is taken;
 /// `ConditionFailed` (retryable) when the tenant kept changing; backend errors.
+///
+/// ```
+/// use schemas::tenant::{add_ftp_user, example_tenant, publish_tenant, remove_ftp_user};
+/// use kv_core::keyspace::TypedStore;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// let tenant = example_tenant();
+/// publish_tenant(&typed, &tenant).await?;
+///
+/// let mut user = tenant.ftp_users[0].clone();
+/// user.username = "backup.ftp".to_owned();
+/// add_ftp_user(&typed, &user).await?;
+/// let index = typed.store().get(b"jxt/tenants/_index/ftp-user/backup.ftp").await?;
+/// assert!(index.is_some());
+/// // Taken: by this tenant or any other.
+/// let err = add_ftp_user(&typed, &user).await.unwrap_err();
+/// assert_eq!(err.kind(), kv_core::ErrorKind::AlreadyExists);
+///
+/// assert!(remove_ftp_user(&typed, 1, "backup.ftp").await?);
+/// let index = typed.store().get(b"jxt/tenants/_index/ftp-user/backup.ftp").await?;
+/// assert!(index.is_none());
+/// # Ok(())
+/// # }
+/// ```
 pub async fn add_ftp_user(store: &TypedStore, config: &FtpConfig) -> Result<i64> {
     let username =
         FtpUsername::new(config.username.as_str()).map_err(|e| invalid_segment("username", e))?;

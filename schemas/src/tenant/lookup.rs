@@ -57,6 +57,21 @@ pub async fn tenant_by_ftp_user(
 ///
 /// # Errors
 /// `Codec` when the entry does not decode; backend errors.
+///
+/// ```
+/// use schemas::tenant::{database_config, example_tenant, publish_tenant, ServiceCode};
+/// use kv_core::keyspace::TypedStore;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// publish_tenant(&typed, &example_tenant()).await?;
+/// let query = ServiceCode::new("evidence-query").unwrap();
+/// assert_eq!(database_config(&typed, 1, &query).await?.unwrap().port, 3306);
+/// let security = ServiceCode::new("security-management").unwrap();
+/// assert_eq!(database_config(&typed, 1, &security).await?, None);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn database_config(
     store: &TypedStore,
     tenant_id: u64,
