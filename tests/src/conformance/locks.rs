@@ -239,3 +239,43 @@ pub async fn lock_rejects_bad_leases(store: Arc<dyn Store>) {
         kv_core::ErrorKind::InvalidKey
     );
 }
+
+/// Waiters are served in the order they queued: each watches only the contender just before
+/// it, so an unlock wakes exactly the next one.
+pub async fn lock_waiters_acquire_in_order(store: Arc<dyn Store>) {
+    let root = root();
+    let name = key(&root, "lock");
+    let lock = Lock::new(store.clone(), &name).unwrap();
+    let holder_keeper = keeper(&store).await;
+    let holder = lock.lock(holder_keeper.id()).await.unwrap();
+    let mut queued = store
+        .watch(kv_core::WatchOptions::prefix(key(&root, "lock/")))
+        .await
+        .unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut keepers = Vec::new();
+    for who in 0..3 {
+        let k = keeper(&store).await;
+        let (lock, id, order, done) = (lock.clone(), k.id(), order.clone(), done_tx.clone());
+        keepers.push(k);
+        tokio::spawn(async move {
+            let guard = lock.lock(id).await.unwrap();
+            order.lock().unwrap().push(who);
+            done.send(guard).unwrap();
+        });
+        // Wait until this waiter's key is in the queue before starting the next one.
+        let batch = super::support::next_batch(&mut queued).await;
+        assert!(matches!(batch.events[..], [kv_core::Event::Put { .. }]));
+    }
+    holder.unlock().await.unwrap();
+    for (expected, waiter) in keepers.iter().enumerate() {
+        let guard = within("the next waiter acquiring", done_rx.recv())
+            .await
+            .unwrap();
+        assert_eq!(order.lock().unwrap().last(), Some(&expected));
+        assert_eq!(guard.lease(), waiter.id());
+        assert!(done_rx.try_recv().is_err(), "two waiters hold the lock");
+        guard.unlock().await.unwrap();
+    }
+}

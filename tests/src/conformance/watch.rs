@@ -266,3 +266,38 @@ pub async fn watch_prefix_isolation(store: Arc<dyn Store>) {
     );
     expect_quiet(&mut watch).await;
 }
+
+/// An interval watch sees exactly the keys in `[start, end)`.
+pub async fn watch_interval(store: Arc<dyn Store>) {
+    let root = root();
+    let range = kv_core::KeyRange::Interval {
+        start: key(&root, "b"),
+        end: Some(key(&root, "d")),
+    };
+    let opts = WatchOptions {
+        range,
+        start_revision: None,
+        prev: false,
+    };
+    let mut watch = store.watch(opts).await.unwrap();
+    let resp = store
+        .txn(
+            Txn::new()
+                .and_then(["a", "b", "bz", "c", "d", "e"].map(|k| TxnOp::put(key(&root, k), k))),
+        )
+        .await
+        .unwrap();
+    let batch = next_batch(&mut watch).await;
+    assert_eq!(batch.revision, resp.revision);
+    assert_eq!(
+        describe_batch(&root, &batch),
+        ["put b=b", "put bz=bz", "put c=c"]
+    );
+    store.delete(&key(&root, "d")).await.unwrap();
+    store.delete(&key(&root, "c")).await.unwrap();
+    assert_eq!(
+        describe_batch(&root, &next_batch(&mut watch).await),
+        ["delete c"]
+    );
+    expect_quiet(&mut watch).await;
+}
