@@ -115,14 +115,12 @@ fn point_ops(c: &mut Criterion, rt: &Runtime, store: &RedisStore, con: &Multiple
     group.finish();
 }
 
-fn range_100(store: &RedisStore) -> impl std::future::Future<Output = ()> + '_ {
-    async move {
-        let page = store
-            .range(RangeOptions::prefix(RANGE_PREFIX))
-            .await
-            .unwrap();
-        assert_eq!(page.entries.len(), 100);
-    }
+async fn range_100(store: &RedisStore) {
+    let page = store
+        .range(RangeOptions::prefix(RANGE_PREFIX))
+        .await
+        .unwrap();
+    assert_eq!(page.entries.len(), 100);
 }
 
 fn main() {

@@ -450,3 +450,27 @@ async fn restart_under_writes_and_a_watch_loses_nothing() {
         expected += 1;
     }
 }
+
+#[tokio::test]
+async fn a_watch_reports_unavailable_once_its_retries_are_exhausted() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let mut config = RedisConfig::new(server.url());
+    config.watch_retries = 2;
+    let store = RedisStore::connect(config).await.unwrap();
+    let root = key_root("gone");
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    store
+        .put(format!("{root}k").as_bytes(), b"v", PutOptions::default())
+        .await
+        .unwrap();
+    assert!(watch.next().await.unwrap().is_ok());
+    server.kill();
+    let err = watch.next().await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(
+        watch.next().await.is_none(),
+        "the stream ends after its error"
+    );
+}
