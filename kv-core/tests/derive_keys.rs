@@ -74,6 +74,12 @@ struct TenantMetaKey {
     id: u64,
 }
 
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "jxt/tenants/{id}", value = Text, directory_of(TenantMetaKey))]
+struct TenantMarkerKey {
+    id: u64,
+}
+
 #[derive(Prefix, Debug, Clone, PartialEq)]
 #[kv(template = "jxt/tenants/{id}/", key = TenantMetaKey)]
 struct TenantDir {
@@ -277,6 +283,11 @@ fn template_metadata() {
     );
     assert!(info.value_type.contains("DatabaseConfig"));
     assert_eq!(TenantMetaKey::DIRECTORY_OF, &[] as &[&str]);
+    assert_eq!(TenantMarkerKey::DIRECTORY_OF, &["jxt/tenants/{id}/meta"]);
+    assert_eq!(
+        TenantMarkerKey::info().directory_of,
+        &["jxt/tenants/{id}/meta"]
+    );
     assert_eq!(
         InstanceStatusKey::template().vars().collect::<Vec<_>>(),
         ["group", "service", "ip", "port"]

@@ -41,6 +41,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         crate::strategy::fields_strategy("KeyStrategy", name, &layout.fields)
     };
     Ok(quote! {
+        #[automatically_derived]
         impl #ks::Key for #name {
             const TEMPLATE: &'static str = #lit;
             const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;

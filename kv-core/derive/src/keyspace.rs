@@ -137,6 +137,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let froms = variants.iter().map(|v| {
         let (ident, ty) = (&v.ident, &v.ty);
         quote! {
+            #[automatically_derived]
             impl ::core::convert::From<#ty> for #name {
                 fn from(key: #ty) -> Self {
                     #name::#ident(key)
@@ -154,6 +155,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         crate::strategy::keyspace_strategy(name, &pairs)
     };
     Ok(quote! {
+        #[automatically_derived]
         impl #ks::Keyspace for #name {
             fn parse(__raw: &str) -> ::core::result::Result<Self, #ks::NoMatch> {
                 // A template whose literal root differs is skipped without building an error;

@@ -44,6 +44,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         text.replace('{', "{{").replace('}', "}}")
     );
     Ok(quote! {
+        #[automatically_derived]
         impl #ks::Prefix for #name {
             const TEMPLATE: &'static str = #lit;
             const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;

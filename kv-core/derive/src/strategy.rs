@@ -45,6 +45,7 @@ pub(crate) fn fields_strategy(trait_name: &str, name: &Ident, fields: &[Field]) 
     };
     quote! {
         ::kv_core::__kv_if_proptest! {
+            #[automatically_derived]
             impl #ks::#trait_ident for #name {
                 fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
                     #body
@@ -68,6 +69,7 @@ pub(crate) fn keyspace_strategy(name: &Ident, variants: &[(Ident, Type)]) -> Tok
     });
     quote! {
         ::kv_core::__kv_if_proptest! {
+            #[automatically_derived]
             impl #ks::KeyspaceStrategy for #name {
                 fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
                     #pt::strategy::Strategy::boxed(#pt::strategy::Union::new(::std::vec![#(#arms),*]))

@@ -1,0 +1,9 @@
+use kv_core::keyspace::Key;
+
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "jxt/tenants/{id}/meta", codec = kv_core::keyspace::Text)]
+struct TenantMetaKey {
+    id: u64,
+}
+
+fn main() {}
