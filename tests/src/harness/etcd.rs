@@ -109,10 +109,8 @@ fn launch_all(
                 s.spawn(move || m.launch(binary, root, initial, token))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("launch thread"))
-            .collect()
+        // Every thread is joined (the scope guarantees it); the first failure is reported.
+        handles.into_iter().try_for_each(|h| h.join().expect("launch thread"))
     })
 }
 
