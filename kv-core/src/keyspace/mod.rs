@@ -2,9 +2,44 @@
 //! and codecs.
 //!
 //! A schema declares its keys once, as templates written like the seed documents
-//! (`jxt/tenants/{id}/database/{service}`, `nxc:map:{realm}:{provider}`), with a typed
-//! [`Segment`] per variable. Keys encode canonically and parse strictly; the [`check`]er finds
-//! templates that overlap or nest, and the invariant harness (feature `proptest`) fuzzes them.
+//! (`jxt/tenants/{id}/database/{service}`, `/registry/{group}/{service}/{addr}/status`,
+//! `nxc:map:{realm}:{provider}`), with a typed [`Segment`] per variable:
+//!
+//! - [`Segment`]: canonical encoding, strict decoding. Built-ins: integers (canonical
+//!   decimal), [`Padded`] (zero-padded, sorts by value), [`uuid::Uuid`] (lowercase hyphenated),
+//!   [`HostPort`] and [`std::net::Ipv4Addr`], and text newtypes declared with
+//!   [`text_segment!`](crate::text_segment) that either reject what a key cannot hold or
+//!   percent-escape it exactly like Go's `url.PathEscape` ([`path_escape`]).
+//! - [`Template`]: the parsed layout (separator, leading separator, literals, variables, Redis
+//!   Cluster hash tag declared beside it).
+//! - [`Key`] / [`Prefix`] / [`Keyspace`]: typed keys, directories (always ending with the
+//!   separator) and a schema's enum of keys; `#[derive(Key, Prefix, Keyspace)]` writes them.
+//! - [`check`] / [`check_keyspace`]: the schema checker (overlapping templates, undeclared
+//!   nesting, naming rule, unsafe literals).
+//! - With feature `proptest`: strategies for every built-in segment (`SegmentStrategy`
+//!   and friends) and the invariant harness (`verify_key`, `verify_prefix`,
+//!   `verify_keyspace`, `assert_*_invariants`) checking DESIGN §4's invariants 1–11.
+//!
+//! ```
+//! use kv_core::keyspace::{HostPort, Key, Text};
+//! kv_core::text_segment!(pub Group, charset = "[a-z0-9_-]", max_len = 64, policy = Reject);
+//! kv_core::text_segment!(pub Service, max_len = 128, policy = Escape);
+//!
+//! #[derive(Key, Debug, Clone, PartialEq)]
+//! #[kv(template = "/registry/{group}/{service}/{addr}/status", value = Text)]
+//! struct InstanceStatusKey { group: Group, service: Service, addr: HostPort }
+//!
+//! let key = InstanceStatusKey {
+//!     group: Group::new("prod")?,
+//!     service: Service::new("默认租户")?,
+//!     addr: HostPort::parse("10.0.0.1:8080")?,
+//! };
+//! let raw = key.encode();
+//! assert_eq!(raw, "/registry/prod/%E9%BB%98%E8%AE%A4%E7%A7%9F%E6%88%B7/10.0.0.1:8080/status");
+//! assert_eq!(InstanceStatusKey::parse(&raw)?, key);
+//! assert!(InstanceStatusKey::parse("/registry/prod/x/10.0.0.1:08080/status").is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod charset;
 mod checker;
