@@ -1,31 +1,4 @@
-//! Derive macros for `kv-core`: keys, prefixes and keyspaces declared from templates.
-//!
-//! Use them through `kv_core` (`use kv_core::keyspace::{Key, Prefix, Keyspace};` brings the
-//! traits and the derives of the same names). The generated code names the crate by the path
-//! `::kv_core`, so the crate must be a dependency under that name (the default).
-//!
-//! Templates are written as the seed documents write key layouts:
-//! `jxt/tenants/{id}/database/{service}`, `/registry/{group}/{service}/{ip}:{port}/status`,
-//! `nxc:map:{realm}:{provider}`. `{field}` is a variable, `{{` and `}}` are literal braces.
-//! The separator is `/` when the template contains one, otherwise `:`.
-//!
-//! Every template is checked when the derive expands; each of these is a compile error that
-//! points at the template or the field: a variable that is not a field, a field that is not a
-//! variable, an empty segment, a doubled separator, a stray `{` or `}`, two variables of one
-//! segment without an unambiguous literal delimiter between them (a delimiter made only of
-//! letters, digits, `-`, `_`, `.`, `~` or `%` could occur inside the values), a `.` or `..`
-//! segment, a key ending with the separator or a prefix not ending with it, a `/` template
-//! that also uses `:` as a separator, a variable used twice, and a hash tag that names no
-//! segment.
-//!
-//! Within a segment, a variable followed by a literal ends at the literal's first occurrence
-//! (as `Template::captures` matches); the invariant harness reports a type whose values can
-//! hold that literal.
-//!
-//! When kv-core is built with its feature `proptest`, each derive also implements
-//! `KeyStrategy`, `PrefixStrategy` or `KeyspaceStrategy`, composing the fields' segment
-//! strategies (so each field type implements `SegmentStrategy`); `#[kv(no_strategy)]` leaves
-//! the impl to be written by hand.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 mod attrs;
