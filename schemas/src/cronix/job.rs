@@ -68,6 +68,32 @@ pub async fn remove_job(store: &TypedStore, node: Uuid, job: &JobId) -> Result<b
 /// [`CronixError::Invalid`] when `from == to`; [`CronixError::JobNotFound`],
 /// [`CronixError::JobChanged`], [`CronixError::NodeDown`] (the target),
 /// [`CronixError::JobExists`] (on the target), all writing nothing; [`CronixError::Store`].
+///
+/// ```
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use schemas::cronix::*;
+/// use std::{sync::Arc, time::Duration};
+///
+/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let node = |uuid| NodeInfo {
+///     uuid, ip: "10.0.0.1".parse().unwrap(), port: 9527, status: NodeStatus::Online,
+///     hostname: "w".into(), started_at: 0,
+/// };
+/// let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+/// let failed = register_node(&store, &node(a), Duration::from_secs(10)).await?;
+/// let _alive = register_node(&store, &node(b), Duration::from_secs(10)).await?;
+/// let job = JobId::new("nightly-backup")?;
+/// let config = JobConfig {
+///     name: "backup".into(), cron: "0 2 * * *".into(), command: "backup.sh".into(),
+///     timeout_seconds: 0, retry: RetryPolicy { max_retries: 0, interval_seconds: 0 },
+/// };
+/// assign_job(&store, a, &job, &config).await?;
+/// failed.deregister().await?;
+/// move_job(&store, &job, a, b).await?;
+/// assert_eq!(store.get(&JobKey { node: b, job: job.clone() }).await?, Some(config));
+/// assert!(matches!(move_job(&store, &job, a, b).await, Err(CronixError::JobNotFound { .. })));
+/// # Ok(()) }
+/// ```
 pub async fn move_job(store: &TypedStore, job: &JobId, from: Uuid, to: Uuid) -> Result<i64> {
     if from == to {
         return Err(CronixError::Invalid {

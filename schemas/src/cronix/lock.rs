@@ -27,6 +27,22 @@ pub struct CronixLock {
 /// # Errors
 /// [`CronixError::LockHeld`] when someone holds it (nothing is written, the lease is
 /// revoked); [`CronixError::Store`].
+///
+/// ```
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use schemas::cronix::*;
+/// use std::{sync::Arc, time::Duration};
+///
+/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let name = LockName::new("scheduler.dispatch")?;
+/// let held = try_lock(&store, &name, Duration::from_secs(10)).await?;
+/// let raw = store.store().get(b"/Cronix/lock/scheduler.dispatch").await?.unwrap();
+/// assert_eq!(raw.value, b""); // presence is the lock
+/// assert!(matches!(try_lock(&store, &name, Duration::from_secs(10)).await, Err(CronixError::LockHeld(_))));
+/// held.unlock().await?;
+/// try_lock(&store, &name, Duration::from_secs(10)).await?.unlock().await?;
+/// # Ok(()) }
+/// ```
 pub async fn try_lock(store: &TypedStore, name: &LockName, ttl: Duration) -> Result<CronixLock> {
     let keeper = LeaseKeeper::grant(store.store().clone(), ttl).await?;
     let key = LockKey { name: name.clone() };

@@ -12,6 +12,21 @@ use kv_core::keyspace::TypedStore;
 ///
 /// # Errors
 /// [`CronixError::AlreadyTriggered`] (nothing is written); [`CronixError::Store`].
+///
+/// ```
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use schemas::cronix::*;
+/// use std::sync::Arc;
+///
+/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let job = JobId::new("report")?;
+/// trigger_once(&store, &job, OnceTarget::AllNodes).await?;
+/// assert_eq!(store.store().get(b"/Cronix/once/report").await?.unwrap().value, b"");
+/// assert!(matches!(trigger_once(&store, &job, OnceTarget::AllNodes).await,
+///     Err(CronixError::AlreadyTriggered(_))));
+/// assert!(finish_once(&store, &job).await?); // cleaned up after the run
+/// # Ok(()) }
+/// ```
 pub async fn trigger_once(store: &TypedStore, job: &JobId, target: OnceTarget) -> Result<i64> {
     let mut txn = store.txn();
     txn.create(&OnceKey { job: job.clone() }, &target);

@@ -59,6 +59,26 @@ pub async fn publish_system_info(
 /// reads it and deletes the switch. `None` while the node has not answered (the switch
 /// stays on).
 ///
+/// ```
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use schemas::cronix::*;
+/// use std::sync::Arc;
+///
+/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let node = uuid::Uuid::new_v4();
+/// request_system_info(&store, node).await?; // the scheduler
+/// let info = SystemInfo {
+///     cpu: CpuInfo { cores: 4, usage_percent: 3.5 },
+///     memory: Usage { total_bytes: 8 << 30, used_bytes: 1 << 30 },
+///     disk: Usage { total_bytes: 100 << 30, used_bytes: 20 << 30 },
+///     collected_at: 0,
+/// };
+/// publish_system_info(&store, node, &info).await?; // the node, under a 5-minute lease
+/// assert_eq!(collect_system_info(&store, node).await?, Some(info)); // switch deleted
+/// assert!(!store.exists(&SystemSwitchKey { node }).await?);
+/// # Ok(()) }
+/// ```
+///
 /// # Errors
 /// [`CronixError::Store`].
 pub async fn collect_system_info(store: &TypedStore, node: Uuid) -> Result<Option<SystemInfo>> {

@@ -80,6 +80,23 @@ pub type InstanceWatch = BoxStream<'static, kv_core::Result<InstanceBatch>>;
 /// # Errors
 /// [`RegistryError::Store`](super::RegistryError::Store), such as `Compacted` when
 /// `start_revision` is no longer retained.
+///
+/// ```
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use futures::StreamExt;
+/// use schemas::registry::*;
+/// use std::{sync::Arc, time::Duration};
+///
+/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let service = write_example(&store, &GroupName::new("Common")?, Duration::from_secs(10)).await?;
+/// let found = discover(&store, &service.service).await?;
+/// let mut watch = watch_instances(&store, &service.service, Some(found.revision + 1)).await?;
+/// let mut registrations = service.registrations;
+/// registrations.pop().unwrap().deregister().await?;
+/// let batch = watch.next().await.unwrap()?;
+/// assert!(matches!(&batch.events[..], [InstanceEvent::Down { instance }] if instance.addr() == "192.168.0.2:11080"));
+/// # Ok(()) }
+/// ```
 pub async fn watch_instances(
     store: &TypedStore,
     service: &ServiceId,
