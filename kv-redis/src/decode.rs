@@ -107,16 +107,22 @@ pub(crate) fn log_entry(v: Value) -> Result<(i64, Vec<Event>)> {
     Ok((revision, events))
 }
 
-/// Decodes the events of one revision: a kind byte and five length-prefixed strings each.
+/// Decodes the events of one revision: a kind byte and five `<decimal length>:<bytes>`
+/// strings each.
 fn decode_events(mut blob: &[u8]) -> Result<Vec<Event>> {
     let mut events = Vec::new();
     while let Some((&kind, rest)) = blob.split_first() {
         blob = rest;
         let mut part = || -> Result<Vec<u8>> {
-            let (len, rest) = blob
-                .split_first_chunk::<4>()
+            let colon = blob
+                .iter()
+                .position(|&b| b == b':')
                 .ok_or_else(|| corrupted("truncated log event"))?;
-            let len = u32::from_be_bytes(*len) as usize;
+            let len: usize = std::str::from_utf8(&blob[..colon])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| corrupted("malformed log event length"))?;
+            let rest = &blob[colon + 1..];
             if rest.len() < len {
                 return Err(corrupted("truncated log event"));
             }
@@ -148,7 +154,7 @@ mod tests {
     use super::*;
 
     fn lp(s: &[u8]) -> Vec<u8> {
-        let mut out = (s.len() as u32).to_be_bytes().to_vec();
+        let mut out = format!("{}:", s.len()).into_bytes();
         out.extend_from_slice(s);
         out
     }
@@ -156,7 +162,7 @@ mod tests {
     #[test]
     fn decodes_events_with_prev() {
         let mut blob = vec![b'p'];
-        for part in [&b"a"[..], b"v2", b"3:7:2:0", b"v1", b"3:3:1:0"] {
+        for part in [&b"a:1"[..], b"v2", b"3:7:2:0", b"v1", b"3:3:1:0"] {
             blob.extend(lp(part));
         }
         blob.push(b'd');
@@ -167,6 +173,7 @@ mod tests {
         assert_eq!(events.len(), 2);
         match &events[0] {
             Event::Put { entry, prev } => {
+                assert_eq!(entry.key, b"a:1", "a colon inside a key");
                 assert_eq!((entry.mod_revision, entry.version), (7, 2));
                 assert_eq!(prev.as_ref().unwrap().value, b"v1");
             }

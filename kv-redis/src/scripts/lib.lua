@@ -35,17 +35,15 @@ local function current_revision()
 end
 
 -- The events of the revision being written. Each is encoded as one kind byte ('p' or 'd')
--- followed by five length-prefixed strings (key, value, meta, previous value, previous meta);
--- the revision's log entry holds them concatenated in one field, so a transaction of any size
--- is one XADD.
+-- followed by five length-prefixed strings `<decimal length>:<bytes>` (key, value, meta,
+-- previous value, previous meta); the revision's log entry holds them concatenated in one
+-- field, so a transaction of any size is one XADD.
 local events = {}
 
-local function lp(s)
-  return struct.pack('>I4', #s) .. s
-end
-
 local function push_event(kind, key, value, meta, prev_value, prev_meta)
-  events[#events + 1] = kind .. lp(key) .. lp(value) .. lp(meta) .. lp(prev_value or '') .. lp(prev_meta or '')
+  prev_value, prev_meta = prev_value or '', prev_meta or ''
+  events[#events + 1] = kind .. #key .. ':' .. key .. #value .. ':' .. value .. #meta .. ':' .. meta
+    .. #prev_value .. ':' .. prev_value .. #prev_meta .. ':' .. prev_meta
 end
 
 -- Deletes a plain key that has metadata `m`, recording its delete event.
