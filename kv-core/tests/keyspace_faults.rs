@@ -109,6 +109,7 @@ one_var_key!(WordKey, "a/{x}", Word, &[]);
 one_var_key!(WordDirKey, "a/{x}", Word, &["a/{x}/c"]);
 one_var_key!(WordChildKey, "a/{x}/c", Word, &[]);
 one_var_key!(CleanKey, "t/{x}/v", u64, &[]);
+one_var_key!(LiteralBraces, "cfg/{x}/{{raw}}", u64, &[]);
 
 #[test]
 fn an_encoder_that_does_not_escape_the_separator_is_rejected() {
@@ -124,6 +125,13 @@ fn a_non_canonical_or_falsely_ordered_segment_is_rejected() {
     assert!(err.contains("canonical"), "{err}");
     let err = verify_segment_order::<Loose>().unwrap_err();
     assert!(err.contains("order"), "{err}");
+}
+
+#[test]
+fn braces_without_a_declared_hash_tag_are_rejected() {
+    // `{raw}` would become the Redis Cluster hash tag of every key of the template.
+    let err = verify_key::<LiteralBraces>().unwrap_err();
+    assert!(err.contains("hash tag"), "{err}");
 }
 
 #[test]
