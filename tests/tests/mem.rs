@@ -13,3 +13,126 @@ kv_tests::conformance_suite!(mem_store);
 fn model_sequences_match_the_reference_model() {
     kv_tests::model::check(mem_store, 256);
 }
+
+/// `LeaseKeeper` and `Lock` under paused time: renewals, loss after failed renewals, expiry.
+mod keeper_and_lock {
+    use kv_core::{
+        Capabilities, Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, LeaseKeeper, Lock,
+        RangeOptions, RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
+        async_trait,
+    };
+    use kv_mem::MemStore;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    /// MemStore whose lease renewals fail with `Unavailable` while `down` is set, as when the
+    /// server cannot be reached.
+    struct Unreachable {
+        inner: MemStore,
+        down: AtomicBool,
+    }
+
+    #[async_trait]
+    impl Store for Unreachable {
+        fn capabilities(&self) -> &Capabilities {
+            self.inner.capabilities()
+        }
+        async fn revision(&self) -> Result<i64> {
+            self.inner.revision().await
+        }
+        async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
+            self.inner.range(opts).await
+        }
+        async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+            self.inner.txn(txn).await
+        }
+        async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
+            self.inner.lease_grant(ttl).await
+        }
+        async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration> {
+            if self.down.load(Ordering::SeqCst) {
+                return Err(Error::new(ErrorKind::Unavailable, "connection refused"));
+            }
+            self.inner.lease_keep_alive(id).await
+        }
+        async fn lease_revoke(&self, id: LeaseId) -> Result<()> {
+            self.inner.lease_revoke(id).await
+        }
+        async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
+            self.inner.lease_time_to_live(id).await
+        }
+        async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
+            self.inner.watch(opts).await
+        }
+        async fn compact(&self, revision: i64) -> Result<()> {
+            self.inner.compact(revision).await
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keeper_renews_for_many_ttls() {
+        let store: Arc<dyn Store> = Arc::new(MemStore::new());
+        let keeper = LeaseKeeper::grant(store.clone(), Duration::from_secs(5))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!keeper.is_lost());
+        let info = store.lease_time_to_live(keeper.id()).await.unwrap();
+        assert!(info.remaining > Duration::ZERO);
+        let id = keeper.id();
+        drop(keeper);
+        // Without its keeper the lease expires after its TTL.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let gone = store.lease_time_to_live(id).await.unwrap_err();
+        assert_eq!(gone.kind(), ErrorKind::LeaseNotFound);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keeper_reports_loss_after_a_ttl_of_failed_renewals() {
+        let flaky = Arc::new(Unreachable {
+            inner: MemStore::new(),
+            down: AtomicBool::new(false),
+        });
+        let store: Arc<dyn Store> = flaky.clone();
+        let keeper = LeaseKeeper::grant(store.clone(), Duration::from_secs(3))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(!keeper.is_lost());
+        // A short outage is ridden out.
+        flaky.down.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        flaky.down.store(false, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(!keeper.is_lost(), "a short outage lost the lease");
+        // An outage longer than the TTL loses it.
+        flaky.down.store(true, Ordering::SeqCst);
+        let lost = keeper.lost().await;
+        assert_eq!(lost.kind(), ErrorKind::LockLost, "{lost}");
+        assert!(keeper.is_lost());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_holder_hands_the_lock_on() {
+        let store: Arc<dyn Store> = Arc::new(MemStore::new());
+        let lock = Lock::new(store.clone(), "jobs/nightly").unwrap();
+        let crashed = store.lease_grant(Duration::from_secs(30)).await.unwrap();
+        let holder = lock.lock(crashed.id).await.unwrap();
+        let keeper = LeaseKeeper::grant(store.clone(), Duration::from_secs(30))
+            .await
+            .unwrap();
+        let waiter = {
+            let (lock, id) = (lock.clone(), keeper.id());
+            tokio::spawn(async move { lock.lock(id).await })
+        };
+        let next = waiter.await.unwrap().unwrap();
+        assert_eq!(holder.lost().await.kind(), ErrorKind::LockLost);
+        assert!(next.fencing_token() > holder.fencing_token());
+        assert_eq!(
+            holder.unlock().await.unwrap_err().kind(),
+            ErrorKind::LockLost
+        );
+        next.unlock().await.unwrap();
+    }
+}
