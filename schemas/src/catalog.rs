@@ -64,6 +64,8 @@ pub fn all() -> Vec<Schema> {
         crate::tenant::schema(),
         crate::registry::schema(),
         crate::cronix::schema(),
+        crate::nxc::schema(),
+        crate::balancer::schema(),
     ]
 }
 

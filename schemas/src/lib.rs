@@ -5,5 +5,7 @@ mod catalog;
 pub mod tenant;
 pub mod registry;
 pub mod cronix;
+pub mod nxc;
+pub mod balancer;
 
 pub use catalog::{ParsedKey, Schema, all, find, parse_any};

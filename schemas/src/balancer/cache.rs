@@ -1,0 +1,229 @@
+//! [`Balancer`]: the cache under one root, key objects and their reads; the raw collection
+//! ops the operations combine into transactions.
+
+use super::keys::{ActiveKeysKey, KeyGroupsKey, KeyObjectKey};
+use super::segments::BalancerRoot;
+use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
+use kv_core::keyspace::{Key, TypedStore};
+use kv_core::{CollectionOp, CollectionResult, Error, ErrorKind, OpResult, Result, TxnOp};
+
+/// The balancer's cache under one root: key objects (HASH), the groups' active lists
+/// (LIST) and the keys' reverse indexes (SET).
+///
+/// ```
+/// # use kv_core::keyspace::TypedStore;
+/// # use schemas::balancer::*;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// let cache = Balancer::new(typed, BalancerRoot::new("gemini").unwrap());
+/// for id in [1, 2] {
+///     let record = ApiKeyRecord { api_key: format!("sk-{id}"), status: KeyStatus::Active };
+///     cache.put_key(id, &record).await?;
+///     cache.link(id, 10).await?;
+/// }
+/// assert_eq!(cache.pick(10).await?, Some(1));
+/// assert_eq!(cache.pick(10).await?, Some(2));
+/// cache.set_status(1, KeyStatus::Disabled).await?;
+/// assert_eq!(cache.active_keys(10).await?, [2]);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Balancer {
+    pub(crate) typed: TypedStore,
+    pub(crate) root: BalancerRoot,
+}
+
+impl Balancer {
+    /// The cache under `root` in `typed`'s store.
+    pub fn new(typed: TypedStore, root: BalancerRoot) -> Self {
+        Balancer { typed, root }
+    }
+
+    /// The root.
+    pub fn root(&self) -> &BalancerRoot {
+        &self.root
+    }
+
+    /// The typed store.
+    pub fn typed(&self) -> &TypedStore {
+        &self.typed
+    }
+
+    /// The object key of API key `id`.
+    pub fn object_key(&self, id: u64) -> KeyObjectKey {
+        KeyObjectKey {
+            root: self.root.clone(),
+            id,
+        }
+    }
+
+    /// The active list key of group `id`.
+    pub fn active_key(&self, id: u64) -> ActiveKeysKey {
+        ActiveKeysKey {
+            root: self.root.clone(),
+            id,
+        }
+    }
+
+    /// The reverse index key of API key `id`.
+    pub fn groups_key(&self, id: u64) -> KeyGroupsKey {
+        KeyGroupsKey {
+            root: self.root.clone(),
+            id,
+        }
+    }
+
+    /// The object of API key `id`, if cached.
+    ///
+    /// # Errors
+    /// `Codec` for an object without its fields or with an unknown status; backend errors.
+    pub async fn key(&self, id: u64) -> Result<Option<ApiKeyRecord>> {
+        let fields = self.typed.map_at(&self.object_key(id)).all().await?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let field = |name: &str| {
+            fields
+                .iter()
+                .find(|(f, _)| f == name)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| {
+                    Error::new(ErrorKind::Codec, "a key object lacks a field")
+                        .with_context("key", self.object_key(id).encode())
+                        .with_context("field", name)
+                })
+        };
+        Ok(Some(ApiKeyRecord {
+            api_key: field(API_KEY_FIELD)?,
+            status: KeyStatus::parse(&field(STATUS_FIELD)?)?,
+        }))
+    }
+
+    /// The ids of group `group`'s active keys, in rotation order.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub async fn active_keys(&self, group: u64) -> Result<Vec<u64>> {
+        self.typed
+            .list_at(&self.active_key(group))
+            .range(0, -1)
+            .await
+    }
+
+    /// The ids of the groups API key `id` belongs to, ascending.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub async fn groups_of(&self, id: u64) -> Result<Vec<u64>> {
+        let mut groups = self.typed.set_at(&self.groups_key(id)).members().await?;
+        // Members come in byte order; ids sort by value.
+        groups.sort_unstable();
+        Ok(groups)
+    }
+
+    /// Reads the status and the groups of key `id` in one transaction.
+    pub(crate) async fn read_state(&self, id: u64) -> Result<KeyState> {
+        let txn = kv_core::Txn::new().and_then([
+            TxnOp::Collection(CollectionOp::MapGet {
+                key: bytes(&self.object_key(id)),
+                field: STATUS_FIELD.as_bytes().to_vec(),
+            }),
+            TxnOp::Collection(CollectionOp::SetMembers {
+                key: bytes(&self.groups_key(id)),
+            }),
+        ]);
+        let response = self.typed.store().txn(txn).await?;
+        match response.results.as_slice() {
+            [
+                OpResult::Collection(CollectionResult::Value(status)),
+                OpResult::Collection(CollectionResult::Members(groups)),
+            ] => {
+                let status = match status {
+                    Some(raw) => Some(KeyStatus::parse(&String::from_utf8_lossy(raw))?),
+                    None => None,
+                };
+                let mut ids = Vec::with_capacity(groups.len());
+                for raw in groups {
+                    ids.push(parse_id(raw)?);
+                }
+                ids.sort_unstable();
+                Ok(KeyState {
+                    status,
+                    groups: ids,
+                })
+            }
+            other => Err(
+                Error::new(ErrorKind::Backend, "unexpected transaction results")
+                    .with_context("results", format!("{other:?}")),
+            ),
+        }
+    }
+
+    pub(crate) fn not_found(&self, id: u64) -> Error {
+        Error::new(ErrorKind::NotFound, "no such API key in the cache")
+            .with_context("key", self.object_key(id).encode())
+    }
+}
+
+/// A key's status (`None` when the object is absent) and groups.
+pub(crate) struct KeyState {
+    pub(crate) status: Option<KeyStatus>,
+    pub(crate) groups: Vec<u64>,
+}
+
+pub(crate) fn bytes<K: Key>(key: &K) -> Vec<u8> {
+    key.encode().into_bytes()
+}
+
+pub(crate) fn id_bytes(id: u64) -> Vec<u8> {
+    id.to_string().into_bytes()
+}
+
+fn parse_id(raw: &[u8]) -> Result<u64> {
+    std::str::from_utf8(raw)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|id: &u64| id.to_string().as_bytes() == raw)
+        .ok_or_else(|| {
+            Error::new(ErrorKind::Codec, "a group id is not a canonical decimal")
+                .with_context("id", String::from_utf8_lossy(raw))
+        })
+}
+
+pub(crate) fn map_put(key: &KeyObjectKey, field: &str, value: &str) -> TxnOp {
+    TxnOp::Collection(CollectionOp::MapPut {
+        key: bytes(key),
+        field: field.as_bytes().to_vec(),
+        value: value.as_bytes().to_vec(),
+    })
+}
+
+pub(crate) fn list_push(key: &ActiveKeysKey, id: u64) -> TxnOp {
+    TxnOp::Collection(CollectionOp::ListPush {
+        key: bytes(key),
+        value: id_bytes(id),
+    })
+}
+
+pub(crate) fn list_remove(key: &ActiveKeysKey, id: u64) -> TxnOp {
+    TxnOp::Collection(CollectionOp::ListRemove {
+        key: bytes(key),
+        value: id_bytes(id),
+    })
+}
+
+pub(crate) fn set_add(key: &KeyGroupsKey, group: u64) -> TxnOp {
+    TxnOp::Collection(CollectionOp::SetAdd {
+        key: bytes(key),
+        member: id_bytes(group),
+    })
+}
+
+pub(crate) fn set_remove(key: &KeyGroupsKey, group: u64) -> TxnOp {
+    TxnOp::Collection(CollectionOp::SetRemove {
+        key: bytes(key),
+        member: id_bytes(group),
+    })
+}

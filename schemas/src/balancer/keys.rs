@@ -1,0 +1,53 @@
+//! Typed keys of the balancer's cache (§3 of the document) under a configurable root, and
+//! the keyspace enum [`BalancerKeyspace`].
+
+use super::segments::BalancerRoot;
+use kv_core::keyspace::{Key, Keyspace, SegmentCodec, Text};
+
+/// `{root}:key:{id}`: the API key object, a Redis HASH (`api_key`, `status`).
+#[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
+#[kv(template = "{root}:key:{id}", value = Text)]
+pub struct KeyObjectKey {
+    /// The root.
+    pub root: BalancerRoot,
+    /// The API key's id.
+    pub id: u64,
+}
+
+/// `{root}:group:{id}:keys:active`: the forward index, a Redis LIST of the ids of the
+/// group's active keys, rotated round-robin.
+#[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
+#[kv(template = "{root}:group:{id}:keys:active", value = SegmentCodec<u64>)]
+pub struct ActiveKeysKey {
+    /// The root.
+    pub root: BalancerRoot,
+    /// The group's id.
+    pub id: u64,
+}
+
+/// `{root}:key:{id}:groups`: the reverse index, a Redis SET of the ids of the groups the
+/// key belongs to.
+#[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
+#[kv(template = "{root}:key:{id}:groups", value = SegmentCodec<u64>)]
+pub struct KeyGroupsKey {
+    /// The root.
+    pub root: BalancerRoot,
+    /// The API key's id.
+    pub id: u64,
+}
+
+/// Every key of the balancer.
+///
+/// The document's layout nests the reverse index `key:{id}:groups` under the key object
+/// `key:{id}`: the object's key is also the directory of its reverse index. That is the
+/// document's design and is declared with `allow_dir(Object, Groups)`.
+#[derive(Keyspace, Debug, Clone, PartialEq, Eq, Hash)]
+#[kv(naming = "[a-z]", allow_dir(Object, Groups))]
+pub enum BalancerKeyspace {
+    /// `{root}:key:{id}` (HASH)
+    Object(KeyObjectKey),
+    /// `{root}:group:{id}:keys:active` (LIST)
+    Active(ActiveKeysKey),
+    /// `{root}:key:{id}:groups` (SET)
+    Groups(KeyGroupsKey),
+}

@@ -1,0 +1,50 @@
+//! The API-key balancer's M:N cache (Redis, or in memory), under a configurable root.
+//!
+//! ```text
+//! {root}:key:{id}                 KeyObjectKey   HASH: api_key, status
+//! {root}:group:{id}:keys:active   ActiveKeysKey  LIST of active key ids, rotated round-robin
+//! {root}:key:{id}:groups          KeyGroupsKey   SET of group ids (reverse index)
+//! ```
+//!
+//! The document's keys (`key:{id}`, `group:{id}:keys:active`, `key:{id}:groups`) live under
+//! a root segment so that several caches share one store. Ids are `u64` (the database's
+//! `uint` primary keys). The key object is the directory of its reverse index
+//! (`key:{id}` / `key:{id}:groups`), the document's own nesting, declared on
+//! [`BalancerKeyspace`].
+//!
+//! Invariant kept by every operation: a key is in a group's active list exactly when it is
+//! active and linked to that group.
+//!
+//! Operations, on [`Balancer`]: [`put_key`](Balancer::put_key),
+//! [`set_status`](Balancer::set_status) (fan-out through the reverse index in one
+//! transaction), [`link`](Balancer::link) / [`unlink`](Balancer::unlink),
+//! [`pick`](Balancer::pick) (atomic round robin), [`load_keys`](Balancer::load_keys)
+//! (batched), reads [`key`](Balancer::key), [`active_keys`](Balancer::active_keys),
+//! [`groups_of`](Balancer::groups_of); [`write_example`] for a demo dataset.
+
+mod cache;
+mod example;
+mod keys;
+mod links;
+mod load;
+mod rotate;
+mod segments;
+mod status;
+mod values;
+
+pub use cache::Balancer;
+pub use example::{EXAMPLE_GROUPS, write_example};
+pub use keys::{ActiveKeysKey, BalancerKeyspace, KeyGroupsKey, KeyObjectKey};
+pub use segments::BalancerRoot;
+pub use values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
+
+use crate::catalog::Schema;
+
+/// The balancer catalog entry.
+pub fn schema() -> Schema {
+    Schema::of::<BalancerKeyspace>(
+        "balancer",
+        "redis",
+        "API-key balancer M:N cache: key HASH, group active LIST (round robin), reverse index SET",
+    )
+}

@@ -1,0 +1,38 @@
+//! Round-robin selection of a group's active key.
+
+use super::cache::Balancer;
+use kv_core::{ErrorKind, Result};
+
+/// How many times a pick is retried after losing a race on an optimistic backend (etcd
+/// plans collection transactions on a snapshot and retries internally first).
+const PICK_ATTEMPTS: u32 = 64;
+
+impl Balancer {
+    /// Picks group `group`'s next active key: atomically moves the head of its active list to
+    /// the tail and returns it (`LMOVE list list LEFT RIGHT` on Redis), so concurrent callers
+    /// share the keys evenly. `None` when the group has no active key.
+    ///
+    /// A pick that loses too many races on a backend with optimistic transactions (a
+    /// retryable `ConditionFailed`: nothing was written) is tried again, up to a bound;
+    /// other errors are returned as they are, since a retry after an unknown outcome could
+    /// skip a key.
+    ///
+    /// # Errors
+    /// Backend errors, including a retryable one after the bound.
+    pub async fn pick(&self, group: u64) -> Result<Option<u64>> {
+        let list = self.typed.list_at(&self.active_key(group));
+        let mut attempt = 0;
+        loop {
+            match list.rotate().await {
+                Err(e)
+                    if e.kind() == ErrorKind::ConditionFailed
+                        && e.is_retryable()
+                        && attempt + 1 < PICK_ATTEMPTS =>
+                {
+                    attempt += 1
+                }
+                other => return other,
+            }
+        }
+    }
+}

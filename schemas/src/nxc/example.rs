@@ -1,0 +1,67 @@
+//! A realistic example dataset, written through the operations (used by `kvctl demo`).
+
+use super::pool::put_pool_secret;
+use super::profile::create_profile;
+use super::segments::{ProfileId, ProviderName, RealmId};
+use super::values::NewProfile;
+use kv_core::Result;
+use kv_core::keyspace::{Keyring, TypedStore};
+use std::sync::Arc;
+
+/// What [`write_example`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NxcExample {
+    /// The realm.
+    pub realm: RealmId,
+    /// Its one provider.
+    pub provider: ProviderName,
+    /// The two profiles, the default first.
+    pub profiles: [ProfileId; 2],
+}
+
+/// Writes one realm (`{realm}`) with one provider (`Alipay`), two profiles (`app_001`, the
+/// default, and `app_002`) with their instance parameters, and an encrypted pool secret per
+/// profile.
+///
+/// # Errors
+/// Backend errors; `Codec` when encryption fails.
+pub async fn write_example(
+    typed: &TypedStore,
+    keyring: &Arc<Keyring>,
+    realm: &RealmId,
+) -> Result<NxcExample> {
+    let provider = ProviderName::new("Alipay").expect("a valid provider name");
+    let profiles = [
+        ProfileId::new("app_001").expect("a valid profile id"),
+        ProfileId::new("app_002").expect("a valid profile id"),
+    ];
+    for (i, profile) in profiles.iter().enumerate() {
+        let params = [
+            ("sub_mchid", format!("190000010{}", i + 1)),
+            ("access_token", format!("tok-{realm}-{profile}")),
+            (
+                "gateway_url",
+                "https://openapi.alipay.com/gateway.do".to_string(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let new = NewProfile {
+            realm: realm.clone(),
+            provider: provider.clone(),
+            profile: profile.clone(),
+            params,
+            default: i == 0,
+        };
+        create_profile(typed, &new).await?;
+        let secret =
+            format!("-----BEGIN PRIVATE KEY-----\n{profile}-demo-key\n-----END PRIVATE KEY-----\n");
+        put_pool_secret(typed, keyring, &provider, profile, &secret).await?;
+    }
+    Ok(NxcExample {
+        realm: realm.clone(),
+        provider,
+        profiles,
+    })
+}

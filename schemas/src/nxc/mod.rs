@@ -1,0 +1,51 @@
+//! The three-layer configuration model (`nxc:`, Redis): map, instance, pool.
+//!
+//! ```text
+//! nxc:map:{realm}:{provider}               ProfileMapKey      SET of profile ids
+//! nxc:map:{realm}:{provider}:default       DefaultProfileKey  STRING: the default profile id
+//! nxc:inst:{realm}:{provider}:{profile}    InstanceKey        HASH: sub_mchid, access_token, ...
+//! nxc:pool:{provider}:{profile}            PoolKey            STRING, encrypted (private key, cert)
+//! ```
+//!
+//! Realm comes before provider, as the document decides (§4.1). The map is the single source
+//! of truth for which profiles a realm owns: the ownership check and discovery both read it.
+//! On Redis every key is the native type above; ordered backends emulate the SET and HASH.
+//!
+//! The document's own layout makes the map key the directory of its default marker
+//! (`…:{provider}` and `…:{provider}:default`); [`NxcKeyspace`] declares that nesting.
+//! Segments: realm, provider and profile ids are 1-64 bytes of `[a-zA-Z0-9_.-]` (never `:`).
+//!
+//! Operations: [`create_profile`] and [`delete_profile`] (one transaction each),
+//! [`set_default_profile`], [`resolve_profile`] (ownership check: `Unauthorized`),
+//! [`default_profile`] (marker, else the smallest id), [`list_profiles`] (paged),
+//! [`put_pool_secret`] / [`pool_secret`] (encrypted with a [`Keyring`](kv_core::keyspace::Keyring)),
+//! [`write_example`] for a demo dataset.
+
+mod example;
+mod keys;
+mod pool;
+mod profile;
+mod resolve;
+mod segments;
+mod values;
+
+pub use example::{NxcExample, write_example};
+pub use keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileMapKey};
+pub use pool::{pool_secret, put_pool_secret};
+pub use profile::{create_profile, delete_profile, set_default_profile};
+pub use resolve::{default_profile, list_profiles, resolve_profile};
+pub use segments::{ProfileId, ProviderName, RealmId};
+pub use values::{
+    Identity, InstanceParams, MAX_FIELD_LEN, NewProfile, ResolvedProfile, validate_params,
+};
+
+use crate::catalog::Schema;
+
+/// The nxc catalog entry.
+pub fn schema() -> Schema {
+    Schema::of::<NxcKeyspace>(
+        "nxc",
+        "redis",
+        "three-layer config model: realm profile map (SET) + default marker, instance HASH, encrypted pool",
+    )
+}

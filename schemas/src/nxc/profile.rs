@@ -1,0 +1,124 @@
+//! Creating and deleting profiles, and choosing the default: each one transaction.
+
+use super::keys::ProfileMapKey;
+use super::segments::{ProfileId, ProviderName, RealmId};
+use super::values::{NewProfile, validate_params};
+use kv_core::keyspace::{Key, TypedStore};
+use kv_core::{Compare, CompareOp, Error, ErrorKind, Result, Txn, TxnOp};
+
+/// Creates (or replaces) a profile in one transaction, one round trip: the instance HASH
+/// (previous fields dropped), the profile id added to the realm's map, and the default
+/// marker set when `new.default`.
+///
+/// ```
+/// # use kv_core::keyspace::TypedStore;
+/// # use schemas::nxc::*;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// let new = NewProfile {
+///     realm: RealmId::new("test_realm").unwrap(),
+///     provider: ProviderName::new("Alipay").unwrap(),
+///     profile: ProfileId::new("app_001").unwrap(),
+///     params: [("sub_mchid".to_string(), "1900000109".to_string())].into(),
+///     default: true,
+/// };
+/// create_profile(&typed, &new).await?;
+/// let ask = Identity { realm: new.realm.clone(), provider: new.provider.clone(), profile: None };
+/// assert_eq!(resolve_profile(&typed, &ask).await?.profile, new.profile);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// `InvalidArgument` for an empty parameter set or a bad field name (nothing written);
+/// backend errors.
+pub async fn create_profile(typed: &TypedStore, new: &NewProfile) -> Result<()> {
+    validate_params(&new.params)?;
+    if new.params.is_empty() {
+        return Err(Error::invalid_argument(
+            "a profile needs at least one instance parameter",
+        ));
+    }
+    let map = ProfileMapKey::new(&new.realm, &new.provider);
+    let instance = typed.map_at(&map.instance(&new.profile));
+    let members = typed.set_at(&map);
+    let mut txn = typed.txn();
+    txn.delete(&map.instance(&new.profile));
+    for (field, value) in &new.params {
+        txn.map_put(&instance, field, value);
+    }
+    txn.set_add(&members, &new.profile);
+    if new.default {
+        txn.put(&map.default_marker(), &new.profile);
+    }
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Deletes a profile in one transaction, reading nothing before it: the id leaves the
+/// realm's map, the instance HASH is deleted, and the default marker is cleared only when it
+/// names this profile (a compare on the marker's value picks the branch). The shared pool
+/// entry is left alone. Returns whether the profile was in the map.
+///
+/// # Errors
+/// Backend errors.
+pub async fn delete_profile(
+    typed: &TypedStore,
+    realm: &RealmId,
+    provider: &ProviderName,
+    profile: &ProfileId,
+) -> Result<bool> {
+    let map = ProfileMapKey::new(realm, provider);
+    let marker = map.default_marker().encode();
+    let instance = map.instance(profile).encode();
+    let remove = || {
+        [
+            TxnOp::Collection(kv_core::CollectionOp::SetRemove {
+                key: map.encode().into_bytes(),
+                member: profile.as_str().as_bytes().to_vec(),
+            }),
+            TxnOp::delete(&instance),
+        ]
+    };
+    // The marker's value is the profile id's encoding (`SegmentCodec`).
+    let txn = Txn::new()
+        .when([Compare::value(&marker, CompareOp::Equal, profile.as_str())])
+        .and_then(remove().into_iter().chain([TxnOp::delete(&marker)]))
+        .or_else(remove());
+    let response = typed.store().txn(txn).await?;
+    Ok(matches!(
+        response.results.first(),
+        Some(kv_core::OpResult::Collection(
+            kv_core::CollectionResult::Changed(true)
+        ))
+    ))
+}
+
+/// Makes `profile` the realm's default for the provider.
+///
+/// The profile must be in the realm's map. Set membership cannot be a transaction compare,
+/// so the check is a read before the write; a profile deleted in between leaves a marker
+/// outside the map, which [`resolve_profile`](super::resolve_profile) ignores (it then falls
+/// back to the smallest id).
+///
+/// # Errors
+/// `NotFound` when the profile is not in the map (nothing written); backend errors.
+pub async fn set_default_profile(
+    typed: &TypedStore,
+    realm: &RealmId,
+    provider: &ProviderName,
+    profile: &ProfileId,
+) -> Result<()> {
+    let map = ProfileMapKey::new(realm, provider);
+    if !typed.set_at(&map).contains(profile).await? {
+        return Err(
+            Error::new(ErrorKind::NotFound, "the realm has no such profile")
+                .with_context("realm", realm)
+                .with_context("provider", provider)
+                .with_context("profile", profile),
+        );
+    }
+    typed.put(&map.default_marker(), profile).await?;
+    Ok(())
+}
