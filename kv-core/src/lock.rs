@@ -99,7 +99,10 @@ impl Lock {
         }
     }
 
-    /// Creates this contender's key, attached to `lease`, if it does not exist yet.
+    /// Creates this contender's key, attached to `lease`.
+    ///
+    /// # Errors
+    /// `AlreadyExists` when the key exists: this lease already holds or waits for the lock.
     async fn enqueue(&self, lease: LeaseId) -> Result<Pending> {
         let mut key = self.prefix.clone();
         key.extend_from_slice(lease.to_string().as_bytes());
@@ -140,7 +143,13 @@ impl Lock {
         loop {
             let page = self.store.range(opts.clone()).await?;
             first_revision.get_or_insert(page.revision);
-            for e in page.entries {
+            // Only direct children named by a lease id are contenders: the keys of a lock
+            // named `<name>/sub` share the prefix but are not in this queue.
+            let contenders = page.entries.into_iter().filter(|e| {
+                let id = &e.key[self.prefix.len()..];
+                !id.is_empty() && id.iter().all(u8::is_ascii_hexdigit)
+            });
+            for e in contenders {
                 if e.key == me.key {
                     found_me = e.create_revision == me.token;
                 } else if e.create_revision < me.token

@@ -279,3 +279,16 @@ pub async fn lock_waiters_acquire_in_order(store: Arc<dyn Store>) {
         guard.unlock().await.unwrap();
     }
 }
+
+/// Locks whose names share a prefix (`lock` and `lock/sub`) are independent.
+pub async fn lock_names_sharing_a_prefix_are_independent(store: Arc<dyn Store>) {
+    let root = root();
+    let outer = Lock::new(store.clone(), key(&root, "lock")).unwrap();
+    let inner = Lock::new(store.clone(), key(&root, "lock/sub")).unwrap();
+    let (a, b) = (keeper(&store).await, keeper(&store).await);
+    let inner_guard = inner.lock(a.id()).await.unwrap();
+    let outer_guard = within("the outer lock", outer.lock(b.id())).await.unwrap();
+    assert!(inner.try_lock(b.id()).await.unwrap().is_none());
+    outer_guard.unlock().await.unwrap();
+    inner_guard.unlock().await.unwrap();
+}

@@ -111,6 +111,7 @@ macro_rules! conformance_suite {
             locks::lock_fencing_token_guards_txn,
             locks::lock_rejects_bad_leases,
             locks::lock_waiters_acquire_in_order,
+            locks::lock_names_sharing_a_prefix_are_independent,
             metadata::revision_bumps_once_per_write_txn,
             metadata::entry_metadata_evolves_like_etcd,
             metadata::read_only_txn_keeps_revision,
