@@ -1,0 +1,241 @@
+//! Cronix nodes, processes and jobs on every backend: node registration with keep-alive and
+//! expiry, processes under a lease, a job moved off a failed node in one transaction.
+
+use futures::StreamExt;
+use kv_core::Store;
+use kv_core::keyspace::TypedStore;
+use schemas::cronix::*;
+use std::sync::Arc;
+use uuid::Uuid;
+
+mod cronix_support;
+use cronix_support::*;
+
+async fn node_registration_with_keep_alive(store: Arc<dyn Store>) {
+    let store = TypedStore::new(store);
+    let id = Uuid::new_v4();
+    let key = NodeKey { node: id };
+    let node = register_node(&store, &node_info(id), KEPT_TTL)
+        .await
+        .unwrap();
+    let entry = store
+        .get_versioned(&key)
+        .await
+        .unwrap()
+        .expect("registered");
+    assert_eq!(entry.value, node_info(id));
+    assert_eq!(entry.lease, Some(node.lease()));
+    assert!(list_nodes(&store).await.unwrap().contains(&node_info(id)));
+
+    // Kept alive: no delete arrives for several TTLs.
+    let mut watch = watch_key(&store, &key).await;
+    let quiet = tokio::time::timeout(KEPT_TTL * 3, watch.next()).await;
+    assert!(quiet.is_err(), "the node key changed: {quiet:?}");
+    assert!(!node.is_lost());
+    assert!(store.exists(&key).await.unwrap());
+
+    let err = register_node(&store, &node_info(id), LONG_TTL)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CronixError::NodeExists(n) if n == id),
+        "{err}"
+    );
+
+    // Normal shutdown deletes the key at once.
+    node.deregister().await.unwrap();
+    assert!(!store.exists(&key).await.unwrap());
+
+    // A failed node (renewals stop) disappears when its lease expires.
+    let failed = register_node(&store, &node_info(id), SHORT_TTL)
+        .await
+        .unwrap();
+    let mut watch = watch_key(&store, &key).await;
+    drop(failed);
+    deleted(&mut watch).await;
+    assert!(!store.exists(&key).await.unwrap());
+}
+
+async fn processes_live_under_a_lease(store: Arc<dyn Store>) {
+    let store = TypedStore::new(store);
+    let id = Uuid::new_v4();
+    let node = register_node(&store, &node_info(id), LONG_TTL)
+        .await
+        .unwrap();
+    let job = unique_job();
+    let key = |pid| ProcKey {
+        node: id,
+        job: job.clone(),
+        pid,
+    };
+    let info = |pid| ProcInfo {
+        pid,
+        job_id: job.to_string(),
+        killed: false,
+        started_at: 1,
+    };
+    record_process(&store, &key(100), &info(100), node.lease())
+        .await
+        .unwrap();
+    record_process(&store, &key(101), &info(101), node.lease())
+        .await
+        .unwrap();
+    let err = record_process(&store, &key(102), &info(7), node.lease())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CronixError::Invalid { .. }), "{err}");
+    assert!(!store.exists(&key(102)).await.unwrap());
+
+    let dir = JobProcsDir {
+        node: id,
+        job: job.clone(),
+    };
+    let pids: Vec<u32> = job_processes(&store, &dir)
+        .await
+        .unwrap()
+        .iter()
+        .map(|(k, _)| k.pid)
+        .collect();
+    assert_eq!(pids, [100, 101]);
+    assert!(end_process(&store, &key(100)).await.unwrap());
+    assert!(!end_process(&store, &key(100)).await.unwrap());
+    // The node going offline takes its processes with it.
+    node.deregister().await.unwrap();
+    assert!(job_processes(&store, &dir).await.unwrap().is_empty());
+}
+
+async fn move_a_job_off_a_failed_node(store: Arc<dyn Store>) {
+    let store = TypedStore::new(store);
+    let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let node_a = register_node(&store, &node_info(a), LONG_TTL)
+        .await
+        .unwrap();
+    let node_b = register_node(&store, &node_info(b), LONG_TTL)
+        .await
+        .unwrap();
+    let job = unique_job();
+    let config = job_config("0 2 * * *");
+
+    let err = assign_job(&store, a, &job, &job_config("0 2 * *"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CronixError::Invalid { .. }), "{err}");
+    let err = assign_job(&store, c, &job, &config).await.unwrap_err();
+    assert!(matches!(err, CronixError::NodeDown(n) if n == c), "{err}");
+    assert!(
+        !store
+            .exists(&JobKey {
+                node: c,
+                job: job.clone()
+            })
+            .await
+            .unwrap()
+    );
+    assign_job(&store, a, &job, &config).await.unwrap();
+
+    // Node a fails; the job moves to b in one transaction.
+    node_a.deregister().await.unwrap();
+    let err = move_job(&store, &job, a, c).await.unwrap_err();
+    assert!(matches!(err, CronixError::NodeDown(n) if n == c), "{err}");
+    let err = move_job(&store, &job, a, a).await.unwrap_err();
+    assert!(matches!(err, CronixError::Invalid { .. }), "{err}");
+    let moved_at = move_job(&store, &job, a, b).await.unwrap();
+    assert!(
+        !store
+            .exists(&JobKey {
+                node: a,
+                job: job.clone()
+            })
+            .await
+            .unwrap()
+    );
+    let moved = store
+        .get_versioned(&JobKey {
+            node: b,
+            job: job.clone(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(moved.value, config);
+    assert_eq!(moved.mod_revision, moved_at);
+    let err = move_job(&store, &job, a, b).await.unwrap_err();
+    assert!(
+        matches!(err, CronixError::JobNotFound { node, .. } if node == a),
+        "{err}"
+    );
+
+    // A job of that id already on the target: nothing moves.
+    let node_c = register_node(&store, &node_info(c), LONG_TTL)
+        .await
+        .unwrap();
+    assign_job(&store, c, &job, &job_config("*/5 * * * *"))
+        .await
+        .unwrap();
+    let err = move_job(&store, &job, b, c).await.unwrap_err();
+    assert!(
+        matches!(err, CronixError::JobExists { node, .. } if node == c),
+        "{err}"
+    );
+    assert!(
+        store
+            .exists(&JobKey {
+                node: b,
+                job: job.clone()
+            })
+            .await
+            .unwrap()
+    );
+    assert!(remove_job(&store, c, &job).await.unwrap());
+
+    // Two schedulers move the same job at once: exactly one wins.
+    let (s1, s2) = (store.clone(), store.clone());
+    let (j1, j2) = (job.clone(), job.clone());
+    let (r1, r2) = tokio::join!(
+        tokio::spawn(async move { move_job(&s1, &j1, b, c).await }),
+        tokio::spawn(async move { move_job(&s2, &j2, b, a).await }),
+    );
+    let results = [r1.unwrap(), r2.unwrap()];
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{results:?}"
+    );
+    let loser = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+    assert!(
+        matches!(
+            loser,
+            CronixError::JobNotFound { .. }
+                | CronixError::JobChanged { .. }
+                | CronixError::NodeDown(_)
+        ),
+        "{loser}"
+    );
+    assert!(
+        !store
+            .exists(&JobKey {
+                node: b,
+                job: job.clone()
+            })
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .exists(&JobKey {
+                node: c,
+                job: job.clone()
+            })
+            .await
+            .unwrap()
+    );
+    node_b.deregister().await.unwrap();
+    node_c.deregister().await.unwrap();
+    remove_job(&store, c, &job).await.unwrap();
+}
+
+kv_tests::on_every_backend!(
+    node_registration_with_keep_alive,
+    processes_live_under_a_lease,
+    move_a_job_off_a_failed_node,
+);
