@@ -3,16 +3,19 @@
 //! 100-key prefix range vs SCAN MATCH; and the same 100-key range in a 10,000-key store vs a
 //! 1,000,000-key store (each on its own server).
 //!
+//! Each pair is measured interleaved (see `paired`), so both sides see the same load.
+//!
 //! Targets: `get` at most 1.15x raw GET, `put` at most 1.5x raw SET, the range in the 1M store
 //! at most 1.5x the range in the 10k store.
 
-use criterion::{BenchmarkId, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
 use futures::StreamExt;
 use kv_core::{PutOptions, RangeOptions, Store, Txn, TxnOp};
 use kv_redis::{RedisConfig, RedisStore};
 use kv_tests::harness::RedisServer;
 use redis::aio::MultiplexedConnection;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
 const VALUE: [u8; 64] = [b'v'; 64];
@@ -52,15 +55,55 @@ async fn raw(server: &RedisServer) -> MultiplexedConnection {
 /// The 100 keys of one range: `bench/k/00050xx`.
 const RANGE_PREFIX: &str = "bench/k/00050";
 
-fn point_ops(c: &mut Criterion, rt: &Runtime, store: &RedisStore, con: &MultiplexedConnection) {
-    let mut group = c.benchmark_group("redis/get");
-    group.bench_function("RedisStore", |b| {
-        b.to_async(rt).iter(|| async {
-            store.get(key(4242).as_bytes()).await.unwrap().unwrap();
+/// Benchmarks `measured`, running `other` untimed after each timed call. Both sides of a
+/// comparison are benchmarked this way (each once as `measured`), so they run under the same
+/// interleaved load and their ratio is not skewed by whatever else the machine does meanwhile.
+fn paired(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    rt: &Runtime,
+    name: &str,
+    measured: &impl AsyncFn(),
+    other: &impl AsyncFn(),
+) {
+    group.bench_function(name, |b| {
+        b.to_async(rt).iter_custom(|iters| async move {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = Instant::now();
+                measured().await;
+                total += start.elapsed();
+                other().await;
+            }
+            total
         })
     });
-    group.bench_function("raw GET", |b| {
-        b.to_async(rt).iter(|| async {
+}
+
+/// Benchmarks a RedisStore operation against its raw redis-rs counterpart, paired.
+fn compare(
+    c: &mut Criterion,
+    rt: &Runtime,
+    group: &str,
+    store_op: impl AsyncFn(),
+    raw_name: &str,
+    raw_op: impl AsyncFn(),
+) {
+    let mut group = c.benchmark_group(group);
+    paired(&mut group, rt, "RedisStore", &store_op, &raw_op);
+    paired(&mut group, rt, raw_name, &raw_op, &store_op);
+    group.finish();
+}
+
+fn point_ops(c: &mut Criterion, rt: &Runtime, store: &RedisStore, con: &MultiplexedConnection) {
+    compare(
+        c,
+        rt,
+        "redis/get",
+        async || {
+            store.get(key(4242).as_bytes()).await.unwrap().unwrap();
+        },
+        "raw GET",
+        async || {
             let mut con = con.clone();
             let v: Vec<u8> = redis::cmd("GET")
                 .arg(key(4242))
@@ -68,21 +111,20 @@ fn point_ops(c: &mut Criterion, rt: &Runtime, store: &RedisStore, con: &Multiple
                 .await
                 .unwrap();
             assert!(!v.is_empty());
-        })
-    });
-    group.finish();
-
-    let mut group = c.benchmark_group("redis/put");
-    group.bench_function("RedisStore", |b| {
-        b.to_async(rt).iter(|| async {
+        },
+    );
+    compare(
+        c,
+        rt,
+        "redis/put",
+        async || {
             store
                 .put(b"bench/put/store", &VALUE, PutOptions::default())
                 .await
                 .unwrap();
-        })
-    });
-    group.bench_function("raw SET", |b| {
-        b.to_async(rt).iter(|| async {
+        },
+        "raw SET",
+        async || {
             let mut con = con.clone();
             let _: () = redis::cmd("SET")
                 .arg("bench/put/raw")
@@ -90,19 +132,18 @@ fn point_ops(c: &mut Criterion, rt: &Runtime, store: &RedisStore, con: &Multiple
                 .query_async(&mut con)
                 .await
                 .unwrap();
-        })
-    });
-    group.finish();
-
-    let mut group = c.benchmark_group("redis/txn10");
-    group.bench_function("RedisStore", |b| {
-        b.to_async(rt).iter(|| async {
+        },
+    );
+    compare(
+        c,
+        rt,
+        "redis/txn10",
+        async || {
             let ops = (0..10).map(|i| TxnOp::put(format!("bench/txn/store/{i}"), VALUE));
             store.txn(Txn::new().and_then(ops)).await.unwrap();
-        })
-    });
-    group.bench_function("raw MULTI/EXEC", |b| {
-        b.to_async(rt).iter(|| async {
+        },
+        "raw MULTI/EXEC",
+        async || {
             let mut con = con.clone();
             let mut pipe = redis::pipe();
             pipe.atomic();
@@ -110,9 +151,37 @@ fn point_ops(c: &mut Criterion, rt: &Runtime, store: &RedisStore, con: &Multiple
                 pipe.set(format!("bench/txn/raw/{i}"), &VALUE[..]).ignore();
             }
             let _: () = pipe.query_async(&mut con).await.unwrap();
-        })
-    });
-    group.finish();
+        },
+    );
+    compare(
+        c,
+        rt,
+        "redis/range100",
+        async || range_100(store).await,
+        "raw SCAN MATCH",
+        async || {
+            let mut con = con.clone();
+            let mut found = 0;
+            let mut cursor = 0u64;
+            loop {
+                let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(format!("{RANGE_PREFIX}*"))
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+                found += keys.len();
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+            assert_eq!(found, 100);
+        },
+    );
 }
 
 async fn range_100(store: &RedisStore) {
@@ -140,34 +209,6 @@ fn main() {
     });
     point_ops(&mut c, &rt, &small, &con);
 
-    let mut group = c.benchmark_group("redis/range100");
-    group.bench_function("RedisStore", |b| b.to_async(&rt).iter(|| range_100(&small)));
-    group.bench_function("raw SCAN MATCH", |b| {
-        b.to_async(&rt).iter(|| async {
-            let mut con = con.clone();
-            let mut found = 0;
-            let mut cursor = 0u64;
-            loop {
-                let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(format!("{RANGE_PREFIX}*"))
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query_async(&mut con)
-                    .await
-                    .unwrap();
-                found += keys.len();
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
-            assert_eq!(found, 100);
-        })
-    });
-    group.finish();
-
     let Some(large_server) = RedisServer::start() else {
         return;
     };
@@ -177,11 +218,12 @@ fn main() {
         store
     });
     let mut group = c.benchmark_group("redis/range100-by-store-size");
-    for (size, store) in [(10_000, &small), (1_000_000, &large)] {
-        group.bench_with_input(BenchmarkId::from_parameter(size), store, |b, store| {
-            b.to_async(&rt).iter(|| range_100(store))
-        });
-    }
+    let (in_small, in_large) = (
+        async || range_100(&small).await,
+        async || range_100(&large).await,
+    );
+    paired(&mut group, &rt, "10000", &in_small, &in_large);
+    paired(&mut group, &rt, "1000000", &in_large, &in_small);
     group.finish();
     c.final_summary();
 }
