@@ -4,9 +4,10 @@
 //! Each case is a public `async fn(Arc<dyn Store>)` that panics on a contract violation. Every
 //! case works under its own random key root (`ct-<uuid>/`), never lists outside it and never
 //! assumes absolute revisions or an empty store, so cases run in any order and concurrently on
-//! one shared server. The one case that compacts ([`watch::watch_from_compacted_revision`])
-//! compacts at the revision it has just read, which other cases sharing the server have
-//! already passed.
+//! one shared server. The two cases that compact ([`watch::watch_from_compacted_revision`] and
+//! [`bad_input::watch_from_compacted_revision_is_rejected`]) compact at the revision they have
+//! just read; the cases that watch from a past revision open that watch right after their own
+//! writes, so only a compaction landing in that instant could reach them.
 //!
 //! A backend runs the whole suite with [`conformance_suite!`](crate::conformance_suite), one
 //! `#[test]` per case:
@@ -66,7 +67,9 @@ pub fn run_case<F: Future<Output = ()> + Send + 'static>(name: &str, case: F) {
 /// case inside the case's runtime (a multi-threaded tokio runtime with two workers). It returns
 /// `None` when the backend is unavailable, after printing a SKIP line; the case then passes
 /// without running. Cases are named after the functions in [`conformance`](crate::conformance),
-/// so `cargo test --test mem txn_compare_version` runs one case.
+/// so `cargo test --test mem txn_compare_version` runs one case. To keep the cases' names
+/// apart from a file's own tests, invoke the macro inside a module
+/// (`mod conformance { kv_tests::conformance_suite!(super::store); }`).
 ///
 /// ```ignore
 /// async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
