@@ -1,0 +1,331 @@
+//! nxc operations on every backend: create, resolve with the ownership check (the IDOR
+//! case), default resolution, delete, paged listing, the encrypted pool, bad input, the
+//! example dataset.
+
+use kv_core::keyspace::{EncryptionKey, Keyring, TypedStore};
+use kv_core::{ErrorKind, Store};
+use schemas::nxc::*;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// A realm of its own for each case: the nxc layout has no configurable root.
+fn realm(tag: &str) -> RealmId {
+    RealmId::new(format!("{tag}_{}", uuid::Uuid::new_v4().simple())).unwrap()
+}
+fn alipay() -> ProviderName {
+    ProviderName::new("Alipay").unwrap()
+}
+fn id(s: &str) -> ProfileId {
+    ProfileId::new(s).unwrap()
+}
+fn params(token: &str) -> InstanceParams {
+    [
+        ("sub_mchid".to_string(), "1900000109".to_string()),
+        ("access_token".to_string(), token.to_string()),
+    ]
+    .into()
+}
+async fn create(typed: &TypedStore, realm: &RealmId, profile: &str, default: bool) {
+    let new = NewProfile {
+        realm: realm.clone(),
+        provider: alipay(),
+        profile: id(profile),
+        params: params(&format!("tok-{profile}")),
+        default,
+    };
+    create_profile(typed, &new).await.unwrap();
+}
+fn ask(realm: &RealmId, profile: Option<&str>) -> Identity {
+    Identity {
+        realm: realm.clone(),
+        provider: alipay(),
+        profile: profile.map(id),
+    }
+}
+
+/// The document's `MapLayer_ShouldUnifyAuthAndDiscovery`: two profiles, each resolves, and
+/// discovery lists both.
+async fn create_resolve_and_discover(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store);
+    let r = realm("test_realm");
+    create(&typed, &r, "app_001", false).await;
+    create(&typed, &r, "app_002", false).await;
+    let resolved = resolve_profile(&typed, &ask(&r, Some("app_001")))
+        .await
+        .unwrap();
+    assert_eq!(resolved.profile, id("app_001"));
+    assert_eq!(resolved.params, params("tok-app_001"));
+    let page = list_profiles(&typed, &r, &alipay(), None, 10)
+        .await
+        .unwrap();
+    let all: BTreeSet<_> = page.members.into_iter().collect();
+    assert_eq!(all, BTreeSet::from([id("app_001"), id("app_002")]));
+
+    // Creating again replaces the instance parameters (no stale field survives).
+    let new = NewProfile {
+        realm: r.clone(),
+        provider: alipay(),
+        profile: id("app_001"),
+        params: [("gateway_url".to_string(), "https://gw".to_string())].into(),
+        default: false,
+    };
+    create_profile(&typed, &new).await.unwrap();
+    let resolved = resolve_profile(&typed, &ask(&r, Some("app_001")))
+        .await
+        .unwrap();
+    assert_eq!(resolved.params, new.params);
+}
+
+/// The document's `MapLayer_ShouldPreventIDOR`: realm B asking for realm A's profile is
+/// unauthorized, and learns nothing of its parameters.
+async fn another_realms_profile_is_unauthorized(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store);
+    let a = realm("realmA");
+    let b = realm("realmB");
+    create(&typed, &a, "profile1", true).await;
+    let err = resolve_profile(&typed, &ask(&b, Some("profile1")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
+    assert!(!err.to_string().contains("tok-profile1"));
+    // Even when B owns a profile of its own, and for a profile nobody owns.
+    create(&typed, &b, "profile2", false).await;
+    for asked in ["profile1", "nobody"] {
+        let err = resolve_profile(&typed, &ask(&b, Some(asked)))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unauthorized);
+    }
+    // A resolves its own.
+    assert!(
+        resolve_profile(&typed, &ask(&a, Some("profile1")))
+            .await
+            .is_ok()
+    );
+}
+
+/// The default is the marker, else the smallest profile id; an empty map has none.
+async fn default_resolution(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store);
+    let r = realm("r");
+    let err = resolve_profile(&typed, &ask(&r, None)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert_eq!(default_profile(&typed, &r, &alipay()).await.unwrap(), None);
+
+    // No marker: the smallest id, whatever the creation order.
+    for p in ["app_3", "app_1", "app_2"] {
+        create(&typed, &r, p, false).await;
+    }
+    let resolved = resolve_profile(&typed, &ask(&r, None)).await.unwrap();
+    assert_eq!(resolved.profile, id("app_1"));
+    assert_eq!(resolved.params, params("tok-app_1"));
+
+    // The marker wins.
+    set_default_profile(&typed, &r, &alipay(), &id("app_3"))
+        .await
+        .unwrap();
+    assert_eq!(
+        resolve_profile(&typed, &ask(&r, None))
+            .await
+            .unwrap()
+            .profile,
+        id("app_3")
+    );
+    // Only a profile of the map can be the default.
+    let err = set_default_profile(&typed, &r, &alipay(), &id("elsewhere"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    // A marker naming a profile outside the map (a raced delete) is ignored.
+    typed
+        .put(
+            &ProfileMapKey::new(&r, &alipay()).default_marker(),
+            &id("ghost"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        default_profile(&typed, &r, &alipay()).await.unwrap(),
+        Some(id("app_1"))
+    );
+}
+
+/// Delete removes the profile from the map and its instance, and clears the default only
+/// when it names the deleted profile.
+async fn delete_clears_only_its_own_default(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store);
+    let r = realm("r");
+    let map = ProfileMapKey::new(&r, &alipay());
+    create(&typed, &r, "app_a", true).await;
+    create(&typed, &r, "app_b", false).await;
+
+    // Deleting a profile that is not the default keeps the marker.
+    assert!(
+        delete_profile(&typed, &r, &alipay(), &id("app_b"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        typed.get(&map.default_marker()).await.unwrap(),
+        Some(id("app_a"))
+    );
+    assert!(
+        typed
+            .map_at(&map.instance(&id("app_b")))
+            .all()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let err = resolve_profile(&typed, &ask(&r, Some("app_b")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized);
+    // Deleting it again finds nothing.
+    assert!(
+        !delete_profile(&typed, &r, &alipay(), &id("app_b"))
+            .await
+            .unwrap()
+    );
+
+    // Deleting the default clears the marker.
+    assert!(
+        delete_profile(&typed, &r, &alipay(), &id("app_a"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(typed.get(&map.default_marker()).await.unwrap(), None);
+    assert!(typed.set_at(&map).members().await.unwrap().is_empty());
+}
+
+/// Listing pages through a realm's profiles: every profile once across the pages.
+async fn list_is_paged(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store);
+    let r = realm("r");
+    let expected: BTreeSet<ProfileId> = (0..25).map(|i| id(&format!("p{i:02}"))).collect();
+    for p in &expected {
+        create(&typed, &r, p.as_str(), false).await;
+    }
+    let mut seen = BTreeSet::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let page = list_profiles(&typed, &r, &alipay(), cursor, 10)
+            .await
+            .unwrap();
+        pages += 1;
+        seen.extend(page.members);
+        cursor = page.cursor;
+        if cursor.is_none() {
+            break;
+        }
+        assert!(pages < 100, "the scan does not end");
+    }
+    assert_eq!(seen, expected);
+    let err = list_profiles(&typed, &r, &alipay(), None, 0)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+/// Pool secrets are stored encrypted and read back with the keyring only.
+async fn pool_is_encrypted(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store.clone());
+    let ring = Arc::new(Keyring::new("k1", EncryptionKey::generate()).unwrap());
+    let provider = ProviderName::new(format!("prov_{}", uuid::Uuid::new_v4().simple())).unwrap();
+    let secret = "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----\n";
+    put_pool_secret(&typed, &ring, &provider, &id("app_001"), secret)
+        .await
+        .unwrap();
+    assert_eq!(
+        pool_secret(&typed, &ring, &provider, &id("app_001"))
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(secret)
+    );
+    let raw = store
+        .get(format!("nxc:pool:{provider}:app_001").as_bytes())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!raw.value.windows(6).any(|w| w == b"MIIEvQ"));
+    let stranger = Arc::new(Keyring::new("k1", EncryptionKey::generate()).unwrap());
+    let err = pool_secret(&typed, &stranger, &provider, &id("app_001"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Codec);
+    assert_eq!(
+        pool_secret(&typed, &ring, &provider, &id("none"))
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+/// Bad input is refused and writes nothing.
+async fn bad_input_writes_nothing(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store);
+    let r = realm("r");
+    for params in [
+        InstanceParams::new(),
+        [("bad field".to_string(), "v".to_string())].into(),
+    ] {
+        let new = NewProfile {
+            realm: r.clone(),
+            provider: alipay(),
+            profile: id("app_001"),
+            params,
+            default: true,
+        };
+        let err = create_profile(&typed, &new).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    }
+    let map = ProfileMapKey::new(&r, &alipay());
+    assert!(typed.set_at(&map).members().await.unwrap().is_empty());
+    assert_eq!(typed.get(&map.default_marker()).await.unwrap(), None);
+}
+
+/// The example dataset: one realm, one provider, two profiles, a default, pool secrets.
+async fn example_dataset(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store);
+    let ring = Arc::new(Keyring::new("demo", EncryptionKey::generate()).unwrap());
+    let r = realm("demo");
+    let example = write_example(&typed, &ring, &r).await.unwrap();
+    let all = list_profiles(&typed, &r, &example.provider, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(all.members.len(), 2);
+    let default = resolve_profile(
+        &typed,
+        &Identity {
+            realm: r.clone(),
+            provider: example.provider.clone(),
+            profile: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(default.profile, example.profiles[0]);
+    assert_eq!(default.params["sub_mchid"], "1900000101");
+    for p in &example.profiles {
+        assert!(
+            pool_secret(&typed, &ring, &example.provider, p)
+                .await
+                .unwrap()
+                .unwrap()
+                .contains("PRIVATE KEY")
+        );
+    }
+}
+
+kv_tests::on_every_backend!(
+    create_resolve_and_discover,
+    another_realms_profile_is_unauthorized,
+    default_resolution,
+    delete_clears_only_its_own_default,
+    list_is_paged,
+    pool_is_encrypted,
+    bad_input_writes_nothing,
+    example_dataset,
+);
