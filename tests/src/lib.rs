@@ -6,3 +6,8 @@ pub mod backends;
 pub mod conformance;
 pub mod harness;
 pub mod model;
+
+/// The workspace README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
