@@ -62,6 +62,12 @@ struct NodeKey {
 }
 
 #[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "{name}", value = Text)]
+struct BareKey {
+    name: Code,
+}
+
+#[derive(Key, Debug, Clone, PartialEq)]
 #[kv(template = "/pair/{left}@{right}", value = Text)]
 struct PairKey {
     left: Label,
@@ -236,6 +242,17 @@ fn colon_keys_and_hash_tags() {
     assert_eq!(dir.encode(), "nxc:pool:{prod}:");
     assert!(dir.contains(&pool.encode()));
     assert_eq!(PoolRealm::parse("nxc:pool:{prod}:"), Ok(dir));
+}
+
+#[test]
+fn a_single_variable_template() {
+    let key = BareKey { name: code("acme") };
+    assert_eq!(key.encode(), "acme");
+    assert_eq!(BareKey::template().separator(), Separator::Slash);
+    assert_eq!(BareKey::parse("acme"), Ok(key));
+    for bad in ["", "/acme", "acme/", "a/b", "a:b"] {
+        assert!(BareKey::parse(bad).is_err(), "{bad:?} parsed");
+    }
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! A template is a key layout as the seed documents write it:
 //! `jxt/tenants/{id}/database/{service}`, `/registry/{group}/{service}/{ip}:{port}/status`,
 //! `nxc:map:{realm}:{provider}`. `{name}` is a variable, `{{` and `}}` are literal braces,
-//! everything else is literal. The separator is `/` when the template contains one, otherwise
-//! `:`; a `/` template may use `:` only as the delimiter between two variables of one segment.
+//! everything else is literal. The separator is `/` when the template contains one, else `:`
+//! when it contains one, else `/`; a `/` template may use `:` only as the delimiter between two
+//! variables of one segment.
 
 use std::collections::HashSet;
 
@@ -66,7 +67,8 @@ impl Template {
             return Err("empty template: a key needs at least one segment".into());
         }
         let tokens = tokenize(text)?;
-        let sep = if tokens.contains(&Token::Char('/')) {
+        // As kv-core's `Template` infers it: `/` if present, else `:` if present, else `/`.
+        let sep = if tokens.contains(&Token::Char('/')) || !tokens.contains(&Token::Char(':')) {
             Sep::Slash
         } else {
             Sep::Colon
@@ -315,6 +317,9 @@ mod tests {
         let t = Template::parse("nxc:map:{realm}:{provider}").unwrap();
         assert_eq!(t.sep, Sep::Colon);
         assert_eq!(t.segments.len(), 4);
+
+        assert_eq!(Template::parse("{id}").unwrap().sep, Sep::Slash);
+        assert_eq!(Template::parse("config").unwrap().sep, Sep::Slash);
 
         let t = Template::parse("jxt/tenants/{id}/").unwrap();
         assert!(t.trailing);
