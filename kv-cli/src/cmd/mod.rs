@@ -1,0 +1,53 @@
+//! One file per command.
+
+pub(crate) mod get;
+pub(crate) mod ls;
+pub(crate) mod parse;
+pub(crate) mod put;
+pub(crate) mod rm;
+pub(crate) mod schema;
+pub(crate) mod watch;
+
+use crate::error::CliResult;
+use crate::output::Format;
+use kv_core::{RangeOptions, Store};
+use std::sync::Arc;
+
+/// What every command gets: the store URL (opened on demand) and the output format.
+pub(crate) struct Ctx {
+    pub(crate) url: String,
+    pub(crate) format: Format,
+}
+
+impl Ctx {
+    /// Opens the store.
+    pub(crate) async fn store(&self) -> CliResult<Arc<dyn Store>> {
+        crate::store::open(&self.url).await
+    }
+}
+
+/// Every entry under `prefix`, page by page, with a progress spinner on a terminal.
+pub(crate) async fn scan(
+    store: &dyn Store,
+    prefix: &str,
+    keys_only: bool,
+) -> CliResult<Vec<kv_core::Entry>> {
+    const PAGE: usize = 1000;
+    let bar = crate::output::progress("keys");
+    let mut entries = Vec::new();
+    let mut opts = RangeOptions::prefix(prefix.as_bytes()).limit(PAGE);
+    if keys_only {
+        opts = opts.keys_only();
+    }
+    loop {
+        let page = store.range(opts.clone()).await?;
+        bar.inc(page.entries.len() as u64);
+        entries.extend(page.entries);
+        match page.next {
+            Some(next) => opts = opts.after(next),
+            None => break,
+        }
+    }
+    bar.finish_and_clear();
+    Ok(entries)
+}

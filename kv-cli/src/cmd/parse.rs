@@ -1,0 +1,59 @@
+//! `kvctl parse RAWKEY`: the schema and template a raw key belongs to, with its decoded
+//! fields, or every schema's reason for refusing it.
+
+use super::Ctx;
+use crate::catalog;
+use crate::error::{CliError, CliResult};
+use crate::output::{Format, print_json};
+use serde_json::json;
+
+pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
+    match schemas::parse_any(raw) {
+        Ok(parsed) => {
+            let entry = catalog::entry_of(&parsed);
+            let address = entry.as_ref().map(|e| e.address()).unwrap_or_default();
+            let value_type = entry
+                .as_ref()
+                .map(|e| catalog::short_type(e.info.value_type))
+                .unwrap_or_default();
+            match ctx.format {
+                Format::Json => print_json(&json!({
+                    "key": raw,
+                    "schema": parsed.schema,
+                    "template": parsed.template,
+                    "address": address,
+                    "value_type": value_type,
+                    "fields": parsed.fields.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                })),
+                Format::Table => {
+                    println!("schema:   {}", parsed.schema);
+                    println!("template: {}", parsed.template);
+                    println!("address:  {address}");
+                    println!("value:    {value_type}");
+                    for (name, value) in &parsed.fields {
+                        println!("  {name} = {value}");
+                    }
+                }
+            }
+            Ok(())
+        }
+        Err(reasons) => {
+            let why: Vec<String> = reasons
+                .iter()
+                .map(|(schema, no)| match no.closest() {
+                    Some(c) => format!(
+                        "{schema}: closest `{}` stops at segment {}: {}",
+                        c.template(),
+                        c.position(),
+                        c.reason()
+                    ),
+                    None => format!("{schema}: no template"),
+                })
+                .collect();
+            Err(CliError::invalid(format!(
+                "key {raw:?} matches no schema ({})",
+                why.join("; ")
+            )))
+        }
+    }
+}

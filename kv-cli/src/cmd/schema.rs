@@ -1,0 +1,112 @@
+//! `kvctl schema [NAME]`: the catalog, or one schema as a tree of templates with their
+//! segment rules and value types.
+
+use super::Ctx;
+use crate::catalog::{self, short_type};
+use crate::error::{CliError, CliResult};
+use crate::output::{Format, print_json};
+use serde_json::json;
+
+pub(crate) fn run(ctx: &Ctx, name: Option<&str>) -> CliResult<()> {
+    match name {
+        None => list(ctx.format),
+        Some(name) => {
+            let schema = schemas::find(name).ok_or_else(|| {
+                let names: Vec<&str> = schemas::all().iter().map(|s| s.name).collect();
+                CliError::invalid(format!(
+                    "unknown schema {name:?} (schemas: {})",
+                    names.join(", ")
+                ))
+            })?;
+            show(ctx.format, schema)
+        }
+    }
+}
+
+fn list(format: Format) -> CliResult<()> {
+    let all = schemas::all();
+    match format {
+        Format::Json => print_json(&json!(
+            all.iter()
+                .map(|s| json!({
+                    "name": s.name,
+                    "store": s.store,
+                    "summary": s.summary,
+                    "templates": s.templates().len(),
+                }))
+                .collect::<Vec<_>>()
+        )),
+        Format::Table => {
+            println!(
+                "{:<10} {:<6} {:>9}  SUMMARY",
+                "SCHEMA", "STORE", "TEMPLATES"
+            );
+            for s in all {
+                println!(
+                    "{:<10} {:<6} {:>9}  {}",
+                    s.name,
+                    s.store,
+                    s.templates().len(),
+                    s.summary
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
+    let entries = catalog::entries(schema);
+    if format == Format::Json {
+        print_json(&json!({
+            "name": schema.name,
+            "store": schema.store,
+            "summary": schema.summary,
+            "templates": entries.iter().map(|e| json!({
+                "address": e.address(),
+                "template": e.info.template.source(),
+                "key_type": short_type(e.info.type_name),
+                "value_type": short_type(e.info.value_type),
+                "fields": e.info.fields.iter().map(|f| json!({
+                    "name": f.name,
+                    "type": short_type(f.type_name),
+                    "rule": f.rule,
+                    "ordered": f.ordered,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        }));
+        return Ok(());
+    }
+    println!("{} ({}): {}", schema.name, schema.store, schema.summary);
+    println!();
+    let keys: Vec<(String, String)> = entries
+        .iter()
+        .map(|e| {
+            let note = format!("{:<28} {}", e.address(), short_type(e.info.value_type));
+            (e.info.template.source().to_owned(), note)
+        })
+        .collect();
+    print!("{}", crate::tree::render(&keys));
+    println!();
+    println!("Segments:");
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in &entries {
+        for field in &entry.info.fields {
+            let line = format!(
+                "  {{{}}}  {}: {}{}",
+                field.name,
+                short_type(field.type_name),
+                field.rule,
+                if field.ordered {
+                    " (sorts by value)"
+                } else {
+                    ""
+                }
+            );
+            if seen.insert(line.clone()) {
+                println!("{line}");
+            }
+        }
+    }
+    Ok(())
+}

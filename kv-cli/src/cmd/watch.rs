@@ -1,0 +1,81 @@
+//! `kvctl watch ADDRESS [--from-revision N]`: live events under a directory, each key read
+//! through the catalog, until Ctrl-C.
+
+use super::Ctx;
+use crate::address::Address;
+use crate::error::{CliError, CliResult, code};
+use crate::output::{Format, typed, value_json};
+use futures::StreamExt;
+use kv_core::{Event, WatchOptions};
+use serde_json::json;
+
+pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliResult<()> {
+    let prefix = Address::parse(words)?.prefix()?;
+    if matches!(from, Some(n) if n < 1) {
+        return Err(CliError::invalid("--from-revision must be at least 1"));
+    }
+    let store = ctx.store().await?;
+    let mut opts = WatchOptions::prefix(prefix.as_bytes());
+    if let Some(revision) = from {
+        opts = opts.from_revision(revision);
+    }
+    let mut stream = store.watch(opts).await?;
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    loop {
+        tokio::select! {
+            _ = &mut interrupted => return Ok(()),
+            next = stream.next() => match next {
+                Some(Ok(batch)) => {
+                    for event in &batch.events {
+                        print_event(ctx.format, batch.revision, event);
+                    }
+                }
+                Some(Err(e)) => return Err(e.into()),
+                None => return Err(CliError::new(code::UNREACHABLE, "the watch ended")),
+            },
+        }
+    }
+}
+
+fn print_event(format: Format, revision: i64, event: &Event) {
+    let key = String::from_utf8_lossy(event.key()).into_owned();
+    let typed = typed(&key);
+    let (kind, value) = match event {
+        Event::Put { entry, .. } => ("PUT", Some(&entry.value)),
+        Event::Delete { .. } => ("DELETE", None),
+    };
+    match format {
+        Format::Json => {
+            let (address, fields) = typed.unzip();
+            let fields = fields.map(|f| {
+                f.into_iter()
+                    .map(|(n, v)| (n.to_owned(), json!(v)))
+                    .collect::<serde_json::Map<_, _>>()
+            });
+            println!(
+                "{}",
+                json!({
+                    "revision": revision,
+                    "event": kind,
+                    "key": key,
+                    "type": address,
+                    "fields": fields,
+                    "value": value.map(|v| value_json(v)),
+                })
+            );
+        }
+        Format::Table => {
+            let typed = typed
+                .map(|(a, f)| {
+                    let f: Vec<String> = f.iter().map(|(n, v)| format!("{n}={v}")).collect();
+                    format!("  [{a} {}]", f.join(" "))
+                })
+                .unwrap_or_default();
+            let value = value
+                .map(|v| format!("  {}", value_json(v)))
+                .unwrap_or_default();
+            println!("{revision:>6} {kind:<6} {key}{typed}{value}");
+        }
+    }
+}

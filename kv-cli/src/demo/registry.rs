@@ -1,0 +1,44 @@
+//! The registry: group `Common`, service `VerifyCodeService` and two instances registered
+//! under leases of [`LEASE`](super::LEASE).
+
+use super::{LEASE, Step};
+use kv_core::keyspace::TypedStore;
+use schemas::registry::{GroupName, GrpcPort, InstanceDataKey, ServiceName, write_example};
+use std::net::Ipv4Addr;
+
+pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
+    let group = GroupName::new("Common").map_err(invalid)?;
+    let service = ServiceName::new("VerifyCodeService").map_err(invalid)?;
+    let port = GrpcPort::new(11080).map_err(invalid)?;
+    let mut present = true;
+    for ip in [Ipv4Addr::new(192, 168, 0, 1), Ipv4Addr::new(192, 168, 0, 2)] {
+        let data = InstanceDataKey {
+            group: group.clone(),
+            service: service.clone(),
+            ip,
+            port,
+        };
+        present &= store.exists(&data).await?;
+    }
+    if present {
+        return Ok(Step::present(
+            "registry",
+            "Common/VerifyCodeService with 2 instances",
+        ));
+    }
+    // The registrations' keep-alives end with the process; the leases outlive it by LEASE.
+    write_example(store, &group, LEASE)
+        .await
+        .map_err(|e| match e {
+            schemas::registry::RegistryError::Store(e) => e,
+            other => kv_core::Error::new(kv_core::ErrorKind::Backend, other.to_string()),
+        })?;
+    Ok(Step::written(
+        "registry",
+        "Common/VerifyCodeService with 2 instances (leased)",
+    ))
+}
+
+fn invalid(e: impl std::fmt::Display) -> kv_core::Error {
+    kv_core::Error::invalid_argument(e.to_string())
+}

@@ -1,0 +1,97 @@
+//! Output: the `--output` format, values as pretty JSON or text, entries as JSON objects,
+//! and progress bars that appear only when stderr is a terminal.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use kv_core::Entry;
+use serde_json::{Value, json};
+use std::io::IsTerminal;
+
+/// The `--output` format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// Human-readable text.
+    Table,
+    /// JSON, one document (or one line per event for `watch`).
+    Json,
+}
+
+/// A value for display: pretty JSON when it parses as JSON, the text when it is UTF-8,
+/// otherwise hex.
+pub(crate) fn value_text(bytes: &[u8]) -> String {
+    if let Ok(json) = serde_json::from_slice::<Value>(bytes) {
+        return serde_json::to_string_pretty(&json).unwrap_or_default();
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => format!("0x{}", hex(bytes)),
+    }
+}
+
+/// A value inside a JSON document: the JSON itself, else a string (hex for binary).
+pub(crate) fn value_json(bytes: &[u8]) -> Value {
+    if let Ok(json) = serde_json::from_slice::<Value>(bytes) {
+        return json;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Value::String(text.to_owned()),
+        Err(_) => json!({ "hex": hex(bytes) }),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The typed reading of a raw key: `schema.name` and its fields, if some schema parses it.
+pub(crate) fn typed(key: &str) -> Option<(String, Vec<(&'static str, String)>)> {
+    let parsed = schemas::parse_any(key).ok()?;
+    let entry = crate::catalog::entry_of(&parsed)?;
+    Some((entry.address(), parsed.fields))
+}
+
+/// An entry as a JSON object: key, type, fields, revisions, lease and value.
+pub(crate) fn entry_json(entry: &Entry, with_value: bool) -> Value {
+    let key = String::from_utf8_lossy(&entry.key).into_owned();
+    let mut object = json!({
+        "key": key,
+        "create_revision": entry.create_revision,
+        "mod_revision": entry.mod_revision,
+        "version": entry.version,
+        "lease": entry.lease.map(|l| l.0),
+    });
+    if let Some((address, fields)) = typed(&key) {
+        object["type"] = Value::String(address);
+        object["fields"] = fields
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), Value::String(value)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    }
+    if with_value {
+        object["value"] = value_json(&entry.value);
+    }
+    object
+}
+
+/// Prints a JSON document.
+pub(crate) fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
+}
+
+/// A spinner counting items, shown only when stderr is a terminal.
+pub(crate) fn progress(what: &'static str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {pos} {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_message(what);
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}

@@ -1,0 +1,126 @@
+//! Store URLs: `mem://`, `sled://PATH`, `etcd://host:port[,host:port...]`,
+//! `redis://host:port/db` and `rediss://...`, each opened as an `Arc<dyn Store>`.
+
+use crate::error::{CliError, CliResult, code};
+use kv_core::{ErrorKind, Store};
+use kv_etcd::{EtcdConfig, EtcdStore};
+use kv_mem::{MemStore, SledConfig, SledStore};
+use kv_redis::{RedisConfig, RedisStore};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a network store may take to answer the first request.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The default store: a sled database in the user's data directory
+/// (`$XDG_DATA_HOME/kvctl`, else `~/.local/share/kvctl`).
+pub(crate) fn default_url() -> CliResult<String> {
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            Some(home) => PathBuf::from(home).join(".local").join("share"),
+            None => {
+                return Err(CliError::invalid(
+                    "no default store: neither XDG_DATA_HOME nor HOME is set; pass --store",
+                ));
+            }
+        },
+    };
+    Ok(format!("sled://{}", base.join("kvctl").display()))
+}
+
+/// Opens the store of `url` and checks that it answers.
+///
+/// # Errors
+/// Exit code 2 for a URL of no known form, 3 when the store cannot be reached within
+/// [`CONNECT_TIMEOUT`].
+pub(crate) async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+        CliError::invalid(format!(
+            "invalid store URL {url:?}: expected mem://, sled://PATH, etcd://HOST:PORT, redis://HOST:PORT/DB or rediss://..."
+        ))
+    })?;
+    let store: Arc<dyn Store> = match scheme {
+        "mem" if rest.is_empty() => Arc::new(MemStore::new()),
+        "mem" => {
+            return Err(CliError::invalid(format!(
+                "invalid store URL {url:?}: mem:// takes no path"
+            )));
+        }
+        "sled" => {
+            if rest.is_empty() {
+                return Err(CliError::invalid(format!(
+                    "invalid store URL {url:?}: sled:// needs a path"
+                )));
+            }
+            let path = PathBuf::from(rest);
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    CliError::new(
+                        code::UNREACHABLE,
+                        format!("cannot create {}: {e}", parent.display()),
+                    )
+                })?;
+            }
+            Arc::new(SledStore::open(SledConfig::new(path)).map_err(CliError::from)?)
+        }
+        "etcd" => {
+            let mut config = EtcdConfig::from_url(url).map_err(invalid_url(url))?;
+            if !rest.contains("connect_timeout_ms") {
+                config.connect_timeout_ms = CONNECT_TIMEOUT.as_millis() as u64;
+            }
+            connect(url, EtcdStore::connect(config)).await?
+        }
+        "redis" | "rediss" => {
+            let mut config = RedisConfig::new(url);
+            config.connect_timeout_ms = CONNECT_TIMEOUT.as_millis() as u64;
+            connect(url, RedisStore::connect(config)).await?
+        }
+        other => {
+            return Err(CliError::invalid(format!(
+                "invalid store URL {url:?}: unknown scheme {other:?} (mem, sled, etcd, redis, rediss)"
+            )));
+        }
+    };
+    // Both network clients may connect lazily: one request proves the store answers.
+    match tokio::time::timeout(CONNECT_TIMEOUT * 2, store.revision()).await {
+        Ok(Ok(_)) => Ok(store),
+        Ok(Err(e)) => Err(unreachable(
+            url,
+            &e.to_string(),
+            crate::error::exit_code(&e.kind()),
+        )),
+        Err(_) => Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
+    }
+}
+
+async fn connect<S: Store>(
+    url: &str,
+    connecting: impl Future<Output = kv_core::Result<S>>,
+) -> CliResult<Arc<dyn Store>> {
+    match tokio::time::timeout(CONNECT_TIMEOUT * 2, connecting).await {
+        Ok(Ok(store)) => Ok(Arc::new(store)),
+        Ok(Err(e)) if e.kind() == ErrorKind::Config => Err(invalid_url(url)(e)),
+        Ok(Err(e)) => Err(unreachable(
+            url,
+            &e.to_string(),
+            crate::error::exit_code(&e.kind()),
+        )),
+        Err(_) => Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
+    }
+}
+
+fn invalid_url(url: &str) -> impl Fn(kv_core::Error) -> CliError + '_ {
+    move |e| CliError::invalid(format!("invalid store URL {url:?}: {}", e.message()))
+}
+
+fn unreachable(url: &str, why: &str, code: u8) -> CliError {
+    // Anything but a configuration error means the store is not usable from here.
+    let code = if code == code::INVALID {
+        code
+    } else {
+        code::UNREACHABLE
+    };
+    CliError::new(code, format!("store {url} unreachable: {why}"))
+}

@@ -1,0 +1,97 @@
+//! Value checks: every template's value codec, looked up by template, so that `kvctl put`
+//! refuses a value its key's readers could not decode.
+
+use kv_core::keyspace::{Codec, Key};
+use schemas::{cronix, registry, tenant};
+
+/// Decodes `bytes` with the value codec of `K`, keeping only the verdict.
+fn decodes<K: Key>(bytes: &[u8]) -> kv_core::Result<()>
+where
+    K::Value: Default,
+{
+    K::Value::default().decode(bytes).map(drop)
+}
+
+type Check = fn(&[u8]) -> kv_core::Result<()>;
+
+fn entry<K: Key>() -> (&'static str, Check)
+where
+    K::Value: Default,
+{
+    (K::TEMPLATE, decodes::<K>)
+}
+
+/// The value check of every template the catalog holds.
+fn table() -> Vec<(&'static str, Check)> {
+    vec![
+        entry::<tenant::TenantMetaKey>(),
+        entry::<tenant::PrimaryDomainKey>(),
+        entry::<tenant::DomainAliasesKey>(),
+        entry::<tenant::InternalDomainKey>(),
+        entry::<tenant::DatabaseConfigKey>(),
+        entry::<tenant::FtpConfigKey>(),
+        entry::<tenant::StorageConfigKey>(),
+        entry::<tenant::CodeIndexKey>(),
+        entry::<tenant::NameIndexKey>(),
+        entry::<tenant::FtpUserIndexKey>(),
+        entry::<tenant::HostIndexKey>(),
+        entry::<tenant::ResolverConfigKey>(),
+        entry::<tenant::StorageDirectoryConfigKey>(),
+        entry::<tenant::PlatformConfigKey>(),
+        entry::<tenant::HealthSentinelKey>(),
+        entry::<registry::GroupInfoKey>(),
+        entry::<registry::ServiceInfoKey>(),
+        entry::<registry::InstanceDataKey>(),
+        entry::<registry::InstanceStatusKey>(),
+        entry::<registry::InstanceConfigKey>(),
+        entry::<cronix::NodeKey>(),
+        entry::<cronix::ProcKey>(),
+        entry::<cronix::JobKey>(),
+        entry::<cronix::OnceKey>(),
+        entry::<cronix::LockKey>(),
+        entry::<cronix::SystemSwitchKey>(),
+        entry::<cronix::SystemInfoKey>(),
+    ]
+}
+
+/// Checks `value` against the value type of `template`.
+///
+/// # Errors
+/// The codec's error when the value does not decode; `InvalidValue` when no check is
+/// known for the template (nothing is written unchecked).
+pub(crate) fn check(template: &str, value: &[u8]) -> kv_core::Result<()> {
+    match table().into_iter().find(|(t, _)| *t == template) {
+        Some((_, check)) => check(value),
+        None => Err(kv_core::Error::new(
+            kv_core::ErrorKind::InvalidValue,
+            format!("no value check is known for template {template}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalog_template_has_a_check() {
+        let table = table();
+        for schema in schemas::all() {
+            for info in schema.templates() {
+                let source = info.template.source();
+                assert!(
+                    table.iter().any(|(t, _)| *t == source),
+                    "{} has no value check",
+                    source
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn checks_decode_with_the_key_codec() {
+        assert!(check("jxt/tenants/{id}/domain/aliases", br#"["a.example.com"]"#).is_ok());
+        assert!(check("jxt/tenants/{id}/domain/aliases", br#"{"a":1}"#).is_err());
+        assert!(check("jxt/tenants/{id}/meta", b"not json").is_err());
+    }
+}
