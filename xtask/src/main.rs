@@ -60,7 +60,9 @@ fn demo(args: &[String]) -> Result<(), String> {
     let protoc = install::protoc()?;
     run(
         "demo",
-        cargo(&protoc).args(["run", "--quiet", "-p", "kv-mem", "--example", "demo", "--"]).args(args),
+        cargo(&protoc)
+            .args(["run", "--quiet", "-p", "kv-cli", "--bin", "kvctl", "--", "demo"])
+            .args(args),
     )
 }
 
