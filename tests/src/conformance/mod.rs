@@ -5,9 +5,10 @@
 //! case works under its own random key root (`ct-<uuid>/`), never lists outside it and never
 //! assumes absolute revisions or an empty store, so cases run in any order and concurrently on
 //! one shared server. The two cases that compact ([`watch::watch_from_compacted_revision`] and
-//! [`bad_input::watch_from_compacted_revision_is_rejected`]) compact at the revision they have
-//! just read; the cases that watch from a past revision open that watch right after their own
-//! writes, so only a compaction landing in that instant could reach them.
+//! [`bad_input::watch_from_compacted_revision_is_rejected`]) compact the whole server's history,
+//! which could turn another case's watch from a past revision into `Compacted`; so they run
+//! alone: [`run_case`] gives them an exclusive lock that every other case of the test binary
+//! shares.
 //!
 //! A backend runs the whole suite with [`conformance_suite!`](crate::conformance_suite), one
 //! `#[test]` per case:
@@ -33,7 +34,15 @@ pub mod write;
 mod support;
 
 use std::future::Future;
+use std::sync::RwLock;
 use std::time::Duration;
+
+/// Cases that compact the server's history; they run alone (see [`run_case`]).
+const COMPACTING_CASES: [&str; 2] =
+    ["watch_from_compacted_revision", "watch_from_compacted_revision_is_rejected"];
+
+/// Held shared by every case, exclusively by the compacting ones.
+static COMPACTION: RwLock<()> = RwLock::new(());
 
 /// How long one case may run before it fails as hung (leases and watches on real servers
 /// included).
@@ -45,6 +54,13 @@ pub const CASE_TIMEOUT: Duration = Duration::from_secs(120);
 /// # Panics
 /// When the case panics or times out.
 pub fn run_case<F: Future<Output = ()> + Send + 'static>(name: &str, case: F) {
+    // A failed case poisons the lock; the lock guards no data, so the poison is ignored.
+    let (_shared, _exclusive);
+    if COMPACTING_CASES.contains(&name) {
+        _exclusive = COMPACTION.write().unwrap_or_else(|e| e.into_inner());
+    } else {
+        _shared = COMPACTION.read().unwrap_or_else(|e| e.into_inner());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
