@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- One page of a range, read atomically with the revision. ARGV: prefix, min and max lex
 -- specs, the most keys to fetch (or -1 for all), and the mode: 'v' entries with values,
 -- 'k' keys only, 'c' count only. Returns { revision, keys, metas, values } or

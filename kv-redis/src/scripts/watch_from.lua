@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- Where a watch from revision ARGV[2] starts: { current revision, first revision in the log
 -- (0 when the log is empty), compaction floor (0 when never compacted), up to ARGV[3] log
 -- entries from ARGV[2] on }. ARGV[1]: prefix.
