@@ -347,7 +347,7 @@ async fn an_expired_lease_deletes_its_keys_with_events() {
     };
     let root = key_root("lease");
     let key = format!("{root}k");
-    let lease = store.lease_grant(Duration::from_millis(300)).await.unwrap();
+    let lease = store.lease_grant(Duration::from_secs(2)).await.unwrap();
     let mut watch = store
         .watch(WatchOptions::prefix(&root).with_prev())
         .await
