@@ -6,10 +6,10 @@ use std::process::Command;
 /// The path of a `protoc` binary: `$PROTOC` when set, else the one shipped by the
 /// `protoc-bin-vendored` crate.
 pub fn protoc() -> Result<String, String> {
-    if let Ok(path) = std::env::var("PROTOC") {
-        if Path::new(&path).is_file() {
-            return Ok(path);
-        }
+    if let Ok(path) = std::env::var("PROTOC")
+        && Path::new(&path).is_file()
+    {
+        return Ok(path);
     }
     let path = protoc_bin_vendored::protoc_bin_path()
         .map_err(|e| format!("no vendored protoc for this platform: {e}; set PROTOC"))?;
@@ -41,8 +41,11 @@ fn is_debian_like() -> bool {
 /// Makes `etcd` and `redis-server` available: installs the missing packages with apt-get when
 /// running as root on Debian or Ubuntu, otherwise fails with the exact command to run.
 pub fn servers() -> Result<(), String> {
-    let missing: Vec<&str> =
-        SERVERS.iter().filter(|(bin, _)| find(bin).is_none()).map(|(_, pkg)| *pkg).collect();
+    let missing: Vec<&str> = SERVERS
+        .iter()
+        .filter(|(bin, _)| find(bin).is_none())
+        .map(|(_, pkg)| *pkg)
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -60,7 +63,11 @@ pub fn servers() -> Result<(), String> {
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .map_err(|e| format!("apt-get: {e}"))?;
-        if status.success() { Ok(()) } else { Err(format!("apt-get {} failed", args.join(" "))) }
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("apt-get {} failed", args.join(" ")))
+        }
     };
     apt(&["update", "-qq"])?;
     let mut install = vec!["install", "-y", "-qq", "--no-install-recommends"];

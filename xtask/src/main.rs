@@ -52,8 +52,14 @@ fn cargo(protoc: &str) -> Command {
 /// Runs a command, turning a failure into a message that names the step.
 fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
     eprintln!("xtask: {step}");
-    let status = cmd.status().map_err(|e| format!("{step}: cannot start: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("{step} failed ({status})")) }
+    let status = cmd
+        .status()
+        .map_err(|e| format!("{step}: cannot start: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{step} failed ({status})"))
+    }
 }
 
 fn demo(args: &[String]) -> Result<(), String> {
@@ -61,7 +67,9 @@ fn demo(args: &[String]) -> Result<(), String> {
     run(
         "demo",
         cargo(&protoc)
-            .args(["run", "--quiet", "-p", "kv-cli", "--bin", "kvctl", "--", "demo"])
+            .args([
+                "run", "--quiet", "-p", "kv-cli", "--bin", "kvctl", "--", "demo",
+            ])
             .args(args),
     )
 }
@@ -69,10 +77,20 @@ fn demo(args: &[String]) -> Result<(), String> {
 fn test(args: &[String]) -> Result<(), String> {
     let protoc = install::protoc()?;
     install::servers()?;
-    run("cargo fmt --check", cargo(&protoc).args(["fmt", "--all", "--check"]))?;
+    run(
+        "cargo fmt --check",
+        cargo(&protoc).args(["fmt", "--all", "--check"]),
+    )?;
     run(
         "cargo clippy",
-        cargo(&protoc).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+        cargo(&protoc).args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
     )?;
     run(
         "cargo doc",
@@ -94,6 +112,9 @@ fn bench(args: &[String]) -> Result<(), String> {
     install::servers()?;
     run(
         "cargo bench",
-        cargo(&protoc).args(["bench", "-p", "kv-tests"]).args(args).env("KV_REQUIRE_SERVERS", "1"),
+        cargo(&protoc)
+            .args(["bench", "-p", "kv-tests"])
+            .args(args)
+            .env("KV_REQUIRE_SERVERS", "1"),
     )
 }
