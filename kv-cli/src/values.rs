@@ -2,7 +2,7 @@
 //! refuses a value its key's readers could not decode.
 
 use kv_core::keyspace::{Codec, Key};
-use schemas::{cronix, registry, tenant};
+use schemas::{balancer, cronix, nxc, registry, tenant};
 
 /// Decodes `bytes` with the value codec of `K`, keeping only the verdict.
 fn decodes<K: Key>(bytes: &[u8]) -> kv_core::Result<()>
@@ -19,6 +19,23 @@ where
     K::Value: Default,
 {
     (K::TEMPLATE, decodes::<K>)
+}
+
+/// Refuses a plain value for a key whose value is a collection (a Redis SET, HASH or LIST,
+/// emulated on ordered stores): only its schema's operations write it.
+fn collection(_: &[u8]) -> kv_core::Result<()> {
+    Err(kv_core::Error::new(
+        kv_core::ErrorKind::InvalidValue,
+        "the key holds a collection (SET, HASH or LIST): write it through its schema's operations",
+    ))
+}
+
+/// Refuses a plain value for an encrypted key: `kvctl` holds no keyring.
+fn encrypted(_: &[u8]) -> kv_core::Result<()> {
+    Err(kv_core::Error::new(
+        kv_core::ErrorKind::InvalidValue,
+        "the key's value is encrypted: write it through its schema's operations with a keyring",
+    ))
 }
 
 /// The value check of every template the catalog holds.
@@ -51,6 +68,13 @@ fn table() -> Vec<(&'static str, Check)> {
         entry::<cronix::LockKey>(),
         entry::<cronix::SystemSwitchKey>(),
         entry::<cronix::SystemInfoKey>(),
+        (nxc::ProfileMapKey::TEMPLATE, collection),
+        entry::<nxc::DefaultProfileKey>(),
+        (nxc::InstanceKey::TEMPLATE, collection),
+        (nxc::PoolKey::TEMPLATE, encrypted),
+        (balancer::KeyObjectKey::TEMPLATE, collection),
+        (balancer::ActiveKeysKey::TEMPLATE, collection),
+        (balancer::KeyGroupsKey::TEMPLATE, collection),
     ]
 }
 

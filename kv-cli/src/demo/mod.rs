@@ -7,7 +7,9 @@
 //! `kvctl` exits and the keys stay for that long, then expire as their systems intend; a run
 //! after that writes them again.
 
+mod balancer;
 mod cronix;
+mod nxc;
 mod registry;
 mod tenant;
 
@@ -26,6 +28,9 @@ pub(crate) struct Step {
     schema: &'static str,
     written: bool,
     what: &'static str,
+    /// Collection keys (Redis SET, HASH, LIST) with what they hold: key listings do not
+    /// show them.
+    collections: Vec<(String, String)>,
 }
 
 impl Step {
@@ -34,6 +39,7 @@ impl Step {
             schema,
             written: true,
             what,
+            collections: Vec::new(),
         }
     }
 
@@ -42,6 +48,7 @@ impl Step {
             schema,
             written: false,
             what,
+            collections: Vec::new(),
         }
     }
 }
@@ -54,16 +61,21 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
         tenant::write(&typed_store).await?,
         registry::write(&typed_store).await?,
         cronix::write(&typed_store).await?,
+        nxc::write(&typed_store).await?,
+        balancer::write(&typed_store).await?,
     ];
     let after = store.revision().await?;
     let entries = scan(store.as_ref(), "", true).await?;
-    let keys: Vec<(String, String)> = entries
+    let mut keys: Vec<(String, String)> = entries
         .iter()
         .filter_map(|e| {
             let key = String::from_utf8_lossy(&e.key).into_owned();
             typed(&key).map(|(address, _)| (key, address))
         })
         .collect();
+    for step in &steps {
+        keys.extend(step.collections.iter().cloned());
+    }
     let mut per_schema: Vec<(&'static str, usize)> = Vec::new();
     for schema in schemas::all() {
         let count = keys
@@ -79,6 +91,7 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
             "revision": after,
             "steps": steps.iter().map(|s| json!({
                 "schema": s.schema, "written": s.written, "what": s.what,
+                "collections": s.collections.len(),
             })).collect::<Vec<_>>(),
             "keys": keys.iter().map(|(k, a)| json!({ "key": k, "type": a })).collect::<Vec<_>>(),
         })),

@@ -1,0 +1,61 @@
+//! The balancer: root `demo`, keys 1 to 11 in 3 groups of 5, groups sharing keys
+//! (`EXAMPLE_GROUPS`).
+
+use super::Step;
+use kv_core::keyspace::{Key, TypedStore};
+use schemas::balancer::{Balancer, BalancerRoot, EXAMPLE_GROUPS, write_example};
+
+pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
+    let root =
+        BalancerRoot::new("demo").map_err(|e| kv_core::Error::invalid_argument(e.to_string()))?;
+    let cache = Balancer::new(store.clone(), root);
+    let written = if cache.key(1).await?.is_some() {
+        false
+    } else {
+        write_example(&cache).await?;
+        true
+    };
+    // Every balancer key is a Redis HASH, LIST or SET (emulated elsewhere), which key
+    // listings do not show: the tree gets them from the balancer's reads.
+    let mut collections = Vec::new();
+    for (group, _) in EXAMPLE_GROUPS {
+        let active: Vec<String> = cache
+            .active_keys(group)
+            .await?
+            .iter()
+            .map(u64::to_string)
+            .collect();
+        let note = format!("balancer.active-keys  LIST [{}]", active.join(", "));
+        collections.push((cache.active_key(group).encode(), note));
+    }
+    let mut ids: Vec<u64> = EXAMPLE_GROUPS
+        .iter()
+        .flat_map(|(_, keys)| keys.iter().copied())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        if let Some(record) = cache.key(id).await? {
+            let note = format!(
+                "balancer.key-object  HASH api_key={} status={:?}",
+                record.api_key, record.status
+            );
+            collections.push((cache.object_key(id).encode(), note));
+        }
+        let groups: Vec<String> = cache
+            .groups_of(id)
+            .await?
+            .iter()
+            .map(u64::to_string)
+            .collect();
+        let note = format!("balancer.key-groups  SET {{{}}}", groups.join(", "));
+        collections.push((cache.groups_key(id).encode(), note));
+    }
+    let what = "root demo: 11 keys in 3 groups of 5, keys 4, 5, 7 and 8 shared";
+    Ok(Step {
+        schema: "balancer",
+        written,
+        what,
+        collections,
+    })
+}

@@ -1,0 +1,65 @@
+//! nxc: realm `test_realm` with the provider `Alipay`, two profiles (`app_001` the default,
+//! `app_002`), their instance parameters and encrypted pool secrets.
+
+use super::Step;
+use kv_core::keyspace::{EncryptionKey, Key, Keyring, TypedStore};
+use kv_core::{CollectionOp, CollectionResult};
+use schemas::nxc::{
+    DefaultProfileKey, ProfileMapKey, ProviderName, RealmId, list_profiles, write_example,
+};
+use std::sync::Arc;
+
+/// The demo's encryption key for pool secrets. It protects demo data only and is public by
+/// design; real deployments load their keyring from a secret store.
+const DEMO_KEY: [u8; 32] = *b"kvctl-demo-key-not-for-real-use!";
+
+pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
+    let realm = RealmId::new("test_realm").map_err(invalid)?;
+    let provider = ProviderName::new("Alipay").map_err(invalid)?;
+    let map = ProfileMapKey::new(&realm, &provider);
+    let written = if store
+        .exists(&DefaultProfileKey {
+            realm: realm.clone(),
+            provider: provider.clone(),
+        })
+        .await?
+    {
+        false
+    } else {
+        let keyring = Arc::new(Keyring::new("demo-1", EncryptionKey::from_bytes(DEMO_KEY))?);
+        write_example(store, &keyring, &realm).await?;
+        true
+    };
+    // The map and instance keys are Redis SET and HASH values (emulated elsewhere), which
+    // key listings do not show: the tree gets them from their own reads.
+    let profiles = list_profiles(store, &realm, &provider, None, 100)
+        .await?
+        .members;
+    let names: Vec<String> = profiles.iter().map(|p| p.to_string()).collect();
+    let mut collections = vec![(
+        map.encode(),
+        format!("nxc.profile-map  SET {{{}}}", names.join(", ")),
+    )];
+    for profile in &profiles {
+        let key = map.instance(profile).encode();
+        let op = CollectionOp::MapGetAll {
+            key: key.clone().into_bytes(),
+        };
+        let fields = match store.store().collection(op).await? {
+            CollectionResult::Fields(fields) => fields.len(),
+            _ => 0,
+        };
+        collections.push((key, format!("nxc.instance  HASH ({fields} fields)")));
+    }
+    let what = "realm test_realm, provider Alipay, profiles app_001 (default) and app_002";
+    Ok(Step {
+        schema: "nxc",
+        written,
+        what,
+        collections,
+    })
+}
+
+fn invalid(e: impl std::fmt::Display) -> kv_core::Error {
+    kv_core::Error::invalid_argument(e.to_string())
+}
