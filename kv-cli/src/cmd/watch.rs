@@ -23,7 +23,10 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliRe
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
     loop {
+        // Biased: the interrupt branch is polled (and its handler installed) before any
+        // event is printed.
         tokio::select! {
+            biased;
             _ = &mut interrupted => return Ok(()),
             next = stream.next() => match next {
                 Some(Ok(batch)) => {

@@ -1,0 +1,196 @@
+//! Running `kvctl` against one store in the tests, and snapshots of what the store holds.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// `kvctl --store URL`, with no store or data directory taken from the environment.
+pub fn kvctl(url: &str) -> Command {
+    let mut cmd = Command::cargo_bin("kvctl").expect("the kvctl binary");
+    cmd.env_remove("KVCTL_STORE")
+        .env("XDG_DATA_HOME", "/nonexistent/kvctl-tests")
+        .args(["--store", url]);
+    cmd
+}
+
+/// The outcome of a run: exit code, stdout and stderr.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `kvctl --store URL ARGS...`.
+pub fn run(url: &str, args: &[&str]) -> Run {
+    let out = kvctl(url).args(args).output().expect("kvctl runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs and requires success, returning stdout.
+pub fn ok(url: &str, args: &[&str]) -> String {
+    let run = run(url, args);
+    assert_eq!(run.code, 0, "kvctl {args:?} failed: {}", run.stderr);
+    run.stdout
+}
+
+/// Runs with `-o json` and requires success, returning the document.
+pub fn json(url: &str, args: &[&str]) -> Value {
+    let mut all = vec!["-o", "json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(url, &all)).expect("kvctl prints JSON")
+}
+
+/// Every key of the store with its revisions and value (`ls -l -o json`).
+pub fn snapshot(url: &str) -> Value {
+    json(url, &["ls", "-l"])
+}
+
+/// Requires a failure with `code` and a one-line error on stderr, and returns stderr.
+pub fn fails(url: &str, args: &[&str], code: i32) -> String {
+    let run = run(url, args);
+    assert_eq!(
+        run.code, code,
+        "kvctl {args:?}: stdout {} stderr {}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(
+        run.stderr.trim_end().lines().count(),
+        1,
+        "one line: {}",
+        run.stderr
+    );
+    assert!(run.stderr.starts_with("kvctl: "), "{}", run.stderr);
+    run.stderr
+}
+
+/// A valid `TenantMeta` document for tenant `id`.
+pub fn tenant_meta(id: u64) -> String {
+    format!(
+        r#"{{"id":{id},"code":"t{id}","name":"Tenant {id}","status":"active","billingPlan":"basic"}}"#
+    )
+}
+
+/// Runs the demo twice: the first run writes, the second changes nothing (same keys,
+/// revisions and values; and the same store revision when the test owns the whole store,
+/// `own_revision`: a namespace of a shared etcd shares its revision counter).
+pub fn demo_twice(url: &str, own_revision: bool) {
+    let first = json(url, &["demo"]);
+    assert!(
+        first["revision"].as_i64() > first["revision_before"].as_i64(),
+        "{first}"
+    );
+    let steps = first["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 5, "{first}");
+    let before = snapshot(url);
+    let second = json(url, &["demo"]);
+    if own_revision {
+        assert_eq!(second["revision"], second["revision_before"], "{second}");
+        assert_eq!(second["revision"], first["revision"], "{second}");
+    }
+    assert!(
+        second["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["written"] == false),
+        "{second}"
+    );
+    assert_eq!(snapshot(url), before);
+    // Tenant 1 is the fifteen keys of the tenant document's §6.1.
+    let keys: Vec<String> = second["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        keys.iter().filter(|k| k.starts_with("jxt/")).count(),
+        15,
+        "{keys:?}"
+    );
+    assert!(keys.contains(&"jxt/tenants/_index/host/api.example.com".to_owned()));
+    assert_eq!(
+        keys.iter()
+            .filter(|k| k.starts_with("/registry/Common/VerifyCodeService/192.168.0."))
+            .count(),
+        6
+    );
+    assert_eq!(
+        keys.iter()
+            .filter(|k| k.starts_with("/Cronix/lock/"))
+            .count(),
+        1
+    );
+    assert_eq!(
+        keys.iter().filter(|k| k.starts_with("demo:group:")).count(),
+        3
+    );
+}
+
+/// Typed put, get, ls and rm, with tenant 1 and tenant 10 side by side.
+pub fn typed_round_trip(url: &str) {
+    ok(url, &["put", "tenant.meta", "id=1", &tenant_meta(1)]);
+    ok(url, &["put", "tenant.meta", "id=10", &tenant_meta(10)]);
+    ok(
+        url,
+        &[
+            "put",
+            "tenant.storage-config",
+            "id=10",
+            r#"{"tenantId":10,"uploadQuotaGb":5,"maxFileSizeMb":10,"maxConcurrentUploads":2}"#,
+        ],
+    );
+    let got = json(url, &["get", "tenant.meta", "id=10"]);
+    assert_eq!(got["key"], "jxt/tenants/10/meta");
+    assert_eq!(got["type"], "tenant.meta");
+    assert_eq!(got["value"]["code"], "t10");
+    // Pretty JSON in the table form.
+    let text = ok(url, &["get", "jxt/tenants/10/meta"]);
+    assert!(text.contains("\n  \"code\": \"t10\""), "{text}");
+    // The directory of tenant 1 never holds tenant 10.
+    let listed = json(url, &["ls", "tenant.meta", "id=1"]);
+    let keys: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["jxt/tenants/1/meta"]);
+    let listed = json(url, &["ls", "tenant.meta", "id=10"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    ok(url, &["rm", "tenant.meta", "id=10"]);
+    fails(url, &["get", "tenant.meta", "id=10"], 1);
+    fails(url, &["rm", "tenant.meta", "id=10"], 1);
+    assert_eq!(
+        json(url, &["get", "tenant.meta", "id=1"])["value"]["code"],
+        "t1"
+    );
+}
+
+/// Bad keys, segments and values are refused with exit code 2 and nothing written.
+pub fn bad_input_writes_nothing(url: &str) {
+    ok(url, &["put", "tenant.meta", "id=3", &tenant_meta(3)]);
+    let before = snapshot(url);
+    let cases: &[&[&str]] = &[
+        &["put", "tenant.meta", "id=01", "{}"],
+        &["put", "tenant.meta", "id=x", &tenant_meta(1)],
+        &["put", "tenant.meta", "id=4", "not json"],
+        &["put", "tenant.meta", "id=4", r#"{"id":"four"}"#],
+        &["put", "tenant.meta", &tenant_meta(4)],
+        &["put", "tenant.ftp-config", "id=4", "username=a/b", "{}"],
+        &["put", "tenant.no-such-template", "id=4", "{}"],
+        &["put", "tenant.meta", "tenant=4", "{}"],
+        &["put", "jxt/tenants/04/meta", &tenant_meta(4)],
+        &["put", "no/schema/key", "value"],
+        &["put", "nxc.profile-map", "realm=r", "provider=p", "x"],
+    ];
+    for args in cases {
+        fails(url, args, 2);
+    }
+    assert_eq!(snapshot(url), before);
+}

@@ -1,0 +1,61 @@
+//! `kvctl` on the harness etcd and Redis: demo twice, typed get/ls/put/rm, bad input. Each
+//! test has its own etcd namespace or Redis database, so they share a server safely.
+
+mod common;
+
+use common::*;
+use kv_tests::harness::{key_root, shared_etcd, shared_redis};
+
+async fn etcd_url() -> Option<String> {
+    let server = shared_etcd().await?;
+    let endpoint = server.endpoint();
+    let host = endpoint.strip_prefix("http://").unwrap_or(&endpoint);
+    Some(format!("etcd://{host}?namespace={}", key_root("kvctl")))
+}
+
+async fn redis_url(database: u8) -> Option<String> {
+    let server = shared_redis().await?;
+    Some(format!("{}/{database}", server.url()))
+}
+
+#[tokio::test]
+async fn etcd_demo_twice_changes_nothing() {
+    let Some(url) = etcd_url().await else { return };
+    demo_twice(&url, false);
+}
+
+#[tokio::test]
+async fn etcd_typed_get_ls_put_rm() {
+    let Some(url) = etcd_url().await else { return };
+    typed_round_trip(&url);
+}
+
+#[tokio::test]
+async fn etcd_bad_input_writes_nothing() {
+    let Some(url) = etcd_url().await else { return };
+    bad_input_writes_nothing(&url);
+}
+
+#[tokio::test]
+async fn redis_demo_twice_changes_nothing() {
+    let Some(url) = redis_url(1).await else {
+        return;
+    };
+    demo_twice(&url, true);
+}
+
+#[tokio::test]
+async fn redis_typed_get_ls_put_rm() {
+    let Some(url) = redis_url(2).await else {
+        return;
+    };
+    typed_round_trip(&url);
+}
+
+#[tokio::test]
+async fn redis_bad_input_writes_nothing() {
+    let Some(url) = redis_url(3).await else {
+        return;
+    };
+    bad_input_writes_nothing(&url);
+}

@@ -1,0 +1,156 @@
+//! `kvctl` on a temporary sled store: demo, schema, parse, typed get/ls/put/rm, watch, and
+//! bad input refused with nothing written.
+
+mod common;
+
+use common::*;
+
+fn store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let url = format!("sled://{}", dir.path().join("db").display());
+    (dir, url)
+}
+
+#[test]
+fn demo_twice_changes_nothing() {
+    let (_dir, url) = store();
+    demo_twice(&url, true);
+    let tree = ok(&url, &["demo"]);
+    assert!(tree.contains("nothing changed"), "{tree}");
+    assert!(
+        tree.lines()
+            .any(|l| l.contains("meta") && l.trim_end().ends_with("tenant.meta")),
+        "{tree}"
+    );
+}
+
+#[test]
+fn typed_get_ls_put_rm() {
+    let (_dir, url) = store();
+    typed_round_trip(&url);
+}
+
+#[test]
+fn bad_input_is_refused_and_writes_nothing() {
+    let (_dir, url) = store();
+    bad_input_writes_nothing(&url);
+}
+
+#[test]
+fn schema_lists_five_and_draws_one() {
+    let listed = json("mem://", &["schema"]);
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["tenant", "registry", "cronix", "nxc", "balancer"]);
+    let tree = ok("mem://", &["schema", "tenant"]);
+    assert!(tree.contains("{id}/"), "{tree}");
+    assert!(
+        tree.lines().any(|l| l.contains("meta")
+            && l.contains("tenant.meta")
+            && l.contains("Json<TenantMeta>")),
+        "{tree}"
+    );
+    assert!(tree.contains("{id}  u64"), "{tree}");
+    fails("mem://", &["schema", "nope"], 2);
+}
+
+#[test]
+fn parse_valid_and_invalid_keys() {
+    let parsed = json(
+        "mem://",
+        &[
+            "parse",
+            "jxt/tenants/_index/by-name/%E9%BB%98%E8%AE%A4%E7%A7%9F%E6%88%B7",
+        ],
+    );
+    assert_eq!(parsed["schema"], "tenant");
+    assert_eq!(parsed["template"], "jxt/tenants/_index/by-name/{name}");
+    assert_eq!(parsed["address"], "tenant.name-index");
+    let parsed = json(
+        "mem://",
+        &[
+            "parse",
+            "/registry/Common/VerifyCodeService/192.168.0.1:11080/data",
+        ],
+    );
+    assert_eq!(parsed["fields"]["ip"], "192.168.0.1");
+    assert_eq!(parsed["fields"]["port"], "11080");
+    let why = fails("mem://", &["parse", "jxt/tenants/01/meta"], 2);
+    assert!(why.contains("leading zeros"), "{why}");
+}
+
+#[test]
+fn typed_names_with_escaped_segments() {
+    let (_dir, url) = store();
+    ok(&url, &["demo"]);
+    let got = json(&url, &["get", "tenant.name-index", "name=默认租户"]);
+    assert_eq!(
+        got["key"],
+        "jxt/tenants/_index/by-name/%E9%BB%98%E8%AE%A4%E7%A7%9F%E6%88%B7"
+    );
+    assert_eq!(got["value"]["id"], 1);
+}
+
+#[test]
+fn invalid_and_unreachable_stores() {
+    fails("foo://bar", &["ls"], 2);
+    fails("etcd://", &["ls"], 2);
+    fails("sled://", &["ls"], 2);
+    fails("mem://x", &["ls"], 2);
+    // Port 1 on loopback refuses connections.
+    fails("etcd://127.0.0.1:1", &["ls"], 3);
+    fails("redis://127.0.0.1:1/0", &["ls"], 3);
+}
+
+#[test]
+fn watch_replays_typed_events_and_ends_on_interrupt() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let (_dir, url) = store();
+    ok(&url, &["put", "tenant.meta", "id=5", &tenant_meta(5)]);
+    ok(&url, &["rm", "tenant.meta", "id=5"]);
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
+        .args([
+            "--store",
+            &url,
+            "-o",
+            "json",
+            "watch",
+            "tenant.meta",
+            "id=5",
+            "--from-revision",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kvctl starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events = Vec::new();
+    while events.len() < 2 {
+        let line = lines
+            .next()
+            .expect("an event line")
+            .expect("readable stdout");
+        events.push(
+            serde_json::from_str::<serde_json::Value>(&line).expect("one JSON event per line"),
+        );
+    }
+    assert_eq!(events[0]["event"], "PUT");
+    assert_eq!(events[0]["type"], "tenant.meta");
+    assert_eq!(events[0]["fields"]["id"], "5");
+    assert_eq!(events[1]["event"], "DELETE");
+    // Ctrl-C ends the watch cleanly.
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = child.wait().expect("kvctl ends");
+    assert_eq!(status.code(), Some(0));
+}
