@@ -1,17 +1,40 @@
-//! Key trees: raw keys drawn as a directory tree, each file annotated with its typed name,
+//! Key trees: raw keys drawn as a directory tree, each key annotated with its typed name,
 //! the way the tenant document draws its layout.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
+
+/// A path segment, ordered by number when both are decimal (`2` before `10`), else by bytes.
+#[derive(PartialEq, Eq)]
+struct Name(String);
+
+impl Ord for Name {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self.0.parse::<u64>(), other.0.parse::<u64>()) {
+            (Ok(a), Ok(b)) => a.cmp(&b).then_with(|| self.0.cmp(&other.0)),
+            _ => self.0.cmp(&other.0),
+        }
+    }
+}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 #[derive(Default)]
 struct Node {
-    children: BTreeMap<String, Node>,
-    /// Set on the node where a key ends: the annotation printed beside it.
+    children: BTreeMap<Name, Node>,
+    /// Set where a key ends: the annotation printed beside it. A node may be a key and a
+    /// directory at once (`demo:key:1` and `demo:key:1:groups`).
     leaf: Option<String>,
+    /// The separator its children hang from.
+    sep: char,
 }
 
 /// Draws `keys` (with their annotations) as a tree. A key is split on `:` when it has no
-/// `/` and contains `:`, else on `/`; a leading separator becomes the root `/`.
+/// `/` and contains `:`, else on `/`; a leading separator stays on the first segment.
 pub(crate) fn render(keys: &[(String, String)]) -> String {
     let mut root = Node::default();
     for (key, note) in keys {
@@ -20,28 +43,19 @@ pub(crate) fn render(keys: &[(String, String)]) -> String {
         } else {
             '/'
         };
-        let mut node = &mut root;
-        let mut parts: Vec<String> = Vec::new();
-        let body = match key.strip_prefix(sep) {
-            Some(rest) => {
-                parts.push(sep.to_string());
-                rest
-            }
-            None => key.as_str(),
+        let (lead, body) = match key.strip_prefix(sep) {
+            Some(rest) => (sep.to_string(), rest),
+            None => (String::new(), key.as_str()),
         };
-        let mut pieces: Vec<&str> = body.split(sep).collect();
-        let last = pieces.pop().unwrap_or_default();
-        match parts.first_mut() {
-            Some(first) if !pieces.is_empty() => {
-                first.push_str(pieces.remove(0));
-                first.push(sep);
-            }
-            _ => {}
-        }
-        parts.extend(pieces.iter().map(|p| format!("{p}{sep}")));
-        parts.push(last.to_owned());
-        for part in parts {
-            node = node.children.entry(part).or_default();
+        let mut node = &mut root;
+        for (i, piece) in body.split(sep).enumerate() {
+            let name = if i == 0 {
+                format!("{lead}{piece}")
+            } else {
+                piece.to_owned()
+            };
+            node.sep = sep;
+            node = node.children.entry(Name(name)).or_default();
         }
         node.leaf = Some(note.clone());
     }
@@ -51,11 +65,21 @@ pub(crate) fn render(keys: &[(String, String)]) -> String {
     out
 }
 
-/// The widest `indent + name` of the tree, to align the annotations.
+fn label(name: &str, node: &Node) -> String {
+    if node.children.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name}{}", node.sep)
+    }
+}
+
+/// The widest `indent + label` of the tree, to align the annotations.
 fn width(node: &Node, depth: usize) -> usize {
     node.children
         .iter()
-        .map(|(name, child)| (depth * 4 + name.chars().count()).max(width(child, depth + 1)))
+        .map(|(name, child)| {
+            (depth * 4 + label(&name.0, child).chars().count()).max(width(child, depth + 1))
+        })
         .max()
         .unwrap_or(0)
 }
@@ -63,17 +87,16 @@ fn width(node: &Node, depth: usize) -> usize {
 fn draw(node: &Node, indent: &str, width: usize, out: &mut String) {
     let count = node.children.len();
     for (i, (name, child)) in node.children.iter().enumerate() {
-        let last = i + 1 == count;
-        let (branch, next) = if last {
+        let (branch, next) = if i + 1 == count {
             ("└── ", "    ")
         } else {
             ("├── ", "│   ")
         };
-        let line = format!("{indent}{branch}{name}");
+        let line = format!("{indent}{branch}{}", label(&name.0, child));
         match &child.leaf {
             Some(note) if !note.is_empty() => {
-                let pad = (width + 6).saturating_sub(line.chars().count());
-                out.push_str(&format!("{line}{}{note}\n", " ".repeat(pad.max(2))));
+                let pad = (width + 6).saturating_sub(line.chars().count()).max(2);
+                out.push_str(&format!("{line}{}{note}\n", " ".repeat(pad)));
             }
             _ => out.push_str(&format!("{line}\n")),
         }
@@ -85,17 +108,19 @@ fn draw(node: &Node, indent: &str, width: usize, out: &mut String) {
 mod tests {
     use super::*;
 
+    fn keys(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, n)| (k.to_string(), n.to_string()))
+            .collect()
+    }
+
     #[test]
     fn draws_nested_directories_once() {
-        let keys = vec![
-            ("jxt/tenants/1/meta".to_owned(), "tenant.meta".to_owned()),
-            (
-                "jxt/tenants/1/storage".to_owned(),
-                "tenant.storage-config".to_owned(),
-            ),
-            ("/Cronix/lock/x".to_owned(), "cronix.lock".to_owned()),
-        ];
-        let tree = render(&keys);
+        let tree = render(&keys(&[
+            ("jxt/tenants/1/meta", "tenant.meta"),
+            ("jxt/tenants/1/storage", "tenant.storage-config"),
+            ("/Cronix/lock/x", "cronix.lock"),
+        ]));
         assert_eq!(tree.matches("tenants/").count(), 1, "{tree}");
         assert!(tree.contains("/Cronix/"), "{tree}");
         assert!(
@@ -103,5 +128,25 @@ mod tests {
                 .any(|l| l.contains("meta") && l.ends_with("tenant.meta")),
             "{tree}"
         );
+    }
+
+    #[test]
+    fn a_key_that_is_also_a_directory_is_drawn_once_in_numeric_order() {
+        let tree = render(&keys(&[
+            ("demo:key:10", "ten"),
+            ("demo:key:2", "two"),
+            ("demo:key:2:groups", "groups of two"),
+        ]));
+        let lines: Vec<&str> = tree.lines().collect();
+        let two = lines
+            .iter()
+            .position(|l| l.contains("2:") && l.ends_with("two"))
+            .expect("2 as key and dir");
+        let ten = lines
+            .iter()
+            .position(|l| l.contains("10") && l.ends_with("ten"))
+            .expect("10");
+        assert!(two < ten, "{tree}");
+        assert!(lines[two + 1].contains("groups"), "{tree}");
     }
 }

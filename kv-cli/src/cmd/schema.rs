@@ -82,7 +82,7 @@ fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
     let keys: Vec<(String, String)> = entries
         .iter()
         .map(|e| {
-            let note = format!("{:<28} {}", e.address(), short_type(e.info.value_type));
+            let note = format!("{:<34} {}", e.address(), short_type(e.info.value_type));
             (e.info.template.source().to_owned(), note)
         })
         .collect();
