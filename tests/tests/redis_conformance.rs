@@ -7,7 +7,11 @@ use std::sync::Arc;
 
 async fn redis_store() -> Option<Arc<dyn Store>> {
     let server = shared_redis().await?;
-    Some(Arc::new(RedisStore::open(&server.url()).await.expect("connect to Redis")))
+    Some(Arc::new(
+        RedisStore::open(&server.url())
+            .await
+            .expect("connect to Redis"),
+    ))
 }
 
 kv_tests::conformance_suite!(redis_store);
