@@ -210,7 +210,7 @@ impl Inner {
         };
         let flushed = if commits.wrote && self.config.durability == Durability::FlushOnCommit {
             // Flushing outside the writer mutex lets concurrent writers share one fsync.
-            self.db.flush_async().await.map(drop).map_err(map_sled)
+            self.flush().await
         } else {
             Ok(())
         };
@@ -218,6 +218,24 @@ impl Inner {
         // holding it back would stall every watch.
         self.publish(pending.revision.take());
         flushed
+    }
+
+    /// Flushes every write to disk on a blocking thread.
+    ///
+    /// Not `sled::Tree::flush_async`: it runs the flush on sled's own I/O pool, where a flush
+    /// holds sled's global concurrency-control read lock while it waits for I/O that the same
+    /// pool performs; with a transaction queued for the write lock, concurrent flushes can
+    /// occupy the pool and deadlock it.
+    pub(crate) async fn flush(&self) -> Result<()> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush())
+            .await
+            .map_err(|e| {
+                kv_core::Error::new(kv_core::ErrorKind::Backend, "sled: the flush task failed")
+                    .with_source(e)
+            })?
+            .map(drop)
+            .map_err(map_sled)
     }
 
     fn publish(&self, revision: Option<i64>) {

@@ -83,12 +83,7 @@ impl SledStore {
     /// # Errors
     /// `Backend` for I/O errors.
     pub async fn flush(&self) -> Result<()> {
-        self.inner
-            .db
-            .flush_async()
-            .await
-            .map(drop)
-            .map_err(super::error::map_sled)
+        self.inner.flush().await
     }
 }
 
