@@ -88,7 +88,7 @@ pub(crate) async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
         Ok(Ok(_)) => Ok(store),
         Ok(Err(e)) => Err(unreachable(
             url,
-            &e.to_string(),
+            &brief(&e),
             crate::error::exit_code(&e.kind()),
         )),
         Err(_) => Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
@@ -104,7 +104,7 @@ async fn connect<S: Store>(
         Ok(Err(e)) if e.kind() == ErrorKind::Config => Err(invalid_url(url)(e)),
         Ok(Err(e)) => Err(unreachable(
             url,
-            &e.to_string(),
+            &brief(&e),
             crate::error::exit_code(&e.kind()),
         )),
         Err(_) => Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
@@ -123,4 +123,9 @@ fn unreachable(url: &str, why: &str, code: u8) -> CliError {
         code::UNREACHABLE
     };
     CliError::new(code, format!("store {url} unreachable: {why}"))
+}
+
+/// The kind and message of a connection error, without the client's nested details.
+fn brief(e: &kv_core::Error) -> String {
+    format!("{}: {}", e.kind(), e.message())
 }

@@ -38,21 +38,23 @@ pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
             Ok(())
         }
         Err(reasons) => {
-            let why: Vec<String> = reasons
+            // The schema whose template matched furthest says the most.
+            let best = reasons
                 .iter()
-                .map(|(schema, no)| match no.closest() {
-                    Some(c) => format!(
-                        "{schema}: closest `{}` stops at segment {}: {}",
-                        c.template(),
-                        c.position(),
-                        c.reason()
-                    ),
-                    None => format!("{schema}: no template"),
-                })
-                .collect();
+                .filter_map(|(schema, no)| no.closest().map(|c| (schema, c)))
+                .max_by_key(|(_, c)| c.position());
+            let why = match best {
+                Some((schema, c)) => format!(
+                    "closest is {schema} template `{}`, which stops at segment {}: {}",
+                    c.template(),
+                    c.position(),
+                    c.reason()
+                ),
+                None => "no schema has templates".to_owned(),
+            };
             Err(CliError::invalid(format!(
-                "key {raw:?} matches no schema ({})",
-                why.join("; ")
+                "key {raw:?} matches no template of the {} schemas; {why}",
+                reasons.len()
             )))
         }
     }

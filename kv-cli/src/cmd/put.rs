@@ -31,8 +31,18 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], raw: bool) -> CliResult<()>
                 "key {key:?} belongs to no schema (see `kvctl parse`); use --raw to write it anyway"
             ))
         })?;
-        crate::values::check(parsed.template, &value)
-            .map_err(|e| CliError::invalid(format!("invalid value for {key}: {}", e.message())))?;
+        crate::values::check(parsed.template, &value).map_err(|e| {
+            let expected = crate::catalog::entry_of(&parsed)
+                .map(|entry| crate::catalog::short_type(entry.info.value_type))
+                .unwrap_or_default();
+            let detail = std::error::Error::source(&e)
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            CliError::invalid(format!(
+                "invalid value for {key}: expected {expected}: {}{detail}",
+                e.message()
+            ))
+        })?;
         Some(parsed.template)
     };
     let store = ctx.store().await?;
