@@ -5,7 +5,7 @@
 //! The child is this test binary itself, re-run with the ignored `crash_child` case selected.
 
 use kv_core::{Compare, ErrorKind, LeaseId, PutOptions, RangeOptions, Store, Txn, TxnOp};
-use kv_mem::{SledConfig, SledStore};
+use kv_mem::{Durability, SledConfig, SledStore};
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -24,7 +24,8 @@ const ROUND_VAR: &str = "KV_SLED_CHILD_ROUND";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The child process: `write` makes acknowledged writes until killed, printing one `ACK` line
-/// after each returns; `hold` opens the store and keeps it open until killed.
+/// after each returns; `write-buffered` does the same with buffered durability; `hold` opens
+/// the store and keeps it open until killed.
 #[test]
 #[ignore = "the child process of the crash tests, started by them"]
 fn crash_child() {
@@ -35,8 +36,14 @@ fn crash_child() {
         .enable_all()
         .build()
         .unwrap();
+    let config = match mode.as_str() {
+        "write-buffered" => SledConfig::new(&dir).durability(Durability::Buffered {
+            flush_interval: Duration::from_millis(5),
+        }),
+        _ => SledConfig::new(&dir),
+    };
     runtime.block_on(async move {
-        let store = SledStore::open(SledConfig::new(&dir)).expect("child opens the store");
+        let store = SledStore::open(config).expect("child opens the store");
         println!("\nREADY");
         if mode == "hold" {
             std::future::pending::<()>().await;
@@ -235,30 +242,37 @@ async fn assert_no_partial_pair(store: &SledStore) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_writes_survive_sigkill() {
+/// Kills a child of `mode` at a random moment, `rounds` times over one database, and checks
+/// the database after each kill; with `durable`, also that every acknowledged write is there.
+async fn kill_rounds(mode: &str, rounds: usize, durable: bool) {
     let dir = TempDir::new().unwrap();
     let mut acked = Acked::default();
     let mut revision = 0;
     let mut rng = rand::rng();
     let mut total = 0;
-    for round in 0..ROUNDS {
-        let child = ChildProcess::start(dir.path(), "write", round);
+    for round in 0..rounds {
+        let child = ChildProcess::start(dir.path(), mode, round);
         // The kill lands at a random moment of the child's stream of writes.
         std::thread::sleep(Duration::from_millis(rng.random_range(1..40)));
-        let acks = acked.record(&child.kill());
+        let lines = child.kill();
+        let acks = if durable {
+            acked.record(&lines)
+        } else {
+            Acked::default().record(&lines)
+        };
         total += acks;
 
         let store = SledStore::open(SledConfig::new(dir.path())).unwrap();
         store.check_consistency().unwrap();
         acked.verify(&store).await;
         assert_no_partial_pair(&store).await;
+        // What this process read after the previous kill was on disk: it is never lost.
         let now = store.revision().await.unwrap();
         assert!(
             now >= revision,
             "revision went back from {revision} to {now}"
         );
-        if acks > 0 {
+        if durable && acks > 0 {
             assert!(
                 now > revision,
                 "round {round} acknowledged writes at no new revision"
@@ -270,7 +284,18 @@ async fn acknowledged_writes_survive_sigkill() {
         total > 0,
         "no child acknowledged a write before being killed"
     );
-    eprintln!("{total} acknowledged writes over {ROUNDS} kills, at revision {revision}");
+    eprintln!("{mode}: {total} acknowledged writes over {rounds} kills, at revision {revision}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_sigkill() {
+    kill_rounds("write", ROUNDS, true).await;
+}
+
+/// Buffered durability may lose the latest acknowledged writes, never half a transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffered_writes_are_never_half_applied_after_sigkill() {
+    kill_rounds("write-buffered", 20, false).await;
 }
 
 #[tokio::test]
