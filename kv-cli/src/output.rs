@@ -75,7 +75,7 @@ pub(crate) fn entry_json(entry: &Entry, with_value: bool) -> Value {
 
 /// Prints a JSON document.
 pub(crate) fn print_json(value: &Value) {
-    println!(
+    crate::output::outln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
     );
@@ -95,3 +95,30 @@ pub(crate) fn progress(what: &'static str) -> ProgressBar {
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     bar
 }
+
+/// Writes to stdout; a closed stdout (`kvctl ls | head`) ends the process quietly, as
+/// command line tools do, instead of panicking.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("kvctl: cannot write to stdout: {e}");
+        std::process::exit(i32::from(crate::error::code::OTHER));
+    }
+}
+
+/// `println!` through [`write_stdout`].
+macro_rules! outln {
+    () => { $crate::output::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` through [`write_stdout`].
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::output::write_stdout(format_args!($($arg)*)) };
+}
+
+pub(crate) use {out, outln};

@@ -15,19 +15,21 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String]) -> CliResult<()> {
     match ctx.format {
         Format::Json => print_json(&entry_json(&entry, true)),
         Format::Table => {
-            println!("key:      {key}");
+            crate::output::outln!("key:      {key}");
             if let Some((address, fields)) = typed(&key) {
                 let fields: Vec<String> = fields.iter().map(|(n, v)| format!("{n}={v}")).collect();
-                println!("type:     {address} {}", fields.join(" "));
+                crate::output::outln!("type:     {address} {}", fields.join(" "));
             }
-            println!(
+            crate::output::outln!(
                 "revision: create {} mod {} version {}",
-                entry.create_revision, entry.mod_revision, entry.version
+                entry.create_revision,
+                entry.mod_revision,
+                entry.version
             );
             if let Some(lease) = entry.lease {
-                println!("lease:    {lease}");
+                crate::output::outln!("lease:    {lease}");
             }
-            println!("{}", value_text(&entry.value));
+            crate::output::outln!("{}", value_text(&entry.value));
         }
     }
     Ok(())

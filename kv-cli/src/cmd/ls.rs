@@ -22,10 +22,10 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], values: bool) -> CliResult<
             for entry in &entries {
                 let key = String::from_utf8_lossy(&entry.key);
                 let kind = typed(&key).map(|(a, _)| a).unwrap_or_else(|| "-".into());
-                println!("{key:<60} {kind:<28} rev {}", entry.mod_revision);
+                crate::output::outln!("{key:<60} {kind:<28} rev {}", entry.mod_revision);
                 if values {
                     for line in crate::output::value_text(&entry.value).lines() {
-                        println!("    {line}");
+                        crate::output::outln!("    {line}");
                     }
                 }
             }

@@ -26,12 +26,12 @@ pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
                     "fields": parsed.fields.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
                 })),
                 Format::Table => {
-                    println!("schema:   {}", parsed.schema);
-                    println!("template: {}", parsed.template);
-                    println!("address:  {address}");
-                    println!("value:    {value_type}");
+                    crate::output::outln!("schema:   {}", parsed.schema);
+                    crate::output::outln!("template: {}", parsed.template);
+                    crate::output::outln!("address:  {address}");
+                    crate::output::outln!("value:    {value_type}");
                     for (name, value) in &parsed.fields {
-                        println!("  {name} = {value}");
+                        crate::output::outln!("  {name} = {value}");
                     }
                 }
             }

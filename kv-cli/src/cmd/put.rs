@@ -53,7 +53,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], raw: bool) -> CliResult<()>
         Format::Json => {
             print_json(&json!({ "key": key, "revision": result.revision, "template": checked }))
         }
-        Format::Table => println!("OK {key} (revision {})", result.revision),
+        Format::Table => crate::output::outln!("OK {key} (revision {})", result.revision),
     }
     Ok(())
 }

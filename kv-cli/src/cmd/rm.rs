@@ -19,7 +19,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<
         let deleted = store.delete_prefix(dir.as_bytes()).await?;
         match ctx.format {
             Format::Json => print_json(&json!({ "prefix": dir, "deleted": deleted })),
-            Format::Table => println!("deleted {deleted} keys under {dir}"),
+            Format::Table => crate::output::outln!("deleted {deleted} keys under {dir}"),
         }
         return Ok(());
     }
@@ -31,7 +31,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<
     }
     match ctx.format {
         Format::Json => print_json(&json!({ "key": key, "deleted": 1 })),
-        Format::Table => println!("deleted {key}"),
+        Format::Table => crate::output::outln!("deleted {key}"),
     }
     Ok(())
 }

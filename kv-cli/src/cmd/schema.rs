@@ -37,12 +37,14 @@ fn list(format: Format) -> CliResult<()> {
                 .collect::<Vec<_>>()
         )),
         Format::Table => {
-            println!(
+            crate::output::outln!(
                 "{:<10} {:<6} {:>9}  SUMMARY",
-                "SCHEMA", "STORE", "TEMPLATES"
+                "SCHEMA",
+                "STORE",
+                "TEMPLATES"
             );
             for s in all {
-                println!(
+                crate::output::outln!(
                     "{:<10} {:<6} {:>9}  {}",
                     s.name,
                     s.store,
@@ -77,8 +79,8 @@ fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
         }));
         return Ok(());
     }
-    println!("{} ({}): {}", schema.name, schema.store, schema.summary);
-    println!();
+    crate::output::outln!("{} ({}): {}", schema.name, schema.store, schema.summary);
+    crate::output::outln!();
     let keys: Vec<(String, String)> = entries
         .iter()
         .map(|e| {
@@ -86,9 +88,9 @@ fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
             (e.info.template.source().to_owned(), note)
         })
         .collect();
-    print!("{}", crate::tree::render(&keys));
-    println!();
-    println!("Segments:");
+    crate::output::out!("{}", crate::tree::render(&keys));
+    crate::output::outln!();
+    crate::output::outln!("Segments:");
     let mut seen = std::collections::BTreeSet::new();
     for entry in &entries {
         for field in &entry.info.fields {
@@ -104,7 +106,7 @@ fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
                 }
             );
             if seen.insert(line.clone()) {
-                println!("{line}");
+                crate::output::outln!("{line}");
             }
         }
     }

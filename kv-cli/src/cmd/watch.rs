@@ -56,7 +56,7 @@ fn print_event(format: Format, revision: i64, event: &Event) {
                     .map(|(n, v)| (n.to_owned(), json!(v)))
                     .collect::<serde_json::Map<_, _>>()
             });
-            println!(
+            crate::output::outln!(
                 "{}",
                 json!({
                     "revision": revision,
@@ -78,7 +78,7 @@ fn print_event(format: Format, revision: i64, event: &Event) {
             let value = value
                 .map(|v| format!("  {}", value_json(v)))
                 .unwrap_or_default();
-            println!("{revision:>6} {kind:<6} {key}{typed}{value}");
+            crate::output::outln!("{revision:>6} {kind:<6} {key}{typed}{value}");
         }
     }
 }

@@ -96,9 +96,9 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
             "keys": keys.iter().map(|(k, a)| json!({ "key": k, "type": a })).collect::<Vec<_>>(),
         })),
         Format::Table => {
-            print!("{}", crate::tree::render(&keys));
-            println!();
-            println!("store {} at revision {after}", ctx.url);
+            crate::output::out!("{}", crate::tree::render(&keys));
+            crate::output::outln!();
+            crate::output::outln!("store {} at revision {after}", ctx.url);
             for step in &steps {
                 let count = per_schema
                     .iter()
@@ -109,15 +109,17 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
                 } else {
                     "already present"
                 };
-                println!(
+                crate::output::outln!(
                     "  {:<9} {:>3} keys  {verb}: {}",
-                    step.schema, count, step.what
+                    step.schema,
+                    count,
+                    step.what
                 );
             }
             if after == before {
-                println!("nothing changed (the dataset was already there)");
+                crate::output::outln!("nothing changed (the dataset was already there)");
             } else {
-                println!(
+                crate::output::outln!(
                     "{} keys in the tree; {} revisions written",
                     keys.len(),
                     after - before
