@@ -25,10 +25,12 @@ pub(crate) fn check(inner: &Inner) -> Result<()> {
     for kv in t.log.iter() {
         let (key, value) = kv.map_err(map_sled)?;
         let rev = read_be(&key)?;
-        if expected.is_some_and(|e| e != rev) {
+        if let Some(expected) = expected
+            && expected != rev
+        {
             return Err(corrupted(format!(
-                "the event log skips from {} to {rev}",
-                rev - 1
+                "the event log jumps from revision {} to {rev}",
+                expected - 1
             )));
         }
         expected = Some(rev + 1);

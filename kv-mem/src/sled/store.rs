@@ -53,7 +53,9 @@ impl SledStore {
     ///
     /// # Errors
     /// `Config` for an invalid configuration or when called outside a Tokio runtime;
-    /// `Unavailable` when another process (or another open store) holds the directory;
+    /// `Unavailable` when another process holds the directory (after waiting up to a second,
+    /// the time sled may take to release the lock of a store this process just closed) or
+    /// when it is already open in this process;
     /// `Corrupted` when the directory was written with an incompatible layout version or is
     /// not a store's database; `Backend` for I/O errors.
     pub fn open(config: SledConfig) -> Result<Self> {
