@@ -96,6 +96,20 @@ pub(crate) fn progress(what: &'static str) -> ProgressBar {
     bar
 }
 
+/// A bar of `len` steps, shown only when stderr is a terminal.
+pub(crate) fn steps(len: u64, what: &'static str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:20} {pos}/{len} {prefix}: {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_prefix(what);
+    bar
+}
+
 /// Writes to stdout; a closed stdout (`kvctl ls | head`) ends the process quietly, as
 /// command line tools do, instead of panicking.
 pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {

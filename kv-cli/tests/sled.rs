@@ -154,3 +154,35 @@ fn watch_replays_typed_events_and_ends_on_interrupt() {
     let status = child.wait().expect("kvctl ends");
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn the_store_comes_from_kvctl_store_or_the_data_directory() {
+    let data = tempfile::tempdir().expect("a temp dir");
+    let mut default = assert_cmd::Command::cargo_bin("kvctl").unwrap();
+    default
+        .env_remove("KVCTL_STORE")
+        .env("XDG_DATA_HOME", data.path())
+        .args(["put", "tenant.meta", "id=7", &tenant_meta(7)])
+        .assert()
+        .success();
+    assert!(
+        data.path().join("kvctl").exists(),
+        "the default sled store lives in the data directory"
+    );
+    let url = format!("sled://{}", data.path().join("kvctl").display());
+    assert_eq!(
+        json(&url, &["get", "tenant.meta", "id=7"])["value"]["id"],
+        7
+    );
+    let out = assert_cmd::Command::cargo_bin("kvctl")
+        .unwrap()
+        .env("KVCTL_STORE", &url)
+        .args(["-o", "json", "get", "tenant.meta", "id=7"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -57,13 +57,23 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
     let store = ctx.store().await?;
     let typed_store = TypedStore::new(store.clone());
     let before = store.revision().await?;
-    let steps = vec![
-        tenant::write(&typed_store).await?,
-        registry::write(&typed_store).await?,
-        cronix::write(&typed_store).await?,
-        nxc::write(&typed_store).await?,
-        balancer::write(&typed_store).await?,
-    ];
+    let bar = crate::output::steps(5, "writing the example dataset");
+    let mut steps = Vec::new();
+    bar.set_message("tenant");
+    steps.push(tenant::write(&typed_store).await?);
+    bar.inc(1);
+    bar.set_message("registry");
+    steps.push(registry::write(&typed_store).await?);
+    bar.inc(1);
+    bar.set_message("cronix");
+    steps.push(cronix::write(&typed_store).await?);
+    bar.inc(1);
+    bar.set_message("nxc");
+    steps.push(nxc::write(&typed_store).await?);
+    bar.inc(1);
+    bar.set_message("balancer");
+    steps.push(balancer::write(&typed_store).await?);
+    bar.finish_and_clear();
     let after = store.revision().await?;
     let entries = scan(store.as_ref(), "", true).await?;
     let mut keys: Vec<(String, String)> = entries
