@@ -1,6 +1,7 @@
 //! Value checks: every template's value codec, looked up by template, so that `kvctl put`
 //! refuses a value its key's readers could not decode.
 
+use kv_core::CollectionKind;
 use kv_core::keyspace::{Codec, Key};
 use schemas::{balancer, cronix, nxc, registry, tenant};
 
@@ -78,6 +79,20 @@ fn table() -> Vec<(&'static str, Check)> {
     ]
 }
 
+/// The collection kind of a template whose value is a Redis SET, HASH or LIST.
+pub(crate) fn collection_kind(template: &str) -> Option<CollectionKind> {
+    [
+        (nxc::ProfileMapKey::TEMPLATE, CollectionKind::Set),
+        (nxc::InstanceKey::TEMPLATE, CollectionKind::Map),
+        (balancer::KeyObjectKey::TEMPLATE, CollectionKind::Map),
+        (balancer::ActiveKeysKey::TEMPLATE, CollectionKind::List),
+        (balancer::KeyGroupsKey::TEMPLATE, CollectionKind::Set),
+    ]
+    .into_iter()
+    .find(|(t, _)| *t == template)
+    .map(|(_, kind)| kind)
+}
+
 /// Checks `value` against the value type of `template`.
 ///
 /// # Errors
@@ -108,6 +123,18 @@ mod tests {
                     "{} has no value check",
                     source
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn collection_templates_refuse_plain_values() {
+        for schema in schemas::all() {
+            for info in schema.templates() {
+                let source = info.template.source();
+                if collection_kind(source).is_some() {
+                    assert!(check(source, b"1").is_err(), "{source}");
+                }
             }
         }
     }

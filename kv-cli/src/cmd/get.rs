@@ -1,13 +1,22 @@
-//! `kvctl get ADDRESS`: one key's value (pretty JSON when it is JSON) and metadata.
+//! `kvctl get ADDRESS`: one key's value (pretty JSON when it is JSON) and metadata; for a key
+//! whose value is a collection (SET, HASH, LIST), its members.
 
 use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
-use crate::output::{Format, entry_json, print_json, typed, value_text};
+use crate::output::{Format, entry_json, outln, print_json, typed, value_text};
+use kv_core::{CollectionKind, CollectionOp, CollectionResult, Store};
+use serde_json::{Value, json};
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String]) -> CliResult<()> {
     let key = Address::parse(words)?.key()?;
     let store = ctx.store().await?;
+    let kind = schemas::parse_any(&key)
+        .ok()
+        .and_then(|p| crate::values::collection_kind(p.template));
+    if let Some(kind) = kind {
+        return collection(ctx, store.as_ref(), &key, kind).await;
+    }
     let entry = store
         .get(key.as_bytes())
         .await?
@@ -15,21 +24,79 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String]) -> CliResult<()> {
     match ctx.format {
         Format::Json => print_json(&entry_json(&entry, true)),
         Format::Table => {
-            crate::output::outln!("key:      {key}");
+            outln!("key:      {key}");
             if let Some((address, fields)) = typed(&key) {
                 let fields: Vec<String> = fields.iter().map(|(n, v)| format!("{n}={v}")).collect();
-                crate::output::outln!("type:     {address} {}", fields.join(" "));
+                outln!("type:     {address} {}", fields.join(" "));
             }
-            crate::output::outln!(
+            outln!(
                 "revision: create {} mod {} version {}",
                 entry.create_revision,
                 entry.mod_revision,
                 entry.version
             );
             if let Some(lease) = entry.lease {
-                crate::output::outln!("lease:    {lease}");
+                outln!("lease:    {lease}");
             }
-            crate::output::outln!("{}", value_text(&entry.value));
+            outln!("{}", value_text(&entry.value));
+        }
+    }
+    Ok(())
+}
+
+/// Prints a collection: a SET's members, a HASH's fields, a LIST's items.
+async fn collection(
+    ctx: &Ctx,
+    store: &dyn Store,
+    key: &str,
+    kind: CollectionKind,
+) -> CliResult<()> {
+    let raw = key.as_bytes().to_vec();
+    let (name, op) = match kind {
+        CollectionKind::Set => ("SET", CollectionOp::SetMembers { key: raw }),
+        CollectionKind::Map => ("HASH", CollectionOp::MapGetAll { key: raw }),
+        CollectionKind::List => (
+            "LIST",
+            CollectionOp::ListRange {
+                key: raw,
+                start: 0,
+                stop: -1,
+            },
+        ),
+    };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let value = match store.collection(op).await? {
+        CollectionResult::Members(mut members) if !members.is_empty() => {
+            // A set has no order; sorted, its listing is stable across backends.
+            members.sort();
+            Value::Array(members.iter().map(|m| Value::String(text(m))).collect())
+        }
+        CollectionResult::Items(members) if !members.is_empty() => {
+            Value::Array(members.iter().map(|m| Value::String(text(m))).collect())
+        }
+        CollectionResult::Fields(fields) if !fields.is_empty() => fields
+            .iter()
+            .map(|(f, v)| (text(f), Value::String(text(v))))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        _ => {
+            return Err(CliError::not_found(format!(
+                "{name} {key:?} not found (or empty)"
+            )));
+        }
+    };
+    let address = typed(key).map(|(a, _)| a).unwrap_or_default();
+    match ctx.format {
+        Format::Json => {
+            print_json(&json!({ "key": key, "type": address, "collection": name, "value": value }))
+        }
+        Format::Table => {
+            outln!("key:      {key}");
+            outln!("type:     {address} ({name})");
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            );
         }
     }
     Ok(())
