@@ -59,3 +59,17 @@ async fn redis_bad_input_writes_nothing() {
     };
     bad_input_writes_nothing(&url);
 }
+
+#[tokio::test]
+async fn etcd_watch_until_interrupted() {
+    let Some(url) = etcd_url().await else { return };
+    watch_until_interrupted(&url);
+}
+
+#[tokio::test]
+async fn redis_watch_until_interrupted() {
+    let Some(url) = redis_url(4).await else {
+        return;
+    };
+    watch_until_interrupted(&url);
+}

@@ -108,51 +108,8 @@ fn invalid_and_unreachable_stores() {
 
 #[test]
 fn watch_replays_typed_events_and_ends_on_interrupt() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-
     let (_dir, url) = store();
-    ok(&url, &["put", "tenant.meta", "id=5", &tenant_meta(5)]);
-    ok(&url, &["rm", "tenant.meta", "id=5"]);
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
-        .args([
-            "--store",
-            &url,
-            "-o",
-            "json",
-            "watch",
-            "tenant.meta",
-            "id=5",
-            "--from-revision",
-            "1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kvctl starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut events = Vec::new();
-    while events.len() < 2 {
-        let line = lines
-            .next()
-            .expect("an event line")
-            .expect("readable stdout");
-        events.push(
-            serde_json::from_str::<serde_json::Value>(&line).expect("one JSON event per line"),
-        );
-    }
-    assert_eq!(events[0]["event"], "PUT");
-    assert_eq!(events[0]["type"], "tenant.meta");
-    assert_eq!(events[0]["fields"]["id"], "5");
-    assert_eq!(events[1]["event"], "DELETE");
-    // Ctrl-C ends the watch cleanly.
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    let status = child.wait().expect("kvctl ends");
-    assert_eq!(status.code(), Some(0));
+    watch_until_interrupted(&url);
 }
 
 #[test]
