@@ -5,6 +5,7 @@ mod config;
 mod decode;
 mod error;
 mod lease;
+mod point;
 mod range;
 mod scripts;
 mod store;

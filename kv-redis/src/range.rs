@@ -1,16 +1,9 @@
-//! Reads: `get` and paged ranges over the ordered index (ZRANGEBYLEX, never SCAN).
+//! Paged ranges over the ordered index (ZRANGEBYLEX, never SCAN).
 
-use crate::decode::{array, byte_list, corrupted, entry, int, opt_bytes, opt_entry};
+use crate::decode::{array, byte_list, corrupted, entry, int, opt_bytes};
 use crate::store::Inner;
-use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result};
+use kv_core::{Continuation, RangeOptions, RangeResult, Result};
 use redis::Value;
-
-pub(crate) async fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
-    kv_core::validate_key(key)?;
-    inner.check_key(key)?;
-    let reply: Value = inner.run(&inner.scripts.get, &[key], "get").await?;
-    opt_entry(key, reply)
-}
 
 pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResult> {
     opts.validate()?;

@@ -17,7 +17,8 @@ macro_rules! with_lib {
 /// Every script the store runs.
 pub(crate) struct Scripts {
     pub(crate) txn: Script,
-    pub(crate) get: Script,
+    pub(crate) put: Script,
+    pub(crate) delete: Script,
     pub(crate) range: Script,
     pub(crate) watch_from: Script,
     pub(crate) compact: Script,
@@ -32,7 +33,8 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
             txn: with_lib!("scripts/txn.lua"),
-            get: Script::new(include_str!("scripts/get.lua")),
+            put: with_lib!("scripts/put.lua"),
+            delete: with_lib!("scripts/delete.lua"),
             range: Script::new(include_str!("scripts/range.lua")),
             watch_from: Script::new(include_str!("scripts/watch_from.lua")),
             compact: with_lib!("scripts/compact.lua"),

@@ -4,8 +4,9 @@ use crate::config::RedisConfig;
 use crate::error::map_redis_error;
 use crate::scripts::Scripts;
 use kv_core::{
-    Capabilities, Entry, Error, KeyRange, LeaseGrant, LeaseId, LeaseInfo, RangeOptions,
-    RangeResult, Result, Retention, Store, Support, Txn, TxnResponse, WatchOptions, WatchStream,
+    Capabilities, Entry, Error, KeyRange, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult,
+    RangeOptions, RangeResult, Result, Retention, Store, Support, Txn, TxnResponse, WatchOptions,
+    WatchStream,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script};
@@ -37,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) caps: Capabilities,
     pub(crate) scripts: Scripts,
     pub(crate) prefix: Vec<u8>,
+    /// The metadata hash, `prefix` + `meta`, read directly by `get`.
+    pub(crate) meta_key: Vec<u8>,
     /// Wakes the lease sweeper when a lease is granted.
     pub(crate) sweeper_wake: Arc<Notify>,
 }
@@ -74,6 +77,7 @@ impl RedisStore {
             con,
             client,
             prefix: config.internal_prefix.as_bytes().to_vec(),
+            meta_key: [config.internal_prefix.as_bytes(), b"meta"].concat(),
             config,
             caps,
             scripts: Scripts::new(),
@@ -195,7 +199,15 @@ impl Store for RedisStore {
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        crate::range::get(&self.inner, key).await
+        crate::point::get(&self.inner, key).await
+    }
+
+    async fn put(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<PutResult> {
+        crate::point::put(&self.inner, key, value, opts).await
+    }
+
+    async fn delete(&self, key: &[u8]) -> Result<Option<Entry>> {
+        crate::point::delete(&self.inner, key).await
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {

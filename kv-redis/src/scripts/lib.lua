@@ -59,6 +59,66 @@ local function delete_plain(key, m)
   push_event('d', key, '', '', value, m)
 end
 
+-- The fields of metadata `m`: create revision, mod revision, version (numbers) and lease id
+-- (the decimal string, '0' for none).
+local function parse_meta(m)
+  local c, r, v, l = string.match(m, '^(%d+):(%d+):(%d+):(%-?%d+)$')
+  return tonumber(c), tonumber(r), tonumber(v), l
+end
+
+-- An error reply naming op `i` unless `lease` is '0' or a lease whose deadline has not passed.
+local function check_lease(i, lease)
+  if lease == '0' then
+    return nil
+  end
+  local deadline = redis.call('ZSCORE', K_LEASES, lease)
+  if not deadline or tonumber(deadline) <= now_ms() then
+    return redis.error_reply('KVLEASE ' .. i .. ' lease ' .. lease .. ' not found')
+  end
+  return nil
+end
+
+-- Writes the plain key `key` at revision `rev`, attached to `lease` ('0' for none), recording
+-- its put event. `old` is its metadata before the write (nil when it had none); the caller has
+-- checked the type and the lease. Returns the previous value (nil when `old` is nil).
+local function put_plain(key, value, lease, old, rev)
+  local prev_value = nil
+  local create, version = rev, 1
+  if old then
+    local c, _, v, l = parse_meta(old)
+    create, version = c, v + 1
+    prev_value = redis.call('GET', key) or ''
+    if l ~= '0' and l ~= lease then
+      redis.call('SREM', lease_set(l), key)
+    end
+  end
+  local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease
+  redis.call('SET', key, value)
+  redis.call('HSET', K_META, key, m)
+  if not old then
+    redis.call('ZADD', K_IDX, 0, key)
+  end
+  if lease ~= '0' then
+    redis.call('SADD', lease_set(lease), key)
+  end
+  push_event('p', key, value, m, prev_value, old or '')
+  return prev_value
+end
+
+-- Deletes the plain key or the collection at `key`; returns 1 if there was one, else 0.
+local function delete_key(key)
+  local m = redis.call('HGET', K_META, key)
+  if m then
+    delete_plain(key, m)
+    return 1
+  end
+  if redis.call('ZREM', K_CIDX, key) == 1 then
+    redis.call('DEL', key)
+    return 1
+  end
+  return 0
+end
+
 -- Writes the revision `rev` to the log (every revision has exactly one entry, so readers can
 -- tell a trimmed gap from a quiet range) and trims the log to the retention. The trim is
 -- approximate (whole stream nodes, far cheaper than exact trimming): at least RETENTION

@@ -59,10 +59,10 @@ for _ = 1, ncmp do
     else
       local stored = 0
       if m then
-        local c, r, v, l = string.match(m, '^(%d+):(%d+):(%d+):(%-?%d+)$')
-        if target == 'c' then stored = tonumber(c)
-        elseif target == 'm' then stored = tonumber(r)
-        elseif target == 'v' then stored = tonumber(v)
+        local c, r, v, l = parse_meta(m)
+        if target == 'c' then stored = c
+        elseif target == 'm' then stored = r
+        elseif target == 'v' then stored = v
         else stored = tonumber(l) end
       end
       succeeded = holds(op, numcmp(stored, tonumber(operand)))
@@ -99,7 +99,6 @@ local function type_of(key)
 end
 -- Metadata read by the checks, reused by the first write of the same key.
 local metas = {}
-local now = nil
 for i, op in ipairs(ops) do
   local code, key = op.code, op[1]
   if code == 'p' then
@@ -118,12 +117,9 @@ for i, op in ipairs(ops) do
     if t ~= 'none' and t ~= 'string' then
       return redis.error_reply('KVWRONGTYPE ' .. i .. ' holds a ' .. t)
     end
-    if op[3] ~= '0' then
-      now = now or now_ms()
-      local deadline = redis.call('ZSCORE', K_LEASES, op[3])
-      if not deadline or tonumber(deadline) <= now then
-        return redis.error_reply('KVLEASE ' .. i .. ' lease ' .. op[3] .. ' not found')
-      end
+    local err = check_lease(i, op[3])
+    if err then
+      return err
     end
     types[key] = 'string'
   elseif code == 'd' then
@@ -144,19 +140,6 @@ local current = current_revision()
 local rev = current + 1
 local changed = false
 local results = {}
-
-local function delete_key(key)
-  local m = redis.call('HGET', K_META, key)
-  if m then
-    delete_plain(key, m)
-    return 1
-  end
-  if redis.call('ZREM', K_CIDX, key) == 1 then
-    redis.call('DEL', key)
-    return 1
-  end
-  return 0
-end
 
 local function untrack_if_empty(key)
   if redis.call('EXISTS', key) == 0 then
@@ -181,27 +164,7 @@ for i, op in ipairs(ops) do
     else
       old = redis.call('HGET', K_META, key)
     end
-    local prev_value = nil
-    local create, version = rev, 1
-    local lease = op[3]
-    if old then
-      local c, _, v, l = string.match(old, '^(%d+):(%d+):(%d+):(%-?%d+)$')
-      create, version = tonumber(c), tonumber(v) + 1
-      prev_value = redis.call('GET', key) or ''
-      if l ~= '0' and l ~= lease then
-        redis.call('SREM', lease_set(l), key)
-      end
-    end
-    local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease
-    redis.call('SET', key, op[2])
-    redis.call('HSET', K_META, key, m)
-    if not old then
-      redis.call('ZADD', K_IDX, 0, key)
-    end
-    if lease ~= '0' then
-      redis.call('SADD', lease_set(lease), key)
-    end
-    push_event('p', key, op[2], m, prev_value, old or '')
+    put_plain(key, op[2], op[3], old, rev)
     changed = true
     r = 1
   elseif code == 'd' then

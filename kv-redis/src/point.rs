@@ -1,0 +1,90 @@
+//! Single-key operations with their own cheaper paths: `get` as one MULTI/EXEC of HGET and
+//! GET, `put` and `delete` as dedicated scripts that share the transaction script's helpers.
+
+use crate::decode::{array, corrupted, entry, int, opt_bytes, opt_entry};
+use crate::error::map_redis_error;
+use crate::store::Inner;
+use kv_core::{Entry, PutOptions, PutResult, Result};
+use redis::Value;
+
+/// The entry of a plain key: its metadata and value read in one atomic MULTI/EXEC, which
+/// costs the server far less than a script run and, like the read scripts, is served by
+/// read-only replicas.
+pub(crate) async fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
+    kv_core::validate_key(key)?;
+    inner.check_key(key)?;
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("HGET")
+        .arg(inner.meta_key.as_slice())
+        .arg(key)
+        .cmd("GET")
+        .arg(key)
+        // A key without metadata may hold a collection, which makes GET fail; that reply is
+        // ignored below, since such a key is not a plain entry.
+        .ignore_errors();
+    let mut con = inner.con.clone();
+    let reply: Value = pipe
+        .query_async(&mut con)
+        .await
+        .map_err(|e| map_redis_error(e, "get"))?;
+    let mut parts = array(reply)?.into_iter();
+    let (Some(meta), Some(value)) = (parts.next(), parts.next()) else {
+        return Err(corrupted("a get reply has metadata and a value"));
+    };
+    let Some(meta) = opt_bytes(meta)? else {
+        return Ok(None);
+    };
+    let value = match value {
+        // The value of a key with metadata but no string (never left by the store's scripts).
+        Value::Nil => Vec::new(),
+        Value::ServerError(e) => return Err(map_redis_error(e.into(), "get")),
+        other => opt_bytes(other)?.unwrap_or_default(),
+    };
+    entry(key.to_vec(), value, &meta).map(Some)
+}
+
+/// One put through `scripts/put.lua`: the same checks, revision, metadata, index, lease and
+/// log entry as a one-op transaction.
+pub(crate) async fn put(
+    inner: &Inner,
+    key: &[u8],
+    value: &[u8],
+    opts: PutOptions,
+) -> Result<PutResult> {
+    kv_core::validate_key(key)?;
+    inner.check_key(key)?;
+    inner.caps.validate_value(value)?;
+    let lease = opts.lease.map_or(0, |l| l.0).to_string();
+    let want_prev: &[u8] = if opts.prev { b"1" } else { b"0" };
+    let reply: Value = inner
+        .run_write(
+            &inner.scripts.put,
+            &[key, value, lease.as_bytes(), want_prev],
+            "put",
+        )
+        .await?;
+    let (revision, prev) = revision_and_prev(key, reply)?;
+    Ok(PutResult { revision, prev })
+}
+
+/// One delete through `scripts/delete.lua`; returns the previous entry of the plain key.
+pub(crate) async fn delete(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
+    kv_core::validate_key(key)?;
+    inner.check_key(key)?;
+    let reply: Value = inner
+        .run_write(&inner.scripts.delete, &[key], "delete")
+        .await?;
+    Ok(revision_and_prev(key, reply)?.1)
+}
+
+/// A `{ revision, { value, meta } or false }` reply.
+fn revision_and_prev(key: &[u8], reply: Value) -> Result<(i64, Option<Entry>)> {
+    let mut parts = array(reply)?.into_iter();
+    let (Some(revision), Some(prev)) = (parts.next(), parts.next()) else {
+        return Err(corrupted(
+            "a write reply has a revision and a previous entry",
+        ));
+    };
+    Ok((int(revision)?, opt_entry(key, prev)?))
+}

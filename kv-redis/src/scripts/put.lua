@@ -1,0 +1,24 @@
+-- `Store::put` of one plain key: the single-op transaction without its decoding and branch
+-- bookkeeping. ARGV after the two shared ones: key, value, lease id ('0' for none), and '1'
+-- to return the previous entry. Checks the type and the lease before the first write.
+-- Returns { revision, { previous value, previous meta } or false }.
+local key, value, lease, want_prev = ARGV[3], ARGV[4], ARGV[5], ARGV[6] == '1'
+local old = redis.call('HGET', K_META, key)
+if not old then
+  -- A key with metadata is a plain string; only one without needs the TYPE call.
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= 'string' then
+    return redis.error_reply('KVWRONGTYPE 1 holds a ' .. t)
+  end
+end
+local err = check_lease(1, lease)
+if err then
+  return err
+end
+local rev = current_revision() + 1
+local prev_value = put_plain(key, value, lease, old, rev)
+commit(rev)
+if want_prev and old then
+  return { rev, { prev_value, old } }
+end
+return { rev, false }
