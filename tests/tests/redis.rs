@@ -1,6 +1,6 @@
 //! RedisStore behaviour that only Redis has: native types seen by other clients, the reserved
 //! internal prefix, script atomicity against wrong types, concurrent CAS from two clients,
-//! trimmed watch history, and a server restart under writes and a watch.
+//! the single-key paths, trimmed watch history, and a server restart under writes and a watch.
 
 use futures::StreamExt;
 use kv_core::{
@@ -221,6 +221,61 @@ async fn a_txn_hitting_a_wrong_type_midway_writes_nothing() {
         ErrorKind::WrongType
     );
     assert_eq!(store.get(a.as_bytes()).await.unwrap(), None);
+}
+
+/// `get`, `put` and `delete` have their own paths (not one-op transactions): a put over a
+/// collection or with an unknown lease writes nothing, and revisions and metadata come out as
+/// a transaction's would.
+#[tokio::test]
+async fn single_key_paths_check_before_writing_and_keep_revisions_exact() {
+    let Some(store) = isolated_store(|_| {}).await else {
+        return;
+    };
+    let root = key_root("single");
+    let (a, b) = (format!("{root}a"), format!("{root}b"));
+    store.collection(set_add(&b, "m")).await.unwrap();
+    let start = store.revision().await.unwrap();
+
+    let err = store.put(b.as_bytes(), b"x", PutOptions::default()).await;
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::WrongType);
+    let lease = PutOptions::default().lease(kv_core::LeaseId(i64::MAX));
+    let err = store.put(a.as_bytes(), b"x", lease).await;
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::LeaseNotFound);
+    assert_eq!(store.revision().await.unwrap(), start, "nothing written");
+    assert_eq!(store.get(a.as_bytes()).await.unwrap(), None);
+    assert_eq!(
+        store.get(b.as_bytes()).await.unwrap(),
+        None,
+        "a set is no entry"
+    );
+
+    let first = store.put(a.as_bytes(), b"1", PutOptions::default()).await;
+    assert_eq!(first.unwrap().revision, start + 1);
+    let second = store
+        .put(a.as_bytes(), b"2", PutOptions::default().with_prev())
+        .await
+        .unwrap();
+    assert_eq!(second.revision, start + 2);
+    let prev = second.prev.unwrap();
+    assert_eq!((prev.value, prev.version), (b"1".to_vec(), 1));
+    let entry = store.get(a.as_bytes()).await.unwrap().unwrap();
+    assert_eq!(
+        (entry.create_revision, entry.mod_revision, entry.version),
+        (start + 1, start + 2, 2)
+    );
+    assert_eq!(entry.value, b"2");
+
+    assert_eq!(store.delete(a.as_bytes()).await.unwrap(), Some(entry));
+    assert_eq!(store.revision().await.unwrap(), start + 3);
+    assert_eq!(store.delete(a.as_bytes()).await.unwrap(), None);
+    assert_eq!(store.revision().await.unwrap(), start + 3, "no-op delete");
+    assert_eq!(store.delete(b.as_bytes()).await.unwrap(), None);
+    assert_eq!(store.revision().await.unwrap(), start + 4, "the set went");
+    let members = store
+        .collection(CollectionOp::SetMembers { key: b.into() })
+        .await
+        .unwrap();
+    assert_eq!(members, kv_core::CollectionResult::Members(vec![]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
