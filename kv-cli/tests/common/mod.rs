@@ -170,6 +170,18 @@ pub fn typed_round_trip(url: &str) {
         json(url, &["get", "tenant.meta", "id=1"])["value"]["code"],
         "t1"
     );
+    // A typed directory delete takes tenant 10's remaining keys and nothing of tenant 1.
+    let removed = json(url, &["rm", "--prefix", "tenant.meta", "id=10"]);
+    assert_eq!(removed["prefix"], "jxt/tenants/10/");
+    assert_eq!(removed["deleted"], 1);
+    assert_eq!(
+        json(url, &["ls", "tenant.meta", "id=10"]),
+        serde_json::json!([])
+    );
+    assert_eq!(
+        json(url, &["get", "tenant.meta", "id=1"])["value"]["code"],
+        "t1"
+    );
 }
 
 /// Bad keys, segments and values are refused with exit code 2 and nothing written.
