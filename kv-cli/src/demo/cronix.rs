@@ -1,5 +1,5 @@
 //! Cronix: one worker node, the job `nightly-backup` assigned to it, and its dispatch lock
-//! held, node and lock under leases of [`LEASE`](super::LEASE).
+//! held, node and lock under leases of [`LEASE`].
 
 use super::{LEASE, Step};
 use kv_core::keyspace::TypedStore;

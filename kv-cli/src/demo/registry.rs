@@ -1,5 +1,5 @@
 //! The registry: group `Common`, service `VerifyCodeService` and two instances registered
-//! under leases of [`LEASE`](super::LEASE).
+//! under leases of [`LEASE`].
 
 use super::{LEASE, Step};
 use kv_core::keyspace::TypedStore;
