@@ -68,7 +68,7 @@ fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
                 "address": e.address(),
                 "template": e.info.template.source(),
                 "key_type": short_type(e.info.type_name),
-                "value_type": short_type(e.info.value_type),
+                "value_type": value_type(e),
                 "fields": e.info.fields.iter().map(|f| json!({
                     "name": f.name,
                     "type": short_type(f.type_name),
@@ -84,7 +84,7 @@ fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
     let keys: Vec<(String, String)> = entries
         .iter()
         .map(|e| {
-            let note = format!("{:<34} {}", e.address(), short_type(e.info.value_type));
+            let note = format!("{:<34} {}", e.address(), value_type(e));
             (e.info.template.source().to_owned(), note)
         })
         .collect();
@@ -111,4 +111,16 @@ fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
         }
     }
     Ok(())
+}
+
+/// The value type as stored: the codec, or `SET of`/`HASH of`/`LIST of` its member codec for
+/// a collection key.
+fn value_type(entry: &catalog::Entry) -> String {
+    let codec = short_type(entry.info.value_type);
+    match crate::values::collection_kind(entry.info.template.source()) {
+        Some(kv_core::CollectionKind::Set) => format!("SET of {codec}"),
+        Some(kv_core::CollectionKind::Map) => format!("HASH of {codec}"),
+        Some(kv_core::CollectionKind::List) => format!("LIST of {codec}"),
+        None => codec,
+    }
 }
