@@ -6,6 +6,7 @@ use super::segments::BalancerRoot;
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
 use kv_core::keyspace::{Key, TypedStore};
 use kv_core::{CollectionOp, CollectionResult, Error, ErrorKind, OpResult, Result, TxnOp};
+use std::sync::Arc;
 
 /// The balancer's cache under one root: key objects (HASH), the groups' active lists
 /// (LIST) and the keys' reverse indexes (SET).
@@ -33,12 +34,19 @@ use kv_core::{CollectionOp, CollectionResult, Error, ErrorKind, OpResult, Result
 pub struct Balancer {
     pub(crate) typed: TypedStore,
     pub(crate) root: BalancerRoot,
+    /// Queues this cache's picks where lists are emulated (see [`Balancer::pick`]); shared
+    /// by clones.
+    pub(crate) pick_queue: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Balancer {
     /// The cache under `root` in `typed`'s store.
     pub fn new(typed: TypedStore, root: BalancerRoot) -> Self {
-        Balancer { typed, root }
+        Balancer {
+            typed,
+            root,
+            pick_queue: Arc::new(tokio::sync::Mutex::new(())),
+        }
     }
 
     /// The root.

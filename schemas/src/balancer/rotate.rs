@@ -1,7 +1,7 @@
 //! Round-robin selection of a group's active key.
 
 use super::cache::Balancer;
-use kv_core::{ErrorKind, Result};
+use kv_core::{ErrorKind, Result, Support};
 
 /// How many times a pick is retried after losing a race on an optimistic backend (etcd
 /// plans collection transactions on a snapshot and retries internally first).
@@ -12,6 +12,12 @@ impl Balancer {
     /// the tail and returns it (`LMOVE list list LEFT RIGHT` on Redis), so concurrent callers
     /// share the keys evenly. `None` when the group has no active key.
     ///
+    /// Where the backend emulates lists (etcd, sled, memory), this cache's picks (clones
+    /// included) are queued locally, one in flight at a time: on etcd a rotation is an
+    /// optimistic transaction, and a crowd of local picks would mostly keep invalidating
+    /// each other. Picks from other processes still race; Redis' native `LMOVE` needs no
+    /// queue.
+    ///
     /// A pick that loses too many races on a backend with optimistic transactions (a
     /// retryable `ConditionFailed`: nothing was written) is tried again, up to a bound;
     /// other errors are returned as they are, since a retry after an unknown outcome could
@@ -21,6 +27,10 @@ impl Balancer {
     /// Backend errors, including a retryable one after the bound.
     pub async fn pick(&self, group: u64) -> Result<Option<u64>> {
         let list = self.typed.list_at(&self.active_key(group));
+        let _queued = match self.typed.store().capabilities().collections {
+            Support::Native => None,
+            Support::Emulated => Some(self.pick_queue.lock().await),
+        };
         let mut attempt = 0;
         loop {
             match list.rotate().await {

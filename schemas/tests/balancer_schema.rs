@@ -1,0 +1,111 @@
+//! The balancer keyspace: the document's §3 keys under a root, judged by the schema checker
+//! and the invariant harness, with the declared object/reverse-index nesting.
+
+use kv_core::keyspace::{
+    Keyspace, assert_key_invariants, assert_keyspace_invariants, check_keyspace,
+};
+use schemas::balancer::*;
+
+fn root() -> BalancerRoot {
+    BalancerRoot::new("gemini").unwrap()
+}
+
+#[test]
+fn keys_are_the_documents_layout() {
+    let cases: Vec<(BalancerKeyspace, &str)> = vec![
+        (
+            KeyObjectKey {
+                root: root(),
+                id: 42,
+            }
+            .into(),
+            "gemini:key:42",
+        ),
+        (
+            ActiveKeysKey {
+                root: root(),
+                id: 7,
+            }
+            .into(),
+            "gemini:group:7:keys:active",
+        ),
+        (
+            KeyGroupsKey {
+                root: root(),
+                id: 42,
+            }
+            .into(),
+            "gemini:key:42:groups",
+        ),
+    ];
+    for (key, raw) in &cases {
+        assert_eq!(key.encode(), *raw);
+        assert_eq!(BalancerKeyspace::parse(raw).as_ref(), Ok(key));
+    }
+    assert_eq!(BalancerKeyspace::templates().len(), cases.len());
+}
+
+#[test]
+fn segments_follow_the_rules() {
+    for bad in [
+        "gemini:key:042",               // ids are canonical decimals
+        "gemini:key:-1",                // and unsigned
+        "gemini:key:x",                 // and numbers
+        "gemini:group:7:keys",          // not a key of the document
+        "gemini:group:7:keys:disabled", // only the active list exists
+        "gemini:key:1:groups:x",        // too deep
+        ":key:1",                       // empty root
+        "a:b:key:1",                    // the root is one segment
+        "gemini:KEY:1",                 // literals as written
+    ] {
+        assert!(BalancerKeyspace::parse(bad).is_err(), "{bad:?} parsed");
+    }
+    assert!(BalancerRoot::new("a:b").is_err());
+    assert!(BalancerRoot::new("r".repeat(65)).is_err());
+}
+
+#[test]
+fn the_reverse_index_nesting_is_declared_and_nothing_else_is_found() {
+    let findings = check_keyspace::<BalancerKeyspace>();
+    assert!(findings.is_empty(), "{findings:#?}");
+    let templates = BalancerKeyspace::templates();
+    for t in &templates {
+        let expected: &[&str] = if t.template.source() == "{root}:key:{id}" {
+            &["{root}:key:{id}:groups"]
+        } else {
+            &[]
+        };
+        assert_eq!(t.directory_of, expected, "{}", t.template.source());
+    }
+}
+
+#[test]
+fn the_invariant_harness_passes() {
+    assert_keyspace_invariants::<BalancerKeyspace>();
+    assert_key_invariants::<KeyObjectKey>();
+    assert_key_invariants::<ActiveKeysKey>();
+    assert_key_invariants::<KeyGroupsKey>();
+}
+
+#[test]
+fn statuses_are_the_documents_words() {
+    assert_eq!(KeyStatus::Active.as_str(), "active");
+    assert_eq!(KeyStatus::Disabled.as_str(), "disabled");
+    assert_eq!(KeyStatus::parse("disabled").unwrap(), KeyStatus::Disabled);
+    assert_eq!(
+        KeyStatus::parse("Active").unwrap_err().kind(),
+        kv_core::ErrorKind::Codec
+    );
+}
+
+#[test]
+fn the_catalog_lists_and_parses_the_balancer() {
+    let schema = schemas::find("balancer").expect("in the catalog");
+    assert_eq!(schema.store, "redis");
+    let parsed = schema.parse("gemini:group:7:keys:active").unwrap();
+    assert_eq!(parsed.template, "{root}:group:{id}:keys:active");
+    assert_eq!(
+        parsed.fields,
+        vec![("root", "gemini".to_string()), ("id", "7".to_string())]
+    );
+}
