@@ -1,0 +1,84 @@
+//! On Redis the balancer's cache is native: `TYPE` says hash / list / set for the key
+//! object, the group's active list and the reverse index, and plain Redis commands read
+//! what the document shows.
+
+use kv_core::keyspace::TypedStore;
+use kv_tests::harness::shared_redis;
+use schemas::balancer::*;
+
+async fn query<T: redis::FromRedisValue>(
+    con: &mut redis::aio::MultiplexedConnection,
+    cmd: &str,
+    key: &str,
+) -> T {
+    redis::cmd(cmd).arg(key).query_async(con).await.unwrap()
+}
+
+async fn lrange(con: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<String> {
+    redis::cmd("LRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query_async(con)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balancer_keys_are_native_redis_types() {
+    let (Some(server), Some(store)) = (shared_redis().await, kv_tests::backends::redis().await)
+    else {
+        return;
+    };
+    let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
+    let cache = Balancer::new(TypedStore::new(store), root.clone());
+    write_example(&cache).await.unwrap();
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+
+    let object = format!("{root}:key:4");
+    let active = format!("{root}:group:2:keys:active");
+    let reverse = format!("{root}:key:4:groups");
+    for (key, expected) in [(&object, "hash"), (&active, "list"), (&reverse, "set")] {
+        let t: String = query(&mut con, "TYPE", key).await;
+        assert_eq!(t, expected, "{key}");
+    }
+    // HGETALL key:{id} → api_key, status
+    let mut fields: Vec<(String, String)> = query(&mut con, "HGETALL", &object).await;
+    fields.sort();
+    assert_eq!(
+        fields,
+        [
+            ("api_key".to_string(), "sk-demo-0004".to_string()),
+            ("status".to_string(), "active".to_string()),
+        ]
+    );
+    // LRANGE group:{id}:keys:active 0 -1 → the group's key ids in rotation order
+    assert_eq!(lrange(&mut con, &active).await, ["4", "5", "6", "7", "8"]);
+    // SMEMBERS key:{id}:groups → the key's groups
+    let mut groups: Vec<String> = query(&mut con, "SMEMBERS", &reverse).await;
+    groups.sort();
+    assert_eq!(groups, ["1", "2"]);
+
+    // A pick is an LMOVE: the head goes to the tail.
+    assert_eq!(cache.pick(2).await.unwrap(), Some(4));
+    assert_eq!(lrange(&mut con, &active).await, ["5", "6", "7", "8", "4"]);
+
+    // Disabling key 4 fans out to both of its groups' lists.
+    cache.set_status(4, KeyStatus::Disabled).await.unwrap();
+    let status: String = redis::cmd("HGET")
+        .arg(&object)
+        .arg("status")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(status, "disabled");
+    assert_eq!(lrange(&mut con, &active).await, ["5", "6", "7", "8"]);
+    assert_eq!(
+        lrange(&mut con, &format!("{root}:group:1:keys:active")).await,
+        ["1", "2", "3", "5"]
+    );
+}
