@@ -29,19 +29,31 @@ pub struct Schema {
 
 impl std::fmt::Debug for Schema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Schema").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Schema")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
 fn parse_with<K: Keyspace>(schema: &'static str, raw: &str) -> Result<ParsedKey, NoMatch> {
     let key = K::parse(raw)?;
-    Ok(ParsedKey { schema, template: key.template_source(), fields: key.fields() })
+    Ok(ParsedKey {
+        schema,
+        template: key.template_source(),
+        fields: key.fields(),
+    })
 }
 
 impl Schema {
     /// The catalog entry of keyspace `K`.
     pub fn of<K: Keyspace>(name: &'static str, store: &'static str, summary: &'static str) -> Self {
-        Schema { name, summary, store, templates: K::templates, parse: parse_with::<K> }
+        Schema {
+            name,
+            summary,
+            store,
+            templates: K::templates,
+            parse: parse_with::<K>,
+        }
     }
 
     /// Every template of the schema.
