@@ -38,8 +38,10 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 /// Cases that compact the server's history; they run alone (see [`run_case`]).
-const COMPACTING_CASES: [&str; 2] =
-    ["watch_from_compacted_revision", "watch_from_compacted_revision_is_rejected"];
+const COMPACTING_CASES: [&str; 2] = [
+    "watch_from_compacted_revision",
+    "watch_from_compacted_revision_is_rejected",
+];
 
 /// Held shared by every case, exclusively by the compacting ones.
 static COMPACTION: RwLock<()> = RwLock::new(());

@@ -110,7 +110,9 @@ fn launch_all(
             })
             .collect();
         // Every thread is joined (the scope guarantees it); the first failure is reported.
-        handles.into_iter().try_for_each(|h| h.join().expect("launch thread"))
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().expect("launch thread"))
     })
 }
 
