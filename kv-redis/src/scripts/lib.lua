@@ -119,17 +119,22 @@ local function delete_key(key)
   return 0
 end
 
--- Writes the revision `rev` to the log (every revision has exactly one entry, so readers can
--- tell a trimmed gap from a quiet range) and trims the log to the retention. The trim is
+-- Writes the log entry of revision `rev` (every revision has exactly one entry, so readers
+-- can tell a trimmed gap from a quiet range) and trims the log to the retention. The trim is
 -- approximate (whole stream nodes, far cheaper than exact trimming): at least RETENTION
 -- revisions stay, and what remains is always a contiguous run of the latest revisions.
-local function commit(rev)
-  redis.call('SET', K_REV, rev)
+local function append_log(rev)
   redis.call('XADD', K_LOG, rev .. '-0', 'e', table.concat(events))
   -- Trimming works on whole nodes, so once every 32 revisions is as good as every time.
   if RETENTION > 0 and rev > RETENTION and rev % 32 == 0 then
     redis.call('XTRIM', K_LOG, 'MINID', '~', (rev - RETENTION + 1) .. '-0')
   end
+end
+
+-- Sets the store revision to `rev` and writes its log entry.
+local function commit(rev)
+  redis.call('SET', K_REV, rev)
+  append_log(rev)
 end
 
 -- Deletes every key still attached to the lease `id` and forgets the lease. Returns the

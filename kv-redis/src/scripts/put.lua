@@ -15,9 +15,9 @@ local err = check_lease(1, lease)
 if err then
   return err
 end
-local rev = current_revision() + 1
+local rev = redis.call('INCR', K_REV)
 local prev_value = put_plain(key, value, lease, old, rev)
-commit(rev)
+append_log(rev)
 if want_prev and old then
   return { rev, { prev_value, old } }
 end
