@@ -2,9 +2,10 @@
 //! second) and the same cache: `put` vs `Tree::insert` and `get` vs `Tree::get`, over 10,000
 //! keys of 64-byte values.
 //!
-//! Target: each at most 1.3x raw sled. A third `insert` case, a raw sled transaction over four
-//! trees writing a data and a log record, shows the floor under any atomic multi-tree write in
-//! sled 0.34, which rolls its I/O buffer for every transaction.
+//! Target: each at most 1.3x raw sled. Two more `insert` cases, raw sled transactions over four
+//! trees writing a data and a log record (64-byte values, then SledStore's record sizes), show
+//! the floor under any atomic multi-tree write in sled 0.34, which rolls its I/O buffer for
+//! every transaction.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kv_core::{PutOptions, Store};
@@ -96,6 +97,23 @@ fn insert(c: &mut Criterion, rt: &Runtime, store: &SledStore, raw: &sled::Db) {
                 .transaction(|(data, _, log, _)| {
                     data.insert(k.as_slice(), &VALUE[..])?;
                     log.insert(&rev, &VALUE[..])?;
+                    Ok(())
+                });
+            res.unwrap();
+        })
+    });
+    // The same transaction with the record sizes SledStore writes for an overwrite: the entry
+    // header on the data record, and the event with the new and the previous entry in the log.
+    let (record, event) = ([b'v'; 64 + 32], [b'e'; 240]);
+    let mut i = 0;
+    group.bench_function("raw sled 4-tree transaction, SledStore record sizes", |b| {
+        b.iter(|| {
+            i += 1;
+            let (k, rev) = (key(i), (i as u64).to_be_bytes());
+            let res: TransactionResult<()> = (&trees[0], &trees[1], &trees[2], &trees[3])
+                .transaction(|(data, _, log, _)| {
+                    data.insert(k.as_slice(), &record[..])?;
+                    log.insert(&rev, &event[..])?;
                     Ok(())
                 });
             res.unwrap();
