@@ -100,7 +100,7 @@ pub async fn default_profile(
         }
     };
     if let Some(entry) = marker_entry
-        && members.iter().any(|m| *m == entry.value)
+        && members.contains(&entry.value)
     {
         return decode_id(&entry.value).map(Some);
     }
