@@ -83,21 +83,21 @@ end
 -- checked the type and the lease. Returns the previous value (nil when `old` is nil).
 local function put_plain(key, value, lease, old, rev)
   local prev_value = nil
-  local create, version = rev, 1
+  local create, version, old_lease = rev, 1, '0'
   if old then
     local c, _, v, l = parse_meta(old)
-    create, version = c, v + 1
-    prev_value = redis.call('GET', key) or ''
-    if l ~= '0' and l ~= lease then
-      redis.call('SREM', lease_set(l), key)
-    end
-  end
-  local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease
-  redis.call('SET', key, value)
-  redis.call('HSET', K_META, key, m)
-  if not old then
+    create, version, old_lease = c, v + 1, l
+    -- The write and the previous value (for the event) in one call.
+    prev_value = redis.call('SET', key, value, 'GET') or ''
+  else
+    redis.call('SET', key, value)
     redis.call('ZADD', K_IDX, 0, key)
   end
+  if old_lease ~= '0' and old_lease ~= lease then
+    redis.call('SREM', lease_set(old_lease), key)
+  end
+  local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease
+  redis.call('HSET', K_META, key, m)
   if lease ~= '0' then
     redis.call('SADD', lease_set(lease), key)
   end
