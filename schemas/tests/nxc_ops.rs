@@ -319,7 +319,92 @@ async fn example_dataset(store: Arc<dyn Store>) {
     }
 }
 
+/// The document's §5.2 migration: the legacy group HASH (profile fields + `default`) and
+/// index SET become the map SET and the default marker; the legacy keys are deleted; a
+/// second run does nothing.
+async fn legacy_layout_migrates(store: Arc<dyn Store>) {
+    let typed = TypedStore::new(store);
+    let r = realm("legacy");
+    let provider = LegacyProvider::new(alipay()).unwrap();
+    let group = LegacyGroupKey {
+        provider: provider.clone(),
+        realm: r.clone(),
+    };
+    let index = LegacyIndexKey {
+        provider: provider.clone(),
+        realm: r.clone(),
+    };
+    let hash = typed.map_at(&group);
+    for (field, value) in [("app_001", "1"), ("app_002", "1"), ("default", "app_002")] {
+        hash.put(&field.to_string(), &value.to_string())
+            .await
+            .unwrap();
+    }
+    let set = typed.set_at(&index);
+    for p in ["app_002", "app_003"] {
+        set.add(&id(p)).await.unwrap();
+    }
+    let config = LegacyConfigKey {
+        provider: provider.clone(),
+        realm: r.clone(),
+        profile: id("app_001"),
+    };
+    typed.put(&config, &b"ciphertext".to_vec()).await.unwrap();
+
+    let done = migrate_legacy(&typed, &provider, &r).await.unwrap();
+    assert_eq!(
+        done.profiles,
+        BTreeSet::from([id("app_001"), id("app_002"), id("app_003")])
+    );
+    assert_eq!(done.default, Some(id("app_002")));
+    let map = ProfileMapKey::new(&r, &alipay());
+    assert_eq!(
+        typed.set_at(&map).members().await.unwrap(),
+        [id("app_001"), id("app_002"), id("app_003")]
+    );
+    assert_eq!(
+        default_profile(&typed, &r, &alipay()).await.unwrap(),
+        Some(id("app_002"))
+    );
+    assert!(hash.all().await.unwrap().is_empty());
+    assert!(set.members().await.unwrap().is_empty());
+    assert!(
+        typed.exists(&config).await.unwrap(),
+        "configs are left alone"
+    );
+
+    // Again: nothing left to migrate, nothing changes.
+    let again = migrate_legacy(&typed, &provider, &r).await.unwrap();
+    assert_eq!(again, LegacyMigration::default());
+    assert_eq!(typed.set_at(&map).members().await.unwrap().len(), 3);
+
+    // A legacy id that is not a valid profile id stops the migration before any write.
+    let r2 = realm("legacy");
+    let bad = typed.map_at(&LegacyGroupKey {
+        provider: provider.clone(),
+        realm: r2.clone(),
+    });
+    bad.put(&"app_ok".to_string(), &"1".to_string())
+        .await
+        .unwrap();
+    bad.put(&"bad id".to_string(), &"1".to_string())
+        .await
+        .unwrap();
+    let err = migrate_legacy(&typed, &provider, &r2).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidValue);
+    assert!(
+        typed
+            .set_at(&ProfileMapKey::new(&r2, &alipay()))
+            .members()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(bad.all().await.unwrap().len(), 2);
+}
+
 kv_tests::on_every_backend!(
+    legacy_layout_migrates,
     create_resolve_and_discover,
     another_realms_profile_is_unauthorized,
     default_resolution,

@@ -134,3 +134,53 @@ fn the_catalog_lists_and_parses_nxc() {
         ]
     );
 }
+
+#[test]
+fn the_legacy_layout_is_the_documents_and_disjoint() {
+    let provider = LegacyProvider::new(provider()).unwrap();
+    let cases: Vec<(NxcLegacyKeyspace, &str)> = vec![
+        (
+            LegacyGroupKey {
+                provider: provider.clone(),
+                realm: realm(),
+            }
+            .into(),
+            "nexus:config:group:Alipay:test_realm",
+        ),
+        (
+            LegacyIndexKey {
+                provider: provider.clone(),
+                realm: realm(),
+            }
+            .into(),
+            "nexus:config:index:Alipay:test_realm",
+        ),
+        (
+            LegacyConfigKey {
+                provider,
+                realm: realm(),
+                profile: profile(),
+            }
+            .into(),
+            "nexus:config:Alipay:test_realm:app_001",
+        ),
+    ];
+    for (key, raw) in &cases {
+        assert_eq!(key.encode(), *raw);
+        assert_eq!(NxcLegacyKeyspace::parse(raw).as_ref(), Ok(key));
+    }
+    // `group` and `index` are the layout's literals, never a provider: one key, one parse.
+    for literal in ["group", "index"] {
+        assert!(LegacyProvider::new(ProviderName::new(literal).unwrap()).is_err());
+    }
+    assert!(matches!(
+        NxcLegacyKeyspace::parse("nexus:config:group:a:b"),
+        Ok(NxcLegacyKeyspace::Group(_))
+    ));
+    let findings = check_keyspace::<NxcLegacyKeyspace>();
+    assert!(findings.is_empty(), "{findings:#?}");
+    assert_keyspace_invariants::<NxcLegacyKeyspace>();
+    assert_key_invariants::<LegacyGroupKey>();
+    assert_key_invariants::<LegacyIndexKey>();
+    assert_key_invariants::<LegacyConfigKey>();
+}

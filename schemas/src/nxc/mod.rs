@@ -20,9 +20,15 @@
 //! [`default_profile`] (marker, else the smallest id), [`list_profiles`] (paged),
 //! [`put_pool_secret`] / [`pool_secret`] (encrypted with a [`Keyring`](kv_core::keyspace::Keyring)),
 //! [`write_example`] for a demo dataset.
+//!
+//! The legacy layout the document replaces (`nexus:config:group|index:{provider}:{realm}`,
+//! `nexus:config:{provider}:{realm}:{profile}`) is its own keyspace, [`NxcLegacyKeyspace`];
+//! [`migrate_legacy`] moves a realm's legacy group and index into the map and marker.
 
 mod example;
 mod keys;
+mod legacy;
+mod migrate;
 mod pool;
 mod profile;
 mod resolve;
@@ -31,6 +37,10 @@ mod values;
 
 pub use example::{NxcExample, write_example};
 pub use keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileMapKey};
+pub use legacy::{
+    LegacyConfigKey, LegacyGroupKey, LegacyIndexKey, LegacyProvider, NxcLegacyKeyspace,
+};
+pub use migrate::{LegacyMigration, migrate_legacy};
 pub use pool::{pool_secret, put_pool_secret};
 pub use profile::{create_profile, delete_profile, set_default_profile};
 pub use resolve::{default_profile, list_profiles, resolve_profile};
