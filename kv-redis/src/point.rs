@@ -32,16 +32,21 @@ pub(crate) async fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
     let (Some(meta), Some(value)) = (parts.next(), parts.next()) else {
         return Err(corrupted("a get reply has metadata and a value"));
     };
-    let Some(meta) = opt_bytes(meta)? else {
+    let Some(meta) = opt_bytes(reply_or_error(meta)?)? else {
         return Ok(None);
     };
-    let value = match value {
-        // The value of a key with metadata but no string (never left by the store's scripts).
-        Value::Nil => Vec::new(),
-        Value::ServerError(e) => return Err(map_redis_error(e.into(), "get")),
-        other => opt_bytes(other)?.unwrap_or_default(),
-    };
+    // A key with metadata is a string; a missing one (never left by the store) reads as empty,
+    // as in the scripts.
+    let value = opt_bytes(reply_or_error(value)?)?.unwrap_or_default();
     entry(key.to_vec(), value, &meta).map(Some)
+}
+
+/// The error of one command inside a MULTI/EXEC reply, mapped like any other.
+fn reply_or_error(value: Value) -> Result<Value> {
+    match value {
+        Value::ServerError(e) => Err(map_redis_error(e.into(), "get")),
+        other => Ok(other),
+    }
 }
 
 /// One put through `scripts/put.lua`: the same checks, revision, metadata, index, lease and
