@@ -2,8 +2,8 @@
 
 use redis::Script;
 
-/// Prepends the shared library (layout, event encoding, commit, lease expiry) to a writing
-/// script.
+/// Prepends the shared library (layout, event encoding, plain puts and deletes, commit, lease
+/// expiry) to a writing script.
 macro_rules! with_lib {
     ($file:literal) => {
         Script::new(concat!(
