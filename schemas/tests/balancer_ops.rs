@@ -224,6 +224,33 @@ async fn bulk_load_is_batched(store: Arc<dyn Store>) {
     }
 }
 
+/// Keys in many groups each: batches near the backend's limit still commit whole.
+async fn bulk_load_of_keys_in_many_groups(store: Arc<dyn Store>) {
+    let c = cache(store);
+    let keys: Vec<LoadedKey> = (1..=12)
+        .map(|id| LoadedKey {
+            id,
+            record: active(id),
+            groups: (0..20).map(|g| (id + g) % 30).collect(),
+        })
+        .collect();
+    let report = c.load_keys(&keys).await.unwrap();
+    assert_eq!(report.keys, 12);
+    for group in 0..30 {
+        let expected: Vec<u64> = keys
+            .iter()
+            .filter(|k| k.groups.contains(&group))
+            .map(|k| k.id)
+            .collect();
+        assert_eq!(
+            c.active_keys(group).await.unwrap(),
+            expected,
+            "group {group}"
+        );
+    }
+    assert_eq!(c.groups_of(3).await.unwrap().len(), 20);
+}
+
 /// Bad input is refused before anything is written.
 async fn bad_input_writes_nothing(store: Arc<dyn Store>) {
     let c = cache(store);
@@ -292,6 +319,7 @@ kv_tests::on_every_backend!(
     concurrent_picks_are_fair,
     picks_from_two_handles_are_fair,
     bulk_load_is_batched,
+    bulk_load_of_keys_in_many_groups,
     bad_input_writes_nothing,
     example_dataset,
 );

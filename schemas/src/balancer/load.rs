@@ -2,7 +2,7 @@
 
 use super::cache::{Balancer, list_push, map_put, set_add};
 use super::values::{API_KEY_FIELD, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
-use kv_core::{Error, Result, Txn, TxnOp};
+use kv_core::{Error, ErrorKind, Result, Txn, TxnOp};
 use std::collections::BTreeSet;
 
 /// The most ops a bulk-load transaction carries on backends without a tighter limit.
@@ -12,8 +12,9 @@ impl Balancer {
     /// Loads many keys that are not cached yet (the document's `LoadAllKeysToStore`): each
     /// key's object, reverse index and, for active keys, its place at the end of each group's
     /// active list. Keys are packed into as few transactions as the backend takes
-    /// (`max_txn_ops`, counting one more per collection for optimistic backends), each
-    /// committed whole; the keys of one transaction appear in every list in input order.
+    /// (`max_txn_ops`, counting one more per collection for optimistic backends; a batch the
+    /// backend still finds too large is split in two), each committed whole; keys join every
+    /// list in input order.
     ///
     /// A transaction appends to one list at most once (the store contract writes a
     /// collection key once per branch), so a batch also closes when it would push a second
@@ -22,7 +23,7 @@ impl Balancer {
     ///
     /// # Errors
     /// `InvalidArgument` for an empty `api_key` or a key id given twice (nothing written);
-    /// backend errors, after which the batches already committed stay loaded.
+    /// `TxnTooLarge` for one key with more groups than a transaction takes; backend errors, after which the batches already committed stay loaded.
     pub async fn load_keys(&self, keys: &[LoadedKey]) -> Result<LoadReport> {
         let mut seen = BTreeSet::new();
         for key in keys {
@@ -50,15 +51,14 @@ impl Balancer {
             // Each op plus each collection it touches (etcd guards every collection).
             let cost = ops.len() * 2;
             let clash = lists.iter().any(|g| batch.lists.contains(g));
-            if !batch.ops.is_empty() && (clash || batch.cost + cost > budget) {
+            if !batch.keys.is_empty() && (clash || batch.cost + cost > budget) {
                 self.commit(&mut batch, &mut report).await?;
             }
             batch.cost += cost;
-            batch.ops.extend(ops);
+            batch.keys.push(ops);
             batch.lists.extend(lists);
-            batch.keys += 1;
         }
-        if !batch.ops.is_empty() {
+        if !batch.keys.is_empty() {
             self.commit(&mut batch, &mut report).await?;
         }
         Ok(report)
@@ -85,20 +85,33 @@ impl Balancer {
 
     async fn commit(&self, batch: &mut Batch, report: &mut LoadReport) -> Result<()> {
         let batch = std::mem::take(batch);
-        self.typed
-            .store()
-            .txn(Txn::new().and_then(batch.ops))
-            .await?;
-        report.txns += 1;
-        report.keys += batch.keys;
+        let mut pending = vec![batch.keys];
+        // A batch the backend finds too large (its own accounting may count more than the
+        // estimate) is split in two, keeping the keys' order.
+        while let Some(keys) = pending.pop() {
+            let ops: Vec<TxnOp> = keys.iter().flatten().cloned().collect();
+            match self.typed.store().txn(Txn::new().and_then(ops)).await {
+                Ok(_) => {
+                    report.txns += 1;
+                    report.keys += keys.len();
+                }
+                Err(e) if e.kind() == ErrorKind::TxnTooLarge && keys.len() > 1 => {
+                    let mut first = keys;
+                    let second = first.split_off(first.len() / 2);
+                    pending.push(second);
+                    pending.push(first);
+                }
+                Err(e) => return Err(e),
+            }
+        }
         Ok(())
     }
 }
 
+/// The keys of one transaction, each with its ops.
 #[derive(Default)]
 struct Batch {
-    ops: Vec<TxnOp>,
+    keys: Vec<Vec<TxnOp>>,
     lists: BTreeSet<u64>,
     cost: usize,
-    keys: usize,
 }
