@@ -18,12 +18,20 @@ use kv_core::{CollectionOp, CollectionResult, Error, ErrorKind, OpResult, Result
 ///
 /// # Errors
 /// `Unauthorized` when the realm does not own the profile; `NotFound` when it asks for its
-/// default and owns no profile for the provider; backend errors.
+/// default and owns no profile for the provider; a retryable `ConditionFailed` when every
+/// default it chose was deleted before it was read; backend errors.
 pub async fn resolve_profile(typed: &TypedStore, identity: &Identity) -> Result<ResolvedProfile> {
-    let map = ProfileMapKey::new(&identity.realm, &identity.provider);
-    let profile = match &identity.profile {
-        Some(profile) => profile.clone(),
-        None => default_profile(typed, &identity.realm, &identity.provider)
+    if let Some(profile) = &identity.profile {
+        return match owned_profile(typed, identity, profile).await? {
+            Some(resolved) => Ok(resolved),
+            None => Err(unauthorized(identity, profile)),
+        };
+    }
+    // The default is chosen, then read with the ownership check; a profile deleted in
+    // between is not this realm's fault: choose again.
+    let mut attempts = 0;
+    loop {
+        let profile = default_profile(typed, &identity.realm, &identity.provider)
             .await?
             .ok_or_else(|| {
                 Error::new(
@@ -32,9 +40,35 @@ pub async fn resolve_profile(typed: &TypedStore, identity: &Identity) -> Result<
                 )
                 .with_context("realm", &identity.realm)
                 .with_context("provider", &identity.provider)
-            })?,
-    };
-    let instance = map.instance(&profile);
+            })?;
+        match owned_profile(typed, identity, &profile).await? {
+            Some(resolved) => return Ok(resolved),
+            None if attempts < DEFAULT_ATTEMPTS => attempts += 1,
+            None => {
+                return Err(Error::new(
+                    ErrorKind::ConditionFailed,
+                    "the default profile kept being deleted while it was resolved",
+                )
+                .with_context("realm", &identity.realm)
+                .with_context("provider", &identity.provider)
+                .set_retryable(true));
+            }
+        }
+    }
+}
+
+/// How many times default resolution chooses again after its choice was deleted.
+const DEFAULT_ATTEMPTS: u32 = 3;
+
+/// The profile with its parameters when the realm owns it (membership check and instance
+/// read in one transaction), `None` when it does not.
+async fn owned_profile(
+    typed: &TypedStore,
+    identity: &Identity,
+    profile: &ProfileId,
+) -> Result<Option<ResolvedProfile>> {
+    let map = ProfileMapKey::new(&identity.realm, &identity.provider);
+    let instance = map.instance(profile);
     let txn = Txn::new().and_then([
         TxnOp::Collection(CollectionOp::SetContains {
             key: map.encode().into_bytes(),
@@ -49,17 +83,16 @@ pub async fn resolve_profile(typed: &TypedStore, identity: &Identity) -> Result<
         [
             OpResult::Collection(CollectionResult::Contains(owned)),
             OpResult::Collection(CollectionResult::Fields(fields)),
-        ] => {
-            if !owned {
-                return Err(unauthorized(identity, &profile));
-            }
-            Ok(ResolvedProfile {
+        ] => Ok(if *owned {
+            Some(ResolvedProfile {
                 realm: identity.realm.clone(),
                 provider: identity.provider.clone(),
-                profile,
+                profile: profile.clone(),
                 params: decode_params(&instance, fields)?,
             })
-        }
+        } else {
+            None
+        }),
         other => Err(
             Error::new(ErrorKind::Backend, "unexpected transaction results")
                 .with_context("results", format!("{other:?}")),
