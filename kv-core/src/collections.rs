@@ -16,6 +16,10 @@
 //! `delete_prefix(P)` also delete the collections at `K` or under `P`. Using one key both as a
 //! plain value and as a collection, or as two kinds of collection, is portable only on ordered
 //! backends: Redis reports [`ErrorKind::WrongType`](crate::ErrorKind::WrongType).
+//!
+//! In one transaction branch a set member or map field may be written once, but one list may
+//! be written several times (push, remove, rotate): the ops apply in order, each seeing the
+//! list the previous one left, all in the one atomic step of the transaction.
 
 use crate::capabilities::Capabilities;
 use crate::entry::validate_key;

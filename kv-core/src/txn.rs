@@ -259,8 +259,12 @@ impl Txn {
     }
 
     /// Checks the transaction before it is sent: valid keys and values, no more compares or
-    /// ops per branch than `caps.max_txn_ops`, no key written twice in one branch, no write
-    /// inside a prefix the same branch deletes.
+    /// ops per branch than `caps.max_txn_ops`, no plain key (nor set member, nor map field)
+    /// written twice in one branch, no write inside a prefix the same branch deletes, no
+    /// overlapping deleted prefixes.
+    ///
+    /// Several writes on one list (push, remove, rotate) are allowed in one branch: they apply
+    /// in op order, each seeing the list the previous one left, as one atomic step.
     ///
     /// # Errors
     /// `InvalidKey` / `InvalidValue` for bad input, `TxnTooLarge` over the limit,
@@ -289,16 +293,18 @@ impl Txn {
     }
 }
 
-/// What one write op touches, for conflict detection within a branch.
+/// What one write op touches, for conflict detection within a branch. List writes have no
+/// touch: several of them on one list apply in op order.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 enum Touch<'a> {
     Key(&'a [u8]),
     Member(&'a [u8], u8, &'a [u8]),
-    List(&'a [u8]),
 }
 
 fn validate_branch(ops: &[TxnOp], caps: &Capabilities) -> Result<()> {
     let mut touched: Vec<(Touch<'_>, &[u8])> = Vec::new();
+    // Keys of the lists written, checked only against deleted prefixes.
+    let mut lists: Vec<&[u8]> = Vec::new();
     let mut deleted_prefixes: Vec<&[u8]> = Vec::new();
     for op in ops {
         match op {
@@ -320,11 +326,12 @@ fn validate_branch(ops: &[TxnOp], caps: &Capabilities) -> Result<()> {
                 c.validate(caps)?;
                 if c.is_write() {
                     let key = c.key();
-                    let touch = match c.member() {
-                        Some((kind, member)) => Touch::Member(key, kind, member),
-                        None => Touch::List(key),
-                    };
-                    touched.push((touch, key));
+                    match c.member() {
+                        Some((kind, member)) => {
+                            touched.push((Touch::Member(key, kind, member), key))
+                        }
+                        None => lists.push(key),
+                    }
                 }
             }
         }
@@ -340,7 +347,11 @@ fn validate_branch(ops: &[TxnOp], caps: &Capabilities) -> Result<()> {
         }
     }
     for (i, prefix) in deleted_prefixes.iter().enumerate() {
-        for (_, key) in &touched {
+        let written = touched
+            .iter()
+            .map(|(_, key)| *key)
+            .chain(lists.iter().copied());
+        for key in written {
             if key.starts_with(prefix) {
                 return Err(Error::new(
                     ErrorKind::TxnConflict,
@@ -372,4 +383,59 @@ pub struct TxnResponse {
     pub revision: i64,
     /// One result per op of the branch that ran.
     pub results: Vec<OpResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capabilities::{Retention, Support};
+    use std::time::Duration;
+
+    fn caps() -> Capabilities {
+        Capabilities {
+            backend: "test",
+            max_txn_ops: 128,
+            max_value_bytes: 1 << 20,
+            ttl_granularity: Duration::from_millis(1),
+            watch_retention: Retention::Revisions(1000),
+            txn: Support::Native,
+            leases: Support::Native,
+            watch: Support::Native,
+            collections: Support::Native,
+            persistent: false,
+        }
+    }
+
+    fn push(key: &str, value: &str) -> TxnOp {
+        TxnOp::Collection(CollectionOp::ListPush {
+            key: key.as_bytes().to_vec(),
+            value: value.as_bytes().to_vec(),
+        })
+    }
+
+    fn conflict(ops: Vec<TxnOp>) -> bool {
+        let err = Txn::new().and_then(ops).validate(&caps());
+        matches!(err, Err(e) if e.kind() == ErrorKind::TxnConflict)
+    }
+
+    #[test]
+    fn several_writes_on_one_list_are_allowed() {
+        let rotate = TxnOp::Collection(CollectionOp::ListRotate { key: b"q".to_vec() });
+        let ops = vec![push("q", "a"), push("q", "a"), rotate, push("q", "b")];
+        Txn::new().and_then(ops).validate(&caps()).unwrap();
+    }
+
+    #[test]
+    fn list_writes_inside_a_deleted_prefix_and_twice_written_keys_conflict() {
+        assert!(conflict(vec![TxnOp::delete_prefix("q"), push("q/1", "a")]));
+        assert!(conflict(vec![push("q/1", "a"), TxnOp::delete_prefix("q/")]));
+        assert!(conflict(vec![TxnOp::put("k", "1"), TxnOp::put("k", "2")]));
+        let add = || {
+            TxnOp::Collection(CollectionOp::SetAdd {
+                key: b"s".to_vec(),
+                member: b"m".to_vec(),
+            })
+        };
+        assert!(conflict(vec![add(), add()]));
+    }
 }

@@ -224,6 +224,31 @@ async fn bulk_load_is_batched(store: Arc<dyn Store>) {
     }
 }
 
+/// Keys that all share one group pack many to a transaction: one transaction pushes several
+/// keys onto the group's list, in input order.
+async fn bulk_load_into_one_group_is_batched(store: Arc<dyn Store>) {
+    let c = cache(store);
+    let keys: Vec<LoadedKey> = (1..=300)
+        .map(|id| LoadedKey {
+            id,
+            record: active(id),
+            groups: vec![7],
+        })
+        .collect();
+    let report = c.load_keys(&keys).await.unwrap();
+    assert_eq!(report.keys, 300);
+    assert!(
+        report.txns * 10 <= 300,
+        "{} transactions for 300 keys in one group",
+        report.txns
+    );
+    assert_eq!(
+        c.active_keys(7).await.unwrap(),
+        (1..=300).collect::<Vec<u64>>()
+    );
+    assert_eq!(c.groups_of(150).await.unwrap(), [7]);
+}
+
 /// Keys in many groups each: batches near the backend's limit still commit whole.
 async fn bulk_load_of_keys_in_many_groups(store: Arc<dyn Store>) {
     let c = cache(store);
@@ -319,6 +344,7 @@ kv_tests::on_every_backend!(
     concurrent_picks_are_fair,
     picks_from_two_handles_are_fair,
     bulk_load_is_batched,
+    bulk_load_into_one_group_is_batched,
     bulk_load_of_keys_in_many_groups,
     bad_input_writes_nothing,
     example_dataset,

@@ -12,14 +12,12 @@ impl Balancer {
     /// Loads many keys that are not cached yet (the document's `LoadAllKeysToStore`): each
     /// key's object, reverse index and, for active keys, its place at the end of each group's
     /// active list. Keys are packed into as few transactions as the backend takes
-    /// (`max_txn_ops`, counting one more per collection for optimistic backends; a batch the
-    /// backend still finds too large is split in two), each committed whole; keys join every
-    /// list in input order.
+    /// (`max_txn_ops`, counting two more per collection for optimistic backends, which guard
+    /// and rewrite a stamp per collection; a batch the backend still finds too large is split
+    /// in two), each committed whole; keys join every list in input order.
     ///
-    /// A transaction appends to one list at most once (the store contract writes a
-    /// collection key once per branch), so a batch also closes when it would push a second
-    /// key onto a list it already extends: loading `n` keys that share one group takes at
-    /// least `n` transactions, while keys spread over many groups pack densely.
+    /// One transaction may push several keys onto one group's list (the pushes apply in op
+    /// order), so keys that share a group pack as densely as keys spread over many groups.
     ///
     /// # Errors
     /// `InvalidArgument` for an empty `api_key` or a key id given twice (nothing written);
@@ -48,11 +46,10 @@ impl Balancer {
         let mut batch = Batch::default();
         for key in keys {
             let (ops, lists) = self.ops_of(key);
-            // Each op plus each collection it touches (etcd guards every collection).
-            let cost = ops.len() * 2;
-            let clash = lists.iter().any(|g| batch.lists.contains(g));
-            if !batch.keys.is_empty() && (clash || batch.cost + cost > budget) {
+            let mut cost = batch.cost_of(&ops, &lists);
+            if !batch.keys.is_empty() && batch.cost + cost > budget {
                 self.commit(&mut batch, &mut report).await?;
+                cost = batch.cost_of(&ops, &lists);
             }
             batch.cost += cost;
             batch.keys.push(ops);
@@ -112,6 +109,17 @@ impl Balancer {
 #[derive(Default)]
 struct Batch {
     keys: Vec<Vec<TxnOp>>,
+    /// The groups whose active list the batch already extends.
     lists: BTreeSet<u64>,
     cost: usize,
+}
+
+impl Batch {
+    /// What adding a key's `ops` costs: each op, plus two per collection new to the batch
+    /// (an optimistic backend guards and rewrites one stamp per collection): the key's own
+    /// object and reverse index, and each group list the batch does not extend yet.
+    fn cost_of(&self, ops: &[TxnOp], lists: &[u64]) -> usize {
+        let new_lists = lists.iter().filter(|g| !self.lists.contains(g)).count();
+        ops.len() + 2 * (2 + new_lists)
+    }
 }

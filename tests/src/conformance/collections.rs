@@ -221,6 +221,72 @@ pub async fn list_operations(store: Arc<dyn Store>) {
     assert_eq!(run(st, Op::ListLen { key: l.clone() }).await, R::Count(2));
 }
 
+/// One branch may write one list several times: pushes, a rotation and a removal apply in
+/// op order, each seeing the list the previous one left, and later reads in the branch see
+/// them all.
+pub async fn several_list_writes_in_one_txn(store: Arc<dyn Store>) {
+    let root = root();
+    let l = key(&root, "queue");
+    let st = &*store;
+    assert_eq!(run(st, list_push(&l, "x")).await, R::Count(1));
+    let ops = [
+        list_push(&l, "a"),
+        list_push(&l, "b"),
+        list_push(&l, "c"),
+        Op::ListRotate { key: l.clone() },
+        Op::ListRemove {
+            key: l.clone(),
+            value: b("b"),
+        },
+        list_all(&l),
+        Op::ListLen { key: l.clone() },
+    ];
+    let resp = st
+        .txn(Txn::new().and_then(ops.map(TxnOp::Collection)))
+        .await
+        .unwrap();
+    assert!(resp.succeeded);
+    let results: Vec<R> = [
+        R::Count(2),
+        R::Count(3),
+        R::Count(4),
+        R::Value(Some(b("x"))),
+        R::Count(1),
+        items(&["a", "c", "x"]),
+        R::Count(3),
+    ]
+    .into();
+    assert_eq!(
+        resp.results,
+        results
+            .into_iter()
+            .map(OpResult::Collection)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(run(st, list_all(&l)).await, items(&["a", "c", "x"]));
+    // The same in a failure branch, on a list that does not exist yet.
+    let fresh = key(&root, "fresh");
+    let pushes = ["1", "2", "1"].map(|v| TxnOp::Collection(list_push(&fresh, v)));
+    let resp = st
+        .txn(
+            Txn::new()
+                .when([Compare::exists(key(&root, "absent"))])
+                .or_else(pushes)
+                .or_else([TxnOp::Collection(Op::ListRemove {
+                    key: fresh.clone(),
+                    value: b("1"),
+                })]),
+        )
+        .await
+        .unwrap();
+    assert!(!resp.succeeded);
+    let counts: Vec<OpResult> = [1, 2, 3, 2]
+        .map(|n| OpResult::Collection(R::Count(n)))
+        .into();
+    assert_eq!(resp.results, counts);
+    assert_eq!(run(st, list_all(&fresh)).await, items(&["2"]));
+}
+
 /// N concurrent rotations of a K-item list (N a multiple of K) return each item N/K times and
 /// leave the list in its original order.
 pub async fn list_rotate_is_atomic_under_concurrency(store: Arc<dyn Store>) {

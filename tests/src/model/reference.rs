@@ -326,8 +326,8 @@ impl Write {
 }
 
 /// The checks of `Txn::validate` on one branch: valid keys first, in op order; then no key
-/// (set member, map field, list) written twice, no write inside a deleted prefix, no
-/// overlapping deleted prefixes.
+/// (set member, map field) written twice, no write inside a deleted prefix, no overlapping
+/// deleted prefixes. A list may be written several times: its ops apply in order.
 fn validate_branch(steps: &[TxnStep]) -> Checked<()> {
     let mut written: Vec<Write> = Vec::new();
     let mut prefixes: Vec<&[u8]> = Vec::new();
@@ -346,7 +346,8 @@ fn validate_branch(steps: &[TxnStep]) -> Checked<()> {
         }
     }
     written.sort();
-    if written.windows(2).any(|w| w[0] == w[1]) {
+    let twice = |w: &[Write]| w[0] == w[1] && !matches!(w[0], Write::Coll(Touch::List(_)));
+    if written.windows(2).any(twice) {
         return Err(ErrorKind::TxnConflict);
     }
     for (i, p) in prefixes.iter().enumerate() {
