@@ -71,7 +71,7 @@ impl Member {
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
             .args(["--snapshot-count", "100000"]);
         let log = root.join(format!("{}.log", self.name));
-        let mut process = ServerProcess::spawn(cmd, &log).map_err(|e| e.to_string())?;
+        let mut process = ServerProcess::spawn(cmd, &log, root).map_err(|e| e.to_string())?;
         let port = self.client_port;
         wait_ready(&mut process, Duration::from_secs(30), || {
             exchange(port, b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")

@@ -47,7 +47,8 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// A running server process with its log file and a watchdog that kills it if the test
-/// process dies first.
+/// process dies first, and then removes the server's data directory (servers shared through
+/// statics are never dropped, so their `TempDir` never cleans up after itself).
 pub(crate) struct ServerProcess {
     child: Child,
     watchdog: Option<Child>,
@@ -55,8 +56,9 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Spawns `cmd`, appending its output to `log`.
-    pub(crate) fn spawn(mut cmd: Command, log: &Path) -> std::io::Result<Self> {
+    /// Spawns `cmd`, appending its output to `log`; `data_dir` is removed by the watchdog if
+    /// the test process exits while the server runs.
+    pub(crate) fn spawn(mut cmd: Command, log: &Path, data_dir: &Path) -> std::io::Result<Self> {
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -64,16 +66,19 @@ impl ServerProcess {
         let err = out.try_clone()?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         let child = cmd.spawn()?;
-        // The watchdog polls the test process and kills the server once it is gone.
+        // The watchdog polls the test process and kills the server once it is gone. It ends
+        // quietly when the server exits first (a kill or restart by the test itself).
         let script = format!(
             "while kill -0 {parent} 2>/dev/null && kill -0 {child} 2>/dev/null; do sleep 0.5; done; \
-             kill -9 {child} 2>/dev/null",
+             if ! kill -0 {parent} 2>/dev/null; then \
+               kill -9 {child} 2>/dev/null; sleep 0.2; rm -rf \"$0\"; fi",
             parent = std::process::id(),
             child = child.id()
         );
         let watchdog = Command::new("sh")
             .arg("-c")
             .arg(script)
+            .arg(data_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

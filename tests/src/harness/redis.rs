@@ -80,7 +80,8 @@ impl RedisServer {
             cmd.args(["--appendonly", "no"]);
         }
         let log = self.dir.path().join("redis.log");
-        let mut process = ServerProcess::spawn(cmd, &log).map_err(|e| e.to_string())?;
+        let mut process =
+            ServerProcess::spawn(cmd, &log, self.dir.path()).map_err(|e| e.to_string())?;
         let port = self.port;
         wait_ready(&mut process, Duration::from_secs(20), || {
             exchange(port, b"PING\r\n").starts_with("+PONG\r\n")
