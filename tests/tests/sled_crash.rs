@@ -2,10 +2,10 @@
 //! random moment, 50 times over one database; after each restart every acknowledged write is
 //! there, no transaction is half applied and the consistency check passes.
 //!
-//! The child is this test binary itself, re-run with the ignored `crash_child` case selected.
+//! The child is the `sled_crash_child` binary of this package (tests/src/bin/).
 
-use kv_core::{Compare, ErrorKind, LeaseId, PutOptions, RangeOptions, Store, Txn, TxnOp};
-use kv_mem::{Durability, SledConfig, SledStore};
+use kv_core::{ErrorKind, LeaseId, RangeOptions, Store};
+use kv_mem::{SledConfig, SledStore};
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -23,75 +23,6 @@ const ROUND_VAR: &str = "KV_SLED_CHILD_ROUND";
 /// A bound for the child to start, so a broken child fails the test instead of hanging it.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The child process: `write` makes acknowledged writes until killed, printing one `ACK` line
-/// after each returns; `write-buffered` does the same with buffered durability; `hold` opens
-/// the store and keeps it open until killed.
-#[test]
-#[ignore = "the child process of the crash tests, started by them"]
-fn crash_child() {
-    let dir = std::env::var(DIR_VAR).expect("run by the crash tests");
-    let mode = std::env::var(MODE_VAR).expect("run by the crash tests");
-    let round: usize = std::env::var(ROUND_VAR).map_or(0, |r| r.parse().unwrap());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = match mode.as_str() {
-        "write-buffered" => SledConfig::new(&dir).durability(Durability::Buffered {
-            flush_interval: Duration::from_millis(5),
-        }),
-        _ => SledConfig::new(&dir),
-    };
-    runtime.block_on(async move {
-        let store = SledStore::open(config).expect("child opens the store");
-        println!("\nREADY");
-        if mode == "hold" {
-            std::future::pending::<()>().await;
-        }
-        for i in 0.. {
-            let value = format!("v{round}.{i}");
-            match i % 3 {
-                0 => {
-                    let key = format!("c/{round}/{i}");
-                    store
-                        .put(key.as_bytes(), value.as_bytes(), PutOptions::default())
-                        .await
-                        .unwrap();
-                    println!("ACK put {key} {value}");
-                }
-                1 => {
-                    let pair = format!("p/{round}/{i}");
-                    let (a, b) = (format!("{pair}/a"), format!("{pair}/b"));
-                    let resp = store
-                        .txn(
-                            Txn::new()
-                                .when([Compare::absent(&a)])
-                                .and_then([TxnOp::put(&a, &value), TxnOp::put(&b, &value)]),
-                        )
-                        .await
-                        .unwrap();
-                    assert!(resp.succeeded);
-                    println!("ACK pair {pair} {value}");
-                }
-                _ => {
-                    let lease = store.lease_grant(Duration::from_secs(3600)).await.unwrap();
-                    println!("ACK grant {}", lease.id.0);
-                    let key = format!("l/{round}/{i}");
-                    store
-                        .put(
-                            key.as_bytes(),
-                            value.as_bytes(),
-                            PutOptions::default().lease(lease.id),
-                        )
-                        .await
-                        .unwrap();
-                    println!("ACK leased {} {key} {value}", lease.id.0);
-                }
-            }
-        }
-    });
-}
-
 struct ChildProcess {
     child: Child,
     lines: JoinHandle<Vec<String>>,
@@ -100,8 +31,7 @@ struct ChildProcess {
 impl ChildProcess {
     /// Starts the child and waits until it has opened the store.
     fn start(dir: &Path, mode: &str, round: usize) -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "crash_child", "--ignored", "--nocapture"])
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sled_crash_child"))
             .env(DIR_VAR, dir)
             .env(MODE_VAR, mode)
             .env(ROUND_VAR, round.to_string())
