@@ -21,6 +21,25 @@ pub enum Retention {
     UntilCompacted,
 }
 
+/// How writes made by other programs, straight to the backend's data, reach this store.
+///
+/// Point reads, compares, writes and deletes always act on what the backend holds, whoever
+/// wrote it; this says when ranges and watches see another program's write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForeignWrites {
+    /// At once: the backend's own history records every write (etcd), or no other program
+    /// can write the data (the in-process and embedded stores).
+    Immediate,
+    /// Once reconciled: the store's own writes at once, another program's writes after a
+    /// reconciler has brought them into the store's index and event log, usually within
+    /// milliseconds where the server reports changes, and at the latest within `interval`
+    /// (`None`: only when a reconcile is run explicitly).
+    Reconciled {
+        /// The longest a foreign write waits for the periodic pass.
+        interval: Option<Duration>,
+    },
+}
+
 /// A backend's features and limits. Every backend implements the whole contract; this says how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
@@ -44,6 +63,8 @@ pub struct Capabilities {
     pub collections: Support,
     /// Whether acknowledged writes survive a restart of the process or server.
     pub persistent: bool,
+    /// When ranges and watches see writes made by other programs.
+    pub foreign_writes: ForeignWrites,
 }
 
 impl Capabilities {
@@ -81,7 +102,7 @@ impl Capabilities {
     /// #   watch_retention: kv_core::Retention::Revisions(1000),
     /// #   txn: kv_core::Support::Native, leases: kv_core::Support::Native,
     /// #   watch: kv_core::Support::Native, collections: kv_core::Support::Native,
-    /// #   persistent: false } }
+    /// #   persistent: false, foreign_writes: kv_core::ForeignWrites::Immediate } }
     /// assert_eq!(caps.round_ttl(Duration::from_millis(1500)).unwrap(), Duration::from_secs(2));
     /// ```
     pub fn round_ttl(&self, ttl: Duration) -> Result<Duration> {

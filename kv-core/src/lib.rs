@@ -17,7 +17,7 @@ mod store;
 mod txn;
 mod watch;
 
-pub use capabilities::{Capabilities, Retention, Support};
+pub use capabilities::{Capabilities, ForeignWrites, Retention, Support};
 pub use collections::{CollectionKind, CollectionOp, CollectionResult};
 pub use entry::{
     Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix,

@@ -403,6 +403,7 @@ mod tests {
             watch: Support::Native,
             collections: Support::Native,
             persistent: false,
+            foreign_writes: crate::ForeignWrites::Immediate,
         }
     }
 

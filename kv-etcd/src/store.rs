@@ -84,6 +84,7 @@ impl EtcdStore {
             watch: Support::Native,
             collections: Support::Emulated,
             persistent: true,
+            foreign_writes: kv_core::ForeignWrites::Immediate,
         };
         // etcd's own client accepts responses up to 2 GiB: a large range, or the events of one
         // large transaction (never split across watch responses), must not fail on the

@@ -45,6 +45,19 @@ pub struct RedisConfig {
     /// Whether the server keeps acknowledged writes across restarts (AOF with
     /// `appendfsync always`); reported in the store's capabilities. Default `false`.
     pub persistent: bool,
+    /// The key prefixes other programs write, which the background reconciler keeps in the
+    /// store's index and event log (`""` covers the whole database). Default none: another
+    /// program's keys are still read, compared, written and deleted as they are in Redis,
+    /// but reach ranges and watches only through [`RedisStore::reconcile`](crate::RedisStore::reconcile).
+    pub reconcile_roots: Vec<String>,
+    /// How often the reconciler scans the roots in full, in ms; 0 for never (notifications
+    /// only). Default 60 000.
+    pub reconcile_interval_ms: u64,
+    /// Whether the reconciler follows Redis keyspace notifications, turning them on
+    /// (`CONFIG SET notify-keyspace-events`) when the server allows it. Default `true`.
+    pub keyspace_notifications: bool,
+    /// The `COUNT` of each `SCAN` step of a reconcile pass. Default 1000.
+    pub reconcile_scan_count: u32,
 }
 
 impl Default for RedisConfig {
@@ -61,6 +74,10 @@ impl Default for RedisConfig {
             max_txn_ops: 128,
             watch_retries: 20,
             persistent: false,
+            reconcile_roots: Vec::new(),
+            reconcile_interval_ms: 60_000,
+            keyspace_notifications: true,
+            reconcile_scan_count: 1000,
         }
     }
 }
@@ -82,6 +99,12 @@ impl RedisConfig {
     /// The response timeout.
     pub fn response_timeout(&self) -> Duration {
         Duration::from_millis(self.response_timeout_ms)
+    }
+
+    /// The interval of the reconciler's periodic full pass, if it runs one.
+    pub fn reconcile_interval(&self) -> Option<Duration> {
+        (!self.reconcile_roots.is_empty() && self.reconcile_interval_ms > 0)
+            .then(|| Duration::from_millis(self.reconcile_interval_ms))
     }
 
     /// Checks the configuration and resolves the URL and credentials.
@@ -109,10 +132,20 @@ impl RedisConfig {
                 "the internal prefix must be non-empty and contain no NUL".to_owned(),
             ));
         }
-        if self.watch_retention == 0 || self.max_txn_ops == 0 {
+        if self.watch_retention == 0 || self.max_txn_ops == 0 || self.reconcile_scan_count == 0 {
             return Err(config_error(
-                "watch_retention and max_txn_ops must be at least 1".to_owned(),
+                "watch_retention, max_txn_ops and reconcile_scan_count must be at least 1"
+                    .to_owned(),
             ));
+        }
+        if let Some(root) = self
+            .reconcile_roots
+            .iter()
+            .find(|root| root.starts_with(&self.internal_prefix))
+        {
+            return Err(config_error(format!(
+                "the reconcile root {root:?} lies under the internal prefix"
+            )));
         }
         let info = self.url.as_str().into_connection_info().map_err(|e| {
             Error::new(ErrorKind::Config, "the Redis URL does not parse")
@@ -161,6 +194,10 @@ impl fmt::Debug for RedisConfig {
             .field("max_txn_ops", &self.max_txn_ops)
             .field("watch_retries", &self.watch_retries)
             .field("persistent", &self.persistent)
+            .field("reconcile_roots", &self.reconcile_roots)
+            .field("reconcile_interval_ms", &self.reconcile_interval_ms)
+            .field("keyspace_notifications", &self.keyspace_notifications)
+            .field("reconcile_scan_count", &self.reconcile_scan_count)
             .finish()
     }
 }

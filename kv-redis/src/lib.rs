@@ -7,10 +7,13 @@ mod error;
 mod lease;
 mod point;
 mod range;
+mod reconcile;
+mod reconciler;
 mod scripts;
 mod store;
 mod txn;
 mod watch;
 
 pub use config::RedisConfig;
+pub use reconcile::ReconcileReport;
 pub use store::RedisStore;

@@ -3,16 +3,46 @@
 
 use crate::decode::{array, corrupted, entry, int, opt_bytes, opt_entry};
 use crate::error::map_redis_error;
+use crate::reconcile::{Mode, reconcile_keys};
 use crate::store::Inner;
-use kv_core::{Entry, PutOptions, PutResult, Result};
+use kv_core::{Entry, Error, ErrorKind, PutOptions, PutResult, Result};
 use redis::Value;
 
 /// The entry of a plain key: its metadata and value read in one atomic MULTI/EXEC, which
 /// costs the server far less than a script run and, like the read scripts, is served by
-/// read-only replicas.
+/// read-only replicas. A string another program wrote (a value without metadata) is adopted
+/// by the reconcile script and read again: two more round trips, once per such key.
 pub(crate) async fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
     kv_core::validate_key(key)?;
     inner.check_key(key)?;
+    // A key that another program keeps rewriting and deleting between the read and the
+    // adoption could keep this going; a few rounds are plenty in practice.
+    for _ in 0..4 {
+        match read(inner, key).await? {
+            Read::Entry(entry) => return Ok(Some(entry)),
+            Read::Absent => return Ok(None),
+            Read::Foreign => {
+                reconcile_keys(inner, &[key.to_vec()], Mode::Full).await?;
+            }
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Unavailable,
+        "another program keeps replacing the key while it is read",
+    )
+    .with_context("key", kv_core::escape_bytes(key))
+    .set_retryable(true))
+}
+
+/// What one atomic read of a key found.
+enum Read {
+    Entry(Entry),
+    Absent,
+    /// A string without metadata: another program wrote it.
+    Foreign,
+}
+
+async fn read(inner: &Inner, key: &[u8]) -> Result<Read> {
     let mut pipe = redis::pipe();
     pipe.atomic()
         .cmd("HGET")
@@ -33,12 +63,20 @@ pub(crate) async fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
         return Err(corrupted("a get reply has metadata and a value"));
     };
     let Some(meta) = opt_bytes(reply_or_error(meta)?)? else {
-        return Ok(None);
+        // Without metadata: a collection (its GET failed) is not a plain entry; a string is
+        // another program's.
+        return Ok(match value {
+            Value::BulkString(_) | Value::SimpleString(_) => Read::Foreign,
+            _ => Read::Absent,
+        });
     };
-    // A key with metadata is a string; a missing one (never left by the store) reads as empty,
-    // as in the scripts.
-    let value = opt_bytes(reply_or_error(value)?)?.unwrap_or_default();
-    entry(key.to_vec(), value, &meta).map(Some)
+    match value {
+        Value::BulkString(value) => entry(key.to_vec(), value, &meta).map(Read::Entry),
+        // Metadata without a string: another program deleted the key or replaced it with
+        // a collection, which the reconcile script records before the key is read again.
+        Value::Nil | Value::ServerError(_) => Ok(Read::Foreign),
+        other => Err(corrupted(format!("a GET reply of {other:?}"))),
+    }
 }
 
 /// The error of one command inside a MULTI/EXEC reply, mapped like any other.

@@ -27,6 +27,12 @@ pub(crate) struct Scripts {
     pub(crate) lease_revoke: Script,
     pub(crate) lease_time_to_live: Script,
     pub(crate) lease_sweep: Script,
+    pub(crate) reconcile: Script,
+    /// Takes or renews the reconciler's leader key: KEYS[1] the key, ARGV the store's id
+    /// and the TTL in ms; returns 1 while the caller leads.
+    pub(crate) lead: Script,
+    /// Deletes the reconciler's leader key if the store of ARGV[1] holds it.
+    pub(crate) resign: Script,
 }
 
 impl Scripts {
@@ -43,6 +49,17 @@ impl Scripts {
             lease_revoke: with_lib!("scripts/lease_revoke.lua"),
             lease_time_to_live: with_lib!("scripts/lease_time_to_live.lua"),
             lease_sweep: with_lib!("scripts/lease_sweep.lua"),
+            reconcile: with_lib!("scripts/reconcile.lua"),
+            lead: Script::new(
+                "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+                   redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end \
+                 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end \
+                 return 0",
+            ),
+            resign: Script::new(
+                "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end \
+                 return 0",
+            ),
         }
     }
 }

@@ -2,11 +2,12 @@
 
 use crate::config::RedisConfig;
 use crate::error::map_redis_error;
+use crate::reconcile::ReconcileReport;
 use crate::scripts::Scripts;
 use kv_core::{
-    Capabilities, Entry, Error, KeyRange, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult,
-    RangeOptions, RangeResult, Result, Retention, Store, Support, Txn, TxnResponse, WatchOptions,
-    WatchStream,
+    Capabilities, Entry, Error, ForeignWrites, KeyRange, LeaseGrant, LeaseId, LeaseInfo,
+    PutOptions, PutResult, RangeOptions, RangeResult, Result, Retention, Store, Support, Txn,
+    TxnResponse, WatchOptions, WatchStream,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script};
@@ -28,6 +29,10 @@ const MAX_VALUE_BYTES: usize = 16 << 20;
 pub struct RedisStore {
     inner: Arc<Inner>,
     sweeper: JoinHandle<()>,
+    /// The background reconciler, when the configuration has roots.
+    reconciler: Option<JoinHandle<()>>,
+    /// This store's id in the reconciler's leader election.
+    id: String,
 }
 
 /// What the store's operations and its background tasks share.
@@ -42,6 +47,8 @@ pub(crate) struct Inner {
     pub(crate) meta_key: Vec<u8>,
     /// Wakes the lease sweeper when a lease is granted.
     pub(crate) sweeper_wake: Arc<Notify>,
+    /// The database index, which keyspace notification channels name.
+    pub(crate) db: i64,
 }
 
 impl RedisStore {
@@ -52,6 +59,7 @@ impl RedisStore {
     /// server cannot be reached or refuses the credentials.
     pub async fn connect(config: RedisConfig) -> Result<Self> {
         let info = config.connection_info()?;
+        let db = info.redis_settings().db();
         let client = redis::Client::open(info).map_err(|e| map_redis_error(e, "connect"))?;
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.connect_timeout()))
@@ -72,6 +80,9 @@ impl RedisStore {
             watch: Support::Emulated,
             collections: Support::Native,
             persistent: config.persistent,
+            foreign_writes: ForeignWrites::Reconciled {
+                interval: config.reconcile_interval(),
+            },
         };
         let inner = Arc::new(Inner {
             con,
@@ -82,12 +93,43 @@ impl RedisStore {
             caps,
             scripts: Scripts::new(),
             sweeper_wake: Arc::new(Notify::new()),
+            db,
         });
         let sweeper = tokio::spawn(crate::lease::sweep_loop(
             Arc::downgrade(&inner),
             inner.sweeper_wake.clone(),
         ));
-        Ok(RedisStore { inner, sweeper })
+        let id = format!("{:016x}", rand_id());
+        let reconciler = (!inner.config.reconcile_roots.is_empty())
+            .then(|| tokio::spawn(crate::reconciler::run(Arc::downgrade(&inner), id.clone())));
+        Ok(RedisStore {
+            inner,
+            sweeper,
+            reconciler,
+            id,
+        })
+    }
+
+    /// Brings what other programs wrote, changed or deleted under `prefix` into the store's
+    /// index and event log now, as the background reconciler does for its roots: strings
+    /// written without the store are adopted (a put event each), tracked strings that
+    /// another program overwrote get a put event with the next version, tracked strings
+    /// that it deleted get a delete event, and foreign collections are tracked so that
+    /// prefix deletes find them. All changes found in one batch of keys are one revision;
+    /// keys that already match the store's metadata produce no event, so running it twice,
+    /// or beside the background reconciler, repeats nothing.
+    ///
+    /// It `SCAN`s the whole database with a `MATCH` on the prefix (`reconcile_scan_count`
+    /// keys per step), then checks the keys the store tracks under the prefix: its cost
+    /// grows with the database, not with the prefix. An empty prefix covers every key
+    /// outside the internal prefix.
+    ///
+    /// # Errors
+    /// `InvalidKey` for a prefix under the internal prefix; backend errors (what was
+    /// reconciled before the error stays reconciled).
+    pub async fn reconcile(&self, prefix: &[u8]) -> Result<ReconcileReport> {
+        self.inner.check_key(prefix)?;
+        crate::reconcile::reconcile_prefix(&self.inner, prefix).await
     }
 
     /// Connects to `url` with the default configuration.
@@ -107,7 +149,26 @@ impl RedisStore {
 impl Drop for RedisStore {
     fn drop(&mut self) {
         self.sweeper.abort();
+        if let Some(reconciler) = self.reconciler.take() {
+            reconciler.abort();
+            // Hands the leader key over at once rather than after it expires.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let script = self.inner.scripts.resign.clone();
+                let (key, id) = (self.inner.internal("reconciler"), self.id.clone());
+                let mut con = self.inner.con.clone();
+                runtime.spawn(async move {
+                    let _: redis::RedisResult<i64> =
+                        script.key(key).arg(id).invoke_async(&mut con).await;
+                });
+            }
+        }
     }
+}
+
+/// A random 64-bit id (the std hasher's random keys, no extra dependency).
+fn rand_id() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
 impl Inner {
@@ -116,6 +177,16 @@ impl Inner {
         let mut key = self.prefix.clone();
         key.extend_from_slice(name.as_bytes());
         key
+    }
+
+    /// Whether a reconciler root covers `key` (never one under the internal prefix).
+    pub(crate) fn in_roots(&self, key: &[u8]) -> bool {
+        !key.starts_with(&self.prefix)
+            && self
+                .config
+                .reconcile_roots
+                .iter()
+                .any(|root| key.starts_with(root.as_bytes()))
     }
 
     /// Rejects user keys under the internal prefix.

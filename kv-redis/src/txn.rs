@@ -11,6 +11,13 @@ use redis::Value;
 pub(crate) async fn txn(inner: &Inner, txn: Txn) -> Result<TxnResponse> {
     txn.validate(&inner.caps)?;
     check_keys(inner, &txn)?;
+    // A prefix delete finds keys through the store's indexes: first every string and
+    // collection that other programs wrote under the prefix joins them.
+    for op in txn.success.iter().chain(&txn.failure) {
+        if let TxnOp::DeletePrefix { prefix } = op {
+            crate::reconcile::adopt_prefix(inner, prefix).await?;
+        }
+    }
     let args = encode(&txn);
     let arg_refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     let reply: Value = inner

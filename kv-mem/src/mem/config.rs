@@ -51,6 +51,7 @@ impl MemConfig {
             watch: Support::Native,
             collections: Support::Native,
             persistent: false,
+            foreign_writes: kv_core::ForeignWrites::Immediate,
         }
     }
 }

@@ -81,6 +81,7 @@ pub(crate) fn open(config: SledConfig) -> Result<Arc<Inner>> {
         watch: Support::Native,
         collections: Support::Emulated,
         persistent: true,
+        foreign_writes: kv_core::ForeignWrites::Immediate,
     };
     let inner = Arc::new(Inner {
         caps,

@@ -1,7 +1,15 @@
--- `Store::delete` of one key (the plain key or the collection at it). ARGV after the two
--- shared ones: the key. Returns { revision, { previous value, previous meta } or false }.
+-- `Store::delete` of one key: the plain key or the collection at it, whoever wrote it (what
+-- another program did to the key is reconciled first, at a revision of its own). ARGV after
+-- the two shared ones: the key. Returns { revision, { previous value, previous meta } or
+-- false }.
 local key = ARGV[3]
-local m = redis.call('HGET', K_META, key)
+local m, _, fix, data = inspect(key)
+if fix then
+  local at = absorb({ { key, fix, data } })
+  if fix == 'adopt' then
+    m = adopted_meta(at, data)
+  end
+end
 local prev = false
 if m then
   prev = { redis.call('GET', key) or '', m }

@@ -3,7 +3,9 @@
 --
 -- Layout under the prefix P:
 --   P.."rev"      string: the store revision
---   P.."meta"     hash: user key -> "create:mod:version:lease" (a key exists iff it has meta)
+--   P.."meta"     hash: user key -> "create:mod:version:lease:digest", the digest being the
+--                 first 16 hex digits of the value's SHA-1, so that a reconciler can tell
+--                 another program's write from the store's own (older entries may lack it)
 --   P.."idx"      zset (score 0): every plain key, read with ZRANGEBYLEX
 --   P.."cidx"     zset (score 0): every collection key, so prefix deletes find them
 --   P.."log"      stream: one entry "<revision>-0" per revision, holding its events
@@ -12,6 +14,11 @@
 --   P.."lttl"     hash: lease id -> granted TTL (ms)
 --   P.."lk:"..id  set: keys attached to a lease
 --   P.."leaseid"  string: the last lease id granted
+--   P.."reconciler" string: the id of the store whose reconciler runs (expires unless renewed)
+--
+-- Redis is the source of truth for what exists: a plain string at a user key without
+-- metadata was written by another program, and the first script that touches it adopts it
+-- (metadata, index, and a put event at a revision of its own) before acting on it.
 local P = ARGV[1]
 local RETENTION = tonumber(ARGV[2])
 local K_REV, K_META, K_IDX, K_CIDX, K_LOG = P .. 'rev', P .. 'meta', P .. 'idx', P .. 'cidx', P .. 'log'
@@ -21,8 +28,26 @@ local function lease_set(id)
   return P .. 'lk:' .. id
 end
 
+-- The fields of metadata `m`: create revision, mod revision, version (numbers), lease id
+-- (the decimal string, '0' for none) and the value's digest ('' when not recorded).
+local function parse_meta(m)
+  local c, r, v, l, d = string.match(m, '^(%d+):(%d+):(%d+):(%-?%d+):?(%x*)$')
+  return tonumber(c), tonumber(r), tonumber(v), l, d
+end
+
 local function meta_lease(m)
-  return string.match(m, ':(%-?%d+)$')
+  local _, _, _, l = parse_meta(m)
+  return l
+end
+
+-- The digest of a value kept in its metadata.
+local function digest(value)
+  return string.sub(redis.sha1hex(value), 1, 16)
+end
+
+-- Metadata of a key written at revision `rev` as version `version`.
+local function make_meta(create, rev, version, lease, value)
+  return create .. ':' .. rev .. ':' .. version .. ':' .. lease .. ':' .. digest(value)
 end
 
 local function now_ms()
@@ -46,24 +71,48 @@ local function push_event(kind, key, value, meta, prev_value, prev_meta)
     .. #prev_value .. ':' .. prev_value .. #prev_meta .. ':' .. prev_meta
 end
 
--- Deletes a plain key that has metadata `m`, recording its delete event.
-local function delete_plain(key, m)
-  local value = redis.call('GET', key) or ''
-  redis.call('DEL', key)
+-- Drops the metadata, index entry and lease attachment of a plain key with metadata `m`.
+local function forget_plain(key, m)
   redis.call('HDEL', K_META, key)
   redis.call('ZREM', K_IDX, key)
   local lease = meta_lease(m)
   if lease ~= '0' then
     redis.call('SREM', lease_set(lease), key)
   end
+end
+
+-- Deletes a plain key that has metadata `m`, recording its delete event.
+local function delete_plain(key, m)
+  local value = redis.call('GET', key) or ''
+  redis.call('DEL', key)
+  forget_plain(key, m)
   push_event('d', key, '', '', value, m)
 end
 
--- The fields of metadata `m`: create revision, mod revision, version (numbers) and lease id
--- (the decimal string, '0' for none).
-local function parse_meta(m)
-  local c, r, v, l = string.match(m, '^(%d+):(%d+):(%d+):(%-?%d+)$')
-  return tonumber(c), tonumber(r), tonumber(v), l
+-- The metadata a foreign string with `value` gets when adopted at revision `rev`.
+local function adopted_meta(rev, value)
+  return make_meta(rev, rev, 1, '0', value)
+end
+
+-- What Redis holds at `key`, against the store's metadata. Returns the metadata (nil when
+-- the key does not exist for the store once reconciled), the key's type, and the fix that
+-- reconciling it needs, if any, with its data:
+--   'adopt', value: a string without metadata (another program wrote it);
+--   'forget', metadata: metadata without a string (another program deleted the key or
+--   replaced it with another type).
+local function inspect(key)
+  local m = redis.call('HGET', K_META, key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'string' then
+    if m then
+      return m, t
+    end
+    return nil, t, 'adopt', redis.call('GET', key)
+  end
+  if m then
+    return nil, t, 'forget', m
+  end
+  return nil, t
 end
 
 -- An error reply naming op `i` unless `lease` is '0' or a lease whose deadline has not passed.
@@ -96,7 +145,7 @@ local function put_plain(key, value, lease, old, rev)
   if old_lease ~= '0' and old_lease ~= lease then
     redis.call('SREM', lease_set(old_lease), key)
   end
-  local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease
+  local m = make_meta(create, rev, version, lease, value)
   redis.call('HSET', K_META, key, m)
   if lease ~= '0' then
     redis.call('SADD', lease_set(lease), key)
@@ -105,14 +154,18 @@ local function put_plain(key, value, lease, old, rev)
   return prev_value
 end
 
--- Deletes the plain key or the collection at `key`; returns 1 if there was one, else 0.
+local COLLECTION = { set = true, hash = true, list = true }
+
+-- Deletes the plain key or the collection at `key`, whoever wrote the collection; returns 1
+-- if there was one, else 0. A foreign string must have been adopted first.
 local function delete_key(key)
   local m = redis.call('HGET', K_META, key)
   if m then
     delete_plain(key, m)
     return 1
   end
-  if redis.call('ZREM', K_CIDX, key) == 1 then
+  redis.call('ZREM', K_CIDX, key)
+  if COLLECTION[redis.call('TYPE', key)['ok']] then
     redis.call('DEL', key)
     return 1
   end
@@ -135,6 +188,30 @@ end
 local function commit(rev)
   redis.call('SET', K_REV, rev)
   append_log(rev)
+end
+
+-- Applies the fixes found by `inspect` ({ key, fix, data } each) at the next revision,
+-- committed on its own before the caller's revision: a put event per adopted string (its
+-- metadata is adopted_meta(revision, value)), a delete event per forgotten key. Returns
+-- that revision.
+local function absorb(fixes)
+  local rev = current_revision() + 1
+  for _, f in ipairs(fixes) do
+    local key, fix, data = f[1], f[2], f[3]
+    if fix == 'adopt' then
+      local m = adopted_meta(rev, data)
+      redis.call('HSET', K_META, key, m)
+      redis.call('ZADD', K_IDX, 0, key)
+      redis.call('ZREM', K_CIDX, key)
+      push_event('p', key, data, m)
+    else
+      forget_plain(key, data)
+      push_event('d', key, '', '')
+    end
+  end
+  commit(rev)
+  events = {}
+  return rev
 end
 
 -- Deletes every key still attached to the lease `id` and forgets the lease. Returns the

@@ -1,19 +1,22 @@
 -- `Store::put` of one plain key: the single-op transaction without its decoding and branch
 -- bookkeeping. ARGV after the two shared ones: key, value, lease id ('0' for none), and '1'
--- to return the previous entry. Checks the type and the lease before the first write.
--- Returns { revision, { previous value, previous meta } or false }.
+-- to return the previous entry. Checks the type and the lease before the first write; what
+-- another program did to the key is reconciled first, at a revision of its own. Returns
+-- { revision, { previous value, previous meta } or false }.
 local key, value, lease, want_prev = ARGV[3], ARGV[4], ARGV[5], ARGV[6] == '1'
-local old = redis.call('HGET', K_META, key)
-if not old then
-  -- A key with metadata is a plain string; only one without needs the TYPE call.
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= 'string' then
-    return redis.error_reply('KVWRONGTYPE 1 holds a ' .. t)
-  end
+local old, t, fix, data = inspect(key)
+if t ~= 'none' and t ~= 'string' then
+  return redis.error_reply('KVWRONGTYPE 1 holds a ' .. t)
 end
 local err = check_lease(1, lease)
 if err then
   return err
+end
+if fix then
+  local at = absorb({ { key, fix, data } })
+  if fix == 'adopt' then
+    old = adopted_meta(at, data)
+  end
 end
 local rev = redis.call('INCR', K_REV)
 local prev_value = put_plain(key, value, lease, old, rev)

@@ -43,18 +43,46 @@ local function word()
   return w
 end
 
+-- What the transaction reads of each key before its writes: metadata (false for none),
+-- type, and what another program did to it (see `inspect`). Those fixes are applied at
+-- revision ADOPT, before the transaction's own revision, once every check has passed;
+-- compares see the keys as reconciled.
+local current = current_revision()
+local ADOPT = current + 1
+local metas, types, foreign, fixes = {}, {}, {}, {}
+local function meta_of(key)
+  local m = metas[key]
+  if m == nil then
+    local t, fix, data
+    m, t, fix, data = inspect(key)
+    -- A type the branch's earlier ops gave the key stands.
+    if types[key] == nil then
+      types[key] = t
+    end
+    if fix then
+      fixes[#fixes + 1] = { key, fix, data }
+      if fix == 'adopt' then
+        m = adopted_meta(ADOPT, data)
+        foreign[key] = data
+      end
+    end
+    metas[key] = m or false
+  end
+  return m or nil
+end
+
 -- Compares.
 local succeeded = true
 local ncmp = tonumber(word())
 for _ = 1, ncmp do
   local key, target, op, operand = word(), word(), word(), word()
   if succeeded then
-    local m = redis.call('HGET', K_META, key)
+    local m = meta_of(key)
     if target == 'V' then
       if not m then
         succeeded = false
       else
-        succeeded = holds(op, bytecmp(redis.call('GET', key) or '', operand))
+        succeeded = holds(op, bytecmp(foreign[key] or redis.call('GET', key) or '', operand))
       end
     else
       local stored = 0
@@ -88,7 +116,6 @@ local failure_ops = read_branch()
 local ops = succeeded and success_ops or failure_ops
 
 -- Checks, before any write: types (as they evolve through the branch) and leases.
-local types = {}
 local function type_of(key)
   local t = types[key]
   if t == nil then
@@ -97,23 +124,13 @@ local function type_of(key)
   end
   return t
 end
--- Metadata read by the checks, reused by the first write of the same key.
-local metas = {}
 for i, op in ipairs(ops) do
   local code, key = op.code, op[1]
   if code == 'p' then
-    local t = types[key]
-    if t == nil then
-      -- A key with metadata is a plain string: no TYPE call needed.
-      local m = redis.call('HGET', K_META, key)
-      if m then
-        metas[key] = m
-        t = 'string'
-        types[key] = t
-      else
-        t = type_of(key)
-      end
+    if types[key] == nil then
+      meta_of(key)
     end
+    local t = types[key]
     if t ~= 'none' and t ~= 'string' then
       return redis.error_reply('KVWRONGTYPE ' .. i .. ' holds a ' .. t)
     end
@@ -122,8 +139,13 @@ for i, op in ipairs(ops) do
       return err
     end
     types[key] = 'string'
-  elseif code == 'd' then
-    types[key] = 'none'
+  elseif code == 'd' or code == 'g' then
+    if metas[key] == nil then
+      meta_of(key)
+    end
+    if code == 'd' then
+      types[key] = 'none'
+    end
   elseif KIND[code] then
     local t = type_of(key)
     if t ~= 'none' and t ~= KIND[code] then
@@ -136,7 +158,9 @@ for i, op in ipairs(ops) do
 end
 
 -- Writes.
-local current = current_revision()
+if #fixes > 0 then
+  current = absorb(fixes)
+end
 local rev = current + 1
 local changed = false
 local results = {}
@@ -158,9 +182,11 @@ for i, op in ipairs(ops) do
       r = false
     end
   elseif code == 'p' then
+    -- The metadata read before the writes holds for the first write of a key.
     local old = metas[key]
-    if old then
+    if old ~= nil then
       metas[key] = nil
+      old = old or nil
     else
       old = redis.call('HGET', K_META, key)
     end
@@ -168,6 +194,7 @@ for i, op in ipairs(ops) do
     changed = true
     r = 1
   elseif code == 'd' then
+    metas[key] = nil
     r = delete_key(key)
   elseif code == 'D' then
     r = 0

@@ -1,0 +1,271 @@
+//! The background reconciler: follows keyspace notifications under the configured roots and
+//! scans them in full periodically, so that other programs' writes reach ranges and watches.
+//!
+//! Every store with roots runs this task, but only one per Redis database and internal
+//! prefix works at a time: the one holding the leader key (`P reconciler`, renewed every
+//! second, expiring after five). The reconcile script is idempotent besides (a key that
+//! already matches its metadata produces no event), so a second reconciler, or a pass that
+//! overlaps a notification, never repeats an event.
+
+use crate::error::map_redis_error;
+use crate::reconcile::{Mode, glob_prefix, reconcile_keys, reconcile_prefix};
+use crate::store::Inner;
+use futures::StreamExt;
+use kv_core::{Error, ErrorKind, Result};
+use redis::aio::PubSubStream;
+use std::collections::BTreeSet;
+use std::sync::Weak;
+use std::time::Duration;
+use tokio::time::{Instant, MissedTickBehavior};
+
+/// How long the leader key lives unless renewed.
+const LEADER_TTL: Duration = Duration::from_secs(5);
+/// How often the leader renews its key and the others try to take it.
+const RENEW: Duration = Duration::from_secs(1);
+/// How long notified keys wait to be reconciled together.
+const FLUSH_DELAY: Duration = Duration::from_millis(5);
+/// Notified keys that are reconciled at once without waiting for the delay.
+const FLUSH_AT: usize = 2000;
+/// The notification classes the reconciler needs: keyspace channels (`K`) for generic
+/// commands, strings, sets, hashes and lists, expiry and eviction.
+const NEEDED_FLAGS: &str = "Kg$shlxe";
+
+/// The task of one store: takes part in the leader election until the store is dropped,
+/// and reconciles while it leads.
+pub(crate) async fn run(inner: Weak<Inner>, id: String) {
+    loop {
+        match lead(&inner, &id).await {
+            Ok(()) => {}
+            Err(err) => tracing::debug!(%err, "the reconciler failed; retrying"),
+        }
+        if inner.strong_count() == 0 {
+            return;
+        }
+        tokio::time::sleep(RENEW).await;
+    }
+}
+
+/// Takes or renews the leader key; true while this store leads.
+pub(crate) async fn try_lead(inner: &Inner, id: &str) -> Result<bool> {
+    let ttl = LEADER_TTL.as_millis().to_string();
+    let led: i64 = inner
+        .scripts
+        .lead
+        .key(inner.internal("reconciler"))
+        .arg(id)
+        .arg(ttl)
+        .invoke_async(&mut inner.con.clone())
+        .await
+        .map_err(|e| map_redis_error(e, "reconcile"))?;
+    Ok(led == 1)
+}
+
+/// Leads while the leader key stays this store's: subscribes to notifications, runs a full
+/// pass (which covers whatever happened before the subscription), then reconciles notified
+/// keys in small batches and every root at each interval. Returns when leadership is lost
+/// or the store dropped.
+async fn lead(weak: &Weak<Inner>, id: &str) -> Result<()> {
+    let interval = {
+        let Some(inner) = weak.upgrade() else {
+            return Ok(());
+        };
+        if !try_lead(&inner, id).await? {
+            return Ok(());
+        }
+        inner.config.reconcile_interval()
+    };
+    let mut notifications = subscribe_if_configured(weak).await;
+    full_pass(weak).await?;
+    let mut renew = tokio::time::interval_at(Instant::now() + RENEW, RENEW);
+    renew.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // Without a periodic pass, a tick that never comes in practice (a year).
+    let period = interval.unwrap_or(Duration::from_secs(365 * 24 * 3600));
+    let mut pass = tokio::time::interval_at(Instant::now() + period, period);
+    pass.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut pending: BTreeSet<Vec<u8>> = BTreeSet::new();
+    let mut deadline: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            message = next_key(&mut notifications), if notifications.is_some() => {
+                match message {
+                    Some(key) => {
+                        let Some(inner) = weak.upgrade() else { return Ok(()) };
+                        if inner.in_roots(&key) {
+                            pending.insert(key);
+                            deadline.get_or_insert_with(|| Instant::now() + FLUSH_DELAY);
+                        }
+                        if pending.len() >= FLUSH_AT {
+                            deadline = Some(Instant::now());
+                        }
+                    }
+                    None => {
+                        // The subscription connection is gone: notifications sent meanwhile
+                        // are lost, so the next subscription is followed by a full pass.
+                        notifications = None;
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                let Some(inner) = weak.upgrade() else { return Ok(()) };
+                let keys: Vec<Vec<u8>> = std::mem::take(&mut pending).into_iter().collect();
+                deadline = None;
+                if let Err(err) = reconcile_keys(&inner, &keys, Mode::Full).await {
+                    // Kept for the next attempt; the periodic pass is the safety net too.
+                    pending.extend(keys);
+                    deadline = Some(Instant::now() + RENEW);
+                    tracing::debug!(%err, "reconciling notified keys failed");
+                }
+            }
+            _ = renew.tick() => {
+                let Some(inner) = weak.upgrade() else { return Ok(()) };
+                if !try_lead(&inner, id).await? {
+                    return Ok(());
+                }
+                drop(inner);
+                if notifications.is_none() && wants_notifications(weak) {
+                    notifications = subscribe_if_configured(weak).await;
+                    if notifications.is_some() {
+                        full_pass(weak).await?;
+                    }
+                }
+            }
+            _ = pass.tick() => {
+                // Notifications may have been turned off on the server meanwhile.
+                if notifications.is_some() {
+                    let Some(inner) = weak.upgrade() else { return Ok(()) };
+                    if !notifications_on(&inner).await.unwrap_or(false) {
+                        notifications = None;
+                    }
+                }
+                full_pass(weak).await?;
+            }
+        }
+    }
+}
+
+fn wants_notifications(weak: &Weak<Inner>) -> bool {
+    weak.upgrade()
+        .is_some_and(|inner| inner.config.keyspace_notifications)
+}
+
+/// The next key named by a notification, `None` when the subscription ended.
+async fn next_key(notifications: &mut Option<PubSubStream>) -> Option<Vec<u8>> {
+    let stream = notifications.as_mut()?;
+    loop {
+        let message = stream.next().await?;
+        let Ok(channel) = message.get_channel::<Vec<u8>>() else {
+            continue;
+        };
+        // `__keyspace@<db>__:<key>`
+        if let Some(at) = channel.windows(3).position(|w| w == b"__:") {
+            return Some(channel[at + 3..].to_vec());
+        }
+    }
+}
+
+/// Reconciles every root once.
+async fn full_pass(weak: &Weak<Inner>) -> Result<()> {
+    let Some(inner) = weak.upgrade() else {
+        return Ok(());
+    };
+    for root in &inner.config.reconcile_roots {
+        let report = reconcile_prefix(&inner, root.as_bytes()).await?;
+        if !report.is_empty() {
+            tracing::debug!(?report, root, "reconciled other programs' writes");
+        }
+    }
+    Ok(())
+}
+
+/// Subscribes to the keyspace notifications of every root when the configuration asks for
+/// them and the server sends them (turning them on where allowed); `None` otherwise.
+async fn subscribe_if_configured(weak: &Weak<Inner>) -> Option<PubSubStream> {
+    let inner = weak.upgrade()?;
+    if !inner.config.keyspace_notifications {
+        return None;
+    }
+    match subscribe(&inner).await {
+        Ok(stream) => Some(stream),
+        Err(err) => {
+            tracing::info!(
+                %err,
+                "keyspace notifications are unavailable; other programs' writes reach \
+                 ranges and watches through the periodic scan"
+            );
+            None
+        }
+    }
+}
+
+async fn subscribe(inner: &Inner) -> Result<PubSubStream> {
+    if !notifications_on(inner).await? {
+        enable_notifications(inner).await?;
+    }
+    let connect = inner.client.get_async_pubsub();
+    let mut pubsub = tokio::time::timeout(inner.config.connect_timeout(), connect)
+        .await
+        .map_err(|_| Error::new(ErrorKind::Timeout, "subscribing to notifications timed out"))?
+        .map_err(|e| map_redis_error(e, "reconcile"))?;
+    for root in &inner.config.reconcile_roots {
+        let mut channel = format!("__keyspace@{}__:", inner.db).into_bytes();
+        channel.extend(glob_prefix(root.as_bytes()));
+        pubsub
+            .psubscribe(channel)
+            .await
+            .map_err(|e| map_redis_error(e, "reconcile"))?;
+    }
+    Ok(pubsub.into_on_message())
+}
+
+/// The server's `notify-keyspace-events` setting.
+async fn notification_flags(inner: &Inner) -> Result<String> {
+    let reply: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("notify-keyspace-events")
+        .query_async(&mut inner.con.clone())
+        .await
+        .map_err(|e| map_redis_error(e, "reconcile"))?;
+    Ok(reply.get(1).cloned().unwrap_or_default())
+}
+
+/// Whether the server sends every notification the reconciler needs.
+async fn notifications_on(inner: &Inner) -> Result<bool> {
+    Ok(missing_flags(&notification_flags(inner).await?).is_empty())
+}
+
+/// Adds the missing notification classes to the server's setting, keeping the others.
+async fn enable_notifications(inner: &Inner) -> Result<()> {
+    let current = notification_flags(inner).await?;
+    let wanted = format!("{current}{}", missing_flags(&current));
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg(wanted)
+        .query_async(&mut inner.con.clone())
+        .await
+        .map_err(|e| map_redis_error(e, "reconcile"))?;
+    Ok(())
+}
+
+/// The classes of [`NEEDED_FLAGS`] that `flags` lacks (`A` stands for every class but `K`,
+/// `E`, `m` and `n`).
+fn missing_flags(flags: &str) -> String {
+    NEEDED_FLAGS
+        .chars()
+        .filter(|&c| !(flags.contains(c) || (c != 'K' && flags.contains('A'))))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missing_flags;
+
+    #[test]
+    fn missing_flags_reads_the_alias() {
+        assert_eq!(missing_flags(""), "Kg$shlxe");
+        assert_eq!(missing_flags("AKE"), "");
+        assert_eq!(missing_flags("KA"), "");
+        assert_eq!(missing_flags("Ex"), "Kg$shle");
+        assert_eq!(missing_flags("Kg$shlxe"), "");
+    }
+}
