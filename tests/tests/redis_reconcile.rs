@@ -1,0 +1,330 @@
+//! RedisStore's reconciler: writes made by other programs straight to Redis reach ranges and
+//! watches, through keyspace notifications where the server sends them and through the
+//! periodic scan where it does not; the store's own writes are never reported twice, and two
+//! stores on one Redis report each foreign change once.
+
+use futures::StreamExt;
+use kv_core::{Event, ForeignWrites, PutOptions, RangeOptions, Store, WatchOptions, WatchStream};
+use kv_redis::{RedisConfig, RedisStore};
+use kv_tests::harness::{RedisServer, key_root, shared_redis};
+use std::time::Duration;
+
+/// Guards against a hang only; every wait below is on an event.
+const HANG: Duration = Duration::from_secs(90);
+
+fn config(url: &str, prefix: &str, root: &str) -> RedisConfig {
+    let mut config = RedisConfig::new(url);
+    config.internal_prefix = prefix.to_owned();
+    config.reconcile_roots = vec![root.to_owned()];
+    config
+}
+
+fn isolated_prefix() -> String {
+    format!("__kvr{}:", uuid::Uuid::new_v4().simple())
+}
+
+async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+async fn raw_set(con: &mut redis::aio::MultiplexedConnection, key: &str, value: &str) {
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .query_async(con)
+        .await
+        .unwrap();
+}
+
+/// The next `n` events of a watch, whatever their batches.
+async fn events(watch: &mut WatchStream, n: usize) -> Vec<Event> {
+    let mut out = Vec::with_capacity(n);
+    tokio::time::timeout(HANG, async {
+        while out.len() < n {
+            let batch = watch.next().await.expect("the watch ended").unwrap();
+            out.extend(batch.events);
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("only {} of {n} events arrived", out.len()));
+    out
+}
+
+fn put_key(event: &Event) -> String {
+    match event {
+        Event::Put { entry, .. } => String::from_utf8(entry.key.clone()).unwrap(),
+        other => panic!("expected a put, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_foreign_keys_reach_range_and_watch() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("rec10k");
+    let store = RedisStore::connect(config(&server.url(), &isolated_prefix(), &root))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.capabilities().foreign_writes,
+        ForeignWrites::Reconciled {
+            interval: Some(Duration::from_secs(60))
+        }
+    );
+    let mut watch = store
+        .watch(WatchOptions::prefix(&root).from_revision(store.revision().await.unwrap() + 1))
+        .await
+        .unwrap();
+    // A marker written once the reconciler leads and follows notifications: its event
+    // proves the reconciler is live before the bulk write.
+    let mut con = raw(&server.url()).await;
+    let marker = format!("{root}marker");
+    tokio::time::timeout(HANG, async {
+        loop {
+            raw_set(&mut con, &marker, "m").await;
+            if let Ok(Some(batch)) =
+                tokio::time::timeout(Duration::from_millis(500), watch.next()).await
+            {
+                batch.unwrap();
+                return;
+            }
+            let _: () = redis::cmd("DEL")
+                .arg(&marker)
+                .query_async(&mut con)
+                .await
+                .unwrap();
+        }
+    })
+    .await
+    .expect("the reconciler never reported the marker");
+    // Drain what the marker's rewrites produced, then write 10,000 keys in one pipeline.
+    let settled = store.revision().await.unwrap();
+    let mut watch = store
+        .watch(WatchOptions::prefix(format!("{root}k/")).from_revision(settled + 1))
+        .await
+        .unwrap();
+    let mut pipe = redis::pipe();
+    for i in 0..10_000 {
+        pipe.cmd("SET")
+            .arg(format!("{root}k/{i:05}"))
+            .arg(format!("v{i}"))
+            .ignore();
+    }
+    let _: () = pipe.query_async(&mut con).await.unwrap();
+    let seen = events(&mut watch, 10_000).await;
+    let mut keys: Vec<String> = seen.iter().map(put_key).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 10_000, "one event per foreign key");
+    let page = store
+        .range(RangeOptions::prefix(format!("{root}k/")).count_only())
+        .await
+        .unwrap();
+    assert_eq!(page.count, 10_000);
+    let first = store
+        .range(RangeOptions::prefix(format!("{root}k/")).limit(1))
+        .await
+        .unwrap();
+    assert_eq!(first.entries[0].value, b"v0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_writes_are_reported_once_with_the_reconciler_running() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("recown");
+    let prefix = isolated_prefix();
+    // Two stores on one Redis and one internal prefix, both with the root: one leads.
+    let a = RedisStore::connect(config(&server.url(), &prefix, &root))
+        .await
+        .unwrap();
+    let b = RedisStore::connect(config(&server.url(), &prefix, &root))
+        .await
+        .unwrap();
+    let start = a.revision().await.unwrap() + 1;
+    let mut watch = a
+        .watch(WatchOptions::prefix(&root).from_revision(start))
+        .await
+        .unwrap();
+    for i in 0..100 {
+        let store = if i % 2 == 0 { &a } else { &b };
+        store
+            .put(
+                format!("{root}own/{i}").as_bytes(),
+                b"v",
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let mut con = raw(&server.url()).await;
+    for i in 0..20 {
+        raw_set(&mut con, &format!("{root}foreign/{i}"), "f").await;
+    }
+    // Every own write once, then every foreign key once: 120 events, and the next event
+    // after them is the sentinel written last, so nothing was reported twice in between.
+    let seen = events(&mut watch, 120).await;
+    let mut keys: Vec<String> = seen.iter().map(put_key).collect();
+    assert!(keys[..100].iter().all(|k| k.contains("/own/")), "{keys:?}");
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 120, "no duplicate events");
+    a.put(
+        format!("{root}sentinel").as_bytes(),
+        b"s",
+        PutOptions::default(),
+    )
+    .await
+    .unwrap();
+    let next = events(&mut watch, 1).await;
+    assert_eq!(put_key(&next[0]), format!("{root}sentinel"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_changes_and_deletes_of_adopted_keys_are_events() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("recchg");
+    let store = RedisStore::connect(config(&server.url(), &isolated_prefix(), &root))
+        .await
+        .unwrap();
+    let key = format!("{root}k");
+    store
+        .put(key.as_bytes(), b"mine", PutOptions::default())
+        .await
+        .unwrap();
+    let mut watch = store
+        .watch(
+            WatchOptions::prefix(&root)
+                .from_revision(store.revision().await.unwrap() + 1)
+                .with_prev(),
+        )
+        .await
+        .unwrap();
+    let mut con = raw(&server.url()).await;
+    raw_set(&mut con, &key, "theirs").await;
+    let changed = events(&mut watch, 1).await;
+    match &changed[0] {
+        Event::Put { entry, .. } => {
+            assert_eq!(entry.value, b"theirs");
+            assert_eq!(entry.version, 2, "a foreign overwrite is the next version");
+        }
+        other => panic!("{other:?}"),
+    }
+    let _: () = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let deleted = events(&mut watch, 1).await;
+    assert!(
+        matches!(&deleted[0], Event::Delete { key: k, .. } if k == key.as_bytes()),
+        "{deleted:?}"
+    );
+    assert!(store.get(key.as_bytes()).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_reconcile_reports_what_it_did_and_repeats_nothing() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("recexp");
+    let mut config = RedisConfig::new(server.url());
+    config.internal_prefix = isolated_prefix();
+    let store = RedisStore::connect(config).await.unwrap();
+    assert_eq!(
+        store.capabilities().foreign_writes,
+        ForeignWrites::Reconciled { interval: None }
+    );
+    let mut con = raw(&server.url()).await;
+    for i in 0..5 {
+        raw_set(&mut con, &format!("{root}{i}"), "x").await;
+    }
+    let _: () = redis::cmd("SADD")
+        .arg(format!("{root}set"))
+        .arg("m")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    // Not in the index until reconciled: nothing runs in the background without roots.
+    let before = store.range(RangeOptions::prefix(&root)).await.unwrap();
+    assert!(before.entries.is_empty());
+    let report = store.reconcile(root.as_bytes()).await.unwrap();
+    assert_eq!((report.adopted, report.changed, report.deleted), (5, 0, 0));
+    let after = store.range(RangeOptions::prefix(&root)).await.unwrap();
+    assert_eq!(after.entries.len(), 5);
+    let rev = store.revision().await.unwrap();
+    let again = store.reconcile(root.as_bytes()).await.unwrap();
+    assert!(again.is_empty(), "{again:?}");
+    assert_eq!(store.revision().await.unwrap(), rev, "no new revision");
+    raw_set(&mut con, &format!("{root}0"), "y").await;
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{root}1"))
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let report = store.reconcile(root.as_bytes()).await.unwrap();
+    assert_eq!((report.adopted, report.changed, report.deleted), (0, 1, 1));
+    let bad = store.reconcile(b"__kvr").await;
+    assert!(bad.is_ok(), "a prefix above the internal one is allowed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_notifications_the_periodic_scan_converges() {
+    // A server of its own: notifications off, and a user that may not turn them on.
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let mut admin = raw(&server.url()).await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("app")
+        .arg("on")
+        .arg(">app-pw")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .arg("-config")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let root = key_root("recscan");
+    let mut config = config(&server.url(), "__kv:", &root);
+    config.username = Some("app".into());
+    config.password = Some("app-pw".into());
+    config.reconcile_interval_ms = 300;
+    let store = RedisStore::connect(config).await.unwrap();
+    let mut watch = store
+        .watch(WatchOptions::prefix(&root).from_revision(store.revision().await.unwrap() + 1))
+        .await
+        .unwrap();
+    let key = format!("{root}k");
+    raw_set(&mut admin, &key, "v").await;
+    let seen = events(&mut watch, 1).await;
+    assert_eq!(put_key(&seen[0]), key);
+    let flags: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("notify-keyspace-events")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(
+        flags[1], "",
+        "the store could not and did not turn notifications on"
+    );
+}
