@@ -4,7 +4,10 @@
 //! stores on one Redis report each foreign change once.
 
 use futures::StreamExt;
-use kv_core::{Event, ForeignWrites, PutOptions, RangeOptions, Store, WatchOptions, WatchStream};
+use kv_core::{
+    CollectionOp, Compare, CompareOp, ErrorKind, Event, ForeignWrites, PutOptions, RangeOptions,
+    Store, Txn, TxnOp, WatchOptions, WatchStream,
+};
 use kv_redis::{RedisConfig, RedisStore};
 use kv_tests::harness::{RedisServer, key_root, shared_redis};
 use std::time::Duration;
@@ -326,5 +329,100 @@ async fn without_notifications_the_periodic_scan_converges() {
     assert_eq!(
         flags[1], "",
         "the store could not and did not turn notifications on"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compare_sees_a_foreign_overwrite_not_yet_reconciled() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("reccas");
+    // No roots: nothing reconciles in the background, so only the compare can notice.
+    let mut config = RedisConfig::new(server.url());
+    config.internal_prefix = isolated_prefix();
+    let store = RedisStore::connect(config).await.unwrap();
+    let key = format!("{root}counter");
+    let put = store
+        .put(key.as_bytes(), b"1", PutOptions::default())
+        .await
+        .unwrap();
+    let mut con = raw(&server.url()).await;
+    raw_set(&mut con, &key, "7").await;
+    let cas = Txn::new()
+        .when([Compare::mod_revision(&key, CompareOp::Equal, put.revision)])
+        .and_then([TxnOp::put(&key, "2")]);
+    let response = store.txn(cas).await.unwrap();
+    assert!(!response.succeeded, "the compare saw the foreign overwrite");
+    let raw_value: String = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(
+        raw_value, "7",
+        "nothing overwrote the other program's value"
+    );
+    let entry = store.get(key.as_bytes()).await.unwrap().unwrap();
+    assert_eq!(entry.value, b"7");
+    assert_eq!(entry.version, 2);
+    assert!(entry.mod_revision > put.revision);
+    // A retry on what it reads now succeeds.
+    let retry = Txn::new()
+        .when([Compare::mod_revision(
+            &key,
+            CompareOp::Equal,
+            entry.mod_revision,
+        )])
+        .and_then([TxnOp::put(&key, "8")]);
+    assert!(store.txn(retry).await.unwrap().succeeded);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_txn_over_foreign_keys_writes_nothing() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("recref");
+    let mut config = RedisConfig::new(server.url());
+    config.internal_prefix = isolated_prefix();
+    let store = RedisStore::connect(config).await.unwrap();
+    let (a, b) = (format!("{root}a"), format!("{root}b"));
+    let mut con = raw(&server.url()).await;
+    raw_set(&mut con, &a, "x").await;
+    raw_set(&mut con, &b, "y").await;
+    let before = store.revision().await.unwrap();
+    let txn = Txn::new()
+        .when([Compare::value(&a, CompareOp::Equal, "x")])
+        .and_then([
+            TxnOp::put(&a, "new"),
+            TxnOp::Collection(CollectionOp::MapPut {
+                key: b.clone().into_bytes(),
+                field: b"f".to_vec(),
+                value: b"v".to_vec(),
+            }),
+        ]);
+    let err = store.txn(txn).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType);
+    assert_eq!(
+        store.revision().await.unwrap(),
+        before,
+        "no revision, no adoption"
+    );
+    let values: Vec<String> = redis::cmd("MGET")
+        .arg(&a)
+        .arg(&b)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(values, ["x", "y"]);
+    assert!(
+        store
+            .range(RangeOptions::prefix(&root))
+            .await
+            .unwrap()
+            .entries
+            .is_empty(),
+        "nothing was indexed"
     );
 }

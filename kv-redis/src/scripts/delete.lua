@@ -5,10 +5,7 @@
 local key = ARGV[3]
 local m, _, fix, data = inspect(key)
 if fix then
-  local at = absorb({ { key, fix, data } })
-  if fix == 'adopt' then
-    m = adopted_meta(at, data)
-  end
+  m = fixed_meta(fix, data, absorb({ { key, fix, data } }))
 end
 local prev = false
 if m then

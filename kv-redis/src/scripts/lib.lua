@@ -99,20 +99,40 @@ end
 -- reconciling it needs, if any, with its data:
 --   'adopt', value: a string without metadata (another program wrote it);
 --   'forget', metadata: metadata without a string (another program deleted the key or
---   replaced it with another type).
-local function inspect(key)
+--   replaced it with another type);
+--   'change', { value, metadata }: with `deep`, a string whose digest differs from the one
+--   in its metadata (another program overwrote it).
+local function inspect(key, deep)
   local m = redis.call('HGET', K_META, key)
   local t = redis.call('TYPE', key)['ok']
   if t == 'string' then
-    if m then
-      return m, t
+    if not m then
+      return nil, t, 'adopt', redis.call('GET', key)
     end
-    return nil, t, 'adopt', redis.call('GET', key)
+    if deep then
+      local _, _, _, _, d = parse_meta(m)
+      local value = redis.call('GET', key)
+      if d ~= '' and d ~= digest(value) then
+        return m, t, 'change', { value, m }
+      end
+    end
+    return m, t
   end
   if m then
     return nil, t, 'forget', m
   end
   return nil, t
+end
+
+-- The metadata of `key` once `fix` is applied at revision `rev` (see `absorb`).
+local function fixed_meta(fix, data, rev)
+  if fix == 'adopt' then
+    return adopted_meta(rev, data)
+  elseif fix == 'change' then
+    local c, _, v, l = parse_meta(data[2])
+    return make_meta(c, rev, v + 1, l, data[1])
+  end
+  return nil
 end
 
 -- An error reply naming op `i` unless `lease` is '0' or a lease whose deadline has not passed.
@@ -191,22 +211,25 @@ local function commit(rev)
 end
 
 -- Applies the fixes found by `inspect` ({ key, fix, data } each) at the next revision,
--- committed on its own before the caller's revision: a put event per adopted string (its
--- metadata is adopted_meta(revision, value)), a delete event per forgotten key. Returns
--- that revision.
+-- committed on its own before the caller's revision, with a put event per adopted or
+-- changed string (its metadata becomes `fixed_meta`) and a delete event per forgotten key.
+-- Returns that revision.
 local function absorb(fixes)
   local rev = current_revision() + 1
   for _, f in ipairs(fixes) do
     local key, fix, data = f[1], f[2], f[3]
-    if fix == 'adopt' then
-      local m = adopted_meta(rev, data)
-      redis.call('HSET', K_META, key, m)
-      redis.call('ZADD', K_IDX, 0, key)
-      redis.call('ZREM', K_CIDX, key)
-      push_event('p', key, data, m)
-    else
+    if fix == 'forget' then
       forget_plain(key, data)
       push_event('d', key, '', '')
+    else
+      local m = fixed_meta(fix, data, rev)
+      local value = fix == 'adopt' and data or data[1]
+      redis.call('HSET', K_META, key, m)
+      if fix == 'adopt' then
+        redis.call('ZADD', K_IDX, 0, key)
+        redis.call('ZREM', K_CIDX, key)
+      end
+      push_event('p', key, value, m)
     end
   end
   commit(rev)

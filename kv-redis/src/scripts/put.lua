@@ -13,10 +13,7 @@ if err then
   return err
 end
 if fix then
-  local at = absorb({ { key, fix, data } })
-  if fix == 'adopt' then
-    old = adopted_meta(at, data)
-  end
+  old = fixed_meta(fix, data, absorb({ { key, fix, data } }))
 end
 local rev = redis.call('INCR', K_REV)
 local prev_value = put_plain(key, value, lease, old, rev)

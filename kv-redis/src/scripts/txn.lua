@@ -44,26 +44,27 @@ local function word()
 end
 
 -- What the transaction reads of each key before its writes: metadata (false for none),
--- type, and what another program did to it (see `inspect`). Those fixes are applied at
--- revision ADOPT, before the transaction's own revision, once every check has passed;
--- compares see the keys as reconciled.
+-- type, and what another program did to it (see `inspect`; compared keys are also checked
+-- for overwrites, so that a compare never passes on metadata another program's write made
+-- stale). Those fixes are applied at revision ADOPT, before the transaction's own
+-- revision, once every check has passed; compares see the keys as reconciled.
 local current = current_revision()
 local ADOPT = current + 1
-local metas, types, foreign, fixes = {}, {}, {}, {}
-local function meta_of(key)
+local metas, types, values, fixes = {}, {}, {}, {}
+local function meta_of(key, deep)
   local m = metas[key]
   if m == nil then
     local t, fix, data
-    m, t, fix, data = inspect(key)
+    m, t, fix, data = inspect(key, deep)
     -- A type the branch's earlier ops gave the key stands.
     if types[key] == nil then
       types[key] = t
     end
     if fix then
       fixes[#fixes + 1] = { key, fix, data }
-      if fix == 'adopt' then
-        m = adopted_meta(ADOPT, data)
-        foreign[key] = data
+      m = fixed_meta(fix, data, ADOPT)
+      if fix ~= 'forget' then
+        values[key] = fix == 'adopt' and data or data[1]
       end
     end
     metas[key] = m or false
@@ -77,12 +78,12 @@ local ncmp = tonumber(word())
 for _ = 1, ncmp do
   local key, target, op, operand = word(), word(), word(), word()
   if succeeded then
-    local m = meta_of(key)
+    local m = meta_of(key, true)
     if target == 'V' then
       if not m then
         succeeded = false
       else
-        succeeded = holds(op, bytecmp(foreign[key] or redis.call('GET', key) or '', operand))
+        succeeded = holds(op, bytecmp(values[key] or redis.call('GET', key) or '', operand))
       end
     else
       local stored = 0
