@@ -23,6 +23,7 @@
 pub mod bad_input;
 pub mod capabilities;
 pub mod collections;
+pub mod foreign;
 pub mod leases;
 pub mod locks;
 pub mod metadata;

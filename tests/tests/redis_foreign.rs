@@ -1,0 +1,176 @@
+//! The foreign-writer cases on RedisStore: another program writes the same keys with plain
+//! `SET`, `DEL` and `GET` (and native collections), as `redis-cli` would; the store's
+//! explicit reconcile settles them for ranges and watches.
+
+use kv_core::{CollectionOp, ErrorKind, OpResult, Store, Txn, TxnOp, async_trait};
+use kv_redis::{RedisConfig, RedisStore};
+use kv_tests::conformance::foreign::RawWriter;
+use kv_tests::harness::{key_root, shared_redis};
+use redis::aio::MultiplexedConnection;
+use std::sync::Arc;
+
+/// A raw Redis client, plus the store whose reconcile settles what it wrote.
+struct RedisRaw {
+    con: MultiplexedConnection,
+    store: Arc<RedisStore>,
+}
+
+#[async_trait]
+impl RawWriter for RedisRaw {
+    async fn set(&self, key: &[u8], value: &[u8]) {
+        let () = redis::cmd("SET")
+            .arg(key)
+            .arg(value)
+            .query_async(&mut self.con.clone())
+            .await
+            .expect("raw SET");
+    }
+
+    async fn del(&self, key: &[u8]) -> bool {
+        let n: i64 = redis::cmd("DEL")
+            .arg(key)
+            .query_async(&mut self.con.clone())
+            .await
+            .expect("raw DEL");
+        n > 0
+    }
+
+    async fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut self.con.clone())
+            .await
+            .expect("raw GET")
+    }
+
+    async fn settle(&self, prefix: &[u8]) {
+        self.store.reconcile(prefix).await.expect("reconcile");
+    }
+}
+
+async fn raw_connection(url: &str) -> MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("a Redis URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect a raw Redis client")
+}
+
+async fn setup_redis() -> Option<(Arc<RedisStore>, RedisRaw)> {
+    let server = shared_redis().await?;
+    let store = Arc::new(
+        RedisStore::open(&server.url())
+            .await
+            .expect("connect to the harness Redis"),
+    );
+    let con = raw_connection(&server.url()).await;
+    let raw = RedisRaw {
+        con,
+        store: store.clone(),
+    };
+    Some((store, raw))
+}
+
+async fn setup() -> Option<(Arc<dyn Store>, Arc<dyn RawWriter>)> {
+    let (store, raw) = setup_redis().await?;
+    Some((store, Arc::new(raw)))
+}
+
+kv_tests::foreign_suite!(setup);
+
+/// Runs one raw command and returns its integer reply.
+async fn raw_int(con: &MultiplexedConnection, cmd: &mut redis::Cmd) -> i64 {
+    cmd.query_async(&mut con.clone())
+        .await
+        .unwrap_or_else(|e| panic!("raw command: {e}"))
+}
+
+/// Writes a set, a hash and a list at `root` + `name` + `s`/`h`/`l`; returns their keys.
+async fn raw_collections(con: &MultiplexedConnection, root: &str, name: &str) -> [String; 3] {
+    let [s, h, l] = ["s", "h", "l"].map(|kind| format!("{root}{name}{kind}"));
+    raw_int(con, redis::cmd("SADD").arg(&s).arg("m1").arg("m2")).await;
+    raw_int(con, redis::cmd("HSET").arg(&h).arg("f").arg("v")).await;
+    raw_int(con, redis::cmd("RPUSH").arg(&l).arg("a").arg("b")).await;
+    [s, h, l]
+}
+
+async fn exists(con: &MultiplexedConnection, key: &str) -> i64 {
+    raw_int(con, redis::cmd("EXISTS").arg(key)).await
+}
+
+/// Sets, hashes and lists written by another program are deleted by `delete`, a txn's
+/// `delete` and `delete_prefix`, each counting as one key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_collections_are_deleted_and_counted() {
+    let Some((store, raw)) = setup_redis().await else {
+        return;
+    };
+    let root = key_root("ct");
+    let [s, h, l] = raw_collections(&raw.con, &root, "one/").await;
+    for k in [&s, &h] {
+        let resp = store
+            .txn(Txn::new().and_then([TxnOp::delete(k)]))
+            .await
+            .unwrap();
+        assert_eq!(resp.results, [OpResult::Delete { deleted: 1 }], "{k}");
+        assert_eq!(exists(&raw.con, k).await, 0, "{k} survived a txn delete");
+    }
+    store.delete(l.as_bytes()).await.unwrap();
+    assert_eq!(exists(&raw.con, &l).await, 0, "{l} survived delete");
+
+    let dir = format!("{root}many/");
+    let keys = raw_collections(&raw.con, &dir, "").await;
+    let outside = raw_collections(&raw.con, &root, "many").await;
+    assert_eq!(store.delete_prefix(dir.as_bytes()).await.unwrap(), 3);
+    for k in &keys {
+        assert_eq!(exists(&raw.con, k).await, 0, "{k} survived delete_prefix");
+    }
+    for k in &outside {
+        assert_eq!(
+            exists(&raw.con, k).await,
+            1,
+            "{k} outside the prefix was deleted"
+        );
+    }
+}
+
+/// A map op on a foreign string is `WrongType`, writes nothing and takes no revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn map_op_on_foreign_string_is_wrong_type() {
+    // A store with an internal prefix of its own, so that its revision counts only the
+    // writes of this test.
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let mut config = RedisConfig::new(server.url());
+    config.internal_prefix = format!("__kvf{}:", uuid::Uuid::new_v4().simple());
+    let store = Arc::new(RedisStore::connect(config).await.expect("connect to Redis"));
+    let raw = RedisRaw {
+        con: raw_connection(&server.url()).await,
+        store: store.clone(),
+    };
+    let root = key_root("ct");
+    let k = format!("{root}k");
+    raw.set(k.as_bytes(), b"plain").await;
+    let before = store.revision().await.unwrap();
+    let op = CollectionOp::MapPut {
+        key: k.clone().into_bytes(),
+        field: b"f".to_vec(),
+        value: b"v".to_vec(),
+    };
+    let put = TxnOp::put(format!("{root}other"), "x");
+    match store
+        .txn(Txn::new().and_then([put, TxnOp::Collection(op)]))
+        .await
+    {
+        Ok(resp) => panic!("MapPut on a string succeeded: {resp:?}"),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::WrongType, "{e}"),
+    }
+    assert_eq!(raw.get(k.as_bytes()).await.as_deref(), Some(&b"plain"[..]));
+    assert_eq!(
+        raw.get(format!("{root}other").as_bytes()).await,
+        None,
+        "the txn is atomic"
+    );
+    assert_eq!(store.revision().await.unwrap(), before, "no revision taken");
+}
