@@ -174,3 +174,116 @@ async fn map_op_on_foreign_string_is_wrong_type() {
     );
     assert_eq!(store.revision().await.unwrap(), before, "no revision taken");
 }
+
+/// Another program rotating a list with `LMOVE`, adding set members with `SADD` and hash
+/// fields with `HSET`, interleaved with the store's transactions on the same keys: no item,
+/// member or field is lost or duplicated, and both sides read the same collections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interleaved_raw_and_store_collection_writes_keep_every_invariant() {
+    let Some((store, raw)) = setup_redis().await else {
+        return;
+    };
+    let root = key_root("ct");
+    let (list, set, map) = (
+        format!("{root}list"),
+        format!("{root}set"),
+        format!("{root}map"),
+    );
+    for i in 0..20 {
+        raw_int(
+            &raw.con,
+            redis::cmd("RPUSH").arg(&list).arg(format!("r{i}")),
+        )
+        .await;
+    }
+    let foreign = {
+        let (con, list, set, map) = (raw.con.clone(), list.clone(), set.clone(), map.clone());
+        tokio::spawn(async move {
+            for i in 0..200 {
+                let _: Option<String> = redis::cmd("LMOVE")
+                    .arg(&list)
+                    .arg(&list)
+                    .arg("LEFT")
+                    .arg("RIGHT")
+                    .query_async(&mut con.clone())
+                    .await
+                    .unwrap();
+                raw_int(&con, redis::cmd("SADD").arg(&set).arg(format!("r{i}"))).await;
+                raw_int(
+                    &con,
+                    redis::cmd("HSET").arg(&map).arg(format!("r{i}")).arg(i),
+                )
+                .await;
+            }
+        })
+    };
+    for i in 0..200 {
+        let mut ops = vec![
+            TxnOp::Collection(CollectionOp::ListRotate {
+                key: list.clone().into_bytes(),
+            }),
+            TxnOp::Collection(CollectionOp::SetAdd {
+                key: set.clone().into_bytes(),
+                member: format!("s{i}").into_bytes(),
+            }),
+            TxnOp::Collection(CollectionOp::MapPut {
+                key: map.clone().into_bytes(),
+                field: format!("s{i}").into_bytes(),
+                value: i.to_string().into_bytes(),
+            }),
+        ];
+        if i % 10 == 0 {
+            ops.push(TxnOp::Collection(CollectionOp::ListPush {
+                key: list.clone().into_bytes(),
+                value: format!("s{i}").into_bytes(),
+            }));
+        }
+        store.txn(Txn::new().and_then(ops)).await.unwrap();
+    }
+    foreign.await.unwrap();
+
+    let mut items: Vec<String> = redis::cmd("LRANGE")
+        .arg(&list)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut raw.con.clone())
+        .await
+        .unwrap();
+    items.sort();
+    let mut expected: Vec<String> = (0..20)
+        .map(|i| format!("r{i}"))
+        .chain((0..200).step_by(10).map(|i| format!("s{i}")))
+        .collect();
+    expected.sort();
+    assert_eq!(items, expected, "rotations lost or duplicated no item");
+
+    let members = match store
+        .collection(CollectionOp::SetMembers {
+            key: set.clone().into_bytes(),
+        })
+        .await
+        .unwrap()
+    {
+        kv_core::CollectionResult::Members(m) => m,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(members.len(), 400, "every member of both writers");
+    let fields = match store
+        .collection(CollectionOp::MapGetAll {
+            key: map.clone().into_bytes(),
+        })
+        .await
+        .unwrap()
+    {
+        kv_core::CollectionResult::Fields(f) => f,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(fields.len(), 400, "every field of both writers");
+    let raw_len = raw_int(&raw.con, redis::cmd("HLEN").arg(&map)).await;
+    assert_eq!(raw_len, 400);
+    // The store deletes the three whatever wrote them.
+    assert_eq!(store.delete_prefix(root.as_bytes()).await.unwrap(), 3);
+    for key in [&list, &set, &map] {
+        assert_eq!(exists(&raw.con, key).await, 0, "{key}");
+    }
+}
