@@ -4,11 +4,15 @@ use super::keys::ProfileMapKey;
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{NewProfile, validate_params};
 use kv_core::keyspace::{Key, TypedStore};
-use kv_core::{Compare, CompareOp, Error, ErrorKind, Result, Txn, TxnOp};
+use kv_core::{CollectionOp, Compare, CompareOp, Error, ErrorKind, Result, Txn, TxnOp};
 
 /// Creates (or replaces) a profile in one transaction, one round trip: the instance HASH
 /// (previous fields dropped), the profile id added to the realm's map, and the default
 /// marker set when `new.default`.
+///
+/// Only an instance HASH is replaced: on Redis, where another program may have written any
+/// type at the instance key, the transaction reads the key as a HASH before it deletes it,
+/// so a STRING, SET or LIST there fails the whole transaction instead of being dropped.
 ///
 /// ```
 /// # use kv_core::keyspace::TypedStore;
@@ -32,27 +36,45 @@ use kv_core::{Compare, CompareOp, Error, ErrorKind, Result, Txn, TxnOp};
 ///
 /// # Errors
 /// `InvalidArgument` for an empty parameter set or a bad field name (nothing written);
-/// backend errors.
+/// `WrongType` when the instance key, the map or the marker holds another Redis type than
+/// the layout's (nothing written); backend errors.
 pub async fn create_profile(typed: &TypedStore, new: &NewProfile) -> Result<()> {
     validate_params(&new.params)?;
-    if new.params.is_empty() {
+    let Some(first_field) = new.params.keys().next() else {
         return Err(Error::invalid_argument(
             "a profile needs at least one instance parameter",
         ));
-    }
+    };
     let map = ProfileMapKey::new(&new.realm, &new.provider);
-    let instance = typed.map_at(&map.instance(&new.profile));
-    let members = typed.set_at(&map);
-    let mut txn = typed.txn();
-    txn.delete(&map.instance(&new.profile));
-    for (field, value) in &new.params {
-        txn.map_put(&instance, field, value);
-    }
-    txn.set_add(&members, &new.profile);
+    let instance = map.instance(&new.profile).encode().into_bytes();
+    // The type guard: a HASH read of the instance key, before the delete that would
+    // otherwise drop whatever is there.
+    let mut ops = vec![
+        TxnOp::Collection(CollectionOp::MapGet {
+            key: instance.clone(),
+            field: first_field.as_bytes().to_vec(),
+        }),
+        TxnOp::delete(&instance),
+    ];
+    ops.extend(new.params.iter().map(|(field, value)| {
+        TxnOp::Collection(CollectionOp::MapPut {
+            key: instance.clone(),
+            field: field.as_bytes().to_vec(),
+            value: value.as_bytes().to_vec(),
+        })
+    }));
+    ops.push(TxnOp::Collection(CollectionOp::SetAdd {
+        key: map.encode().into_bytes(),
+        member: new.profile.as_str().as_bytes().to_vec(),
+    }));
     if new.default {
-        txn.put(&map.default_marker(), &new.profile);
+        // The marker's value is the profile id's encoding (`SegmentCodec`).
+        ops.push(TxnOp::put(
+            map.default_marker().encode(),
+            new.profile.as_str(),
+        ));
     }
-    txn.commit().await?;
+    typed.store().txn(Txn::new().and_then(ops)).await?;
     Ok(())
 }
 
