@@ -48,6 +48,7 @@ pub use overlay::Overlay;
 use crate::collections::{CollectionKind, CollectionOp, layout};
 use crate::entry::prefix_end;
 use crate::error::Result;
+use crate::txn::{Compare, CompareTarget};
 use std::collections::BTreeMap;
 
 /// A half-open interval `[start, end)` of physical keys.
@@ -180,6 +181,65 @@ pub fn reads(op: &CollectionOp) -> Vec<PhysicalRange> {
         }
         _ => vec![members_range(kind, key)],
     }
+}
+
+/// The physical ranges [`evaluate_compare`] reads for a collection compare (none for a plain
+/// one): an optimistic backend pre-reads and guards them like the ranges of [`reads`].
+pub fn compare_reads(compare: &Compare) -> Vec<PhysicalRange> {
+    let key = &compare.key;
+    match &compare.target {
+        CompareTarget::Member {
+            kind: kind @ (CollectionKind::Set | CollectionKind::Map),
+            member,
+            ..
+        } => vec![PhysicalRange::key(layout::member_key(*kind, key, member))],
+        CompareTarget::Field { field, .. } => vec![PhysicalRange::key(layout::member_key(
+            CollectionKind::Map,
+            key,
+            field,
+        ))],
+        CompareTarget::Member { kind, .. } | CompareTarget::Size { kind, .. } => {
+            vec![members_range(*kind, key)]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Evaluates a collection compare ([`CompareTarget::Member`], [`CompareTarget::Field`],
+/// [`CompareTarget::Size`]) against `state`, reading only [`compare_reads`]. A plain compare
+/// is false here (see [`Compare::evaluate`]).
+///
+/// # Errors
+/// Read errors of `state`.
+pub fn evaluate_compare(compare: &Compare, state: &impl OrderedState) -> Result<bool> {
+    let key = &compare.key;
+    let count_of = |range: &PhysicalRange| state.count(&range.start, &range.end);
+    Ok(match &compare.target {
+        CompareTarget::Member { kind, member, .. } => {
+            let count = match kind {
+                CollectionKind::Set | CollectionKind::Map => i64::from(
+                    state
+                        .get(&layout::member_key(*kind, key, member))?
+                        .is_some(),
+                ),
+                CollectionKind::List => {
+                    let range = members_range(*kind, key);
+                    let items = state.scan(&range.start, &range.end, None)?;
+                    items.iter().filter(|(_, item)| item == member).count() as i64
+                }
+            };
+            compare.evaluate_collection(|_| count, |_| None, || 0)
+        }
+        CompareTarget::Field { field, .. } => {
+            let value = state.get(&layout::member_key(CollectionKind::Map, key, field))?;
+            compare.evaluate_collection(|_| 0, |_| value, || 0)
+        }
+        CompareTarget::Size { kind, .. } => {
+            let size = count_of(&members_range(*kind, key))? as i64;
+            compare.evaluate_collection(|_| 0, |_| None, || size)
+        }
+        _ => false,
+    })
 }
 
 /// The physical range holding every member of the collection of `kind` at `key`.

@@ -1,7 +1,7 @@
 //! Transactions: compares, then a success or a failure branch of operations.
 
 use crate::capabilities::Capabilities;
-use crate::collections::{CollectionOp, CollectionResult};
+use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
 use crate::entry::{Entry, LeaseId, validate_key, validate_prefix};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -43,6 +43,44 @@ pub enum CompareTarget {
     Value(Vec<u8>),
     /// The lease the key is attached to (`0` for none; absent keys have none).
     Lease(i64),
+    /// How many times `member` is in the collection of `kind` at the key: 0 or 1 for a set
+    /// member or a map field, the number of equal items for a list (0 when the collection
+    /// is absent).
+    Member {
+        /// The kind of collection.
+        kind: CollectionKind,
+        /// The set member, map field or list item.
+        member: Vec<u8>,
+        /// The count compared with.
+        count: i64,
+    },
+    /// The value of field `field` of the map at the key, in byte order. A compare on an
+    /// absent field is always false, as on an absent key's value.
+    Field {
+        /// The map field.
+        field: Vec<u8>,
+        /// The value compared with.
+        value: Vec<u8>,
+    },
+    /// The number of members, fields or items of the collection of `kind` at the key (0
+    /// when absent: a collection exists while it has one).
+    Size {
+        /// The kind of collection.
+        kind: CollectionKind,
+        /// The size compared with.
+        size: i64,
+    },
+}
+
+impl CompareTarget {
+    /// The kind of collection the target looks at, `None` for a plain key's attribute.
+    pub fn collection_kind(&self) -> Option<CollectionKind> {
+        match self {
+            CompareTarget::Member { kind, .. } | CompareTarget::Size { kind, .. } => Some(*kind),
+            CompareTarget::Field { .. } => Some(CollectionKind::Map),
+            _ => None,
+        }
+    }
 }
 
 /// One condition of a transaction, with etcd's semantics.
@@ -96,9 +134,115 @@ impl Compare {
         Self::new(key, op, CompareTarget::Value(value.as_ref().to_vec()))
     }
 
+    /// Holds when the set at `key` holds `member`.
+    pub fn set_contains(key: impl AsRef<[u8]>, member: impl AsRef<[u8]>) -> Self {
+        Self::member(key, CollectionKind::Set, member, CompareOp::Equal, 1)
+    }
+
+    /// Holds when the set at `key` does not hold `member` (or there is no set).
+    pub fn set_lacks(key: impl AsRef<[u8]>, member: impl AsRef<[u8]>) -> Self {
+        Self::member(key, CollectionKind::Set, member, CompareOp::Equal, 0)
+    }
+
+    /// Holds when the map at `key` has field `field`.
+    pub fn map_has(key: impl AsRef<[u8]>, field: impl AsRef<[u8]>) -> Self {
+        Self::member(key, CollectionKind::Map, field, CompareOp::Equal, 1)
+    }
+
+    /// Holds when the map at `key` has no field `field` (or there is no map).
+    pub fn map_lacks(key: impl AsRef<[u8]>, field: impl AsRef<[u8]>) -> Self {
+        Self::member(key, CollectionKind::Map, field, CompareOp::Equal, 0)
+    }
+
+    /// Holds when the map at `key` has field `field` and its value is `op` `value` (byte
+    /// order).
+    pub fn map_field(
+        key: impl AsRef<[u8]>,
+        field: impl AsRef<[u8]>,
+        op: CompareOp,
+        value: impl AsRef<[u8]>,
+    ) -> Self {
+        let target = CompareTarget::Field {
+            field: field.as_ref().to_vec(),
+            value: value.as_ref().to_vec(),
+        };
+        Self::new(key, op, target)
+    }
+
+    /// Holds when the number of times `member` is in the collection of `kind` at `key` is
+    /// `op` `count`: see [`CompareTarget::Member`].
+    pub fn member(
+        key: impl AsRef<[u8]>,
+        kind: CollectionKind,
+        member: impl AsRef<[u8]>,
+        op: CompareOp,
+        count: i64,
+    ) -> Self {
+        let target = CompareTarget::Member {
+            kind,
+            member: member.as_ref().to_vec(),
+            count,
+        };
+        Self::new(key, op, target)
+    }
+
+    /// Holds when the size of the collection of `kind` at `key` is `op` `size` (a list's
+    /// length, a set's or map's number of members or fields; 0 when absent).
+    ///
+    /// ```
+    /// use kv_core::{CollectionKind, CollectionOp, Compare, CompareOp, Store, Txn, TxnOp};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// let store = kv_mem::MemStore::new();
+    /// store.collection(CollectionOp::ListPush { key: b"q".to_vec(), value: b"a".to_vec() }).await?;
+    /// // Push only while the queue is shorter than 2.
+    /// let push = || TxnOp::Collection(CollectionOp::ListPush { key: b"q".to_vec(), value: b"b".to_vec() });
+    /// let bounded = || Txn::new()
+    ///     .when([Compare::size(b"q", CollectionKind::List, CompareOp::Less, 2)])
+    ///     .and_then([push()]);
+    /// assert!(store.txn(bounded()).await?.succeeded);
+    /// assert!(!store.txn(bounded()).await?.succeeded);
+    /// # Ok(()) }
+    /// ```
+    pub fn size(key: impl AsRef<[u8]>, kind: CollectionKind, op: CompareOp, size: i64) -> Self {
+        Self::new(key, op, CompareTarget::Size { kind, size })
+    }
+
+    /// Holds when a collection of `kind` exists at `key` (it has a member).
+    pub fn collection_exists(key: impl AsRef<[u8]>, kind: CollectionKind) -> Self {
+        Self::size(key, kind, CompareOp::Greater, 0)
+    }
+
+    /// Holds when no collection of `kind` exists at `key`.
+    pub fn collection_absent(key: impl AsRef<[u8]>, kind: CollectionKind) -> Self {
+        Self::size(key, kind, CompareOp::Equal, 0)
+    }
+
+    /// Evaluates a collection compare from what the collection holds: `count` of the
+    /// member, the field's value (`None` when absent), and the size, whichever the target
+    /// asks for (see [`CompareTarget`]). A plain compare is false here; it is evaluated by
+    /// [`Compare::evaluate`].
+    pub fn evaluate_collection(
+        &self,
+        count: impl FnOnce(&[u8]) -> i64,
+        field: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+        size: impl FnOnce() -> i64,
+    ) -> bool {
+        match &self.target {
+            CompareTarget::Member {
+                member, count: c, ..
+            } => self.op.holds(&count(member), c),
+            CompareTarget::Field { field: f, value } => {
+                field(f).is_some_and(|v| self.op.holds(v.as_slice(), value.as_slice()))
+            }
+            CompareTarget::Size { size: s, .. } => self.op.holds(&size(), s),
+            _ => false,
+        }
+    }
+
     /// Evaluates the compare against the key's current entry (`None` when absent), with
     /// etcd's rules: an absent key has version, revisions and lease 0, and a value compare on
-    /// it is false.
+    /// it is false. A collection compare is false here: see [`Compare::evaluate_collection`].
     pub fn evaluate(&self, entry: Option<&Entry>) -> bool {
         let lease = |e: &Entry| e.lease.map_or(0, |l| l.0);
         match (&self.target, entry) {
@@ -112,6 +256,12 @@ impl Compare {
                 self.op.holds(&e.map_or(0, |e| e.mod_revision), v)
             }
             (CompareTarget::Lease(v), e) => self.op.holds(&e.map_or(0, lease), v),
+            (
+                CompareTarget::Member { .. }
+                | CompareTarget::Field { .. }
+                | CompareTarget::Size { .. },
+                _,
+            ) => false,
         }
     }
 }

@@ -28,9 +28,11 @@ use etcd_client::{
 };
 use kv_core::emulation::{
     Overlay, PhysicalRange, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
-    members_range, reads,
+    compare_reads, evaluate_compare, members_range, reads,
 };
-use kv_core::{CollectionKind, Error, ErrorKind, OpResult, Result, Txn, TxnOp, TxnResponse};
+use kv_core::{
+    CollectionKind, Compare, Error, ErrorKind, OpResult, Result, Txn, TxnOp, TxnResponse,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How many times a transaction is planned again after losing a race.
@@ -61,13 +63,32 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
         let snap = read_snapshot(store, &read_set.ranges).await?;
         let success = plan(ns, &txn.success, &snap)?;
         let failure = plan(ns, &txn.failure, &snap)?;
-        if txn.compares.is_empty() && success.ops.is_empty() {
-            // Nothing to write and nothing to compare: the snapshot is the answer.
-            return Ok(TxnResponse {
-                succeeded: true,
-                revision: snap.revision,
-                results: success.results(ns, &[])?,
-            });
+        // Collection compares hold or not on the snapshot; the guards below make that true
+        // at commit time too. Plain compares stay native.
+        let mut collections_hold = true;
+        for compare in txn.compares.iter().filter(|c| is_collection(c)) {
+            collections_hold &= evaluate_compare(compare, &snap.values)?;
+        }
+        let mut compares: Vec<Compare> = txn
+            .compares
+            .iter()
+            .filter(|c| !is_collection(c))
+            .cloned()
+            .collect();
+        if compares.is_empty() {
+            // The branch is decided now; without writes, the snapshot is the answer.
+            let chosen = if collections_hold { &success } else { &failure };
+            if chosen.ops.is_empty() {
+                return Ok(TxnResponse {
+                    succeeded: collections_hold,
+                    revision: snap.revision,
+                    results: chosen.results(ns, &[])?,
+                });
+            }
+        }
+        if !collections_hold {
+            // A compare that never holds sends etcd down the failure branch.
+            compares = vec![Compare::version(NEVER, kv_core::CompareOp::Less, 0)];
         }
         let guards: Vec<EtcdCompare> = read_set
             .stamps
@@ -80,7 +101,7 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
         // The guard level holds the guards and one op (the user's transaction), which gets
         // the rest of etcd's per-level budget.
         let user_budget = max - guards.len().max(1);
-        let user = UserTxn::new(ns, &txn.compares, success, failure, user_budget)?;
+        let user = UserTxn::new(ns, &compares, success, failure, user_budget)?;
         let request = EtcdTxn::new()
             .when(guards)
             .and_then(vec![EtcdOp::txn(user.etcd_txn())]);
@@ -109,6 +130,13 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
     .set_retryable(true))
 }
 
+/// A reserved key (user keys never contain NUL) that a never-true compare names.
+const NEVER: &[u8] = b"\0never";
+
+fn is_collection(compare: &Compare) -> bool {
+    compare.target.collection_kind().is_some()
+}
+
 fn too_many_collections(n: usize, max: usize) -> Error {
     Error::new(
         ErrorKind::TxnTooLarge,
@@ -122,6 +150,12 @@ impl ReadSet {
     fn of(txn: &Txn) -> Self {
         let mut ranges = Vec::new();
         let mut stamps = BTreeSet::new();
+        for compare in &txn.compares {
+            if let Some(kind) = compare.target.collection_kind() {
+                ranges.extend(compare_reads(compare));
+                stamps.insert(stamp_key(kind, &compare.key));
+            }
+        }
         for op in txn.success.iter().chain(&txn.failure) {
             match op {
                 TxnOp::Collection(c) => {

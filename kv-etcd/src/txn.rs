@@ -57,7 +57,11 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
         .success
         .iter()
         .chain(&txn.failure)
-        .any(|op| matches!(op, TxnOp::Collection(_)));
+        .any(|op| matches!(op, TxnOp::Collection(_)))
+        || txn
+            .compares
+            .iter()
+            .any(|c| c.target.collection_kind().is_some());
     if has_collections {
         return crate::collections::txn(store, txn).await;
     }
@@ -327,6 +331,12 @@ pub(crate) fn compare(ns: &Namespace, c: &Compare) -> EtcdCompare {
         CompareTarget::ModRevision(r) => EtcdCompare::mod_revision(key, op, *r),
         CompareTarget::Value(v) => EtcdCompare::value(key, op, v.clone()),
         CompareTarget::Lease(l) => EtcdCompare::lease(key, op, *l),
+        // Collection compares are evaluated on the planning snapshot, under guards
+        // (`collections::txn`), and never reach here; if one did, it is false, as it would
+        // be on a plain key.
+        CompareTarget::Member { .. } | CompareTarget::Field { .. } | CompareTarget::Size { .. } => {
+            EtcdCompare::version(key, EtcdCompareOp::Less, 0)
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 use crate::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
 use crate::store::Inner;
 use kv_core::{
-    CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget, OpResult, Result, Txn,
-    TxnOp, TxnResponse,
+    CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget, OpResult,
+    Result, Txn, TxnOp, TxnResponse,
 };
 use redis::Value;
 
@@ -68,7 +68,7 @@ fn check_keys(inner: &Inner, txn: &Txn) -> Result<()> {
 
 /// The script's arguments after the shared ones: compares, then both branches.
 pub(crate) fn encode(txn: &Txn) -> Vec<Vec<u8>> {
-    let mut args = Vec::with_capacity(1 + 4 * txn.compares.len() + 4 * txn.success.len() + 2);
+    let mut args = Vec::with_capacity(1 + 5 * txn.compares.len() + 4 * txn.success.len() + 2);
     args.push(txn.compares.len().to_string().into_bytes());
     for compare in &txn.compares {
         encode_compare(compare, &mut args);
@@ -82,14 +82,29 @@ pub(crate) fn encode(txn: &Txn) -> Vec<Vec<u8>> {
     args
 }
 
+/// Five words per compare: key, target, op, operand, and the member or field of a
+/// collection compare (empty otherwise). A collection target names the Redis type it
+/// reads: `M`/`S` (member count, size) followed by `s`, `h` or `l`.
 fn encode_compare(compare: &Compare, args: &mut Vec<Vec<u8>>) {
-    args.push(compare.key.clone());
-    let (target, operand) = match &compare.target {
-        CompareTarget::Version(v) => ("v", v.to_string().into_bytes()),
-        CompareTarget::CreateRevision(r) => ("c", r.to_string().into_bytes()),
-        CompareTarget::ModRevision(r) => ("m", r.to_string().into_bytes()),
-        CompareTarget::Lease(l) => ("l", l.to_string().into_bytes()),
-        CompareTarget::Value(v) => ("V", v.clone()),
+    let tag = |kind: &CollectionKind| match kind {
+        CollectionKind::Set => 's',
+        CollectionKind::Map => 'h',
+        CollectionKind::List => 'l',
+    };
+    let number = |n: &i64| n.to_string().into_bytes();
+    let (target, operand, member) = match &compare.target {
+        CompareTarget::Version(v) => ("v".to_owned(), number(v), Vec::new()),
+        CompareTarget::CreateRevision(r) => ("c".to_owned(), number(r), Vec::new()),
+        CompareTarget::ModRevision(r) => ("m".to_owned(), number(r), Vec::new()),
+        CompareTarget::Lease(l) => ("l".to_owned(), number(l), Vec::new()),
+        CompareTarget::Value(v) => ("V".to_owned(), v.clone(), Vec::new()),
+        CompareTarget::Member {
+            kind,
+            member,
+            count,
+        } => (format!("M{}", tag(kind)), number(count), member.clone()),
+        CompareTarget::Field { field, value } => ("F".to_owned(), value.clone(), field.clone()),
+        CompareTarget::Size { kind, size } => (format!("S{}", tag(kind)), number(size), Vec::new()),
     };
     let op = match compare.op {
         CompareOp::Equal => "=",
@@ -97,9 +112,13 @@ fn encode_compare(compare: &Compare, args: &mut Vec<Vec<u8>>) {
         CompareOp::Greater => ">",
         CompareOp::Less => "<",
     };
-    args.push(target.as_bytes().to_vec());
-    args.push(op.as_bytes().to_vec());
-    args.push(operand);
+    args.extend([
+        compare.key.clone(),
+        target.into_bytes(),
+        op.as_bytes().to_vec(),
+        operand,
+        member,
+    ]);
 }
 
 /// The lex bounds of every key starting with `prefix`, for ZRANGEBYLEX.

@@ -69,10 +69,19 @@ impl State {
     /// leases, applies its ops, and commits them at one revision, or leaves the state
     /// unchanged when an op fails.
     pub(crate) fn txn(&mut self, txn: &Txn) -> Result<TxnResponse> {
-        let succeeded = txn.compares.iter().all(|c| {
-            let entry = self.kv.get(&c.key).map(|s| s.entry(&c.key, false));
-            c.evaluate(entry.as_ref())
-        });
+        let mut succeeded = true;
+        for c in &txn.compares {
+            let holds = if c.target.collection_kind().is_some() {
+                kv_core::emulation::evaluate_compare(c, &self.members)?
+            } else {
+                let entry = self.kv.get(&c.key).map(|s| s.entry(&c.key, false));
+                c.evaluate(entry.as_ref())
+            };
+            if !holds {
+                succeeded = false;
+                break;
+            }
+        }
         let ops = if succeeded {
             &txn.success
         } else {

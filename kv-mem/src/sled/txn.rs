@@ -58,8 +58,12 @@ pub(crate) fn run(
     let data = TreeState(&inner.trees.data);
     let mut succeeded = true;
     for compare in &txn.compares {
-        let entry = read_entry(&data, &compare.key)?;
-        if !compare.evaluate(entry.as_ref()) {
+        let holds = if compare.target.collection_kind().is_some() {
+            kv_core::emulation::evaluate_compare(compare, &data)?
+        } else {
+            compare.evaluate(read_entry(&data, &compare.key)?.as_ref())
+        };
+        if !holds {
             succeeded = false;
             break;
         }

@@ -72,12 +72,43 @@ local function meta_of(key, deep)
   return m or nil
 end
 
--- Compares.
+-- Compares: five words each (key, target, op, operand, member or field). A collection
+-- compare on a key of another Redis type is refused before anything is written.
+local COLLECTION_TYPE = { s = 'set', h = 'hash', l = 'list' }
+local SIZE = { set = 'SCARD', hash = 'HLEN', list = 'LLEN' }
 local succeeded = true
 local ncmp = tonumber(word())
-for _ = 1, ncmp do
-  local key, target, op, operand = word(), word(), word(), word()
-  if succeeded then
+for i = 1, ncmp do
+  local key, target, op, operand, member = word(), word(), word(), word(), word()
+  local kind = string.sub(target, 1, 1)
+  if kind == 'M' or kind == 'S' or kind == 'F' then
+    local want = kind == 'F' and 'hash' or COLLECTION_TYPE[string.sub(target, 2, 2)]
+    local t = redis.call('TYPE', key)['ok']
+    if t ~= 'none' and t ~= want then
+      return redis.error_reply('KVWRONGTYPE compare ' .. i .. ': the key holds a ' .. t)
+    end
+    if succeeded then
+      if t == 'none' then
+        -- An absent collection: no member, no field, size 0.
+        succeeded = kind ~= 'F' and holds(op, numcmp(0, tonumber(operand)))
+      elseif kind == 'S' then
+        succeeded = holds(op, numcmp(redis.call(SIZE[t], key), tonumber(operand)))
+      elseif kind == 'F' then
+        local v = redis.call('HGET', key, member)
+        succeeded = v and holds(op, bytecmp(v, operand)) or false
+      else
+        local n
+        if t == 'set' then
+          n = redis.call('SISMEMBER', key, member)
+        elseif t == 'hash' then
+          n = redis.call('HEXISTS', key, member)
+        else
+          n = #redis.call('LPOS', key, member, 'COUNT', 0)
+        end
+        succeeded = holds(op, numcmp(n, tonumber(operand)))
+      end
+    end
+  elseif succeeded then
     local m = meta_of(key, true)
     if target == 'V' then
       if not m then

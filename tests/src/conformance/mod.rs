@@ -22,6 +22,7 @@
 
 pub mod bad_input;
 pub mod capabilities;
+pub mod collection_compares;
 pub mod collections;
 pub mod foreign;
 pub mod leases;
@@ -110,6 +111,9 @@ macro_rules! conformance_suite {
             bad_input::keep_alive_of_revoked_lease_is_rejected,
             bad_input::put_with_unknown_lease_writes_nothing,
             capabilities::capabilities_are_sane,
+            collection_compares::collection_compares,
+            collection_compares::collection_compares_pick_the_branch,
+            collection_compares::collection_compares_guard_concurrent_writers,
             collections::set_operations,
             collections::set_scan_pages_cover_the_set,
             collections::map_operations,
