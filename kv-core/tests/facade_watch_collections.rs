@@ -5,7 +5,7 @@ mod facade_keys;
 use facade_keys::*;
 use futures::StreamExt;
 use kv_core::keyspace::{Key, SetPage, TypedBatch, TypedEvent, TypedWatch, Versioned};
-use kv_core::{CollectionOp, ErrorKind, Event};
+use kv_core::{CollectionOp, CompareOp, ErrorKind, Event};
 use std::time::Duration;
 
 /// The next batch; a watch that stays silent fails the test instead of hanging it.
@@ -401,4 +401,54 @@ async fn a_transaction_writes_a_value_and_its_index_set_atomically() {
     assert!(set.members().await.unwrap().is_empty());
     assert!(map.all().await.unwrap().is_empty());
     assert!(!typed.exists(&inst).await.unwrap());
+}
+
+#[tokio::test]
+async fn typed_collection_compares_guard_a_transaction() {
+    let (typed, root) = store();
+    let set = typed.set_at(&ProfileSetKey {
+        root: root.clone(),
+        realm: name("prod"),
+        provider: name("x"),
+    });
+    let list = typed.list_at(&ActiveListKey {
+        root: root.clone(),
+        group: 7,
+    });
+    let map = typed.map_at(&InstanceMapKey {
+        root,
+        realm: name("prod"),
+        profile: name("p1"),
+    });
+    let owner = "owner".to_string();
+    // Claim: only while the map has no owner, and only for a member of the set.
+    let claim = |who: &str| {
+        let mut txn = typed.txn();
+        txn.when_map_lacks(&map, &owner)
+            .when_set_contains(&set, &who.to_string())
+            .map_put(&map, &owner, &who.to_string());
+        txn
+    };
+    assert!(
+        !claim("p1").commit().await.unwrap().succeeded,
+        "not a member"
+    );
+    set.add(&"p1".to_string()).await.unwrap();
+    set.add(&"p2".to_string()).await.unwrap();
+    assert!(claim("p1").commit().await.unwrap().succeeded);
+    assert!(
+        !claim("p2").commit().await.unwrap().succeeded,
+        "already owned"
+    );
+    let mut txn = typed.txn();
+    txn.when_map_field_equals(&map, &owner, &"p1".to_string())
+        .when_set_lacks(&set, &"p3".to_string())
+        .when_list_len(&list, CompareOp::Less, 1)
+        .list_push(&list, &"p1".to_string());
+    assert!(txn.commit().await.unwrap().succeeded);
+    let mut txn = typed.txn();
+    txn.when_list_len(&list, CompareOp::Less, 1)
+        .list_push(&list, &"p2".to_string());
+    assert!(!txn.commit().await.unwrap().succeeded, "the list is full");
+    assert_eq!(list.range(0, -1).await.unwrap(), ["p1"]);
 }

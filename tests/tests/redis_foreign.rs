@@ -287,3 +287,47 @@ async fn interleaved_raw_and_store_collection_writes_keep_every_invariant() {
         assert_eq!(exists(&raw.con, key).await, 0, "{key}");
     }
 }
+
+/// A collection compare on a key another program gave another Redis type is refused, and
+/// the transaction writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collection_compare_on_another_type_is_wrong_type() {
+    let Some((store, raw)) = setup_redis().await else {
+        return;
+    };
+    let root = key_root("ct");
+    let (string, hash, flag) = (
+        format!("{root}string"),
+        format!("{root}hash"),
+        format!("{root}flag"),
+    );
+    raw.set(string.as_bytes(), b"plain").await;
+    raw_int(&raw.con, redis::cmd("HSET").arg(&hash).arg("f").arg("v")).await;
+    for compare in [
+        kv_core::Compare::set_contains(&string, "m"),
+        kv_core::Compare::size(
+            &hash,
+            kv_core::CollectionKind::List,
+            kv_core::CompareOp::Equal,
+            0,
+        ),
+        kv_core::Compare::map_field(&string, "f", kv_core::CompareOp::Equal, "v"),
+    ] {
+        let described = format!("{compare:?}");
+        let txn = Txn::new()
+            .when([compare])
+            .and_then([TxnOp::put(&flag, "x")])
+            .or_else([TxnOp::put(&flag, "y")]);
+        let err = store.txn(txn).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::WrongType, "{described}: {err}");
+        assert_eq!(raw.get(flag.as_bytes()).await, None, "{described}");
+    }
+    // The right type still compares.
+    let txn = Txn::new().when([kv_core::Compare::map_field(
+        &hash,
+        "f",
+        kv_core::CompareOp::Equal,
+        "v",
+    )]);
+    assert!(store.txn(txn).await.unwrap().succeeded);
+}

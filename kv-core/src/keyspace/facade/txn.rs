@@ -123,6 +123,11 @@ impl TypedTxn {
         self.error.get_or_insert(error);
     }
 
+    /// Adds a compare.
+    pub(super) fn push_compare(&mut self, compare: Compare) {
+        self.txn.compares.push(compare);
+    }
+
     pub(super) fn push(&mut self, branch: Branch, op: TxnOp) -> usize {
         let ops = match branch {
             Branch::Success => &mut self.txn.success,

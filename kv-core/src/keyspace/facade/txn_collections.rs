@@ -3,9 +3,9 @@
 
 use super::collections::{ListHandle, MapHandle, SetHandle};
 use super::txn::{Branch, TypedTxn};
-use crate::collections::CollectionOp;
+use crate::collections::{CollectionKind, CollectionOp};
 use crate::keyspace::codec::Codec;
-use crate::txn::TxnOp;
+use crate::txn::{Compare, CompareOp, TxnOp};
 
 impl TypedTxn {
     /// Adds `member` to the set in the success branch.
@@ -66,6 +66,71 @@ impl TypedTxn {
             let op = CollectionOp::ListPush { key, value };
             self.push(Branch::Success, TxnOp::Collection(op));
         }
+        self
+    }
+
+    /// Requires the set to hold `member`.
+    pub fn when_set_contains<C: Codec>(
+        &mut self,
+        set: &SetHandle<C>,
+        member: &C::Value,
+    ) -> &mut Self {
+        let key = set.key().to_vec();
+        if let Some(member) = self.encode(set.codec(), &key, member) {
+            self.push_compare(Compare::set_contains(key, member));
+        }
+        self
+    }
+
+    /// Requires the set not to hold `member` (or not to exist).
+    pub fn when_set_lacks<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
+        let key = set.key().to_vec();
+        if let Some(member) = self.encode(set.codec(), &key, member) {
+            self.push_compare(Compare::set_lacks(key, member));
+        }
+        self
+    }
+
+    /// Requires the map to have `field` with exactly the encoding of `value` (a compare on
+    /// bytes, as [`when_value_equals`](Self::when_value_equals)).
+    pub fn when_map_field_equals<F: Codec, V: Codec>(
+        &mut self,
+        map: &MapHandle<F, V>,
+        field: &F::Value,
+        value: &V::Value,
+    ) -> &mut Self {
+        let key = map.key().to_vec();
+        let field = self.encode(map.field_codec(), &key, field);
+        let value = self.encode(map.value_codec(), &key, value);
+        if let (Some(field), Some(value)) = (field, value) {
+            let compare = Compare::map_field(key, field, CompareOp::Equal, value);
+            self.push_compare(compare);
+        }
+        self
+    }
+
+    /// Requires the map to have no `field` (or not to exist).
+    pub fn when_map_lacks<F: Codec, V: Codec>(
+        &mut self,
+        map: &MapHandle<F, V>,
+        field: &F::Value,
+    ) -> &mut Self {
+        let key = map.key().to_vec();
+        if let Some(field) = self.encode(map.field_codec(), &key, field) {
+            self.push_compare(Compare::map_lacks(key, field));
+        }
+        self
+    }
+
+    /// Requires the list's length to be `op` `len` (0 when it does not exist).
+    pub fn when_list_len<C: Codec>(
+        &mut self,
+        list: &ListHandle<C>,
+        op: CompareOp,
+        len: i64,
+    ) -> &mut Self {
+        let compare = Compare::size(list.key(), CollectionKind::List, op, len);
+        self.push_compare(compare);
         self
     }
 }
