@@ -49,7 +49,8 @@ impl MemConfig {
             txn: Support::Native,
             leases: Support::Native,
             watch: Support::Native,
-            collections: Support::Native,
+            // One member per key in the reserved layout, as on sled and etcd.
+            collections: Support::Emulated,
             persistent: false,
             foreign_writes: kv_core::ForeignWrites::Immediate,
         }
@@ -66,5 +67,12 @@ mod tests {
         assert_eq!(config.history, 5);
         assert_eq!(config.max_txn_ops, MemConfig::default().max_txn_ops);
         assert!(serde_json::from_str::<MemConfig>(r#"{"histroy": 5}"#).is_err());
+    }
+
+    #[test]
+    fn collections_are_reported_as_emulated() {
+        let caps = MemConfig::default().capabilities();
+        assert_eq!(caps.collections, Support::Emulated);
+        assert_eq!(caps.txn, Support::Native);
     }
 }
