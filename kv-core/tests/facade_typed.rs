@@ -342,7 +342,7 @@ async fn typed_compares_guard_optimistic_updates() {
         let mut txn = typed.txn();
         build(&mut txn);
         txn.put(&b, &"touched".to_string());
-        txn.commit()
+        async move { txn.commit().await }
     };
     assert!(
         run(&|t| {

@@ -302,18 +302,35 @@ impl TypedTxn {
         self
     }
 
-    /// Sends the transaction.
+    /// Sends the transaction and leaves the builder empty, so that a chain ends with it:
+    ///
+    /// ```
+    /// use kv_core::keyspace::{Key, Text, TypedStore};
+    ///
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "cfg/{id}", value = Text)]
+    /// struct CfgKey { id: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// let (a, b) = (CfgKey { id: 1 }, CfgKey { id: 2 });
+    /// typed.txn().create(&a, &"1".to_string()).put(&b, &"2".to_string()).commit().await?;
+    /// assert!(typed.exists(&b).await?);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// The first error recorded by the builder, such as a value that does not encode or a
     /// prefix without its trailing separator (nothing is sent);
     /// `TxnConflict` when a branch writes one key twice; `TxnTooLarge` over the backend's
     /// limit; backend errors.
-    pub async fn commit(self) -> Result<TxnOutcome> {
-        if let Some(error) = self.error {
+    pub async fn commit(&mut self) -> Result<TxnOutcome> {
+        if let Some(error) = self.error.take() {
             return Err(error);
         }
-        let response = self.store.txn(self.txn).await?;
+        let txn = std::mem::take(&mut self.txn);
+        let response = self.store.txn(txn).await?;
         Ok(TxnOutcome {
             succeeded: response.succeeded,
             revision: response.revision,
