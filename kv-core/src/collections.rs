@@ -20,6 +20,34 @@
 //! In one transaction branch a set member or map field may be written once, but one list may
 //! be written several times (push, remove, rotate): the ops apply in order, each seeing the
 //! list the previous one left, all in the one atomic step of the transaction.
+//!
+//! Transactions compare collections too, atomically with their ops on every backend
+//! ([`Compare::set_contains`](crate::Compare::set_contains),
+//! [`Compare::map_field`](crate::Compare::map_field),
+//! [`Compare::size`](crate::Compare::size) and the others of
+//! [`CompareTarget`](crate::CompareTarget)): a set member or map field present or absent, a
+//! map field's value, how many times an item is in a list, a collection's size. An absent
+//! collection has no member and size 0; a collection whose last member was removed is
+//! absent. On Redis a collection compare on a key holding another type is `WrongType`, and
+//! the transaction writes nothing.
+//!
+//! ```
+//! use kv_core::{CollectionOp, Compare, Store, Txn, TxnOp};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> kv_core::Result<()> {
+//! let store = kv_mem::MemStore::new();
+//! // Claim a job only while no worker holds it: one winner however many race.
+//! let claim = |worker: &str| Txn::new()
+//!     .when([Compare::map_lacks(b"jobs/42", b"owner")])
+//!     .and_then([TxnOp::Collection(CollectionOp::MapPut {
+//!         key: b"jobs/42".to_vec(),
+//!         field: b"owner".to_vec(),
+//!         value: worker.as_bytes().to_vec(),
+//!     })]);
+//! assert!(store.txn(claim("w1")).await?.succeeded);
+//! assert!(!store.txn(claim("w2")).await?.succeeded);
+//! # Ok(()) }
+//! ```
 
 use crate::capabilities::Capabilities;
 use crate::entry::validate_key;
