@@ -41,9 +41,11 @@
 
 mod apply;
 mod overlay;
+mod rewind;
 
 pub use apply::apply;
 pub use overlay::Overlay;
+pub use rewind::{Touched, check_revision, rewind};
 
 use crate::collections::{CollectionKind, CollectionOp, layout};
 use crate::entry::prefix_end;

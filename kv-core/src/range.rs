@@ -82,22 +82,41 @@ impl KeyRange {
     }
 }
 
-/// Where the next page of a paged range starts. Opaque: pass it back through
-/// [`RangeOptions::after`].
+/// Where the next page of a paged range starts, and the revision the range is read at.
+/// Opaque: pass it back through [`RangeOptions::after`]. Every page of a paged range is read
+/// at the revision of its first page, so the pages together are one consistent view.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Continuation(pub(crate) Vec<u8>);
+pub struct Continuation {
+    pub(crate) key: Vec<u8>,
+    pub(crate) revision: Option<i64>,
+}
 
 impl Continuation {
-    /// The continuation that resumes just after `last_key` (the last key of a page).
+    /// The continuation that resumes just after `last_key` (the last key of a page), at
+    /// whatever revision the next read names.
     pub fn after_key(last_key: &[u8]) -> Self {
-        let mut next = last_key.to_vec();
-        next.push(0);
-        Continuation(next)
+        let mut key = last_key.to_vec();
+        key.push(0);
+        Continuation {
+            key,
+            revision: None,
+        }
+    }
+
+    /// The same continuation, pinned to `revision`: the next page is read there.
+    pub fn at_revision(mut self, revision: i64) -> Self {
+        self.revision = Some(revision);
+        self
     }
 
     /// The first key the next page may contain.
     pub fn start_key(&self) -> &[u8] {
-        &self.0
+        &self.key
+    }
+
+    /// The revision the next page is read at, when pinned.
+    pub fn revision(&self) -> Option<i64> {
+        self.revision
     }
 }
 
@@ -118,8 +137,11 @@ pub struct RangeOptions {
     pub keys_only: bool,
     /// Return no entries, only [`RangeResult::count`].
     pub count_only: bool,
-    /// Resume after a previous page.
+    /// Resume after a previous page (and at its revision).
     pub after: Option<Continuation>,
+    /// Read the range as it was at this revision (`None`: the current one, or the
+    /// continuation's). Served while the backend retains the revision, else `Compacted`.
+    pub revision: Option<i64>,
 }
 
 impl RangeOptions {
@@ -131,6 +153,7 @@ impl RangeOptions {
             keys_only: false,
             count_only: false,
             after: None,
+            revision: None,
         }
     }
 
@@ -165,29 +188,64 @@ impl RangeOptions {
         self
     }
 
-    /// Continue after the page that returned `continuation`.
+    /// Continue after the page that returned `continuation`, at the revision of that page.
     pub fn after(mut self, continuation: Continuation) -> Self {
         self.after = Some(continuation);
         self
+    }
+
+    /// Read the range as it was at `revision` (a snapshot read): every page of a paged read
+    /// at one revision sees the same state, whatever is written meanwhile.
+    ///
+    /// ```
+    /// use kv_core::{PutOptions, RangeOptions, Store};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// let store = kv_mem::MemStore::new();
+    /// let before = store.put(b"app/a", b"1", PutOptions::default()).await?.revision;
+    /// store.put(b"app/a", b"2", PutOptions::default()).await?;
+    /// store.put(b"app/b", b"3", PutOptions::default()).await?;
+    /// let then = store.range(RangeOptions::prefix("app/").at_revision(before)).await?;
+    /// assert_eq!(then.entries.len(), 1);
+    /// assert_eq!(then.entries[0].value, b"1");
+    /// assert_eq!(then.revision, before);
+    /// # Ok(()) }
+    /// ```
+    pub fn at_revision(mut self, revision: i64) -> Self {
+        self.revision = Some(revision);
+        self
+    }
+
+    /// The revision this read is pinned to: the explicit one, else the continuation's (`0`,
+    /// as in etcd, stands for the current revision).
+    pub fn pinned_revision(&self) -> Option<i64> {
+        self.revision
+            .or_else(|| self.after.as_ref().and_then(|c| c.revision))
+            .filter(|&r| r != 0)
     }
 
     /// The effective `[start, end)` of this read, the continuation applied.
     pub fn effective_bounds(&self) -> (Vec<u8>, Option<Vec<u8>>) {
         let (start, end) = self.range.bounds();
         match &self.after {
-            Some(c) if c.0 > start => (c.0.clone(), end),
+            Some(c) if c.key > start => (c.key.clone(), end),
             _ => (start, end),
         }
     }
 
-    /// Checks the range and the limit.
+    /// Checks the range, the limit and the revision.
     ///
     /// # Errors
-    /// `InvalidKey` for bad keys; `InvalidArgument` for a zero limit.
+    /// `InvalidKey` for bad keys; `InvalidArgument` for a zero limit or a negative revision.
     pub fn validate(&self) -> Result<()> {
         self.range.validate()?;
         if self.limit == Some(0) {
             return Err(Error::invalid_argument("a range limit must be at least 1"));
+        }
+        if let Some(revision) = self.pinned_revision()
+            && revision < 0
+        {
+            return Err(Error::invalid_argument("a range revision is not negative"));
         }
         Ok(())
     }

@@ -50,7 +50,10 @@ pub(crate) async fn range(store: &EtcdStore, opts: RangeOptions) -> Result<Range
             entries: Vec::new(),
             count: 0,
             next: None,
-            revision: revision(store).await?,
+            revision: match opts.pinned_revision() {
+                Some(revision) => revision,
+                None => revision(store).await?,
+            },
         });
     }
     let mut get = GetOptions::new().with_range(range_end);
@@ -63,6 +66,9 @@ pub(crate) async fn range(store: &EtcdStore, opts: RangeOptions) -> Result<Range
     if opts.count_only {
         get = get.with_count_only();
     }
+    if let Some(revision) = opts.pinned_revision() {
+        get = get.with_revision(revision);
+    }
     let resp = store
         .call("range", true, || {
             let key = key.clone();
@@ -70,12 +76,25 @@ pub(crate) async fn range(store: &EtcdStore, opts: RangeOptions) -> Result<Range
             let mut kv = store.inner.kv.clone();
             async move { kv.get(key, Some(get)).await }
         })
-        .await?;
+        .await;
+    let resp = match resp {
+        Err(e) if matches!(e.kind(), ErrorKind::Compacted { .. }) => {
+            // etcd's message does not say how far: ask.
+            let oldest = crate::watch::compact_revision(store).await?;
+            return Err(Error::compacted(oldest)
+                .with_context("revision", opts.pinned_revision().unwrap_or(0)));
+        }
+        other => other?,
+    };
     page(store, &opts, resp)
 }
 
 fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<RangeResult> {
-    let revision = header_revision(resp.header())?;
+    // The header has the current revision; a pinned read was served at its own.
+    let revision = match opts.pinned_revision() {
+        Some(revision) => revision,
+        None => header_revision(resp.header())?,
+    };
     if opts.count_only {
         return Ok(RangeResult {
             entries: Vec::new(),
@@ -90,7 +109,7 @@ fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<Ran
         .filter_map(|kv| store.inner.ns.entry(kv))
         .collect();
     let next = match entries.last() {
-        Some(last) if resp.more() => Some(Continuation::after_key(&last.key)),
+        Some(last) if resp.more() => Some(Continuation::after_key(&last.key).at_revision(revision)),
         _ => None,
     };
     Ok(RangeResult {

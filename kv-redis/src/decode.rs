@@ -85,8 +85,10 @@ pub(crate) fn opt_entry(key: &[u8], v: Value) -> Result<Option<Entry>> {
     }
 }
 
-/// One log entry: its revision and the events of that revision, with previous entries.
-pub(crate) fn log_entry(v: Value) -> Result<(i64, Vec<Event>)> {
+/// One log entry: its revision, the events of that revision with previous entries, and the
+/// keys of those events whose previous value is unknown (another program overwrote or
+/// deleted them; their events carry no previous entry).
+pub(crate) fn log_entry(v: Value) -> Result<LogEntry> {
     let mut parts = array(v)?.into_iter();
     let (Some(id), Some(fields)) = (parts.next(), parts.next()) else {
         return Err(corrupted("a log entry has an id and fields"));
@@ -98,19 +100,31 @@ pub(crate) fn log_entry(v: Value) -> Result<(i64, Vec<Event>)> {
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| corrupted("a log entry id is <revision>-0"))?;
     let mut fields = array(fields)?.into_iter();
-    let mut events = Vec::new();
+    let mut entry = LogEntry {
+        revision,
+        events: Vec::new(),
+        unknown_prev: Vec::new(),
+    };
     while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
         if bytes(name)? == b"e" {
-            events = decode_events(&bytes(value)?)?;
+            (entry.events, entry.unknown_prev) = decode_events(&bytes(value)?)?;
         }
     }
-    Ok((revision, events))
+    Ok(entry)
+}
+
+/// A decoded log entry (see [`log_entry`]).
+pub(crate) struct LogEntry {
+    pub(crate) revision: i64,
+    pub(crate) events: Vec<Event>,
+    pub(crate) unknown_prev: Vec<Vec<u8>>,
 }
 
 /// Decodes the events of one revision: a kind byte and five `<decimal length>:<bytes>`
-/// strings each.
-fn decode_events(mut blob: &[u8]) -> Result<Vec<Event>> {
+/// strings each. Returns the events and the keys whose previous value is unknown.
+fn decode_events(mut blob: &[u8]) -> Result<(Vec<Event>, Vec<Vec<u8>>)> {
     let mut events = Vec::new();
+    let mut unknown = Vec::new();
     while let Some((&kind, rest)) = blob.split_first() {
         blob = rest;
         let mut part = || -> Result<Vec<u8>> {
@@ -132,21 +146,25 @@ fn decode_events(mut blob: &[u8]) -> Result<Vec<Event>> {
         };
         let (key, value, meta, prev_value, prev_meta) =
             (part()?, part()?, part()?, part()?, part()?);
-        let prev = if prev_meta.is_empty() {
+        let prev_known = kind.is_ascii_lowercase();
+        if !prev_known {
+            unknown.push(key.clone());
+        }
+        let prev = if prev_meta.is_empty() || !prev_known {
             None
         } else {
             Some(entry(key.clone(), prev_value, &prev_meta)?)
         };
         events.push(match kind {
-            b'p' => Event::Put {
+            b'p' | b'P' => Event::Put {
                 entry: entry(key, value, &meta)?,
                 prev,
             },
-            b'd' => Event::Delete { key, prev },
+            b'd' | b'D' => Event::Delete { key, prev },
             other => return Err(corrupted(format!("unknown log event kind {other}"))),
         });
     }
-    Ok(events)
+    Ok((events, unknown))
 }
 
 #[cfg(test)]
@@ -169,7 +187,8 @@ mod tests {
         for part in [&b"b\xff"[..], b"", b"", b"x", b"4:4:1:12"] {
             blob.extend(lp(part));
         }
-        let events = decode_events(&blob).unwrap();
+        let (events, unknown) = decode_events(&blob).unwrap();
+        assert!(unknown.is_empty());
         assert_eq!(events.len(), 2);
         match &events[0] {
             Event::Put { entry, prev } => {

@@ -1,13 +1,206 @@
-//! Paged ranges over the ordered index (ZRANGEBYLEX, never SCAN).
+//! Paged ranges over the ordered index (ZRANGEBYLEX, never SCAN); at a past revision, the
+//! current entries rewound through the event log.
 
-use crate::decode::{array, byte_list, corrupted, entry, int, opt_bytes};
+use crate::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
+use crate::error::map_redis_error;
 use crate::store::Inner;
-use kv_core::{Continuation, RangeOptions, RangeResult, Result};
+use kv_core::emulation::{Touched, check_revision, rewind};
+use kv_core::{Continuation, Entry, Error, ErrorKind, Event, RangeOptions, RangeResult, Result};
 use redis::Value;
 
 pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResult> {
     opts.validate()?;
     inner.check_range(&opts.range)?;
+    let read = if opts.count_only {
+        Read::Count
+    } else {
+        Read::Entries {
+            limit: opts.limit,
+            values: !opts.keys_only,
+        }
+    };
+    let current = read_current(inner, &opts, read).await?;
+    match opts.pinned_revision() {
+        // Pinned to a revision that has passed: the read above is of no use.
+        Some(revision) if revision != current.revision => range_at(inner, &opts, revision).await,
+        _ => Ok(page_now(&opts, current)),
+    }
+}
+
+fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
+    if opts.count_only {
+        return RangeResult {
+            entries: Vec::new(),
+            count: current.count,
+            next: None,
+            revision: current.revision,
+        };
+    }
+    let next = match current.entries.last() {
+        Some(last) if !current.complete => {
+            Some(Continuation::after_key(&last.key).at_revision(current.revision))
+        }
+        _ => None,
+    };
+    RangeResult {
+        count: current.entries.len() as u64,
+        entries: current.entries,
+        next,
+        revision: current.revision,
+    }
+}
+
+/// How many times a read at a past revision starts again because writes landed between its
+/// read of the log and its read of the index.
+const REWIND_ATTEMPTS: usize = 16;
+
+async fn range_at(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
+    let log = Log::open(inner, revision).await?;
+    let mut log = log;
+    for _ in 0..REWIND_ATTEMPTS {
+        log.catch_up(inner).await?;
+        let touched = Touched::new(opts, revision, &log.events);
+        if let Some(rev) = log.unknown_before(opts) {
+            // Another program overwrote or deleted a key of the read after `revision`: its
+            // value then is not in the log.
+            return Err(Error::compacted(rev).with_context("revision", revision));
+        }
+        let read = Read::Entries {
+            limit: touched.fetch_limit(opts),
+            values: !(opts.keys_only || opts.count_only),
+        };
+        let current = read_current(inner, opts, read).await?;
+        if current.revision == log.last {
+            if opts.count_only {
+                // Counting needs every key, which the read above returned.
+                return Ok(rewind(opts, revision, touched, current.entries, true));
+            }
+            return Ok(rewind(
+                opts,
+                revision,
+                touched,
+                current.entries,
+                current.complete,
+            ));
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Unavailable,
+        "writes kept landing while the range was read at a past revision",
+    )
+    .set_retryable(true))
+}
+
+/// The event log after a revision, read page by page.
+struct Log {
+    /// The revision read at.
+    from: i64,
+    /// The last revision whose log entry was read.
+    last: i64,
+    events: Vec<(i64, Vec<Event>)>,
+    /// Revisions and keys whose previous values the log does not know.
+    unknown: Vec<(i64, Vec<u8>)>,
+    key: Vec<u8>,
+}
+
+impl Log {
+    /// Checks that the log still holds every revision after `from`.
+    async fn open(inner: &Inner, from: i64) -> Result<Self> {
+        let (from_arg, count) = ((from + 1).to_string(), "1".to_string());
+        let reply: Value = inner
+            .run(
+                &inner.scripts.watch_from,
+                &[from_arg.as_bytes(), count.as_bytes()],
+                "range",
+            )
+            .await?;
+        let mut parts = array(reply)?.into_iter();
+        let (Some(current), Some(first), Some(compacted)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(corrupted("a watch start reply has four parts"));
+        };
+        let (current, first, compacted) = (int(current)?, int(first)?, int(compacted)?);
+        let oldest = if first > 0 { first - 1 } else { current }.max(compacted);
+        check_revision(from, current, oldest)?;
+        Ok(Log {
+            from,
+            last: from,
+            events: Vec::new(),
+            unknown: Vec::new(),
+            key: inner.internal("log"),
+        })
+    }
+
+    /// Reads every log entry after the last one read.
+    async fn catch_up(&mut self, inner: &Inner) -> Result<()> {
+        let mut con = inner.con.clone();
+        loop {
+            let reply: Value = redis::cmd("XRANGE")
+                .arg(self.key.as_slice())
+                .arg(format!("{}-0", self.last + 1))
+                .arg("+")
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut con)
+                .await
+                .map_err(|e| map_redis_error(e, "range"))?;
+            let entries = array(reply)?;
+            if entries.is_empty() {
+                return Ok(());
+            }
+            for raw in entries {
+                let entry = log_entry(raw)?;
+                if entry.revision != self.last + 1 {
+                    // Every revision has an entry: a gap is history trimmed meanwhile.
+                    return Err(
+                        Error::compacted(entry.revision).with_context("revision", self.from)
+                    );
+                }
+                self.last = entry.revision;
+                self.unknown.extend(
+                    entry
+                        .unknown_prev
+                        .into_iter()
+                        .map(|key| (entry.revision, key)),
+                );
+                self.events.push((entry.revision, entry.events));
+            }
+        }
+    }
+
+    /// The latest revision at which a key of the read lost its previous value, if any.
+    fn unknown_before(&self, opts: &RangeOptions) -> Option<i64> {
+        let (start, end) = opts.effective_bounds();
+        self.unknown
+            .iter()
+            .filter(|(_, key)| {
+                *key >= start && end.as_ref().is_none_or(|e| key < e) && opts.range.contains(key)
+            })
+            .map(|(rev, _)| *rev)
+            .max()
+    }
+}
+
+/// One atomic read of the index: the revision, the entries (at most `limit`) and whether
+/// they were all there is, or the count for `count_only`.
+struct Current {
+    revision: i64,
+    entries: Vec<Entry>,
+    complete: bool,
+    count: u64,
+}
+
+/// What [`read_current`] reads.
+#[derive(Clone, Copy)]
+enum Read {
+    /// The number of keys.
+    Count,
+    /// At most `limit` entries, with or without their values.
+    Entries { limit: Option<usize>, values: bool },
+}
+
+async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<Current> {
     let (start, end) = opts.effective_bounds();
     let min = [b"[".as_slice(), &start].concat();
     let max = match &end {
@@ -15,25 +208,24 @@ pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResu
         None => b"+".to_vec(),
     };
     if end.as_ref().is_some_and(|end| *end <= start) {
-        return Ok(RangeResult {
-            entries: Vec::new(),
-            count: 0,
-            next: None,
+        return Ok(Current {
             revision: inner.revision().await?,
+            entries: Vec::new(),
+            complete: true,
+            count: 0,
         });
     }
-    let mode: &[u8] = if opts.count_only {
-        b"c"
-    } else if opts.keys_only {
-        b"k"
-    } else {
-        b"v"
+    let (mode, limit, with_values): (&[u8], Option<usize>, bool) = match read {
+        Read::Count => (b"c", None, false),
+        Read::Entries {
+            limit,
+            values: true,
+        } => (b"v", limit, true),
+        Read::Entries { limit, .. } => (b"k", limit, false),
     };
-    // One key more than the page, to learn whether another page follows.
-    let fetch = opts
-        .limit
-        .map_or(-1, |l| l.saturating_add(1) as i64)
-        .to_string();
+    let count_now = matches!(read, Read::Count);
+    // One key more than asked, to learn whether more follow.
+    let fetch = limit.map_or(-1, |l| l.saturating_add(1) as i64).to_string();
     let reply: Value = inner
         .run(
             &inner.scripts.range,
@@ -43,15 +235,15 @@ pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResu
         .await?;
     let mut parts = array(reply)?.into_iter();
     let revision = int(parts.next().ok_or_else(|| corrupted("empty range reply"))?)?;
-    if opts.count_only {
+    if count_now {
         let count = int(parts
             .next()
             .ok_or_else(|| corrupted("a count reply has a count"))?)?;
-        return Ok(RangeResult {
-            entries: Vec::new(),
-            count: count as u64,
-            next: None,
+        return Ok(Current {
             revision,
+            entries: Vec::new(),
+            complete: true,
+            count: count as u64,
         });
     }
     let (Some(keys), Some(metas), Some(values)) = (parts.next(), parts.next(), parts.next()) else {
@@ -62,7 +254,7 @@ pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResu
     let mut values = array(values)?.into_iter();
     let mut entries = Vec::with_capacity(keys.len());
     for (key, meta) in keys.into_iter().zip(metas) {
-        let value = if opts.keys_only {
+        let value = if !with_values {
             Vec::new()
         } else {
             opt_bytes(values.next().unwrap_or(Value::Nil))?.unwrap_or_default()
@@ -70,17 +262,14 @@ pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResu
         let meta = opt_bytes(meta)?.ok_or_else(|| corrupted("an indexed key has no metadata"))?;
         entries.push(entry(key, value, &meta)?);
     }
-    let mut next = None;
-    if let Some(limit) = opts.limit
-        && entries.len() > limit
-    {
+    let complete = limit.is_none_or(|limit| entries.len() <= limit);
+    if let Some(limit) = limit {
         entries.truncate(limit);
-        next = entries.last().map(|e| Continuation::after_key(&e.key));
     }
-    Ok(RangeResult {
+    Ok(Current {
+        revision,
         count: entries.len() as u64,
         entries,
-        next,
-        revision,
+        complete,
     })
 }

@@ -75,7 +75,9 @@ impl Follower {
     fn accept(&mut self, entries: Vec<Value>) -> Result<Vec<WatchBatch>> {
         let mut batches = Vec::new();
         for raw in entries {
-            let (revision, events) = log_entry(raw)?;
+            let crate::decode::LogEntry {
+                revision, events, ..
+            } = log_entry(raw)?;
             if revision <= self.last {
                 continue;
             }

@@ -426,3 +426,41 @@ async fn a_refused_txn_over_foreign_keys_writes_nothing() {
         "nothing was indexed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_read_across_a_foreign_overwrite_is_compacted() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("recsnap");
+    let mut config = RedisConfig::new(server.url());
+    config.internal_prefix = isolated_prefix();
+    let store = RedisStore::connect(config).await.unwrap();
+    let key = format!("{root}k");
+    let before = store
+        .put(key.as_bytes(), b"mine", PutOptions::default())
+        .await
+        .unwrap()
+        .revision;
+    let other = format!("{root}other");
+    let mut con = raw(&server.url()).await;
+    raw_set(&mut con, &key, "theirs").await;
+    let report = store.reconcile(root.as_bytes()).await.unwrap();
+    assert_eq!(report.changed, 1);
+    // The value before the other program's write is not in the log: no read makes it up.
+    let err = store
+        .range(RangeOptions::prefix(&root).at_revision(before))
+        .await
+        .unwrap_err();
+    assert!(err.compact_revision().is_some(), "{err}");
+    // A key the overwrite did not touch still reads at the old revision.
+    store
+        .put(other.as_bytes(), b"x", PutOptions::default())
+        .await
+        .unwrap();
+    let untouched = store
+        .range(RangeOptions::new(kv_core::KeyRange::Key(other.into_bytes())).at_revision(before))
+        .await
+        .unwrap();
+    assert!(untouched.entries.is_empty(), "it did not exist then");
+}

@@ -1,46 +1,86 @@
-//! Range reads over the ordered map: O(log N + M) for a page of M keys.
+//! Range reads over the ordered map: O(log N + M) for a page of M keys; at a past revision,
+//! the current entries rewound through the retained history.
 
 use super::state::State;
-use kv_core::{Continuation, RangeOptions, RangeResult, Result};
+use kv_core::emulation::{Touched, check_revision, rewind};
+use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result};
 use std::ops::Bound;
 
 impl State {
-    /// One page of `opts` (already validated).
+    /// One page of `opts` (already validated), at its pinned revision or the current one.
     pub(crate) fn range(&self, opts: &RangeOptions) -> Result<RangeResult> {
+        let revision = match opts.pinned_revision() {
+            Some(r) if r != self.revision => r,
+            _ => return Ok(self.range_now(opts)),
+        };
+        check_revision(
+            revision,
+            self.revision,
+            self.history.oldest_readable(self.revision),
+        )?;
+        let touched = Touched::new(opts, revision, &self.history.since(revision));
+        let fetch = touched.fetch_limit(opts);
+        let (current, complete) = self.entries(opts, fetch, opts.keys_only || opts.count_only);
+        Ok(rewind(opts, revision, touched, current, complete))
+    }
+
+    fn range_now(&self, opts: &RangeOptions) -> RangeResult {
+        if opts.count_only {
+            let (start, end) = opts.effective_bounds();
+            let count = match &end {
+                Some(end) if end.as_slice() <= start.as_slice() => 0,
+                Some(end) => self
+                    .kv
+                    .range::<[u8], _>((
+                        Bound::Included(start.as_slice()),
+                        Bound::Excluded(end.as_slice()),
+                    ))
+                    .count(),
+                None => self
+                    .kv
+                    .range::<[u8], _>((Bound::Included(start.as_slice()), Bound::Unbounded))
+                    .count(),
+            };
+            return self.page(Vec::new(), count as u64, None);
+        }
+        let (entries, complete) = self.entries(opts, opts.limit, opts.keys_only);
+        let next = match entries.last() {
+            Some(last) if !complete => {
+                Some(Continuation::after_key(&last.key).at_revision(self.revision))
+            }
+            _ => None,
+        };
+        let count = entries.len() as u64;
+        self.page(entries, count, next)
+    }
+
+    /// The current entries of `opts`'s effective range, at most `limit`, and whether that was
+    /// all of them.
+    fn entries(
+        &self,
+        opts: &RangeOptions,
+        limit: Option<usize>,
+        keys_only: bool,
+    ) -> (Vec<Entry>, bool) {
         let (start, end) = opts.effective_bounds();
         let upper = match &end {
-            Some(end) if end.as_slice() <= start.as_slice() => {
-                return Ok(self.page(Vec::new(), 0, None));
-            }
+            Some(end) if end.as_slice() <= start.as_slice() => return (Vec::new(), true),
             Some(end) => Bound::Excluded(end.as_slice()),
             None => Bound::Unbounded,
         };
         let mut iter = self
             .kv
             .range::<[u8], _>((Bound::Included(start.as_slice()), upper));
-        if opts.count_only {
-            return Ok(self.page(Vec::new(), iter.count() as u64, None));
-        }
-        let limit = opts.limit.unwrap_or(usize::MAX);
-        let entries: Vec<_> = iter
+        let entries: Vec<Entry> = iter
             .by_ref()
-            .take(limit)
-            .map(|(key, stored)| stored.entry(key, opts.keys_only))
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|(key, stored)| stored.entry(key, keys_only))
             .collect();
-        let next = match (entries.last(), iter.next()) {
-            (Some(last), Some(_)) => Some(Continuation::after_key(&last.key)),
-            _ => None,
-        };
-        let count = entries.len() as u64;
-        Ok(self.page(entries, count, next))
+        let complete = iter.next().is_none();
+        (entries, complete)
     }
 
-    fn page(
-        &self,
-        entries: Vec<kv_core::Entry>,
-        count: u64,
-        next: Option<Continuation>,
-    ) -> RangeResult {
+    fn page(&self, entries: Vec<Entry>, count: u64, next: Option<Continuation>) -> RangeResult {
         RangeResult {
             entries,
             count,

@@ -103,6 +103,21 @@ impl History {
         }
     }
 
+    /// The oldest revision a range can still be read at, at store revision `current`: every
+    /// later revision's events are retained, and it is not before a compaction.
+    pub(crate) fn oldest_readable(&self, current: i64) -> i64 {
+        (self.retained_from(current) - 1).max(self.compacted)
+    }
+
+    /// The retained changes after `revision`, ascending, with previous entries.
+    pub(crate) fn since(&self, revision: i64) -> Vec<(i64, Vec<Event>)> {
+        self.changes
+            .iter()
+            .filter(|c| c.revision > revision)
+            .map(|c| (c.revision, c.events.clone()))
+            .collect()
+    }
+
     /// Records the events of revision `revision` (the new store revision) and delivers them.
     pub(crate) fn record(&mut self, revision: i64, events: Vec<Event>) {
         if !events.is_empty() {

@@ -1,10 +1,13 @@
-//! Reads: single keys and paged ranges, straight from sled's ordered iteration.
+//! Reads: single keys and paged ranges, straight from sled's ordered iteration; at a past
+//! revision, the current entries rewound through the event log.
 
-use super::codec::decode_entry;
+use super::codec::{be, decode_entry, decode_events, read_be};
 use super::error::map_sled;
 use super::inner::Inner;
+use kv_core::emulation::{Touched, check_revision, rewind};
 use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result, validate_key};
 use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
 
 pub(crate) fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
     validate_key(key)?;
@@ -19,49 +22,87 @@ pub(crate) fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
 
 pub(crate) fn range(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
     opts.validate()?;
-    // `bounds()` starts at 0x01 at the lowest: the reserved collection keys are never read.
-    let (start, end) = opts.effective_bounds();
+    // Writers commit under the gate: the data, the log and the revision read below are of
+    // one revision.
     let _gate = inner.gate.read().unwrap_or_else(PoisonError::into_inner);
-    let revision = inner.revision();
-    let empty = RangeResult {
-        entries: Vec::new(),
-        count: 0,
-        next: None,
-        revision,
+    let current = inner.revision();
+    let revision = match opts.pinned_revision() {
+        Some(r) if r != current => r,
+        _ => return range_now(inner, opts, current),
     };
-    if end.as_ref().is_some_and(|end| *end <= start) {
-        return Ok(empty);
+    let floor = inner.compact_floor.load(Ordering::Acquire);
+    check_revision(revision, current, (inner.oldest() - 1).max(floor))?;
+    let mut events = Vec::new();
+    for record in inner.trees.log.range(be(revision + 1)..=be(current)) {
+        let (key, record) = record.map_err(map_sled)?;
+        events.push((read_be(&key)?, decode_events(&record)?));
     }
-    let data = &inner.trees.data;
-    let mut iter = match &end {
-        Some(end) => data.range::<&[u8], _>(start.as_slice()..end.as_slice()),
-        None => data.range::<&[u8], _>(start.as_slice()..),
-    };
+    let touched = Touched::new(opts, revision, &events);
+    let fetch = touched.fetch_limit(opts);
+    let (current, complete) = entries(inner, opts, fetch, opts.keys_only || opts.count_only)?;
+    Ok(rewind(opts, revision, touched, current, complete))
+}
+
+fn range_now(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
     if opts.count_only {
+        let (start, end) = opts.effective_bounds();
         let mut count = 0u64;
-        for kv in iter {
-            kv.map_err(map_sled)?;
-            count += 1;
+        if end.as_ref().is_none_or(|end| *end > start) {
+            for kv in scan(inner, &start, end.as_deref()) {
+                kv.map_err(map_sled)?;
+                count += 1;
+            }
         }
-        return Ok(RangeResult { count, ..empty });
+        return Ok(RangeResult {
+            entries: Vec::new(),
+            count,
+            next: None,
+            revision,
+        });
     }
-    let limit = opts.limit.unwrap_or(usize::MAX);
-    let mut entries = Vec::new();
-    let mut next = None;
-    for kv in iter.by_ref() {
-        let (key, value) = kv.map_err(map_sled)?;
-        if entries.len() == limit {
-            next = entries
-                .last()
-                .map(|last: &Entry| Continuation::after_key(&last.key));
-            break;
-        }
-        entries.push(decode_entry(&key, &value, opts.keys_only)?);
-    }
+    let (entries, complete) = entries(inner, opts, opts.limit, opts.keys_only)?;
+    let next = match entries.last() {
+        Some(last) if !complete => Some(Continuation::after_key(&last.key).at_revision(revision)),
+        _ => None,
+    };
     Ok(RangeResult {
         count: entries.len() as u64,
         entries,
         next,
         revision,
     })
+}
+
+/// The data tree's keys in `[start, end)`; `bounds()` starts at 0x01 at the lowest, so the
+/// reserved collection keys are never read.
+fn scan(inner: &Inner, start: &[u8], end: Option<&[u8]>) -> sled::Iter {
+    let data = &inner.trees.data;
+    match end {
+        Some(end) => data.range::<&[u8], _>(start..end),
+        None => data.range::<&[u8], _>(start..),
+    }
+}
+
+/// The current entries of `opts`'s effective range, at most `limit`, and whether that was
+/// all of them.
+fn entries(
+    inner: &Inner,
+    opts: &RangeOptions,
+    limit: Option<usize>,
+    keys_only: bool,
+) -> Result<(Vec<Entry>, bool)> {
+    let (start, end) = opts.effective_bounds();
+    if end.as_ref().is_some_and(|end| *end <= start) {
+        return Ok((Vec::new(), true));
+    }
+    let limit = limit.unwrap_or(usize::MAX);
+    let mut entries = Vec::new();
+    for kv in scan(inner, &start, end.as_deref()) {
+        let (key, value) = kv.map_err(map_sled)?;
+        if entries.len() == limit {
+            return Ok((entries, false));
+        }
+        entries.push(decode_entry(&key, &value, keys_only)?);
+    }
+    Ok((entries, true))
 }

@@ -59,7 +59,8 @@ local function current_revision()
   return tonumber(redis.call('GET', K_REV) or '0')
 end
 
--- The events of the revision being written. Each is encoded as one kind byte ('p' or 'd')
+-- The events of the revision being written. Each is encoded as one kind byte ('p' or 'd';
+-- 'P' or 'D' when the previous value is unknown, see `absorb`)
 -- followed by five length-prefixed strings `<decimal length>:<bytes>` (key, value, meta,
 -- previous value, previous meta); the revision's log entry holds them concatenated in one
 -- field, so a transaction of any size is one XADD.
@@ -218,18 +219,22 @@ local function absorb(fixes)
   local rev = current_revision() + 1
   for _, f in ipairs(fixes) do
     local key, fix, data = f[1], f[2], f[3]
+    -- Another program's overwrite or delete leaves no previous value: those events are
+    -- 'P' and 'D', with the previous metadata only, so that no read at an earlier revision
+    -- makes one up.
     if fix == 'forget' then
       forget_plain(key, data)
-      push_event('d', key, '', '')
+      push_event('D', key, '', '', '', data)
+    elseif fix == 'change' then
+      local m = fixed_meta(fix, data, rev)
+      redis.call('HSET', K_META, key, m)
+      push_event('P', key, data[1], m, '', data[2])
     else
       local m = fixed_meta(fix, data, rev)
-      local value = fix == 'adopt' and data or data[1]
       redis.call('HSET', K_META, key, m)
-      if fix == 'adopt' then
-        redis.call('ZADD', K_IDX, 0, key)
-        redis.call('ZREM', K_CIDX, key)
-      end
-      push_event('p', key, value, m)
+      redis.call('ZADD', K_IDX, 0, key)
+      redis.call('ZREM', K_CIDX, key)
+      push_event('p', key, data, m)
     end
   end
   commit(rev)

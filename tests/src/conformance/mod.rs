@@ -4,7 +4,8 @@
 //! Each case is a public `async fn(Arc<dyn Store>)` that panics on a contract violation. Every
 //! case works under its own random key root (`ct-<uuid>/`), never lists outside it and never
 //! assumes absolute revisions or an empty store, so cases run in any order and concurrently on
-//! one shared server. The two cases that compact ([`watch::watch_from_compacted_revision`] and
+//! one shared server. The cases that compact ([`watch::watch_from_compacted_revision`],
+//! [`snapshot::range_at_compacted_revision_is_rejected`] and
 //! [`bad_input::watch_from_compacted_revision_is_rejected`]) compact the whole server's history,
 //! which could turn another case's watch from a past revision into `Compacted`; so they run
 //! alone: [`run_case`] gives them an exclusive lock that every other case of the test binary
@@ -29,6 +30,7 @@ pub mod leases;
 pub mod locks;
 pub mod metadata;
 pub mod read;
+pub mod snapshot;
 pub mod txn;
 pub mod watch;
 pub mod write;
@@ -40,9 +42,10 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 /// Cases that compact the server's history; they run alone (see [`run_case`]).
-const COMPACTING_CASES: [&str; 2] = [
+const COMPACTING_CASES: [&str; 3] = [
     "watch_from_compacted_revision",
     "watch_from_compacted_revision_is_rejected",
+    "range_at_compacted_revision_is_rejected",
 ];
 
 /// Held shared by every case, exclusively by the compacting ones.
@@ -149,6 +152,9 @@ macro_rules! conformance_suite {
             read::range_prefix_isolation,
             read::range_prefix_ending_in_ff,
             read::range_key_rules,
+            snapshot::range_at_a_past_revision,
+            snapshot::paged_range_reads_one_revision,
+            snapshot::range_at_compacted_revision_is_rejected,
             txn::txn_compare_version,
             txn::txn_compare_mod_revision,
             txn::txn_compare_create_revision,
