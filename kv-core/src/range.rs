@@ -1,4 +1,13 @@
 //! Range reads: a key, a prefix or a `[start, end)` interval, paged.
+//!
+//! A paged read is one consistent view: every page is read at the revision of the first one,
+//! which its [`Continuation`] carries, whatever is written between pages. A read can also be
+//! pinned to a past revision ([`RangeOptions::at_revision`]): etcd serves it natively, the
+//! other backends rewind their current entries through their event log's previous entries.
+//! Either works while the backend retains the revision (see
+//! [`Capabilities::watch_retention`](crate::Capabilities::watch_retention)); past that, the
+//! read fails with `Compacted`, as a watch from that revision would. This is the consistent
+//! starting point of list-then-watch: list at revision R, then watch from R + 1.
 
 use crate::entry::{Entry, prefix_end, validate_key, validate_prefix};
 use crate::error::{Error, Result};
