@@ -1,35 +1,62 @@
 //! Linking and unlinking API keys and groups (M:N).
 
 use super::cache::{Balancer, list_push, list_remove, set_add, set_remove};
+use super::guard::{Attempts, group_absent, status_is};
 use super::values::KeyStatus;
-use kv_core::{Result, Txn};
+use kv_core::{CollectionResult, OpResult, Result, Txn};
 
 impl Balancer {
     /// Links API key `id` to group `group`: the group joins the key's reverse index and, when
     /// the key is active, the key joins the end of the group's active list, in one
     /// transaction. Returns whether the link is new (linking twice changes nothing).
     ///
+    /// Safe under concurrent writers: the key's status and links are read, then the
+    /// transaction writes only if the status is still the one read and the group is still
+    /// absent from the reverse index; otherwise it reads again and retries. Of concurrent
+    /// links of one key to one group exactly one reports a new link, and the key is listed
+    /// once.
+    ///
     /// # Errors
-    /// `NotFound` when the key is not cached (nothing written); backend errors.
+    /// `NotFound` when the key is not cached (nothing written); a retryable
+    /// `ConditionFailed` when concurrent writers kept changing the key's status or links
+    /// (nothing written); backend errors.
     pub async fn link(&self, id: u64, group: u64) -> Result<bool> {
-        let state = self.read_state(id).await?;
-        let Some(status) = state.status else {
-            return Err(self.not_found(id));
-        };
-        if state.groups.contains(&group) {
-            return Ok(false);
+        let object = self.object_key(id);
+        let reverse = self.groups_key(id);
+        let mut attempts = Attempts::new("link", id);
+        loop {
+            let state = self.read_state(id).await?;
+            let Some(status) = state.status else {
+                return Err(self.not_found(id));
+            };
+            if state.groups.contains(&group) {
+                return Ok(false);
+            }
+            let mut ops = vec![set_add(&reverse, group)];
+            if status == KeyStatus::Active {
+                ops.push(list_push(&self.active_key(group), id));
+            }
+            let txn = Txn::new()
+                .when([
+                    status_is(&object, Some(status)),
+                    group_absent(&reverse, group),
+                ])
+                .and_then(ops);
+            if self.commit_guarded(txn).await? {
+                return Ok(true);
+            }
+            attempts.lost(self).await?;
         }
-        let mut ops = vec![set_add(&self.groups_key(id), group)];
-        if status == KeyStatus::Active {
-            ops.push(list_push(&self.active_key(group), id));
-        }
-        self.typed.store().txn(Txn::new().and_then(ops)).await?;
-        Ok(true)
     }
 
     /// Unlinks API key `id` from group `group`: the group leaves the key's reverse index and
-    /// the key leaves the group's active list, in one transaction that reads nothing first.
-    /// Returns whether the key was linked.
+    /// every occurrence of the key leaves the group's active list, in one transaction that
+    /// reads nothing first. Returns whether the key was linked.
+    ///
+    /// Safe under concurrent writers without a guard: whatever the key's status, an unlinked
+    /// key belongs in none of the group's list, and the operations that write from what they
+    /// read ([`link`](Self::link), [`set_status`](Self::set_status),
+    /// [`put_key`](Self::put_key)) see the changed reverse index and retry.
     ///
     /// # Errors
     /// Backend errors.
@@ -41,9 +68,7 @@ impl Balancer {
         let response = self.typed.store().txn(txn).await?;
         Ok(matches!(
             response.results.first(),
-            Some(kv_core::OpResult::Collection(
-                kv_core::CollectionResult::Changed(true)
-            ))
+            Some(OpResult::Collection(CollectionResult::Changed(true)))
         ))
     }
 }

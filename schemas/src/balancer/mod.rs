@@ -12,8 +12,13 @@
 //! (`key:{id}` / `key:{id}:groups`), the document's own nesting, declared on
 //! [`BalancerKeyspace`].
 //!
-//! Invariant kept by every operation: a key is in a group's active list exactly when it is
-//! active and linked to that group.
+//! Invariant kept by every operation, under any number of concurrent writers in any number
+//! of processes: a key is in a group's active list exactly once when it is active and
+//! linked to that group, and not at all otherwise ([`load_keys`](Balancer::load_keys) takes
+//! keys that are not cached yet, and no one else caches them meanwhile). An operation that
+//! writes from what it read (the key's status, its groups) writes in one transaction whose
+//! compares pin what it read, and reads again when a concurrent writer changed it (a
+//! bounded number of times, then a retryable `ConditionFailed` with nothing written).
 //!
 //! Operations, on [`Balancer`]: [`put_key`](Balancer::put_key),
 //! [`set_status`](Balancer::set_status) (fan-out through the reverse index in one
@@ -24,6 +29,7 @@
 
 mod cache;
 mod example;
+mod guard;
 mod keys;
 mod links;
 mod load;

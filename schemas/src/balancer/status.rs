@@ -2,6 +2,7 @@
 //! active list through the reverse index.
 
 use super::cache::{Balancer, list_push, list_remove, map_put};
+use super::guard::{Attempts, groups_are, status_is};
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
 use kv_core::{Error, Result, Txn};
 
@@ -9,8 +10,12 @@ impl Balancer {
     /// Writes the object of API key `id`; when its status changes, the key also leaves (or
     /// rejoins) the active list of every group it belongs to, in the same transaction.
     ///
+    /// Safe under concurrent writers, as [`set_status`](Self::set_status) is: the write
+    /// applies to the status and groups it read, or is retried.
+    ///
     /// # Errors
-    /// `InvalidArgument` for an empty `api_key` (nothing written); backend errors.
+    /// `InvalidArgument` for an empty `api_key` (nothing written); the errors of
+    /// [`set_status`](Self::set_status) but `NotFound`.
     pub async fn put_key(&self, id: u64, record: &ApiKeyRecord) -> Result<()> {
         if record.api_key.is_empty() {
             return Err(
@@ -26,43 +31,71 @@ impl Balancer {
     /// back to `active` it is appended to each of them again: the status field and every
     /// list change are one transaction. Setting the status it already has changes nothing.
     ///
-    /// The groups are read just before the transaction; changes of one key's status or
-    /// links are expected from one writer at a time (the admin service), as in the
-    /// document's system.
+    /// Safe under concurrent writers (links, unlinks, other status changes, from any number
+    /// of processes): the status and the groups are read, then the transaction writes only
+    /// if the status is still the one read and the reverse index still holds exactly the
+    /// groups read (its size and each group); otherwise it reads again and retries. So a
+    /// key is never left listed in a group it has left, missing from one it has joined, or
+    /// listed twice.
     ///
     /// # Errors
-    /// `NotFound` when the key is not cached (nothing written); backend errors.
+    /// `NotFound` when the key is not cached (nothing written); `TxnTooLarge` when the key
+    /// belongs to more groups than one transaction of the backend takes (a change of
+    /// activity needs two compares plus one compare and one list op per group, within
+    /// `max_txn_ops`; etcd's emulated lists take several ops each; nothing written); a
+    /// retryable `ConditionFailed` when concurrent writers kept changing the key's status or
+    /// groups (nothing written); backend errors.
     pub async fn set_status(&self, id: u64, status: KeyStatus) -> Result<()> {
         self.write(id, None, status).await
     }
 
     async fn write(&self, id: u64, api_key: Option<&str>, status: KeyStatus) -> Result<()> {
-        let state = self.read_state(id).await?;
-        if api_key.is_none() && state.status.is_none() {
-            return Err(self.not_found(id));
-        }
         let object = self.object_key(id);
-        let mut ops = Vec::with_capacity(2 + state.groups.len());
-        if let Some(api_key) = api_key {
-            ops.push(map_put(&object, API_KEY_FIELD, api_key));
-        }
-        if state.status != Some(status) {
-            ops.push(map_put(&object, STATUS_FIELD, status.as_str()));
-            // The lists hold a key exactly when it is active, so a transition moves it.
-            let was_active = state.status == Some(KeyStatus::Active);
-            for group in &state.groups {
-                let list = self.active_key(*group);
-                match (was_active, status) {
-                    (true, KeyStatus::Disabled) => ops.push(list_remove(&list, id)),
-                    (false, KeyStatus::Active) => ops.push(list_push(&list, id)),
-                    _ => {}
+        let operation = if api_key.is_some() {
+            "put_key"
+        } else {
+            "set_status"
+        };
+        let mut attempts = Attempts::new(operation, id);
+        loop {
+            let state = self.read_state(id).await?;
+            if api_key.is_none() && state.status.is_none() {
+                return Err(self.not_found(id));
+            }
+            // Whatever is written, the status read decides it: a put of the same status
+            // writes no list, a change moves the key.
+            let mut compares = vec![status_is(&object, state.status)];
+            let mut ops = Vec::with_capacity(2 + state.groups.len());
+            if let Some(api_key) = api_key {
+                ops.push(map_put(&object, API_KEY_FIELD, api_key));
+            }
+            if state.status != Some(status) {
+                ops.push(map_put(&object, STATUS_FIELD, status.as_str()));
+                // The lists hold a key exactly when it is active, so a transition moves it
+                // in every group read, and only then do the groups matter.
+                let was_active = state.status == Some(KeyStatus::Active);
+                if was_active != (status == KeyStatus::Active) {
+                    compares.extend(groups_are(&self.groups_key(id), &state.groups));
+                    for group in &state.groups {
+                        let list = self.active_key(*group);
+                        ops.push(if was_active {
+                            list_remove(&list, id)
+                        } else {
+                            list_push(&list, id)
+                        });
+                    }
                 }
             }
+            if ops.is_empty() {
+                return Ok(());
+            }
+            if self
+                .commit_guarded(Txn::new().when(compares).and_then(ops))
+                .await?
+            {
+                return Ok(());
+            }
+            attempts.lost(self).await?;
         }
-        if ops.is_empty() {
-            return Ok(());
-        }
-        self.typed.store().txn(Txn::new().and_then(ops)).await?;
-        Ok(())
     }
 }

@@ -15,8 +15,9 @@
 //! (`…:{provider}` and `…:{provider}:default`); [`NxcKeyspace`] declares that nesting.
 //! Segments: realm, provider and profile ids are 1-64 bytes of `[a-zA-Z0-9_.-]` (never `:`).
 //!
-//! Operations: [`create_profile`] and [`delete_profile`] (one transaction each),
-//! [`set_default_profile`], [`resolve_profile`] (ownership check: `Unauthorized`),
+//! Operations: [`create_profile`], [`delete_profile`] and [`set_default_profile`] (one
+//! transaction each; even when they race, none leaves the default marker naming a profile
+//! outside the map), [`resolve_profile`] (ownership check: `Unauthorized`),
 //! [`default_profile`] (marker, else the smallest id), [`list_profiles`] (paged),
 //! [`put_pool_secret`] / [`pool_secret`] (encrypted with a [`Keyring`](kv_core::keyspace::Keyring)),
 //! [`write_example`] for a demo dataset.

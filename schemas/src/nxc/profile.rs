@@ -83,6 +83,10 @@ pub async fn create_profile(typed: &TypedStore, new: &NewProfile) -> Result<()> 
 /// names this profile (a compare on the marker's value picks the branch). The shared pool
 /// entry is left alone. Returns whether the profile was in the map.
 ///
+/// A concurrent [`set_default_profile`] of the same profile either commits first, and its
+/// marker is cleared here, or comes after and finds the profile gone: the marker never names
+/// the deleted profile.
+///
 /// # Errors
 /// Backend errors.
 pub async fn delete_profile(
@@ -117,12 +121,13 @@ pub async fn delete_profile(
     ))
 }
 
-/// Makes `profile` the realm's default for the provider.
+/// Makes `profile` the realm's default for the provider, in one transaction: the marker is
+/// written only if the profile is in the realm's map (a set-membership compare).
 ///
-/// The profile must be in the realm's map. Set membership cannot be a transaction compare,
-/// so the check is a read before the write; a profile deleted in between leaves a marker
-/// outside the map, which [`resolve_profile`](super::resolve_profile) ignores (it then falls
-/// back to the smallest id).
+/// With [`delete_profile`], which clears the marker in its own transaction when it names the
+/// deleted profile, this keeps the marker naming a profile of the map under any number of
+/// concurrent writers: a choice that commits before the delete is cleared by it, and one
+/// that comes after finds the profile gone and writes nothing.
 ///
 /// # Errors
 /// `NotFound` when the profile is not in the map (nothing written); backend errors.
@@ -133,7 +138,11 @@ pub async fn set_default_profile(
     profile: &ProfileId,
 ) -> Result<()> {
     let map = ProfileMapKey::new(realm, provider);
-    if !typed.set_at(&map).contains(profile).await? {
+    // The marker's value is the profile id's encoding (`SegmentCodec`).
+    let txn = Txn::new()
+        .when([Compare::set_contains(map.encode(), profile.as_str())])
+        .and_then([TxnOp::put(map.default_marker().encode(), profile.as_str())]);
+    if !typed.store().txn(txn).await?.succeeded {
         return Err(
             Error::new(ErrorKind::NotFound, "the realm has no such profile")
                 .with_context("realm", realm)
@@ -141,6 +150,5 @@ pub async fn set_default_profile(
                 .with_context("profile", profile),
         );
     }
-    typed.put(&map.default_marker(), profile).await?;
     Ok(())
 }

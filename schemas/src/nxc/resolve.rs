@@ -104,6 +104,9 @@ async fn owned_profile(
 /// map, else the smallest profile id of the map (byte order); `None` when the map is empty.
 /// The marker and the map are read in one transaction.
 ///
+/// The profile operations never leave a marker outside the map; one that another program
+/// wrote there (raw commands on the layout) is ignored rather than trusted.
+///
 /// # Errors
 /// Backend errors; `Codec` for a stored id that is not a valid [`ProfileId`].
 pub async fn default_profile(
