@@ -452,3 +452,72 @@ async fn typed_collection_compares_guard_a_transaction() {
     assert!(!txn.commit().await.unwrap().succeeded, "the list is full");
     assert_eq!(list.range(0, -1).await.unwrap(), ["p1"]);
 }
+
+#[tokio::test]
+async fn typed_transactions_read_every_collection_kind() {
+    let (typed, root) = store();
+    let set = typed.set_at(&ProfileSetKey {
+        root: root.clone(),
+        realm: name("prod"),
+        provider: name("y"),
+    });
+    let list = typed.list_at(&ActiveListKey {
+        root: root.clone(),
+        group: 9,
+    });
+    let map = typed.map_at(&InstanceMapKey {
+        root: root.clone(),
+        realm: name("prod"),
+        profile: name("p9"),
+    });
+    let lock = TenantMetaKey { root, id: 9 };
+    typed.put(&lock, &"held".to_string()).await.unwrap();
+    let mut txn = typed.txn();
+    txn.set_add(&set, &"a".to_string())
+        .map_put(&map, &"f".to_string(), &"1".to_string())
+        .list_push(&list, &"x".to_string())
+        .list_push(&list, &"y".to_string())
+        .list_push(&list, &"x".to_string());
+    txn.commit().await.unwrap();
+
+    let mut txn = typed.txn();
+    txn.when_lease(&lock, None);
+    let contains = txn.set_contains(&set, &"a".to_string());
+    let members = txn.set_members(&set);
+    let field = txn.map_get(&map, &"f".to_string());
+    let missing = txn.map_get(&map, &"g".to_string());
+    let fields = txn.map_all(&map);
+    let picked = txn.list_rotate(&list);
+    txn.list_remove(&list, &"x".to_string());
+    let items = txn.list_range(&list, 0, -1);
+    let len = txn.list_len(&list);
+    let outcome = txn.commit().await.unwrap();
+    assert!(outcome.succeeded);
+    assert!(outcome.collection(&contains).unwrap());
+    assert_eq!(outcome.collection(&members).unwrap(), ["a"]);
+    assert_eq!(outcome.collection(&field).unwrap().as_deref(), Some("1"));
+    assert_eq!(outcome.collection(&missing).unwrap(), None);
+    assert_eq!(
+        outcome.collection(&fields).unwrap(),
+        [("f".to_string(), "1".to_string())]
+    );
+    assert_eq!(outcome.collection(&picked).unwrap().as_deref(), Some("x"));
+    assert_eq!(outcome.collection(&items).unwrap(), ["y"]);
+    assert_eq!(outcome.collection(&len).unwrap(), 1);
+
+    // A lease compare that fails runs the failure branch: the reads are not there.
+    let lease = typed
+        .store()
+        .lease_grant(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let mut txn = typed.txn();
+    txn.when_lease(&lock, Some(lease.id));
+    let len = txn.list_len(&list);
+    let outcome = txn.commit().await.unwrap();
+    assert!(!outcome.succeeded);
+    assert_eq!(
+        outcome.collection(&len).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}

@@ -81,8 +81,9 @@ pub use codec_segment::SegmentCodec;
 pub use encrypted::{ENVELOPE_VERSION, Encrypted, EncryptionKey, Keyring};
 pub use escape::{escape_into, path_escape, should_escape, unescape_strict};
 pub use facade::{
-    ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage, Skipped, TxnOutcome, TxnRead,
-    TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch, ValueOf, Versioned,
+    CollectionRead, ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage, Skipped,
+    TxnOutcome, TxnRead, TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch, ValueOf,
+    Versioned,
 };
 pub use hash_slot::{redis_hash_tag, redis_key_slot};
 #[cfg(feature = "proptest")]

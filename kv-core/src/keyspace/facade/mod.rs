@@ -5,11 +5,13 @@ mod list;
 mod single;
 mod txn;
 mod txn_collections;
+mod txn_reads;
 mod watch;
 
 pub use collections::{ListHandle, MapHandle, SetHandle, SetPage};
 pub use list::{ListOptions, Page, Skipped};
 pub use txn::{TxnOutcome, TxnRead, TypedTxn};
+pub use txn_reads::CollectionRead;
 pub use watch::{TypedBatch, TypedEvent, TypedWatch};
 
 use super::codec::Codec;
