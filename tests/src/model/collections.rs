@@ -212,4 +212,29 @@ impl Collections {
         self.lists.retain(|k, _| !doomed(k));
         (before - self.sets.len() - self.maps.len() - self.lists.len()) as u64
     }
+
+    /// How many times `member` is in the collection of `kind` (`s`, `m`, `l`) at `key`.
+    pub fn count(&self, kind: u8, key: &[u8], member: &[u8]) -> i64 {
+        match kind {
+            b's' => i64::from(self.sets.get(key).is_some_and(|s| s.contains(member))),
+            b'm' => i64::from(self.maps.get(key).is_some_and(|m| m.contains_key(member))),
+            _ => self.lists.get(key).map_or(0, |l| {
+                l.iter().filter(|i| i.as_slice() == member).count() as i64
+            }),
+        }
+    }
+
+    /// The value of field `field` of the map at `key`.
+    pub fn field(&self, key: &[u8], field: &[u8]) -> Option<&Vec<u8>> {
+        self.maps.get(key).and_then(|m| m.get(field))
+    }
+
+    /// The size of the collection of `kind` (`s`, `m`, `l`) at `key`.
+    pub fn size(&self, kind: u8, key: &[u8]) -> i64 {
+        match kind {
+            b's' => self.sets.get(key).map_or(0, |s| s.len() as i64),
+            b'm' => self.maps.get(key).map_or(0, |m| m.len() as i64),
+            _ => self.lists.get(key).map_or(0, |l| l.len() as i64),
+        }
+    }
 }

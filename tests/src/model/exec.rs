@@ -198,6 +198,19 @@ impl Exec {
             Target::CreateRevision(r) => CompareTarget::CreateRevision(revision(*r, &self.puts)),
             Target::Value(v) => CompareTarget::Value(v.0.clone()),
             Target::Lease(l) => CompareTarget::Lease(self.lease(*l).map_or(0, |id| id.0)),
+            Target::Member(kind, member, count) => CompareTarget::Member {
+                kind: collection_kind(*kind),
+                member: member.0.clone(),
+                count: *count,
+            },
+            Target::Field(field, value) => CompareTarget::Field {
+                field: field.0.clone(),
+                value: value.0.clone(),
+            },
+            Target::Size(kind, size) => CompareTarget::Size {
+                kind: collection_kind(*kind),
+                size: *size,
+            },
         };
         Compare::new(self.abs(&c.key), c.op, target)
     }
@@ -223,5 +236,14 @@ impl Exec {
             let _ = self.store.lease_revoke(*id).await;
         }
         let _ = self.store.delete_prefix(&self.root).await;
+    }
+}
+
+/// The contract's kind for the model's kind letter (`s`, `m`, `l`).
+fn collection_kind(kind: u8) -> kv_core::CollectionKind {
+    match kind {
+        b's' => kv_core::CollectionKind::Set,
+        b'm' => kv_core::CollectionKind::Map,
+        _ => kv_core::CollectionKind::List,
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! A sequence mixes puts (with and without leases and previous values), gets, ranges (prefix
 //! and `[start, end)`, with limits and paging, keys-only and count-only), deletes, prefix
-//! deletes, transactions with compares on version, mod/create revision, value, existence and
-//! lease and ops in both branches, and lease grant/revoke/keep-alive/time-to-live, and set, map and list ops (alone and in txn
+//! deletes, transactions with compares on version, mod/create revision, value, existence,
+//! lease, and on collections (member counts, map field values, sizes) and ops in both branches, and lease grant/revoke/keep-alive/time-to-live, and set, map and list ops (alone and in txn
 //! branches). Keys come
 //! from a small adversarial alphabet under a per-sequence random root, so the test can share a
 //! store (or a server) with other tests. Revisions are compared as ordinals of the sequence's

@@ -57,6 +57,13 @@ pub enum Target {
     Value(Bytes),
     /// `lease ==/!= lease` (`None`: no lease).
     Lease(Option<LeaseRef>),
+    /// How many times a member, field or item is in the collection at the key (`s`, `m` or
+    /// `l`: the key's kind), `op count`.
+    Member(u8, Bytes, i64),
+    /// The value of a map field, `op bytes` (false for an absent field).
+    Field(Bytes, Bytes),
+    /// The size of the collection at the key (`s`, `m` or `l`), `op n`.
+    Size(u8, i64),
 }
 
 /// One compare of a model transaction.
@@ -229,7 +236,27 @@ fn cmp() -> impl Strategy<Value = Cmp> {
         },
         target: Target::Version(0),
     });
-    prop_oneof![4 => ordered, 1 => lease, 2 => presence]
+    // Collection compares name the model's collection keys (`cs<n>`, `cm<n>`, `cl<n>`).
+    let kind = || proptest::sample::select(vec![b's', b'm', b'l']);
+    let collection_key = |kind: u8, n: u8| Bytes(format!("c{}{n}", kind as char).into_bytes());
+    let member = (kind(), 0u8..2, compare_op(), value(), 0i64..3).prop_map(
+        move |(kind, n, op, member, count)| Cmp {
+            key: collection_key(kind, n),
+            op,
+            target: Target::Member(kind, member, count),
+        },
+    );
+    let field = (0u8..2, compare_op(), value(), value()).prop_map(move |(n, op, field, v)| Cmp {
+        key: collection_key(b'm', n),
+        op,
+        target: Target::Field(field, v),
+    });
+    let size = (kind(), 0u8..2, compare_op(), 0i64..4).prop_map(move |(kind, n, op, size)| Cmp {
+        key: collection_key(kind, n),
+        op,
+        target: Target::Size(kind, size),
+    });
+    prop_oneof![4 => ordered, 1 => lease, 2 => presence, 1 => member, 1 => field, 1 => size]
 }
 
 fn step() -> impl Strategy<Value = TxnStep> {

@@ -255,6 +255,14 @@ impl Model {
                     _ => unreachable!("lease compares are (in)equalities"),
                 }
             }
+            Target::Member(kind, member, count) => {
+                ord(self.collections.count(*kind, &cmp.key.0, &member.0), *count)
+            }
+            Target::Field(field, v) => self
+                .collections
+                .field(&cmp.key.0, &field.0)
+                .is_some_and(|value| cmp.op.holds(value.as_slice(), &v.0[..])),
+            Target::Size(kind, size) => ord(self.collections.size(*kind, &cmp.key.0), *size),
         }
     }
 
