@@ -96,6 +96,24 @@ fn typed_names_with_escaped_segments() {
 }
 
 #[test]
+fn rm_deletes_collections() {
+    let (_dir, url) = store();
+    ok(&url, &["demo"]);
+    let map = ["nxc.profile-map", "realm=test_realm", "provider=Alipay"];
+    let removed = json(&url, &[&["rm"][..], &map[..]].concat());
+    assert_eq!(removed["deleted"], 1);
+    fails(&url, &[&["rm"][..], &map[..]].concat(), 1);
+    let instance = [
+        "nxc.instance",
+        "realm=test_realm",
+        "provider=Alipay",
+        "profile=app_002",
+    ];
+    ok(&url, &[&["rm"][..], &instance[..]].concat());
+    fails(&url, &[&["rm"][..], &instance[..]].concat(), 1);
+}
+
+#[test]
 fn invalid_and_unreachable_stores() {
     fails("foo://bar", &["ls"], 2);
     fails("etcd://", &["ls"], 2);

@@ -1,9 +1,11 @@
-//! `kvctl rm ADDRESS [--prefix]`: deletes one key, or every key of a directory.
+//! `kvctl rm ADDRESS [--prefix]`: deletes one key (a plain value or a set, map or list), or
+//! every key of a directory.
 
 use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, print_json};
+use kv_core::{OpResult, Txn, TxnOp};
 use serde_json::json;
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<()> {
@@ -25,8 +27,21 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<
     }
     let key = address.key()?;
     let store = ctx.store().await?;
-    let prev = store.delete(key.as_bytes()).await?;
-    if prev.is_none() {
+    // A transaction's delete counts what it removed: the plain key, or the set, map or list
+    // at the key (which `Store::delete`, returning the previous plain entry, does not say).
+    let response = store
+        .txn(Txn::new().and_then([TxnOp::delete(key.as_bytes())]))
+        .await?;
+    let deleted = match response.results.first() {
+        Some(OpResult::Delete { deleted }) => *deleted,
+        other => {
+            return Err(CliError::from(kv_core::Error::new(
+                kv_core::ErrorKind::Backend,
+                format!("a delete returned {other:?}"),
+            )));
+        }
+    };
+    if deleted == 0 {
         return Err(CliError::not_found(format!("key {key:?} not found")));
     }
     match ctx.format {
