@@ -197,9 +197,19 @@ local rev = current + 1
 local changed = false
 local results = {}
 
+-- Adds a collection key to the collection index, once per transaction.
+local tracked = {}
+local function track(key)
+  if not tracked[key] then
+    tracked[key] = true
+    redis.call('ZADD', K_CIDX, 0, key)
+  end
+end
+
 local function untrack_if_empty(key)
   if redis.call('EXISTS', key) == 0 then
     redis.call('ZREM', K_CIDX, key)
+    tracked[key] = nil
   end
 end
 
@@ -227,9 +237,11 @@ for i, op in ipairs(ops) do
     r = 1
   elseif code == 'd' then
     metas[key] = nil
+    tracked[key] = nil
     r = delete_key(key)
   elseif code == 'D' then
     r = 0
+    tracked = {}
     for _, k in ipairs(redis.call('ZRANGEBYLEX', K_IDX, op[1], op[2])) do
       r = r + delete_key(k)
     end
@@ -238,7 +250,7 @@ for i, op in ipairs(ops) do
     end
   elseif code == 'sa' then
     r = redis.call('SADD', key, op[2])
-    if r > 0 then redis.call('ZADD', K_CIDX, 0, key) end
+    if r > 0 then track(key) end
   elseif code == 'sr' then
     r = redis.call('SREM', key, op[2])
     if r > 0 then untrack_if_empty(key) end
@@ -254,7 +266,7 @@ for i, op in ipairs(ops) do
       r = 0
     else
       redis.call('HSET', key, op[2], op[3])
-      redis.call('ZADD', K_CIDX, 0, key)
+      track(key)
       r = old and 0 or 1
       changed = true
     end
@@ -267,7 +279,7 @@ for i, op in ipairs(ops) do
     r = redis.call('HGETALL', key)
   elseif code == 'lp' then
     r = redis.call('RPUSH', key, op[2])
-    redis.call('ZADD', K_CIDX, 0, key)
+    track(key)
   elseif code == 'lr' then
     r = redis.call('LREM', key, 0, op[2])
     if r > 0 then untrack_if_empty(key) end
