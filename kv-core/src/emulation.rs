@@ -40,10 +40,12 @@
 //! ```
 
 mod apply;
+mod listing;
 mod overlay;
 mod rewind;
 
 pub use apply::apply;
+pub use listing::{collections_at_past_revision, list_collections, merge_page};
 pub use overlay::Overlay;
 pub use rewind::{Touched, check_revision, rewind};
 

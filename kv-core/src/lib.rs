@@ -27,7 +27,7 @@ pub use keeper::LeaseKeeper;
 pub use keyspace::{Key, Keyspace, Prefix, Segment, Separator};
 pub use lease::{LeaseGrant, LeaseInfo};
 pub use lock::{Lock, LockGuard};
-pub use range::{Continuation, KeyRange, RangeOptions, RangeResult};
+pub use range::{CollectionEntry, Continuation, KeyRange, RangeOptions, RangeResult};
 pub use store::{PutOptions, PutResult, Store};
 pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};
 pub use watch::{Event, WatchBatch, WatchOptions, WatchStream};

@@ -9,6 +9,7 @@
 //! read fails with `Compacted`, as a watch from that revision would. This is the consistent
 //! starting point of list-then-watch: list at revision R, then watch from R + 1.
 
+use crate::collections::CollectionKind;
 use crate::entry::{Entry, prefix_end, validate_key, validate_prefix};
 use crate::error::{Error, Result};
 
@@ -151,6 +152,9 @@ pub struct RangeOptions {
     /// Read the range as it was at this revision (`None`: the current one, or the
     /// continuation's). Served while the backend retains the revision, else `Compacted`.
     pub revision: Option<i64>,
+    /// List the sets, maps and lists whose keys are in the range too
+    /// ([`RangeResult::collections`]).
+    pub collections: bool,
 }
 
 impl RangeOptions {
@@ -163,6 +167,7 @@ impl RangeOptions {
             count_only: false,
             after: None,
             revision: None,
+            collections: false,
         }
     }
 
@@ -200,6 +205,30 @@ impl RangeOptions {
     /// Continue after the page that returned `continuation`, at the revision of that page.
     pub fn after(mut self, continuation: Continuation) -> Self {
         self.after = Some(continuation);
+        self
+    }
+
+    /// List the sets, maps and lists whose keys are in the range too, each with its kind and
+    /// size, in [`RangeResult::collections`]. A page then holds at most `limit` distinct keys
+    /// of either sort (a key holding a plain value and a collection, which only the ordered
+    /// backends allow, counts once and is never split across pages); `count_only` counts
+    /// both.
+    ///
+    /// ```
+    /// use kv_core::{CollectionKind, CollectionOp, PutOptions, RangeOptions, Store};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// let store = kv_mem::MemStore::new();
+    /// store.put(b"nxc:map:r1:a:default", b"p1", PutOptions::default()).await?;
+    /// store.collection(CollectionOp::SetAdd { key: b"nxc:map:r1:a".to_vec(), member: b"p1".to_vec() }).await?;
+    /// let page = store.range(RangeOptions::prefix("nxc:").with_collections()).await?;
+    /// assert_eq!(page.entries.len(), 1);
+    /// assert_eq!(page.collections[0].key, b"nxc:map:r1:a");
+    /// assert_eq!((page.collections[0].kind, page.collections[0].size), (CollectionKind::Set, 1));
+    /// # Ok(()) }
+    /// ```
+    pub fn with_collections(mut self) -> Self {
+        self.collections = true;
         self
     }
 
@@ -260,13 +289,29 @@ impl RangeOptions {
     }
 }
 
+/// A set, map or list listed by a range read [with collections](RangeOptions::with_collections).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CollectionEntry {
+    /// The collection's key.
+    pub key: Vec<u8>,
+    /// Its kind.
+    pub kind: CollectionKind,
+    /// How many members, fields or items it has (at least one: an empty collection does
+    /// not exist).
+    pub size: u64,
+}
+
 /// One page of a range read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RangeResult {
     /// The entries, in ascending key order (empty for `count_only`).
     pub entries: Vec<Entry>,
-    /// For `count_only`, the number of keys in the range (from the continuation on);
-    /// otherwise the number of entries in this page.
+    /// With [`RangeOptions::with_collections`], the collections of the page, ascending by
+    /// key then kind; otherwise empty.
+    pub collections: Vec<CollectionEntry>,
+    /// For `count_only`, the number of keys in the range (from the continuation on), and of
+    /// collections when asked for; otherwise the number of entries and collections in this
+    /// page.
     pub count: u64,
     /// Where the next page starts, when there are more keys after this page.
     pub next: Option<Continuation>,

@@ -2,9 +2,13 @@
 
 use crate::store::EtcdStore;
 use etcd_client::{CompactionOptions, GetOptions, GetResponse};
+use kv_core::collections::layout;
+use kv_core::emulation::{list_collections, merge_page};
 use kv_core::{
-    Continuation, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result, validate_key,
+    CollectionKind, Continuation, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
+    prefix_end, validate_key,
 };
+use std::collections::BTreeMap;
 
 /// The revision of a response header (etcd always sends one).
 pub(crate) fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<i64> {
@@ -42,11 +46,20 @@ pub(crate) async fn get(store: &EtcdStore, key: &[u8]) -> Result<Option<Entry>> 
 
 pub(crate) async fn range(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResult> {
     opts.validate()?;
+    if opts.collections {
+        range_with_collections(store, opts).await
+    } else {
+        range_plain(store, opts).await
+    }
+}
+
+async fn range_plain(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResult> {
     let (start, end) = opts.effective_bounds();
     let (key, range_end) = store.inner.ns.range(&start, end.as_deref());
     if range_end != [0] && key >= range_end {
         // An empty interval (start == end): etcd would read the single key `start`.
         return Ok(RangeResult {
+            collections: Vec::new(),
             entries: Vec::new(),
             count: 0,
             next: None,
@@ -89,6 +102,52 @@ pub(crate) async fn range(store: &EtcdStore, opts: RangeOptions) -> Result<Range
     page(store, &opts, resp)
 }
 
+/// A page of plain entries and collections: the plain read fixes the revision (the pinned
+/// one, or the current one), and the members of each kind of collection in the range are
+/// read at that same revision (keys only) and grouped. Costs O(members) of the collections
+/// in the page's span.
+async fn range_with_collections(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResult> {
+    let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
+    let mut plain = opts.clone();
+    plain.collections = false;
+    plain.count_only = false;
+    plain.keys_only = opts.keys_only || opts.count_only;
+    plain.limit = per_source;
+    let first = range_plain(store, plain).await?;
+    let revision = first.revision;
+    let (start, end) = opts.effective_bounds();
+    let mut members: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for kind in CollectionKind::ALL {
+        let tag = layout::kind_prefix(kind, b"");
+        let lower = store.inner.ns.key(&layout::kind_prefix(kind, &start));
+        let upper = match &end {
+            Some(end) => store.inner.ns.key(&layout::kind_prefix(kind, end)),
+            None => store
+                .inner
+                .ns
+                .key(&prefix_end(&tag).unwrap_or_else(|| vec![0xff])),
+        };
+        let get = GetOptions::new()
+            .with_range(upper)
+            .with_keys_only()
+            .with_revision(revision);
+        let resp = store
+            .call("range", true, || {
+                let (key, get) = (lower.clone(), get.clone());
+                let mut kv = store.inner.kv.clone();
+                async move { kv.get(key, Some(get)).await }
+            })
+            .await?;
+        for kv in resp.kvs() {
+            if let Some(physical) = store.inner.ns.strip(kv.key()) {
+                members.insert(physical.to_vec(), Vec::new());
+            }
+        }
+    }
+    let collections = list_collections(&opts, &members, per_source)?;
+    Ok(merge_page(&opts, revision, first.entries, collections))
+}
+
 fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<RangeResult> {
     // The header has the current revision; a pinned read was served at its own.
     let revision = match opts.pinned_revision() {
@@ -97,6 +156,7 @@ fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<Ran
     };
     if opts.count_only {
         return Ok(RangeResult {
+            collections: Vec::new(),
             entries: Vec::new(),
             count: u64::try_from(resp.count()).unwrap_or(0),
             next: None,
@@ -113,6 +173,7 @@ fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<Ran
         _ => None,
     };
     Ok(RangeResult {
+        collections: Vec::new(),
         count: entries.len() as u64,
         entries,
         next,

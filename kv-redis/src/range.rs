@@ -4,19 +4,28 @@
 use crate::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
 use crate::error::map_redis_error;
 use crate::store::Inner;
-use kv_core::emulation::{Touched, check_revision, rewind};
-use kv_core::{Continuation, Entry, Error, ErrorKind, Event, RangeOptions, RangeResult, Result};
+use kv_core::emulation::{
+    Touched, check_revision, collections_at_past_revision, merge_page, rewind,
+};
+use kv_core::{
+    CollectionEntry, CollectionKind, Continuation, Entry, Error, ErrorKind, Event, RangeOptions,
+    RangeResult, Result,
+};
 use redis::Value;
 
 pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResult> {
     opts.validate()?;
     inner.check_range(&opts.range)?;
+    if opts.collections {
+        return range_with_collections(inner, &opts).await;
+    }
     let read = if opts.count_only {
         Read::Count
     } else {
         Read::Entries {
             limit: opts.limit,
             values: !opts.keys_only,
+            collections: None,
         }
     };
     let current = read_current(inner, &opts, read).await?;
@@ -27,9 +36,32 @@ pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResu
     }
 }
 
+/// A page of plain entries and collections, both read by one script run.
+async fn range_with_collections(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
+    let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
+    let read = Read::Entries {
+        limit: per_source,
+        values: !(opts.keys_only || opts.count_only),
+        collections: Some(per_source),
+    };
+    let current = read_current(inner, opts, read).await?;
+    if let Some(revision) = opts.pinned_revision()
+        && revision != current.revision
+    {
+        return Err(collections_at_past_revision(revision, current.revision));
+    }
+    Ok(merge_page(
+        opts,
+        current.revision,
+        current.entries,
+        current.collections,
+    ))
+}
+
 fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
     if opts.count_only {
         return RangeResult {
+            collections: Vec::new(),
             entries: Vec::new(),
             count: current.count,
             next: None,
@@ -43,6 +75,7 @@ fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
         _ => None,
     };
     RangeResult {
+        collections: Vec::new(),
         count: current.entries.len() as u64,
         entries: current.entries,
         next,
@@ -68,6 +101,7 @@ async fn range_at(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<R
         let read = Read::Entries {
             limit: touched.fetch_limit(opts),
             values: !(opts.keys_only || opts.count_only),
+            collections: None,
         };
         let current = read_current(inner, opts, read).await?;
         if current.revision == log.last {
@@ -189,6 +223,7 @@ struct Current {
     entries: Vec<Entry>,
     complete: bool,
     count: u64,
+    collections: Vec<CollectionEntry>,
 }
 
 /// What [`read_current`] reads.
@@ -196,8 +231,13 @@ struct Current {
 enum Read {
     /// The number of keys.
     Count,
-    /// At most `limit` entries, with or without their values.
-    Entries { limit: Option<usize>, values: bool },
+    /// At most `limit` entries, with or without their values, and the collections too
+    /// (`collections`: `None` for none, else at most `limit` of them).
+    Entries {
+        limit: Option<usize>,
+        values: bool,
+        collections: Option<Option<usize>>,
+    },
 }
 
 async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<Current> {
@@ -213,15 +253,20 @@ async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<
             entries: Vec::new(),
             complete: true,
             count: 0,
+            collections: Vec::new(),
         });
     }
-    let (mode, limit, with_values): (&[u8], Option<usize>, bool) = match read {
-        Read::Count => (b"c", None, false),
+    let (mode, limit, with_values, collections): (&[u8], _, _, _) = match read {
+        Read::Count => (b"c", None, false, None),
         Read::Entries {
             limit,
-            values: true,
-        } => (b"v", limit, true),
-        Read::Entries { limit, .. } => (b"k", limit, false),
+            values,
+            collections,
+        } => (if values { b"v" } else { b"k" }, limit, values, collections),
+    };
+    let collections_arg = match collections {
+        None => String::new(),
+        Some(limit) => limit.map_or(-1, |l| l as i64).to_string(),
     };
     let count_now = matches!(read, Read::Count);
     // One key more than asked, to learn whether more follow.
@@ -229,7 +274,13 @@ async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<
     let reply: Value = inner
         .run(
             &inner.scripts.range,
-            &[&min, &max, fetch.as_bytes(), mode],
+            &[
+                &min,
+                &max,
+                fetch.as_bytes(),
+                mode,
+                collections_arg.as_bytes(),
+            ],
             "range",
         )
         .await?;
@@ -244,10 +295,15 @@ async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<
             entries: Vec::new(),
             complete: true,
             count: count as u64,
+            collections: Vec::new(),
         });
     }
-    let (Some(keys), Some(metas), Some(values)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(corrupted("a range reply has keys, metadata and values"));
+    let (Some(keys), Some(metas), Some(values), Some(listed)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(corrupted(
+            "a range reply has keys, metadata, values and collections",
+        ));
     };
     let keys = byte_list(keys)?;
     let metas = array(metas)?;
@@ -271,5 +327,37 @@ async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<
         count: entries.len() as u64,
         entries,
         complete,
+        collections: decode_collections(listed)?,
     })
+}
+
+/// The `{ keys, types, sizes }` of the collections a range listed.
+fn decode_collections(listed: Value) -> Result<Vec<CollectionEntry>> {
+    let mut parts = array(listed)?.into_iter();
+    let (Some(keys), Some(types), Some(sizes)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(corrupted("listed collections have keys, types and sizes"));
+    };
+    let (keys, types, sizes) = (byte_list(keys)?, byte_list(types)?, array(sizes)?);
+    keys.into_iter()
+        .zip(types)
+        .zip(sizes)
+        .map(|((key, kind), size)| {
+            let kind = match kind.as_slice() {
+                b"set" => CollectionKind::Set,
+                b"hash" => CollectionKind::Map,
+                b"list" => CollectionKind::List,
+                other => {
+                    return Err(corrupted(format!(
+                        "a listed collection of type {}",
+                        String::from_utf8_lossy(other)
+                    )));
+                }
+            };
+            Ok(CollectionEntry {
+                key,
+                kind,
+                size: u64::try_from(int(size)?).unwrap_or(0),
+            })
+        })
+        .collect()
 }

@@ -96,6 +96,7 @@ pub fn rewind(
     let mut entries: Vec<Entry> = merged.into_values().collect();
     if opts.count_only {
         return RangeResult {
+            collections: Vec::new(),
             count: entries.len() as u64,
             entries: Vec::new(),
             next: None,
@@ -112,6 +113,7 @@ pub fn rewind(
         next = Some(Continuation::after_key(&h));
     }
     RangeResult {
+        collections: Vec::new(),
         count: entries.len() as u64,
         entries,
         next: next.map(|c| c.at_revision(revision)),

@@ -2,13 +2,18 @@
 //! the current entries rewound through the retained history.
 
 use super::state::State;
-use kv_core::emulation::{Touched, check_revision, rewind};
+use kv_core::emulation::{
+    Touched, check_revision, collections_at_past_revision, list_collections, merge_page, rewind,
+};
 use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result};
 use std::ops::Bound;
 
 impl State {
     /// One page of `opts` (already validated), at its pinned revision or the current one.
     pub(crate) fn range(&self, opts: &RangeOptions) -> Result<RangeResult> {
+        if opts.collections {
+            return self.range_with_collections(opts);
+        }
         let revision = match opts.pinned_revision() {
             Some(r) if r != self.revision => r,
             _ => return Ok(self.range_now(opts)),
@@ -22,6 +27,20 @@ impl State {
         let fetch = touched.fetch_limit(opts);
         let (current, complete) = self.entries(opts, fetch, opts.keys_only || opts.count_only);
         Ok(rewind(opts, revision, touched, current, complete))
+    }
+
+    /// One page of plain entries and collections, at the current revision.
+    fn range_with_collections(&self, opts: &RangeOptions) -> Result<RangeResult> {
+        if let Some(revision) = opts.pinned_revision()
+            && revision != self.revision
+        {
+            return Err(collections_at_past_revision(revision, self.revision));
+        }
+        let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
+        let keys_only = opts.keys_only || opts.count_only;
+        let (entries, _) = self.entries(opts, per_source, keys_only);
+        let collections = list_collections(opts, &self.members, per_source)?;
+        Ok(merge_page(opts, self.revision, entries, collections))
     }
 
     fn range_now(&self, opts: &RangeOptions) -> RangeResult {
@@ -82,6 +101,7 @@ impl State {
 
     fn page(&self, entries: Vec<Entry>, count: u64, next: Option<Continuation>) -> RangeResult {
         RangeResult {
+            collections: Vec::new(),
             entries,
             count,
             next,

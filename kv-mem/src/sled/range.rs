@@ -4,7 +4,10 @@
 use super::codec::{be, decode_entry, decode_events, read_be};
 use super::error::map_sled;
 use super::inner::Inner;
-use kv_core::emulation::{Touched, check_revision, rewind};
+use super::txn::TreeState;
+use kv_core::emulation::{
+    Touched, check_revision, collections_at_past_revision, list_collections, merge_page, rewind,
+};
 use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result, validate_key};
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
@@ -26,6 +29,18 @@ pub(crate) fn range(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
     // one revision.
     let _gate = inner.gate.read().unwrap_or_else(PoisonError::into_inner);
     let current = inner.revision();
+    if opts.collections {
+        if let Some(revision) = opts.pinned_revision()
+            && revision != current
+        {
+            return Err(collections_at_past_revision(revision, current));
+        }
+        let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
+        let keys_only = opts.keys_only || opts.count_only;
+        let (entries, _) = entries(inner, opts, per_source, keys_only)?;
+        let collections = list_collections(opts, &TreeState(&inner.trees.data), per_source)?;
+        return Ok(merge_page(opts, current, entries, collections));
+    }
     let revision = match opts.pinned_revision() {
         Some(r) if r != current => r,
         _ => return range_now(inner, opts, current),
@@ -54,6 +69,7 @@ fn range_now(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<RangeR
             }
         }
         return Ok(RangeResult {
+            collections: Vec::new(),
             entries: Vec::new(),
             count,
             next: None,
@@ -66,6 +82,7 @@ fn range_now(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<RangeR
         _ => None,
     };
     Ok(RangeResult {
+        collections: Vec::new(),
         count: entries.len() as u64,
         entries,
         next,

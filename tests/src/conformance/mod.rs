@@ -24,6 +24,7 @@
 pub mod bad_input;
 pub mod capabilities;
 pub mod collection_compares;
+pub mod collection_ranges;
 pub mod collections;
 pub mod foreign;
 pub mod leases;
@@ -117,6 +118,7 @@ macro_rules! conformance_suite {
             collection_compares::collection_compares,
             collection_compares::collection_compares_pick_the_branch,
             collection_compares::collection_compares_guard_concurrent_writers,
+            collection_ranges::range_lists_collections,
             collections::set_operations,
             collections::set_scan_pages_cover_the_set,
             collections::map_operations,
