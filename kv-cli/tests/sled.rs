@@ -99,6 +99,28 @@ fn typed_names_with_escaped_segments() {
 fn rm_deletes_collections() {
     let (_dir, url) = store();
     ok(&url, &["demo"]);
+    let listed = json(
+        &url,
+        &["ls", "nxc.instance", "realm=test_realm", "provider=Alipay"],
+    );
+    let hashes: Vec<(&str, &str)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["key"].as_str().unwrap(), e["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        hashes,
+        [
+            ("nxc:inst:test_realm:Alipay:app_001", "hash"),
+            ("nxc:inst:test_realm:Alipay:app_002", "hash"),
+        ]
+    );
+    let table = ok(&url, &["ls", "nxc:"]);
+    assert!(
+        table.contains("nxc.profile-map") && table.contains("SET (2 members)"),
+        "{table}"
+    );
     let map = ["nxc.profile-map", "realm=test_realm", "provider=Alipay"];
     let removed = json(&url, &[&["rm"][..], &map[..]].concat());
     assert_eq!(removed["deleted"], 1);

@@ -1,10 +1,12 @@
 //! `kvctl ls [ADDRESS]`: the keys of a directory (a typed address's directory, or a raw
-//! prefix), with their types.
+//! prefix), with their types: plain values and the sets, maps and lists stored there.
 
-use super::{Ctx, scan};
+use super::Ctx;
 use crate::address::Address;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::output::{Format, entry_json, print_json, typed};
+use kv_core::{CollectionEntry, CollectionKind, Entry, ErrorKind, RangeOptions, Store};
+use serde_json::{Value, json};
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], values: bool) -> CliResult<()> {
     let prefix = if words.is_empty() {
@@ -13,23 +15,124 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], values: bool) -> CliResult<
         Address::parse(words)?.prefix()?
     };
     let store = ctx.store().await?;
-    let entries = scan(store.as_ref(), &prefix, !values).await?;
+    let (entries, collections) = listing(store.as_ref(), &prefix, !values).await?;
+    let mut rows: Vec<(Vec<u8>, Row<'_>)> = entries
+        .iter()
+        .map(|e| (e.key.clone(), Row::Plain(e)))
+        .chain(
+            collections
+                .iter()
+                .map(|c| (c.key.clone(), Row::Collection(c))),
+        )
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
     match ctx.format {
-        Format::Json => print_json(&serde_json::Value::Array(
-            entries.iter().map(|e| entry_json(e, values)).collect(),
+        Format::Json => print_json(&Value::Array(
+            rows.iter()
+                .map(|(_, row)| match row {
+                    Row::Plain(e) => entry_json(e, values),
+                    Row::Collection(c) => collection_json(c),
+                })
+                .collect(),
         )),
         Format::Table => {
-            for entry in &entries {
-                let key = String::from_utf8_lossy(&entry.key);
-                let kind = typed(&key).map(|(a, _)| a).unwrap_or_else(|| "-".into());
-                crate::output::outln!("{key:<60} {kind:<28} rev {}", entry.mod_revision);
-                if values {
-                    for line in crate::output::value_text(&entry.value).lines() {
-                        crate::output::outln!("    {line}");
+            for (_, row) in &rows {
+                match row {
+                    Row::Plain(entry) => {
+                        let key = String::from_utf8_lossy(&entry.key);
+                        let kind = typed(&key).map(|(a, _)| a).unwrap_or_else(|| "-".into());
+                        crate::output::outln!("{key:<60} {kind:<28} rev {}", entry.mod_revision);
+                        if values {
+                            for line in crate::output::value_text(&entry.value).lines() {
+                                crate::output::outln!("    {line}");
+                            }
+                        }
+                    }
+                    Row::Collection(c) => {
+                        let key = String::from_utf8_lossy(&c.key);
+                        let kind = typed(&key).map(|(a, _)| a).unwrap_or_else(|| "-".into());
+                        let (name, unit) = kind_words(c.kind);
+                        crate::output::outln!("{key:<60} {kind:<28} {name} ({} {unit})", c.size);
                     }
                 }
             }
         }
     }
     Ok(())
+}
+
+enum Row<'a> {
+    Plain(&'a Entry),
+    Collection(&'a CollectionEntry),
+}
+
+/// The Redis name of a kind and what its size counts.
+fn kind_words(kind: CollectionKind) -> (&'static str, &'static str) {
+    match kind {
+        CollectionKind::Set => ("SET", "members"),
+        CollectionKind::Map => ("HASH", "fields"),
+        CollectionKind::List => ("LIST", "items"),
+    }
+}
+
+fn collection_json(c: &CollectionEntry) -> Value {
+    let key = String::from_utf8_lossy(&c.key).into_owned();
+    let (name, _) = kind_words(c.kind);
+    let mut object = json!({ "key": key, "kind": name.to_lowercase(), "size": c.size });
+    if let Some((address, fields)) = typed(&key) {
+        object["type"] = Value::String(address);
+        object["fields"] = fields
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), Value::String(value)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    }
+    object
+}
+
+/// Every plain entry and collection under `prefix`, page by page at one revision. Backends
+/// that list collections at the current revision only refuse a page after a write; the
+/// listing then starts again, a few times.
+async fn listing(
+    store: &dyn Store,
+    prefix: &str,
+    keys_only: bool,
+) -> CliResult<(Vec<Entry>, Vec<CollectionEntry>)> {
+    const PAGE: usize = 1000;
+    const ATTEMPTS: usize = 5;
+    let mut last_error = None;
+    for _ in 0..ATTEMPTS {
+        let bar = crate::output::progress("keys");
+        let mut opts = RangeOptions::prefix(prefix.as_bytes())
+            .limit(PAGE)
+            .with_collections();
+        if keys_only {
+            opts = opts.keys_only();
+        }
+        let (mut entries, mut collections) = (Vec::new(), Vec::new());
+        let outcome = loop {
+            match store.range(opts.clone()).await {
+                Ok(page) => {
+                    bar.inc((page.entries.len() + page.collections.len()) as u64);
+                    entries.extend(page.entries);
+                    collections.extend(page.collections);
+                    match page.next {
+                        Some(next) => opts = opts.after(next),
+                        None => break Ok(()),
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        bar.finish_and_clear();
+        match outcome {
+            Ok(()) => return Ok((entries, collections)),
+            Err(e) if e.kind() == ErrorKind::Unsupported => last_error = Some(e),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last_error.map_or_else(
+        || CliError::invalid("the listing did not complete"),
+        CliError::from,
+    ))
 }
