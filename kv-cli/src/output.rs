@@ -49,6 +49,18 @@ pub(crate) fn typed(key: &str) -> Option<(String, Vec<(&'static str, String)>)> 
     Some((entry.address(), parsed.fields))
 }
 
+/// Adds `type` and `fields` to a key's JSON object when the catalog parses the key.
+pub(crate) fn add_typed_address(object: &mut Value, key: &str) {
+    if let Some((address, fields)) = typed(key) {
+        object["type"] = Value::String(address);
+        object["fields"] = fields
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), Value::String(value)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+    }
+}
+
 /// An entry as a JSON object: key, type, fields, revisions, lease and value.
 pub(crate) fn entry_json(entry: &Entry, with_value: bool) -> Value {
     let key = String::from_utf8_lossy(&entry.key).into_owned();
@@ -59,14 +71,7 @@ pub(crate) fn entry_json(entry: &Entry, with_value: bool) -> Value {
         "version": entry.version,
         "lease": entry.lease.map(|l| l.0),
     });
-    if let Some((address, fields)) = typed(&key) {
-        object["type"] = Value::String(address);
-        object["fields"] = fields
-            .into_iter()
-            .map(|(name, value)| (name.to_owned(), Value::String(value)))
-            .collect::<serde_json::Map<_, _>>()
-            .into();
-    }
+    add_typed_address(&mut object, &key);
     if with_value {
         object["value"] = value_json(&entry.value);
     }

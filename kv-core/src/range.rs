@@ -214,6 +214,11 @@ impl RangeOptions {
     /// backends allow, counts once and is never split across pages); `count_only` counts
     /// both.
     ///
+    /// etcd reads every page of such a listing at the revision of the first, as it does plain
+    /// ranges. MemStore, SledStore and RedisStore keep no history of collection changes yet:
+    /// they read each page at the revision current then, and refuse (`Unsupported`) a listing
+    /// with collections asked for at a past revision.
+    ///
     /// ```
     /// use kv_core::{CollectionKind, CollectionOp, PutOptions, RangeOptions, Store};
     /// # #[tokio::main(flavor = "current_thread")]

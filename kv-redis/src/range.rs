@@ -53,6 +53,7 @@ async fn range_with_collections(inner: &Inner, opts: &RangeOptions) -> Result<Ra
     Ok(merge_page(
         opts,
         current.revision,
+        false,
         current.entries,
         current.collections,
     ))
@@ -140,21 +141,8 @@ struct Log {
 impl Log {
     /// Checks that the log still holds every revision after `from`.
     async fn open(inner: &Inner, from: i64) -> Result<Self> {
-        let (from_arg, count) = ((from + 1).to_string(), "1".to_string());
-        let reply: Value = inner
-            .run(
-                &inner.scripts.watch_from,
-                &[from_arg.as_bytes(), count.as_bytes()],
-                "range",
-            )
-            .await?;
-        let mut parts = array(reply)?.into_iter();
-        let (Some(current), Some(first), Some(compacted)) =
-            (parts.next(), parts.next(), parts.next())
-        else {
-            return Err(corrupted("a watch start reply has four parts"));
-        };
-        let (current, first, compacted) = (int(current)?, int(first)?, int(compacted)?);
+        let log = inner.log_start(from + 1, 1, "range").await?;
+        let (current, first, compacted) = (log.current, log.first, log.compacted);
         let oldest = if first > 0 { first - 1 } else { current }.max(compacted);
         check_revision(from, current, oldest)?;
         Ok(Log {

@@ -1,6 +1,7 @@
 //! `RedisStore`: the connection, the layout under the internal prefix, and the `Store` impl.
 
 use crate::config::RedisConfig;
+use crate::decode::{array, corrupted, int};
 use crate::error::map_redis_error;
 use crate::reconcile::ReconcileReport;
 use crate::scripts::Scripts;
@@ -10,7 +11,7 @@ use kv_core::{
     TxnResponse, WatchOptions, WatchStream,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{FromRedisValue, Script};
+use redis::{FromRedisValue, Script, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -171,6 +172,18 @@ fn rand_id() -> u64 {
     RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
+/// The event log's state when a watch or a pinned read starts.
+pub(crate) struct LogStart {
+    /// The store revision.
+    pub(crate) current: i64,
+    /// The first revision the log still holds (0 when it is empty).
+    pub(crate) first: i64,
+    /// The compaction floor (0 when never compacted).
+    pub(crate) compacted: i64,
+    /// The log entries read, from the revision asked for on.
+    pub(crate) entries: Vec<Value>,
+}
+
 impl Inner {
     /// The name of an internal key: the prefix and `name`.
     pub(crate) fn internal(&self, name: &str) -> Vec<u8> {
@@ -242,6 +255,36 @@ impl Inner {
         all.push(retention.as_bytes());
         all.extend_from_slice(args);
         self.run(script, &all, op).await
+    }
+
+    /// Where the event log stands, read atomically with its entries from revision `from` on
+    /// (at most `count`): see `scripts/watch_from.lua`.
+    pub(crate) async fn log_start(
+        &self,
+        from: i64,
+        count: usize,
+        op: &'static str,
+    ) -> Result<LogStart> {
+        let (from, count) = (from.to_string(), count.to_string());
+        let reply: Value = self
+            .run(
+                &self.scripts.watch_from,
+                &[from.as_bytes(), count.as_bytes()],
+                op,
+            )
+            .await?;
+        let mut parts = array(reply)?.into_iter();
+        let (Some(current), Some(first), Some(compacted), Some(entries)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(corrupted("a watch start reply has four parts"));
+        };
+        Ok(LogStart {
+            current: int(current)?,
+            first: int(first)?,
+            compacted: int(compacted)?,
+            entries: array(entries)?,
+        })
     }
 
     pub(crate) async fn revision(&self) -> Result<i64> {

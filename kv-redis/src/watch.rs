@@ -1,7 +1,7 @@
 //! Watches: read the event log stream (one entry `<revision>-0` per revision) with XRANGE for
 //! the replay that starts a watch and XREAD BLOCK on a dedicated connection after that.
 
-use crate::decode::{array, corrupted, int, log_entry};
+use crate::decode::{array, corrupted, log_entry};
 use crate::error::map_redis_error;
 use crate::store::Inner;
 use futures::StreamExt;
@@ -21,21 +21,8 @@ pub(crate) async fn watch(inner: &Inner, opts: WatchOptions) -> Result<WatchStre
         Some(r) if r > 0 => r,
         _ => inner.revision().await? + 1,
     };
-    let (from, page) = (start.to_string(), PAGE.to_string());
-    let reply: Value = inner
-        .run(
-            &inner.scripts.watch_from,
-            &[from.as_bytes(), page.as_bytes()],
-            "watch",
-        )
-        .await?;
-    let mut parts = array(reply)?.into_iter();
-    let (Some(current), Some(first), Some(compacted), Some(entries)) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(corrupted("a watch start reply has four parts"));
-    };
-    let (current, first, compacted) = (int(current)?, int(first)?, int(compacted)?);
+    let log = inner.log_start(start, PAGE, "watch").await?;
+    let (current, first, compacted) = (log.current, log.first, log.compacted);
     // The oldest revision a new watch may start from: the first one still in the log (every
     // revision up to the current one is there unless trimmed), and never before a compaction.
     let oldest = if first > 0 { first } else { current + 1 }.max(compacted);
@@ -47,7 +34,7 @@ pub(crate) async fn watch(inner: &Inner, opts: WatchOptions) -> Result<WatchStre
         prev: opts.prev,
         last: start - 1,
     };
-    let replay = follower.accept(array(entries)?)?;
+    let replay = follower.accept(log.entries)?;
     let (tx, rx) = mpsc::channel(64);
     let reader = Reader {
         client: inner.client.clone(),

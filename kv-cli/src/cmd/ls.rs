@@ -3,9 +3,9 @@
 
 use super::Ctx;
 use crate::address::Address;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::output::{Format, entry_json, print_json, typed};
-use kv_core::{CollectionEntry, CollectionKind, Entry, ErrorKind, RangeOptions, Store};
+use kv_core::{CollectionEntry, CollectionKind, Entry, RangeOptions, Store};
 use serde_json::{Value, json};
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], values: bool) -> CliResult<()> {
@@ -79,60 +79,35 @@ fn collection_json(c: &CollectionEntry) -> Value {
     let key = String::from_utf8_lossy(&c.key).into_owned();
     let (name, _) = kind_words(c.kind);
     let mut object = json!({ "key": key, "kind": name.to_lowercase(), "size": c.size });
-    if let Some((address, fields)) = typed(&key) {
-        object["type"] = Value::String(address);
-        object["fields"] = fields
-            .into_iter()
-            .map(|(name, value)| (name.to_owned(), Value::String(value)))
-            .collect::<serde_json::Map<_, _>>()
-            .into();
-    }
+    crate::output::add_typed_address(&mut object, &key);
     object
 }
 
-/// Every plain entry and collection under `prefix`, page by page at one revision. Backends
-/// that list collections at the current revision only refuse a page after a write; the
-/// listing then starts again, a few times.
+/// Every plain entry and collection under `prefix`, page by page.
 async fn listing(
     store: &dyn Store,
     prefix: &str,
     keys_only: bool,
 ) -> CliResult<(Vec<Entry>, Vec<CollectionEntry>)> {
     const PAGE: usize = 1000;
-    const ATTEMPTS: usize = 5;
-    let mut last_error = None;
-    for _ in 0..ATTEMPTS {
-        let bar = crate::output::progress("keys");
-        let mut opts = RangeOptions::prefix(prefix.as_bytes())
-            .limit(PAGE)
-            .with_collections();
-        if keys_only {
-            opts = opts.keys_only();
-        }
-        let (mut entries, mut collections) = (Vec::new(), Vec::new());
-        let outcome = loop {
-            match store.range(opts.clone()).await {
-                Ok(page) => {
-                    bar.inc((page.entries.len() + page.collections.len()) as u64);
-                    entries.extend(page.entries);
-                    collections.extend(page.collections);
-                    match page.next {
-                        Some(next) => opts = opts.after(next),
-                        None => break Ok(()),
-                    }
-                }
-                Err(e) => break Err(e),
-            }
-        };
-        bar.finish_and_clear();
-        match outcome {
-            Ok(()) => return Ok((entries, collections)),
-            Err(e) if e.kind() == ErrorKind::Unsupported => last_error = Some(e),
-            Err(e) => return Err(e.into()),
+    let bar = crate::output::progress("keys");
+    let mut opts = RangeOptions::prefix(prefix.as_bytes())
+        .limit(PAGE)
+        .with_collections();
+    if keys_only {
+        opts = opts.keys_only();
+    }
+    let (mut entries, mut collections) = (Vec::new(), Vec::new());
+    loop {
+        let page = store.range(opts.clone()).await?;
+        bar.inc((page.entries.len() + page.collections.len()) as u64);
+        entries.extend(page.entries);
+        collections.extend(page.collections);
+        match page.next {
+            Some(next) => opts = opts.after(next),
+            None => break,
         }
     }
-    Err(last_error.map_or_else(
-        || CliError::invalid("the listing did not complete"),
-        CliError::from,
-    ))
+    bar.finish_and_clear();
+    Ok((entries, collections))
 }

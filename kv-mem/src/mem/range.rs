@@ -40,7 +40,7 @@ impl State {
         let keys_only = opts.keys_only || opts.count_only;
         let (entries, _) = self.entries(opts, per_source, keys_only);
         let collections = list_collections(opts, &self.members, per_source)?;
-        Ok(merge_page(opts, self.revision, entries, collections))
+        Ok(merge_page(opts, self.revision, false, entries, collections))
     }
 
     fn range_now(&self, opts: &RangeOptions) -> RangeResult {

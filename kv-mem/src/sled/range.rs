@@ -39,7 +39,7 @@ pub(crate) fn range(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
         let keys_only = opts.keys_only || opts.count_only;
         let (entries, _) = entries(inner, opts, per_source, keys_only)?;
         let collections = list_collections(opts, &TreeState(&inner.trees.data), per_source)?;
-        return Ok(merge_page(opts, current, entries, collections));
+        return Ok(merge_page(opts, current, false, entries, collections));
     }
     let revision = match opts.pinned_revision() {
         Some(r) if r != current => r,
