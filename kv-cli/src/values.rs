@@ -79,18 +79,14 @@ fn table() -> Vec<(&'static str, Check)> {
     ]
 }
 
-/// The collection kind of a template whose value is a Redis SET, HASH or LIST.
+/// The collection kind a schema declares for a template (`#[kv(set = ..)]`, `hash`, `list`),
+/// `None` for a plain value.
 pub(crate) fn collection_kind(template: &str) -> Option<CollectionKind> {
-    [
-        (nxc::ProfileMapKey::TEMPLATE, CollectionKind::Set),
-        (nxc::InstanceKey::TEMPLATE, CollectionKind::Map),
-        (balancer::KeyObjectKey::TEMPLATE, CollectionKind::Map),
-        (balancer::ActiveKeysKey::TEMPLATE, CollectionKind::List),
-        (balancer::KeyGroupsKey::TEMPLATE, CollectionKind::Set),
-    ]
-    .into_iter()
-    .find(|(t, _)| *t == template)
-    .map(|(_, kind)| kind)
+    schemas::all()
+        .into_iter()
+        .flat_map(|schema| schema.templates())
+        .find(|info| info.template.source() == template)
+        .and_then(|info| info.kind)
 }
 
 /// Checks `value` against the value type of `template`.

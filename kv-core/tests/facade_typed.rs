@@ -18,6 +18,8 @@ struct BadJsonKey {
     root: Name,
 }
 
+impl kv_core::keyspace::PlainKey for BadJsonKey {}
+
 impl Key for BadJsonKey {
     const TEMPLATE: &'static str = "{root}/bad";
     type Value = Json<Unencodable>;

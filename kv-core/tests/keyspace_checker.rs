@@ -27,6 +27,7 @@ fn info_with(
         template,
         fields,
         value_type: "()",
+        kind: None,
         directory_of,
     }
 }

@@ -16,6 +16,9 @@ pub(crate) struct KeyAttrs {
     pub(crate) template: Option<TemplateAttr>,
     /// `value = Codec` (keys).
     pub(crate) value: Option<Type>,
+    /// `set = Codec`, `hash = Codec` or `list = Codec` instead of `value` (keys): a collection
+    /// key, with the codec of its members, field values or items.
+    pub(crate) collection: Option<(Ident, Type)>,
     /// `key = KeyType` (prefixes).
     pub(crate) key: Option<Type>,
     pub(crate) hash_tag: Option<LitStr>,
@@ -59,6 +62,18 @@ impl KeyAttrs {
                 } else if target == Target::Key && meta.path.is_ident("value") {
                     duplicate(&out.value, &meta)?;
                     out.value = Some(meta.value()?.parse()?);
+                } else if target == Target::Key
+                    && ["set", "hash", "list"]
+                        .iter()
+                        .any(|kind| meta.path.is_ident(kind))
+                {
+                    duplicate(&out.collection, &meta)?;
+                    let kind = meta
+                        .path
+                        .get_ident()
+                        .cloned()
+                        .ok_or_else(|| meta.error("a kind"))?;
+                    out.collection = Some((kind, meta.value()?.parse()?));
                 } else if target == Target::Key && meta.path.is_ident("directory_of") {
                     let content;
                     syn::parenthesized!(content in meta.input);
@@ -70,7 +85,8 @@ impl KeyAttrs {
                 } else {
                     let known = match target {
                         Target::Key => {
-                            "`template`, `value`, `hash_tag`, `directory_of(..)`, `no_strategy`"
+                            "`template`, `value` (or `set`, `hash`, `list`), `hash_tag`, \
+                             `directory_of(..)`, `no_strategy`"
                         }
                         Target::Prefix => "`template`, `key`, `hash_tag`, `no_strategy`",
                     };

@@ -9,13 +9,39 @@ use syn::DeriveInput;
 pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let attrs = KeyAttrs::parse(&input.attrs, Target::Key)?;
     let layout = Layout::new(input, attrs.template, attrs.hash_tag.as_ref(), false, "Key")?;
-    let Some(value) = attrs.value else {
-        return Err(syn::Error::new(
-            Span::call_site(),
-            "#[derive(Key)] needs the value codec: `#[kv(value = Json<Config>)]`",
-        ));
-    };
     let ks = ks();
+    let (value, kind, marker) = match (attrs.value, attrs.collection) {
+        (Some(value), None) => (
+            value,
+            quote!(::core::option::Option::None),
+            quote!(#ks::PlainKey),
+        ),
+        (None, Some((kind, codec))) => {
+            let (variant, marker) = match kind.to_string().as_str() {
+                "set" => (quote!(Set), quote!(#ks::SetKey)),
+                "hash" => (quote!(Map), quote!(#ks::MapKey)),
+                _ => (quote!(List), quote!(#ks::ListKey)),
+            };
+            (
+                codec,
+                quote!(::core::option::Option::Some(::kv_core::CollectionKind::#variant)),
+                marker,
+            )
+        }
+        (Some(_), Some((kind, _))) => {
+            return Err(syn::Error::new(
+                kind.span(),
+                "a key holds either a plain `value` or a collection (`set`, `hash`, `list`), not both",
+            ));
+        }
+        (None, None) => {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "#[derive(Key)] needs the value codec: `#[kv(value = Json<Config>)]`, or a \
+                 collection's member codec: `#[kv(set = Text)]`, `hash = ..`, `list = ..`",
+            ));
+        }
+    };
     let name = &input.ident;
     let lit = &layout.lit;
     let sep_path = layout.sep_path();
@@ -46,6 +72,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             const TEMPLATE: &'static str = #lit;
             const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;
             const DIRECTORY_OF: &'static [&'static str] = &[#(#directory_of),*];
+            const KIND: ::core::option::Option<::kv_core::CollectionKind> = #kind;
             type Value = #value;
 
             fn template() -> &'static #ks::Template {
@@ -79,6 +106,9 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 ::std::vec![#(#infos),*]
             }
         }
+
+        #[automatically_derived]
+        impl #marker for #name {}
 
         #strategy
     })

@@ -28,7 +28,13 @@ fn expand(
 ///
 /// Attributes (`#[kv(...)]`):
 /// - `template = "jxt/tenants/{id}/database/{service}"` (required): the key layout;
-/// - `value = Json<DatabaseConfig>` (required): the value codec;
+/// - `value = Json<DatabaseConfig>`: the value codec of a key holding a plain value (it
+///   implements `PlainKey`, which the typed facade's `get` and `put` ask for);
+/// - or `set = Codec`, `hash = Codec`, `list = Codec` instead: a key holding a set (members
+///   encoded by the codec), a hash (field values) or a list (items); it implements `SetKey`,
+///   `MapKey` or `ListKey`, reached through `set_at`, `map_at` and `list_at`, and a plain
+///   `get` of it does not compile. `Key::KIND` and the schema's `TemplateInfo::kind` say
+///   which;
 /// - `hash_tag = "realm"`: the variable (or literal segment) wrapped in a Redis Cluster hash
 ///   tag, so that keys sharing it map to one slot;
 /// - `directory_of(OtherKey, ...)`: key types allowed to live under this key as if it were a

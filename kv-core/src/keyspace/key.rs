@@ -5,6 +5,7 @@ use super::key_error::{KeyError, KeyErrorReason};
 use super::keyspace::{FieldInfo, TemplateInfo};
 use super::segment::Segment;
 use super::template::Template;
+use crate::collections::CollectionKind;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -45,6 +46,9 @@ use std::fmt;
 ///         vec![FieldInfo::of::<u64>("id")]
 ///     }
 /// }
+/// // A plain value, for the typed facade's `get` and `put` (a set key would implement
+/// // `SetKey` and set `KIND`).
+/// impl kv_core::keyspace::PlainKey for TenantMetaKey {}
 ///
 /// let key = TenantMetaKey { id: 7 };
 /// assert_eq!(key.encode(), "jxt/tenants/7/meta");
@@ -62,7 +66,11 @@ pub trait Key: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// directory; the schema checker reports any other such nesting.
     const DIRECTORY_OF: &'static [&'static str] = &[];
 
-    /// The codec of the key's value.
+    /// What the key holds: `None` for a plain value (read and written with `get` and `put`),
+    /// or the kind of collection, whose members, field values or items `Value` encodes.
+    const KIND: Option<CollectionKind> = None;
+
+    /// The codec of the key's value, or of its collection's members.
     type Value: Codec;
 
     /// The parsed template (built once).
@@ -181,3 +189,20 @@ pub fn decode_field<T: Segment>(
         )
     })
 }
+
+/// A key holding a plain value: the typed facade reads and writes it with `get` and `put`.
+/// Derived for `#[kv(value = ..)]` keys; a collection key implements [`SetKey`], [`MapKey`]
+/// or [`ListKey`] instead, so that a plain `get` of a set key does not compile.
+pub trait PlainKey: Key {}
+
+/// A key holding a set of `Value` members (`#[kv(set = ..)]`): reached through
+/// [`TypedStore::set_at`](crate::keyspace::TypedStore::set_at).
+pub trait SetKey: Key {}
+
+/// A key holding a map whose field values `Value` encodes (`#[kv(hash = ..)]`): reached
+/// through [`TypedStore::map_at`](crate::keyspace::TypedStore::map_at).
+pub trait MapKey: Key {}
+
+/// A key holding a list of `Value` items (`#[kv(list = ..)]`): reached through
+/// [`TypedStore::list_at`](crate::keyspace::TypedStore::list_at).
+pub trait ListKey: Key {}

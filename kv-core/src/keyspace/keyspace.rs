@@ -177,8 +177,10 @@ pub struct TemplateInfo {
     pub template: &'static Template,
     /// The variables, in template order.
     pub fields: Vec<FieldInfo>,
-    /// The Rust type of the value codec.
+    /// The Rust type of the value codec (of the members, for a collection key).
     pub value_type: &'static str,
+    /// What the key holds: `None` for a plain value, else the kind of collection.
+    pub kind: Option<crate::collections::CollectionKind>,
     /// Templates (as written) allowed to nest under keys of this template.
     pub directory_of: &'static [&'static str],
 }
@@ -191,6 +193,7 @@ impl TemplateInfo {
             template: K::template(),
             fields: K::field_infos(),
             value_type: std::any::type_name::<K::Value>(),
+            kind: K::KIND,
             directory_of: K::DIRECTORY_OF,
         }
     }

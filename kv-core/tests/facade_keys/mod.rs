@@ -40,10 +40,15 @@ pub fn position(t: &Template, var: &str) -> usize {
 /// Implements `Key` by hand for a struct whose fields are all variables, in template order.
 macro_rules! hand_key {
     ($ty:ident, $tpl:literal, $codec:ty, [$($field:ident : $fty:ty),+]) => {
+        hand_key!($ty, $tpl, $codec, PlainKey, [$($field : $fty),+]);
+    };
+    ($ty:ident, $tpl:literal, $codec:ty, $kind:ident, [$($field:ident : $fty:ty),+]) => {
         #[derive(Debug, Clone, PartialEq)]
         pub struct $ty {
             $(pub $field: $fty),+
         }
+
+        impl kv_core::keyspace::$kind for $ty {}
 
         impl Key for $ty {
             const TEMPLATE: &'static str = $tpl;
@@ -154,9 +159,9 @@ hand_key!(
 );
 hand_prefix!(TenantDir, "{root}/tenants/{id}/", TenantMetaKey, [root: Name, id: u64]);
 
-hand_key!(ProfileSetKey, "{root}:map:{realm}:{provider}", Text, [root: Name, realm: Name, provider: Name]);
-hand_key!(InstanceMapKey, "{root}:inst:{realm}:{profile}", Text, [root: Name, realm: Name, profile: Name]);
-hand_key!(ActiveListKey, "{root}:group:{group}:active", Text, [root: Name, group: u64]);
+hand_key!(ProfileSetKey, "{root}:map:{realm}:{provider}", Text, SetKey, [root: Name, realm: Name, provider: Name]);
+hand_key!(InstanceMapKey, "{root}:inst:{realm}:{profile}", Text, MapKey, [root: Name, realm: Name, profile: Name]);
+hand_key!(ActiveListKey, "{root}:group:{group}:active", Text, ListKey, [root: Name, group: u64]);
 
 /// The tenant keys as one keyspace. Its templates start with a variable root, so a keyspace
 /// watch covers the whole store; the tests filter by root.

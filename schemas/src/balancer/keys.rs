@@ -6,7 +6,7 @@ use kv_core::keyspace::{Key, Keyspace, SegmentCodec, Text};
 
 /// `{root}:key:{id}`: the API key object, a Redis HASH (`api_key`, `status`).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "{root}:key:{id}", value = Text)]
+#[kv(template = "{root}:key:{id}", hash = Text)]
 pub struct KeyObjectKey {
     /// The root.
     pub root: BalancerRoot,
@@ -17,7 +17,7 @@ pub struct KeyObjectKey {
 /// `{root}:group:{id}:keys:active`: the forward index, a Redis LIST of the ids of the
 /// group's active keys, rotated round-robin.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "{root}:group:{id}:keys:active", value = SegmentCodec<u64>)]
+#[kv(template = "{root}:group:{id}:keys:active", list = SegmentCodec<u64>)]
 pub struct ActiveKeysKey {
     /// The root.
     pub root: BalancerRoot,
@@ -28,7 +28,7 @@ pub struct ActiveKeysKey {
 /// `{root}:key:{id}:groups`: the reverse index, a Redis SET of the ids of the groups the
 /// key belongs to.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "{root}:key:{id}:groups", value = SegmentCodec<u64>)]
+#[kv(template = "{root}:key:{id}:groups", set = SegmentCodec<u64>)]
 pub struct KeyGroupsKey {
     /// The root.
     pub root: BalancerRoot,

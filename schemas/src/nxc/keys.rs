@@ -8,7 +8,7 @@ use kv_core::keyspace::{Encrypted, Key, Keyspace, SegmentCodec, Text};
 /// provider; the single source of truth for the ownership check (`SISMEMBER`) and for
 /// discovery (`SMEMBERS`).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "nxc:map:{realm}:{provider}", value = SegmentCodec<ProfileId>)]
+#[kv(template = "nxc:map:{realm}:{provider}", set = SegmentCodec<ProfileId>)]
 pub struct ProfileMapKey {
     /// The realm.
     pub realm: RealmId,
@@ -30,7 +30,7 @@ pub struct DefaultProfileKey {
 /// `nxc:inst:{realm}:{provider}:{profile}`: a Redis HASH of the profile's instance
 /// parameters (`sub_mchid`, `access_token`, `gateway_url`...), fields and values as text.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "nxc:inst:{realm}:{provider}:{profile}", value = Text)]
+#[kv(template = "nxc:inst:{realm}:{provider}:{profile}", hash = Text)]
 pub struct InstanceKey {
     /// The realm.
     pub realm: RealmId,

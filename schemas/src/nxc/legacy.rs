@@ -79,7 +79,7 @@ kv_core::__kv_if_proptest! {
 /// `nexus:config:group:{provider}:{realm}`: the legacy HASH whose fields are the realm's
 /// profile ids, plus the field `default` naming the default one.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "nexus:config:group:{provider}:{realm}", value = Text)]
+#[kv(template = "nexus:config:group:{provider}:{realm}", hash = Text)]
 pub struct LegacyGroupKey {
     /// The provider.
     pub provider: LegacyProvider,
@@ -90,7 +90,7 @@ pub struct LegacyGroupKey {
 /// `nexus:config:index:{provider}:{realm}`: the legacy SET of the realm's profile ids (the
 /// ownership whitelist).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "nexus:config:index:{provider}:{realm}", value = SegmentCodec<ProfileId>)]
+#[kv(template = "nexus:config:index:{provider}:{realm}", set = SegmentCodec<ProfileId>)]
 pub struct LegacyIndexKey {
     /// The provider.
     pub provider: LegacyProvider,

@@ -32,7 +32,7 @@ enum OwnedIndex {
 impl OwnedIndex {
     /// Deletes the entry in `txn`, if it is still the one read.
     fn add_delete(&self, txn: &mut TypedTxn) {
-        fn guarded<K: kv_core::keyspace::Key>(txn: &mut TypedTxn, key: &K, revision: i64) {
+        fn guarded<K: kv_core::keyspace::PlainKey>(txn: &mut TypedTxn, key: &K, revision: i64) {
             txn.when_mod_revision(key, CompareOp::Equal, revision)
                 .delete(key);
         }

@@ -3,7 +3,7 @@
 use super::{TypedStore, ValueOf, Versioned, decode_value, encode_value, key_bytes, prefix_bytes};
 use crate::entry::LeaseId;
 use crate::error::Result;
-use crate::keyspace::key::{Key, Prefix};
+use crate::keyspace::key::{Key, PlainKey, Prefix};
 use crate::range::{KeyRange, RangeOptions};
 use crate::store::PutOptions;
 
@@ -12,7 +12,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// `Codec` when the stored bytes do not decode; backend errors.
-    pub async fn get<K: Key>(&self, key: &K) -> Result<Option<ValueOf<K>>>
+    pub async fn get<K: PlainKey>(&self, key: &K) -> Result<Option<ValueOf<K>>>
     where
         K::Value: Default,
     {
@@ -24,7 +24,11 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`get`](Self::get).
-    pub async fn get_with<K: Key>(&self, codec: &K::Value, key: &K) -> Result<Option<ValueOf<K>>> {
+    pub async fn get_with<K: PlainKey>(
+        &self,
+        codec: &K::Value,
+        key: &K,
+    ) -> Result<Option<ValueOf<K>>> {
         match self.store.get(&key_bytes(key)).await? {
             Some(entry) => Ok(Some(decode_value(codec, &entry)?)),
             None => Ok(None),
@@ -35,7 +39,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`get`](Self::get).
-    pub async fn get_versioned<K: Key>(&self, key: &K) -> Result<Option<Versioned<ValueOf<K>>>>
+    pub async fn get_versioned<K: PlainKey>(&self, key: &K) -> Result<Option<Versioned<ValueOf<K>>>>
     where
         K::Value: Default,
     {
@@ -46,7 +50,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`get`](Self::get).
-    pub async fn get_versioned_with<K: Key>(
+    pub async fn get_versioned_with<K: PlainKey>(
         &self,
         codec: &K::Value,
         key: &K,
@@ -62,7 +66,7 @@ impl TypedStore {
     /// # Errors
     /// `Codec` when the value does not encode (nothing is written); `InvalidValue` when the
     /// backend refuses its size; backend errors.
-    pub async fn put<K: Key>(&self, key: &K, value: &ValueOf<K>) -> Result<i64>
+    pub async fn put<K: PlainKey>(&self, key: &K, value: &ValueOf<K>) -> Result<i64>
     where
         K::Value: Default,
     {
@@ -73,7 +77,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`put`](Self::put).
-    pub async fn put_with<K: Key>(
+    pub async fn put_with<K: PlainKey>(
         &self,
         codec: &K::Value,
         key: &K,
@@ -88,7 +92,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`put`](Self::put), and `LeaseNotFound` for a lease that is not alive.
-    pub async fn put_leased<K: Key>(
+    pub async fn put_leased<K: PlainKey>(
         &self,
         key: &K,
         value: &ValueOf<K>,
@@ -105,7 +109,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`put_leased`](Self::put_leased).
-    pub async fn put_leased_with<K: Key>(
+    pub async fn put_leased_with<K: PlainKey>(
         &self,
         codec: &K::Value,
         key: &K,
@@ -140,7 +144,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// Backend errors.
-    pub async fn exists<K: Key>(&self, key: &K) -> Result<bool> {
+    pub async fn exists<K: PlainKey>(&self, key: &K) -> Result<bool> {
         let opts = RangeOptions::new(KeyRange::Key(key_bytes(key)))
             .keys_only()
             .count_only();

@@ -4,7 +4,7 @@ use super::{TypedStore, ValueOf, Versioned, encode_value, key_bytes, prefix_byte
 use crate::entry::LeaseId;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keyspace::codec::Codec;
-use crate::keyspace::key::{Key, Prefix};
+use crate::keyspace::key::{Key, PlainKey, Prefix};
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
 use std::fmt;
@@ -139,7 +139,7 @@ impl TypedTxn {
 
     /// Puts `value` under `key` only if the key is absent: adds the compare "`key` absent"
     /// and the put to the success branch.
-    pub fn create<K: Key>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
+    pub fn create<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
     where
         K::Value: Default,
     {
@@ -147,7 +147,7 @@ impl TypedTxn {
     }
 
     /// [`create`](Self::create) with an explicit codec.
-    pub fn create_with<K: Key>(
+    pub fn create_with<K: PlainKey>(
         &mut self,
         codec: &K::Value,
         key: &K,
@@ -162,7 +162,7 @@ impl TypedTxn {
     }
 
     /// Puts `value` under `key` in the success branch.
-    pub fn put<K: Key>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
+    pub fn put<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
     where
         K::Value: Default,
     {
@@ -170,7 +170,12 @@ impl TypedTxn {
     }
 
     /// [`put`](Self::put) with an explicit codec.
-    pub fn put_with<K: Key>(&mut self, codec: &K::Value, key: &K, value: &ValueOf<K>) -> &mut Self {
+    pub fn put_with<K: PlainKey>(
+        &mut self,
+        codec: &K::Value,
+        key: &K,
+        value: &ValueOf<K>,
+    ) -> &mut Self {
         let key = key_bytes(key);
         if let Some(bytes) = self.encode(codec, &key, value) {
             self.push(Branch::Success, TxnOp::put(key, bytes));
@@ -179,7 +184,12 @@ impl TypedTxn {
     }
 
     /// Puts `value` under `key`, attached to `lease`, in the success branch.
-    pub fn put_leased<K: Key>(&mut self, key: &K, value: &ValueOf<K>, lease: LeaseId) -> &mut Self
+    pub fn put_leased<K: PlainKey>(
+        &mut self,
+        key: &K,
+        value: &ValueOf<K>,
+        lease: LeaseId,
+    ) -> &mut Self
     where
         K::Value: Default,
     {
@@ -187,7 +197,7 @@ impl TypedTxn {
     }
 
     /// [`put_leased`](Self::put_leased) with an explicit codec.
-    pub fn put_leased_with<K: Key>(
+    pub fn put_leased_with<K: PlainKey>(
         &mut self,
         codec: &K::Value,
         key: &K,
@@ -219,13 +229,13 @@ impl TypedTxn {
     }
 
     /// Reads `key` in the success branch; redeem with [`TxnOutcome::read`].
-    pub fn get<K: Key>(&mut self, key: &K) -> TxnRead<K> {
+    pub fn get<K: PlainKey>(&mut self, key: &K) -> TxnRead<K> {
         self.read(Branch::Success, key)
     }
 
     /// Reads `key` in the failure branch (to learn why a compare failed); redeem with
     /// [`TxnOutcome::read`].
-    pub fn get_on_failure<K: Key>(&mut self, key: &K) -> TxnRead<K> {
+    pub fn get_on_failure<K: PlainKey>(&mut self, key: &K) -> TxnRead<K> {
         self.read(Branch::Failure, key)
     }
 
@@ -239,13 +249,13 @@ impl TypedTxn {
     }
 
     /// Requires `key` to exist.
-    pub fn when_exists<K: Key>(&mut self, key: &K) -> &mut Self {
+    pub fn when_exists<K: PlainKey>(&mut self, key: &K) -> &mut Self {
         self.txn.compares.push(Compare::exists(key_bytes(key)));
         self
     }
 
     /// Requires `key` to be absent.
-    pub fn when_absent<K: Key>(&mut self, key: &K) -> &mut Self {
+    pub fn when_absent<K: PlainKey>(&mut self, key: &K) -> &mut Self {
         self.txn.compares.push(Compare::absent(key_bytes(key)));
         self
     }
@@ -253,7 +263,7 @@ impl TypedTxn {
     /// Requires `key`'s mod revision to be `op` `revision` (0 stands for an absent key):
     /// with [`CompareOp::Equal`] and the [`Versioned::mod_revision`] read earlier, an
     /// optimistic update that fails if anyone wrote the key since.
-    pub fn when_mod_revision<K: Key>(
+    pub fn when_mod_revision<K: PlainKey>(
         &mut self,
         key: &K,
         op: CompareOp,
@@ -265,7 +275,7 @@ impl TypedTxn {
     }
 
     /// Requires `key`'s version (writes since creation) to be `op` `version`.
-    pub fn when_version<K: Key>(&mut self, key: &K, op: CompareOp, version: i64) -> &mut Self {
+    pub fn when_version<K: PlainKey>(&mut self, key: &K, op: CompareOp, version: i64) -> &mut Self {
         let compare = Compare::version(key_bytes(key), op, version);
         self.txn.compares.push(compare);
         self
@@ -279,7 +289,7 @@ impl TypedTxn {
     /// [`Text`]: crate::keyspace::Text
     /// [`Json`]: crate::keyspace::Json
     /// [`Encrypted`]: crate::keyspace::Encrypted
-    pub fn when_value_equals<K: Key>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
+    pub fn when_value_equals<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
     where
         K::Value: Default,
     {
@@ -287,7 +297,7 @@ impl TypedTxn {
     }
 
     /// [`when_value_equals`](Self::when_value_equals) with an explicit codec.
-    pub fn when_value_equals_with<K: Key>(
+    pub fn when_value_equals_with<K: PlainKey>(
         &mut self,
         codec: &K::Value,
         key: &K,

@@ -191,7 +191,7 @@ impl TypedTxn {
     }
 
     /// Requires `key` to be attached to `lease` (`None`: to no lease).
-    pub fn when_lease<K: crate::keyspace::Key>(
+    pub fn when_lease<K: crate::keyspace::PlainKey>(
         &mut self,
         key: &K,
         lease: Option<LeaseId>,

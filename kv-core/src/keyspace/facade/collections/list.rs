@@ -12,7 +12,7 @@ use std::fmt;
 /// use kv_core::keyspace::{Key, SegmentCodec, TypedStore};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
-/// #[kv(template = "bal:group:{group}:active", value = SegmentCodec<u64>)]
+/// #[kv(template = "bal:group:{group}:active", list = SegmentCodec<u64>)]
 /// struct ActiveKeys { group: u64 }
 ///
 /// # #[tokio::main(flavor = "current_thread")]

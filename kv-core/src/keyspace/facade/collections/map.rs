@@ -12,7 +12,7 @@ use std::fmt;
 /// use kv_core::keyspace::{Key, Text, TypedStore};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
-/// #[kv(template = "bal:key:{id}", value = Text)]
+/// #[kv(template = "bal:key:{id}", hash = Text)]
 /// struct ApiKeyObject { id: u64 }
 ///
 /// # #[tokio::main(flavor = "current_thread")]

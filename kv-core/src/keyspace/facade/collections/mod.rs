@@ -12,7 +12,7 @@ use crate::entry::escape_bytes;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keyspace::codec::Codec;
 use crate::keyspace::codec_plain::Text;
-use crate::keyspace::key::Key;
+use crate::keyspace::key::{Key, ListKey, MapKey, SetKey};
 use crate::store::Store;
 use std::fmt;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub use set::{SetHandle, SetPage};
 
 impl TypedStore {
     /// The set stored at `key`, whose members are values of the key's codec.
-    pub fn set_at<K: Key>(&self, key: &K) -> SetHandle<K::Value>
+    pub fn set_at<K: SetKey>(&self, key: &K) -> SetHandle<K::Value>
     where
         K::Value: Default,
     {
@@ -35,7 +35,7 @@ impl TypedStore {
     }
 
     /// [`set_at`](Self::set_at) with an explicit member codec.
-    pub fn set_at_with<K: Key>(&self, key: &K, codec: K::Value) -> SetHandle<K::Value> {
+    pub fn set_at_with<K: SetKey>(&self, key: &K, codec: K::Value) -> SetHandle<K::Value> {
         SetHandle {
             at: At::new(self, key),
             codec,
@@ -43,7 +43,7 @@ impl TypedStore {
     }
 
     /// The map stored at `key`: [`Text`] fields, values of the key's codec.
-    pub fn map_at<K: Key>(&self, key: &K) -> MapHandle<Text, K::Value>
+    pub fn map_at<K: MapKey>(&self, key: &K) -> MapHandle<Text, K::Value>
     where
         K::Value: Default,
     {
@@ -51,7 +51,7 @@ impl TypedStore {
     }
 
     /// [`map_at`](Self::map_at) with explicit field and value codecs.
-    pub fn map_at_with<K: Key, F: Codec>(
+    pub fn map_at_with<K: MapKey, F: Codec>(
         &self,
         key: &K,
         fields: F,
@@ -65,7 +65,7 @@ impl TypedStore {
     }
 
     /// The list stored at `key`, whose items are values of the key's codec.
-    pub fn list_at<K: Key>(&self, key: &K) -> ListHandle<K::Value>
+    pub fn list_at<K: ListKey>(&self, key: &K) -> ListHandle<K::Value>
     where
         K::Value: Default,
     {
@@ -73,7 +73,7 @@ impl TypedStore {
     }
 
     /// [`list_at`](Self::list_at) with an explicit item codec.
-    pub fn list_at_with<K: Key>(&self, key: &K, codec: K::Value) -> ListHandle<K::Value> {
+    pub fn list_at_with<K: ListKey>(&self, key: &K, codec: K::Value) -> ListHandle<K::Value> {
         ListHandle {
             at: At::new(self, key),
             codec,

@@ -15,7 +15,7 @@ use std::fmt;
 ///
 /// /// The profiles of a realm and provider: a set of profile codes.
 /// #[derive(Key, Debug, Clone, PartialEq)]
-/// #[kv(template = "nxc:map:{realm}:{provider}", value = SegmentCodec<Code>)]
+/// #[kv(template = "nxc:map:{realm}:{provider}", set = SegmentCodec<Code>)]
 /// struct ProfileMapKey { realm: Code, provider: Code }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
