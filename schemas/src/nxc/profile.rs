@@ -4,7 +4,7 @@ use super::keys::ProfileMapKey;
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{NewProfile, validate_params};
 use kv_core::keyspace::{Key, TypedStore};
-use kv_core::{CollectionOp, Compare, CompareOp, Error, ErrorKind, Result, Txn, TxnOp};
+use kv_core::{Compare, CompareOp, Error, ErrorKind, Result, Txn, TxnOp};
 
 /// Creates (or replaces) a profile in one transaction, one round trip: the instance HASH
 /// (previous fields dropped), the profile id added to the realm's map, and the default
@@ -46,35 +46,21 @@ pub async fn create_profile(typed: &TypedStore, new: &NewProfile) -> Result<()> 
         ));
     };
     let map = ProfileMapKey::new(&new.realm, &new.provider);
-    let instance = map.instance(&new.profile).encode().into_bytes();
+    let instance_key = map.instance(&new.profile);
+    let instance = typed.map_at(&instance_key);
+    let mut txn = typed.txn();
     // The type guard: a HASH read of the instance key, before the delete that would
     // otherwise drop whatever is there.
-    let mut ops = vec![
-        TxnOp::Collection(CollectionOp::MapGet {
-            key: instance.clone(),
-            field: first_field.as_bytes().to_vec(),
-        }),
-        TxnOp::delete(&instance),
-    ];
-    ops.extend(new.params.iter().map(|(field, value)| {
-        TxnOp::Collection(CollectionOp::MapPut {
-            key: instance.clone(),
-            field: field.as_bytes().to_vec(),
-            value: value.as_bytes().to_vec(),
-        })
-    }));
-    ops.push(TxnOp::Collection(CollectionOp::SetAdd {
-        key: map.encode().into_bytes(),
-        member: new.profile.as_str().as_bytes().to_vec(),
-    }));
-    if new.default {
-        // The marker's value is the profile id's encoding (`SegmentCodec`).
-        ops.push(TxnOp::put(
-            map.default_marker().encode(),
-            new.profile.as_str(),
-        ));
+    let _guard = txn.map_get(&instance, first_field);
+    txn.delete(&instance_key);
+    for (field, value) in &new.params {
+        txn.map_put(&instance, field, value);
     }
-    typed.store().txn(Txn::new().and_then(ops)).await?;
+    txn.set_add(&typed.set_at(&map), &new.profile);
+    if new.default {
+        txn.put(&map.default_marker(), &new.profile);
+    }
+    txn.commit().await?;
     Ok(())
 }
 
@@ -138,11 +124,10 @@ pub async fn set_default_profile(
     profile: &ProfileId,
 ) -> Result<()> {
     let map = ProfileMapKey::new(realm, provider);
-    // The marker's value is the profile id's encoding (`SegmentCodec`).
-    let txn = Txn::new()
-        .when([Compare::set_contains(map.encode(), profile.as_str())])
-        .and_then([TxnOp::put(map.default_marker().encode(), profile.as_str())]);
-    if !typed.store().txn(txn).await?.succeeded {
+    let mut txn = typed.txn();
+    txn.when_set_contains(&typed.set_at(&map), profile)
+        .put(&map.default_marker(), profile);
+    if !txn.commit().await?.succeeded {
         return Err(
             Error::new(ErrorKind::NotFound, "the realm has no such profile")
                 .with_context("realm", realm)

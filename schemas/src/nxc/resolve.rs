@@ -1,11 +1,11 @@
 //! Resolving a realm's profile with the ownership check, default resolution, and paged
 //! listing of a realm's profiles.
 
-use super::keys::{InstanceKey, ProfileMapKey};
+use super::keys::ProfileMapKey;
 use super::segments::{ProfileId, ProviderName, RealmId};
-use super::values::{Identity, InstanceParams, ResolvedProfile};
-use kv_core::keyspace::{Codec, Key, SegmentCodec, SetPage, TypedStore};
-use kv_core::{CollectionOp, CollectionResult, Error, ErrorKind, OpResult, Result, Txn, TxnOp};
+use super::values::{Identity, ResolvedProfile};
+use kv_core::keyspace::{SetPage, TypedStore};
+use kv_core::{Error, ErrorKind, Result};
 
 /// Resolves what a realm asks for, checking ownership.
 ///
@@ -68,36 +68,20 @@ async fn owned_profile(
     profile: &ProfileId,
 ) -> Result<Option<ResolvedProfile>> {
     let map = ProfileMapKey::new(&identity.realm, &identity.provider);
-    let instance = map.instance(profile);
-    let txn = Txn::new().and_then([
-        TxnOp::Collection(CollectionOp::SetContains {
-            key: map.encode().into_bytes(),
-            member: profile.as_str().as_bytes().to_vec(),
-        }),
-        TxnOp::Collection(CollectionOp::MapGetAll {
-            key: instance.encode().into_bytes(),
-        }),
-    ]);
-    let response = typed.store().txn(txn).await?;
-    match response.results.as_slice() {
-        [
-            OpResult::Collection(CollectionResult::Contains(owned)),
-            OpResult::Collection(CollectionResult::Fields(fields)),
-        ] => Ok(if *owned {
-            Some(ResolvedProfile {
-                realm: identity.realm.clone(),
-                provider: identity.provider.clone(),
-                profile: profile.clone(),
-                params: decode_params(&instance, fields)?,
-            })
-        } else {
-            None
-        }),
-        other => Err(
-            Error::new(ErrorKind::Backend, "unexpected transaction results")
-                .with_context("results", format!("{other:?}")),
-        ),
-    }
+    let mut txn = typed.txn();
+    let owned = txn.set_contains(&typed.set_at(&map), profile);
+    let fields = txn.map_all(&typed.map_at(&map.instance(profile)));
+    let outcome = txn.commit().await?;
+    Ok(if outcome.collection(&owned)? {
+        Some(ResolvedProfile {
+            realm: identity.realm.clone(),
+            provider: identity.provider.clone(),
+            profile: profile.clone(),
+            params: outcome.collection(&fields)?.into_iter().collect(),
+        })
+    } else {
+        None
+    })
 }
 
 /// The realm's default profile for the provider: the marker when it names a profile of the
@@ -115,33 +99,19 @@ pub async fn default_profile(
     provider: &ProviderName,
 ) -> Result<Option<ProfileId>> {
     let map = ProfileMapKey::new(realm, provider);
-    let marker = map.default_marker();
-    let txn = Txn::new().and_then([
-        TxnOp::get(marker.encode()),
-        TxnOp::Collection(CollectionOp::SetMembers {
-            key: map.encode().into_bytes(),
-        }),
-    ]);
-    let response = typed.store().txn(txn).await?;
-    let (marker_entry, members) = match response.results.as_slice() {
-        [
-            OpResult::Get(entry),
-            OpResult::Collection(CollectionResult::Members(members)),
-        ] => (entry, members),
-        other => {
-            return Err(
-                Error::new(ErrorKind::Backend, "unexpected transaction results")
-                    .with_context("results", format!("{other:?}")),
-            );
-        }
-    };
-    if let Some(entry) = marker_entry
-        && members.contains(&entry.value)
+    let mut txn = typed.txn();
+    let marker = txn.get(&map.default_marker());
+    let members = txn.set_members(&typed.set_at(&map));
+    let outcome = txn.commit().await?;
+    let members = outcome.collection(&members)?;
+    if let Some(marked) = outcome.read(&marker)?
+        && members.contains(&marked.value)
     {
-        return decode_id(&entry.value).map(Some);
+        return Ok(Some(marked.value));
     }
-    // Members arrive in ascending byte order on every backend.
-    members.iter().min().map(|m| decode_id(m)).transpose()
+    // Members arrive in ascending byte order of their encodings on every backend, which for
+    // profile ids (verbatim text) is their order.
+    Ok(members.into_iter().min())
 }
 
 /// One page of the realm's profile ids for the provider (`SSCAN` on Redis, byte order on
@@ -170,24 +140,4 @@ fn unauthorized(identity: &Identity, profile: &ProfileId) -> Error {
     .with_context("realm", &identity.realm)
     .with_context("provider", &identity.provider)
     .with_context("profile", profile)
-}
-
-fn decode_id(raw: &[u8]) -> Result<ProfileId> {
-    SegmentCodec::<ProfileId>::default().decode(raw)
-}
-
-fn decode_params(instance: &InstanceKey, fields: &[(Vec<u8>, Vec<u8>)]) -> Result<InstanceParams> {
-    fields
-        .iter()
-        .map(|(field, value)| {
-            let text = |bytes: &[u8]| {
-                String::from_utf8(bytes.to_vec()).map_err(|e| {
-                    Error::new(ErrorKind::Codec, "an instance field is not UTF-8")
-                        .with_context("key", instance.encode())
-                        .with_source(e)
-                })
-            };
-            Ok((text(field)?, text(value)?))
-        })
-        .collect()
 }
