@@ -36,6 +36,26 @@ pub(crate) fn default_url() -> CliResult<String> {
 /// Exit code 2 for a URL of no known form, 3 when the store cannot be reached within
 /// [`CONNECT_TIMEOUT`].
 pub(crate) async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
+    Ok(open_any(url).await?.0)
+}
+
+/// Opens the store of `url` for a listing of `prefix`. On Redis, keys that other programs
+/// wrote reach ranges once reconciled: the prefix is reconciled first (a `SCAN` of the
+/// database), so the listing shows them.
+///
+/// # Errors
+/// As [`open`]; backend errors of the reconcile.
+pub(crate) async fn open_for_listing(url: &str, prefix: &str) -> CliResult<Arc<dyn Store>> {
+    let (store, redis) = open_any(url).await?;
+    if let Some(redis) = redis {
+        redis.reconcile(prefix.as_bytes()).await?;
+    }
+    Ok(store)
+}
+
+/// The store of `url`, and the same store as a `RedisStore` when it is one.
+async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore>>)> {
+    let mut redis = None;
     let (scheme, rest) = url.split_once("://").ok_or_else(|| {
         CliError::invalid(format!(
             "invalid store URL {url:?}: expected mem://, sled://PATH, etcd://HOST:PORT, redis://HOST:PORT/DB or rediss://..."
@@ -70,12 +90,14 @@ pub(crate) async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
             if !rest.contains("connect_timeout_ms") {
                 config.connect_timeout_ms = CONNECT_TIMEOUT.as_millis() as u64;
             }
-            connect(url, EtcdStore::connect(config)).await?
+            Arc::new(connect(url, EtcdStore::connect(config)).await?)
         }
         "redis" | "rediss" => {
             let mut config = RedisConfig::new(url);
             config.connect_timeout_ms = CONNECT_TIMEOUT.as_millis() as u64;
-            connect(url, RedisStore::connect(config)).await?
+            let store = Arc::new(connect(url, RedisStore::connect(config)).await?);
+            redis = Some(store.clone());
+            store
         }
         other => {
             return Err(CliError::invalid(format!(
@@ -85,7 +107,7 @@ pub(crate) async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
     };
     // Both network clients may connect lazily: one request proves the store answers.
     match tokio::time::timeout(CONNECT_TIMEOUT * 2, store.revision()).await {
-        Ok(Ok(_)) => Ok(store),
+        Ok(Ok(_)) => Ok((store, redis)),
         Ok(Err(e)) => Err(unreachable(
             url,
             &brief(&e),
@@ -98,9 +120,9 @@ pub(crate) async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
 async fn connect<S: Store>(
     url: &str,
     connecting: impl Future<Output = kv_core::Result<S>>,
-) -> CliResult<Arc<dyn Store>> {
+) -> CliResult<S> {
     match tokio::time::timeout(CONNECT_TIMEOUT * 2, connecting).await {
-        Ok(Ok(store)) => Ok(Arc::new(store)),
+        Ok(Ok(store)) => Ok(store),
         Ok(Err(e)) if e.kind() == ErrorKind::Config => Err(invalid_url(url)(e)),
         Ok(Err(e)) => Err(unreachable(
             url,

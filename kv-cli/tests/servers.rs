@@ -73,3 +73,35 @@ async fn redis_watch_until_interrupted() {
     };
     watch_until_interrupted(&url);
 }
+
+#[tokio::test]
+async fn redis_ls_shows_what_other_programs_wrote() {
+    let Some(url) = redis_url(5).await else {
+        return;
+    };
+    let root = key_root("raw");
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let (plain, set) = (format!("{root}plain"), format!("{root}set"));
+    let _: () = redis::cmd("SET")
+        .arg(&plain)
+        .arg("v")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("SADD")
+        .arg(&set)
+        .arg("a")
+        .arg("b")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let listed = json(&url, &["ls", &root]);
+    let rows: Vec<(String, Option<u64>)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["key"].as_str().unwrap().to_owned(), e["size"].as_u64()))
+        .collect();
+    assert_eq!(rows, [(plain, None), (set, Some(2))]);
+}

@@ -14,7 +14,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], values: bool) -> CliResult<
     } else {
         Address::parse(words)?.prefix()?
     };
-    let store = ctx.store().await?;
+    let store = ctx.store_for_listing(&prefix).await?;
     let (entries, collections) = listing(store.as_ref(), &prefix, !values).await?;
     let mut rows: Vec<(Vec<u8>, Row<'_>)> = entries
         .iter()

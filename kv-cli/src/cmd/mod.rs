@@ -24,6 +24,11 @@ impl Ctx {
     pub(crate) async fn store(&self) -> CliResult<Arc<dyn Store>> {
         crate::store::open(&self.url).await
     }
+
+    /// The store, ready to list `prefix` (see [`crate::store::open_for_listing`]).
+    pub(crate) async fn store_for_listing(&self, prefix: &str) -> CliResult<Arc<dyn Store>> {
+        crate::store::open_for_listing(&self.url, prefix).await
+    }
 }
 
 /// Every entry under `prefix`, page by page, with a progress spinner on a terminal.
