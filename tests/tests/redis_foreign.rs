@@ -331,3 +331,31 @@ async fn collection_compare_on_another_type_is_wrong_type() {
     )]);
     assert!(store.txn(txn).await.unwrap().succeeded);
 }
+
+/// A prefix with glob characters finds exactly the foreign keys under it: `SCAN MATCH` sees
+/// the prefix's `*`, `?`, `[`, `]` and `\` as themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_prefix_with_glob_characters_deletes_exactly_its_keys() {
+    let Some((store, raw)) = setup_redis().await else {
+        return;
+    };
+    let root = key_root("ct");
+    let doomed = format!("{root}a*b?[c]\\d/");
+    let inside = [format!("{doomed}x"), format!("{doomed}y")];
+    // Keys a glob reading of the prefix would match.
+    let outside = [
+        format!("{root}aXXb?[c]\\d/x"),
+        format!("{root}a*bZcd/x"),
+        format!("{root}a*b?c\\d/x"),
+    ];
+    for key in inside.iter().chain(&outside) {
+        raw.set(key.as_bytes(), b"v").await;
+    }
+    assert_eq!(store.delete_prefix(doomed.as_bytes()).await.unwrap(), 2);
+    for key in &inside {
+        assert_eq!(raw.get(key.as_bytes()).await, None, "{key}");
+    }
+    for key in &outside {
+        assert!(raw.get(key.as_bytes()).await.is_some(), "{key} was deleted");
+    }
+}
