@@ -2,17 +2,9 @@
 //! default marker, instance and pool, and plain Redis commands read what the document shows.
 
 use kv_core::keyspace::{EncryptionKey, Keyring, TypedStore};
-use kv_tests::harness::shared_redis;
+use kv_tests::harness::{redis_connection as raw, shared_redis};
 use schemas::nxc::*;
 use std::sync::Arc;
-
-async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
 
 async fn query<T: redis::FromRedisValue>(
     con: &mut redis::aio::MultiplexedConnection,

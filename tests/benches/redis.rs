@@ -44,14 +44,6 @@ async fn open(server: &RedisServer) -> RedisStore {
     RedisStore::connect(config).await.expect("connect")
 }
 
-async fn raw(server: &RedisServer) -> MultiplexedConnection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
-
 /// The 100 keys of one range: `bench/k/00050xx`.
 const RANGE_PREFIX: &str = "bench/k/00050";
 
@@ -205,7 +197,10 @@ fn main() {
     let (small, con) = rt.block_on(async {
         let store = open(&small_server).await;
         load(&store, 10_000).await;
-        (store, raw(&small_server).await)
+        (
+            store,
+            kv_tests::harness::redis_connection(&small_server.url()).await,
+        )
     });
     point_ops(&mut c, &rt, &small, &con);
 

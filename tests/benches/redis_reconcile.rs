@@ -27,14 +27,6 @@ fn quick() -> bool {
     std::env::var_os("KV_BENCH_QUICK").is_some()
 }
 
-async fn raw(server: &RedisServer) -> MultiplexedConnection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -189,7 +181,7 @@ fn point_ops(server: &RedisServer, runtime: &tokio::runtime::Runtime, label: &st
     let ctx = runtime.block_on(async {
         let ctx = Arc::new(Ctx {
             store: RedisStore::open(&server.url()).await.unwrap(),
-            con: raw(server).await,
+            con: kv_tests::harness::redis_connection(&server.url()).await,
             counter: AtomicUsize::new(0),
             run,
         });
@@ -221,7 +213,7 @@ fn point_ops(server: &RedisServer, runtime: &tokio::runtime::Runtime, label: &st
 }
 
 async fn reconcile_cost(server: &RedisServer) {
-    let mut con = raw(server).await;
+    let mut con = kv_tests::harness::redis_connection(&server.url()).await;
     let store = RedisStore::open(&server.url()).await.unwrap();
     let rounds = if quick() { 2 } else { 5 };
     let (mut adopt, mut again) = (Vec::new(), Vec::new());
@@ -262,7 +254,7 @@ async fn foreign_latency(server: &RedisServer, notifications: bool) {
     config.keyspace_notifications = notifications;
     config.reconcile_interval_ms = if notifications { 60_000 } else { 100 };
     let store = RedisStore::connect(config).await.unwrap();
-    let mut con = raw(server).await;
+    let mut con = kv_tests::harness::redis_connection(&server.url()).await;
     let mut watch = store
         .watch(WatchOptions::prefix(&root).from_revision(store.revision().await.unwrap() + 1))
         .await

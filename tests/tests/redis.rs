@@ -8,7 +8,7 @@ use kv_core::{
     Txn, TxnOp, WatchOptions,
 };
 use kv_redis::{RedisConfig, RedisStore};
-use kv_tests::harness::{RedisServer, key_root, shared_redis};
+use kv_tests::harness::{RedisServer, key_root, redis_connection as raw, shared_redis};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -26,14 +26,6 @@ async fn isolated_store(tweak: impl FnOnce(&mut RedisConfig)) -> Option<RedisSto
     config.internal_prefix = format!("__kvt{}:", uuid::Uuid::new_v4().simple());
     tweak(&mut config);
     Some(RedisStore::connect(config).await.expect("connect"))
-}
-
-async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
 }
 
 fn set_add(key: &str, member: &str) -> CollectionOp {

@@ -5,7 +5,7 @@
 use kv_core::{CollectionOp, ErrorKind, OpResult, Store, Txn, TxnOp, async_trait};
 use kv_redis::{RedisConfig, RedisStore};
 use kv_tests::conformance::foreign::RawWriter;
-use kv_tests::harness::{key_root, shared_redis};
+use kv_tests::harness::{key_root, redis_connection as raw_connection, shared_redis};
 use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
 
@@ -46,14 +46,6 @@ impl RawWriter for RedisRaw {
     async fn settle(&self, prefix: &[u8]) {
         self.store.reconcile(prefix).await.expect("reconcile");
     }
-}
-
-async fn raw_connection(url: &str) -> MultiplexedConnection {
-    redis::Client::open(url)
-        .expect("a Redis URL")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect a raw Redis client")
 }
 
 async fn setup_redis() -> Option<(Arc<RedisStore>, RedisRaw)> {

@@ -9,7 +9,7 @@ use kv_core::{
     Store, Txn, TxnOp, WatchOptions, WatchStream,
 };
 use kv_redis::{RedisConfig, RedisStore};
-use kv_tests::harness::{RedisServer, key_root, shared_redis};
+use kv_tests::harness::{RedisServer, key_root, redis_connection as raw, shared_redis};
 use std::time::Duration;
 
 /// Guards against a hang only; every wait below is on an event.
@@ -24,14 +24,6 @@ fn config(url: &str, prefix: &str, root: &str) -> RedisConfig {
 
 fn isolated_prefix() -> String {
     format!("__kvr{}:", uuid::Uuid::new_v4().simple())
-}
-
-async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
 }
 
 async fn raw_set(con: &mut redis::aio::MultiplexedConnection, key: &str, value: &str) {

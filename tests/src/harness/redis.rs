@@ -119,6 +119,19 @@ impl RedisServer {
     }
 }
 
+/// A raw redis-rs connection to `url` (a harness server, any database): the client of
+/// "another program" in foreign-writer tests.
+///
+/// # Panics
+/// When the server cannot be reached.
+pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("a Redis URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect a raw Redis client")
+}
+
 /// The Redis server shared by every test of this test binary, started on first use.
 pub async fn shared_redis() -> Option<&'static RedisServer> {
     static SERVER: OnceLock<Option<RedisServer>> = OnceLock::new();

@@ -8,10 +8,34 @@ use crate::keyspace::codec::Codec;
 use crate::txn::{Compare, CompareOp, TxnOp};
 
 impl TypedTxn {
+    /// The set's key and `member` encoded; `None` when it does not encode (the builder keeps
+    /// the error and `commit` returns it).
+    fn set_member<C: Codec>(
+        &mut self,
+        set: &SetHandle<C>,
+        member: &C::Value,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let key = set.key().to_vec();
+        let member = self.encode(set.codec(), &key, member)?;
+        Some((key, member))
+    }
+
+    /// The map's key, `field` and `value` encoded; `None` when one does not encode.
+    fn map_entry<F: Codec, V: Codec>(
+        &mut self,
+        map: &MapHandle<F, V>,
+        field: &F::Value,
+        value: &V::Value,
+    ) -> Option<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+        let key = map.key().to_vec();
+        let field = self.encode(map.field_codec(), &key, field);
+        let value = self.encode(map.value_codec(), &key, value);
+        Some((key, field?, value?))
+    }
+
     /// Adds `member` to the set in the success branch.
     pub fn set_add<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
-        let key = set.key().to_vec();
-        if let Some(member) = self.encode(set.codec(), &key, member) {
+        if let Some((key, member)) = self.set_member(set, member) {
             let op = CollectionOp::SetAdd { key, member };
             self.push(Branch::Success, TxnOp::Collection(op));
         }
@@ -20,8 +44,7 @@ impl TypedTxn {
 
     /// Removes `member` from the set in the success branch.
     pub fn set_remove<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
-        let key = set.key().to_vec();
-        if let Some(member) = self.encode(set.codec(), &key, member) {
+        if let Some((key, member)) = self.set_member(set, member) {
             let op = CollectionOp::SetRemove { key, member };
             self.push(Branch::Success, TxnOp::Collection(op));
         }
@@ -35,10 +58,7 @@ impl TypedTxn {
         field: &F::Value,
         value: &V::Value,
     ) -> &mut Self {
-        let key = map.key().to_vec();
-        let field = self.encode(map.field_codec(), &key, field);
-        let value = self.encode(map.value_codec(), &key, value);
-        if let (Some(field), Some(value)) = (field, value) {
+        if let Some((key, field, value)) = self.map_entry(map, field, value) {
             let op = CollectionOp::MapPut { key, field, value };
             self.push(Branch::Success, TxnOp::Collection(op));
         }
@@ -75,8 +95,7 @@ impl TypedTxn {
         set: &SetHandle<C>,
         member: &C::Value,
     ) -> &mut Self {
-        let key = set.key().to_vec();
-        if let Some(member) = self.encode(set.codec(), &key, member) {
+        if let Some((key, member)) = self.set_member(set, member) {
             self.push_compare(Compare::set_contains(key, member));
         }
         self
@@ -84,8 +103,7 @@ impl TypedTxn {
 
     /// Requires the set not to hold `member` (or not to exist).
     pub fn when_set_lacks<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
-        let key = set.key().to_vec();
-        if let Some(member) = self.encode(set.codec(), &key, member) {
+        if let Some((key, member)) = self.set_member(set, member) {
             self.push_compare(Compare::set_lacks(key, member));
         }
         self
@@ -99,10 +117,7 @@ impl TypedTxn {
         field: &F::Value,
         value: &V::Value,
     ) -> &mut Self {
-        let key = map.key().to_vec();
-        let field = self.encode(map.field_codec(), &key, field);
-        let value = self.encode(map.value_codec(), &key, value);
-        if let (Some(field), Some(value)) = (field, value) {
+        if let Some((key, field, value)) = self.map_entry(map, field, value) {
             let compare = Compare::map_field(key, field, CompareOp::Equal, value);
             self.push_compare(compare);
         }
