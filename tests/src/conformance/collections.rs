@@ -430,3 +430,54 @@ pub async fn collections_are_invisible_to_range(store: Arc<dyn Store>) {
     assert_eq!(names(&root, &snapshot(&*store, &root).await), ["plain"]);
     assert_eq!(store.get(&key(&root, "s")).await.unwrap(), None);
 }
+
+/// Many set adds in one transaction, some of members already there, across two sets and
+/// around a remove: each reports whether it added its member.
+pub async fn many_set_adds_in_one_txn(store: Arc<dyn Store>) {
+    let root = root();
+    let (a, other) = (key(&root, "a"), key(&root, "other"));
+    let st = &*store;
+    run(st, set_add(&a, "m2")).await;
+    run(st, set_add(&a, "m9")).await;
+    let mut ops: Vec<TxnOp> = ["m1", "m2", "m3"]
+        .iter()
+        .map(|m| TxnOp::Collection(set_add(&a, m)))
+        .collect();
+    ops.push(TxnOp::Collection(Op::SetRemove {
+        key: a.clone(),
+        member: b("m9"),
+    }));
+    ops.extend(
+        ["m4", "m5"]
+            .iter()
+            .map(|m| TxnOp::Collection(set_add(&a, m))),
+    );
+    ops.extend(
+        ["m1", "m2"]
+            .iter()
+            .map(|m| TxnOp::Collection(set_add(&other, m))),
+    );
+    let response = st.txn(Txn::new().and_then(ops)).await.unwrap();
+    let changed: Vec<bool> = response
+        .results
+        .iter()
+        .map(|r| match r {
+            OpResult::Collection(R::Changed(c)) => *c,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [true, false, true, true, true, true, true, true],
+        "m2 was there; the remove took m9"
+    );
+    let members = |k: &[u8]| Op::SetMembers { key: k.to_vec() };
+    assert_eq!(
+        run(st, members(&a)).await,
+        R::Members(["m1", "m2", "m3", "m4", "m5"].map(b).to_vec())
+    );
+    assert_eq!(
+        run(st, members(&other)).await,
+        R::Members(["m1", "m2"].map(b).to_vec())
+    );
+}

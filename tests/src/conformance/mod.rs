@@ -125,6 +125,7 @@ macro_rules! conformance_suite {
             collections::list_operations,
             collections::list_rotate_is_atomic_under_concurrency,
             collections::several_list_writes_in_one_txn,
+            collections::many_set_adds_in_one_txn,
             collections::collection_ops_in_txn_branches,
             collections::delete_removes_collections,
             collections::collections_are_invisible_to_range,
