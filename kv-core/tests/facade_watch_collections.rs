@@ -450,6 +450,18 @@ async fn typed_collection_compares_guard_a_transaction() {
     txn.when_list_len(&list, CompareOp::Less, 1)
         .list_push(&list, &"p2".to_string());
     assert!(!txn.commit().await.unwrap().succeeded, "the list is full");
+    let mut txn = typed.txn();
+    txn.when_set_len(&set, CompareOp::Equal, 2)
+        .when_map_len(&map, CompareOp::Equal, 1)
+        .set_add(&set, &"p3".to_string());
+    assert!(txn.commit().await.unwrap().succeeded);
+    let mut txn = typed.txn();
+    txn.when_set_len(&set, CompareOp::Equal, 2)
+        .set_add(&set, &"p4".to_string());
+    assert!(
+        !txn.commit().await.unwrap().succeeded,
+        "the set has three members now"
+    );
     assert_eq!(list.range(0, -1).await.unwrap(), ["p1"]);
 }
 

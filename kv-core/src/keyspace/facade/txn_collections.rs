@@ -137,6 +137,30 @@ impl TypedTxn {
         self
     }
 
+    /// Requires the set's number of members to be `op` `len` (0 when it does not exist).
+    pub fn when_set_len<C: Codec>(
+        &mut self,
+        set: &SetHandle<C>,
+        op: CompareOp,
+        len: i64,
+    ) -> &mut Self {
+        let compare = Compare::size(set.key(), CollectionKind::Set, op, len);
+        self.push_compare(compare);
+        self
+    }
+
+    /// Requires the map's number of fields to be `op` `len` (0 when it does not exist).
+    pub fn when_map_len<F: Codec, V: Codec>(
+        &mut self,
+        map: &MapHandle<F, V>,
+        op: CompareOp,
+        len: i64,
+    ) -> &mut Self {
+        let compare = Compare::size(map.key(), CollectionKind::Map, op, len);
+        self.push_compare(compare);
+        self
+    }
+
     /// Requires the list's length to be `op` `len` (0 when it does not exist).
     pub fn when_list_len<C: Codec>(
         &mut self,
