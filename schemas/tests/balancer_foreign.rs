@@ -10,7 +10,7 @@
 
 use kv_core::ErrorKind;
 use kv_core::keyspace::TypedStore;
-use kv_tests::harness::shared_redis;
+use kv_tests::harness::{redis_connection, shared_redis};
 use schemas::balancer::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,11 +28,7 @@ async fn fixture() -> Option<Fixture> {
     else {
         return None;
     };
-    let con = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let con = redis_connection(&server.url()).await;
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
     Some(Fixture {
         cache: Balancer::new(TypedStore::new(store), root.clone()),

@@ -5,7 +5,7 @@
 
 use kv_core::ErrorKind;
 use kv_core::keyspace::{EncryptionKey, Keyring, TypedStore};
-use kv_tests::harness::shared_redis;
+use kv_tests::harness::{redis_connection, shared_redis};
 use schemas::nxc::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -29,11 +29,7 @@ async fn fixture() -> Option<Fixture> {
     else {
         return None;
     };
-    let con = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let con = redis_connection(&server.url()).await;
     let realm = RealmId::new(format!("r_{}", uuid::Uuid::new_v4().simple())).unwrap();
     let map = format!("nxc:map:{realm}:WeChat");
     Some(Fixture {
