@@ -96,13 +96,14 @@ enum Command {
         #[arg(long)]
         prefix: bool,
     },
-    /// Print typed events under a directory until interrupted (Ctrl-C).
+    /// Print typed events under a directory until interrupted (Ctrl-C): plain keys, and every
+    /// set, map and list change (SADD, SREM, HSET, HDEL, RPUSH, LREM, LMOVE, DEL).
     Watch {
         /// A raw prefix, or `schema.template field=value...`.
         #[arg(required = true, num_args = 1..)]
         address: Vec<String>,
-        /// Replay from this revision.
-        #[arg(long)]
+        /// Replay from this revision (inclusive), then follow.
+        #[arg(long = "rev", visible_alias = "from-revision")]
         from_revision: Option<i64>,
     },
 }

@@ -153,6 +153,12 @@ fn watch_replays_typed_events_and_ends_on_interrupt() {
 }
 
 #[test]
+fn watch_replays_collection_events_from_a_revision() {
+    let (_dir, url) = store();
+    watch_replays_collection_events(&url);
+}
+
+#[test]
 fn the_store_comes_from_kvctl_store_or_the_data_directory() {
     let data = tempfile::tempdir().expect("a temp dir");
     let mut default = assert_cmd::Command::cargo_bin("kvctl").unwrap();

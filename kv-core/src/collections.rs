@@ -12,8 +12,11 @@
 //! | map `K`, field `f` | `\0m` `K` `\0` `f` (value = the field's value) |
 //! | list `K`, position `p` | `\0l` `K` `\0` 16 lowercase hex digits of `p` (value = the item) |
 //!
-//! `get` and watches see plain keys only; a range lists the collections in it, with their
-//! kind and size, when asked ([`RangeOptions::with_collections`](crate::RangeOptions::with_collections));
+//! `get` sees plain keys only; a range lists the collections in it, with their kind and size,
+//! when asked ([`RangeOptions::with_collections`](crate::RangeOptions::with_collections)); a
+//! watch reports every change to them, member by member, when asked
+//! ([`WatchOptions::with_collections`](crate::WatchOptions::with_collections), see
+//! [`changes`](crate::changes));
 //! `delete(K)` and `delete_prefix(P)` also delete the collections at `K` or under `P`. Using one key both as a
 //! plain value and as a collection, or as two kinds of collection, is portable only on ordered
 //! backends: Redis reports [`ErrorKind::WrongType`](crate::ErrorKind::WrongType).

@@ -155,6 +155,8 @@ pub struct Applied {
     pub result: crate::CollectionResult,
     /// The physical writes, to apply in order in the same atomic section.
     pub writes: Vec<PhysicalWrite>,
+    /// What the op changed, as a watch reports it (`None` when it wrote nothing).
+    pub change: Option<crate::CollectionChange>,
 }
 
 /// The physical ranges [`apply`] reads for `op`: an optimistic backend pre-reads them at one
@@ -268,6 +270,8 @@ pub fn collection_ranges_for_prefix(prefix: &[u8]) -> [PhysicalRange; 3] {
 pub struct DeletedCollections {
     /// Number of non-empty collections removed (each counts as one deleted key).
     pub collections: u64,
+    /// Each collection removed: its kind and key.
+    pub removed: Vec<(CollectionKind, Vec<u8>)>,
     /// One delete per physical member key.
     pub writes: Vec<PhysicalWrite>,
 }
@@ -288,12 +292,42 @@ pub fn delete_collections(
             let collection = collection_of(&key);
             if last_collection.as_deref() != Some(collection) {
                 out.collections += 1;
+                if let Some(removed) = split_collection(collection) {
+                    out.removed.push(removed);
+                }
                 last_collection = Some(collection.to_vec());
             }
             out.writes.push(PhysicalWrite::Delete { key });
         }
     }
     Ok(out)
+}
+
+/// The kind and key of a collection from its `\0 tag K \0` members prefix.
+fn split_collection(members_prefix: &[u8]) -> Option<(CollectionKind, Vec<u8>)> {
+    let rest = members_prefix.strip_prefix(&[0])?;
+    let (&tag, rest) = rest.split_first()?;
+    let kind = CollectionKind::ALL.into_iter().find(|k| k.tag() == tag)?;
+    Some((kind, rest.strip_suffix(&[0])?.to_vec()))
+}
+
+/// For an optimistic backend: per collection that `ops` remove members from one by one, a
+/// read of its first members (as many as the removals, plus one) that tells whether the
+/// removals leave it empty. Add them to the pre-read like the ranges of [`reads`]: a
+/// partial read of a members range is enough for [`Overlay::collection_events`].
+pub fn emptiness_probes<'a>(
+    ops: impl IntoIterator<Item = &'a CollectionOp>,
+) -> Vec<(PhysicalRange, usize)> {
+    let mut removals: BTreeMap<(CollectionKind, &[u8]), usize> = BTreeMap::new();
+    for op in ops {
+        if let CollectionOp::SetRemove { key, .. } | CollectionOp::MapDelete { key, .. } = op {
+            *removals.entry((op.kind(), key.as_slice())).or_default() += 1;
+        }
+    }
+    removals
+        .into_iter()
+        .map(|((kind, key), n)| (members_range(kind, key), n + 1))
+        .collect()
 }
 
 /// The `\0 tag K \0` part of a physical member key: which collection it belongs to.

@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 mod capabilities;
+pub mod changes;
 pub mod collections;
 #[doc(hidden)]
 pub mod derive_support;
@@ -18,6 +19,7 @@ mod txn;
 mod watch;
 
 pub use capabilities::{Capabilities, ForeignWrites, Retention, Support};
+pub use changes::{CollectionChange, CollectionEvent, CollectionValue};
 pub use collections::{CollectionKind, CollectionOp, CollectionResult};
 pub use entry::{
     Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix,

@@ -352,7 +352,7 @@ async fn ended(stream: &mut WatchStream, token: i64) -> bool {
             match event {
                 Event::Delete { .. } => return true,
                 Event::Put { entry, .. } if entry.create_revision != token => return true,
-                Event::Put { .. } => {}
+                Event::Put { .. } | Event::Collection(_) => {}
             }
         }
     }

@@ -1,5 +1,6 @@
 //! Watches: ordered, gap-free streams of change batches, resumable by revision.
 
+use crate::changes::CollectionEvent;
 use crate::entry::Entry;
 use crate::error::Result;
 use crate::range::KeyRange;
@@ -16,6 +17,9 @@ pub struct WatchOptions {
     pub start_revision: Option<i64>,
     /// Attach the previous entry to each event.
     pub prev: bool,
+    /// Also report changes to the sets, maps and lists in the range
+    /// ([`Event::Collection`]); plain keys only when false.
+    pub collections: bool,
 }
 
 impl WatchOptions {
@@ -25,6 +29,7 @@ impl WatchOptions {
             range: KeyRange::Key(key.as_ref().to_vec()),
             start_revision: None,
             prev: false,
+            collections: false,
         }
     }
 
@@ -34,6 +39,7 @@ impl WatchOptions {
             range: KeyRange::Prefix(prefix.as_ref().to_vec()),
             start_revision: None,
             prev: false,
+            collections: false,
         }
     }
 
@@ -47,6 +53,28 @@ impl WatchOptions {
     pub fn with_prev(mut self) -> Self {
         self.prev = true;
         self
+    }
+
+    /// Also report changes to the collections whose keys are in the range, as
+    /// [`Event::Collection`] (see [`changes`](crate::changes) for what each reports).
+    pub fn with_collections(mut self) -> Self {
+        self.collections = true;
+        self
+    }
+
+    /// Whether this watch reports `event`: its key is in the range, and a collection event
+    /// only when collections were asked for.
+    pub fn covers(&self, event: &Event) -> bool {
+        (self.collections || !event.is_collection()) && self.range.contains(event.key())
+    }
+
+    /// `event` as this watch reports it: without its previous entry unless asked for.
+    pub fn shape(&self, event: &Event) -> Event {
+        if self.prev {
+            event.clone()
+        } else {
+            event.without_prev()
+        }
     }
 }
 
@@ -67,6 +95,9 @@ pub enum Event {
         /// The entry before the delete, when asked for.
         prev: Option<Entry>,
     },
+    /// A set, map or list changed; reported only by watches that ask for collections
+    /// ([`WatchOptions::with_collections`]).
+    Collection(CollectionEvent),
 }
 
 impl Event {
@@ -75,12 +106,34 @@ impl Event {
         match self {
             Event::Put { entry, .. } => &entry.key,
             Event::Delete { key, .. } => key,
+            Event::Collection(c) => &c.key,
+        }
+    }
+
+    /// Whether this is a collection event.
+    pub fn is_collection(&self) -> bool {
+        matches!(self, Event::Collection(_))
+    }
+
+    /// The event without its previous entry (collection events carry what they need).
+    pub fn without_prev(&self) -> Event {
+        match self {
+            Event::Put { entry, .. } => Event::Put {
+                entry: entry.clone(),
+                prev: None,
+            },
+            Event::Delete { key, .. } => Event::Delete {
+                key: key.clone(),
+                prev: None,
+            },
+            Event::Collection(c) => Event::Collection(c.clone()),
         }
     }
 }
 
-/// All events of one transaction within the watched range, in the order the transaction
-/// applied its writes.
+/// All events of one transaction within the watched range: its plain events in the order the
+/// transaction applied its writes, then its collection events (when asked for), each
+/// collection's in the order of its ops.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatchBatch {
     /// The transaction's revision.

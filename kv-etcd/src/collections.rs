@@ -19,19 +19,21 @@
 
 use crate::namespace::Namespace;
 use crate::range::header_revision;
-use crate::stamp::{stamp_key, stamp_of_member};
+use crate::stamp::stamp_key;
 use crate::store::{EtcdStore, backoff};
 use crate::txn::{Branch, Slot, UserTxn, shape, unexpected};
 use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, GetOptions, Txn as EtcdTxn,
     TxnOp as EtcdOp, TxnOpResponse, TxnResponse as EtcdTxnResponse,
 };
+use kv_core::changes::encode_changes;
 use kv_core::emulation::{
     Overlay, PhysicalRange, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
-    compare_reads, evaluate_compare, members_range, reads,
+    compare_reads, emptiness_probes, evaluate_compare, members_range, reads,
 };
 use kv_core::{
-    CollectionKind, Compare, Error, ErrorKind, OpResult, Result, Txn, TxnOp, TxnResponse,
+    CollectionChange, CollectionKind, Compare, Error, ErrorKind, OpResult, Result, Txn, TxnOp,
+    TxnResponse,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -45,10 +47,13 @@ struct Snapshot {
     mod_revisions: BTreeMap<Vec<u8>, i64>,
 }
 
-/// What the planning reads: physical ranges (stamps included), and the stamps to guard.
+/// What the planning reads: physical ranges (stamps included), the first members of the
+/// collections whose members are removed (to know whether the removals empty them), and the
+/// stamps to guard.
 #[derive(Debug)]
 struct ReadSet {
     ranges: Vec<PhysicalRange>,
+    probes: Vec<(PhysicalRange, usize)>,
     stamps: BTreeSet<Vec<u8>>,
 }
 
@@ -60,7 +65,7 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
         return Err(too_many_collections(read_set.stamps.len(), max));
     }
     for attempt in 0..OPTIMISTIC_ATTEMPTS {
-        let snap = read_snapshot(store, &read_set.ranges).await?;
+        let snap = read_snapshot(store, &read_set.ranges, &read_set.probes).await?;
         let success = plan(ns, &txn.success, &snap)?;
         let failure = plan(ns, &txn.failure, &snap)?;
         // Collection compares hold or not on the snapshot; the guards below make that true
@@ -172,8 +177,17 @@ impl ReadSet {
             }
         }
         ranges.extend(stamps.iter().cloned().map(PhysicalRange::key));
+        let collection_ops = txn
+            .success
+            .iter()
+            .chain(&txn.failure)
+            .filter_map(|op| match op {
+                TxnOp::Collection(c) => Some(c),
+                _ => None,
+            });
         ReadSet {
             ranges: merge(ranges),
+            probes: emptiness_probes(collection_ops),
             stamps,
         }
     }
@@ -197,16 +211,23 @@ fn merge(mut ranges: Vec<PhysicalRange>) -> Vec<PhysicalRange> {
 }
 
 /// Reads `ranges` in one etcd transaction (one revision).
-async fn read_snapshot(store: &EtcdStore, ranges: &[PhysicalRange]) -> Result<Snapshot> {
+async fn read_snapshot(
+    store: &EtcdStore,
+    ranges: &[PhysicalRange],
+    probes: &[(PhysicalRange, usize)],
+) -> Result<Snapshot> {
     let ns = &store.inner.ns;
+    let get = |r: &PhysicalRange, limit: Option<usize>| {
+        let mut opts = GetOptions::new().with_range(ns.key(&r.end));
+        if let Some(limit) = limit {
+            opts = opts.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
+        }
+        EtcdOp::get(ns.key(&r.start), Some(opts))
+    };
     let ops: Vec<EtcdOp> = ranges
         .iter()
-        .map(|r| {
-            EtcdOp::get(
-                ns.key(&r.start),
-                Some(GetOptions::new().with_range(ns.key(&r.end))),
-            )
-        })
+        .map(|r| get(r, None))
+        .chain(probes.iter().map(|(r, limit)| get(r, Some(*limit))))
         .collect();
     let (request, depth, _) = shape(Vec::new(), ops, Vec::new(), store.inner.caps.max_txn_ops)?;
     let resp = store
@@ -267,30 +288,42 @@ fn plan(ns: &Namespace, ops: &[TxnOp], snap: &Snapshot) -> Result<Branch> {
         }
     }
     let natively_deleted = |key: &[u8]| native.iter().any(|r| r.contains(key));
-    // Per stamp: whether some member is put (the collection lives on).
-    let mut stamps: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
+    // Every collection the branch changes gets its stamp rewritten (so that guards see the
+    // change) with the branch's changes to it as the value, which is what watches report;
+    // a collection left empty loses its stamp (a watch reports `Deleted`).
+    let events = overlay.collection_events()?;
     for write in overlay.into_writes() {
         if natively_deleted(write.key()) {
             continue;
-        }
-        if let Some(stamp) = stamp_of_member(write.key()) {
-            let lives = stamps.entry(stamp.to_vec()).or_insert(false);
-            *lives |= matches!(write, PhysicalWrite::Put { .. });
         }
         branch.push(match write {
             PhysicalWrite::Put { key, value } => EtcdOp::put(ns.key(&key), value, None),
             PhysicalWrite::Delete { key } => EtcdOp::delete(ns.key(&key), None),
         });
     }
-    for stamp in &wiped {
-        stamps.entry(stamp.clone()).or_insert(false);
+    let mut changes: BTreeMap<Vec<u8>, Vec<CollectionChange>> = BTreeMap::new();
+    for event in events {
+        changes
+            .entry(stamp_key(event.kind, &event.key))
+            .or_default()
+            .push(event.change);
     }
-    for (stamp, lives) in stamps {
-        if lives || !wiped.contains(&stamp) {
-            // Written (or emptied member by member): rewrite the stamp so guards see it.
-            branch.push(EtcdOp::put(ns.key(&stamp), Vec::new(), None));
-        } else if snap.values.contains_key(&stamp) {
-            branch.push(EtcdOp::delete(ns.key(&stamp), None));
+    for stamp in wiped {
+        changes.entry(stamp).or_default();
+    }
+    for (stamp, changes) in changes {
+        if natively_deleted(&stamp) {
+            continue;
+        }
+        match changes.last() {
+            None | Some(CollectionChange::Deleted) => {
+                if snap.values.contains_key(&stamp) {
+                    branch.push(EtcdOp::delete(ns.key(&stamp), None));
+                }
+            }
+            Some(_) => {
+                branch.push(EtcdOp::put(ns.key(&stamp), encode_changes(&changes), None));
+            }
         }
     }
     Ok(branch)

@@ -137,6 +137,8 @@ impl PrefixMirror {
             Event::Delete { .. } => {
                 self.entries.remove(&key);
             }
+            // The mirror watches plain keys only.
+            Event::Collection(_) => {}
         }
     }
 }

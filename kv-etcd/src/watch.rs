@@ -11,7 +11,12 @@ use crate::range::header_revision;
 use crate::store::{EtcdStore, backoff};
 use etcd_client::{EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
 use futures::StreamExt;
-use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use kv_core::changes::decode_changes;
+use kv_core::collections::layout;
+use kv_core::{
+    CollectionChange, CollectionEvent, CollectionKind, Error, ErrorKind, Event, KeyRange, Result,
+    WatchBatch, WatchOptions, WatchStream,
+};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -24,6 +29,10 @@ struct Watcher {
     key: Vec<u8>,
     range_end: Vec<u8>,
     prev: bool,
+    /// The watched range, and whether collections are reported: then the etcd watch covers
+    /// the stamps of the collections in the range too, and more, filtered here.
+    range: KeyRange,
+    collections: bool,
     /// The first revision not yet delivered.
     next_revision: i64,
     stream: Option<etcd_client::WatchStream>,
@@ -33,6 +42,8 @@ struct Watcher {
     /// When the current connection was confirmed.
     connected_at: Option<Instant>,
     done: bool,
+    /// A stamp whose record did not decode: the watch ends with this error.
+    corrupted: Option<Error>,
 }
 
 pub(crate) async fn watch(store: &EtcdStore, opts: WatchOptions) -> Result<WatchStream> {
@@ -45,18 +56,30 @@ pub(crate) async fn watch(store: &EtcdStore, opts: WatchOptions) -> Result<Watch
         ));
     }
     let (start, end) = opts.range.bounds();
-    let (key, range_end) = store.inner.ns.range(&start, end.as_deref());
+    // Collection changes are recorded in the collections' stamps (`\0 tag K`, see
+    // `stamp.rs`), which sort before every user key: one etcd watch from the first stamp
+    // of the range to the range's end sees the plain keys and the stamps in one revision
+    // order. It also sees the keys between them, which are dropped here.
+    let first = if opts.collections {
+        layout::kind_prefix(CollectionKind::List, &start)
+    } else {
+        start
+    };
+    let (key, range_end) = store.inner.ns.range(&first, end.as_deref());
     let mut watcher = Watcher {
         store: store.clone(),
         key,
         range_end,
         prev: opts.prev,
+        range: opts.range,
+        collections: opts.collections,
         next_revision: opts.start_revision.unwrap_or(0),
         stream: None,
         ready: VecDeque::new(),
         failures: 0,
         connected_at: None,
         done: false,
+        corrupted: None,
     };
     // The first connection is made before returning, so that every change after `watch`
     // returns is delivered and an unreachable cluster is reported here.
@@ -128,6 +151,10 @@ impl Watcher {
             if let Some(batch) = self.ready.pop_front() {
                 return Some(Ok(batch));
             }
+            if let Some(e) = self.corrupted.take() {
+                self.done = true;
+                return Some(Err(e));
+            }
             if self.done {
                 return None;
             }
@@ -176,14 +203,55 @@ impl Watcher {
         Ok(())
     }
 
-    /// Groups a response's events into one batch per revision, skipping revisions already
-    /// delivered (a resumed watch never repeats one).
+    /// Groups a response's events into one batch per revision (plain events first, then
+    /// collection events), skipping revisions already delivered (a resumed watch never
+    /// repeats one) and events outside the watched range.
     fn queue(&mut self, resp: &WatchResponse) {
-        let ns = &self.store.inner.ns;
+        let store = self.store.clone();
+        let ns = &store.inner.ns;
+        let mut seen = None;
+        let mut collection_events: Vec<Event> = Vec::new();
+        let flush = |ready: &mut VecDeque<WatchBatch>, revision: i64, events: &mut Vec<Event>| {
+            if events.is_empty() {
+                return;
+            }
+            match ready.back_mut() {
+                Some(batch) if batch.revision == revision => batch.events.append(events),
+                _ => ready.push_back(WatchBatch {
+                    revision,
+                    events: std::mem::take(events),
+                }),
+            }
+        };
         for ev in resp.events() {
             let Some(kv) = ev.kv() else { continue };
             let revision = kv.mod_revision();
             if revision < self.next_revision {
+                continue;
+            }
+            if let Some(previous) = seen
+                && previous != revision
+            {
+                flush(&mut self.ready, previous, &mut collection_events);
+            }
+            seen = Some(revision);
+            let Some(key) = ns.strip(kv.key()) else {
+                continue;
+            };
+            if layout::is_reserved(key) {
+                if self.collections
+                    && let Some(events) = self.collection_events(key, ev.event_type(), kv.value())
+                {
+                    collection_events.extend(events);
+                }
+                if self.corrupted.is_some() {
+                    // Nothing from this revision on: the error follows the revisions before.
+                    self.ready.retain(|b| b.revision < revision);
+                    return;
+                }
+                continue;
+            }
+            if !self.range.contains(key) {
                 continue;
             }
             let prev = ev.prev_kv().and_then(|p| ns.entry(p));
@@ -192,12 +260,9 @@ impl Watcher {
                     Some(entry) => Event::Put { entry, prev },
                     None => continue,
                 },
-                EventType::Delete => match ns.strip(kv.key()) {
-                    Some(key) => Event::Delete {
-                        key: key.to_vec(),
-                        prev,
-                    },
-                    None => continue,
+                EventType::Delete => Event::Delete {
+                    key: key.to_vec(),
+                    prev,
                 },
             };
             match self.ready.back_mut() {
@@ -208,9 +273,51 @@ impl Watcher {
                 }),
             }
         }
-        if let Some(last) = self.ready.back() {
-            self.next_revision = self.next_revision.max(last.revision + 1);
+        if let Some(last) = seen {
+            flush(&mut self.ready, last, &mut collection_events);
+            self.next_revision = self.next_revision.max(last + 1);
         }
+    }
+
+    /// The collection events a change to a reserved key stands for: the changes recorded in
+    /// a stamp that was written, or `Deleted` for a stamp deleted; none for a member key or a
+    /// collection outside the range. A record that does not decode is reported as an
+    /// unreadable collection, never dropped silently: it ends the watch with `Corrupted`.
+    fn collection_events(
+        &mut self,
+        physical: &[u8],
+        kind: EventType,
+        value: &[u8],
+    ) -> Option<Vec<Event>> {
+        let (&tag, key) = physical.get(1..)?.split_first()?;
+        let kind_of = CollectionKind::ALL.into_iter().find(|k| k.tag() == tag)?;
+        if key.contains(&0) || !self.range.contains(key) {
+            return None;
+        }
+        let changes = match kind {
+            EventType::Delete => vec![CollectionChange::Deleted],
+            // A stamp written before stamps recorded changes.
+            EventType::Put if value.is_empty() => return None,
+            EventType::Put => match decode_changes(value) {
+                Ok(changes) => changes,
+                Err(e) => {
+                    self.corrupted = Some(e.with_context("stamp", kv_core::escape_bytes(physical)));
+                    return None;
+                }
+            },
+        };
+        Some(
+            changes
+                .into_iter()
+                .map(|change| {
+                    Event::Collection(CollectionEvent {
+                        key: key.to_vec(),
+                        kind: kind_of,
+                        change,
+                    })
+                })
+                .collect(),
+        )
     }
 }
 

@@ -120,6 +120,7 @@ async fn interval_watches_see_only_their_interval() {
             range,
             start_revision: None,
             prev: false,
+            collections: false,
         })
         .await
         .unwrap();

@@ -1,6 +1,9 @@
 //! Decoding script replies and log entries into contract types.
 
-use kv_core::{Entry, Error, ErrorKind, Event, LeaseId, Result};
+use kv_core::{
+    CollectionChange, CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId,
+    Result, escape_bytes,
+};
 use redis::Value;
 
 pub(crate) fn corrupted(what: impl Into<String>) -> Error {
@@ -146,6 +149,12 @@ fn decode_events(mut blob: &[u8]) -> Result<(Vec<Event>, Vec<Vec<u8>>)> {
         };
         let (key, value, meta, prev_value, prev_meta) =
             (part()?, part()?, part()?, part()?, part()?);
+        if kind == b'c' {
+            events.push(Event::Collection(collection_event(
+                key, &value, meta, prev_value, prev_meta,
+            )?));
+            continue;
+        }
         let prev_known = kind.is_ascii_lowercase();
         if !prev_known {
             unknown.push(key.clone());
@@ -165,6 +174,58 @@ fn decode_events(mut blob: &[u8]) -> Result<(Vec<Event>, Vec<Vec<u8>>)> {
         });
     }
     Ok((events, unknown))
+}
+
+/// A collection event of the log: its key, its kind tag and change code, and up to three
+/// arguments (see `lib.lua`).
+fn collection_event(
+    key: Vec<u8>,
+    code: &[u8],
+    a1: Vec<u8>,
+    a2: Vec<u8>,
+    a3: Vec<u8>,
+) -> Result<CollectionEvent> {
+    let bad = || corrupted(format!("unknown collection change {}", escape_bytes(code)));
+    let [tag, change] = code else {
+        return Err(bad());
+    };
+    let kind = CollectionKind::ALL
+        .into_iter()
+        .find(|k| k.tag() == *tag)
+        .ok_or_else(bad)?;
+    let change = match change {
+        b'a' => CollectionChange::SetAdd { member: a1 },
+        b'r' => CollectionChange::SetRemove { member: a1 },
+        b'p' => CollectionChange::MapPut {
+            field: a1,
+            value: a2,
+            prev: None,
+        },
+        b'P' => CollectionChange::MapPut {
+            field: a1,
+            value: a2,
+            prev: Some(a3),
+        },
+        b'd' => CollectionChange::MapDelete {
+            field: a1,
+            prev: a2,
+        },
+        b'l' => CollectionChange::ListPush { item: a1 },
+        b'x' => CollectionChange::ListRemove {
+            item: a1,
+            count: std::str::from_utf8(&a2)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| corrupted("malformed list remove count"))?,
+        },
+        b'o' => CollectionChange::ListRotate { item: a1 },
+        b'D' => CollectionChange::Deleted,
+        _ => return Err(bad()),
+    };
+    if change.kind().is_some_and(|k| k != kind) {
+        return Err(bad());
+    }
+    Ok(CollectionEvent { key, kind, change })
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use crate::decode::{array, corrupted, log_entry};
 use crate::error::map_redis_error;
 use crate::store::Inner;
 use futures::StreamExt;
-use kv_core::{Error, ErrorKind, Event, KeyRange, Result, WatchBatch, WatchOptions, WatchStream};
+use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use redis::{AsyncConnectionConfig, Value};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -30,8 +30,7 @@ pub(crate) async fn watch(inner: &Inner, opts: WatchOptions) -> Result<WatchStre
         return Err(Error::compacted(oldest));
     }
     let mut follower = Follower {
-        range: opts.range,
-        prev: opts.prev,
+        opts,
         last: start - 1,
     };
     let replay = follower.accept(log.entries)?;
@@ -52,8 +51,7 @@ pub(crate) async fn watch(inner: &Inner, opts: WatchOptions) -> Result<WatchStre
 
 /// Turns log entries into batches, checking that revisions follow each other without a gap.
 struct Follower {
-    range: KeyRange,
-    prev: bool,
+    opts: WatchOptions,
     /// The last revision read from the log.
     last: i64,
 }
@@ -76,21 +74,14 @@ impl Follower {
             self.last = revision;
             let events: Vec<Event> = events
                 .into_iter()
-                .filter(|e| self.range.contains(e.key()))
-                .map(|e| if self.prev { e } else { strip_prev(e) })
+                .filter(|e| self.opts.covers(e))
+                .map(|e| self.opts.shape(&e))
                 .collect();
             if !events.is_empty() {
                 batches.push(WatchBatch { revision, events });
             }
         }
         Ok(batches)
-    }
-}
-
-fn strip_prev(event: Event) -> Event {
-    match event {
-        Event::Put { entry, .. } => Event::Put { entry, prev: None },
-        Event::Delete { key, .. } => Event::Delete { key, prev: None },
     }
 }
 

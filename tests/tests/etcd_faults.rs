@@ -194,6 +194,7 @@ async fn watch_survives_each_member_being_killed_and_restarted() {
                 Event::Delete { key, .. } => {
                     replay.remove(key);
                 }
+                Event::Collection(_) => unreachable!("the watch does not ask for collections"),
             }
         }
     }

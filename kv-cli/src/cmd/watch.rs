@@ -6,7 +6,7 @@ use crate::address::Address;
 use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, typed, value_json};
 use futures::StreamExt;
-use kv_core::{Event, WatchOptions};
+use kv_core::{CollectionChange, Event, WatchOptions};
 use serde_json::json;
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliResult<()> {
@@ -15,7 +15,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliRe
         return Err(CliError::invalid("--from-revision must be at least 1"));
     }
     let store = ctx.store().await?;
-    let mut opts = WatchOptions::prefix(prefix.as_bytes());
+    let mut opts = WatchOptions::prefix(prefix.as_bytes()).with_collections();
     if let Some(revision) = from {
         opts = opts.from_revision(revision);
     }
@@ -44,10 +44,12 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliRe
 fn print_event(format: Format, revision: i64, event: &Event) {
     let key = String::from_utf8_lossy(event.key()).into_owned();
     let typed = typed(&key);
-    let (kind, value) = match event {
-        Event::Put { entry, .. } => ("PUT", Some(&entry.value)),
-        Event::Delete { .. } => ("DELETE", None),
+    let (kind, value, detail) = match event {
+        Event::Put { entry, .. } => ("PUT", Some(entry.value.clone()), None),
+        Event::Delete { .. } => ("DELETE", None, None),
+        Event::Collection(c) => collection_change(&c.change),
     };
+    let value = value.as_ref();
     match format {
         Format::Json => {
             let (address, fields) = typed.unzip();
@@ -65,6 +67,7 @@ fn print_event(format: Format, revision: i64, event: &Event) {
                     "type": address,
                     "fields": fields,
                     "value": value.map(|v| value_json(v)),
+                    "member": detail.map(|d| value_json(&d)),
                 })
             );
         }
@@ -75,10 +78,33 @@ fn print_event(format: Format, revision: i64, event: &Event) {
                     format!("  [{a} {}]", f.join(" "))
                 })
                 .unwrap_or_default();
+            let detail = detail
+                .map(|d| format!("  {}", kv_core::escape_bytes(&d)))
+                .unwrap_or_default();
             let value = value
                 .map(|v| format!("  {}", value_json(v)))
                 .unwrap_or_default();
+            let value = format!("{detail}{value}");
             crate::output::outln!("{revision:>6} {kind:<6} {key}{typed}{value}");
         }
+    }
+}
+
+/// The Redis-style name of a collection change, the value it sets (map put) and the member,
+/// field or item it names.
+fn collection_change(
+    change: &CollectionChange,
+) -> (&'static str, Option<Vec<u8>>, Option<Vec<u8>>) {
+    match change {
+        CollectionChange::SetAdd { member } => ("SADD", None, Some(member.clone())),
+        CollectionChange::SetRemove { member } => ("SREM", None, Some(member.clone())),
+        CollectionChange::MapPut { field, value, .. } => {
+            ("HSET", Some(value.clone()), Some(field.clone()))
+        }
+        CollectionChange::MapDelete { field, .. } => ("HDEL", None, Some(field.clone())),
+        CollectionChange::ListPush { item } => ("RPUSH", None, Some(item.clone())),
+        CollectionChange::ListRemove { item, .. } => ("LREM", None, Some(item.clone())),
+        CollectionChange::ListRotate { item } => ("LMOVE", None, Some(item.clone())),
+        CollectionChange::Deleted => ("DEL", None, None),
     }
 }

@@ -255,3 +255,68 @@ pub fn watch_until_interrupted(url: &str) {
     let status = child.wait().expect("kvctl ends");
     assert_eq!(status.code(), Some(0));
 }
+
+/// `kvctl watch nxc: --rev 1` after the demo replays the demo's set and map writes as
+/// collection events, typed like plain ones.
+pub fn watch_replays_collection_events(url: &str) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    ok(url, &["demo"]);
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
+        .args(["--store", url, "-o", "json", "watch", "nxc:", "--rev", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kvctl starts");
+    let pid = child.id().to_string();
+    // A watch that never prints what is expected fails the test instead of hanging it.
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn({
+        let pid = pid.clone();
+        move || {
+            if wait
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .is_err()
+            {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            }
+        }
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.expect("readable stdout");
+        let event: serde_json::Value =
+            serde_json::from_str(&line).expect("one JSON event per line");
+        let kind = event["event"].as_str().expect("an event name").to_owned();
+        if kind == "SADD" {
+            assert!(event["member"].is_string(), "{event}");
+            assert!(
+                event["key"].as_str().unwrap().starts_with("nxc:"),
+                "{event}"
+            );
+        }
+        if kind == "HSET" {
+            assert!(
+                event["member"].is_string() && !event["value"].is_null(),
+                "{event}"
+            );
+        }
+        seen.insert(kind);
+        if seen.contains("SADD") && seen.contains("HSET") {
+            break;
+        }
+    }
+    assert!(
+        seen.contains("SADD") && seen.contains("HSET"),
+        "the demo's set and map writes are replayed: {seen:?}"
+    );
+    let killed = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    assert_eq!(child.wait().expect("kvctl ends").code(), Some(0));
+    let _ = done.send(());
+    guard.join().expect("the guard thread");
+}

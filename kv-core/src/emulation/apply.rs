@@ -1,6 +1,7 @@
 //! [`apply`]: one collection op against ordered physical state.
 
 use super::{Applied, OrderedState, PhysicalWrite, members_range};
+use crate::changes::CollectionChange;
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult, layout};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -15,11 +16,66 @@ use crate::error::{Error, ErrorKind, Result};
 /// Read errors of `state`; `Corrupted` when a list item's physical key is malformed;
 /// `InvalidArgument` when a list's position space is exhausted.
 pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
+    // A map write reports the field's previous value.
+    let prev = match op {
+        CollectionOp::MapPut { key, field, .. } | CollectionOp::MapDelete { key, field } => {
+            state.get(&layout::member_key(CollectionKind::Map, key, field))?
+        }
+        _ => None,
+    };
+    let mut applied = apply_op(op, state)?;
+    if !applied.writes.is_empty() {
+        applied.change = change_of(op, &applied, prev);
+    }
+    Ok(applied)
+}
+
+/// The change an op that wrote `applied` made.
+fn change_of(
+    op: &CollectionOp,
+    applied: &Applied,
+    prev: Option<Vec<u8>>,
+) -> Option<CollectionChange> {
+    Some(match op {
+        CollectionOp::SetAdd { member, .. } => CollectionChange::SetAdd {
+            member: member.clone(),
+        },
+        CollectionOp::SetRemove { member, .. } => CollectionChange::SetRemove {
+            member: member.clone(),
+        },
+        CollectionOp::MapPut { field, value, .. } => CollectionChange::MapPut {
+            field: field.clone(),
+            value: value.clone(),
+            prev,
+        },
+        CollectionOp::MapDelete { field, .. } => CollectionChange::MapDelete {
+            field: field.clone(),
+            prev: prev?,
+        },
+        CollectionOp::ListPush { value, .. } => CollectionChange::ListPush {
+            item: value.clone(),
+        },
+        CollectionOp::ListRemove { value, .. } => CollectionChange::ListRemove {
+            item: value.clone(),
+            count: applied.writes.len() as u64,
+        },
+        CollectionOp::ListRotate { .. } => match &applied.result {
+            CollectionResult::Value(Some(item)) => {
+                CollectionChange::ListRotate { item: item.clone() }
+            }
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+fn apply_op(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
     let kind = op.kind();
     let key = op.key();
     let none = |result| Applied {
         result,
         writes: Vec::new(),
+        change: None,
     };
     Ok(match op {
         CollectionOp::SetAdd { member, .. } => {
@@ -28,6 +84,7 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
                 none(CollectionResult::Changed(false))
             } else {
                 Applied {
+                    change: None,
                     result: CollectionResult::Changed(true),
                     writes: vec![PhysicalWrite::Put {
                         key: physical,
@@ -40,6 +97,7 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
             let physical = layout::member_key(kind, key, member);
             if state.get(&physical)?.is_some() {
                 Applied {
+                    change: None,
                     result: CollectionResult::Changed(true),
                     writes: vec![PhysicalWrite::Delete { key: physical }],
                 }
@@ -81,6 +139,7 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
             match state.get(&physical)? {
                 Some(old) if old == *value => none(CollectionResult::Changed(false)),
                 old => Applied {
+                    change: None,
                     result: CollectionResult::Changed(old.is_none()),
                     writes: vec![PhysicalWrite::Put {
                         key: physical,
@@ -106,6 +165,7 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
                 .map(|(physical, _)| PhysicalWrite::Delete { key: physical })
                 .collect();
             Applied {
+                change: None,
                 result: CollectionResult::Count(writes.len() as u64),
                 writes,
             }
@@ -182,6 +242,7 @@ fn list_push(key: &[u8], value: &[u8], state: &impl OrderedState) -> Result<Appl
     };
     let len = state.count(&range.start, &range.end)? + 1;
     Ok(Applied {
+        change: None,
         result: CollectionResult::Count(len),
         writes: vec![PhysicalWrite::Put {
             key: layout::list_item_key(key, position),
@@ -194,6 +255,7 @@ fn list_rotate(key: &[u8], state: &impl OrderedState) -> Result<Applied> {
     let range = members_range(CollectionKind::List, key);
     let Some((head_key, head)) = state.scan(&range.start, &range.end, Some(1))?.pop() else {
         return Ok(Applied {
+            change: None,
             result: CollectionResult::Value(None),
             writes: Vec::new(),
         });
@@ -204,12 +266,14 @@ fn list_rotate(key: &[u8], state: &impl OrderedState) -> Result<Applied> {
     if tail_key == head_key {
         // A one-item list is its own rotation: nothing to write.
         return Ok(Applied {
+            change: None,
             result: CollectionResult::Value(Some(head)),
             writes: Vec::new(),
         });
     }
     let new_position = next_position(position(&range.start, &tail_key)?)?;
     Ok(Applied {
+        change: None,
         result: CollectionResult::Value(Some(head.clone())),
         writes: vec![
             PhysicalWrite::Delete { key: head_key },

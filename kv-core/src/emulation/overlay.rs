@@ -3,8 +3,10 @@
 
 use super::{
     DeletedCollections, OrderedState, PhysicalRange, PhysicalWrite, apply, delete_collections,
+    members_range,
 };
-use crate::collections::{CollectionOp, CollectionResult};
+use crate::changes::{CollectionChange, CollectionEvent};
+use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
 use crate::error::Result;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -33,6 +35,8 @@ pub struct Overlay<'a, S> {
     base: &'a S,
     /// Pending state per physical key: `Some(value)` written, `None` deleted.
     pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// The collection changes so far, in op order.
+    changes: Vec<CollectionEvent>,
 }
 
 impl<'a, S: OrderedState> Overlay<'a, S> {
@@ -41,6 +45,7 @@ impl<'a, S: OrderedState> Overlay<'a, S> {
         Overlay {
             base,
             pending: BTreeMap::new(),
+            changes: Vec::new(),
         }
     }
 
@@ -51,6 +56,13 @@ impl<'a, S: OrderedState> Overlay<'a, S> {
     pub fn apply(&mut self, op: &CollectionOp) -> Result<CollectionResult> {
         let applied = apply(op, self)?;
         self.record(applied.writes);
+        if let Some(change) = applied.change {
+            self.changes.push(CollectionEvent {
+                key: op.key().to_vec(),
+                kind: op.kind(),
+                change,
+            });
+        }
         Ok(applied.result)
     }
 
@@ -63,10 +75,62 @@ impl<'a, S: OrderedState> Overlay<'a, S> {
     pub fn delete_collections(&mut self, ranges: &[PhysicalRange]) -> Result<u64> {
         let DeletedCollections {
             collections,
+            removed,
             writes,
         } = delete_collections(self, ranges)?;
         self.record(writes);
+        self.changes
+            .extend(removed.into_iter().map(|(kind, key)| CollectionEvent {
+                key,
+                kind,
+                change: CollectionChange::Deleted,
+            }));
         Ok(collections)
+    }
+
+    /// The collection events of the ops applied so far, as a watch reports them (see
+    /// [`changes`](crate::changes)): grouped by collection in the order each was first
+    /// changed, each collection's in op order; a collection the ops leave empty reports one
+    /// `Deleted` (nothing when it was empty before too); a collection deleted and written
+    /// again reports `Deleted` and the writes after it.
+    ///
+    /// # Errors
+    /// Read errors of the base.
+    pub fn collection_events(&self) -> crate::Result<Vec<CollectionEvent>> {
+        let mut order: Vec<(CollectionKind, &[u8])> = Vec::new();
+        let mut groups: BTreeMap<(CollectionKind, &[u8]), Vec<&CollectionEvent>> = BTreeMap::new();
+        for event in &self.changes {
+            let id = (event.kind, event.key.as_slice());
+            let group = groups.entry(id).or_default();
+            if group.is_empty() {
+                order.push(id);
+            }
+            if event.change == CollectionChange::Deleted {
+                group.clear();
+            }
+            group.push(event);
+        }
+        let mut out = Vec::with_capacity(self.changes.len());
+        for id in order {
+            let group = &groups[&id];
+            let range = members_range(id.0, id.1);
+            if self.scan(&range.start, &range.end, Some(1))?.is_empty() {
+                let existed = !self
+                    .base
+                    .scan(&range.start, &range.end, Some(1))?
+                    .is_empty();
+                if existed {
+                    out.push(CollectionEvent {
+                        key: id.1.to_vec(),
+                        kind: id.0,
+                        change: CollectionChange::Deleted,
+                    });
+                }
+            } else {
+                out.extend(group.iter().map(|e| (*e).clone()));
+            }
+        }
+        Ok(out)
     }
 
     /// Records physical writes as pending.

@@ -34,6 +34,7 @@ impl Touched {
                 if in_read(key) && !at.contains_key(key) {
                     let prev = match event {
                         Event::Put { prev, .. } | Event::Delete { prev, .. } => prev.clone(),
+                        Event::Collection(_) => continue,
                     };
                     at.insert(key.to_vec(), prev);
                 }

@@ -190,9 +190,7 @@ impl Store for MemStore {
         opts.range.validate()?;
         let mut state = self.shared.state()?;
         let current = state.revision;
-        state
-            .history
-            .watch(opts.range, opts.start_revision, opts.prev, current)
+        state.history.watch(&opts, current)
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {

@@ -91,6 +91,7 @@ impl State {
                     (&entry.key, prev.as_ref().and_then(|p| p.lease), entry.lease)
                 }
                 Event::Delete { key, prev } => (key, prev.as_ref().and_then(|p| p.lease), None),
+                Event::Collection(_) => continue,
             };
             if prev_lease != new_lease {
                 if let Some(lease) = prev_lease {

@@ -120,6 +120,16 @@ impl State {
                 }
             }
         }
+        let collection_events = match overlay.collection_events() {
+            Ok(events) => events,
+            Err(err) => {
+                staged.rollback(kv);
+                return Err(err);
+            }
+        };
+        staged
+            .events
+            .extend(collection_events.into_iter().map(Event::Collection));
         let writes = overlay.into_writes();
         let revision = self.commit(staged.events, writes);
         Ok(TxnResponse {

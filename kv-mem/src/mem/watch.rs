@@ -1,6 +1,6 @@
 //! Watches: the bounded event history, watcher registration, delivery and compaction.
 
-use kv_core::{Error, ErrorKind, Event, KeyRange, Result, WatchBatch, WatchStream};
+use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -20,9 +20,8 @@ struct Change {
 /// memory until the stream is polled, and the watcher is dropped once its stream is.
 #[derive(Debug)]
 struct Watcher {
-    range: KeyRange,
+    opts: WatchOptions,
     start: i64,
-    prev: bool,
     tx: mpsc::UnboundedSender<Result<WatchBatch>>,
 }
 
@@ -35,8 +34,8 @@ impl Watcher {
         let events: Vec<Event> = change
             .events
             .iter()
-            .filter(|e| self.range.contains(e.key()))
-            .map(|e| self.shape(e))
+            .filter(|e| self.opts.covers(e))
+            .map(|e| self.opts.shape(e))
             .collect();
         if events.is_empty() {
             return !self.tx.is_closed();
@@ -47,22 +46,6 @@ impl Watcher {
                 events,
             }))
             .is_ok()
-    }
-
-    fn shape(&self, event: &Event) -> Event {
-        if self.prev {
-            return event.clone();
-        }
-        match event {
-            Event::Put { entry, .. } => Event::Put {
-                entry: entry.clone(),
-                prev: None,
-            },
-            Event::Delete { key, .. } => Event::Delete {
-                key: key.clone(),
-                prev: None,
-            },
-        }
     }
 }
 
@@ -130,17 +113,11 @@ impl History {
         self.trim(revision);
     }
 
-    /// Registers a watcher of `range` from `start` (`None`: after `current`), first replaying
-    /// the retained changes it covers. Called under the store's lock, so no change can fall
-    /// between the replay and the live events.
-    pub(crate) fn watch(
-        &mut self,
-        range: KeyRange,
-        start: Option<i64>,
-        prev: bool,
-        current: i64,
-    ) -> Result<WatchStream> {
-        let start = start.unwrap_or(current + 1);
+    /// Registers a watcher of `opts` (from after `current` without a start revision), first
+    /// replaying the retained changes it covers. Called under the store's lock, so no change
+    /// can fall between the replay and the live events.
+    pub(crate) fn watch(&mut self, opts: &WatchOptions, current: i64) -> Result<WatchStream> {
+        let start = opts.start_revision.unwrap_or(current + 1);
         if start < 1 {
             return Err(Error::invalid_argument(
                 "a watch start revision must be at least 1",
@@ -152,9 +129,8 @@ impl History {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let watcher = Watcher {
-            range,
+            opts: opts.clone(),
             start,
-            prev,
             tx,
         };
         for change in self.changes.iter().filter(|c| c.revision >= start) {
@@ -218,9 +194,7 @@ mod tests {
     #[test]
     fn a_dropped_watch_is_unregistered_on_the_next_change() {
         let mut history = History::new(10);
-        let stream = history
-            .watch(KeyRange::Prefix(b"a/".to_vec()), None, false, 1)
-            .unwrap();
+        let stream = history.watch(&WatchOptions::prefix("a/"), 1).unwrap();
         assert_eq!(history.watchers(), 1);
         drop(stream);
         // A change outside the watched range still sweeps the closed watcher.
@@ -237,7 +211,7 @@ mod tests {
         assert_eq!(history.changes.len(), 3);
         assert_eq!(history.retained_from(6), 4);
         let err = history
-            .watch(KeyRange::Key(b"k".to_vec()), Some(3), false, 6)
+            .watch(&WatchOptions::key("k").from_revision(3), 6)
             .err()
             .unwrap();
         assert_eq!(err.compact_revision(), Some(4));

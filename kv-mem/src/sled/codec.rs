@@ -6,7 +6,8 @@
 //! - leases: `L` id → [`LeaseRecord`]; `K` id key → empty (the key is attached to the lease).
 //! - meta: [`FORMAT_KEY`], [`COMPACT_KEY`], [`LEASE_SEQ_KEY`] → 8 bytes big-endian.
 
-use kv_core::{Entry, Error, ErrorKind, Event, LeaseId, Result};
+use kv_core::changes::{decode_changes, encode_changes};
+use kv_core::{CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId, Result};
 
 /// The layout version this build reads and writes.
 pub(crate) const FORMAT_VERSION: u64 = 1;
@@ -105,6 +106,12 @@ pub(crate) fn encode_events(events: &[Event]) -> Vec<u8> {
                 put_bytes(&mut out, key);
                 put_opt_entry(&mut out, prev.as_ref());
             }
+            Event::Collection(c) => {
+                out.push(b'C');
+                put_bytes(&mut out, &c.key);
+                out.push(c.kind.tag());
+                put_bytes(&mut out, &encode_changes(std::slice::from_ref(&c.change)));
+            }
         }
     }
     out
@@ -129,6 +136,19 @@ pub(crate) fn decode_events(bytes: &[u8]) -> Result<Vec<Event>> {
             b'D' => {
                 let prev = r.opt_entry(&key)?;
                 Event::Delete { key, prev }
+            }
+            b'C' => {
+                let tag = r.take(1)?[0];
+                let kind = CollectionKind::ALL
+                    .into_iter()
+                    .find(|k| k.tag() == tag)
+                    .ok_or_else(|| corrupted(format!("unknown collection kind {tag:#x}")))?;
+                let mut changes = decode_changes(r.bytes()?)?;
+                if changes.len() != 1 {
+                    return Err(corrupted("a collection event without exactly one change"));
+                }
+                let change = changes.remove(0);
+                Event::Collection(CollectionEvent { key, kind, change })
             }
             other => return Err(corrupted(format!("unknown event tag {other:#x}"))),
         });

@@ -88,9 +88,15 @@ pub(crate) fn run(
     let Planner {
         overlay,
         mut plan,
-        events,
+        mut events,
         ..
     } = planner;
+    events.extend(
+        overlay
+            .collection_events()?
+            .into_iter()
+            .map(Event::Collection),
+    );
     let revision = if overlay.is_empty() {
         inner.revision()
     } else {

@@ -7,7 +7,7 @@ use super::codec::{COMPACT_KEY, be, decode_events, read_be};
 use super::error::map_sled;
 use super::inner::{Inner, Plan};
 use futures::StreamExt;
-use kv_core::{Error, ErrorKind, Event, KeyRange, Result, WatchBatch, WatchOptions, WatchStream};
+use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -29,8 +29,7 @@ pub(crate) fn watch(inner: &Arc<Inner>, opts: WatchOptions) -> Result<WatchStrea
     let state = Cursor {
         inner: Arc::downgrade(inner),
         published: inner.published.subscribe(),
-        range: opts.range,
-        prev: opts.prev,
+        opts,
         next,
         ready: VecDeque::new(),
         done: false,
@@ -41,8 +40,7 @@ pub(crate) fn watch(inner: &Arc<Inner>, opts: WatchOptions) -> Result<WatchStrea
 struct Cursor {
     inner: Weak<Inner>,
     published: watch::Receiver<i64>,
-    range: KeyRange,
-    prev: bool,
+    opts: WatchOptions,
     /// The first revision not yet read from the log.
     next: i64,
     ready: VecDeque<WatchBatch>,
@@ -109,8 +107,8 @@ impl Cursor {
             }
             let events: Vec<Event> = decode_events(&record)?
                 .into_iter()
-                .filter(|e| self.range.contains(e.key()))
-                .map(|e| self.strip(e))
+                .filter(|e| self.opts.covers(e))
+                .map(|e| self.opts.shape(&e))
                 .collect();
             if !events.is_empty() {
                 self.ready.push_back(WatchBatch { revision, events });
@@ -118,16 +116,6 @@ impl Cursor {
             self.next = revision + 1;
         }
         Ok(())
-    }
-
-    fn strip(&self, event: Event) -> Event {
-        if self.prev {
-            return event;
-        }
-        match event {
-            Event::Put { entry, .. } => Event::Put { entry, prev: None },
-            Event::Delete { key, .. } => Event::Delete { key, prev: None },
-        }
     }
 }
 

@@ -176,6 +176,57 @@ local function put_plain(key, value, lease, old, rev)
 end
 
 local COLLECTION = { set = true, hash = true, list = true }
+local COLLECTION_TAG = { set = 's', hash = 'm', list = 'l' }
+local TYPE_OF_TAG = { s = 'set', m = 'hash', l = 'list' }
+
+-- The collection changes of the revision being written, per collection: `corder` lists
+-- each collection once ({ id, key, tag }) in the order it was first touched, `cgroups[id]`
+-- its changes ({ code, a1, a2, a3 }), `cexisted[id]` whether it existed before. `commit`
+-- logs them after the plain events, each as a 'c' event whose five strings are the key, the
+-- kind tag and change code, and up to three arguments:
+--   sa member | sr member | mp field value | mP field value prev | md field prev
+--   ll item | lx item count | lo item | sD, mD, lD (deleted)
+-- A collection the revision leaves empty logs one D (nothing when it did not exist before).
+local corder, cgroups, cexisted = {}, {}, {}
+
+-- Notes that the collection of `tag` at `key` is about to be written (call it before the
+-- write, so that whether it existed is known).
+local function ctouch(key, tag)
+  local id = tag .. key
+  if cgroups[id] == nil then
+    cgroups[id] = {}
+    corder[#corder + 1] = { id, key, tag }
+    cexisted[id] = redis.call('TYPE', key)['ok'] == TYPE_OF_TAG[tag]
+  end
+  return id
+end
+
+-- Records a change of the collection (touched before the write).
+local function cchange(key, tag, code, a1, a2, a3)
+  local id = ctouch(key, tag)
+  if code == 'D' then
+    cgroups[id] = {}
+  end
+  local g = cgroups[id]
+  g[#g + 1] = { code, a1 or '', a2 or '', a3 or '' }
+end
+
+-- Moves the collection changes into the revision's events.
+local function flush_collections()
+  for _, c in ipairs(corder) do
+    local id, key, tag = c[1], c[2], c[3]
+    if redis.call('TYPE', key)['ok'] ~= TYPE_OF_TAG[tag] then
+      if cexisted[id] then
+        push_event('c', key, tag .. 'D', '', '', '')
+      end
+    else
+      for _, e in ipairs(cgroups[id]) do
+        push_event('c', key, tag .. e[1], e[2], e[3], e[4])
+      end
+    end
+  end
+  corder, cgroups, cexisted = {}, {}, {}
+end
 
 -- Deletes the plain key or the collection at `key`, whoever wrote the collection; returns 1
 -- if there was one, else 0. A foreign string must have been adopted first.
@@ -186,8 +237,11 @@ local function delete_key(key)
     return 1
   end
   redis.call('ZREM', K_CIDX, key)
-  if COLLECTION[redis.call('TYPE', key)['ok']] then
+  local t = redis.call('TYPE', key)['ok']
+  if COLLECTION[t] then
+    ctouch(key, COLLECTION_TAG[t])
     redis.call('DEL', key)
+    cchange(key, COLLECTION_TAG[t], 'D')
     return 1
   end
   return 0
@@ -207,6 +261,7 @@ end
 
 -- Sets the store revision to `rev` and writes its log entry.
 local function commit(rev)
+  flush_collections()
   redis.call('SET', K_REV, rev)
   append_log(rev)
 end

@@ -249,11 +249,19 @@ for i, op in ipairs(ops) do
       r = r + delete_key(k)
     end
   elseif code == 'sa' then
+    ctouch(key, 's')
     r = redis.call('SADD', key, op[2])
-    if r > 0 then track(key) end
+    if r > 0 then
+      track(key)
+      cchange(key, 's', 'a', op[2])
+    end
   elseif code == 'sr' then
+    ctouch(key, 's')
     r = redis.call('SREM', key, op[2])
-    if r > 0 then untrack_if_empty(key) end
+    if r > 0 then
+      untrack_if_empty(key)
+      cchange(key, 's', 'r', op[2])
+    end
   elseif code == 'sc' then
     r = redis.call('SISMEMBER', key, op[2])
   elseif code == 'sm' then
@@ -265,7 +273,9 @@ for i, op in ipairs(ops) do
     if old == op[3] then
       r = 0
     else
+      ctouch(key, 'm')
       redis.call('HSET', key, op[2], op[3])
+      cchange(key, 'm', old and 'P' or 'p', op[2], op[3], old)
       track(key)
       r = old and 0 or 1
       changed = true
@@ -273,26 +283,46 @@ for i, op in ipairs(ops) do
   elseif code == 'mg' then
     r = redis.call('HGET', key, op[2])
   elseif code == 'md' then
-    r = redis.call('HDEL', key, op[2])
-    if r > 0 then untrack_if_empty(key) end
+    local old = redis.call('HGET', key, op[2])
+    r = 0
+    if old then
+      ctouch(key, 'm')
+      r = redis.call('HDEL', key, op[2])
+      cchange(key, 'm', 'd', op[2], old)
+      untrack_if_empty(key)
+    end
   elseif code == 'ma' then
     r = redis.call('HGETALL', key)
   elseif code == 'lp' then
+    ctouch(key, 'l')
     r = redis.call('RPUSH', key, op[2])
+    cchange(key, 'l', 'l', op[2])
     track(key)
   elseif code == 'lr' then
+    ctouch(key, 'l')
     r = redis.call('LREM', key, 0, op[2])
-    if r > 0 then untrack_if_empty(key) end
+    if r > 0 then
+      untrack_if_empty(key)
+      cchange(key, 'l', 'x', op[2], tostring(r))
+    end
   elseif code == 'lg' then
     r = redis.call('LRANGE', key, op[2], op[3])
   elseif code == 'lo' then
-    r = redis.call('LMOVE', key, key, 'LEFT', 'RIGHT')
+    -- A one-item list is its own rotation: no change.
+    if redis.call('LLEN', key) > 1 then
+      ctouch(key, 'l')
+      r = redis.call('LMOVE', key, key, 'LEFT', 'RIGHT')
+      cchange(key, 'l', 'o', r)
+      changed = true
+    else
+      r = redis.call('LINDEX', key, 0)
+    end
   elseif code == 'll' then
     r = redis.call('LLEN', key)
   end
   if (code == 'd' or code == 'D' or code == 'sa' or code == 'sr' or code == 'md' or code == 'lr') and r > 0 then
     changed = true
-  elseif code == 'lp' or (code == 'lo' and r) then
+  elseif code == 'lp' then
     changed = true
   end
   results[i] = r

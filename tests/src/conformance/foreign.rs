@@ -122,6 +122,7 @@ fn describe(root: &[u8], event: &Event) -> String {
             entry.version
         ),
         Event::Delete { key, .. } => format!("delete {}", rel(root, key)),
+        Event::Collection(c) => format!("{:?} {} {:?}", c.kind, rel(root, &c.key), c.change),
     }
 }
 

@@ -25,6 +25,7 @@ pub mod bad_input;
 pub mod capabilities;
 pub mod collection_compares;
 pub mod collection_ranges;
+pub mod collection_watch;
 pub mod collections;
 pub mod foreign;
 pub mod leases;
@@ -119,6 +120,11 @@ macro_rules! conformance_suite {
             collection_compares::collection_compares_pick_the_branch,
             collection_compares::collection_compares_guard_concurrent_writers,
             collection_ranges::range_lists_collections,
+            collection_watch::collection_events_report_each_change,
+            collection_watch::collection_events_share_the_txn_batch,
+            collection_watch::emptied_and_deleted_collections_report_deleted,
+            collection_watch::collection_events_are_opt_in_and_isolated,
+            collection_watch::collection_events_replay_exactly,
             collections::set_operations,
             collections::set_scan_pages_cover_the_set,
             collections::map_operations,

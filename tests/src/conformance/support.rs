@@ -105,6 +105,7 @@ pub(crate) fn describe(root: &[u8], event: &Event) -> String {
             kv_core::escape_bytes(&entry.value)
         ),
         Event::Delete { key, .. } => format!("delete {}", rel(root, key)),
+        Event::Collection(c) => format!("{:?} {} {:?}", c.kind, rel(root, &c.key), c.change),
     }
 }
 

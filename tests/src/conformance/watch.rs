@@ -278,6 +278,7 @@ pub async fn watch_interval(store: Arc<dyn Store>) {
         range,
         start_revision: None,
         prev: false,
+        collections: false,
     };
     let mut watch = store.watch(opts).await.unwrap();
     let resp = store

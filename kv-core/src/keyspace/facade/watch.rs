@@ -114,6 +114,10 @@ fn typed_event<K, V>(
             })
         }),
         Event::Delete { key, .. } => parse(key).map(|key| TypedEvent::Delete { key }),
+        Event::Collection(_) => Err(crate::Error::new(
+            crate::ErrorKind::WrongType,
+            "a collection event on a typed watch of plain keys",
+        )),
     };
     typed.unwrap_or_else(|error| TypedEvent::Unreadable {
         event: Box::new(event),

@@ -1,0 +1,718 @@
+//! Watches that report collection changes: one event per member change in the batch of its
+//! transaction, `Deleted` for a collection left empty, opt-in and isolated by range,
+//! resumable, and exact enough to replay every collection from an earlier read.
+
+use super::support::{key, next_batch, put, rel, root};
+use kv_core::{
+    CollectionChange as Change, CollectionKind as Kind, CollectionOp as Op, CollectionResult,
+    CollectionValue, Event, Store, Txn, TxnOp, WatchBatch, WatchOptions, WatchStream,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+fn b(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+
+async fn run(store: &dyn Store, op: Op) -> CollectionResult {
+    store
+        .collection(op.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{op:?}: {e}"))
+}
+
+async fn watch(store: &dyn Store, root: &[u8]) -> WatchStream {
+    store
+        .watch(WatchOptions::prefix(root).with_collections())
+        .await
+        .expect("watch")
+}
+
+/// The collection events of a batch as `(relative key, kind, change)`.
+fn changes(root: &[u8], batch: &WatchBatch) -> Vec<(String, Kind, Change)> {
+    batch
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Collection(c) => Some((rel(root, &c.key), c.kind, c.change.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The next batch, which must hold exactly one collection event.
+async fn one(stream: &mut WatchStream, root: &[u8]) -> (String, Kind, Change) {
+    let batch = next_batch(stream).await;
+    let mut all = changes(root, &batch);
+    assert_eq!(all.len(), 1, "expected one collection event: {batch:?}");
+    assert_eq!(batch.events.len(), 1, "{batch:?}");
+    all.remove(0)
+}
+
+/// Puts a plain marker and checks that it is the next batch: nothing came before it.
+async fn marker(store: &dyn Store, stream: &mut WatchStream, root: &[u8], name: &str) {
+    let rev = put(store, &key(root, name), "m").await;
+    let batch = next_batch(stream).await;
+    assert_eq!(
+        batch.revision, rev,
+        "an unexpected batch before {name}: {batch:?}"
+    );
+    assert!(
+        matches!(&batch.events[..], [Event::Put { entry, .. }] if entry.key == key(root, name)),
+        "{batch:?}"
+    );
+}
+
+/// Every kind of change is reported once, at the revision of its write, with what a replay
+/// needs; a write that changes nothing is not reported.
+pub async fn collection_events_report_each_change(store: Arc<dyn Store>) {
+    let root = root();
+    let st = &*store;
+    let mut w = watch(st, &root).await;
+    let (s, m, l) = (key(&root, "s"), key(&root, "m"), key(&root, "l"));
+
+    run(
+        st,
+        Op::SetAdd {
+            key: s.clone(),
+            member: b("a"),
+        },
+    )
+    .await;
+    assert_eq!(
+        one(&mut w, &root).await,
+        ("s".into(), Kind::Set, Change::SetAdd { member: b("a") })
+    );
+    run(
+        st,
+        Op::SetAdd {
+            key: s.clone(),
+            member: b("b"),
+        },
+    )
+    .await;
+    assert_eq!(
+        one(&mut w, &root).await.2,
+        Change::SetAdd { member: b("b") }
+    );
+    // Already there: no change, no event.
+    run(
+        st,
+        Op::SetAdd {
+            key: s.clone(),
+            member: b("a"),
+        },
+    )
+    .await;
+    run(
+        st,
+        Op::SetRemove {
+            key: s.clone(),
+            member: b("zz"),
+        },
+    )
+    .await;
+    marker(st, &mut w, &root, "mark1").await;
+    run(
+        st,
+        Op::SetRemove {
+            key: s.clone(),
+            member: b("a"),
+        },
+    )
+    .await;
+    assert_eq!(
+        one(&mut w, &root).await.2,
+        Change::SetRemove { member: b("a") }
+    );
+
+    run(
+        st,
+        Op::MapPut {
+            key: m.clone(),
+            field: b("f"),
+            value: b("1"),
+        },
+    )
+    .await;
+    assert_eq!(
+        one(&mut w, &root).await,
+        (
+            "m".into(),
+            Kind::Map,
+            Change::MapPut {
+                field: b("f"),
+                value: b("1"),
+                prev: None
+            }
+        )
+    );
+    run(
+        st,
+        Op::MapPut {
+            key: m.clone(),
+            field: b("g"),
+            value: b("x"),
+        },
+    )
+    .await;
+    one(&mut w, &root).await;
+    run(
+        st,
+        Op::MapPut {
+            key: m.clone(),
+            field: b("f"),
+            value: b("2"),
+        },
+    )
+    .await;
+    assert_eq!(
+        one(&mut w, &root).await.2,
+        Change::MapPut {
+            field: b("f"),
+            value: b("2"),
+            prev: Some(b("1"))
+        }
+    );
+    // The same value again: no change.
+    run(
+        st,
+        Op::MapPut {
+            key: m.clone(),
+            field: b("f"),
+            value: b("2"),
+        },
+    )
+    .await;
+    run(
+        st,
+        Op::MapDelete {
+            key: m.clone(),
+            field: b("nope"),
+        },
+    )
+    .await;
+    marker(st, &mut w, &root, "mark2").await;
+    run(
+        st,
+        Op::MapDelete {
+            key: m.clone(),
+            field: b("f"),
+        },
+    )
+    .await;
+    assert_eq!(
+        one(&mut w, &root).await.2,
+        Change::MapDelete {
+            field: b("f"),
+            prev: b("2")
+        }
+    );
+
+    for item in ["x", "y", "x"] {
+        run(
+            st,
+            Op::ListPush {
+                key: l.clone(),
+                value: b(item),
+            },
+        )
+        .await;
+        assert_eq!(
+            one(&mut w, &root).await,
+            ("l".into(), Kind::List, Change::ListPush { item: b(item) })
+        );
+    }
+    run(st, Op::ListRotate { key: l.clone() }).await;
+    assert_eq!(
+        one(&mut w, &root).await.2,
+        Change::ListRotate { item: b("x") }
+    );
+    run(
+        st,
+        Op::ListRemove {
+            key: l.clone(),
+            value: b("x"),
+        },
+    )
+    .await;
+    assert_eq!(
+        one(&mut w, &root).await.2,
+        Change::ListRemove {
+            item: b("x"),
+            count: 2
+        }
+    );
+    // Removing what is not there, and rotating a one-item list, change nothing.
+    run(
+        st,
+        Op::ListRemove {
+            key: l.clone(),
+            value: b("x"),
+        },
+    )
+    .await;
+    run(st, Op::ListRotate { key: l.clone() }).await;
+    marker(st, &mut w, &root, "mark3").await;
+}
+
+/// A transaction's plain and collection events come in one batch at its revision: the plain
+/// events first, then each collection's changes in op order.
+pub async fn collection_events_share_the_txn_batch(store: Arc<dyn Store>) {
+    let root = root();
+    let st = &*store;
+    let (s, m, l) = (key(&root, "s"), key(&root, "m"), key(&root, "l"));
+    run(
+        st,
+        Op::ListPush {
+            key: l.clone(),
+            value: b("head"),
+        },
+    )
+    .await;
+    let mut w = watch(st, &root).await;
+    let resp = st
+        .txn(Txn::new().and_then([
+            TxnOp::Collection(Op::SetAdd {
+                key: s.clone(),
+                member: b("a"),
+            }),
+            TxnOp::put(key(&root, "plain"), "v"),
+            TxnOp::Collection(Op::ListPush {
+                key: l.clone(),
+                value: b("x"),
+            }),
+            TxnOp::Collection(Op::MapPut {
+                key: m.clone(),
+                field: b("f"),
+                value: b("v"),
+            }),
+            TxnOp::Collection(Op::ListRotate { key: l.clone() }),
+            TxnOp::Collection(Op::SetAdd {
+                key: s.clone(),
+                member: b("b"),
+            }),
+            TxnOp::Collection(Op::ListPush {
+                key: l.clone(),
+                value: b("y"),
+            }),
+        ]))
+        .await
+        .expect("txn");
+    let batch = next_batch(&mut w).await;
+    assert_eq!(batch.revision, resp.revision);
+    assert!(
+        matches!(&batch.events[0], Event::Put { entry, .. } if entry.key == key(&root, "plain")),
+        "plain events come first: {batch:?}"
+    );
+    assert_eq!(batch.events.len(), 7, "{batch:?}");
+    let all = changes(&root, &batch);
+    let of = |name: &str| -> Vec<Change> {
+        all.iter()
+            .filter(|(k, _, _)| k == name)
+            .map(|(_, _, c)| c.clone())
+            .collect()
+    };
+    assert_eq!(
+        of("s"),
+        vec![
+            Change::SetAdd { member: b("a") },
+            Change::SetAdd { member: b("b") }
+        ]
+    );
+    assert_eq!(
+        of("l"),
+        vec![
+            Change::ListPush { item: b("x") },
+            Change::ListRotate { item: b("head") },
+            Change::ListPush { item: b("y") },
+        ]
+    );
+    assert_eq!(
+        of("m"),
+        vec![Change::MapPut {
+            field: b("f"),
+            value: b("v"),
+            prev: None
+        }]
+    );
+}
+
+/// A collection deleted, by key or by prefix, or emptied member by member, reports one
+/// `Deleted`; deleting what is not there reports nothing; deleted and written again in one
+/// transaction reports `Deleted` then the writes.
+pub async fn emptied_and_deleted_collections_report_deleted(store: Arc<dyn Store>) {
+    let root = root();
+    let st = &*store;
+    let (s, m, l) = (key(&root, "s"), key(&root, "m"), key(&root, "dir/l"));
+    let dir_set = key(&root, "dir/s");
+    for member in ["a", "b"] {
+        run(
+            st,
+            Op::SetAdd {
+                key: s.clone(),
+                member: b(member),
+            },
+        )
+        .await;
+        run(
+            st,
+            Op::SetAdd {
+                key: dir_set.clone(),
+                member: b(member),
+            },
+        )
+        .await;
+    }
+    run(
+        st,
+        Op::MapPut {
+            key: m.clone(),
+            field: b("f"),
+            value: b("v"),
+        },
+    )
+    .await;
+    run(
+        st,
+        Op::ListPush {
+            key: l.clone(),
+            value: b("x"),
+        },
+    )
+    .await;
+    let mut w = watch(st, &root).await;
+
+    // The last two members removed in one transaction.
+    st.txn(Txn::new().and_then([
+        TxnOp::Collection(Op::SetRemove {
+            key: s.clone(),
+            member: b("a"),
+        }),
+        TxnOp::Collection(Op::SetRemove {
+            key: s.clone(),
+            member: b("b"),
+        }),
+    ]))
+    .await
+    .expect("txn");
+    assert_eq!(
+        one(&mut w, &root).await,
+        ("s".into(), Kind::Set, Change::Deleted)
+    );
+
+    // The last field deleted.
+    run(
+        st,
+        Op::MapDelete {
+            key: m.clone(),
+            field: b("f"),
+        },
+    )
+    .await;
+    assert_eq!(
+        one(&mut w, &root).await,
+        ("m".into(), Kind::Map, Change::Deleted)
+    );
+
+    // Gone collections: deleting them again reports nothing.
+    st.delete(&s).await.expect("delete");
+    st.delete(&m).await.expect("delete");
+    marker(st, &mut w, &root, "mark1").await;
+
+    // Deleted by prefix: one Deleted per collection.
+    let deleted = st
+        .delete_prefix(&key(&root, "dir/"))
+        .await
+        .expect("delete_prefix");
+    assert_eq!(deleted, 2);
+    let batch = next_batch(&mut w).await;
+    let mut got = changes(&root, &batch);
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        got,
+        vec![
+            ("dir/l".into(), Kind::List, Change::Deleted),
+            ("dir/s".into(), Kind::Set, Change::Deleted),
+        ]
+    );
+
+    // Deleted and written again in one transaction.
+    run(
+        st,
+        Op::SetAdd {
+            key: s.clone(),
+            member: b("old"),
+        },
+    )
+    .await;
+    one(&mut w, &root).await;
+    st.txn(Txn::new().and_then([
+        TxnOp::delete(s.clone()),
+        TxnOp::Collection(Op::SetAdd {
+            key: s.clone(),
+            member: b("new"),
+        }),
+    ]))
+    .await
+    .expect("txn");
+    let batch = next_batch(&mut w).await;
+    assert_eq!(
+        changes(&root, &batch),
+        vec![
+            ("s".into(), Kind::Set, Change::Deleted),
+            ("s".into(), Kind::Set, Change::SetAdd { member: b("new") }),
+        ]
+    );
+    // Deleted whole by key.
+    st.delete(&s).await.expect("delete");
+    assert_eq!(
+        one(&mut w, &root).await,
+        ("s".into(), Kind::Set, Change::Deleted)
+    );
+}
+
+/// Collection events are opt-in, and only for collections whose key is in the range.
+pub async fn collection_events_are_opt_in_and_isolated(store: Arc<dyn Store>) {
+    let root = root();
+    let st = &*store;
+    let dir = key(&root, "dir/");
+    let mut plain_only = st.watch(WatchOptions::prefix(&dir)).await.expect("watch");
+    let mut with = st
+        .watch(WatchOptions::prefix(&dir).with_collections())
+        .await
+        .expect("watch");
+    let mut one_key = st
+        .watch(WatchOptions::key(key(&root, "dir/s")).with_collections())
+        .await
+        .expect("watch");
+    // Outside the prefix, sharing its bytes; and a sibling of the watched key.
+    run(
+        st,
+        Op::SetAdd {
+            key: key(&root, "dir"),
+            member: b("x"),
+        },
+    )
+    .await;
+    run(
+        st,
+        Op::SetAdd {
+            key: key(&root, "dirx/s"),
+            member: b("x"),
+        },
+    )
+    .await;
+    run(
+        st,
+        Op::SetAdd {
+            key: key(&root, "dir/s2"),
+            member: b("x"),
+        },
+    )
+    .await;
+    run(
+        st,
+        Op::SetAdd {
+            key: key(&root, "dir/s"),
+            member: b("x"),
+        },
+    )
+    .await;
+    let rev = put(st, &key(&root, "dir/plain"), "v").await;
+
+    let batch = next_batch(&mut plain_only).await;
+    assert_eq!(
+        batch.revision, rev,
+        "a plain watch sees plain keys only: {batch:?}"
+    );
+
+    let got: Vec<String> = [next_batch(&mut with).await, next_batch(&mut with).await]
+        .iter()
+        .flat_map(|b| b.events.iter().map(|e| rel(&root, e.key())))
+        .collect();
+    assert_eq!(got, vec!["dir/s2".to_string(), "dir/s".into()]);
+    let batch = next_batch(&mut with).await;
+    assert_eq!(batch.revision, rev);
+
+    assert_eq!(
+        one(&mut one_key, &root).await,
+        ("dir/s".into(), Kind::Set, Change::SetAdd { member: b("x") })
+    );
+}
+
+/// The contents of the collections under `root`, read now.
+async fn contents(
+    store: &dyn Store,
+    keys: &[(Vec<u8>, Kind)],
+) -> BTreeMap<Vec<u8>, CollectionValue> {
+    let mut out = BTreeMap::new();
+    for (k, kind) in keys {
+        let value = match kind {
+            Kind::Set => match run(store, Op::SetMembers { key: k.clone() }).await {
+                CollectionResult::Members(m) => CollectionValue::Set(m.into_iter().collect()),
+                other => panic!("{other:?}"),
+            },
+            Kind::Map => match run(store, Op::MapGetAll { key: k.clone() }).await {
+                CollectionResult::Fields(f) => CollectionValue::Map(f.into_iter().collect()),
+                other => panic!("{other:?}"),
+            },
+            Kind::List => match run(
+                store,
+                Op::ListRange {
+                    key: k.clone(),
+                    start: 0,
+                    stop: -1,
+                },
+            )
+            .await
+            {
+                CollectionResult::Items(i) => CollectionValue::List(i),
+                other => panic!("{other:?}"),
+            },
+        };
+        out.insert(k.clone(), value);
+    }
+    out
+}
+
+/// A small deterministic generator (the suite must not depend on a random seed per run).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Replaying the events of a watch resumed from a past revision onto the contents read
+/// before gives the contents now, across many transactions of mixed ops (several on one
+/// list in a transaction, duplicates, removals that empty a collection) from two writers.
+pub async fn collection_events_replay_exactly(store: Arc<dyn Store>) {
+    let root = root();
+    let st = &*store;
+    let keys: Vec<(Vec<u8>, Kind)> = vec![
+        (key(&root, "set"), Kind::Set),
+        (key(&root, "map"), Kind::Map),
+        (key(&root, "list"), Kind::List),
+        (key(&root, "list2"), Kind::List),
+    ];
+    run(
+        st,
+        Op::ListPush {
+            key: keys[2].0.clone(),
+            value: b("a"),
+        },
+    )
+    .await;
+    run(
+        st,
+        Op::SetAdd {
+            key: keys[0].0.clone(),
+            member: b("a"),
+        },
+    )
+    .await;
+    let before = contents(st, &keys).await;
+    let start = st.revision().await.expect("revision") + 1;
+
+    let writer = |seed: u64| {
+        let store = store.clone();
+        let keys = keys.clone();
+        async move {
+            let mut rng = Lcg(seed);
+            for _ in 0..30 {
+                let mut ops = Vec::new();
+                let mut touched = BTreeSet::new();
+                for _ in 0..=rng.next(3) {
+                    let item = b(["a", "b", "c"][rng.next(3) as usize]);
+                    let (k, kind) = keys[rng.next(keys.len() as u64) as usize].clone();
+                    let op = match (kind, rng.next(3)) {
+                        (Kind::Set, 0) => Op::SetRemove {
+                            key: k,
+                            member: item,
+                        },
+                        (Kind::Set, _) => Op::SetAdd {
+                            key: k,
+                            member: item,
+                        },
+                        (Kind::Map, 0) => Op::MapDelete {
+                            key: k,
+                            field: item,
+                        },
+                        (Kind::Map, n) => Op::MapPut {
+                            key: k,
+                            field: item,
+                            value: vec![b'0' + n as u8, b'0' + rng.next(10) as u8],
+                        },
+                        (Kind::List, 0) => Op::ListRemove {
+                            key: k,
+                            value: item,
+                        },
+                        (Kind::List, 1) => Op::ListRotate { key: k },
+                        (Kind::List, _) => Op::ListPush {
+                            key: k,
+                            value: item,
+                        },
+                    };
+                    // One write per set member or map field per transaction.
+                    let member = op.member().map(|(_, m)| (op.key().to_vec(), m.to_vec()));
+                    if let Some(member) = member
+                        && !touched.insert(member)
+                    {
+                        continue;
+                    }
+                    ops.push(TxnOp::Collection(op));
+                }
+                store
+                    .txn(Txn::new().and_then(ops))
+                    .await
+                    .expect("a writer's txn");
+            }
+        }
+    };
+    let (a, b_) = tokio::join!(tokio::spawn(writer(1)), tokio::spawn(writer(2)));
+    a.expect("writer");
+    b_.expect("writer");
+    let after = contents(st, &keys).await;
+    // The end of this case's writes (other cases may write to the same server meanwhile).
+    let end = put(st, &key(&root, "end"), "").await;
+
+    let mut w = st
+        .watch(
+            WatchOptions::prefix(&root)
+                .with_collections()
+                .from_revision(start),
+        )
+        .await
+        .expect("watch");
+    let mut replay = before.clone();
+    let mut last = start - 1;
+    while last < end {
+        let batch = next_batch(&mut w).await;
+        assert!(batch.revision > last, "revisions increase: {batch:?}");
+        last = batch.revision;
+        for event in &batch.events {
+            let Event::Collection(c) = event else {
+                assert_eq!(
+                    event.key(),
+                    key(&root, "end"),
+                    "only collections were written"
+                );
+                continue;
+            };
+            let value = replay
+                .get_mut(&c.key)
+                .unwrap_or_else(|| panic!("an event for an unknown key: {c:?}"));
+            assert_eq!(Some(c.kind), Some(value.kind()));
+            value.apply(&c.change).unwrap_or_else(|e| {
+                panic!("revision {}: {c:?} does not replay: {e}", batch.revision)
+            });
+        }
+    }
+    assert_eq!(replay, after, "the replay differs from the store");
+}
