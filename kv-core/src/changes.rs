@@ -17,7 +17,9 @@
 //! The events are enough to replay a collection exactly: start from its contents at revision
 //! R (a read at R, or empty), apply every change of the revisions after R in order with
 //! [`CollectionValue::apply`], and the result is the collection's contents at the last
-//! revision applied.
+//! revision applied. A consistent start on every backend is a read-only transaction of
+//! collection reads (`SetMembers`, `MapGetAll`, `ListRange`): its response's revision is the
+//! revision R it read at, and a watch from R + 1 continues exactly where it left off.
 //!
 //! ```
 //! use futures::StreamExt;

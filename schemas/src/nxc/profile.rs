@@ -3,8 +3,8 @@
 use super::keys::ProfileMapKey;
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{NewProfile, validate_params};
-use kv_core::keyspace::{Key, TypedStore};
-use kv_core::{Compare, CompareOp, Error, ErrorKind, Result, Txn, TxnOp};
+use kv_core::keyspace::TypedStore;
+use kv_core::{Error, ErrorKind, Result};
 
 /// Creates (or replaces) a profile in one transaction, one round trip: the instance HASH
 /// (previous fields dropped), the profile id added to the realm's map, and the default
@@ -82,25 +82,20 @@ pub async fn delete_profile(
     profile: &ProfileId,
 ) -> Result<bool> {
     let map = ProfileMapKey::new(realm, provider);
-    let marker = map.default_marker().encode();
-    let instance = map.instance(profile).encode();
-    let remove = || {
-        [
-            TxnOp::Collection(kv_core::CollectionOp::SetRemove {
-                key: map.encode().into_bytes(),
-                member: profile.as_str().as_bytes().to_vec(),
-            }),
-            TxnOp::delete(&instance),
-        ]
-    };
-    // The marker's value is the profile id's encoding (`SegmentCodec`).
-    let txn = Txn::new()
-        .when([Compare::value(&marker, CompareOp::Equal, profile.as_str())])
-        .and_then(remove().into_iter().chain([TxnOp::delete(&marker)]))
-        .or_else(remove());
-    let response = typed.store().txn(txn).await?;
+    let set = typed.set_at(&map);
+    let instance = map.instance(profile);
+    let marker = map.default_marker();
+    let mut txn = typed.txn();
+    txn.when_value_equals(&marker, profile)
+        .set_remove(&set, profile)
+        .delete(&instance)
+        .delete(&marker)
+        .or_else()
+        .set_remove(&set, profile)
+        .delete(&instance);
+    let outcome = txn.commit().await?;
     Ok(matches!(
-        response.results.first(),
+        outcome.results().first(),
         Some(kv_core::OpResult::Collection(
             kv_core::CollectionResult::Changed(true)
         ))

@@ -60,6 +60,9 @@ pub struct TypedTxn {
     store: Arc<dyn Store>,
     txn: Txn,
     error: Option<Error>,
+    /// The branch that writes and reads go to: the success branch until
+    /// [`or_else`](TypedTxn::or_else).
+    writing: Branch,
 }
 
 /// A read recorded in a [`TypedTxn`], redeemed with [`TxnOutcome::read`].
@@ -95,6 +98,7 @@ impl TypedStore {
             store: Arc::clone(&self.store),
             txn: Txn::new(),
             error: None,
+            writing: Branch::Success,
         }
     }
 }
@@ -121,6 +125,46 @@ impl TypedTxn {
     /// Keeps the first error; [`commit`](Self::commit) returns it and sends nothing.
     fn fail(&mut self, error: Error) {
         self.error.get_or_insert(error);
+    }
+
+    /// From here on, writes and plain reads go to the failure branch: the ops that run
+    /// instead of the success branch when a compare does not hold. Compares added later still
+    /// apply to the whole transaction.
+    ///
+    /// ```
+    /// use kv_core::keyspace::{Key, Text, TypedStore};
+    ///
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "jobs/{job}/owner", value = Text)]
+    /// struct Owner { job: u64 }
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "jobs/{job}/contended", value = Text)]
+    /// struct Contended { job: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// let claim = |worker: &str| {
+    ///     let mut txn = typed.txn();
+    ///     txn.create(&Owner { job: 7 }, &worker.to_string())
+    ///         .or_else()
+    ///         .put(&Contended { job: 7 }, &worker.to_string());
+    ///     txn
+    /// };
+    /// assert!(claim("w1").commit().await?.succeeded);
+    /// assert!(!claim("w2").commit().await?.succeeded);
+    /// let loser = typed.get(&Contended { job: 7 }).await?;
+    /// assert_eq!(loser.as_deref(), Some("w2"));
+    /// # Ok(()) }
+    /// ```
+    pub fn or_else(&mut self) -> &mut Self {
+        self.writing = Branch::Failure;
+        self
+    }
+
+    /// The branch writes go to now.
+    pub(super) fn writing(&self) -> Branch {
+        self.writing
     }
 
     /// Adds a compare.
@@ -156,7 +200,7 @@ impl TypedTxn {
         let key = key_bytes(key);
         if let Some(bytes) = self.encode(codec, &key, value) {
             self.txn.compares.push(Compare::absent(&key));
-            self.push(Branch::Success, TxnOp::put(key, bytes));
+            self.push(self.writing, TxnOp::put(key, bytes));
         }
         self
     }
@@ -178,7 +222,7 @@ impl TypedTxn {
     ) -> &mut Self {
         let key = key_bytes(key);
         if let Some(bytes) = self.encode(codec, &key, value) {
-            self.push(Branch::Success, TxnOp::put(key, bytes));
+            self.push(self.writing, TxnOp::put(key, bytes));
         }
         self
     }
@@ -206,14 +250,14 @@ impl TypedTxn {
     ) -> &mut Self {
         let key = key_bytes(key);
         if let Some(bytes) = self.encode(codec, &key, value) {
-            self.push(Branch::Success, TxnOp::put_with_lease(key, bytes, lease));
+            self.push(self.writing, TxnOp::put_with_lease(key, bytes, lease));
         }
         self
     }
 
     /// Deletes `key` in the success branch.
     pub fn delete<K: Key>(&mut self, key: &K) -> &mut Self {
-        self.push(Branch::Success, TxnOp::delete(key_bytes(key)));
+        self.push(self.writing, TxnOp::delete(key_bytes(key)));
         self
     }
 
@@ -221,7 +265,7 @@ impl TypedTxn {
     pub fn delete_prefix<P: Prefix>(&mut self, prefix: &P) -> &mut Self {
         match prefix_bytes(prefix) {
             Ok(prefix) => {
-                self.push(Branch::Success, TxnOp::delete_prefix(prefix));
+                self.push(self.writing, TxnOp::delete_prefix(prefix));
             }
             Err(e) => self.fail(e),
         }
@@ -230,7 +274,7 @@ impl TypedTxn {
 
     /// Reads `key` in the success branch; redeem with [`TxnOutcome::read`].
     pub fn get<K: PlainKey>(&mut self, key: &K) -> TxnRead<K> {
-        self.read(Branch::Success, key)
+        self.read(self.writing, key)
     }
 
     /// Reads `key` in the failure branch (to learn why a compare failed); redeem with

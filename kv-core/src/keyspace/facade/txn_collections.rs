@@ -2,7 +2,7 @@
 //! atomically with the transaction's other ops (a value and its index set, for instance).
 
 use super::collections::{ListHandle, MapHandle, SetHandle};
-use super::txn::{Branch, TypedTxn};
+use super::txn::TypedTxn;
 use crate::collections::{CollectionKind, CollectionOp};
 use crate::keyspace::codec::Codec;
 use crate::txn::{Compare, CompareOp, TxnOp};
@@ -33,25 +33,28 @@ impl TypedTxn {
         Some((key, field?, value?))
     }
 
-    /// Adds `member` to the set in the success branch.
+    /// Adds `member` to the set in the branch being written (the success branch until
+    /// [`or_else`](TypedTxn::or_else)).
     pub fn set_add<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
         if let Some((key, member)) = self.set_member(set, member) {
             let op = CollectionOp::SetAdd { key, member };
-            self.push(Branch::Success, TxnOp::Collection(op));
+            self.push(self.writing(), TxnOp::Collection(op));
         }
         self
     }
 
-    /// Removes `member` from the set in the success branch.
+    /// Removes `member` from the set in the branch being written (the success branch until
+    /// [`or_else`](TypedTxn::or_else)).
     pub fn set_remove<C: Codec>(&mut self, set: &SetHandle<C>, member: &C::Value) -> &mut Self {
         if let Some((key, member)) = self.set_member(set, member) {
             let op = CollectionOp::SetRemove { key, member };
-            self.push(Branch::Success, TxnOp::Collection(op));
+            self.push(self.writing(), TxnOp::Collection(op));
         }
         self
     }
 
-    /// Sets a field of the map in the success branch.
+    /// Sets a field of the map in the branch being written (the success branch until
+    /// [`or_else`](TypedTxn::or_else)).
     pub fn map_put<F: Codec, V: Codec>(
         &mut self,
         map: &MapHandle<F, V>,
@@ -60,12 +63,13 @@ impl TypedTxn {
     ) -> &mut Self {
         if let Some((key, field, value)) = self.map_entry(map, field, value) {
             let op = CollectionOp::MapPut { key, field, value };
-            self.push(Branch::Success, TxnOp::Collection(op));
+            self.push(self.writing(), TxnOp::Collection(op));
         }
         self
     }
 
-    /// Deletes a field of the map in the success branch.
+    /// Deletes a field of the map in the branch being written (the success branch until
+    /// [`or_else`](TypedTxn::or_else)).
     pub fn map_delete<F: Codec, V: Codec>(
         &mut self,
         map: &MapHandle<F, V>,
@@ -74,17 +78,18 @@ impl TypedTxn {
         let key = map.key().to_vec();
         if let Some(field) = self.encode(map.field_codec(), &key, field) {
             let op = CollectionOp::MapDelete { key, field };
-            self.push(Branch::Success, TxnOp::Collection(op));
+            self.push(self.writing(), TxnOp::Collection(op));
         }
         self
     }
 
-    /// Appends an item to the list in the success branch.
+    /// Appends an item to the list in the branch being written (the success branch until
+    /// [`or_else`](TypedTxn::or_else)).
     pub fn list_push<C: Codec>(&mut self, list: &ListHandle<C>, item: &C::Value) -> &mut Self {
         let key = list.key().to_vec();
         if let Some(value) = self.encode(list.codec(), &key, item) {
             let op = CollectionOp::ListPush { key, value };
-            self.push(Branch::Success, TxnOp::Collection(op));
+            self.push(self.writing(), TxnOp::Collection(op));
         }
         self
     }

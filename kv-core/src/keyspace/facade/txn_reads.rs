@@ -47,6 +47,7 @@ fn unexpected(key: &[u8], got: CollectionResult) -> Error {
 impl TypedTxn {
     fn collection_read<T>(&mut self, op: CollectionOp, decode: Decoder<T>) -> CollectionRead<T> {
         let key = op.key().to_vec();
+        // Collection reads are redeemed from the success branch's results.
         let index = self.push(Branch::Success, TxnOp::Collection(op));
         CollectionRead { index, key, decode }
     }
@@ -180,12 +181,13 @@ impl TypedTxn {
         )
     }
 
-    /// Removes every item equal to `item` from the list in the success branch.
+    /// Removes every item equal to `item` from the list in the branch being written (the success branch until
+    /// [`or_else`](TypedTxn::or_else)).
     pub fn list_remove<C: Codec>(&mut self, list: &ListHandle<C>, item: &C::Value) -> &mut Self {
         let key = list.key().to_vec();
         if let Some(value) = self.encode(list.codec(), &key, item) {
             let op = CollectionOp::ListRemove { key, value };
-            self.push(Branch::Success, TxnOp::Collection(op));
+            self.push(self.writing(), TxnOp::Collection(op));
         }
         self
     }
