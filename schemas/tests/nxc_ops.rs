@@ -403,6 +403,109 @@ async fn legacy_layout_migrates(store: Arc<dyn Store>) {
     assert_eq!(bad.all().await.unwrap().len(), 2);
 }
 
+/// The map layer's readers (an L1 cache, seed 002 §7.3) follow a realm with one watch: a
+/// profile created shows as its id added to the realm's SET and its fields set in its HASH,
+/// in the batch of the create; a profile deleted as its id removed and its HASH deleted; the
+/// last one deleted as the SET deleted.
+async fn a_watch_follows_profiles_of_a_realm(store: Arc<dyn Store>) {
+    use futures::StreamExt;
+    use kv_core::{CollectionChange, CollectionKind, Event, WatchBatch, WatchOptions};
+    let typed = TypedStore::new(store.clone());
+    let r = realm("watched");
+    let mut watch = store
+        .watch(WatchOptions::prefix(format!("nxc:map:{r}:")).with_collections())
+        .await
+        .unwrap();
+    let mut instances = store
+        .watch(WatchOptions::prefix(format!("nxc:inst:{r}:")).with_collections())
+        .await
+        .unwrap();
+    async fn next(w: &mut kv_core::WatchStream) -> WatchBatch {
+        tokio::time::timeout(std::time::Duration::from_secs(20), w.next())
+            .await
+            .expect("a batch within 20 s")
+            .expect("the watch goes on")
+            .expect("a batch")
+    }
+    let set_changes = |batch: &WatchBatch| -> Vec<CollectionChange> {
+        batch
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Collection(c) if c.kind == CollectionKind::Set => Some(c.change.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let member = |s: &str| CollectionChange::SetAdd {
+        member: s.as_bytes().to_vec(),
+    };
+
+    create(&typed, &r, "app_001", true).await;
+    let batch = next(&mut watch).await;
+    assert_eq!(set_changes(&batch), vec![member("app_001")]);
+    assert!(
+        batch
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Put { entry, .. }
+            if entry.key == format!("nxc:map:{r}:Alipay:default").into_bytes())),
+        "the default marker is in the same batch: {batch:?}"
+    );
+    let fields = next(&mut instances).await;
+    assert_eq!(fields.revision, batch.revision);
+    assert!(
+        fields
+            .events
+            .iter()
+            .all(|e| matches!(e, Event::Collection(c)
+        if c.kind == CollectionKind::Map
+            && matches!(c.change, CollectionChange::MapPut { prev: None, .. })))
+    );
+    assert_eq!(fields.events.len(), 2, "{fields:?}");
+
+    create(&typed, &r, "app_002", false).await;
+    assert_eq!(
+        set_changes(&next(&mut watch).await),
+        vec![member("app_002")]
+    );
+    next(&mut instances).await;
+
+    assert!(
+        delete_profile(&typed, &r, &alipay(), &id("app_002"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        set_changes(&next(&mut watch).await),
+        vec![CollectionChange::SetRemove {
+            member: b"app_002".to_vec()
+        }]
+    );
+    let gone = next(&mut instances).await;
+    assert!(
+        matches!(&gone.events[..], [Event::Collection(c)]
+        if c.change == CollectionChange::Deleted),
+        "{gone:?}"
+    );
+
+    // The last profile: its id leaves an empty SET, which no longer exists.
+    assert!(
+        delete_profile(&typed, &r, &alipay(), &id("app_001"))
+            .await
+            .unwrap()
+    );
+    let batch = next(&mut watch).await;
+    assert_eq!(set_changes(&batch), vec![CollectionChange::Deleted]);
+    assert!(
+        batch
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Delete { .. })),
+        "the marker that named it is deleted in the same batch: {batch:?}"
+    );
+}
+
 kv_tests::on_every_backend!(
     legacy_layout_migrates,
     create_resolve_and_discover,
@@ -413,4 +516,5 @@ kv_tests::on_every_backend!(
     pool_is_encrypted,
     bad_input_writes_nothing,
     example_dataset,
+    a_watch_follows_profiles_of_a_realm,
 );
