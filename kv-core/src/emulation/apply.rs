@@ -5,9 +5,10 @@ use crate::changes::CollectionChange;
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult, layout};
 use crate::error::{Error, ErrorKind, Result};
 
-/// Applies one collection op to `state`: returns its result and the physical writes that make
-/// it so, without writing anything. An op that changes nothing (adding a present member,
-/// rotating an empty list...) returns no writes.
+/// Applies one collection op to `state`: returns its result, the physical writes that make
+/// it so and the change a watch reports, without writing anything. An op that changes
+/// nothing (adding a present member, rotating an empty list...) returns no writes and no
+/// change.
 ///
 /// The op is assumed valid ([`CollectionOp::validate`]); backends validate the whole
 /// transaction first.
@@ -16,60 +17,6 @@ use crate::error::{Error, ErrorKind, Result};
 /// Read errors of `state`; `Corrupted` when a list item's physical key is malformed;
 /// `InvalidArgument` when a list's position space is exhausted.
 pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
-    // A map write reports the field's previous value.
-    let prev = match op {
-        CollectionOp::MapPut { key, field, .. } | CollectionOp::MapDelete { key, field } => {
-            state.get(&layout::member_key(CollectionKind::Map, key, field))?
-        }
-        _ => None,
-    };
-    let mut applied = apply_op(op, state)?;
-    if !applied.writes.is_empty() {
-        applied.change = change_of(op, &applied, prev);
-    }
-    Ok(applied)
-}
-
-/// The change an op that wrote `applied` made.
-fn change_of(
-    op: &CollectionOp,
-    applied: &Applied,
-    prev: Option<Vec<u8>>,
-) -> Option<CollectionChange> {
-    Some(match op {
-        CollectionOp::SetAdd { member, .. } => CollectionChange::SetAdd {
-            member: member.clone(),
-        },
-        CollectionOp::SetRemove { member, .. } => CollectionChange::SetRemove {
-            member: member.clone(),
-        },
-        CollectionOp::MapPut { field, value, .. } => CollectionChange::MapPut {
-            field: field.clone(),
-            value: value.clone(),
-            prev,
-        },
-        CollectionOp::MapDelete { field, .. } => CollectionChange::MapDelete {
-            field: field.clone(),
-            prev: prev?,
-        },
-        CollectionOp::ListPush { value, .. } => CollectionChange::ListPush {
-            item: value.clone(),
-        },
-        CollectionOp::ListRemove { value, .. } => CollectionChange::ListRemove {
-            item: value.clone(),
-            count: applied.writes.len() as u64,
-        },
-        CollectionOp::ListRotate { .. } => match &applied.result {
-            CollectionResult::Value(Some(item)) => {
-                CollectionChange::ListRotate { item: item.clone() }
-            }
-            _ => return None,
-        },
-        _ => return None,
-    })
-}
-
-fn apply_op(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
     let kind = op.kind();
     let key = op.key();
     let none = |result| Applied {
@@ -84,7 +31,9 @@ fn apply_op(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
                 none(CollectionResult::Changed(false))
             } else {
                 Applied {
-                    change: None,
+                    change: Some(CollectionChange::SetAdd {
+                        member: member.clone(),
+                    }),
                     result: CollectionResult::Changed(true),
                     writes: vec![PhysicalWrite::Put {
                         key: physical,
@@ -95,14 +44,21 @@ fn apply_op(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
         }
         CollectionOp::SetRemove { member, .. } | CollectionOp::MapDelete { field: member, .. } => {
             let physical = layout::member_key(kind, key, member);
-            if state.get(&physical)?.is_some() {
-                Applied {
-                    change: None,
+            match state.get(&physical)? {
+                Some(prev) => Applied {
+                    change: Some(match kind {
+                        CollectionKind::Map => CollectionChange::MapDelete {
+                            field: member.clone(),
+                            prev,
+                        },
+                        _ => CollectionChange::SetRemove {
+                            member: member.clone(),
+                        },
+                    }),
                     result: CollectionResult::Changed(true),
                     writes: vec![PhysicalWrite::Delete { key: physical }],
-                }
-            } else {
-                none(CollectionResult::Changed(false))
+                },
+                None => none(CollectionResult::Changed(false)),
             }
         }
         CollectionOp::SetContains { member, .. } => {
@@ -138,9 +94,13 @@ fn apply_op(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
             let physical = layout::member_key(kind, key, field);
             match state.get(&physical)? {
                 Some(old) if old == *value => none(CollectionResult::Changed(false)),
-                old => Applied {
-                    change: None,
-                    result: CollectionResult::Changed(old.is_none()),
+                prev => Applied {
+                    result: CollectionResult::Changed(prev.is_none()),
+                    change: Some(CollectionChange::MapPut {
+                        field: field.clone(),
+                        value: value.clone(),
+                        prev,
+                    }),
                     writes: vec![PhysicalWrite::Put {
                         key: physical,
                         value: value.clone(),
@@ -165,7 +125,10 @@ fn apply_op(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
                 .map(|(physical, _)| PhysicalWrite::Delete { key: physical })
                 .collect();
             Applied {
-                change: None,
+                change: (!writes.is_empty()).then(|| CollectionChange::ListRemove {
+                    item: value.clone(),
+                    count: writes.len() as u64,
+                }),
                 result: CollectionResult::Count(writes.len() as u64),
                 writes,
             }
@@ -242,7 +205,9 @@ fn list_push(key: &[u8], value: &[u8], state: &impl OrderedState) -> Result<Appl
     };
     let len = state.count(&range.start, &range.end)? + 1;
     Ok(Applied {
-        change: None,
+        change: Some(CollectionChange::ListPush {
+            item: value.to_vec(),
+        }),
         result: CollectionResult::Count(len),
         writes: vec![PhysicalWrite::Put {
             key: layout::list_item_key(key, position),
@@ -273,7 +238,7 @@ fn list_rotate(key: &[u8], state: &impl OrderedState) -> Result<Applied> {
     }
     let new_position = next_position(position(&range.start, &tail_key)?)?;
     Ok(Applied {
-        change: None,
+        change: Some(CollectionChange::ListRotate { item: head.clone() }),
         result: CollectionResult::Value(Some(head.clone())),
         writes: vec![
             PhysicalWrite::Delete { key: head_key },
