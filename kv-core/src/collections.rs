@@ -84,6 +84,11 @@ impl CollectionKind {
             CollectionKind::List => b'l',
         }
     }
+
+    /// The kind whose [`tag`](Self::tag) is `tag`.
+    pub fn from_tag(tag: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.tag() == tag)
+    }
 }
 
 /// A set, map or list operation. Each is also a transaction op
@@ -359,6 +364,14 @@ pub mod layout {
     /// Whether a physical key belongs to the reserved collection layout.
     pub fn is_reserved(physical: &[u8]) -> bool {
         physical.first() == Some(&0)
+    }
+
+    /// The kind and the rest of a physical key of the reserved layout (`\0` tag rest): for a
+    /// members prefix `\0 tag K \0` the rest is `K \0`, for a member key `K \0 m`. `None`
+    /// outside the layout or for an unknown tag.
+    pub fn split_reserved(physical: &[u8]) -> Option<(CollectionKind, &[u8])> {
+        let (&tag, rest) = physical.strip_prefix(&[0])?.split_first()?;
+        Some((CollectionKind::from_tag(tag)?, rest))
     }
 }
 

@@ -305,9 +305,7 @@ pub fn delete_collections(
 
 /// The kind and key of a collection from its `\0 tag K \0` members prefix.
 fn split_collection(members_prefix: &[u8]) -> Option<(CollectionKind, Vec<u8>)> {
-    let rest = members_prefix.strip_prefix(&[0])?;
-    let (&tag, rest) = rest.split_first()?;
-    let kind = CollectionKind::ALL.into_iter().find(|k| k.tag() == tag)?;
+    let (kind, rest) = layout::split_reserved(members_prefix)?;
     Some((kind, rest.strip_suffix(&[0])?.to_vec()))
 }
 

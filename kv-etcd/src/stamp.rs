@@ -43,6 +43,13 @@ pub(crate) fn stamp_of_member(physical: &[u8]) -> Option<&[u8]> {
     Some(&physical[..nul])
 }
 
+/// The kind and key of the collection whose stamp is `physical`; `None` for a key that is
+/// not a stamp (a member, or not in the layout).
+pub(crate) fn collection_of_stamp(physical: &[u8]) -> Option<(CollectionKind, &[u8])> {
+    let (kind, key) = layout::split_reserved(physical)?;
+    (!key.contains(&0)).then_some((kind, key))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +60,11 @@ mod tests {
         let stamp = stamp_key(CollectionKind::Set, b"a/b");
         assert_eq!(stamp_of_member(&member), Some(stamp.as_slice()));
         assert_eq!(stamp_of_member(&stamp), None);
+        assert_eq!(
+            collection_of_stamp(&stamp),
+            Some((CollectionKind::Set, b"a/b".as_slice()))
+        );
+        assert_eq!(collection_of_stamp(&member), None);
         let (start, end) = collection_span(CollectionKind::Set, b"a/b");
         assert!(start <= stamp && stamp < end && member < end);
         let other = stamp_key(CollectionKind::Set, b"a/bc");

@@ -8,6 +8,7 @@
 
 use crate::error::map_error;
 use crate::range::header_revision;
+use crate::stamp::collection_of_stamp;
 use crate::store::{EtcdStore, backoff};
 use etcd_client::{EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
 use futures::StreamExt;
@@ -289,9 +290,8 @@ impl Watcher {
         kind: EventType,
         value: &[u8],
     ) -> Option<Vec<Event>> {
-        let (&tag, key) = physical.get(1..)?.split_first()?;
-        let kind_of = CollectionKind::ALL.into_iter().find(|k| k.tag() == tag)?;
-        if key.contains(&0) || !self.range.contains(key) {
+        let (kind_of, key) = collection_of_stamp(physical)?;
+        if !self.range.contains(key) {
             return None;
         }
         let changes = match kind {

@@ -189,10 +189,7 @@ fn collection_event(
     let [tag, change] = code else {
         return Err(bad());
     };
-    let kind = CollectionKind::ALL
-        .into_iter()
-        .find(|k| k.tag() == *tag)
-        .ok_or_else(bad)?;
+    let kind = CollectionKind::from_tag(*tag).ok_or_else(bad)?;
     let change = match change {
         b'a' => CollectionChange::SetAdd { member: a1 },
         b'r' => CollectionChange::SetRemove { member: a1 },

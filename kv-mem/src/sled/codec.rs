@@ -139,9 +139,7 @@ pub(crate) fn decode_events(bytes: &[u8]) -> Result<Vec<Event>> {
             }
             b'C' => {
                 let tag = r.take(1)?[0];
-                let kind = CollectionKind::ALL
-                    .into_iter()
-                    .find(|k| k.tag() == tag)
+                let kind = CollectionKind::from_tag(tag)
                     .ok_or_else(|| corrupted(format!("unknown collection kind {tag:#x}")))?;
                 let mut changes = decode_changes(r.bytes()?)?;
                 if changes.len() != 1 {
