@@ -175,7 +175,7 @@ local function put_plain(key, value, lease, old, rev)
   return prev_value
 end
 
-local COLLECTION = { set = true, hash = true, list = true }
+-- The Redis types of collections, with their kind tags (as kv-core's `CollectionKind::tag`).
 local COLLECTION_TAG = { set = 's', hash = 'm', list = 'l' }
 local TYPE_OF_TAG = { s = 'set', m = 'hash', l = 'list' }
 
@@ -238,10 +238,11 @@ local function delete_key(key)
   end
   redis.call('ZREM', K_CIDX, key)
   local t = redis.call('TYPE', key)['ok']
-  if COLLECTION[t] then
-    ctouch(key, COLLECTION_TAG[t])
+  local tag = COLLECTION_TAG[t]
+  if tag then
+    ctouch(key, tag)
     redis.call('DEL', key)
-    cchange(key, COLLECTION_TAG[t], 'D')
+    cchange(key, tag, 'D')
     return 1
   end
   return 0

@@ -26,7 +26,7 @@ for i = 4, #ARGV do
         redis.call('HSET', K_META, key, m .. ':' .. digest(redis.call('GET', key)))
       end
     end
-    if COLLECTION[t] then
+    if COLLECTION_TAG[t] then
       redis.call('ZADD', K_CIDX, 0, key)
     elseif t ~= 'string' then
       redis.call('ZREM', K_CIDX, key)
