@@ -10,7 +10,6 @@
 
 use kv_core::ErrorKind;
 use kv_core::keyspace::TypedStore;
-use kv_tests::harness::{redis_connection, shared_redis};
 use schemas::balancer::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,11 +23,7 @@ struct Fixture {
 }
 
 async fn fixture() -> Option<Fixture> {
-    let (Some(server), Some(store)) = (shared_redis().await, kv_tests::backends::redis().await)
-    else {
-        return None;
-    };
-    let con = redis_connection(&server.url()).await;
+    let (store, con) = kv_tests::backends::redis_with_connection().await?;
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
     Some(Fixture {
         cache: Balancer::new(TypedStore::new(store), root.clone()),

@@ -3,7 +3,6 @@
 //! what the document shows.
 
 use kv_core::keyspace::TypedStore;
-use kv_tests::harness::shared_redis;
 use schemas::balancer::*;
 
 async fn query<T: redis::FromRedisValue>(
@@ -26,18 +25,12 @@ async fn lrange(con: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn balancer_keys_are_native_redis_types() {
-    let (Some(server), Some(store)) = (shared_redis().await, kv_tests::backends::redis().await)
-    else {
+    let Some((store, mut con)) = kv_tests::backends::redis_with_connection().await else {
         return;
     };
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
     let cache = Balancer::new(TypedStore::new(store), root.clone());
     write_example(&cache).await.unwrap();
-    let mut con = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
 
     let object = format!("{root}:key:4");
     let active = format!("{root}:group:2:keys:active");

@@ -5,7 +5,6 @@
 
 use kv_core::ErrorKind;
 use kv_core::keyspace::{EncryptionKey, Keyring, TypedStore};
-use kv_tests::harness::{redis_connection, shared_redis};
 use schemas::nxc::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -25,11 +24,7 @@ struct Fixture {
 }
 
 async fn fixture() -> Option<Fixture> {
-    let (Some(server), Some(store)) = (shared_redis().await, kv_tests::backends::redis().await)
-    else {
-        return None;
-    };
-    let con = redis_connection(&server.url()).await;
+    let (store, con) = kv_tests::backends::redis_with_connection().await?;
     let realm = RealmId::new(format!("r_{}", uuid::Uuid::new_v4().simple())).unwrap();
     let map = format!("nxc:map:{realm}:WeChat");
     Some(Fixture {

@@ -2,7 +2,6 @@
 //! default marker, instance and pool, and plain Redis commands read what the document shows.
 
 use kv_core::keyspace::{EncryptionKey, Keyring, TypedStore};
-use kv_tests::harness::{redis_connection as raw, shared_redis};
 use schemas::nxc::*;
 use std::sync::Arc;
 
@@ -16,15 +15,13 @@ async fn query<T: redis::FromRedisValue>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nxc_keys_are_native_redis_types() {
-    let (Some(server), Some(store)) = (shared_redis().await, kv_tests::backends::redis().await)
-    else {
+    let Some((store, mut con)) = kv_tests::backends::redis_with_connection().await else {
         return;
     };
     let typed = TypedStore::new(store);
     let ring = Arc::new(Keyring::new("pool-1", EncryptionKey::generate()).unwrap());
     let realm = RealmId::new(format!("realm_{}", uuid::Uuid::new_v4().simple())).unwrap();
     let example = write_example(&typed, &ring, &realm).await.unwrap();
-    let mut con = raw(&server.url()).await;
 
     let map = format!("nxc:map:{realm}:Alipay");
     let marker = format!("{map}:default");

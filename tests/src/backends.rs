@@ -5,7 +5,7 @@
 //! [`on_every_backend!`](crate::on_every_backend) turns one `async fn(Arc<dyn Store>)` into a
 //! test per backend.
 
-use crate::harness::{shared_etcd, shared_redis};
+use crate::harness::{redis_connection, shared_etcd, shared_redis};
 use kv_core::Store;
 use kv_etcd::{EtcdConfig, EtcdStore};
 use kv_mem::{MemStore, SledConfig, SledStore};
@@ -46,6 +46,16 @@ pub async fn redis() -> Option<Arc<dyn Store>> {
         .await
         .expect("connect to the harness Redis");
     Some(Arc::new(store))
+}
+
+/// A `RedisStore` on this test binary's shared Redis and a raw connection to the same
+/// server, for tests that read or write the store's keys as another program would (`None`
+/// as for [`redis()`]).
+pub async fn redis_with_connection() -> Option<(Arc<dyn Store>, redis::aio::MultiplexedConnection)>
+{
+    let server = shared_redis().await?;
+    let store = redis().await?;
+    Some((store, redis_connection(&server.url()).await))
 }
 
 /// Runs `$case` (a path to an `async fn(Arc<dyn Store>)`) as one test per backend:

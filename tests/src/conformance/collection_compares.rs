@@ -2,15 +2,11 @@
 //! number of equal list items, a collection's size and existence; evaluated atomically with
 //! the transaction on every backend.
 
-use super::support::{key, put, root};
+use super::support::{b, key, put, root, run};
 use kv_core::{
     CollectionKind as Kind, CollectionOp as Op, Compare, CompareOp, OpResult, Store, Txn, TxnOp,
 };
 use std::sync::Arc;
-
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
 
 /// Whether `compare` alone holds: the transaction's success branch runs.
 async fn holds(store: &dyn Store, compare: Compare) -> bool {
@@ -20,13 +16,6 @@ async fn holds(store: &dyn Store, compare: Compare) -> bool {
         .await
         .unwrap_or_else(|e| panic!("{described}: {e}"))
         .succeeded
-}
-
-async fn run(store: &dyn Store, op: Op) {
-    store
-        .collection(op.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{op:?}: {e}"));
 }
 
 /// Every collection compare on a set, a map, a list and on absent collections.

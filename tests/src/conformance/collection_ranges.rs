@@ -1,16 +1,9 @@
 //! Ranges that list collections beside plain keys: kinds, sizes, prefix isolation, paging by
 //! distinct keys, counts, and no change for plain callers.
 
-use super::support::{key, put, root};
+use super::support::{key, put, root, run};
 use kv_core::{CollectionKind as Kind, CollectionOp as Op, RangeOptions, Store};
 use std::sync::Arc;
-
-async fn run(store: &dyn Store, op: Op) {
-    store
-        .collection(op.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{op:?}: {e}"));
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

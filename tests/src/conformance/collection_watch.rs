@@ -2,7 +2,7 @@
 //! transaction, `Deleted` for a collection left empty, opt-in and isolated by range,
 //! resumable, and exact enough to replay every collection from an earlier read.
 
-use super::support::{key, next_batch, put, rel, root};
+use super::support::{b, key, next_batch, put, rel, root, run};
 use kv_core::{
     CollectionChange as Change, CollectionKind as Kind, CollectionOp as Op, CollectionResult,
     CollectionValue, Event, Store, Txn, TxnOp, WatchBatch, WatchOptions, WatchStream,
@@ -10,22 +10,23 @@ use kv_core::{
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
-
-async fn run(store: &dyn Store, op: Op) -> CollectionResult {
-    store
-        .collection(op.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{op:?}: {e}"))
-}
-
 async fn watch(store: &dyn Store, root: &[u8]) -> WatchStream {
     store
         .watch(WatchOptions::prefix(root).with_collections())
         .await
         .expect("watch")
+}
+
+/// Adds `member` to the set at `key`.
+async fn add(store: &dyn Store, key: &[u8], member: &str) {
+    run(
+        store,
+        Op::SetAdd {
+            key: key.to_vec(),
+            member: b(member),
+        },
+    )
+    .await;
 }
 
 /// The collection events of a batch as `(relative key, kind, change)`.
@@ -71,39 +72,18 @@ pub async fn collection_events_report_each_change(store: Arc<dyn Store>) {
     let mut w = watch(st, &root).await;
     let (s, m, l) = (key(&root, "s"), key(&root, "m"), key(&root, "l"));
 
-    run(
-        st,
-        Op::SetAdd {
-            key: s.clone(),
-            member: b("a"),
-        },
-    )
-    .await;
+    add(st, &s, "a").await;
     assert_eq!(
         one(&mut w, &root).await,
         ("s".into(), Kind::Set, Change::SetAdd { member: b("a") })
     );
-    run(
-        st,
-        Op::SetAdd {
-            key: s.clone(),
-            member: b("b"),
-        },
-    )
-    .await;
+    add(st, &s, "b").await;
     assert_eq!(
         one(&mut w, &root).await.2,
         Change::SetAdd { member: b("b") }
     );
     // Already there: no change, no event.
-    run(
-        st,
-        Op::SetAdd {
-            key: s.clone(),
-            member: b("a"),
-        },
-    )
-    .await;
+    add(st, &s, "a").await;
     run(
         st,
         Op::SetRemove {
@@ -347,22 +327,8 @@ pub async fn emptied_and_deleted_collections_report_deleted(store: Arc<dyn Store
     let (s, m, l) = (key(&root, "s"), key(&root, "m"), key(&root, "dir/l"));
     let dir_set = key(&root, "dir/s");
     for member in ["a", "b"] {
-        run(
-            st,
-            Op::SetAdd {
-                key: s.clone(),
-                member: b(member),
-            },
-        )
-        .await;
-        run(
-            st,
-            Op::SetAdd {
-                key: dir_set.clone(),
-                member: b(member),
-            },
-        )
-        .await;
+        add(st, &s, member).await;
+        add(st, &dir_set, member).await;
     }
     run(
         st,
@@ -438,14 +404,7 @@ pub async fn emptied_and_deleted_collections_report_deleted(store: Arc<dyn Store
     );
 
     // Deleted and written again in one transaction.
-    run(
-        st,
-        Op::SetAdd {
-            key: s.clone(),
-            member: b("old"),
-        },
-    )
-    .await;
+    add(st, &s, "old").await;
     one(&mut w, &root).await;
     st.txn(Txn::new().and_then([
         TxnOp::delete(s.clone()),
@@ -487,38 +446,10 @@ pub async fn collection_events_are_opt_in_and_isolated(store: Arc<dyn Store>) {
         .await
         .expect("watch");
     // Outside the prefix, sharing its bytes; and a sibling of the watched key.
-    run(
-        st,
-        Op::SetAdd {
-            key: key(&root, "dir"),
-            member: b("x"),
-        },
-    )
-    .await;
-    run(
-        st,
-        Op::SetAdd {
-            key: key(&root, "dirx/s"),
-            member: b("x"),
-        },
-    )
-    .await;
-    run(
-        st,
-        Op::SetAdd {
-            key: key(&root, "dir/s2"),
-            member: b("x"),
-        },
-    )
-    .await;
-    run(
-        st,
-        Op::SetAdd {
-            key: key(&root, "dir/s"),
-            member: b("x"),
-        },
-    )
-    .await;
+    add(st, &key(&root, "dir"), "x").await;
+    add(st, &key(&root, "dirx/s"), "x").await;
+    add(st, &key(&root, "dir/s2"), "x").await;
+    add(st, &key(&root, "dir/s"), "x").await;
     let rev = put(st, &key(&root, "dir/plain"), "v").await;
 
     let batch = next_batch(&mut plain_only).await;
@@ -609,14 +540,7 @@ pub async fn collection_events_replay_exactly(store: Arc<dyn Store>) {
         },
     )
     .await;
-    run(
-        st,
-        Op::SetAdd {
-            key: keys[0].0.clone(),
-            member: b("a"),
-        },
-    )
-    .await;
+    add(st, &keys[0].0, "a").await;
     let before = contents(st, &keys).await;
     let start = st.revision().await.expect("revision") + 1;
 

@@ -1,22 +1,11 @@
 //! Collections: sets, maps and lists, alone and inside transactions.
 
-use super::support::{expect_quiet, key, names, put, root, snapshot};
+use super::support::{b, expect_quiet, key, names, put, root, run, snapshot};
 use kv_core::{
     CollectionOp as Op, CollectionResult as R, Compare, OpResult, Store, Txn, TxnOp, WatchOptions,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-async fn run(store: &dyn Store, op: Op) -> R {
-    store
-        .collection(op.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{op:?}: {e}"))
-}
-
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
 
 fn items(list: &[&str]) -> R {
     R::Items(list.iter().map(|s| b(s)).collect())

@@ -2,10 +2,24 @@
 
 use futures::StreamExt;
 use kv_core::{
-    Entry, ErrorKind, Event, PutOptions, RangeOptions, Result, Store, WatchBatch, WatchStream,
+    CollectionOp, CollectionResult, Entry, ErrorKind, Event, PutOptions, RangeOptions, Result,
+    Store, WatchBatch, WatchStream,
 };
 use std::fmt::Debug;
 use std::time::Duration;
+
+/// The bytes of `s`.
+pub(crate) fn b(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+
+/// Runs one collection op that must succeed (the panic names the op).
+pub(crate) async fn run(store: &dyn Store, op: CollectionOp) -> CollectionResult {
+    store
+        .collection(op.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{op:?}: {e}"))
+}
 
 /// How long a case waits for an event that must come (a watch batch, a lease expiry).
 pub(crate) const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
