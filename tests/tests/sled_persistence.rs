@@ -16,6 +16,22 @@ fn open(dir: &Path) -> SledStore {
     SledStore::open(SledConfig::new(dir)).expect("open the sled store")
 }
 
+/// Opens the directory with sled itself, after a store was dropped. sled releases the
+/// directory lock from its I/O threads a moment after the last handle is dropped, so this
+/// waits for it as `SledStore::open` does.
+fn open_raw(dir: &Path) -> sled::Db {
+    let started = std::time::Instant::now();
+    loop {
+        match sled::open(dir) {
+            Ok(db) => return db,
+            Err(_) if started.elapsed() < EVENT_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(err) => panic!("sled did not release the directory: {err}"),
+        }
+    }
+}
+
 async fn next_batch(stream: &mut WatchStream) -> WatchBatch {
     tokio::time::timeout(EVENT_TIMEOUT, stream.next())
         .await
@@ -130,7 +146,7 @@ async fn an_incompatible_layout_version_is_corrupted() {
     put(&store, "k", "v").await;
     drop(store);
     {
-        let db = sled::open(dir.path()).unwrap();
+        let db = open_raw(dir.path());
         let meta = db.open_tree("kv.meta").unwrap();
         meta.insert("format_version", &99i64.to_be_bytes()).unwrap();
         db.flush().unwrap();
@@ -165,7 +181,7 @@ async fn the_consistency_check_detects_a_dangling_lease_attachment() {
     drop(store);
     {
         // Remove the record that lists `leased` under its lease.
-        let db = sled::open(dir.path()).unwrap();
+        let db = open_raw(dir.path());
         let leases = db.open_tree("kv.leases").unwrap();
         let attachments: Vec<_> = leases
             .scan_prefix(b"K")

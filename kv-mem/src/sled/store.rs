@@ -23,7 +23,9 @@ use std::time::Duration;
 /// write survives `kill -9`.
 ///
 /// Cloning is cheap and shares the open database. The directory is locked while open: a
-/// second open, from this or another process, fails with `Unavailable`.
+/// second open, from this or another process, fails with `Unavailable`. sled releases the
+/// lock from its I/O threads a moment after the last clone is dropped; `SledStore::open`
+/// waits for that, while a program opening the directory with sled itself must retry.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
