@@ -45,9 +45,9 @@ mod overlay;
 mod rewind;
 
 pub use apply::apply;
-pub use listing::{collections_at_past_revision, list_collections, merge_page};
+pub use listing::{list_collections, merge_page};
 pub use overlay::Overlay;
-pub use rewind::{Touched, check_revision, rewind};
+pub use rewind::{DeletedSize, Logged, Touched, check_revision, rewind, rewind_with_collections};
 
 use crate::collections::{CollectionKind, CollectionOp, layout};
 use crate::entry::prefix_end;

@@ -214,10 +214,12 @@ impl RangeOptions {
     /// backends allow, counts once and is never split across pages); `count_only` counts
     /// both.
     ///
-    /// etcd reads every page of such a listing at the revision of the first, as it does plain
-    /// ranges. MemStore, SledStore and RedisStore keep no history of collection changes yet:
-    /// they read each page at the revision current then, and refuse (`Unsupported`) a listing
-    /// with collections asked for at a past revision.
+    /// Every page of such a listing reads the revision of the first, as for plain ranges, and
+    /// a listing can be pinned to a past revision ([`RangeOptions::at_revision`]): etcd reads
+    /// its collection stamps at that revision, the other backends rewind each collection's
+    /// size through the collection events logged after it (see [`changes`](crate::changes)).
+    /// On Redis, a collection that another program changed directly (a raw `SADD`) after the
+    /// revision is rewound through the store's own changes only.
     ///
     /// ```
     /// use kv_core::{CollectionKind, CollectionOp, PutOptions, RangeOptions, Store};

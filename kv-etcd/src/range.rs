@@ -145,13 +145,7 @@ async fn range_with_collections(store: &EtcdStore, opts: RangeOptions) -> Result
         }
     }
     let collections = list_collections(&opts, &members, per_source)?;
-    Ok(merge_page(
-        &opts,
-        revision,
-        true,
-        first.entries,
-        collections,
-    ))
+    Ok(merge_page(&opts, revision, first.entries, collections))
 }
 
 fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<RangeResult> {

@@ -1,5 +1,6 @@
 //! Decoding script replies and log entries into contract types.
 
+use kv_core::emulation::DeletedSize;
 use kv_core::{
     CollectionChange, CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId,
     Result, escape_bytes,
@@ -107,10 +108,13 @@ pub(crate) fn log_entry(v: Value) -> Result<LogEntry> {
         revision,
         events: Vec::new(),
         unknown_prev: Vec::new(),
+        deleted: Vec::new(),
     };
     while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
         if bytes(name)? == b"e" {
-            (entry.events, entry.unknown_prev) = decode_events(&bytes(value)?)?;
+            let decoded = decode_events(&bytes(value)?)?;
+            (entry.events, entry.unknown_prev, entry.deleted) =
+                (decoded.events, decoded.unknown, decoded.deleted);
         }
     }
     Ok(entry)
@@ -121,13 +125,24 @@ pub(crate) struct LogEntry {
     pub(crate) revision: i64,
     pub(crate) events: Vec<Event>,
     pub(crate) unknown_prev: Vec<Vec<u8>>,
+    pub(crate) deleted: Vec<DeletedSize>,
+}
+
+/// The events of one revision, decoded.
+struct Decoded {
+    events: Vec<Event>,
+    /// The keys whose previous value is unknown.
+    unknown: Vec<Vec<u8>>,
+    /// The sizes of the collections the revision deleted.
+    deleted: Vec<DeletedSize>,
 }
 
 /// Decodes the events of one revision: a kind byte and five `<decimal length>:<bytes>`
-/// strings each. Returns the events and the keys whose previous value is unknown.
-fn decode_events(mut blob: &[u8]) -> Result<(Vec<Event>, Vec<Vec<u8>>)> {
+/// strings each.
+fn decode_events(mut blob: &[u8]) -> Result<Decoded> {
     let mut events = Vec::new();
     let mut unknown = Vec::new();
+    let mut deleted = Vec::new();
     while let Some((&kind, rest)) = blob.split_first() {
         blob = rest;
         let mut part = || -> Result<Vec<u8>> {
@@ -150,9 +165,18 @@ fn decode_events(mut blob: &[u8]) -> Result<(Vec<Event>, Vec<Vec<u8>>)> {
         let (key, value, meta, prev_value, prev_meta) =
             (part()?, part()?, part()?, part()?, part()?);
         if kind == b'c' {
-            events.push(Event::Collection(collection_event(
-                key, &value, meta, prev_value, prev_meta,
-            )?));
+            // A delete carries the collection's size before it (logs of older versions
+            // leave it empty).
+            let size = std::str::from_utf8(&meta).ok().and_then(|s| s.parse().ok());
+            let event = collection_event(key, &value, meta, prev_value, prev_meta)?;
+            if let (CollectionChange::Deleted, Some(size)) = (&event.change, size) {
+                deleted.push(DeletedSize {
+                    key: event.key.clone(),
+                    kind: event.kind,
+                    size,
+                });
+            }
+            events.push(Event::Collection(event));
             continue;
         }
         let prev_known = kind.is_ascii_lowercase();
@@ -173,7 +197,11 @@ fn decode_events(mut blob: &[u8]) -> Result<(Vec<Event>, Vec<Vec<u8>>)> {
             other => return Err(corrupted(format!("unknown log event kind {other}"))),
         });
     }
-    Ok((events, unknown))
+    Ok(Decoded {
+        events,
+        unknown,
+        deleted,
+    })
 }
 
 /// A collection event of the log: its key, its kind tag and change code, and up to three
@@ -245,7 +273,9 @@ mod tests {
         for part in [&b"b\xff"[..], b"", b"", b"x", b"4:4:1:12"] {
             blob.extend(lp(part));
         }
-        let (events, unknown) = decode_events(&blob).unwrap();
+        let Decoded {
+            events, unknown, ..
+        } = decode_events(&blob).unwrap();
         assert!(unknown.is_empty());
         assert_eq!(events.len(), 2);
         match &events[0] {
@@ -264,5 +294,28 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(decode_events(&blob[..blob.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn a_collection_delete_carries_its_size_when_logged() {
+        let mut blob = Vec::new();
+        for (key, size) in [(&b"with"[..], &b"12"[..]), (b"without", b"")] {
+            blob.push(b'c');
+            for part in [key, b"sD", size, b"", b""] {
+                blob.extend(lp(part));
+            }
+        }
+        let Decoded {
+            events, deleted, ..
+        } = decode_events(&blob).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(
+            deleted,
+            [DeletedSize {
+                key: b"with".to_vec(),
+                kind: CollectionKind::Set,
+                size: 12
+            }]
+        );
     }
 }

@@ -5,10 +5,10 @@ use crate::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_byte
 use crate::error::map_redis_error;
 use crate::store::Inner;
 use kv_core::emulation::{
-    Touched, check_revision, collections_at_past_revision, merge_page, rewind,
+    Logged, Touched, check_revision, merge_page, rewind, rewind_with_collections,
 };
 use kv_core::{
-    CollectionEntry, CollectionKind, Continuation, Entry, Error, ErrorKind, Event, RangeOptions,
+    CollectionEntry, CollectionKind, Continuation, Entry, Error, ErrorKind, RangeOptions,
     RangeResult, Result,
 };
 use redis::Value;
@@ -45,18 +45,15 @@ async fn range_with_collections(inner: &Inner, opts: &RangeOptions) -> Result<Ra
         collections: Some(per_source),
     };
     let current = read_current(inner, opts, read).await?;
-    if let Some(revision) = opts.pinned_revision()
-        && revision != current.revision
-    {
-        return Err(collections_at_past_revision(revision, current.revision));
+    match opts.pinned_revision() {
+        Some(revision) if revision != current.revision => range_at(inner, opts, revision).await,
+        _ => Ok(merge_page(
+            opts,
+            current.revision,
+            current.entries,
+            current.collections,
+        )),
     }
-    Ok(merge_page(
-        opts,
-        current.revision,
-        false,
-        current.entries,
-        current.collections,
-    ))
 }
 
 fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
@@ -99,13 +96,23 @@ async fn range_at(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<R
             // value then is not in the log.
             return Err(Error::compacted(rev).with_context("revision", revision));
         }
+        let fetch = touched.fetch_limit(opts);
         let read = Read::Entries {
-            limit: touched.fetch_limit(opts),
+            limit: fetch,
             values: !(opts.keys_only || opts.count_only),
-            collections: None,
+            collections: opts.collections.then_some(fetch),
         };
         let current = read_current(inner, opts, read).await?;
         if current.revision == log.last {
+            if opts.collections {
+                return rewind_with_collections(
+                    opts,
+                    revision,
+                    touched,
+                    current.entries,
+                    current.collections,
+                );
+            }
             if opts.count_only {
                 // Counting needs every key, which the read above returned.
                 return Ok(rewind(opts, revision, touched, current.entries, true));
@@ -132,7 +139,7 @@ struct Log {
     from: i64,
     /// The last revision whose log entry was read.
     last: i64,
-    events: Vec<(i64, Vec<Event>)>,
+    events: Vec<Logged>,
     /// Revisions and keys whose previous values the log does not know.
     unknown: Vec<(i64, Vec<u8>)>,
     key: Vec<u8>,
@@ -186,7 +193,11 @@ impl Log {
                         .into_iter()
                         .map(|key| (entry.revision, key)),
                 );
-                self.events.push((entry.revision, entry.events));
+                self.events.push(Logged {
+                    revision: entry.revision,
+                    events: entry.events,
+                    deleted: entry.deleted,
+                });
             }
         }
     }

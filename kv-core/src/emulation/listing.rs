@@ -76,27 +76,13 @@ pub fn list_collections(
     Ok(out)
 }
 
-/// The error of a range with collections asked for at a past revision on a backend whose
-/// event log has no collection changes to rewind them through (every backend but etcd).
-pub fn collections_at_past_revision(revision: i64, current: i64) -> crate::Error {
-    crate::Error::new(
-        crate::ErrorKind::Unsupported,
-        "this backend lists collections at the current revision only",
-    )
-    .with_context("revision", revision)
-    .with_context("current", current)
-}
-
 /// One page of `opts` at `revision` from the plain entries and the collections read for it,
 /// each ascending and, for a limited read, at most `limit + 1` per source (the plain keys,
 /// each kind of collection): the first `limit` distinct keys, a key's entry and collections
-/// together, and a continuation when more keys follow, pinned to `revision` when `pin` (a
-/// backend that can read collections at a past revision) and otherwise reading the next
-/// page at the revision current then.
+/// together, and a continuation pinned to `revision` when more keys follow.
 pub fn merge_page(
     opts: &RangeOptions,
     revision: i64,
-    pin: bool,
     mut entries: Vec<Entry>,
     mut collections: Vec<CollectionEntry>,
 ) -> RangeResult {
@@ -122,12 +108,7 @@ pub fn merge_page(
         if let Some(cut) = cut {
             entries.retain(|e| e.key <= cut);
             collections.retain(|c| c.key <= cut);
-            let after = Continuation::after_key(&cut);
-            next = Some(if pin {
-                after.at_revision(revision)
-            } else {
-                after
-            });
+            next = Some(Continuation::after_key(&cut).at_revision(revision));
         }
     }
     RangeResult {
@@ -198,7 +179,6 @@ mod tests {
         let page = merge_page(
             &opts,
             7,
-            true,
             vec![entry("a"), entry("c")],
             vec![coll("a"), coll("b"), coll("d")],
         );

@@ -2,8 +2,8 @@
 //! see each other's writes before anything is committed.
 
 use super::{
-    DeletedCollections, OrderedState, PhysicalRange, PhysicalWrite, apply, delete_collections,
-    members_range,
+    DeletedCollections, DeletedSize, OrderedState, PhysicalRange, PhysicalWrite, apply,
+    delete_collections, members_range,
 };
 use crate::changes::{CollectionChange, CollectionEvent};
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
@@ -131,6 +131,28 @@ impl<'a, S: OrderedState> Overlay<'a, S> {
             }
         }
         Ok(out)
+    }
+
+    /// The size at the start of the transaction of each collection that `events` (from
+    /// [`Overlay::collection_events`]) report `Deleted`: what a backend that rewinds
+    /// listings through its log keeps beside the event. Reads those collections' members in
+    /// the base, as many as deleting them did.
+    ///
+    /// # Errors
+    /// Read errors of the base.
+    pub fn deleted_sizes(&self, events: &[CollectionEvent]) -> Result<Vec<DeletedSize>> {
+        events
+            .iter()
+            .filter(|e| e.change == CollectionChange::Deleted)
+            .map(|e| {
+                let range = members_range(e.kind, &e.key);
+                Ok(DeletedSize {
+                    key: e.key.clone(),
+                    kind: e.kind,
+                    size: self.base.scan(&range.start, &range.end, None)?.len() as u64,
+                })
+            })
+            .collect()
     }
 
     /// Records physical writes as pending.

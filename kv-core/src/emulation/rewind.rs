@@ -1,57 +1,129 @@
 //! [`rewind`]: a page of a range as it was at a past revision, from the current entries and
 //! the events recorded after that revision (their previous entries), for the backends whose
-//! storage keeps only the latest state (memory, sled, Redis).
+//! storage keeps only the latest state (memory, sled, Redis); [`rewind_with_collections`]
+//! does the same for a range that lists collections, rewinding their sizes through their
+//! collection events.
 
+use crate::changes::{CollectionChange, CollectionEvent};
+use crate::collections::CollectionKind;
+use crate::emulation::merge_page;
 use crate::entry::Entry;
 use crate::error::{Error, ErrorKind, Result};
-use crate::range::{Continuation, RangeOptions, RangeResult};
+use crate::range::{CollectionEntry, Continuation, RangeOptions, RangeResult};
 use crate::watch::Event;
 use std::collections::BTreeMap;
+
+/// How many members a collection had before the transaction that deleted it. The backends
+/// that rewind keep one beside each [`CollectionChange::Deleted`] in their event log: the
+/// event alone does not say how large the collection was, and a listing at a revision before
+/// the delete needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedSize {
+    /// The collection's key.
+    pub key: Vec<u8>,
+    /// Its kind.
+    pub kind: CollectionKind,
+    /// How many members, fields or items it had at the start of the transaction.
+    pub size: u64,
+}
+
+/// One revision of a backend's event log, as [`Touched`] reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Logged {
+    /// The revision.
+    pub revision: i64,
+    /// Its events, with previous entries wherever the key existed.
+    pub events: Vec<Event>,
+    /// The size before the revision of each collection it deleted (see [`DeletedSize`]).
+    pub deleted: Vec<DeletedSize>,
+}
+
+impl Logged {
+    /// A revision whose log holds these events and no deleted collection sizes.
+    pub fn new(revision: i64, events: Vec<Event>) -> Self {
+        Logged {
+            revision,
+            events,
+            deleted: Vec::new(),
+        }
+    }
+}
 
 /// What the events after a revision say about the keys of one read.
 #[derive(Debug, Default)]
 pub struct Touched {
     /// Per key written after the revision: its entry at the revision (`None`: absent).
     at: BTreeMap<Vec<u8>, Option<Entry>>,
+    /// For a read that lists collections, per collection changed after the revision: its
+    /// changes, ascending, each `Deleted` with the size the log kept for it.
+    collections: BTreeMap<(Vec<u8>, CollectionKind), Vec<LoggedChange>>,
 }
+
+/// One logged change of a collection: its revision, the change, and for a `Deleted` the
+/// size the log kept for it.
+type LoggedChange = (i64, CollectionChange, Option<u64>);
 
 impl Touched {
     /// Collects, for every key of `opts`'s effective range that the events after `revision`
-    /// wrote, its entry at `revision`: the previous entry of its first event after it.
-    /// `events` are every batch with a revision above `revision`, ascending, with previous
-    /// entries wherever the key existed.
-    pub fn new(opts: &RangeOptions, revision: i64, events: &[(i64, Vec<Event>)]) -> Self {
+    /// wrote, its entry at `revision`: the previous entry of its first event after it; and,
+    /// when `opts` lists collections, every change of each collection in the range.
+    /// `events` are every revision of the log above `revision`, ascending.
+    pub fn new(opts: &RangeOptions, revision: i64, events: &[Logged]) -> Self {
         let (start, end) = opts.effective_bounds();
         let in_read = |key: &[u8]| {
             key >= start.as_slice()
                 && end.as_ref().is_none_or(|e| key < e.as_slice())
                 && opts.range.contains(key)
         };
-        let mut at = BTreeMap::new();
-        for (_, batch) in events.iter().filter(|(rev, _)| *rev > revision) {
-            for event in batch {
+        let mut touched = Touched::default();
+        for logged in events.iter().filter(|l| l.revision > revision) {
+            for event in &logged.events {
                 let key = event.key();
-                if in_read(key) && !at.contains_key(key) {
-                    let prev = match event {
-                        Event::Put { prev, .. } | Event::Delete { prev, .. } => prev.clone(),
-                        Event::Collection(_) => continue,
-                    };
-                    at.insert(key.to_vec(), prev);
+                if !in_read(key) {
+                    continue;
+                }
+                match event {
+                    Event::Put { prev, .. } | Event::Delete { prev, .. } => {
+                        touched
+                            .at
+                            .entry(key.to_vec())
+                            .or_insert_with(|| prev.clone());
+                    }
+                    Event::Collection(CollectionEvent { key, kind, change })
+                        if opts.collections =>
+                    {
+                        let size = (*change == CollectionChange::Deleted)
+                            .then(|| {
+                                logged
+                                    .deleted
+                                    .iter()
+                                    .find(|d| d.key == *key && d.kind == *kind)
+                                    .map(|d| d.size)
+                            })
+                            .flatten();
+                        touched
+                            .collections
+                            .entry((key.clone(), *kind))
+                            .or_default()
+                            .push((logged.revision, change.clone(), size));
+                    }
+                    Event::Collection(_) => {}
                 }
             }
         }
-        Touched { at }
+        touched
     }
 
-    /// How many keys of the read were written after the revision: a read of the current
-    /// state needs `limit + len() + 1` entries to be sure of a page of `limit`.
+    /// How many keys and collections of the read were written after the revision: a read
+    /// of the current state needs `limit + len() + 1` entries (and collections of each kind)
+    /// to be sure of a page of `limit`.
     pub fn len(&self) -> usize {
-        self.at.len()
+        self.at.len() + self.collections.len()
     }
 
     /// Whether no key of the read was written after the revision.
     pub fn is_empty(&self) -> bool {
-        self.at.is_empty()
+        self.at.is_empty() && self.collections.is_empty()
     }
 
     /// How many current entries to read for a page of `opts` (`None`: all of them).
@@ -122,6 +194,88 @@ pub fn rewind(
     }
 }
 
+/// One page of `opts` (a read that lists collections) at `revision`, from the current
+/// entries and collections of the read's effective range in key order: at most
+/// [`Touched::fetch_limit`] entries and as many collections of each kind (all of them when
+/// the fetch limit is `None`), read at the revision of the log's last event. The page's
+/// continuation is pinned to `revision`.
+///
+/// # Errors
+/// `Compacted` when a collection of the read was deleted after `revision` by a revision
+/// whose log does not say how large it was.
+pub fn rewind_with_collections(
+    opts: &RangeOptions,
+    revision: i64,
+    touched: Touched,
+    entries: Vec<Entry>,
+    collections: Vec<CollectionEntry>,
+) -> Result<RangeResult> {
+    let Touched {
+        at,
+        collections: changed,
+    } = touched;
+    let mut entries: BTreeMap<Vec<u8>, Entry> = entries
+        .into_iter()
+        .filter(|e| !at.contains_key(&e.key))
+        .map(|e| (e.key.clone(), e))
+        .collect();
+    for (key, entry) in at {
+        if let Some(mut entry) = entry {
+            if opts.keys_only || opts.count_only {
+                entry.value.clear();
+            }
+            entries.insert(key, entry);
+        }
+    }
+    // A collection absent from the current read is empty now: every key the page keeps
+    // lies within each source's read (see `merge_page`).
+    let mut sizes: BTreeMap<(Vec<u8>, CollectionKind), u64> = collections
+        .into_iter()
+        .map(|c| ((c.key, c.kind), c.size))
+        .collect();
+    for (id, changes) in changed {
+        let now = sizes.get(&id).copied().unwrap_or(0);
+        match size_before(now, &changes)? {
+            0 => sizes.remove(&id),
+            size => sizes.insert(id, size),
+        };
+    }
+    let mut collections: Vec<CollectionEntry> = sizes
+        .into_iter()
+        .map(|((key, kind), size)| CollectionEntry { key, kind, size })
+        .collect();
+    collections.sort_by(|a, b| (&a.key, a.kind).cmp(&(&b.key, b.kind)));
+    Ok(merge_page(
+        opts,
+        revision,
+        entries.into_values().collect(),
+        collections,
+    ))
+}
+
+/// The size of a collection before `changes` (ascending), from its size `now` after them.
+fn size_before(now: u64, changes: &[LoggedChange]) -> Result<u64> {
+    let mut size = now;
+    for (rev, change, deleted_size) in changes.iter().rev() {
+        size = match change {
+            CollectionChange::SetAdd { .. }
+            | CollectionChange::MapPut { prev: None, .. }
+            | CollectionChange::ListPush { .. } => size.saturating_sub(1),
+            CollectionChange::SetRemove { .. } | CollectionChange::MapDelete { .. } => size + 1,
+            CollectionChange::ListRemove { count, .. } => size + count,
+            CollectionChange::MapPut { prev: Some(_), .. }
+            | CollectionChange::ListRotate { .. } => size,
+            CollectionChange::Deleted => deleted_size.ok_or_else(|| {
+                Error::compacted(*rev).with_context(
+                    "problem",
+                    "the log does not say how large a collection deleted then was",
+                )
+            })?,
+        };
+    }
+    Ok(size)
+}
+
 /// Checks a pinned revision against the store: `InvalidArgument` for one after `current`,
 /// `Compacted` for one before `oldest` (the oldest revision the store can still read at).
 ///
@@ -168,9 +322,9 @@ mod tests {
         // At revision 3: a=1 (rev 2), b=2 (rev 3), c absent. Then: 4 a=9, 5 c created,
         // 6 b deleted.
         let events = vec![
-            (4, vec![put("p/a", "9", 4, Some(entry("p/a", "1", 2)))]),
-            (5, vec![put("p/c", "3", 5, None)]),
-            (
+            Logged::new(4, vec![put("p/a", "9", 4, Some(entry("p/a", "1", 2)))]),
+            Logged::new(5, vec![put("p/c", "3", 5, None)]),
+            Logged::new(
                 6,
                 vec![Event::Delete {
                     key: b"p/b".to_vec(),
@@ -203,7 +357,7 @@ mod tests {
         // At revision 1: k0..k9. After it, k0..k4 deleted and z added.
         let mut events = Vec::new();
         for i in 0..5 {
-            events.push((
+            events.push(Logged::new(
                 2 + i,
                 vec![Event::Delete {
                     key: format!("k{i}").into_bytes(),
@@ -211,7 +365,7 @@ mod tests {
                 }],
             ));
         }
-        events.push((7, vec![put("z", "new", 7, None)]));
+        events.push(Logged::new(7, vec![put("z", "new", 7, None)]));
         let all_current: Vec<Entry> = (5..10)
             .map(|i| entry(&format!("k{i}"), "v", 1))
             .chain([entry("z", "new", 7)])
@@ -245,6 +399,143 @@ mod tests {
         }
         let expected: Vec<String> = (0..10).map(|i| format!("k{i}")).collect();
         assert_eq!(keys, expected);
+    }
+
+    fn changed(key: &str, kind: CollectionKind, change: CollectionChange) -> Event {
+        Event::Collection(CollectionEvent {
+            key: key.as_bytes().to_vec(),
+            kind,
+            change,
+        })
+    }
+
+    #[test]
+    fn rewinds_collection_sizes_through_their_changes() {
+        use CollectionKind::{List, Map, Set};
+        let member = |m: &str| m.as_bytes().to_vec();
+        // At revision 1: set s = {a, b}, map m = {f}, list l = [x, y, x], set gone = {1, 2,
+        // 3}. After it: 2 adds c to s and creates new; 3 overwrites f and adds g; 4 removes
+        // both x from l and pushes z; 5 deletes gone (it had 3 members) and recreates it
+        // with one.
+        let events = vec![
+            Logged::new(
+                2,
+                vec![
+                    changed(
+                        "s",
+                        Set,
+                        CollectionChange::SetAdd {
+                            member: member("c"),
+                        },
+                    ),
+                    changed(
+                        "new",
+                        Set,
+                        CollectionChange::SetAdd {
+                            member: member("n"),
+                        },
+                    ),
+                ],
+            ),
+            Logged::new(
+                3,
+                vec![
+                    changed(
+                        "m",
+                        Map,
+                        CollectionChange::MapPut {
+                            field: member("f"),
+                            value: member("2"),
+                            prev: Some(member("1")),
+                        },
+                    ),
+                    changed(
+                        "m",
+                        Map,
+                        CollectionChange::MapPut {
+                            field: member("g"),
+                            value: member("1"),
+                            prev: None,
+                        },
+                    ),
+                ],
+            ),
+            Logged::new(
+                4,
+                vec![
+                    changed(
+                        "l",
+                        List,
+                        CollectionChange::ListRemove {
+                            item: member("x"),
+                            count: 2,
+                        },
+                    ),
+                    changed("l", List, CollectionChange::ListPush { item: member("z") }),
+                ],
+            ),
+            Logged {
+                revision: 5,
+                events: vec![
+                    changed("gone", Set, CollectionChange::Deleted),
+                    changed(
+                        "gone",
+                        Set,
+                        CollectionChange::SetAdd {
+                            member: member("9"),
+                        },
+                    ),
+                ],
+                deleted: vec![DeletedSize {
+                    key: b"gone".to_vec(),
+                    kind: Set,
+                    size: 3,
+                }],
+            },
+        ];
+        let now = |key: &str, kind, size| CollectionEntry {
+            key: key.as_bytes().to_vec(),
+            kind,
+            size,
+        };
+        let current = vec![
+            now("gone", Set, 1),
+            now("l", List, 2),
+            now("m", Map, 2),
+            now("new", Set, 1),
+            now("s", Set, 3),
+        ];
+        let opts = RangeOptions::prefix("").with_collections();
+        let touched = Touched::new(&opts, 1, &events);
+        assert_eq!(touched.len(), 5);
+        let page = rewind_with_collections(&opts, 1, touched, Vec::new(), current).unwrap();
+        let got: Vec<_> = page
+            .collections
+            .iter()
+            .map(|c| (String::from_utf8(c.key.clone()).unwrap(), c.kind, c.size))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("gone".to_string(), Set, 3),
+                ("l".to_string(), List, 3),
+                ("m".to_string(), Map, 1),
+                ("s".to_string(), Set, 2),
+            ]
+        );
+        // Without the size of the deleted collection, the read cannot go back past it.
+        let mut without_size = events.clone();
+        without_size[3].deleted.clear();
+        let touched = Touched::new(&opts, 1, &without_size);
+        let err = rewind_with_collections(&opts, 1, touched, Vec::new(), Vec::new()).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Compacted { .. }), "{err}");
+        // At revision 4, only the delete and the new member are rewound.
+        let touched = Touched::new(&opts, 4, &events);
+        let page =
+            rewind_with_collections(&opts, 4, touched, Vec::new(), vec![now("gone", Set, 1)])
+                .unwrap();
+        assert_eq!(page.collections, [now("gone", Set, 3)]);
+        assert_eq!(page.revision, 4);
     }
 
     #[test]

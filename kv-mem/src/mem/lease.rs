@@ -137,7 +137,7 @@ impl State {
                 Some(Event::Delete { key, prev })
             })
             .collect();
-        self.commit(events, Vec::new());
+        self.commit(events, Vec::new(), Vec::new());
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::state::State;
 use kv_core::emulation::{
-    Touched, check_revision, collections_at_past_revision, list_collections, merge_page, rewind,
+    Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
 use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result};
 use std::ops::Bound;
@@ -29,18 +29,28 @@ impl State {
         Ok(rewind(opts, revision, touched, current, complete))
     }
 
-    /// One page of plain entries and collections, at the current revision.
+    /// One page of plain entries and collections, at its pinned revision or the current one.
     fn range_with_collections(&self, opts: &RangeOptions) -> Result<RangeResult> {
-        if let Some(revision) = opts.pinned_revision()
-            && revision != self.revision
-        {
-            return Err(collections_at_past_revision(revision, self.revision));
-        }
-        let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
         let keys_only = opts.keys_only || opts.count_only;
-        let (entries, _) = self.entries(opts, per_source, keys_only);
-        let collections = list_collections(opts, &self.members, per_source)?;
-        Ok(merge_page(opts, self.revision, false, entries, collections))
+        let revision = match opts.pinned_revision() {
+            Some(r) if r != self.revision => r,
+            _ => {
+                let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
+                let (entries, _) = self.entries(opts, per_source, keys_only);
+                let collections = list_collections(opts, &self.members, per_source)?;
+                return Ok(merge_page(opts, self.revision, entries, collections));
+            }
+        };
+        check_revision(
+            revision,
+            self.revision,
+            self.history.oldest_readable(self.revision),
+        )?;
+        let touched = Touched::new(opts, revision, &self.history.since(revision));
+        let fetch = touched.fetch_limit(opts);
+        let (entries, _) = self.entries(opts, fetch, keys_only);
+        let collections = list_collections(opts, &self.members, fetch)?;
+        rewind_with_collections(opts, revision, touched, entries, collections)
     }
 
     fn range_now(&self, opts: &RangeOptions) -> RangeResult {

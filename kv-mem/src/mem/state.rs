@@ -2,7 +2,7 @@
 
 use super::lease::Leases;
 use super::watch::History;
-use kv_core::emulation::PhysicalWrite;
+use kv_core::emulation::{DeletedSize, PhysicalWrite};
 use kv_core::{Entry, Event, LeaseId};
 use std::collections::BTreeMap;
 
@@ -70,7 +70,12 @@ impl State {
     /// [`State::next_revision`]: writes the collection members, moves lease attachments,
     /// bumps the revision once when anything changed, and hands the events to history and
     /// watchers. Returns the store's revision afterwards.
-    pub(crate) fn commit(&mut self, events: Vec<Event>, member_writes: Vec<PhysicalWrite>) -> i64 {
+    pub(crate) fn commit(
+        &mut self,
+        events: Vec<Event>,
+        member_writes: Vec<PhysicalWrite>,
+        deleted: Vec<DeletedSize>,
+    ) -> i64 {
         // Pending writes may cancel out (a member added, then its collection deleted, in one
         // transaction): only a real change to the members counts.
         let mut members_changed = false;
@@ -103,7 +108,7 @@ impl State {
             }
         }
         self.revision = self.next_revision();
-        self.history.record(self.revision, events);
+        self.history.record(self.revision, events, deleted);
         self.revision
     }
 }

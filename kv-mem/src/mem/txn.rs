@@ -120,8 +120,12 @@ impl State {
                 }
             }
         }
-        let collection_events = match overlay.collection_events() {
-            Ok(events) => events,
+        let finished = overlay.collection_events().and_then(|events| {
+            let deleted = overlay.deleted_sizes(&events)?;
+            Ok((events, deleted))
+        });
+        let (collection_events, deleted) = match finished {
+            Ok(finished) => finished,
             Err(err) => {
                 staged.rollback(kv);
                 return Err(err);
@@ -131,7 +135,7 @@ impl State {
             .events
             .extend(collection_events.into_iter().map(Event::Collection));
         let writes = overlay.into_writes();
-        let revision = self.commit(staged.events, writes);
+        let revision = self.commit(staged.events, writes, deleted);
         Ok(TxnResponse {
             succeeded,
             revision,

@@ -1,5 +1,6 @@
 //! Watches: the bounded event history, watcher registration, delivery and compaction.
 
+use kv_core::emulation::{DeletedSize, Logged};
 use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,6 +13,8 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 struct Change {
     revision: i64,
     events: Vec<Event>,
+    /// The sizes of the collections the revision deleted, for reads at a past revision.
+    deleted: Vec<DeletedSize>,
 }
 
 /// A registered watch.
@@ -93,18 +96,26 @@ impl History {
     }
 
     /// The retained changes after `revision`, ascending, with previous entries.
-    pub(crate) fn since(&self, revision: i64) -> Vec<(i64, Vec<Event>)> {
+    pub(crate) fn since(&self, revision: i64) -> Vec<Logged> {
         self.changes
             .iter()
             .filter(|c| c.revision > revision)
-            .map(|c| (c.revision, c.events.clone()))
+            .map(|c| Logged {
+                revision: c.revision,
+                events: c.events.clone(),
+                deleted: c.deleted.clone(),
+            })
             .collect()
     }
 
     /// Records the events of revision `revision` (the new store revision) and delivers them.
-    pub(crate) fn record(&mut self, revision: i64, events: Vec<Event>) {
+    pub(crate) fn record(&mut self, revision: i64, events: Vec<Event>, deleted: Vec<DeletedSize>) {
         if !events.is_empty() {
-            let change = Arc::new(Change { revision, events });
+            let change = Arc::new(Change {
+                revision,
+                events,
+                deleted,
+            });
             self.watchers.retain(|w| w.deliver(&change));
             self.changes.push_back(change);
         } else {
@@ -198,7 +209,7 @@ mod tests {
         assert_eq!(history.watchers(), 1);
         drop(stream);
         // A change outside the watched range still sweeps the closed watcher.
-        history.record(2, vec![put("b", 2)]);
+        history.record(2, vec![put("b", 2)], Vec::new());
         assert_eq!(history.watchers(), 0);
     }
 
@@ -206,7 +217,7 @@ mod tests {
     fn retention_is_bounded_by_capacity_and_compaction() {
         let mut history = History::new(3);
         for revision in 2..=6 {
-            history.record(revision, vec![put("k", revision)]);
+            history.record(revision, vec![put("k", revision)], Vec::new());
         }
         assert_eq!(history.changes.len(), 3);
         assert_eq!(history.retained_from(6), 4);

@@ -2,11 +2,13 @@
 //!
 //! - data: user key → [`encode_entry`] (32-byte header: create revision, mod revision,
 //!   version, lease; then the value). Reserved collection keys (`\0`...) hold raw values.
-//! - log: revision (8 bytes big-endian) → [`encode_events`] of that revision's transaction.
+//! - log: revision (8 bytes big-endian) → [`encode_events`] of that revision's transaction
+//!   (its events and the sizes of the collections it deleted).
 //! - leases: `L` id → [`LeaseRecord`]; `K` id key → empty (the key is attached to the lease).
 //! - meta: [`FORMAT_KEY`], [`COMPACT_KEY`], [`LEASE_SEQ_KEY`] → 8 bytes big-endian.
 
 use kv_core::changes::{decode_changes, encode_changes};
+use kv_core::emulation::DeletedSize;
 use kv_core::{CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId, Result};
 
 /// The layout version this build reads and writes.
@@ -89,10 +91,17 @@ fn put_opt_entry(out: &mut Vec<u8>, e: Option<&Entry>) {
     }
 }
 
-/// Encodes the events of one transaction (previous entries always included).
-pub(crate) fn encode_events(events: &[Event]) -> Vec<u8> {
+/// Encodes the events of one transaction (previous entries always included) and the sizes
+/// of the collections it deleted.
+pub(crate) fn encode_events(events: &[Event], deleted: &[DeletedSize]) -> Vec<u8> {
     let mut out = Vec::new();
-    out.extend_from_slice(&(events.len() as u32).to_be_bytes());
+    out.extend_from_slice(&((events.len() + deleted.len()) as u32).to_be_bytes());
+    for d in deleted {
+        out.push(b'S');
+        put_bytes(&mut out, &d.key);
+        out.push(d.kind.tag());
+        out.extend_from_slice(&d.size.to_be_bytes());
+    }
     for event in events {
         match event {
             Event::Put { entry, prev } => {
@@ -119,12 +128,26 @@ pub(crate) fn encode_events(events: &[Event]) -> Vec<u8> {
 
 /// Decodes the events of one log record.
 pub(crate) fn decode_events(bytes: &[u8]) -> Result<Vec<Event>> {
+    decode_record(bytes).map(|(events, _)| events)
+}
+
+/// Decodes one log record: its events and the sizes of the collections it deleted.
+pub(crate) fn decode_record(bytes: &[u8]) -> Result<(Vec<Event>, Vec<DeletedSize>)> {
     let mut r = Reader(bytes);
     let n = r.u32()?;
     let mut events = Vec::with_capacity(n.min(1024) as usize);
+    let mut deleted = Vec::new();
     for _ in 0..n {
         let tag = r.take(1)?[0];
         let key = r.bytes()?.to_vec();
+        if tag == b'S' {
+            let kind = r.take(1)?[0];
+            let kind = CollectionKind::from_tag(kind)
+                .ok_or_else(|| corrupted(format!("unknown collection kind {kind:#x}")))?;
+            let size = read_be(r.take(8)?)? as u64;
+            deleted.push(DeletedSize { key, kind, size });
+            continue;
+        }
         events.push(match tag {
             b'P' => {
                 let entry = r
@@ -154,7 +177,7 @@ pub(crate) fn decode_events(bytes: &[u8]) -> Result<Vec<Event>> {
     if !r.0.is_empty() {
         return Err(corrupted("trailing bytes after a log record"));
     }
-    Ok(events)
+    Ok((events, deleted))
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -279,15 +302,27 @@ mod tests {
                 prev: Some(entry("b", "", 1)),
             },
         ];
-        assert_eq!(decode_events(&encode_events(&events)).unwrap(), events);
+        assert_eq!(decode_events(&encode_events(&events, &[])).unwrap(), events);
+        let deleted = vec![DeletedSize {
+            key: b"s".to_vec(),
+            kind: CollectionKind::Set,
+            size: 7,
+        }];
+        assert_eq!(
+            decode_record(&encode_events(&events, &deleted)).unwrap(),
+            (events, deleted)
+        );
     }
 
     #[test]
     fn truncated_records_are_corrupted() {
-        let bytes = encode_events(&[Event::Delete {
-            key: b"k".to_vec(),
-            prev: None,
-        }]);
+        let bytes = encode_events(
+            &[Event::Delete {
+                key: b"k".to_vec(),
+                prev: None,
+            }],
+            &[],
+        );
         let err = decode_events(&bytes[..bytes.len() - 1]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corrupted);
         assert!(decode_entry(b"k", b"short", false).is_err());

@@ -5,7 +5,7 @@
 use super::codec::{LeaseRecord, be, encode_events};
 use super::config::{Durability, SledConfig};
 use super::error::{map_sled, map_txn};
-use kv_core::emulation::PhysicalWrite;
+use kv_core::emulation::{DeletedSize, PhysicalWrite};
 use kv_core::{Capabilities, Event, Result};
 use sled::Tree;
 use sled::transaction::{TransactionResult, Transactional};
@@ -88,6 +88,8 @@ pub(crate) struct Plan {
     pub(crate) meta: Vec<(&'static [u8], Vec<u8>)>,
     /// `Some` when the transaction changes keys: it gets the next revision and this log record.
     pub(crate) events: Option<Vec<Event>>,
+    /// The sizes of the collections the transaction deletes, logged with its events.
+    pub(crate) deleted: Vec<DeletedSize>,
 }
 
 /// What the writes of one writer-mutex section need afterwards.
@@ -259,7 +261,10 @@ impl Inner {
         } else {
             current
         };
-        let record = plan.events.as_deref().map(encode_events);
+        let record = plan
+            .events
+            .as_deref()
+            .map(|events| encode_events(events, &plan.deleted));
         let t = &self.trees;
         {
             let _gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);

@@ -1,12 +1,12 @@
 //! Reads: single keys and paged ranges, straight from sled's ordered iteration; at a past
 //! revision, the current entries rewound through the event log.
 
-use super::codec::{be, decode_entry, decode_events, read_be};
+use super::codec::{be, decode_entry, decode_record, read_be};
 use super::error::map_sled;
 use super::inner::Inner;
 use super::txn::TreeState;
 use kv_core::emulation::{
-    Touched, check_revision, collections_at_past_revision, list_collections, merge_page, rewind,
+    Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
 use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result, validate_key};
 use std::sync::PoisonError;
@@ -29,20 +29,15 @@ pub(crate) fn range(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
     // one revision.
     let _gate = inner.gate.read().unwrap_or_else(PoisonError::into_inner);
     let current = inner.revision();
-    if opts.collections {
-        if let Some(revision) = opts.pinned_revision()
-            && revision != current
-        {
-            return Err(collections_at_past_revision(revision, current));
-        }
-        let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
-        let keys_only = opts.keys_only || opts.count_only;
-        let (entries, _) = entries(inner, opts, per_source, keys_only)?;
-        let collections = list_collections(opts, &TreeState(&inner.trees.data), per_source)?;
-        return Ok(merge_page(opts, current, false, entries, collections));
-    }
+    let keys_only = opts.keys_only || opts.count_only;
     let revision = match opts.pinned_revision() {
         Some(r) if r != current => r,
+        _ if opts.collections => {
+            let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
+            let (entries, _) = entries(inner, opts, per_source, keys_only)?;
+            let collections = list_collections(opts, &TreeState(&inner.trees.data), per_source)?;
+            return Ok(merge_page(opts, current, entries, collections));
+        }
         _ => return range_now(inner, opts, current),
     };
     let floor = inner.compact_floor.load(Ordering::Acquire);
@@ -50,11 +45,20 @@ pub(crate) fn range(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
     let mut events = Vec::new();
     for record in inner.trees.log.range(be(revision + 1)..=be(current)) {
         let (key, record) = record.map_err(map_sled)?;
-        events.push((read_be(&key)?, decode_events(&record)?));
+        let (logged, deleted) = decode_record(&record)?;
+        events.push(Logged {
+            revision: read_be(&key)?,
+            events: logged,
+            deleted,
+        });
     }
     let touched = Touched::new(opts, revision, &events);
     let fetch = touched.fetch_limit(opts);
-    let (current, complete) = entries(inner, opts, fetch, opts.keys_only || opts.count_only)?;
+    let (current, complete) = entries(inner, opts, fetch, keys_only)?;
+    if opts.collections {
+        let collections = list_collections(opts, &TreeState(&inner.trees.data), fetch)?;
+        return rewind_with_collections(opts, revision, touched, current, collections);
+    }
     Ok(rewind(opts, revision, touched, current, complete))
 }
 

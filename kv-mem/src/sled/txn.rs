@@ -91,12 +91,9 @@ pub(crate) fn run(
         mut events,
         ..
     } = planner;
-    events.extend(
-        overlay
-            .collection_events()?
-            .into_iter()
-            .map(Event::Collection),
-    );
+    let collection_events = overlay.collection_events()?;
+    plan.deleted = overlay.deleted_sizes(&collection_events)?;
+    events.extend(collection_events.into_iter().map(Event::Collection));
     let revision = if overlay.is_empty() {
         inner.revision()
     } else {

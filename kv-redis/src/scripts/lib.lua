@@ -185,9 +185,12 @@ local TYPE_OF_TAG = { s = 'set', m = 'hash', l = 'list' }
 -- logs them after the plain events, each as a 'c' event whose five strings are the key, the
 -- kind tag and change code, and up to three arguments:
 --   sa member | sr member | mp field value | mP field value prev | md field prev
---   ll item | lx item count | lo item | sD, mD, lD (deleted)
+--   ll item | lx item count | lo item | sD size, mD size, lD size (deleted)
 -- A collection the revision leaves empty logs one D (nothing when it did not exist before).
-local corder, cgroups, cexisted = {}, {}, {}
+-- A D carries the size the collection had before the revision, `csize[id]`, so that reads
+-- at a past revision can rewind a listing through the delete.
+local corder, cgroups, cexisted, csize = {}, {}, {}, {}
+local SIZE_OF_TAG = { s = 'SCARD', m = 'HLEN', l = 'LLEN' }
 
 -- Notes that the collection of `tag` at `key` is about to be written (call it before the
 -- write, so that whether it existed is known).
@@ -197,6 +200,7 @@ local function ctouch(key, tag)
     cgroups[id] = {}
     corder[#corder + 1] = { id, key, tag }
     cexisted[id] = redis.call('TYPE', key)['ok'] == TYPE_OF_TAG[tag]
+    csize[id] = cexisted[id] and redis.call(SIZE_OF_TAG[tag], key) or 0
   end
   return id
 end
@@ -206,6 +210,7 @@ local function cchange(key, tag, code, a1, a2, a3)
   local id = ctouch(key, tag)
   if code == 'D' then
     cgroups[id] = {}
+    a1 = tostring(csize[id])
   end
   local g = cgroups[id]
   g[#g + 1] = { code, a1 or '', a2 or '', a3 or '' }
@@ -217,7 +222,7 @@ local function flush_collections()
     local id, key, tag = c[1], c[2], c[3]
     if redis.call('TYPE', key)['ok'] ~= TYPE_OF_TAG[tag] then
       if cexisted[id] then
-        push_event('c', key, tag .. 'D', '', '', '')
+        push_event('c', key, tag .. 'D', tostring(csize[id]), '', '')
       end
     else
       for _, e in ipairs(cgroups[id]) do
@@ -225,7 +230,7 @@ local function flush_collections()
       end
     end
   end
-  corder, cgroups, cexisted = {}, {}, {}
+  corder, cgroups, cexisted, csize = {}, {}, {}, {}
 end
 
 -- Deletes the plain key or the collection at `key`, whoever wrote the collection; returns 1

@@ -120,6 +120,8 @@ macro_rules! conformance_suite {
             collection_compares::collection_compares_pick_the_branch,
             collection_compares::collection_compares_guard_concurrent_writers,
             collection_ranges::range_lists_collections,
+            collection_ranges::collection_listings_at_a_past_revision,
+            collection_ranges::paged_collection_listings_read_one_revision,
             collection_watch::collection_events_report_each_change,
             collection_watch::collection_events_share_the_txn_batch,
             collection_watch::emptied_and_deleted_collections_report_deleted,
