@@ -1,11 +1,11 @@
-//! [`Balancer`]: the cache under one root, key objects and their reads; the raw collection
-//! ops the operations combine into transactions.
+//! [`Balancer`]: the cache under one root, key objects and their reads; the typed handles
+//! the operations combine into transactions.
 
 use super::keys::{ActiveKeysKey, KeyGroupsKey, KeyObjectKey};
 use super::segments::BalancerRoot;
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
-use kv_core::keyspace::{Key, TypedStore};
-use kv_core::{CollectionOp, CollectionResult, Error, ErrorKind, OpResult, Result, TxnOp};
+use kv_core::keyspace::{Key, ListHandle, MapHandle, SegmentCodec, SetHandle, Text, TypedStore};
+use kv_core::{Error, ErrorKind, Result};
 use std::sync::Arc;
 
 /// The balancer's cache under one root: key objects (HASH), the groups' active lists
@@ -133,40 +133,32 @@ impl Balancer {
 
     /// Reads the status and the groups of key `id` in one transaction.
     pub(crate) async fn read_state(&self, id: u64) -> Result<KeyState> {
-        let txn = kv_core::Txn::new().and_then([
-            TxnOp::Collection(CollectionOp::MapGet {
-                key: bytes(&self.object_key(id)),
-                field: STATUS_FIELD.as_bytes().to_vec(),
-            }),
-            TxnOp::Collection(CollectionOp::SetMembers {
-                key: bytes(&self.groups_key(id)),
-            }),
-        ]);
-        let response = self.typed.store().txn(txn).await?;
-        match response.results.as_slice() {
-            [
-                OpResult::Collection(CollectionResult::Value(status)),
-                OpResult::Collection(CollectionResult::Members(groups)),
-            ] => {
-                let status = match status {
-                    Some(raw) => Some(KeyStatus::parse(&String::from_utf8_lossy(raw))?),
-                    None => None,
-                };
-                let mut ids = Vec::with_capacity(groups.len());
-                for raw in groups {
-                    ids.push(parse_id(raw)?);
-                }
-                ids.sort_unstable();
-                Ok(KeyState {
-                    status,
-                    groups: ids,
-                })
-            }
-            other => Err(
-                Error::new(ErrorKind::Backend, "unexpected transaction results")
-                    .with_context("results", format!("{other:?}")),
-            ),
-        }
+        let mut txn = self.typed.txn();
+        let status = txn.map_get(&self.object(id), &STATUS_FIELD.to_string());
+        let groups = txn.set_members(&self.groups(id));
+        let outcome = txn.commit().await?;
+        let status = match outcome.collection(&status)? {
+            Some(raw) => Some(KeyStatus::parse(&raw)?),
+            None => None,
+        };
+        let mut groups = outcome.collection(&groups)?;
+        groups.sort_unstable();
+        Ok(KeyState { status, groups })
+    }
+
+    /// The object (HASH) of API key `id`.
+    pub(crate) fn object(&self, id: u64) -> MapHandle<Text, Text> {
+        self.typed.map_at(&self.object_key(id))
+    }
+
+    /// The reverse index (SET) of API key `id`.
+    pub(crate) fn groups(&self, id: u64) -> SetHandle<SegmentCodec<u64>> {
+        self.typed.set_at(&self.groups_key(id))
+    }
+
+    /// The active list (LIST) of group `group`.
+    pub(crate) fn active(&self, group: u64) -> ListHandle<SegmentCodec<u64>> {
+        self.typed.list_at(&self.active_key(group))
     }
 
     pub(crate) fn not_found(&self, id: u64) -> Error {
@@ -179,59 +171,4 @@ impl Balancer {
 pub(crate) struct KeyState {
     pub(crate) status: Option<KeyStatus>,
     pub(crate) groups: Vec<u64>,
-}
-
-pub(crate) fn bytes<K: Key>(key: &K) -> Vec<u8> {
-    key.encode().into_bytes()
-}
-
-pub(crate) fn id_bytes(id: u64) -> Vec<u8> {
-    id.to_string().into_bytes()
-}
-
-fn parse_id(raw: &[u8]) -> Result<u64> {
-    std::str::from_utf8(raw)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|id: &u64| id.to_string().as_bytes() == raw)
-        .ok_or_else(|| {
-            Error::new(ErrorKind::Codec, "a group id is not a canonical decimal")
-                .with_context("id", String::from_utf8_lossy(raw))
-        })
-}
-
-pub(crate) fn map_put(key: &KeyObjectKey, field: &str, value: &str) -> TxnOp {
-    TxnOp::Collection(CollectionOp::MapPut {
-        key: bytes(key),
-        field: field.as_bytes().to_vec(),
-        value: value.as_bytes().to_vec(),
-    })
-}
-
-pub(crate) fn list_push(key: &ActiveKeysKey, id: u64) -> TxnOp {
-    TxnOp::Collection(CollectionOp::ListPush {
-        key: bytes(key),
-        value: id_bytes(id),
-    })
-}
-
-pub(crate) fn list_remove(key: &ActiveKeysKey, id: u64) -> TxnOp {
-    TxnOp::Collection(CollectionOp::ListRemove {
-        key: bytes(key),
-        value: id_bytes(id),
-    })
-}
-
-pub(crate) fn set_add(key: &KeyGroupsKey, group: u64) -> TxnOp {
-    TxnOp::Collection(CollectionOp::SetAdd {
-        key: bytes(key),
-        member: id_bytes(group),
-    })
-}
-
-pub(crate) fn set_remove(key: &KeyGroupsKey, group: u64) -> TxnOp {
-    TxnOp::Collection(CollectionOp::SetRemove {
-        key: bytes(key),
-        member: id_bytes(group),
-    })
 }

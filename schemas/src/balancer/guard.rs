@@ -1,11 +1,10 @@
 //! Guarded writes: the compares that pin what an operation read, the commit that tells a
 //! lost race from an error, and the bounded, jittered retry after a lost race.
 
-use super::cache::{Balancer, bytes, id_bytes};
-use super::keys::{KeyGroupsKey, KeyObjectKey};
+use super::cache::Balancer;
 use super::values::{KeyStatus, STATUS_FIELD};
-use kv_core::keyspace::Key;
-use kv_core::{CollectionKind, Compare, CompareOp, Error, ErrorKind, Result, Txn};
+use kv_core::keyspace::{Key, TypedTxn};
+use kv_core::{CompareOp, Error, ErrorKind, Result};
 use std::time::Duration;
 
 /// How many times an operation reads again and retries after a concurrent writer changed
@@ -16,41 +15,41 @@ const ATTEMPTS: u32 = 32;
 /// up to it, and each is drawn uniformly below its bound so that racing writers spread out.
 const MAX_BACKOFF_US: u64 = 8_000;
 
-/// Holds when the key object's status is `status`, or when it has none (`None`).
-pub(crate) fn status_is(object: &KeyObjectKey, status: Option<KeyStatus>) -> Compare {
-    match status {
-        Some(status) => Compare::map_field(
-            bytes(object),
-            STATUS_FIELD,
-            CompareOp::Equal,
-            status.as_str(),
-        ),
-        None => Compare::map_lacks(bytes(object), STATUS_FIELD),
+impl Balancer {
+    /// Requires the status of API key `id` to be `status`, or absent (`None`).
+    pub(crate) fn when_status(&self, txn: &mut TypedTxn, id: u64, status: Option<KeyStatus>) {
+        let object = self.object(id);
+        let field = STATUS_FIELD.to_string();
+        match status {
+            Some(status) => txn.when_map_field_equals(&object, &field, &status.as_str().into()),
+            None => txn.when_map_lacks(&object, &field),
+        };
     }
-}
 
-/// Holds when the reverse index holds exactly `groups`: its size, and each group.
-pub(crate) fn groups_are(reverse: &KeyGroupsKey, groups: &[u64]) -> Vec<Compare> {
-    let key = bytes(reverse);
-    let size = i64::try_from(groups.len()).unwrap_or(i64::MAX);
-    let mut compares = Vec::with_capacity(1 + groups.len());
-    compares.push(Compare::size(
-        &key,
-        CollectionKind::Set,
-        CompareOp::Equal,
-        size,
-    ));
-    compares.extend(
-        groups
-            .iter()
-            .map(|g| Compare::set_contains(&key, id_bytes(*g))),
-    );
-    compares
-}
+    /// Requires the reverse index of API key `id` to hold exactly `groups`: its size, and
+    /// each group.
+    pub(crate) fn when_groups_are(&self, txn: &mut TypedTxn, id: u64, groups: &[u64]) {
+        let reverse = self.groups(id);
+        let size = i64::try_from(groups.len()).unwrap_or(i64::MAX);
+        txn.when_set_len(&reverse, CompareOp::Equal, size);
+        for group in groups {
+            txn.when_set_contains(&reverse, group);
+        }
+    }
 
-/// Holds when group `group` is not in the reverse index.
-pub(crate) fn group_absent(reverse: &KeyGroupsKey, group: u64) -> Compare {
-    Compare::set_lacks(bytes(reverse), id_bytes(group))
+    /// Commits a guarded transaction: `true` when its compares held and it wrote, `false`
+    /// when a concurrent writer changed what they pin (nothing was written; the backend's
+    /// own retryable `ConditionFailed` means the same).
+    ///
+    /// # Errors
+    /// Other errors, returned as they are.
+    pub(crate) async fn commit_guarded(&self, mut txn: TypedTxn) -> Result<bool> {
+        match txn.commit().await {
+            Ok(outcome) => Ok(outcome.succeeded),
+            Err(e) if e.kind() == ErrorKind::ConditionFailed && e.is_retryable() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// Counts the attempts of one operation on one key.
@@ -88,21 +87,5 @@ impl Attempts {
         let bound = (100u64 << self.lost.min(7)).min(MAX_BACKOFF_US);
         tokio::time::sleep(Duration::from_micros(rand::random_range(0..=bound))).await;
         Ok(())
-    }
-}
-
-impl Balancer {
-    /// Commits a guarded transaction: `true` when its compares held and it wrote, `false`
-    /// when a concurrent writer changed what they pin (nothing was written; the backend's
-    /// own retryable `ConditionFailed` means the same).
-    ///
-    /// # Errors
-    /// Other backend errors, returned as they are.
-    pub(crate) async fn commit_guarded(&self, txn: Txn) -> Result<bool> {
-        match self.typed.store().txn(txn).await {
-            Ok(response) => Ok(response.succeeded),
-            Err(e) if e.kind() == ErrorKind::ConditionFailed && e.is_retryable() => Ok(false),
-            Err(e) => Err(e),
-        }
     }
 }

@@ -1,9 +1,9 @@
 //! Linking and unlinking API keys and groups (M:N).
 
-use super::cache::{Balancer, list_push, list_remove, set_add, set_remove};
-use super::guard::{Attempts, group_absent, status_is};
+use super::cache::Balancer;
+use super::guard::Attempts;
 use super::values::KeyStatus;
-use kv_core::{CollectionResult, OpResult, Result, Txn};
+use kv_core::Result;
 
 impl Balancer {
     /// Links API key `id` to group `group`: the group joins the key's reverse index and, when
@@ -21,8 +21,7 @@ impl Balancer {
     /// `ConditionFailed` when concurrent writers kept changing the key's status or links
     /// (nothing written); backend errors.
     pub async fn link(&self, id: u64, group: u64) -> Result<bool> {
-        let object = self.object_key(id);
-        let reverse = self.groups_key(id);
+        let reverse = self.groups(id);
         let mut attempts = Attempts::new("link", id);
         loop {
             let state = self.read_state(id).await?;
@@ -32,16 +31,13 @@ impl Balancer {
             if state.groups.contains(&group) {
                 return Ok(false);
             }
-            let mut ops = vec![set_add(&reverse, group)];
+            let mut txn = self.typed.txn();
+            self.when_status(&mut txn, id, Some(status));
+            txn.when_set_lacks(&reverse, &group)
+                .set_add(&reverse, &group);
             if status == KeyStatus::Active {
-                ops.push(list_push(&self.active_key(group), id));
+                txn.list_push(&self.active(group), &id);
             }
-            let txn = Txn::new()
-                .when([
-                    status_is(&object, Some(status)),
-                    group_absent(&reverse, group),
-                ])
-                .and_then(ops);
             if self.commit_guarded(txn).await? {
                 return Ok(true);
             }
@@ -61,14 +57,10 @@ impl Balancer {
     /// # Errors
     /// Backend errors.
     pub async fn unlink(&self, id: u64, group: u64) -> Result<bool> {
-        let txn = Txn::new().and_then([
-            set_remove(&self.groups_key(id), group),
-            list_remove(&self.active_key(group), id),
-        ]);
-        let response = self.typed.store().txn(txn).await?;
-        Ok(matches!(
-            response.results.first(),
-            Some(OpResult::Collection(CollectionResult::Changed(true)))
-        ))
+        let mut txn = self.typed.txn();
+        let linked = txn.set_contains(&self.groups(id), &group);
+        txn.set_remove(&self.groups(id), &group)
+            .list_remove(&self.active(group), &id);
+        txn.commit().await?.collection(&linked)
     }
 }

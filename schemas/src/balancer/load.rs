@@ -1,8 +1,9 @@
 //! Bulk loading of many keys in batched transactions.
 
-use super::cache::{Balancer, list_push, map_put, set_add};
+use super::cache::Balancer;
 use super::values::{API_KEY_FIELD, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
-use kv_core::{Error, ErrorKind, Result, Txn, TxnOp};
+use kv_core::keyspace::TypedTxn;
+use kv_core::{Error, ErrorKind, Result};
 use std::collections::BTreeSet;
 
 /// The most ops a bulk-load transaction carries on backends without a tighter limit.
@@ -45,14 +46,14 @@ impl Balancer {
         let mut report = LoadReport { keys: 0, txns: 0 };
         let mut batch = Batch::default();
         for key in keys {
-            let (ops, lists) = self.ops_of(key);
-            let mut cost = batch.cost_of(&ops, &lists);
+            let lists = self.lists_of(key);
+            let mut cost = batch.cost_of(key, &lists);
             if !batch.keys.is_empty() && batch.cost + cost > budget {
                 self.commit(&mut batch, &mut report).await?;
-                cost = batch.cost_of(&ops, &lists);
+                cost = batch.cost_of(key, &lists);
             }
             batch.cost += cost;
-            batch.keys.push(ops);
+            batch.keys.push(key);
             batch.lists.extend(lists);
         }
         if !batch.keys.is_empty() {
@@ -61,33 +62,45 @@ impl Balancer {
         Ok(report)
     }
 
-    fn ops_of(&self, key: &LoadedKey) -> (Vec<TxnOp>, Vec<u64>) {
-        let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
-        let object = self.object_key(key.id);
-        let mut ops = vec![
-            map_put(&object, API_KEY_FIELD, &key.record.api_key),
-            map_put(&object, STATUS_FIELD, key.record.status.as_str()),
-        ];
-        let reverse = self.groups_key(key.id);
-        ops.extend(groups.iter().map(|g| set_add(&reverse, *g)));
-        let mut lists = Vec::new();
-        if key.record.status == KeyStatus::Active {
-            for group in &groups {
-                ops.push(list_push(&self.active_key(*group), key.id));
-                lists.push(*group);
-            }
+    /// The groups whose active list `key` joins: all of its groups when it is active.
+    fn lists_of(&self, key: &LoadedKey) -> Vec<u64> {
+        if key.record.status != KeyStatus::Active {
+            return Vec::new();
         }
-        (ops, lists)
+        let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
+        groups.into_iter().collect()
     }
 
-    async fn commit(&self, batch: &mut Batch, report: &mut LoadReport) -> Result<()> {
+    /// Adds the writes that load `key` to `txn`.
+    fn load_into(&self, txn: &mut TypedTxn, key: &LoadedKey) {
+        let object = self.object(key.id);
+        txn.map_put(&object, &API_KEY_FIELD.into(), &key.record.api_key)
+            .map_put(
+                &object,
+                &STATUS_FIELD.into(),
+                &key.record.status.as_str().into(),
+            );
+        let reverse = self.groups(key.id);
+        let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
+        for group in &groups {
+            txn.set_add(&reverse, group);
+        }
+        for group in self.lists_of(key) {
+            txn.list_push(&self.active(group), &key.id);
+        }
+    }
+
+    async fn commit(&self, batch: &mut Batch<'_>, report: &mut LoadReport) -> Result<()> {
         let batch = std::mem::take(batch);
         let mut pending = vec![batch.keys];
         // A batch the backend finds too large (its own accounting may count more than the
         // estimate) is split in two, keeping the keys' order.
         while let Some(keys) = pending.pop() {
-            let ops: Vec<TxnOp> = keys.iter().flatten().cloned().collect();
-            match self.typed.store().txn(Txn::new().and_then(ops)).await {
+            let mut txn = self.typed.txn();
+            for key in &keys {
+                self.load_into(&mut txn, key);
+            }
+            match txn.commit().await {
                 Ok(_) => {
                     report.txns += 1;
                     report.keys += keys.len();
@@ -105,21 +118,25 @@ impl Balancer {
     }
 }
 
-/// The keys of one transaction, each with its ops.
+/// The keys of one transaction.
 #[derive(Default)]
-struct Batch {
-    keys: Vec<Vec<TxnOp>>,
+struct Batch<'a> {
+    keys: Vec<&'a LoadedKey>,
     /// The groups whose active list the batch already extends.
     lists: BTreeSet<u64>,
     cost: usize,
 }
 
-impl Batch {
-    /// What adding a key's `ops` costs: each op, plus two per collection new to the batch
-    /// (an optimistic backend guards and rewrites one stamp per collection): the key's own
-    /// object and reverse index, and each group list the batch does not extend yet.
-    fn cost_of(&self, ops: &[TxnOp], lists: &[u64]) -> usize {
+impl Batch<'_> {
+    /// What adding `key` costs: each of its ops (two object fields, one reverse index
+    /// member per group, one push per list it joins), plus two per collection new to the
+    /// batch (an optimistic backend guards and rewrites one stamp per collection): the
+    /// key's own object and reverse index, and each group list the batch does not extend
+    /// yet.
+    fn cost_of(&self, key: &LoadedKey, lists: &[u64]) -> usize {
+        let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
+        let ops = 2 + groups.len() + lists.len();
         let new_lists = lists.iter().filter(|g| !self.lists.contains(g)).count();
-        ops.len() + 2 * (2 + new_lists)
+        ops + 2 * (2 + new_lists)
     }
 }

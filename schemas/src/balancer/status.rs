@@ -1,10 +1,10 @@
 //! Writing key objects and changing a key's status, with the fan-out to every group's
 //! active list through the reverse index.
 
-use super::cache::{Balancer, list_push, list_remove, map_put};
-use super::guard::{Attempts, groups_are, status_is};
+use super::cache::Balancer;
+use super::guard::Attempts;
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
-use kv_core::{Error, Result, Txn};
+use kv_core::{Error, Result};
 
 impl Balancer {
     /// Writes the object of API key `id`; when its status changes, the key also leaves (or
@@ -50,7 +50,7 @@ impl Balancer {
     }
 
     async fn write(&self, id: u64, api_key: Option<&str>, status: KeyStatus) -> Result<()> {
-        let object = self.object_key(id);
+        let object = self.object(id);
         let operation = if api_key.is_some() {
             "put_key"
         } else {
@@ -64,35 +64,35 @@ impl Balancer {
             }
             // Whatever is written, the status read decides it: a put of the same status
             // writes no list, a change moves the key.
-            let mut compares = vec![status_is(&object, state.status)];
-            let mut ops = Vec::with_capacity(2 + state.groups.len());
+            let mut txn = self.typed.txn();
+            self.when_status(&mut txn, id, state.status);
+            let mut writes = false;
             if let Some(api_key) = api_key {
-                ops.push(map_put(&object, API_KEY_FIELD, api_key));
+                txn.map_put(&object, &API_KEY_FIELD.into(), &api_key.into());
+                writes = true;
             }
             if state.status != Some(status) {
-                ops.push(map_put(&object, STATUS_FIELD, status.as_str()));
+                txn.map_put(&object, &STATUS_FIELD.into(), &status.as_str().into());
+                writes = true;
                 // The lists hold a key exactly when it is active, so a transition moves it
                 // in every group read, and only then do the groups matter.
                 let was_active = state.status == Some(KeyStatus::Active);
                 if was_active != (status == KeyStatus::Active) {
-                    compares.extend(groups_are(&self.groups_key(id), &state.groups));
+                    self.when_groups_are(&mut txn, id, &state.groups);
                     for group in &state.groups {
-                        let list = self.active_key(*group);
-                        ops.push(if was_active {
-                            list_remove(&list, id)
+                        let list = self.active(*group);
+                        if was_active {
+                            txn.list_remove(&list, &id);
                         } else {
-                            list_push(&list, id)
-                        });
+                            txn.list_push(&list, &id);
+                        }
                     }
                 }
             }
-            if ops.is_empty() {
+            if !writes {
                 return Ok(());
             }
-            if self
-                .commit_guarded(Txn::new().when(compares).and_then(ops))
-                .await?
-            {
+            if self.commit_guarded(txn).await? {
                 return Ok(());
             }
             attempts.lost(self).await?;

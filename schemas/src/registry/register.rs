@@ -3,8 +3,8 @@
 use super::error::{RegistryError, Result};
 use super::keys::InstanceId;
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
-use kv_core::keyspace::{Codec, Json, Key, TypedStore};
-use kv_core::{Compare, CompareOp, CompareTarget, ErrorKind, LeaseId, LeaseKeeper, Txn, TxnOp};
+use kv_core::keyspace::TypedStore;
+use kv_core::{ErrorKind, LeaseId, LeaseKeeper};
 use std::time::Duration;
 
 /// What an instance registers: its data and status, and optionally its configuration.
@@ -143,21 +143,17 @@ impl Registration {
     /// now (nothing is written); [`RegistryError::Store`].
     pub async fn set_status(&self, status: &InstanceStatus) -> Result<i64> {
         let lease = self.keeper.id();
-        let data = self.instance.data_key().encode();
-        let status_key = self.instance.status_key().encode();
-        let value = Json::<InstanceStatus>::default().encode(status)?;
-        let txn = Txn::new()
-            .when([Compare::new(
-                data,
-                CompareOp::Equal,
-                CompareTarget::Lease(lease.0),
-            )])
-            .and_then([TxnOp::put_with_lease(status_key, value, lease)]);
-        let response = self.store.store().txn(txn).await?;
-        if !response.succeeded {
+        let outcome = self
+            .store
+            .txn()
+            .when_lease(&self.instance.data_key(), Some(lease))
+            .put_leased(&self.instance.status_key(), status, lease)
+            .commit()
+            .await?;
+        if !outcome.succeeded {
             return Err(RegistryError::NotRegistered(self.instance.clone()));
         }
-        Ok(response.revision)
+        Ok(outcome.revision)
     }
 
     /// Deregisters the instance: revokes the lease, deleting its files in one step (watchers

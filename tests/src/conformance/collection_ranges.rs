@@ -276,8 +276,16 @@ pub async fn collection_listings_at_a_past_revision(store: Arc<dyn Store>) {
     }
     // Spot checks, so that the recorded listings are what the steps say.
     let at_lists = &seen[4].1;
-    assert!(at_lists.collections.contains(&(text(&k("l")), Kind::List, 2)));
-    assert!(at_lists.collections.contains(&(text(&k("doomed")), Kind::Set, 3)));
+    assert!(
+        at_lists
+            .collections
+            .contains(&(text(&k("l")), Kind::List, 2))
+    );
+    assert!(
+        at_lists
+            .collections
+            .contains(&(text(&k("doomed")), Kind::Set, 3))
+    );
     assert!(seen[9].1.collections.is_empty() && seen[9].1.entries.is_empty());
 }
 
