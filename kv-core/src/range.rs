@@ -8,6 +8,12 @@
 //! [`Capabilities::watch_retention`](crate::Capabilities::watch_retention)); past that, the
 //! read fails with `Compacted`, as a watch from that revision would. This is the consistent
 //! starting point of list-then-watch: list at revision R, then watch from R + 1.
+//!
+//! A range can list the sets, maps and lists in it too ([`RangeOptions::with_collections`]),
+//! each with its kind and size, paged and pinned the same way: at a past revision the
+//! backends without multi-version storage rewind each collection's size through the
+//! collection events logged after it (their logs keep, beside each collection delete, the
+//! size the collection had).
 
 use crate::collections::CollectionKind;
 use crate::entry::{Entry, prefix_end, validate_key, validate_prefix};
