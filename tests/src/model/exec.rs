@@ -229,6 +229,41 @@ impl Exec {
         }
     }
 
+    /// The whole root with its collections, read at `revision` (the current one when
+    /// `None`) in pages of `page` keys (one page when `None`): the revision read at, every
+    /// entry and every collection.
+    ///
+    /// # Errors
+    /// The store's errors; a `Backend` error when a page reads another revision than the
+    /// first.
+    pub async fn listing(
+        &self,
+        revision: Option<i64>,
+        page: Option<usize>,
+    ) -> Result<(i64, Vec<Entry>, Vec<kv_core::CollectionEntry>)> {
+        let mut opts = RangeOptions::prefix(&self.root).with_collections();
+        opts.limit = page;
+        if let Some(revision) = revision {
+            opts = opts.at_revision(revision);
+        }
+        let (mut entries, mut collections, mut read_at) = (Vec::new(), Vec::new(), None);
+        loop {
+            let result = self.store.range(opts.clone()).await?;
+            if *read_at.get_or_insert(result.revision) != result.revision {
+                return Err(kv_core::Error::new(
+                    kv_core::ErrorKind::Backend,
+                    "the pages of one listing read different revisions",
+                ));
+            }
+            entries.extend(result.entries);
+            collections.extend(result.collections);
+            match result.next {
+                Some(next) => opts = opts.after(next),
+                None => return Ok((read_at.unwrap_or(0), entries, collections)),
+            }
+        }
+    }
+
     /// Revokes the sequence's leases and deletes its root, ignoring errors (leases already
     /// revoked).
     pub async fn cleanup(&self) {

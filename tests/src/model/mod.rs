@@ -84,10 +84,14 @@ where
     }
 }
 
-/// Runs one sequence on `store` and on a fresh model, then compares the whole root.
+/// Runs one sequence on `store` and on a fresh model, then compares the whole root. The
+/// store's listing of the root with its collections after each step is kept, and at the end
+/// each is read again at its revision, in pages of three keys: a snapshot read must return
+/// exactly what the store said then.
 ///
 /// # Errors
-/// A test-case failure naming the first step whose results differ.
+/// A test-case failure naming the first step whose results differ, or the first snapshot
+/// read that differs.
 pub async fn run_sequence(store: Arc<dyn Store>, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut model = Model::default();
     let mut exec = Exec::new(store);
@@ -98,6 +102,7 @@ pub async fn run_sequence(store: Arc<dyn Store>, ops: &[Op]) -> Result<(), TestC
         count_only: false,
     };
     let mut verdict = Ok(());
+    let mut listings = Vec::new();
     for (i, op) in ops.iter().chain([&everything]).enumerate() {
         let want = model.apply(op);
         let got = exec.apply(op).await;
@@ -111,6 +116,27 @@ pub async fn run_sequence(store: Arc<dyn Store>, ops: &[Op]) -> Result<(), TestC
                 "{step}:\n  model: {want:?}\n  store: {got:?}"
             )));
             break;
+        }
+        match exec.listing(None, None).await {
+            Ok(listing) => listings.push((i, listing)),
+            Err(e) => {
+                verdict = Err(TestCaseError::fail(format!("listing after step {i}: {e}")));
+                break;
+            }
+        }
+    }
+    if verdict.is_ok() {
+        // Revision 0 asks for the current revision, as on etcd: a store not written yet has
+        // no past to read.
+        for (i, then) in listings.iter().filter(|(_, l)| l.0 > 0) {
+            let again = exec.listing(Some(then.0), Some(3)).await;
+            if again.as_ref().ok() != Some(then) {
+                verdict = Err(TestCaseError::fail(format!(
+                    "the listing after step {i}, read again at its revision:\n  then: \
+                     {then:?}\n  again: {again:?}"
+                )));
+                break;
+            }
         }
     }
     exec.cleanup().await;
