@@ -2,10 +2,8 @@
 //! `redis://host:port/db` and `rediss://...`, each opened as an `Arc<dyn Store>`.
 
 use crate::error::{CliError, CliResult, code};
-use kv_core::{ErrorKind, Store};
-use kv_etcd::{EtcdConfig, EtcdStore};
-use kv_mem::{MemStore, SledConfig, SledStore};
-use kv_redis::{RedisConfig, RedisStore};
+use kv::redis::RedisStore;
+use kv::{Backend, ErrorKind, OpenOptions, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,56 +53,27 @@ pub(crate) async fn open_for_listing(url: &str, prefix: &str) -> CliResult<Arc<d
 
 /// The store of `url`, and the same store as a `RedisStore` when it is one.
 async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore>>)> {
-    let mut redis = None;
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| {
-        CliError::invalid(format!(
-            "invalid store URL {url:?}: expected mem://, sled://PATH, etcd://HOST:PORT, redis://HOST:PORT/DB or rediss://..."
-        ))
-    })?;
-    let store: Arc<dyn Store> = match scheme {
-        "mem" if rest.is_empty() => Arc::new(MemStore::new()),
-        "mem" => {
-            return Err(CliError::invalid(format!(
-                "invalid store URL {url:?}: mem:// takes no path"
-            )));
-        }
-        "sled" => {
-            if rest.is_empty() {
-                return Err(CliError::invalid(format!(
-                    "invalid store URL {url:?}: sled:// needs a path"
-                )));
+    let options = OpenOptions::default().connect_timeout(CONNECT_TIMEOUT);
+    let backend =
+        match tokio::time::timeout(CONNECT_TIMEOUT * 2, Backend::open_with(url, &options)).await {
+            Ok(Ok(backend)) => backend,
+            Ok(Err(e)) if e.kind() == ErrorKind::Config => {
+                return Err(CliError::invalid(e.message().to_string()));
             }
-            let path = PathBuf::from(rest);
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    CliError::new(
-                        code::UNREACHABLE,
-                        format!("cannot create {}: {e}", parent.display()),
-                    )
-                })?;
+            Ok(Err(e)) => {
+                return Err(unreachable(
+                    url,
+                    &brief(&e),
+                    crate::error::exit_code(&e.kind()),
+                ));
             }
-            Arc::new(SledStore::open(SledConfig::new(path)).map_err(CliError::from)?)
-        }
-        "etcd" => {
-            let mut config = EtcdConfig::from_url(url).map_err(invalid_url(url))?;
-            if !rest.contains("connect_timeout_ms") {
-                config.connect_timeout_ms = CONNECT_TIMEOUT.as_millis() as u64;
-            }
-            Arc::new(connect(url, EtcdStore::connect(config)).await?)
-        }
-        "redis" | "rediss" => {
-            let mut config = RedisConfig::new(url);
-            config.connect_timeout_ms = CONNECT_TIMEOUT.as_millis() as u64;
-            let store = Arc::new(connect(url, RedisStore::connect(config)).await?);
-            redis = Some(store.clone());
-            store
-        }
-        other => {
-            return Err(CliError::invalid(format!(
-                "invalid store URL {url:?}: unknown scheme {other:?} (mem, sled, etcd, redis, rediss)"
-            )));
-        }
+            Err(_) => return Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
+        };
+    let redis = match &backend {
+        Backend::Redis(store) => Some(store.clone()),
+        _ => None,
     };
+    let store = backend.into_store();
     // Both network clients may connect lazily: one request proves the store answers.
     match tokio::time::timeout(CONNECT_TIMEOUT * 2, store.revision()).await {
         Ok(Ok(_)) => Ok((store, redis)),
@@ -115,26 +84,6 @@ async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore
         )),
         Err(_) => Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
     }
-}
-
-async fn connect<S: Store>(
-    url: &str,
-    connecting: impl Future<Output = kv_core::Result<S>>,
-) -> CliResult<S> {
-    match tokio::time::timeout(CONNECT_TIMEOUT * 2, connecting).await {
-        Ok(Ok(store)) => Ok(store),
-        Ok(Err(e)) if e.kind() == ErrorKind::Config => Err(invalid_url(url)(e)),
-        Ok(Err(e)) => Err(unreachable(
-            url,
-            &brief(&e),
-            crate::error::exit_code(&e.kind()),
-        )),
-        Err(_) => Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
-    }
-}
-
-fn invalid_url(url: &str) -> impl Fn(kv_core::Error) -> CliError + '_ {
-    move |e| CliError::invalid(format!("invalid store URL {url:?}: {}", e.message()))
 }
 
 fn unreachable(url: &str, why: &str, code: u8) -> CliError {

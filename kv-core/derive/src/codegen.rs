@@ -30,7 +30,27 @@ pub(crate) struct Layout {
 
 /// The path of `kv_core::keyspace` in generated code.
 pub(crate) fn ks() -> TokenStream {
-    quote!(::kv_core::keyspace)
+    let core = core();
+    quote!(#core::keyspace)
+}
+
+/// The path of the `kv_core` crate in generated code, as the deriving crate names it: its
+/// `kv-core` dependency under whatever name it was given, else the `kv` facade (which
+/// re-exports it), else `::kv_core`.
+pub(crate) fn core() -> TokenStream {
+    use proc_macro_crate::{FoundCrate, crate_name};
+    let named = |name: String| {
+        let ident = proc_macro2::Ident::new(&name, proc_macro2::Span::call_site());
+        quote!(::#ident)
+    };
+    match crate_name("kv-core") {
+        Ok(FoundCrate::Name(name)) => named(name),
+        Ok(FoundCrate::Itself) => quote!(::kv_core),
+        Err(_) => match crate_name("kv") {
+            Ok(FoundCrate::Name(name)) => named(name),
+            _ => quote!(::kv_core),
+        },
+    }
 }
 
 impl Layout {

@@ -10,6 +10,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let attrs = KeyAttrs::parse(&input.attrs, Target::Key)?;
     let layout = Layout::new(input, attrs.template, attrs.hash_tag.as_ref(), false, "Key")?;
     let ks = ks();
+    let krate = crate::codegen::core();
     let (value, kind, marker) = match (attrs.value, attrs.collection) {
         (Some(value), None) => (
             value,
@@ -24,7 +25,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             };
             (
                 codec,
-                quote!(::core::option::Option::Some(::kv_core::CollectionKind::#variant)),
+                quote!(::core::option::Option::Some(#krate::CollectionKind::#variant)),
                 marker,
             )
         }
@@ -72,7 +73,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             const TEMPLATE: &'static str = #lit;
             const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;
             const DIRECTORY_OF: &'static [&'static str] = &[#(#directory_of),*];
-            const KIND: ::core::option::Option<::kv_core::CollectionKind> = #kind;
+            const KIND: ::core::option::Option<#krate::CollectionKind> = #kind;
             type Value = #value;
 
             fn template() -> &'static #ks::Template {

@@ -1,0 +1,66 @@
+//! A typed hierarchical key-value layer for etcd, Redis, sled and memory, in one dependency.
+//!
+//! This crate re-exports the store contract and the keyspace DSL of `kv-core` at its root
+//! (so `kv::Store`, `kv::keyspace::Key`, `#[derive(kv::keyspace::Key)]` work without naming
+//! `kv-core`), the backends as modules behind features, and [`open()`] to open any of them from
+//! a URL:
+//!
+//! | Feature | Module | URL |
+//! |---|---|---|
+//! | (always) | [`mem`] | `mem://` |
+//! | `sled` (default) | [`sled`] | `sled://PATH` |
+//! | `etcd` | `etcd` | `etcd://HOST:PORT[,HOST:PORT...][?options]` |
+//! | `redis` | `redis` | `redis://HOST:PORT/DB`, `rediss://...` with `tls` |
+//!
+//! `tls` adds TLS to the network backends that are enabled, `proptest` the strategies of
+//! [`keyspace`]. The `etcd` feature needs `protoc` at build time (`etcd-client` compiles
+//! protobufs): on `PATH` or named by `PROTOC`.
+//!
+//! ```
+//! use kv::keyspace::{Key, Text, TypedStore};
+//!
+//! /// `app/{service}/config`: one text value per service.
+//! #[derive(Key, Debug, Clone, PartialEq, Eq)]
+//! #[kv(template = "app/{service}/config", value = Text)]
+//! struct ConfigKey {
+//!     service: u32,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> kv::Result<()> {
+//! let store = TypedStore::new(kv::open("mem://").await?);
+//! let key = ConfigKey { service: 7 };
+//! store.put(&key, &"debug=false".to_string()).await?;
+//! assert_eq!(key.encode(), "app/7/config");
+//! assert_eq!(store.get(&key).await?.as_deref(), Some("debug=false"));
+//! # Ok(()) }
+//! ```
+
+pub use kv_core::*;
+
+mod open;
+
+pub use open::{Backend, OpenOptions, open};
+
+/// The in-process store: [`MemStore`](mem::MemStore), the reference backend.
+pub mod mem {
+    pub use kv_mem::{MemConfig, MemStore};
+}
+
+/// The embedded, persistent store: [`SledStore`](sled::SledStore).
+#[cfg(feature = "sled")]
+pub mod sled {
+    pub use kv_mem::{Durability, SledConfig, SledStore};
+}
+
+/// The etcd store: `EtcdStore`, its configuration and the etcd-specific helpers.
+#[cfg(feature = "etcd")]
+pub mod etcd {
+    pub use kv_etcd::*;
+}
+
+/// The Redis store: `RedisStore`, its configuration and reconciling.
+#[cfg(feature = "redis")]
+pub mod redis {
+    pub use kv_redis::*;
+}

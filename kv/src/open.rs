@@ -1,0 +1,181 @@
+//! [`open()`]: any backend from a URL.
+
+use kv_core::{Error, ErrorKind, Result, Store};
+use std::sync::Arc;
+
+/// The URL forms [`open()`] takes, for error messages.
+const FORMS: &str = "mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
+                     redis://HOST:PORT/DB or rediss://...";
+
+/// A store opened from a URL, as its own type: for the backend-specific API (a Redis
+/// reconcile, an etcd mirror) beside the contract. [`Backend::into_store`] gives the
+/// `Arc<dyn Store>` that [`open()`] returns.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Backend {
+    /// `mem://`
+    Mem(kv_mem::MemStore),
+    /// `sled://PATH`
+    #[cfg(feature = "sled")]
+    Sled(kv_mem::SledStore),
+    /// `etcd://...`
+    #[cfg(feature = "etcd")]
+    Etcd(kv_etcd::EtcdStore),
+    /// `redis://...` or `rediss://...`
+    #[cfg(feature = "redis")]
+    Redis(Arc<kv_redis::RedisStore>),
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Backend").field(&self.name()).finish()
+    }
+}
+
+impl Backend {
+    /// Opens the store of `url`: `mem://` (a new, empty in-process store), `sled://PATH`
+    /// (the directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]` with the
+    /// options of `EtcdConfig::from_url`, `redis://HOST:PORT/DB` or `rediss://...` (with
+    /// the `tls` feature).
+    ///
+    /// # Errors
+    /// `Config` for a URL of no known form, or of a backend whose feature is not enabled;
+    /// the backend's errors when it cannot be opened or reached.
+    pub async fn open(url: &str) -> Result<Backend> {
+        Backend::open_with(url, &OpenOptions::default()).await
+    }
+
+    /// [`Backend::open`] with options for the network backends.
+    ///
+    /// # Errors
+    /// As [`Backend::open`].
+    pub async fn open_with(url: &str, options: &OpenOptions) -> Result<Backend> {
+        #[cfg(not(any(feature = "etcd", feature = "redis")))]
+        let _ = options;
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| invalid(url, &format!("expected {FORMS}")))?;
+        match scheme {
+            "mem" if rest.is_empty() => Ok(Backend::Mem(kv_mem::MemStore::new())),
+            "mem" => Err(invalid(url, "mem:// takes no path")),
+            "sled" if rest.is_empty() => Err(invalid(url, "sled:// needs a path")),
+            #[cfg(feature = "sled")]
+            "sled" => {
+                let config = kv_mem::SledConfig::new(rest);
+                Ok(Backend::Sled(kv_mem::SledStore::open(config)?))
+            }
+            #[cfg(feature = "etcd")]
+            "etcd" => {
+                let mut config =
+                    kv_etcd::EtcdConfig::from_url(url).map_err(|e| invalid(url, e.message()))?;
+                if let Some(timeout) = options.connect_timeout
+                    && !rest.contains("connect_timeout_ms")
+                {
+                    config.connect_timeout_ms = millis(timeout);
+                }
+                Ok(Backend::Etcd(kv_etcd::EtcdStore::connect(config).await?))
+            }
+            #[cfg(feature = "redis")]
+            "redis" | "rediss" => {
+                let mut config = kv_redis::RedisConfig::new(url);
+                if let Some(timeout) = options.connect_timeout {
+                    config.connect_timeout_ms = millis(timeout);
+                }
+                let store = kv_redis::RedisStore::connect(config).await?;
+                Ok(Backend::Redis(Arc::new(store)))
+            }
+            #[cfg(not(feature = "sled"))]
+            "sled" => Err(not_built(url, "sled")),
+            #[cfg(not(feature = "etcd"))]
+            "etcd" => Err(not_built(url, "etcd")),
+            #[cfg(not(feature = "redis"))]
+            "redis" | "rediss" => Err(not_built(url, "redis")),
+            other => Err(invalid(
+                url,
+                &format!("unknown scheme {other:?}; expected {FORMS}"),
+            )),
+        }
+    }
+
+    /// The backend's name: `mem`, `sled`, `etcd` or `redis`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Mem(_) => "mem",
+            #[cfg(feature = "sled")]
+            Backend::Sled(_) => "sled",
+            #[cfg(feature = "etcd")]
+            Backend::Etcd(_) => "etcd",
+            #[cfg(feature = "redis")]
+            Backend::Redis(_) => "redis",
+        }
+    }
+
+    /// The store behind the contract, to swap backends freely.
+    pub fn into_store(self) -> Arc<dyn Store> {
+        match self {
+            Backend::Mem(store) => Arc::new(store),
+            #[cfg(feature = "sled")]
+            Backend::Sled(store) => Arc::new(store),
+            #[cfg(feature = "etcd")]
+            Backend::Etcd(store) => Arc::new(store),
+            #[cfg(feature = "redis")]
+            Backend::Redis(store) => store,
+        }
+    }
+}
+
+/// Opens the store of `url` (see [`Backend::open`] for the forms) behind the contract.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> kv::Result<()> {
+/// let store = kv::open("mem://").await?;
+/// store.put(b"app/config", b"v1", kv::PutOptions::default()).await?;
+/// let err = kv::open("ftp://example").await.err().expect("no such scheme");
+/// assert_eq!(err.kind(), kv::ErrorKind::Config);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`Backend::open`].
+pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
+    Ok(Backend::open(url).await?.into_store())
+}
+
+/// Options of [`Backend::open_with`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// How long a network backend may take to connect (`None`: the backend's default; an
+    /// etcd URL's own `connect_timeout_ms` wins).
+    pub connect_timeout: Option<std::time::Duration>,
+}
+
+impl OpenOptions {
+    /// Sets [`OpenOptions::connect_timeout`].
+    pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+}
+
+#[cfg(any(feature = "etcd", feature = "redis"))]
+fn millis(timeout: std::time::Duration) -> u64 {
+    u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The error for a scheme whose backend this build leaves out.
+#[cfg(any(not(feature = "sled"), not(feature = "etcd"), not(feature = "redis")))]
+fn not_built(url: &str, feature: &str) -> Error {
+    invalid(
+        url,
+        &format!("this build has no {feature} backend: enable the `{feature}` feature of kv"),
+    )
+}
+
+fn invalid(url: &str, why: &str) -> Error {
+    Error::new(
+        ErrorKind::Config,
+        format!("invalid store URL {url:?}: {why}"),
+    )
+}

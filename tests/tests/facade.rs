@@ -1,0 +1,114 @@
+//! The `kv` facade: one dependency, every backend from a URL, derives through its path.
+
+use kv::keyspace::{Key, Text, TypedStore};
+use kv::{Backend, ErrorKind, PutOptions, Store};
+use kv_tests::harness::{shared_etcd, shared_redis};
+use std::sync::Arc;
+
+/// `facade/{id}/value`, declared through the facade alone.
+#[derive(Key, Debug, Clone, PartialEq, Eq)]
+#[kv(template = "facade/{id}/value", value = Text)]
+struct FacadeKey {
+    id: u64,
+}
+
+/// Writes and reads one key through the contract and one through the typed layer.
+async fn round_trip(store: Arc<dyn Store>) {
+    let key = format!("facade-{}/plain", uuid::Uuid::new_v4());
+    store
+        .put(key.as_bytes(), b"v", PutOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(key.as_bytes()).await.unwrap().unwrap().value,
+        b"v"
+    );
+    store.delete(key.as_bytes()).await.unwrap();
+    let typed = TypedStore::new(store);
+    let id = rand::random::<u64>();
+    let typed_key = FacadeKey { id };
+    typed.put(&typed_key, &"typed".to_string()).await.unwrap();
+    assert_eq!(
+        typed.get(&typed_key).await.unwrap().as_deref(),
+        Some("typed")
+    );
+    typed.delete(&typed_key).await.unwrap();
+}
+
+#[tokio::test]
+async fn every_url_form_opens_its_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut urls = vec![
+        ("mem".to_string(), "mem://".to_string()),
+        (
+            "sled".to_string(),
+            format!("sled://{}", dir.path().join("nested/db").display()),
+        ),
+    ];
+    if let Some(etcd) = shared_etcd().await {
+        let endpoint = etcd.endpoint();
+        let endpoint = endpoint.trim_start_matches("http://");
+        urls.push(("etcd".into(), format!("etcd://{endpoint}")));
+    }
+    if let Some(redis) = shared_redis().await {
+        urls.push(("redis".into(), redis.url()));
+    }
+    for (name, url) in urls {
+        let backend = Backend::open(&url)
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(backend.name(), name, "{url}");
+        round_trip(backend.into_store()).await;
+    }
+}
+
+#[tokio::test]
+async fn the_sled_directory_is_created_and_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sled://{}", dir.path().join("a/b").display());
+    let store = kv::open(&url).await.unwrap();
+    store
+        .put(b"k", b"kept", PutOptions::default())
+        .await
+        .unwrap();
+    drop(store);
+    let mut reopened = None;
+    // sled releases the directory lock a moment after the store is dropped.
+    for _ in 0..200 {
+        match kv::open(&url).await {
+            Ok(store) => {
+                reopened = Some(store);
+                break;
+            }
+            Err(e) if e.kind() == ErrorKind::Unavailable => {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let store = reopened.expect("the directory opens again");
+    assert_eq!(store.get(b"k").await.unwrap().unwrap().value, b"kept");
+}
+
+#[tokio::test]
+async fn malformed_urls_are_config_errors() {
+    for url in [
+        "",
+        "mem",
+        "ftp://host",
+        "mem://path",
+        "sled://",
+        "etcd://",
+        "http://x",
+    ] {
+        let err = kv::open(url)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{url:?} opened"));
+        assert_eq!(err.kind(), ErrorKind::Config, "{url:?}: {err}");
+        assert!(
+            err.to_string().contains("store URL") || url.starts_with("etcd"),
+            "{url:?}: {err}"
+        );
+    }
+}
