@@ -54,36 +54,40 @@ pub(crate) async fn open_for_listing(url: &str, prefix: &str) -> CliResult<Arc<d
 /// The store of `url`, and the same store as a `RedisStore` when it is one.
 async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore>>)> {
     let options = OpenOptions::default().connect_timeout(CONNECT_TIMEOUT);
-    let backend =
-        match tokio::time::timeout(CONNECT_TIMEOUT * 2, Backend::open_with(url, &options)).await {
-            Ok(Ok(backend)) => backend,
-            Ok(Err(e)) if e.kind() == ErrorKind::Config => {
-                return Err(CliError::invalid(e.message().to_string()));
+    let backend = within(url, Backend::open_with(url, &options))
+        .await?
+        .map_err(|e| {
+            if e.kind() == ErrorKind::Config {
+                CliError::invalid(e.message().to_string())
+            } else {
+                failed(url, &e)
             }
-            Ok(Err(e)) => {
-                return Err(unreachable(
-                    url,
-                    &brief(&e),
-                    crate::error::exit_code(&e.kind()),
-                ));
-            }
-            Err(_) => return Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
-        };
+        })?;
     let redis = match &backend {
         Backend::Redis(store) => Some(store.clone()),
         _ => None,
     };
     let store = backend.into_store();
     // Both network clients may connect lazily: one request proves the store answers.
-    match tokio::time::timeout(CONNECT_TIMEOUT * 2, store.revision()).await {
-        Ok(Ok(_)) => Ok((store, redis)),
-        Ok(Err(e)) => Err(unreachable(
-            url,
-            &brief(&e),
-            crate::error::exit_code(&e.kind()),
-        )),
-        Err(_) => Err(unreachable(url, "no answer in time", code::UNREACHABLE)),
-    }
+    within(url, store.revision())
+        .await?
+        .map_err(|e| failed(url, &e))?;
+    Ok((store, redis))
+}
+
+/// Runs `work` for at most twice [`CONNECT_TIMEOUT`].
+///
+/// # Errors
+/// Exit code 3 when it takes longer.
+async fn within<T>(url: &str, work: impl Future<Output = T>) -> CliResult<T> {
+    tokio::time::timeout(CONNECT_TIMEOUT * 2, work)
+        .await
+        .map_err(|_| unreachable(url, "no answer in time", code::UNREACHABLE))
+}
+
+/// The error of a store that answered with `e` while being opened.
+fn failed(url: &str, e: &kv::Error) -> CliError {
+    unreachable(url, &brief(e), crate::error::exit_code(&e.kind()))
 }
 
 fn unreachable(url: &str, why: &str, code: u8) -> CliError {

@@ -151,22 +151,7 @@ pub fn rewind(
     let horizon = (!complete)
         .then(|| current.last().map(|e| e.key.clone()))
         .flatten();
-    let mut merged: BTreeMap<Vec<u8>, Entry> = current
-        .into_iter()
-        .filter(|e| !touched.at.contains_key(&e.key))
-        .map(|e| (e.key.clone(), e))
-        .collect();
-    for (key, entry) in touched.at {
-        if let Some(mut entry) = entry
-            && horizon.as_ref().is_none_or(|h| key <= *h)
-        {
-            if opts.keys_only {
-                entry.value.clear();
-            }
-            merged.insert(key, entry);
-        }
-    }
-    let mut entries: Vec<Entry> = merged.into_values().collect();
+    let mut entries = entries_at(touched.at, current, horizon.as_deref(), opts.keys_only);
     if opts.count_only {
         return RangeResult {
             collections: Vec::new(),
@@ -214,19 +199,7 @@ pub fn rewind_with_collections(
         at,
         collections: changed,
     } = touched;
-    let mut entries: BTreeMap<Vec<u8>, Entry> = entries
-        .into_iter()
-        .filter(|e| !at.contains_key(&e.key))
-        .map(|e| (e.key.clone(), e))
-        .collect();
-    for (key, entry) in at {
-        if let Some(mut entry) = entry {
-            if opts.keys_only || opts.count_only {
-                entry.value.clear();
-            }
-            entries.insert(key, entry);
-        }
-    }
+    let entries = entries_at(at, entries, None, opts.keys_only || opts.count_only);
     // A collection absent from the current read is empty now: every key the page keeps
     // lies within each source's read (see `merge_page`).
     let mut sizes: BTreeMap<(Vec<u8>, CollectionKind), u64> = collections
@@ -240,17 +213,39 @@ pub fn rewind_with_collections(
             size => sizes.insert(id, size),
         };
     }
-    let mut collections: Vec<CollectionEntry> = sizes
+    // Ascending by key then kind, as the map is ordered.
+    let collections = sizes
         .into_iter()
         .map(|((key, kind), size)| CollectionEntry { key, kind, size })
         .collect();
-    collections.sort_by(|a, b| (&a.key, a.kind).cmp(&(&b.key, b.kind)));
-    Ok(merge_page(
-        opts,
-        revision,
-        entries.into_values().collect(),
-        collections,
-    ))
+    Ok(merge_page(opts, revision, entries, collections))
+}
+
+/// The entries at the revision: the current ones of keys not written since, and the
+/// entries then of the keys written since (`at`) that existed, up to `horizon` when the
+/// current read was partial; values cleared when `keys_only`. In key order.
+fn entries_at(
+    at: BTreeMap<Vec<u8>, Option<Entry>>,
+    current: Vec<Entry>,
+    horizon: Option<&[u8]>,
+    keys_only: bool,
+) -> Vec<Entry> {
+    let mut merged: BTreeMap<Vec<u8>, Entry> = current
+        .into_iter()
+        .filter(|e| !at.contains_key(&e.key))
+        .map(|e| (e.key.clone(), e))
+        .collect();
+    for (key, entry) in at {
+        if let Some(mut entry) = entry
+            && horizon.is_none_or(|h| key.as_slice() <= h)
+        {
+            if keys_only {
+                entry.value.clear();
+            }
+            merged.insert(key, entry);
+        }
+    }
+    merged.into_values().collect()
 }
 
 /// The size of a collection before `changes` (ascending), from its size `now` after them.

@@ -11,11 +11,15 @@ use std::ops::Bound;
 impl State {
     /// One page of `opts` (already validated), at its pinned revision or the current one.
     pub(crate) fn range(&self, opts: &RangeOptions) -> Result<RangeResult> {
-        if opts.collections {
-            return self.range_with_collections(opts);
-        }
+        let keys_only = opts.keys_only || opts.count_only;
         let revision = match opts.pinned_revision() {
             Some(r) if r != self.revision => r,
+            _ if opts.collections => {
+                let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
+                let (entries, _) = self.entries(opts, per_source, keys_only);
+                let collections = list_collections(opts, &self.members, per_source)?;
+                return Ok(merge_page(opts, self.revision, entries, collections));
+            }
             _ => return Ok(self.range_now(opts)),
         };
         check_revision(
@@ -25,32 +29,12 @@ impl State {
         )?;
         let touched = Touched::new(opts, revision, &self.history.since(revision));
         let fetch = touched.fetch_limit(opts);
-        let (current, complete) = self.entries(opts, fetch, opts.keys_only || opts.count_only);
-        Ok(rewind(opts, revision, touched, current, complete))
-    }
-
-    /// One page of plain entries and collections, at its pinned revision or the current one.
-    fn range_with_collections(&self, opts: &RangeOptions) -> Result<RangeResult> {
-        let keys_only = opts.keys_only || opts.count_only;
-        let revision = match opts.pinned_revision() {
-            Some(r) if r != self.revision => r,
-            _ => {
-                let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
-                let (entries, _) = self.entries(opts, per_source, keys_only);
-                let collections = list_collections(opts, &self.members, per_source)?;
-                return Ok(merge_page(opts, self.revision, entries, collections));
-            }
-        };
-        check_revision(
-            revision,
-            self.revision,
-            self.history.oldest_readable(self.revision),
-        )?;
-        let touched = Touched::new(opts, revision, &self.history.since(revision));
-        let fetch = touched.fetch_limit(opts);
-        let (entries, _) = self.entries(opts, fetch, keys_only);
-        let collections = list_collections(opts, &self.members, fetch)?;
-        rewind_with_collections(opts, revision, touched, entries, collections)
+        let (entries, complete) = self.entries(opts, fetch, keys_only);
+        if opts.collections {
+            let collections = list_collections(opts, &self.members, fetch)?;
+            return rewind_with_collections(opts, revision, touched, entries, collections);
+        }
+        Ok(rewind(opts, revision, touched, entries, complete))
     }
 
     fn range_now(&self, opts: &RangeOptions) -> RangeResult {

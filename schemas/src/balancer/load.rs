@@ -46,15 +46,15 @@ impl Balancer {
         let mut report = LoadReport { keys: 0, txns: 0 };
         let mut batch = Batch::default();
         for key in keys {
-            let lists = self.lists_of(key);
-            let mut cost = batch.cost_of(key, &lists);
+            let planned = Planned::of(key);
+            let mut cost = batch.cost_of(&planned);
             if !batch.keys.is_empty() && batch.cost + cost > budget {
                 self.commit(&mut batch, &mut report).await?;
-                cost = batch.cost_of(key, &lists);
+                cost = batch.cost_of(&planned);
             }
             batch.cost += cost;
-            batch.keys.push(key);
-            batch.lists.extend(lists);
+            batch.lists.extend(planned.lists().iter().copied());
+            batch.keys.push(planned);
         }
         if !batch.keys.is_empty() {
             self.commit(&mut batch, &mut report).await?;
@@ -62,17 +62,9 @@ impl Balancer {
         Ok(report)
     }
 
-    /// The groups whose active list `key` joins: all of its groups when it is active.
-    fn lists_of(&self, key: &LoadedKey) -> Vec<u64> {
-        if key.record.status != KeyStatus::Active {
-            return Vec::new();
-        }
-        let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
-        groups.into_iter().collect()
-    }
-
-    /// Adds the writes that load `key` to `txn`.
-    fn load_into(&self, txn: &mut TypedTxn, key: &LoadedKey) {
+    /// Adds the writes that load `planned` to `txn`.
+    fn load_into(&self, txn: &mut TypedTxn, planned: &Planned<'_>) {
+        let key = planned.key;
         let object = self.object(key.id);
         txn.map_put(&object, &API_KEY_FIELD.into(), &key.record.api_key)
             .map_put(
@@ -81,12 +73,11 @@ impl Balancer {
                 &key.record.status.as_str().into(),
             );
         let reverse = self.groups(key.id);
-        let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
-        for group in &groups {
+        for group in &planned.groups {
             txn.set_add(&reverse, group);
         }
-        for group in self.lists_of(key) {
-            txn.list_push(&self.active(group), &key.id);
+        for group in planned.lists() {
+            txn.list_push(&self.active(*group), &key.id);
         }
     }
 
@@ -97,8 +88,8 @@ impl Balancer {
         // estimate) is split in two, keeping the keys' order.
         while let Some(keys) = pending.pop() {
             let mut txn = self.typed.txn();
-            for key in &keys {
-                self.load_into(&mut txn, key);
+            for planned in &keys {
+                self.load_into(&mut txn, planned);
             }
             match txn.commit().await {
                 Ok(_) => {
@@ -118,24 +109,49 @@ impl Balancer {
     }
 }
 
+/// One key to load, with its groups once each, ascending.
+struct Planned<'a> {
+    key: &'a LoadedKey,
+    groups: Vec<u64>,
+}
+
+impl<'a> Planned<'a> {
+    fn of(key: &'a LoadedKey) -> Self {
+        let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
+        Planned {
+            key,
+            groups: groups.into_iter().collect(),
+        }
+    }
+
+    /// The groups whose active list the key joins: all of its groups when it is active.
+    fn lists(&self) -> &[u64] {
+        if self.key.record.status == KeyStatus::Active {
+            &self.groups
+        } else {
+            &[]
+        }
+    }
+}
+
 /// The keys of one transaction.
 #[derive(Default)]
 struct Batch<'a> {
-    keys: Vec<&'a LoadedKey>,
+    keys: Vec<Planned<'a>>,
     /// The groups whose active list the batch already extends.
     lists: BTreeSet<u64>,
     cost: usize,
 }
 
 impl Batch<'_> {
-    /// What adding `key` costs: each of its ops (two object fields, one reverse index
+    /// What adding `planned` costs: each of its ops (two object fields, one reverse index
     /// member per group, one push per list it joins), plus two per collection new to the
     /// batch (an optimistic backend guards and rewrites one stamp per collection): the
     /// key's own object and reverse index, and each group list the batch does not extend
     /// yet.
-    fn cost_of(&self, key: &LoadedKey, lists: &[u64]) -> usize {
-        let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
-        let ops = 2 + groups.len() + lists.len();
+    fn cost_of(&self, planned: &Planned<'_>) -> usize {
+        let lists = planned.lists();
+        let ops = 2 + planned.groups.len() + lists.len();
         let new_lists = lists.iter().filter(|g| !self.lists.contains(g)).count();
         ops + 2 * (2 + new_lists)
     }

@@ -1,7 +1,7 @@
 //! Ranges that list collections beside plain keys: kinds, sizes, prefix isolation, paging by
 //! distinct keys, counts, and no change for plain callers.
 
-use super::support::{key, put, root, run};
+use super::support::{all_pages, key, put, root, run};
 use kv_core::{CollectionKind as Kind, CollectionOp as Op, RangeOptions, Store};
 use std::sync::Arc;
 
@@ -145,33 +145,29 @@ struct Listing {
     collections: Vec<(String, Kind, u64)>,
 }
 
-/// Every page of `opts` (with collections), concatenated; checks that each page keeps to
-/// its limit and reads the revision of the first.
-async fn listing(store: &dyn Store, mut opts: RangeOptions) -> (Listing, i64) {
-    let mut out = Listing {
-        entries: Vec::new(),
-        collections: Vec::new(),
+/// Every page of `opts` (with collections) as a [`Listing`], and the revision read at;
+/// checks that each page reads the revision of the first.
+async fn listing(store: &dyn Store, opts: RangeOptions) -> (Listing, i64) {
+    let pages = all_pages(store, opts).await;
+    let first = pages.revisions[0];
+    assert!(
+        pages.revisions.iter().all(|r| *r == first),
+        "every page reads one revision: {:?}",
+        pages.revisions
+    );
+    let listing = Listing {
+        entries: pages
+            .entries
+            .iter()
+            .map(|e| (text(&e.key), text(&e.value), e.mod_revision))
+            .collect(),
+        collections: pages
+            .collections
+            .iter()
+            .map(|c| (text(&c.key), c.kind, c.size))
+            .collect(),
     };
-    let mut revision = None;
-    loop {
-        let page = store.range(opts.clone()).await.expect("range page");
-        let first = *revision.get_or_insert(page.revision);
-        assert_eq!(page.revision, first, "every page reads one revision");
-        out.entries.extend(
-            page.entries
-                .iter()
-                .map(|e| (text(&e.key), text(&e.value), e.mod_revision)),
-        );
-        out.collections.extend(
-            page.collections
-                .iter()
-                .map(|c| (text(&c.key), c.kind, c.size)),
-        );
-        match page.next {
-            Some(next) => opts = opts.after(next),
-            None => return (out, first),
-        }
-    }
+    (listing, first)
 }
 
 /// A listing with collections at a past revision shows every collection with the size it

@@ -1,7 +1,7 @@
 //! Snapshot reads: a range at a past revision, and paged ranges whose pages all read the
 //! revision of the first page.
 
-use super::support::{expect_kind, key, put, root};
+use super::support::{all_pages, expect_kind, key, put, root};
 use kv_core::{Entry, ErrorKind, RangeOptions, Store};
 use std::sync::Arc;
 
@@ -15,20 +15,6 @@ fn pairs(entries: &[Entry]) -> Vec<(String, String)> {
             )
         })
         .collect()
-}
-
-/// Every page of `opts` from its pinned revision on, concatenated.
-async fn all_pages(store: &dyn Store, mut opts: RangeOptions) -> (Vec<Entry>, Vec<i64>) {
-    let (mut entries, mut revisions) = (Vec::new(), Vec::new());
-    loop {
-        let page = store.range(opts.clone()).await.expect("range page");
-        entries.extend(page.entries);
-        revisions.push(page.revision);
-        match page.next {
-            Some(next) => opts = opts.after(next),
-            None => return (entries, revisions),
-        }
-    }
 }
 
 /// A range at a past revision returns the entries as they were then, with their metadata,
@@ -137,15 +123,15 @@ pub async fn paged_range_reads_one_revision(store: Arc<dyn Store>) {
         "the pages together are the state of the first page's revision"
     );
     // The same read pinned explicitly, now that everything changed.
-    let (pinned, revisions) = all_pages(
+    let pinned = all_pages(
         st,
         RangeOptions::prefix(&root)
             .limit(5)
             .at_revision(first.revision),
     )
     .await;
-    assert_eq!(pinned, before.entries);
-    assert!(revisions.iter().all(|r| *r == first.revision));
+    assert_eq!(pinned.entries, before.entries);
+    assert!(pinned.revisions.iter().all(|r| *r == first.revision));
 }
 
 /// A range at a revision the store no longer keeps is `Compacted`.

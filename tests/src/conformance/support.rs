@@ -2,8 +2,8 @@
 
 use futures::StreamExt;
 use kv_core::{
-    CollectionOp, CollectionResult, Entry, ErrorKind, Event, PutOptions, RangeOptions, Result,
-    Store, WatchBatch, WatchStream,
+    CollectionEntry, CollectionOp, CollectionResult, Entry, ErrorKind, Event, PutOptions,
+    RangeOptions, Result, Store, WatchBatch, WatchStream,
 };
 use std::fmt::Debug;
 use std::time::Duration;
@@ -68,6 +68,35 @@ pub(crate) async fn collect_pages(
         }
     }
     panic!("paging did not terminate");
+}
+
+/// What every page of a range read held, concatenated.
+pub(crate) struct Pages {
+    /// The entries, page after page.
+    pub(crate) entries: Vec<Entry>,
+    /// The collections, page after page.
+    pub(crate) collections: Vec<CollectionEntry>,
+    /// The revision each page was read at.
+    pub(crate) revisions: Vec<i64>,
+}
+
+/// Every page of `opts` from where it starts (its limit, if any, is the page size).
+pub(crate) async fn all_pages(store: &dyn Store, mut opts: RangeOptions) -> Pages {
+    let mut pages = Pages {
+        entries: Vec::new(),
+        collections: Vec::new(),
+        revisions: Vec::new(),
+    };
+    loop {
+        let page = store.range(opts.clone()).await.expect("range page");
+        pages.entries.extend(page.entries);
+        pages.collections.extend(page.collections);
+        pages.revisions.push(page.revision);
+        match page.next {
+            Some(next) => opts = opts.after(next),
+            None => return pages,
+        }
+    }
 }
 
 /// The keys of `entries`, with `root` stripped, as strings for readable assertions.
