@@ -206,8 +206,9 @@ impl<T: TextSegment + Segment> SegmentStrategy for T {
 }
 
 /// Raw strings that look like keys: the encoding of `base` mutated by inserting, replacing
-/// or dropping adversarial pieces, or entirely random text. Used to check that parsing is
-/// canonical (whatever parses re-encodes to the same bytes).
+/// or dropping adversarial pieces, the classic non-canonical spellings of a number (a
+/// leading `0` or `+`), or entirely random text. Used to check that parsing is canonical
+/// (whatever parses re-encodes to the same bytes).
 pub fn mutations(base: String) -> BoxedStrategy<String> {
     let piece = prop::sample::select(ADVERSARIAL_PIECES);
     let len = base.len();
@@ -225,6 +226,8 @@ pub fn mutations(base: String) -> BoxedStrategy<String> {
             move |at| base.get(..at).unwrap_or(&base).to_owned()
         }),
         Just(base.to_uppercase()),
+        Just(format!("0{base}")),
+        Just(format!("+{base}")),
         Just(format!("{base}/")),
         Just(format!("/{base}")),
         prop::collection::vec(prop::sample::select(ADVERSARIAL_PIECES), 0..12)
