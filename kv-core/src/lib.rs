@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+mod bulk;
 mod capabilities;
 pub mod changes;
 pub mod collections;
@@ -9,6 +10,7 @@ pub mod derive_support;
 pub mod emulation;
 mod entry;
 mod error;
+pub mod intercept;
 mod keeper;
 pub mod keyspace;
 mod lease;
@@ -18,6 +20,7 @@ mod store;
 mod txn;
 mod watch;
 
+pub use bulk::{BulkLoader, BulkProgress, BulkReport};
 pub use capabilities::{Capabilities, ForeignWrites, Retention, Support};
 pub use changes::{CollectionChange, CollectionEvent, CollectionValue};
 pub use collections::{CollectionKind, CollectionOp, CollectionResult};

@@ -1,7 +1,6 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
-mod bulk;
 mod collections;
 mod config;
 mod error;
@@ -16,7 +15,6 @@ mod tls;
 mod txn;
 mod watch;
 
-pub use bulk::{BulkLoader, BulkProgress, BulkReport};
 #[cfg(feature = "tls")]
 pub use config::EtcdTlsConfig;
 pub use config::{DEFAULT_MAX_TXN_OPS, DEFAULT_MAX_VALUE_BYTES, EtcdConfig};

@@ -4,12 +4,9 @@
 
 mod tenant_common;
 
+use kv_core::intercept::{Call, Intercepted, Interceptor};
 use kv_core::keyspace::TypedStore;
-use kv_core::{
-    Capabilities, CollectionOp, CollectionResult, Entry, Error, ErrorKind, LeaseGrant, LeaseId,
-    LeaseInfo, PutOptions, PutResult, RangeOptions, RangeResult, Result, Store, Txn, TxnResponse,
-    WatchOptions, WatchStream, async_trait,
-};
+use kv_core::{Error, ErrorKind, PutOptions, Result, Store, async_trait};
 use kv_mem::{MemConfig, MemStore};
 use schemas::tenant::HostName;
 use schemas::tenant::{
@@ -18,7 +15,6 @@ use schemas::tenant::{
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 use tenant_common::{keys_under, tenant_keys, unique_tenant};
 use tokio::sync::Barrier;
 
@@ -176,67 +172,27 @@ async fn a_tenant_larger_than_one_transaction_is_deleted_indexes_first() {
     );
 }
 
-/// A `MemStore` whose transactions fail, as a lost connection would, once `budget`
-/// transactions have committed.
+/// Fails transactions, as a lost connection would, once `budget` transactions have been
+/// sent.
 struct Interrupted {
-    inner: Arc<MemStore>,
     budget: AtomicUsize,
 }
 
 #[async_trait]
-impl Store for Interrupted {
-    fn capabilities(&self) -> &Capabilities {
-        self.inner.capabilities()
-    }
-    async fn revision(&self) -> Result<i64> {
-        self.inner.revision().await
-    }
-    async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
-        self.inner.range(opts).await
-    }
-    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+impl Interceptor for Interrupted {
+    async fn before(&self, call: Call) -> Result<()> {
+        if call != Call::Txn {
+            return Ok(());
+        }
         let spent = self
             .budget
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
                 left.checked_sub(1)
             });
-        if spent.is_err() {
-            return Err(Error::new(ErrorKind::Unavailable, "connection lost"));
+        match spent {
+            Ok(_) => Ok(()),
+            Err(_) => Err(Error::new(ErrorKind::Unavailable, "connection lost")),
         }
-        self.inner.txn(txn).await
-    }
-    async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
-        self.inner.lease_grant(ttl).await
-    }
-    async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration> {
-        self.inner.lease_keep_alive(id).await
-    }
-    async fn lease_revoke(&self, id: LeaseId) -> Result<()> {
-        self.inner.lease_revoke(id).await
-    }
-    async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
-        self.inner.lease_time_to_live(id).await
-    }
-    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        self.inner.watch(opts).await
-    }
-    async fn compact(&self, revision: i64) -> Result<()> {
-        self.inner.compact(revision).await
-    }
-    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        self.inner.get(key).await
-    }
-    async fn put(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<PutResult> {
-        self.inner.put(key, value, opts).await
-    }
-    async fn delete(&self, key: &[u8]) -> Result<Option<Entry>> {
-        self.inner.delete(key).await
-    }
-    async fn delete_prefix(&self, prefix: &[u8]) -> Result<u64> {
-        self.inner.delete_prefix(prefix).await
-    }
-    async fn collection(&self, op: CollectionOp) -> Result<CollectionResult> {
-        self.inner.collection(op).await
     }
 }
 
@@ -268,10 +224,12 @@ async fn a_deletion_cut_off_between_transactions_is_resumed() {
     }
     let all = keys_under(inner.as_ref(), "jxt/").await;
     // 6 FTP users, 1 host, code and name: 9 index entries, in batches of at most 4.
-    let store = Arc::new(Interrupted {
-        inner: inner.clone(),
-        budget: AtomicUsize::new(1),
-    });
+    let store = Arc::new(Intercepted::new(
+        inner.clone(),
+        Interrupted {
+            budget: AtomicUsize::new(1),
+        },
+    ));
     let typed = TypedStore::new(store.clone());
     let err = delete_tenant(&typed, t.id()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
@@ -283,13 +241,16 @@ async fn a_deletion_cut_off_between_transactions_is_resumed() {
     assert_eq!(dir.len(), 1 + 3 + 1 + 6);
 
     // Cut off once more after one batch, then run to the end.
-    store.budget.store(1, Ordering::SeqCst);
+    store.interceptor().budget.store(1, Ordering::SeqCst);
     delete_tenant(&typed, t.id()).await.unwrap_err();
     assert_eq!(
         keys_under(inner.as_ref(), "jxt/").await.len(),
         all.len() - 8
     );
-    store.budget.store(usize::MAX, Ordering::SeqCst);
+    store
+        .interceptor()
+        .budget
+        .store(usize::MAX, Ordering::SeqCst);
     let done = delete_tenant(&typed, t.id()).await.unwrap();
     // Only the name index was left: it and the data fit in one transaction.
     assert_eq!((done.indexes_deleted, done.transactions), (1, 1));

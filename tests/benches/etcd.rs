@@ -99,8 +99,7 @@ fn bulk(rt: &Runtime, store: &EtcdStore) {
         .map(|i| (format!("bench/bulk/{i:07}").into_bytes(), VALUE.to_vec()))
         .collect();
     let report = rt.block_on(async {
-        store
-            .bulk_loader()
+        kv_core::BulkLoader::new(store)
             .concurrency(8)
             .load(items)
             .await

@@ -8,7 +8,7 @@
 use crate::harness::{redis_connection, shared_etcd, shared_redis};
 use kv_core::Store;
 use kv_etcd::{EtcdConfig, EtcdStore};
-use kv_mem::{MemStore, SledConfig, SledStore};
+use kv_mem::{MemStore, SledStore};
 use kv_redis::RedisStore;
 use std::sync::Arc;
 
@@ -20,12 +20,9 @@ pub async fn memory() -> Option<Arc<dyn Store>> {
 /// A fresh `SledStore` in its own temporary directory, removed when the last handle to the
 /// store is dropped.
 pub async fn sled() -> Option<Arc<dyn Store>> {
-    let dir = tempfile::Builder::new()
-        .prefix("kv-sled-")
-        .tempdir()
-        .expect("temp dir");
-    let store = SledStore::open(SledConfig::new(dir.path())).expect("open a sled store");
-    Some(Arc::new(TempSled { store, _dir: dir }))
+    Some(Arc::new(
+        SledStore::temporary().expect("open a sled store in a temporary directory"),
+    ))
 }
 
 /// An `EtcdStore` on this test binary's shared etcd (`None` after a SKIP line when etcd is
@@ -86,12 +83,3 @@ macro_rules! on_every_backend {
         }
     };
 }
-
-/// A `SledStore` that owns its temporary directory: the store closes first, then the
-/// directory is removed.
-struct TempSled {
-    store: SledStore,
-    _dir: tempfile::TempDir,
-}
-
-mod forward;

@@ -8,7 +8,6 @@ use kv_core::{
 };
 use kv_etcd::{EtcdConfig, EtcdStore};
 use kv_tests::harness::{key_root, shared_etcd};
-use std::sync::{Arc, Mutex};
 
 async fn connect(config: EtcdConfig) -> EtcdStore {
     EtcdStore::connect(config).await.expect("connect to etcd")
@@ -95,70 +94,6 @@ async fn namespaced_store_stays_inside_its_root() {
     let batch = watch.next().await.unwrap().unwrap();
     assert_eq!(batch.events.len(), 1);
     assert_eq!(batch.events[0].key(), b"w");
-}
-
-#[tokio::test]
-async fn bulk_loader_writes_everything_and_reports_progress() {
-    let Some((store, _)) = root_store().await else {
-        return;
-    };
-    let root = key_root("bulk");
-    let items: Vec<(Vec<u8>, Vec<u8>)> = (0..1000)
-        .map(|i| {
-            (
-                format!("{root}{i:05}").into_bytes(),
-                format!("v{i}").into_bytes(),
-            )
-        })
-        .collect();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let progress = seen.clone();
-    let report = store
-        .bulk_loader()
-        .batch_size(100)
-        .concurrency(4)
-        .on_progress(move |p| progress.lock().unwrap().push(p))
-        .load(items)
-        .await
-        .unwrap();
-    assert_eq!((report.keys, report.batches), (1000, 10));
-    let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 10);
-    assert!(seen.iter().all(|p| p.total == 1000));
-    assert_eq!(seen.iter().map(|p| p.written).max(), Some(1000));
-    let count = store
-        .range(RangeOptions::prefix(&root).count_only())
-        .await
-        .unwrap();
-    assert_eq!(count.count, 1000);
-    let e = store.get(format!("{root}00999").as_bytes()).await.unwrap();
-    assert_eq!(e.unwrap().value, b"v999");
-}
-
-#[tokio::test]
-async fn bulk_loader_rejects_bad_input_before_writing() {
-    let Some((store, _)) = root_store().await else {
-        return;
-    };
-    let root = key_root("bulkbad");
-    let dup = vec![
-        (format!("{root}a").into_bytes(), b"1".to_vec()),
-        (format!("{root}b").into_bytes(), b"2".to_vec()),
-        (format!("{root}a").into_bytes(), b"3".to_vec()),
-    ];
-    let err = store.bulk_loader().load(dup).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::TxnConflict);
-    let bad = vec![
-        (format!("{root}c").into_bytes(), b"1".to_vec()),
-        (b"with\0nul".to_vec(), b"2".to_vec()),
-    ];
-    let err = store.bulk_loader().load(bad).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidKey);
-    let count = store
-        .range(RangeOptions::prefix(&root).count_only())
-        .await
-        .unwrap();
-    assert_eq!(count.count, 0);
 }
 
 #[tokio::test]

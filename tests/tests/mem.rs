@@ -16,57 +16,27 @@ fn model_sequences_match_the_reference_model() {
 
 /// `LeaseKeeper` and `Lock` under paused time: renewals, loss after failed renewals, expiry.
 mod keeper_and_lock {
-    use kv_core::{
-        Capabilities, Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, LeaseKeeper, Lock,
-        RangeOptions, RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
-        async_trait,
-    };
+    use kv_core::intercept::{Call, Intercepted, Interceptor};
+    use kv_core::{Error, ErrorKind, LeaseKeeper, Lock, Result, Store, async_trait};
     use kv_mem::MemStore;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
 
-    /// MemStore whose lease renewals fail with `Unavailable` while `down` is set, as when the
-    /// server cannot be reached.
+    /// Fails lease renewals with `Unavailable` while `down` is set, as when the server
+    /// cannot be reached.
+    #[derive(Default)]
     struct Unreachable {
-        inner: MemStore,
         down: AtomicBool,
     }
 
     #[async_trait]
-    impl Store for Unreachable {
-        fn capabilities(&self) -> &Capabilities {
-            self.inner.capabilities()
-        }
-        async fn revision(&self) -> Result<i64> {
-            self.inner.revision().await
-        }
-        async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
-            self.inner.range(opts).await
-        }
-        async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-            self.inner.txn(txn).await
-        }
-        async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
-            self.inner.lease_grant(ttl).await
-        }
-        async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration> {
-            if self.down.load(Ordering::SeqCst) {
+    impl Interceptor for Unreachable {
+        async fn before(&self, call: Call) -> Result<()> {
+            if call == Call::LeaseKeepAlive && self.down.load(Ordering::SeqCst) {
                 return Err(Error::new(ErrorKind::Unavailable, "connection refused"));
             }
-            self.inner.lease_keep_alive(id).await
-        }
-        async fn lease_revoke(&self, id: LeaseId) -> Result<()> {
-            self.inner.lease_revoke(id).await
-        }
-        async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
-            self.inner.lease_time_to_live(id).await
-        }
-        async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-            self.inner.watch(opts).await
-        }
-        async fn compact(&self, revision: i64) -> Result<()> {
-            self.inner.compact(revision).await
+            Ok(())
         }
     }
 
@@ -90,10 +60,10 @@ mod keeper_and_lock {
 
     #[tokio::test(start_paused = true)]
     async fn keeper_reports_loss_after_a_ttl_of_failed_renewals() {
-        let flaky = Arc::new(Unreachable {
-            inner: MemStore::new(),
-            down: AtomicBool::new(false),
-        });
+        let flaky = Arc::new(Intercepted::new(
+            Arc::new(MemStore::new()),
+            Unreachable::default(),
+        ));
         let store: Arc<dyn Store> = flaky.clone();
         let keeper = LeaseKeeper::grant(store.clone(), Duration::from_secs(3))
             .await
@@ -101,13 +71,13 @@ mod keeper_and_lock {
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert!(!keeper.is_lost());
         // A short outage is ridden out.
-        flaky.down.store(true, Ordering::SeqCst);
+        flaky.interceptor().down.store(true, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_secs(1)).await;
-        flaky.down.store(false, Ordering::SeqCst);
+        flaky.interceptor().down.store(false, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert!(!keeper.is_lost(), "a short outage lost the lease");
         // An outage longer than the TTL loses it.
-        flaky.down.store(true, Ordering::SeqCst);
+        flaky.interceptor().down.store(true, Ordering::SeqCst);
         let lost = keeper.lost().await;
         assert_eq!(lost.kind(), ErrorKind::LockLost, "{lost}");
         assert!(keeper.is_lost());

@@ -119,8 +119,11 @@ pub(crate) struct Inner {
     pub(crate) published: watch::Sender<i64>,
     /// Wakes the lease expiry task (a lease was granted or renewed, or the store closed).
     pub(crate) expiry_wake: Arc<Notify>,
-    /// Declared last: released after the database is dropped.
+    /// Released after the database is dropped.
     pub(crate) _claim: super::open::PathClaim,
+    /// The directory of a [`SledStore::temporary`](super::SledStore::temporary) store,
+    /// removed last.
+    pub(crate) _temp_dir: Option<tempfile::TempDir>,
 }
 
 /// A committed revision not yet published. When the writing future is dropped while it

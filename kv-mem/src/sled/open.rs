@@ -20,7 +20,7 @@ const MAX_TXN_OPS: usize = 4096;
 /// Largest value accepted.
 const MAX_VALUE_BYTES: usize = 16 << 20;
 
-pub(crate) fn open(config: SledConfig) -> Result<Arc<Inner>> {
+pub(crate) fn open(config: SledConfig, temp_dir: Option<tempfile::TempDir>) -> Result<Arc<Inner>> {
     config.validate()?;
     let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
         Error::new(
@@ -99,6 +99,7 @@ pub(crate) fn open(config: SledConfig) -> Result<Arc<Inner>> {
         expiry_wake: Arc::new(Notify::new()),
         config,
         _claim: claim,
+        _temp_dir: temp_dir,
     });
     // Leases that expired while the store was closed go now, before anyone reads.
     inner.write_blocking(|_, _, _| Ok(()))?;

@@ -62,7 +62,43 @@ impl SledStore {
     /// not a store's database; `Backend` for I/O errors.
     pub fn open(config: SledConfig) -> Result<Self> {
         Ok(SledStore {
-            inner: open::open(config)?,
+            inner: open::open(config, None)?,
+        })
+    }
+
+    /// A store with the default configuration in a new temporary directory, which is removed
+    /// once the last clone is dropped and the database closed: for tests.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// use kv_core::{PutOptions, Store};
+    ///
+    /// let store = kv_mem::SledStore::temporary()?;
+    /// store.put(b"k", b"v", PutOptions::default()).await?;
+    /// let dir = store.config().path.clone();
+    /// drop(store);
+    /// assert!(!dir.exists());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Backend` when the directory cannot be created; as [`SledStore::open`] otherwise.
+    pub fn temporary() -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("kv-sled-")
+            .tempdir()
+            .map_err(|e| {
+                kv_core::Error::new(
+                    kv_core::ErrorKind::Backend,
+                    "cannot create a temporary directory",
+                )
+                .with_source(e)
+            })?;
+        let config = SledConfig::new(dir.path());
+        Ok(SledStore {
+            inner: open::open(config, Some(dir))?,
         })
     }
 

@@ -22,6 +22,7 @@
 //! ```
 
 pub mod bad_input;
+pub mod bulk;
 pub mod capabilities;
 pub mod collection_compares;
 pub mod collection_ranges;
@@ -115,6 +116,10 @@ macro_rules! conformance_suite {
             bad_input::watch_from_compacted_revision_is_rejected,
             bad_input::keep_alive_of_revoked_lease_is_rejected,
             bad_input::put_with_unknown_lease_writes_nothing,
+            bulk::bulk_load_writes_everything_and_reports_progress,
+            bulk::bulk_load_rejects_bad_input_before_writing,
+            bulk::bulk_load_retries_a_lost_answer_once,
+            bulk::bulk_load_retry_keeps_a_newer_write,
             capabilities::capabilities_are_sane,
             collection_compares::collection_compares,
             collection_compares::collection_compares_pick_the_branch,
