@@ -7,7 +7,6 @@ pub mod changes;
 pub mod collections;
 #[doc(hidden)]
 pub mod derive_support;
-pub mod emulation;
 mod entry;
 mod error;
 pub mod intercept;
@@ -16,6 +15,7 @@ pub mod keyspace;
 mod lease;
 mod lock;
 mod range;
+pub mod raw;
 mod store;
 mod txn;
 mod watch;

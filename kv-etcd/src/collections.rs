@@ -26,11 +26,11 @@ use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, GetOptions, Txn as EtcdTxn,
     TxnOp as EtcdOp, TxnOpResponse, TxnResponse as EtcdTxnResponse,
 };
-use kv_core::changes::encode_changes;
-use kv_core::emulation::{
+use kv_core::raw::emulation::{
     Overlay, PhysicalRange, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
     compare_reads, emptiness_probes, evaluate_compare, members_range, reads,
 };
+use kv_core::raw::encode_changes;
 use kv_core::{
     CollectionChange, CollectionKind, Compare, Error, ErrorKind, OpResult, Result, Txn, TxnOp,
     TxnResponse,

@@ -2,8 +2,8 @@
 
 use crate::store::EtcdStore;
 use etcd_client::{CompactionOptions, GetOptions, GetResponse};
-use kv_core::collections::layout;
-use kv_core::emulation::{list_collections, merge_page};
+use kv_core::raw::emulation::{list_collections, merge_page};
+use kv_core::raw::layout;
 use kv_core::{
     CollectionKind, Continuation, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
     prefix_end, validate_key,

@@ -3,13 +3,13 @@
 //! with a single compare, however many members it read.
 //!
 //! The stamp of the collection of `kind` at `K` is `\0 tag K` (kv-core's
-//! [`kind_prefix`](kv_core::collections::layout::kind_prefix) of `K`): it sorts just before the
+//! [`kind_prefix`](kv_core::raw::layout::kind_prefix) of `K`): it sorts just before the
 //! members (`\0 tag K \0 ...`), is never inside another collection's members range, and lies
 //! under `kind_prefix(P)` exactly when `K` starts with `P`, so prefix deletes remove it too.
 //! Invariant: a collection has a stamp exactly when it has members. A transaction that leaves
 //! a collection empty (its last members removed, or `delete`/`delete_prefix`) deletes the
 //! stamp; one that changes it otherwise rewrites the stamp with the transaction's changes to
-//! it as the value (kv-core's [`encode_changes`](kv_core::changes::encode_changes)). So the
+//! it as the value (kv-core's [`encode_changes`](kv_core::raw::encode_changes)). So the
 //! stamps' history is the collections' change log: a watch with collections reads it (a
 //! written stamp's changes, or `Deleted` for a deleted stamp), in the same revision order as
 //! the plain keys. Deleting the stamp of an emptied collection is safe for the guards: a
@@ -18,7 +18,7 @@
 //! watch reports nothing for them.
 
 use kv_core::CollectionKind;
-use kv_core::collections::layout;
+use kv_core::raw::layout;
 
 /// The stamp key of the collection of `kind` at `key`.
 pub(crate) fn stamp_key(kind: CollectionKind, key: &[u8]) -> Vec<u8> {

@@ -15,7 +15,7 @@ use etcd_client::{
     PutOptions as EtcdPutOptions, Txn as EtcdTxn, TxnOp as EtcdOp, TxnOpResponse,
     TxnResponse as EtcdTxnResponse,
 };
-use kv_core::emulation::{PhysicalRange, collection_ranges_for_prefix, delete_collections};
+use kv_core::raw::emulation::{PhysicalRange, collection_ranges_for_prefix, delete_collections};
 use kv_core::{
     CollectionKind, Compare, CompareOp, CompareTarget, Error, ErrorKind, OpResult, PutOptions,
     PutResult, Result, Txn, TxnOp, TxnResponse,

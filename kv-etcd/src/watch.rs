@@ -12,8 +12,8 @@ use crate::stamp::collection_of_stamp;
 use crate::store::{EtcdStore, backoff};
 use etcd_client::{EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
 use futures::StreamExt;
-use kv_core::changes::decode_changes;
-use kv_core::collections::layout;
+use kv_core::raw::decode_changes;
+use kv_core::raw::layout;
 use kv_core::{
     CollectionChange, CollectionEvent, CollectionKind, Error, ErrorKind, Event, KeyRange, Result,
     WatchBatch, WatchOptions, WatchStream,

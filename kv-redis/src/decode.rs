@@ -1,6 +1,6 @@
 //! Decoding script replies and log entries into contract types.
 
-use kv_core::emulation::DeletedSize;
+use kv_core::raw::emulation::DeletedSize;
 use kv_core::{
     CollectionChange, CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId,
     Result, escape_bytes,

@@ -4,7 +4,7 @@
 use crate::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
 use crate::error::map_redis_error;
 use crate::store::Inner;
-use kv_core::emulation::{
+use kv_core::raw::emulation::{
     Logged, Touched, check_revision, merge_page, rewind, rewind_with_collections,
 };
 use kv_core::{

@@ -12,8 +12,8 @@
 //! | `etcd` | `etcd` | `etcd://HOST:PORT[,HOST:PORT...][?options]` |
 //! | `redis` | `redis` | `redis://HOST:PORT/DB`, `rediss://...` with `tls` |
 //!
-//! `tls` adds TLS to the network backends that are enabled, `proptest` the strategies of
-//! [`keyspace`]. The `etcd` feature needs `protoc` at build time (`etcd-client` compiles
+//! `tls` adds TLS to the network backends that are enabled, `encryption` the `Encrypted`
+//! codec, `proptest` the strategies of [`keyspace`]. The `etcd` feature needs `protoc` at build time (`etcd-client` compiles
 //! protobufs): on `PATH` or named by `PROTOC`.
 //!
 //! ```

@@ -9,7 +9,7 @@
 //! (`KV_BENCH_QUICK=1` takes fewer rounds).
 
 use etcd_client::{KvClient, Txn as EtcdTxn, TxnOp as EtcdOp};
-use kv_core::collections::layout;
+use kv_core::raw::layout;
 use kv_core::{CollectionKind, CollectionOp, Compare, Store, Txn, TxnOp};
 use kv_etcd::{EtcdConfig, EtcdStore};
 use kv_redis::RedisStore;

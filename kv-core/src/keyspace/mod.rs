@@ -48,6 +48,7 @@ mod codec;
 mod codec_json;
 mod codec_plain;
 mod codec_segment;
+#[cfg(feature = "encryption")]
 mod encrypted;
 mod escape;
 mod facade;
@@ -78,6 +79,7 @@ pub use codec::Codec;
 pub use codec_json::Json;
 pub use codec_plain::{Bytes, Empty, Text};
 pub use codec_segment::SegmentCodec;
+#[cfg(feature = "encryption")]
 pub use encrypted::{ENVELOPE_VERSION, Encrypted, EncryptionKey, Keyring};
 pub use escape::{escape_into, path_escape, should_escape, unescape_strict};
 pub use facade::{

@@ -2,7 +2,7 @@
 //! the current entries rewound through the retained history.
 
 use super::state::State;
-use kv_core::emulation::{
+use kv_core::raw::emulation::{
     Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
 use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result};

@@ -2,7 +2,7 @@
 
 use super::lease::Leases;
 use super::watch::History;
-use kv_core::emulation::{DeletedSize, PhysicalWrite};
+use kv_core::raw::emulation::{DeletedSize, PhysicalWrite};
 use kv_core::{Entry, Event, LeaseId};
 use std::collections::BTreeMap;
 
@@ -42,7 +42,7 @@ pub(crate) struct State {
     pub(crate) revision: i64,
     /// Plain keys. Ranges and watches see only these.
     pub(crate) kv: BTreeMap<Vec<u8>, Stored>,
-    /// Collection members in the reserved layout of `kv_core::collections::layout`.
+    /// Collection members in the reserved layout of `kv_core::raw::layout`.
     pub(crate) members: BTreeMap<Vec<u8>, Vec<u8>>,
     /// Live leases and their deadlines.
     pub(crate) leases: Leases,

@@ -1,7 +1,7 @@
 //! Transactions: compares, then one branch applied at one new revision, all or nothing.
 
 use super::state::{State, Stored};
-use kv_core::emulation::{Overlay, collection_ranges_for_key, collection_ranges_for_prefix};
+use kv_core::raw::emulation::{Overlay, collection_ranges_for_key, collection_ranges_for_prefix};
 use kv_core::{Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse, prefix_end};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -72,7 +72,7 @@ impl State {
         let mut succeeded = true;
         for c in &txn.compares {
             let holds = if c.target.collection_kind().is_some() {
-                kv_core::emulation::evaluate_compare(c, &self.members)?
+                kv_core::raw::emulation::evaluate_compare(c, &self.members)?
             } else {
                 let entry = self.kv.get(&c.key).map(|s| s.entry(&c.key, false));
                 c.evaluate(entry.as_ref())
@@ -183,7 +183,8 @@ fn run_op(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kv_core::collections::{CollectionKind, layout};
+    use kv_core::CollectionKind;
+    use kv_core::raw::layout;
     use kv_core::{Capabilities, CollectionOp};
 
     fn caps() -> Capabilities {

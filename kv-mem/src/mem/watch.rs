@@ -1,6 +1,6 @@
 //! Watches: the bounded event history, watcher registration, delivery and compaction.
 
-use kv_core::emulation::{DeletedSize, Logged};
+use kv_core::raw::emulation::{DeletedSize, Logged};
 use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -5,7 +5,7 @@ use super::codec::{
 };
 use super::error::map_sled;
 use super::inner::Inner;
-use kv_core::collections::layout;
+use kv_core::raw::layout;
 use kv_core::{Event, Result, escape_bytes};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::PoisonError;

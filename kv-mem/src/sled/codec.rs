@@ -7,8 +7,8 @@
 //! - leases: `L` id → [`LeaseRecord`]; `K` id key → empty (the key is attached to the lease).
 //! - meta: [`FORMAT_KEY`], [`COMPACT_KEY`], [`LEASE_SEQ_KEY`] → 8 bytes big-endian.
 
-use kv_core::changes::{decode_changes, encode_changes};
-use kv_core::emulation::DeletedSize;
+use kv_core::raw::emulation::DeletedSize;
+use kv_core::raw::{decode_changes, encode_changes};
 use kv_core::{CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId, Result};
 
 /// The layout version this build reads and writes.

@@ -5,7 +5,7 @@
 use super::codec::{LeaseRecord, be, encode_events};
 use super::config::{Durability, SledConfig};
 use super::error::{map_sled, map_txn};
-use kv_core::emulation::{DeletedSize, PhysicalWrite};
+use kv_core::raw::emulation::{DeletedSize, PhysicalWrite};
 use kv_core::{Capabilities, Event, Result};
 use sled::Tree;
 use sled::transaction::{TransactionResult, Transactional};

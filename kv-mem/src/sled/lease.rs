@@ -6,7 +6,7 @@ use super::codec::{
 };
 use super::error::map_sled;
 use super::inner::{Commits, Inner, Plan, Writer};
-use kv_core::emulation::PhysicalWrite;
+use kv_core::raw::emulation::PhysicalWrite;
 use kv_core::{Error, ErrorKind, Event, LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

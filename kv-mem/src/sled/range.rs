@@ -5,7 +5,7 @@ use super::codec::{be, decode_entry, decode_record, read_be};
 use super::error::map_sled;
 use super::inner::Inner;
 use super::txn::TreeState;
-use kv_core::emulation::{
+use kv_core::raw::emulation::{
     Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
 use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result, validate_key};

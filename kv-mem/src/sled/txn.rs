@@ -4,7 +4,7 @@
 use super::codec::{attachment_key, decode_entry, encode_entry};
 use super::error::map_sled;
 use super::inner::{Commits, Inner, Plan, Writer};
-use kv_core::emulation::{
+use kv_core::raw::emulation::{
     OrderedState, Overlay, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
 };
 use kv_core::{
@@ -59,7 +59,7 @@ pub(crate) fn run(
     let mut succeeded = true;
     for compare in &txn.compares {
         let holds = if compare.target.collection_kind().is_some() {
-            kv_core::emulation::evaluate_compare(compare, &data)?
+            kv_core::raw::emulation::evaluate_compare(compare, &data)?
         } else {
             compare.evaluate(read_entry(&data, &compare.key)?.as_ref())
         };

@@ -19,7 +19,7 @@ use std::ops::Bound;
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use kv_core::emulation::Overlay;
+/// use kv_core::raw::emulation::Overlay;
 /// use kv_core::{CollectionOp, CollectionResult};
 ///
 /// let base = BTreeMap::new();

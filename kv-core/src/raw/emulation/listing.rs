@@ -3,10 +3,11 @@
 //! entries, for every backend.
 
 use super::OrderedState;
-use crate::collections::{CollectionKind, layout};
+use crate::collections::CollectionKind;
 use crate::entry::{Entry, prefix_end};
 use crate::error::Result;
 use crate::range::{CollectionEntry, Continuation, RangeOptions, RangeResult};
+use crate::raw::layout;
 use std::collections::BTreeSet;
 
 /// Physical entries read per step while grouping members into collections.

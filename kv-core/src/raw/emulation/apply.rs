@@ -2,8 +2,9 @@
 
 use super::{Applied, OrderedState, PhysicalWrite, members_range};
 use crate::changes::CollectionChange;
-use crate::collections::{CollectionKind, CollectionOp, CollectionResult, layout};
+use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
 use crate::error::{Error, ErrorKind, Result};
+use crate::raw::layout;
 
 /// Applies one collection op to `state`: returns its result, the physical writes that make
 /// it so and the change a watch reports, without writing anything. An op that changes
@@ -137,7 +138,7 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
             let range = members_range(kind, key);
             let len = state.count(&range.start, &range.end)?;
             let len = usize::try_from(len).unwrap_or(usize::MAX);
-            let wanted = crate::collections::list_index_range(len, *start, *stop);
+            let wanted = crate::raw::list_index_range(len, *start, *stop);
             let items = if wanted.is_empty() {
                 Vec::new()
             } else {

@@ -2,7 +2,7 @@
 //! native collections (memory, sled, etcd).
 //!
 //! Members live one per physical key in the reserved layout of
-//! [`collections::layout`](crate::collections::layout). A backend reads its physical state
+//! [`collections::layout`](crate::raw::layout). A backend reads its physical state
 //! inside its atomic section through [`OrderedState`], calls [`apply`], and writes the returned
 //! [`PhysicalWrite`]s in the same atomic section. [`apply`] is pure: it never writes, so a
 //! backend that fails later leaves the store unchanged.
@@ -20,7 +20,7 @@
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use kv_core::emulation::{apply, PhysicalWrite};
+//! use kv_core::raw::emulation::{apply, PhysicalWrite};
 //! use kv_core::{CollectionOp, CollectionResult};
 //!
 //! let mut state = BTreeMap::new();
@@ -49,9 +49,10 @@ pub use listing::{list_collections, merge_page};
 pub use overlay::Overlay;
 pub use rewind::{DeletedSize, Logged, Touched, check_revision, rewind, rewind_with_collections};
 
-use crate::collections::{CollectionKind, CollectionOp, layout};
+use crate::collections::{CollectionKind, CollectionOp};
 use crate::entry::prefix_end;
 use crate::error::Result;
+use crate::raw::layout;
 use crate::txn::{Compare, CompareTarget};
 use std::collections::BTreeMap;
 
