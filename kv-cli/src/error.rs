@@ -71,7 +71,7 @@ pub(crate) fn exit_code(kind: &ErrorKind) -> u8 {
 
 impl From<Error> for CliError {
     fn from(err: Error) -> Self {
-        CliError::new(exit_code(&err.kind()), err.to_string())
+        CliError::new(exit_code(&err.kind()), err.chain())
     }
 }
 

@@ -282,7 +282,7 @@ impl<'a, S: Store + ?Sized> BulkLoader<'a, S> {
             .map(|r| match r {
                 OpResult::Get(entry) => Ok(entry),
                 other => Err(Error::new(
-                    ErrorKind::Backend,
+                    ErrorKind::Internal,
                     format!("bulk_load: unexpected read result {other:?}"),
                 )),
             })

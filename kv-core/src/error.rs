@@ -1,6 +1,7 @@
 //! The one public error type of the project.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// What went wrong, independent of the backend.
 ///
@@ -52,6 +53,9 @@ pub enum ErrorKind {
     Config,
     /// Any other backend failure.
     Backend,
+    /// A broken invariant of this library (an operation got a result its own request cannot
+    /// produce): a bug to report, not a problem with the backend or the input.
+    Internal,
 }
 
 impl ErrorKind {
@@ -78,6 +82,7 @@ impl ErrorKind {
             ErrorKind::Corrupted => "corrupted",
             ErrorKind::Config => "invalid configuration",
             ErrorKind::Backend => "backend error",
+            ErrorKind::Internal => "internal error",
         }
     }
 
@@ -105,12 +110,17 @@ impl fmt::Display for ErrorKind {
 ///
 /// It carries a [`ErrorKind`], a message, whether retrying may help, key/value context pairs
 /// (the operation, the key...) and the underlying cause as [`std::error::Error::source`].
+///
+/// `Display` shows the kind, the message and the context, not the cause: a reporter that
+/// walks [`source`](std::error::Error::source) (`anyhow`, `eyre`, or [`Error::chain`]) shows
+/// each cause once. Errors are cheap to clone; clones share the cause.
+#[derive(Clone)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
     retryable: bool,
     context: Vec<(&'static str, String)>,
-    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 /// `Result` with this project's [`Error`].
@@ -138,6 +148,12 @@ impl Error {
         Self::new(ErrorKind::InvalidArgument, message)
     }
 
+    /// Shorthand for an [`ErrorKind::Internal`] error: a result this library's own request
+    /// cannot produce.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
     /// Shorthand for an [`ErrorKind::Compacted`] error.
     pub fn compacted(compact_revision: i64) -> Self {
         Self::new(
@@ -148,7 +164,7 @@ impl Error {
 
     /// Attaches the underlying cause, returned by `source()`.
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
+        self.source = Some(Arc::new(source));
         self
     }
 
@@ -184,6 +200,19 @@ impl Error {
         self.retryable
     }
 
+    /// This error's message, then each cause's, joined by `": "`: the whole story in one
+    /// line, for a program that prints errors without walking their sources.
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
+    }
+
     /// The oldest retained revision when this is a [`ErrorKind::Compacted`] error.
     pub fn compact_revision(&self) -> Option<i64> {
         match self.kind {
@@ -193,14 +222,19 @@ impl Error {
     }
 }
 
+impl Error {
+    /// Whether two errors say the same thing: the same kind, message and context (causes
+    /// are not compared). Used by the `PartialEq` of values that carry an error.
+    pub fn same_as(&self, other: &Error) -> bool {
+        self.kind == other.kind && self.message == other.message && self.context == other.context
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)?;
         for (name, value) in &self.context {
             write!(f, ", {name}: {value}")?;
-        }
-        if let Some(source) = &self.source {
-            write!(f, ": {source}")?;
         }
         Ok(())
     }
@@ -241,11 +275,18 @@ mod tests {
             .with_context("op", "get")
             .with_source(io);
         assert!(err.is_retryable());
+        // The cause is the source, not part of the message.
+        assert_eq!(err.to_string(), "unavailable: etcd unreachable, op: get");
         assert_eq!(
-            err.to_string(),
+            std::error::Error::source(&err).unwrap().to_string(),
+            "socket closed"
+        );
+        assert_eq!(
+            err.chain(),
             "unavailable: etcd unreachable, op: get: socket closed"
         );
-        assert!(std::error::Error::source(&err).is_some());
+        let clone = err.clone();
+        assert_eq!(clone.chain(), err.chain());
         assert!(!Error::invalid_key("empty").is_retryable());
         assert_eq!(Error::compacted(7).compact_revision(), Some(7));
     }

@@ -200,7 +200,7 @@ pub trait Store: Send + Sync + 'static {
 
 fn unexpected(op: &str, got: Option<OpResult>) -> Error {
     Error::new(
-        ErrorKind::Backend,
+        ErrorKind::Internal,
         format!("{op}: unexpected transaction result {got:?}"),
     )
 }

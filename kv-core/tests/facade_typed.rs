@@ -290,6 +290,12 @@ async fn keys_that_do_not_parse_or_decode_are_reported_not_dropped() {
             (broken.encode(), ErrorKind::Codec),
         ]
     );
+    // Skipped items are plain values: a clone is equal, another key or reason is not.
+    let again = typed.list(&dir, ListOptions::limit(10)).await.unwrap();
+    assert_eq!(again.skipped, page.skipped.clone());
+    assert_ne!(page.skipped[0], page.skipped[1]);
+    // The facade reports the store's revision, the one the page was read at.
+    assert_eq!(typed.revision().await.unwrap(), page.revision);
 }
 
 #[tokio::test]

@@ -36,7 +36,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<
         Some(OpResult::Delete { deleted }) => *deleted,
         other => {
             return Err(CliError::from(kv_core::Error::new(
-                kv_core::ErrorKind::Backend,
+                kv_core::ErrorKind::Internal,
                 format!("a delete returned {other:?}"),
             )));
         }

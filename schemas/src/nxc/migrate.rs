@@ -66,7 +66,7 @@ pub async fn migrate_legacy(
         ] => (fields, members),
         other => {
             return Err(
-                Error::new(ErrorKind::Backend, "unexpected transaction results")
+                Error::new(ErrorKind::Internal, "unexpected transaction results")
                     .with_context("results", format!("{other:?}")),
             );
         }

@@ -39,12 +39,21 @@ impl ListOptions {
 
 /// A raw key under a listed or watched prefix that is not a valid item: its key does not
 /// parse as the expected key type, or its value does not decode. Reported, never dropped.
-#[derive(Debug)]
+///
+/// Two are equal when their keys are and their errors say the same thing
+/// ([`Error::same_as`]).
+#[derive(Debug, Clone)]
 pub struct Skipped {
     /// The raw key.
     pub key: Vec<u8>,
     /// Why it was skipped (`InvalidKey` or `Codec`).
     pub error: Error,
+}
+
+impl PartialEq for Skipped {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && self.error.same_as(&other.error)
+    }
 }
 
 /// One page of a typed listing.

@@ -87,6 +87,15 @@ impl TypedStore {
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
+
+    /// The store's current revision: a start for a watch, or a bound for a read at a
+    /// revision.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub async fn revision(&self) -> Result<i64> {
+        self.store.revision().await
+    }
 }
 
 impl From<Arc<dyn Store>> for TypedStore {

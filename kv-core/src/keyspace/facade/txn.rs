@@ -440,7 +440,7 @@ impl TxnOutcome {
             Some(OpResult::Get(Some(entry))) => Ok(Some(Versioned::decode(codec, entry)?)),
             Some(OpResult::Get(None)) => Ok(None),
             other => Err(Error::new(
-                ErrorKind::Backend,
+                ErrorKind::Internal,
                 format!(
                     "expected a read result at position {}, found {other:?}",
                     read.index

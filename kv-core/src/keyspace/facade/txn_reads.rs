@@ -38,7 +38,7 @@ fn decode<C: Codec>(codec: &C, key: &[u8], bytes: &[u8]) -> Result<C::Value> {
 
 fn unexpected(key: &[u8], got: CollectionResult) -> Error {
     Error::new(
-        ErrorKind::Backend,
+        ErrorKind::Internal,
         format!("unexpected collection result {got:?}"),
     )
     .with_context("key", escape_bytes(key))
@@ -223,7 +223,7 @@ impl TxnOutcome {
         match self.results().get(read.index) {
             Some(OpResult::Collection(result)) => (read.decode)(result.clone()),
             other => Err(Error::new(
-                ErrorKind::Backend,
+                ErrorKind::Internal,
                 format!(
                     "expected a collection result at position {}, found {other:?}",
                     read.index

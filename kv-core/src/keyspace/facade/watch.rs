@@ -40,6 +40,40 @@ pub enum TypedEvent<K, V> {
     },
 }
 
+impl<K: Clone, V: Clone> Clone for TypedEvent<K, V> {
+    fn clone(&self) -> Self {
+        match self {
+            TypedEvent::Put { key, value } => TypedEvent::Put {
+                key: key.clone(),
+                value: value.clone(),
+            },
+            TypedEvent::Delete { key } => TypedEvent::Delete { key: key.clone() },
+            TypedEvent::Unreadable { event, error } => TypedEvent::Unreadable {
+                event: event.clone(),
+                error: error.clone(),
+            },
+        }
+    }
+}
+
+/// Unreadable events are equal when their raw events are and their errors say the same thing
+/// ([`Error::same_as`]).
+impl<K: PartialEq, V: PartialEq> PartialEq for TypedEvent<K, V> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (TypedEvent::Put { key, value }, TypedEvent::Put { key: k, value: v }) => {
+                key == k && value == v
+            }
+            (TypedEvent::Delete { key }, TypedEvent::Delete { key: k }) => key == k,
+            (
+                TypedEvent::Unreadable { event, error },
+                TypedEvent::Unreadable { event: e, error: r },
+            ) => event == e && error.same_as(r),
+            _ => false,
+        }
+    }
+}
+
 impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for TypedEvent<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -59,7 +93,7 @@ impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for TypedEvent<K, V> {
 }
 
 /// The typed events of one transaction, in the order it applied its writes.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TypedBatch<K, V> {
     /// The transaction's revision.
     pub revision: i64,

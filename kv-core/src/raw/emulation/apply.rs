@@ -228,7 +228,7 @@ fn list_rotate(key: &[u8], state: &impl OrderedState) -> Result<Applied> {
     };
     let (tail_key, _) = state
         .last(&range.start, &range.end)?
-        .ok_or_else(|| Error::new(ErrorKind::Backend, "a list lost its tail while rotating"))?;
+        .ok_or_else(|| Error::internal("a list lost its tail while rotating"))?;
     if tail_key == head_key {
         // A one-item list is its own rotation: nothing to write.
         return Ok(Applied {

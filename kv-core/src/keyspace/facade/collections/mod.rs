@@ -120,7 +120,7 @@ impl At {
 
     pub(super) fn unexpected(&self, op: &str, got: CollectionResult) -> Error {
         Error::new(
-            ErrorKind::Backend,
+            ErrorKind::Internal,
             format!("{op}: unexpected collection result {got:?}"),
         )
         .with_context("key", escape_bytes(&self.key))
