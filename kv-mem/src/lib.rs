@@ -1,10 +1,13 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
-mod mem;
+mod config;
+mod core;
+mod lease;
+mod range;
+mod store;
+mod txn;
+mod watch;
 
-pub use mem::{MemConfig, MemStore};
-#[cfg(feature = "sled")]
-mod sled;
-#[cfg(feature = "sled")]
-pub use self::sled::{Durability, SledConfig, SledStore};
+pub use config::MemConfig;
+pub use store::MemStore;

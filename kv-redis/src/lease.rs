@@ -1,7 +1,7 @@
 //! Leases: a deadline sorted set on the server's clock, swept by every client.
 
+use crate::core::Core;
 use crate::decode::{array, byte_list, corrupted, int};
-use crate::store::Inner;
 use kv_core::{LeaseGrant, LeaseId, LeaseInfo, Result};
 use redis::Value;
 use std::sync::{Arc, Weak};
@@ -12,24 +12,24 @@ use tokio::sync::Notify;
 /// even when this client granted none.
 const MAX_SWEEP_INTERVAL: Duration = Duration::from_millis(200);
 
-pub(crate) async fn grant(inner: &Inner, ttl: Duration) -> Result<LeaseGrant> {
-    let ttl = inner.caps.round_ttl(ttl)?;
+pub(crate) async fn grant(core: &Core, ttl: Duration) -> Result<LeaseGrant> {
+    let ttl = core.caps.round_ttl(ttl)?;
     let ms = ttl.as_millis().to_string();
-    let id: i64 = inner
-        .run_write(&inner.scripts.lease_grant, &[ms.as_bytes()], "lease_grant")
+    let id: i64 = core
+        .run_write(&core.scripts.lease_grant, &[ms.as_bytes()], "lease_grant")
         .await?;
-    inner.sweeper_wake.notify_one();
+    core.sweeper_wake.notify_one();
     Ok(LeaseGrant {
         id: LeaseId(id),
         ttl,
     })
 }
 
-pub(crate) async fn keep_alive(inner: &Inner, id: LeaseId) -> Result<Duration> {
+pub(crate) async fn keep_alive(core: &Core, id: LeaseId) -> Result<Duration> {
     let id = id.0.to_string();
-    let ms: u64 = inner
+    let ms: u64 = core
         .run_write(
-            &inner.scripts.lease_keep_alive,
+            &core.scripts.lease_keep_alive,
             &[id.as_bytes()],
             "lease_keep_alive",
         )
@@ -37,23 +37,19 @@ pub(crate) async fn keep_alive(inner: &Inner, id: LeaseId) -> Result<Duration> {
     Ok(Duration::from_millis(ms))
 }
 
-pub(crate) async fn revoke(inner: &Inner, id: LeaseId) -> Result<()> {
+pub(crate) async fn revoke(core: &Core, id: LeaseId) -> Result<()> {
     let id = id.0.to_string();
-    let _: i64 = inner
-        .run_write(
-            &inner.scripts.lease_revoke,
-            &[id.as_bytes()],
-            "lease_revoke",
-        )
+    let _: i64 = core
+        .run_write(&core.scripts.lease_revoke, &[id.as_bytes()], "lease_revoke")
         .await?;
     Ok(())
 }
 
-pub(crate) async fn time_to_live(inner: &Inner, id: LeaseId) -> Result<LeaseInfo> {
+pub(crate) async fn time_to_live(core: &Core, id: LeaseId) -> Result<LeaseInfo> {
     let id_arg = id.0.to_string();
-    let reply: Value = inner
+    let reply: Value = core
         .run_write(
-            &inner.scripts.lease_time_to_live,
+            &core.scripts.lease_time_to_live,
             &[id_arg.as_bytes()],
             "lease_time_to_live",
         )
@@ -76,9 +72,9 @@ pub(crate) async fn time_to_live(inner: &Inner, id: LeaseId) -> Result<LeaseInfo
 }
 
 /// Expires due leases; returns how long until the next deadline, if any lease is live.
-async fn sweep(inner: &Inner) -> Result<Option<Duration>> {
-    let reply: Value = inner
-        .run_write(&inner.scripts.lease_sweep, &[], "lease_sweep")
+async fn sweep(core: &Core) -> Result<Option<Duration>> {
+    let reply: Value = core
+        .run_write(&core.scripts.lease_sweep, &[], "lease_sweep")
         .await?;
     let mut parts = array(reply)?.into_iter();
     let next = parts.nth(1).map(int).transpose()?.unwrap_or(-1);
@@ -87,13 +83,13 @@ async fn sweep(inner: &Inner) -> Result<Option<Duration>> {
 
 /// The background task of a store: sweeps expired leases until the store is dropped. It
 /// holds only a weak reference, so it never keeps the store alive.
-pub(crate) async fn sweep_loop(inner: Weak<Inner>, wake: Arc<Notify>) {
+pub(crate) async fn sweep_loop(core: Weak<Core>, wake: Arc<Notify>) {
     loop {
         let delay = {
-            let Some(inner) = inner.upgrade() else {
+            let Some(core) = core.upgrade() else {
                 return;
             };
-            match sweep(&inner).await {
+            match sweep(&core).await {
                 Ok(next) => next.map_or(MAX_SWEEP_INTERVAL, |d| d.min(MAX_SWEEP_INTERVAL)),
                 Err(err) => {
                     tracing::debug!(%err, "lease sweep failed; retrying");

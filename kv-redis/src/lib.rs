@@ -2,10 +2,10 @@
 #![deny(missing_docs)]
 
 mod config;
+mod core;
 mod decode;
 mod error;
 mod lease;
-mod point;
 mod range;
 mod reconcile;
 mod reconciler;

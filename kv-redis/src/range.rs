@@ -1,9 +1,11 @@
-//! Paged ranges over the ordered index (ZRANGEBYLEX, never SCAN); at a past revision, the
-//! current entries rewound through the event log.
+//! Reads: the revision counter; `get` as one MULTI/EXEC of HGET and GET; paged ranges over
+//! the ordered index (ZRANGEBYLEX, never SCAN); at a past revision, the current entries
+//! rewound through the event log.
 
+use crate::core::Core;
 use crate::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
 use crate::error::map_redis_error;
-use crate::store::Inner;
+use crate::reconcile::{Mode, reconcile_keys};
 use kv_core::raw::emulation::{
     Logged, Touched, check_revision, merge_page, rewind, rewind_with_collections,
 };
@@ -13,11 +15,95 @@ use kv_core::{
 };
 use redis::Value;
 
-pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResult> {
+/// The store revision (see [`Core::revision`]).
+pub(crate) async fn revision(core: &Core) -> Result<i64> {
+    core.revision().await
+}
+
+/// The entry of a plain key: its metadata and value read in one atomic MULTI/EXEC, which
+/// costs the server far less than a script run and, like the read scripts, is served by
+/// read-only replicas. A string another program wrote (a value without metadata) is adopted
+/// by the reconcile script and read again: two more round trips, once per such key.
+pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
+    kv_core::validate_key(key)?;
+    core.check_key(key)?;
+    // A key that another program keeps rewriting and deleting between the read and the
+    // adoption could keep this going; a few rounds are plenty in practice.
+    for _ in 0..4 {
+        match read_key(core, key).await? {
+            KeyRead::Entry(entry) => return Ok(Some(entry)),
+            KeyRead::Absent => return Ok(None),
+            KeyRead::Foreign => {
+                reconcile_keys(core, &[key.to_vec()], Mode::Full).await?;
+            }
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Unavailable,
+        "another program keeps replacing the key while it is read",
+    )
+    .with_context("key", kv_core::escape_bytes(key))
+    .set_retryable(true))
+}
+
+/// What one atomic read of a key found.
+enum KeyRead {
+    Entry(Entry),
+    Absent,
+    /// A string without metadata: another program wrote it.
+    Foreign,
+}
+
+async fn read_key(core: &Core, key: &[u8]) -> Result<KeyRead> {
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("HGET")
+        .arg(core.meta_key.as_slice())
+        .arg(key)
+        .cmd("GET")
+        .arg(key)
+        // A key without metadata may hold a collection, which makes GET fail; that reply is
+        // ignored below, since such a key is not a plain entry.
+        .ignore_errors();
+    let mut con = core.con.clone();
+    let reply: Value = pipe
+        .query_async(&mut con)
+        .await
+        .map_err(|e| map_redis_error(e, "get"))?;
+    let mut parts = array(reply)?.into_iter();
+    let (Some(meta), Some(value)) = (parts.next(), parts.next()) else {
+        return Err(corrupted("a get reply has metadata and a value"));
+    };
+    let Some(meta) = opt_bytes(reply_or_error(meta)?)? else {
+        // Without metadata: a collection (its GET failed) is not a plain entry; a string is
+        // another program's.
+        return Ok(match value {
+            Value::BulkString(_) | Value::SimpleString(_) => KeyRead::Foreign,
+            _ => KeyRead::Absent,
+        });
+    };
+    match value {
+        Value::BulkString(value) => entry(key.to_vec(), value, &meta).map(KeyRead::Entry),
+        // Metadata without a string: another program deleted the key or replaced it with
+        // a collection, which the reconcile script records before the key is read again.
+        Value::Nil | Value::ServerError(_) => Ok(KeyRead::Foreign),
+        other => Err(corrupted(format!("a GET reply of {other:?}"))),
+    }
+}
+
+/// The error of one command inside a MULTI/EXEC reply, mapped like any other.
+fn reply_or_error(value: Value) -> Result<Value> {
+    match value {
+        Value::ServerError(e) => Err(map_redis_error(e.into(), "get")),
+        other => Ok(other),
+    }
+}
+
+pub(crate) async fn range(core: &Core, opts: RangeOptions) -> Result<RangeResult> {
     opts.validate()?;
-    inner.check_range(&opts.range)?;
+    core.check_range(&opts.range)?;
     if opts.collections {
-        return range_with_collections(inner, &opts).await;
+        return range_with_collections(core, &opts).await;
     }
     let read = if opts.count_only {
         Read::Count
@@ -28,25 +114,25 @@ pub(crate) async fn range(inner: &Inner, opts: RangeOptions) -> Result<RangeResu
             collections: None,
         }
     };
-    let current = read_current(inner, &opts, read).await?;
+    let current = read_current(core, &opts, read).await?;
     match opts.pinned_revision() {
         // Pinned to a revision that has passed: the read above is of no use.
-        Some(revision) if revision != current.revision => range_at(inner, &opts, revision).await,
+        Some(revision) if revision != current.revision => range_at(core, &opts, revision).await,
         _ => Ok(page_now(&opts, current)),
     }
 }
 
 /// A page of plain entries and collections, both read by one script run.
-async fn range_with_collections(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
+async fn range_with_collections(core: &Core, opts: &RangeOptions) -> Result<RangeResult> {
     let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
     let read = Read::Entries {
         limit: per_source,
         values: !(opts.keys_only || opts.count_only),
         collections: Some(per_source),
     };
-    let current = read_current(inner, opts, read).await?;
+    let current = read_current(core, opts, read).await?;
     match opts.pinned_revision() {
-        Some(revision) if revision != current.revision => range_at(inner, opts, revision).await,
+        Some(revision) if revision != current.revision => range_at(core, opts, revision).await,
         _ => Ok(merge_page(
             opts,
             current.revision,
@@ -85,11 +171,11 @@ fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
 /// read of the log and its read of the index.
 const REWIND_ATTEMPTS: usize = 16;
 
-async fn range_at(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
-    let log = Log::open(inner, revision).await?;
+async fn range_at(core: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
+    let log = Log::open(core, revision).await?;
     let mut log = log;
     for _ in 0..REWIND_ATTEMPTS {
-        log.catch_up(inner).await?;
+        log.catch_up(core).await?;
         let touched = Touched::new(opts, revision, &log.events);
         if let Some(rev) = log.unknown_before(opts) {
             // Another program overwrote or deleted a key of the read after `revision`: its
@@ -102,7 +188,7 @@ async fn range_at(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<R
             values: !(opts.keys_only || opts.count_only),
             collections: opts.collections.then_some(fetch),
         };
-        let current = read_current(inner, opts, read).await?;
+        let current = read_current(core, opts, read).await?;
         if current.revision == log.last {
             if opts.collections {
                 return rewind_with_collections(
@@ -147,8 +233,8 @@ struct Log {
 
 impl Log {
     /// Checks that the log still holds every revision after `from`.
-    async fn open(inner: &Inner, from: i64) -> Result<Self> {
-        let log = inner.log_start(from + 1, 1, "range").await?;
+    async fn open(core: &Core, from: i64) -> Result<Self> {
+        let log = core.log_start(from + 1, 1, "range").await?;
         let (current, first, compacted) = (log.current, log.first, log.compacted);
         let oldest = if first > 0 { first - 1 } else { current }.max(compacted);
         check_revision(from, current, oldest)?;
@@ -157,13 +243,13 @@ impl Log {
             last: from,
             events: Vec::new(),
             unknown: Vec::new(),
-            key: inner.internal("log"),
+            key: core.internal("log"),
         })
     }
 
     /// Reads every log entry after the last one read.
-    async fn catch_up(&mut self, inner: &Inner) -> Result<()> {
-        let mut con = inner.con.clone();
+    async fn catch_up(&mut self, core: &Core) -> Result<()> {
+        let mut con = core.con.clone();
         loop {
             let reply: Value = redis::cmd("XRANGE")
                 .arg(self.key.as_slice())
@@ -239,7 +325,7 @@ enum Read {
     },
 }
 
-async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<Current> {
+async fn read_current(core: &Core, opts: &RangeOptions, read: Read) -> Result<Current> {
     let (start, end) = opts.effective_bounds();
     let min = [b"[".as_slice(), &start].concat();
     let max = match &end {
@@ -248,7 +334,7 @@ async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<
     };
     if end.as_ref().is_some_and(|end| *end <= start) {
         return Ok(Current {
-            revision: inner.revision().await?,
+            revision: core.revision().await?,
             entries: Vec::new(),
             complete: true,
             count: 0,
@@ -270,9 +356,9 @@ async fn read_current(inner: &Inner, opts: &RangeOptions, read: Read) -> Result<
     let count_now = matches!(read, Read::Count);
     // One key more than asked, to learn whether more follow.
     let fetch = limit.map_or(-1, |l| l.saturating_add(1) as i64).to_string();
-    let reply: Value = inner
+    let reply: Value = core
         .run(
-            &inner.scripts.range,
+            &core.scripts.range,
             &[
                 &min,
                 &max,

@@ -1,10 +1,11 @@
 //! Reconciling: bringing keys that other programs wrote, changed or deleted into the store's
 //! metadata, index and event log (`scripts/reconcile.lua` does the work on a batch of keys;
-//! this file finds the keys).
+//! this file finds the keys), for [`RedisStore::reconcile`](crate::RedisStore::reconcile),
+//! prefix deletes, `get` and the background reconciler.
 
+use crate::core::{Core, prefix_lex_bounds};
 use crate::decode::{array, byte_list, corrupted, int};
 use crate::error::map_redis_error;
-use crate::store::Inner;
 use kv_core::Result;
 use redis::Value;
 
@@ -50,7 +51,7 @@ const BATCH: usize = 500;
 
 /// Reconciles `keys` in batches of [`BATCH`], each one script run and at most one revision.
 pub(crate) async fn reconcile_keys(
-    inner: &Inner,
+    core: &Core,
     keys: &[Vec<u8>],
     mode: Mode,
 ) -> Result<ReconcileReport> {
@@ -63,8 +64,8 @@ pub(crate) async fn reconcile_keys(
         let mut args: Vec<&[u8]> = Vec::with_capacity(chunk.len() + 1);
         args.push(mode);
         args.extend(chunk.iter().map(Vec::as_slice));
-        let reply: Value = inner
-            .run_write(&inner.scripts.reconcile, &args, "reconcile")
+        let reply: Value = core
+            .run_write(&core.scripts.reconcile, &args, "reconcile")
             .await?;
         let mut parts = array(reply)?.into_iter();
         let mut next = || -> Result<u64> {
@@ -88,18 +89,18 @@ pub(crate) async fn reconcile_keys(
 /// for the whole scan is in the store's indexes. Costs one `SCAN` step per
 /// `reconcile_scan_count` keys of the whole database (`SCAN ... MATCH` filters after
 /// iterating), plus one script run per step that found keys under the prefix.
-pub(crate) async fn adopt_prefix(inner: &Inner, prefix: &[u8]) -> Result<ReconcileReport> {
+pub(crate) async fn adopt_prefix(core: &Core, prefix: &[u8]) -> Result<ReconcileReport> {
     let pattern = glob_prefix(prefix);
     let mut report = ReconcileReport::default();
     let mut cursor = b"0".to_vec();
-    let mut con = inner.con.clone();
+    let mut con = core.con.clone();
     loop {
         let reply: Value = redis::cmd("SCAN")
             .arg(cursor.as_slice())
             .arg("MATCH")
             .arg(pattern.as_slice())
             .arg("COUNT")
-            .arg(inner.config.reconcile_scan_count)
+            .arg(core.config.reconcile_scan_count)
             .query_async(&mut con)
             .await
             .map_err(|e| map_redis_error(e, "reconcile"))?;
@@ -109,10 +110,10 @@ pub(crate) async fn adopt_prefix(inner: &Inner, prefix: &[u8]) -> Result<Reconci
         };
         let keys: Vec<Vec<u8>> = byte_list(keys)?
             .into_iter()
-            .filter(|key| !key.starts_with(&inner.prefix))
+            .filter(|key| !key.starts_with(&core.prefix))
             .collect();
         if !keys.is_empty() {
-            report.add(reconcile_keys(inner, &keys, Mode::Adopt).await?);
+            report.add(reconcile_keys(core, &keys, Mode::Adopt).await?);
         }
         cursor = crate::decode::bytes(next)?;
         if cursor == b"0" {
@@ -122,12 +123,12 @@ pub(crate) async fn adopt_prefix(inner: &Inner, prefix: &[u8]) -> Result<Reconci
 }
 
 /// Checks every key the store's indexes hold under `prefix` against Redis, page by page.
-async fn check_indexed(inner: &Inner, prefix: &[u8]) -> Result<ReconcileReport> {
+async fn check_indexed(core: &Core, prefix: &[u8]) -> Result<ReconcileReport> {
     const PAGE: usize = 1000;
     let mut report = ReconcileReport::default();
-    let mut con = inner.con.clone();
-    let (first, max) = crate::txn::prefix_lex_bounds(prefix);
-    for index in [inner.internal("idx"), inner.internal("cidx")] {
+    let mut con = core.con.clone();
+    let (first, max) = prefix_lex_bounds(prefix);
+    for index in [core.internal("idx"), core.internal("cidx")] {
         let mut min = first.clone();
         loop {
             let keys: Vec<Vec<u8>> = redis::cmd("ZRANGEBYLEX")
@@ -142,7 +143,7 @@ async fn check_indexed(inner: &Inner, prefix: &[u8]) -> Result<ReconcileReport> 
                 .map_err(|e| map_redis_error(e, "reconcile"))?;
             let Some(last) = keys.last() else { break };
             min = [b"(".as_slice(), last].concat();
-            report.add(reconcile_keys(inner, &keys, Mode::Full).await?);
+            report.add(reconcile_keys(core, &keys, Mode::Full).await?);
             if keys.len() < PAGE {
                 break;
             }
@@ -153,10 +154,17 @@ async fn check_indexed(inner: &Inner, prefix: &[u8]) -> Result<ReconcileReport> 
 
 /// One full pass over `prefix`: adopts what other programs created there, and checks what
 /// the store tracks there for foreign changes and deletes.
-pub(crate) async fn reconcile_prefix(inner: &Inner, prefix: &[u8]) -> Result<ReconcileReport> {
-    let mut report = adopt_prefix(inner, prefix).await?;
-    report.add(check_indexed(inner, prefix).await?);
+pub(crate) async fn reconcile_prefix(core: &Core, prefix: &[u8]) -> Result<ReconcileReport> {
+    let mut report = adopt_prefix(core, prefix).await?;
+    report.add(check_indexed(core, prefix).await?);
     Ok(report)
+}
+
+/// What [`RedisStore::reconcile`](crate::RedisStore::reconcile) does: rejects a prefix under
+/// the internal prefix, then one full pass over it.
+pub(crate) async fn reconcile(core: &Core, prefix: &[u8]) -> Result<ReconcileReport> {
+    core.check_key(prefix)?;
+    reconcile_prefix(core, prefix).await
 }
 
 /// A `SCAN MATCH` pattern for every key starting with `prefix`: the prefix with glob

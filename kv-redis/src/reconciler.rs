@@ -7,9 +7,9 @@
 //! already matches its metadata produces no event), so a second reconciler, or a pass that
 //! overlaps a notification, never repeats an event.
 
+use crate::core::Core;
 use crate::error::map_redis_error;
 use crate::reconcile::{Mode, glob_prefix, reconcile_keys, reconcile_prefix};
-use crate::store::Inner;
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Result};
 use redis::aio::PubSubStream;
@@ -32,13 +32,13 @@ const NEEDED_FLAGS: &str = "Kg$shlxe";
 
 /// The task of one store: takes part in the leader election until the store is dropped,
 /// and reconciles while it leads.
-pub(crate) async fn run(inner: Weak<Inner>, id: String) {
+pub(crate) async fn run(core: Weak<Core>, id: String) {
     loop {
-        match lead(&inner, &id).await {
+        match lead(&core, &id).await {
             Ok(()) => {}
             Err(err) => tracing::debug!(%err, "the reconciler failed; retrying"),
         }
-        if inner.strong_count() == 0 {
+        if core.strong_count() == 0 {
             return;
         }
         tokio::time::sleep(RENEW).await;
@@ -46,33 +46,47 @@ pub(crate) async fn run(inner: Weak<Inner>, id: String) {
 }
 
 /// Takes or renews the leader key; true while this store leads.
-pub(crate) async fn try_lead(inner: &Inner, id: &str) -> Result<bool> {
+pub(crate) async fn try_lead(core: &Core, id: &str) -> Result<bool> {
     let ttl = LEADER_TTL.as_millis().to_string();
-    let led: i64 = inner
+    let led: i64 = core
         .scripts
         .lead
-        .key(inner.internal("reconciler"))
+        .key(core.internal("reconciler"))
         .arg(id)
         .arg(ttl)
-        .invoke_async(&mut inner.con.clone())
+        .invoke_async(&mut core.con.clone())
         .await
         .map_err(|e| map_redis_error(e, "reconcile"))?;
     Ok(led == 1)
+}
+
+/// Deletes the leader key if the store of `id` holds it, so that another store takes over at
+/// once rather than after the key expires. It runs on a task of the current runtime (if any),
+/// since a store's `drop` cannot wait for it.
+pub(crate) fn resign(core: &Core, id: &str) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let script = core.scripts.resign.clone();
+        let (key, id) = (core.internal("reconciler"), id.to_owned());
+        let mut con = core.con.clone();
+        runtime.spawn(async move {
+            let _: redis::RedisResult<i64> = script.key(key).arg(id).invoke_async(&mut con).await;
+        });
+    }
 }
 
 /// Leads while the leader key stays this store's: subscribes to notifications, runs a full
 /// pass (which covers whatever happened before the subscription), then reconciles notified
 /// keys in small batches and every root at each interval. Returns when leadership is lost
 /// or the store dropped.
-async fn lead(weak: &Weak<Inner>, id: &str) -> Result<()> {
+async fn lead(weak: &Weak<Core>, id: &str) -> Result<()> {
     let interval = {
-        let Some(inner) = weak.upgrade() else {
+        let Some(core) = weak.upgrade() else {
             return Ok(());
         };
-        if !try_lead(&inner, id).await? {
+        if !try_lead(&core, id).await? {
             return Ok(());
         }
-        inner.config.reconcile_interval()
+        core.config.reconcile_interval()
     };
     let mut notifications = subscribe_if_configured(weak).await;
     full_pass(weak).await?;
@@ -89,8 +103,8 @@ async fn lead(weak: &Weak<Inner>, id: &str) -> Result<()> {
             message = next_key(&mut notifications), if notifications.is_some() => {
                 match message {
                     Some(key) => {
-                        let Some(inner) = weak.upgrade() else { return Ok(()) };
-                        if inner.in_roots(&key) {
+                        let Some(core) = weak.upgrade() else { return Ok(()) };
+                        if core.in_roots(&key) {
                             pending.insert(key);
                             deadline.get_or_insert_with(|| Instant::now() + FLUSH_DELAY);
                         }
@@ -106,10 +120,10 @@ async fn lead(weak: &Weak<Inner>, id: &str) -> Result<()> {
                 }
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                let Some(inner) = weak.upgrade() else { return Ok(()) };
+                let Some(core) = weak.upgrade() else { return Ok(()) };
                 let keys: Vec<Vec<u8>> = std::mem::take(&mut pending).into_iter().collect();
                 deadline = None;
-                if let Err(err) = reconcile_keys(&inner, &keys, Mode::Full).await {
+                if let Err(err) = reconcile_keys(&core, &keys, Mode::Full).await {
                     // Kept for the next attempt; the periodic pass is the safety net too.
                     pending.extend(keys);
                     deadline = Some(Instant::now() + RENEW);
@@ -117,11 +131,11 @@ async fn lead(weak: &Weak<Inner>, id: &str) -> Result<()> {
                 }
             }
             _ = renew.tick() => {
-                let Some(inner) = weak.upgrade() else { return Ok(()) };
-                if !try_lead(&inner, id).await? {
+                let Some(core) = weak.upgrade() else { return Ok(()) };
+                if !try_lead(&core, id).await? {
                     return Ok(());
                 }
-                drop(inner);
+                drop(core);
                 if notifications.is_none() && wants_notifications(weak) {
                     notifications = subscribe_if_configured(weak).await;
                     if notifications.is_some() {
@@ -132,8 +146,8 @@ async fn lead(weak: &Weak<Inner>, id: &str) -> Result<()> {
             _ = pass.tick() => {
                 // Notifications may have been turned off on the server meanwhile.
                 if notifications.is_some() {
-                    let Some(inner) = weak.upgrade() else { return Ok(()) };
-                    if !notifications_on(&inner).await.unwrap_or(false) {
+                    let Some(core) = weak.upgrade() else { return Ok(()) };
+                    if !notifications_on(&core).await.unwrap_or(false) {
                         notifications = None;
                     }
                 }
@@ -143,9 +157,9 @@ async fn lead(weak: &Weak<Inner>, id: &str) -> Result<()> {
     }
 }
 
-fn wants_notifications(weak: &Weak<Inner>) -> bool {
+fn wants_notifications(weak: &Weak<Core>) -> bool {
     weak.upgrade()
-        .is_some_and(|inner| inner.config.keyspace_notifications)
+        .is_some_and(|core| core.config.keyspace_notifications)
 }
 
 /// The next key named by a notification, `None` when the subscription ended.
@@ -164,12 +178,12 @@ async fn next_key(notifications: &mut Option<PubSubStream>) -> Option<Vec<u8>> {
 }
 
 /// Reconciles every root once.
-async fn full_pass(weak: &Weak<Inner>) -> Result<()> {
-    let Some(inner) = weak.upgrade() else {
+async fn full_pass(weak: &Weak<Core>) -> Result<()> {
+    let Some(core) = weak.upgrade() else {
         return Ok(());
     };
-    for root in &inner.config.reconcile_roots {
-        let report = reconcile_prefix(&inner, root.as_bytes()).await?;
+    for root in &core.config.reconcile_roots {
+        let report = reconcile_prefix(&core, root.as_bytes()).await?;
         if !report.is_empty() {
             tracing::debug!(?report, root, "reconciled other programs' writes");
         }
@@ -179,12 +193,12 @@ async fn full_pass(weak: &Weak<Inner>) -> Result<()> {
 
 /// Subscribes to the keyspace notifications of every root when the configuration asks for
 /// them and the server sends them (turning them on where allowed); `None` otherwise.
-async fn subscribe_if_configured(weak: &Weak<Inner>) -> Option<PubSubStream> {
-    let inner = weak.upgrade()?;
-    if !inner.config.keyspace_notifications {
+async fn subscribe_if_configured(weak: &Weak<Core>) -> Option<PubSubStream> {
+    let core = weak.upgrade()?;
+    if !core.config.keyspace_notifications {
         return None;
     }
-    match subscribe(&inner).await {
+    match subscribe(&core).await {
         Ok(stream) => Some(stream),
         Err(err) => {
             tracing::info!(
@@ -197,17 +211,17 @@ async fn subscribe_if_configured(weak: &Weak<Inner>) -> Option<PubSubStream> {
     }
 }
 
-async fn subscribe(inner: &Inner) -> Result<PubSubStream> {
-    if !notifications_on(inner).await? {
-        enable_notifications(inner).await?;
+async fn subscribe(core: &Core) -> Result<PubSubStream> {
+    if !notifications_on(core).await? {
+        enable_notifications(core).await?;
     }
-    let connect = inner.client.get_async_pubsub();
-    let mut pubsub = tokio::time::timeout(inner.config.connect_timeout(), connect)
+    let connect = core.client.get_async_pubsub();
+    let mut pubsub = tokio::time::timeout(core.config.connect_timeout(), connect)
         .await
         .map_err(|_| Error::new(ErrorKind::Timeout, "subscribing to notifications timed out"))?
         .map_err(|e| map_redis_error(e, "reconcile"))?;
-    for root in &inner.config.reconcile_roots {
-        let mut channel = format!("__keyspace@{}__:", inner.db).into_bytes();
+    for root in &core.config.reconcile_roots {
+        let mut channel = format!("__keyspace@{}__:", core.db).into_bytes();
         channel.extend(glob_prefix(root.as_bytes()));
         pubsub
             .psubscribe(channel)
@@ -218,30 +232,30 @@ async fn subscribe(inner: &Inner) -> Result<PubSubStream> {
 }
 
 /// The server's `notify-keyspace-events` setting.
-async fn notification_flags(inner: &Inner) -> Result<String> {
+async fn notification_flags(core: &Core) -> Result<String> {
     let reply: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("notify-keyspace-events")
-        .query_async(&mut inner.con.clone())
+        .query_async(&mut core.con.clone())
         .await
         .map_err(|e| map_redis_error(e, "reconcile"))?;
     Ok(reply.get(1).cloned().unwrap_or_default())
 }
 
 /// Whether the server sends every notification the reconciler needs.
-async fn notifications_on(inner: &Inner) -> Result<bool> {
-    Ok(missing_flags(&notification_flags(inner).await?).is_empty())
+async fn notifications_on(core: &Core) -> Result<bool> {
+    Ok(missing_flags(&notification_flags(core).await?).is_empty())
 }
 
 /// Adds the missing notification classes to the server's setting, keeping the others.
-async fn enable_notifications(inner: &Inner) -> Result<()> {
-    let current = notification_flags(inner).await?;
+async fn enable_notifications(core: &Core) -> Result<()> {
+    let current = notification_flags(core).await?;
     let wanted = format!("{current}{}", missing_flags(&current));
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("notify-keyspace-events")
         .arg(wanted)
-        .query_async(&mut inner.con.clone())
+        .query_async(&mut core.con.clone())
         .await
         .map_err(|e| map_redis_error(e, "reconcile"))?;
     Ok(())

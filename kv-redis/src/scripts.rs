@@ -28,10 +28,10 @@ pub(crate) struct Scripts {
     pub(crate) lease_time_to_live: Script,
     pub(crate) lease_sweep: Script,
     pub(crate) reconcile: Script,
-    /// Takes or renews the reconciler's leader key: KEYS[1] the key, ARGV the store's id
+    /// Takes or renews the reconciler's leader key: `KEYS[1]` the key, `ARGV` the store's id
     /// and the TTL in ms; returns 1 while the caller leads.
     pub(crate) lead: Script,
-    /// Deletes the reconciler's leader key if the store of ARGV[1] holds it.
+    /// Deletes the reconciler's leader key if the store of `ARGV[1]` holds it.
     pub(crate) resign: Script,
 }
 

@@ -1,28 +1,28 @@
-//! Transactions: encoded into the arguments of one Lua script run (see `scripts/txn.lua`).
+//! Writes: transactions, encoded into the arguments of one Lua script run (see
+//! `scripts/txn.lua`), and the single-key `put` and `delete` with their own cheaper paths,
+//! dedicated scripts that share the transaction script's helpers.
 
+use crate::core::{Core, prefix_lex_bounds};
 use crate::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
-use crate::store::Inner;
 use kv_core::{
-    CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget, OpResult,
-    Result, Txn, TxnOp, TxnResponse,
+    CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget, Entry,
+    OpResult, PutOptions, PutResult, Result, Txn, TxnOp, TxnResponse,
 };
 use redis::Value;
 
-pub(crate) async fn txn(inner: &Inner, txn: Txn) -> Result<TxnResponse> {
-    txn.validate(&inner.caps)?;
-    check_keys(inner, &txn)?;
+pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
+    txn.validate(&core.caps)?;
+    check_keys(core, &txn)?;
     // A prefix delete finds keys through the store's indexes: first every string and
     // collection that other programs wrote under the prefix joins them.
     for op in txn.success.iter().chain(&txn.failure) {
         if let TxnOp::DeletePrefix { prefix } = op {
-            crate::reconcile::adopt_prefix(inner, prefix).await?;
+            crate::reconcile::adopt_prefix(core, prefix).await?;
         }
     }
     let args = encode(&txn);
     let arg_refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-    let reply: Value = inner
-        .run_write(&inner.scripts.txn, &arg_refs, "txn")
-        .await?;
+    let reply: Value = core.run_write(&core.scripts.txn, &arg_refs, "txn").await?;
     let mut parts = array(reply)?.into_iter();
     let (Some(succeeded), Some(revision), Some(results)) =
         (parts.next(), parts.next(), parts.next())
@@ -50,20 +50,65 @@ pub(crate) async fn txn(inner: &Inner, txn: Txn) -> Result<TxnResponse> {
     })
 }
 
-fn check_keys(inner: &Inner, txn: &Txn) -> Result<()> {
+fn check_keys(core: &Core, txn: &Txn) -> Result<()> {
     for compare in &txn.compares {
-        inner.check_key(&compare.key)?;
+        core.check_key(&compare.key)?;
     }
     for op in txn.success.iter().chain(&txn.failure) {
         match op {
             TxnOp::Get { key } | TxnOp::Put { key, .. } | TxnOp::Delete { key } => {
-                inner.check_key(key)?
+                core.check_key(key)?
             }
-            TxnOp::DeletePrefix { prefix } => inner.check_key(prefix)?,
-            TxnOp::Collection(c) => inner.check_key(c.key())?,
+            TxnOp::DeletePrefix { prefix } => core.check_key(prefix)?,
+            TxnOp::Collection(c) => core.check_key(c.key())?,
         }
     }
     Ok(())
+}
+
+/// One put through `scripts/put.lua`: the same checks, revision, metadata, index, lease and
+/// log entry as a one-op transaction.
+pub(crate) async fn put(
+    core: &Core,
+    key: &[u8],
+    value: &[u8],
+    opts: PutOptions,
+) -> Result<PutResult> {
+    kv_core::validate_key(key)?;
+    core.check_key(key)?;
+    core.caps.validate_value(value)?;
+    let lease = opts.lease.map_or(0, |l| l.0).to_string();
+    let want_prev: &[u8] = if opts.prev { b"1" } else { b"0" };
+    let reply: Value = core
+        .run_write(
+            &core.scripts.put,
+            &[key, value, lease.as_bytes(), want_prev],
+            "put",
+        )
+        .await?;
+    let (revision, prev) = revision_and_prev(key, reply)?;
+    Ok(PutResult { revision, prev })
+}
+
+/// One delete through `scripts/delete.lua`; returns the previous entry of the plain key.
+pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
+    kv_core::validate_key(key)?;
+    core.check_key(key)?;
+    let reply: Value = core
+        .run_write(&core.scripts.delete, &[key], "delete")
+        .await?;
+    Ok(revision_and_prev(key, reply)?.1)
+}
+
+/// A `{ revision, { value, meta } or false }` reply.
+fn revision_and_prev(key: &[u8], reply: Value) -> Result<(i64, Option<Entry>)> {
+    let mut parts = array(reply)?.into_iter();
+    let (Some(revision), Some(prev)) = (parts.next(), parts.next()) else {
+        return Err(corrupted(
+            "a write reply has a revision and a previous entry",
+        ));
+    };
+    Ok((int(revision)?, opt_entry(key, prev)?))
 }
 
 /// The script's arguments after the shared ones: compares, then both branches.
@@ -119,16 +164,6 @@ fn encode_compare(compare: &Compare, args: &mut Vec<Vec<u8>>) {
         operand,
         member,
     ]);
-}
-
-/// The lex bounds of every key starting with `prefix`, for ZRANGEBYLEX.
-pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let min = [b"[".as_slice(), prefix].concat();
-    let max = match kv_core::prefix_end(prefix) {
-        Some(end) => [b"(".as_slice(), &end].concat(),
-        None => b"+".to_vec(),
-    };
-    (min, max)
 }
 
 fn encode_op(op: &TxnOp, args: &mut Vec<Vec<u8>>) {

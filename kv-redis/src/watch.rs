@@ -1,9 +1,10 @@
 //! Watches: read the event log stream (one entry `<revision>-0` per revision) with XRANGE for
-//! the replay that starts a watch and XREAD BLOCK on a dedicated connection after that.
+//! the replay that starts a watch and XREAD BLOCK on a dedicated connection after that; and
+//! compaction of that log (`scripts/compact.lua`).
 
+use crate::core::Core;
 use crate::decode::{array, corrupted, log_entry};
 use crate::error::map_redis_error;
-use crate::store::Inner;
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use redis::{AsyncConnectionConfig, Value};
@@ -15,13 +16,13 @@ const PAGE: usize = 512;
 /// How long one XREAD blocks before it is reissued.
 const BLOCK: Duration = Duration::from_secs(2);
 
-pub(crate) async fn watch(inner: &Inner, opts: WatchOptions) -> Result<WatchStream> {
-    inner.check_range(&opts.range)?;
+pub(crate) async fn watch(core: &Core, opts: WatchOptions) -> Result<WatchStream> {
+    core.check_range(&opts.range)?;
     let start = match opts.start_revision {
         Some(r) if r > 0 => r,
-        _ => inner.revision().await? + 1,
+        _ => core.revision().await? + 1,
     };
-    let log = inner.log_start(start, PAGE, "watch").await?;
+    let log = core.log_start(start, PAGE, "watch").await?;
     let (current, first, compacted) = (log.current, log.first, log.compacted);
     // The oldest revision a new watch may start from: the first one still in the log (every
     // revision up to the current one is there unless trimmed), and never before a compaction.
@@ -36,17 +37,26 @@ pub(crate) async fn watch(inner: &Inner, opts: WatchOptions) -> Result<WatchStre
     let replay = follower.accept(log.entries)?;
     let (tx, rx) = mpsc::channel(64);
     let reader = Reader {
-        client: inner.client.clone(),
-        log: inner.internal("log"),
-        retries: inner.config.watch_retries,
-        response_timeout: BLOCK + inner.config.response_timeout(),
-        connect_timeout: inner.config.connect_timeout(),
+        client: core.client.clone(),
+        log: core.internal("log"),
+        retries: core.config.watch_retries,
+        response_timeout: BLOCK + core.config.response_timeout(),
+        connect_timeout: core.config.connect_timeout(),
     };
     tokio::spawn(reader.run(follower, replay, tx));
     Ok(futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     })
     .boxed())
+}
+
+/// Compacts the event log up to `revision` through `scripts/compact.lua`.
+pub(crate) async fn compact(core: &Core, revision: i64) -> Result<()> {
+    let revision = revision.to_string();
+    let _: i64 = core
+        .run_write(&core.scripts.compact, &[revision.as_bytes()], "compact")
+        .await?;
+    Ok(())
 }
 
 /// Turns log entries into batches, checking that revisions follow each other without a gap.

@@ -50,7 +50,7 @@ pub mod mem {
 /// The embedded, persistent store: [`SledStore`](sled::SledStore).
 #[cfg(feature = "sled")]
 pub mod sled {
-    pub use kv_mem::{Durability, SledConfig, SledStore};
+    pub use kv_sled::{Durability, SledConfig, SledStore};
 }
 
 /// The etcd store: `EtcdStore`, its configuration and the etcd-specific helpers.

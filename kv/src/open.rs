@@ -17,7 +17,7 @@ pub enum Backend {
     Mem(kv_mem::MemStore),
     /// `sled://PATH`
     #[cfg(feature = "sled")]
-    Sled(kv_mem::SledStore),
+    Sled(kv_sled::SledStore),
     /// `etcd://...`
     #[cfg(feature = "etcd")]
     Etcd(kv_etcd::EtcdStore),
@@ -61,8 +61,8 @@ impl Backend {
             "sled" if rest.is_empty() => Err(invalid(url, "sled:// needs a path")),
             #[cfg(feature = "sled")]
             "sled" => {
-                let config = kv_mem::SledConfig::new(rest);
-                Ok(Backend::Sled(kv_mem::SledStore::open(config)?))
+                let config = kv_sled::SledConfig::new(rest);
+                Ok(Backend::Sled(kv_sled::SledStore::open(config)?))
             }
             #[cfg(feature = "etcd")]
             "etcd" => {

@@ -9,7 +9,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kv_core::{PutOptions, Store};
-use kv_mem::{Durability, SledConfig, SledStore};
+use kv_sled::{Durability, SledConfig, SledStore};
 use sled::transaction::{TransactionResult, Transactional};
 use std::hint::black_box;
 use std::time::Duration;

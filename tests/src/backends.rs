@@ -8,7 +8,8 @@
 use crate::harness::{redis_connection, shared_etcd, shared_redis};
 use kv_core::Store;
 use kv_etcd::{EtcdConfig, EtcdStore};
-use kv_mem::{MemStore, SledStore};
+use kv_mem::MemStore;
+use kv_sled::SledStore;
 use kv_redis::RedisStore;
 use std::sync::Arc;
 

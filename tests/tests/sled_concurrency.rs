@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 use kv_core::{CollectionOp, CollectionResult, PutOptions, RangeOptions, Store, WatchOptions};
-use kv_mem::{SledConfig, SledStore};
+use kv_sled::{SledConfig, SledStore};
 use std::time::Duration;
 use tempfile::TempDir;
 

@@ -5,7 +5,7 @@
 //! The child is the `sled_crash_child` binary of this package (tests/src/bin/).
 
 use kv_core::{ErrorKind, LeaseId, RangeOptions, Store};
-use kv_mem::{SledConfig, SledStore};
+use kv_sled::{SledConfig, SledStore};
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};

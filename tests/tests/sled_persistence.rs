@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 use kv_core::{ErrorKind, Event, PutOptions, Store, WatchBatch, WatchOptions, WatchStream};
-use kv_mem::{Durability, SledConfig, SledStore};
+use kv_sled::{Durability, SledConfig, SledStore};
 use std::path::Path;
 use std::time::Duration;
 use tempfile::TempDir;

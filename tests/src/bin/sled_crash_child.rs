@@ -3,7 +3,7 @@
 //! until it is killed (`write`, `write-buffered`) or holds the store open (`hold`).
 
 use kv_core::{Compare, PutOptions, Store, Txn, TxnOp};
-use kv_mem::{Durability, SledConfig, SledStore};
+use kv_sled::{Durability, SledConfig, SledStore};
 use std::time::Duration;
 
 const DIR_VAR: &str = "KV_SLED_CHILD_DIR";

@@ -1,7 +1,7 @@
 //! Range reads over the ordered map: O(log N + M) for a page of M keys; at a past revision,
 //! the current entries rewound through the retained history.
 
-use super::state::State;
+use crate::core::State;
 use kv_core::raw::emulation::{
     Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };

@@ -1,12 +1,12 @@
-//! The embedded, persistent backend on sled.
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
 
 mod check;
 mod codec;
 mod config;
+mod core;
 mod error;
-mod inner;
 mod lease;
-mod open;
 mod range;
 mod store;
 mod txn;

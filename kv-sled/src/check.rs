@@ -1,17 +1,17 @@
 //! The consistency check: data, log, leases and metadata agree with each other.
 
-use super::codec::{
+use crate::codec::{
     LeaseRecord, attachment_key, corrupted, decode_entry, decode_events, lease_key, read_be,
 };
-use super::error::map_sled;
-use super::inner::Inner;
+use crate::core::Core;
+use crate::error::map_sled;
 use kv_core::raw::layout;
 use kv_core::{Event, Result, escape_bytes};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::PoisonError;
 
 /// Checks every invariant of the layout; the first violation is a `Corrupted` error.
-pub(crate) fn check(inner: &Inner) -> Result<()> {
+pub(crate) fn check(inner: &Core) -> Result<()> {
     // Hold off writers so that the trees are read in one state.
     let w = inner.lock_writer();
     let _gate = inner.gate.write().unwrap_or_else(PoisonError::into_inner);

@@ -1,8 +1,8 @@
 //! [`SledStore`]: the `Store` contract on an embedded, persistent sled database.
 
-use super::config::SledConfig;
-use super::inner::Inner;
-use super::{check, lease, open, range, txn, watch};
+use crate::config::SledConfig;
+use crate::core::Core;
+use crate::{check, core, lease, range, txn, watch};
 use kv_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
     Txn, TxnResponse, WatchOptions, WatchStream, async_trait,
@@ -31,7 +31,7 @@ use std::time::Duration;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> kv_core::Result<()> {
 /// use kv_core::{PutOptions, Store};
-/// use kv_mem::{SledConfig, SledStore};
+/// use kv_sled::{SledConfig, SledStore};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let store = SledStore::open(SledConfig::new(dir.path()))?;
@@ -46,7 +46,7 @@ use std::time::Duration;
 /// ```
 #[derive(Clone)]
 pub struct SledStore {
-    inner: Arc<Inner>,
+    inner: Arc<Core>,
 }
 
 impl SledStore {
@@ -61,9 +61,7 @@ impl SledStore {
     /// `Corrupted` when the directory was written with an incompatible layout version or is
     /// not a store's database; `Backend` for I/O errors.
     pub fn open(config: SledConfig) -> Result<Self> {
-        Ok(SledStore {
-            inner: open::open(config, None)?,
-        })
+        Self::start(config, None)
     }
 
     /// A store with the default configuration in a new temporary directory, which is removed
@@ -74,7 +72,7 @@ impl SledStore {
     /// # async fn main() -> kv_core::Result<()> {
     /// use kv_core::{PutOptions, Store};
     ///
-    /// let store = kv_mem::SledStore::temporary()?;
+    /// let store = kv_sled::SledStore::temporary()?;
     /// store.put(b"k", b"v", PutOptions::default()).await?;
     /// let dir = store.config().path.clone();
     /// drop(store);
@@ -97,9 +95,13 @@ impl SledStore {
                 .with_source(e)
             })?;
         let config = SledConfig::new(dir.path());
-        Ok(SledStore {
-            inner: open::open(config, Some(dir))?,
-        })
+        Self::start(config, Some(dir))
+    }
+
+    fn start(config: SledConfig, temp_dir: Option<tempfile::TempDir>) -> Result<Self> {
+        let (inner, runtime) = core::open(config, temp_dir)?;
+        lease::spawn_expiry(&inner, &runtime);
+        Ok(SledStore { inner })
     }
 
     /// The configuration the store was opened with.
@@ -155,10 +157,7 @@ impl Store for SledStore {
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        txn.validate(&self.inner.caps)?;
-        self.inner
-            .write(|inner, w, commits| txn::run(inner, w, commits, &txn))
-            .await
+        txn::txn(&self.inner, txn).await
     }
 
     async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {

@@ -27,7 +27,7 @@ pub enum Durability {
 /// Only `path` is required in serialized form; every other field has the documented default.
 ///
 /// ```
-/// use kv_mem::{Durability, SledConfig};
+/// use kv_sled::{Durability, SledConfig};
 /// let config: SledConfig = serde_json::from_str(r#"{"path": "/var/lib/kv"}"#).unwrap();
 /// assert_eq!(config.durability, Durability::FlushOnCommit);
 /// assert_eq!(config.history_retention, SledConfig::DEFAULT_HISTORY_RETENTION);

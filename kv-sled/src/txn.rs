@@ -1,9 +1,8 @@
 //! Transactions: compares, then one branch of ops planned against the data tree through an
 //! overlay (so later ops see earlier ones), committed as one sled transaction.
 
-use super::codec::{attachment_key, decode_entry, encode_entry};
-use super::error::map_sled;
-use super::inner::{Commits, Inner, Plan, Writer};
+use crate::codec::{attachment_key, decode_entry, encode_entry};
+use crate::core::{Commits, Core, Plan, TreeState, Writer};
 use kv_core::raw::emulation::{
     OrderedState, Overlay, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
 };
@@ -11,50 +10,15 @@ use kv_core::{
     Entry, Error, ErrorKind, Event, LeaseId, MAX_KEY_LEN, OpResult, Result, Txn, TxnOp, TxnResponse,
 };
 
-/// The data tree as the emulation's [`OrderedState`].
-pub(crate) struct TreeState<'a>(pub(crate) &'a sled::Tree);
-
-impl OrderedState for TreeState<'_> {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.0.get(key).map_err(map_sled)?.map(|v| v.to_vec()))
-    }
-
-    fn scan(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        limit: Option<usize>,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        if start >= end {
-            return Ok(Vec::new());
-        }
-        self.0
-            .range::<&[u8], _>(start..end)
-            .take(limit.unwrap_or(usize::MAX))
-            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(map_sled))
-            .collect()
-    }
-
-    fn last(&self, start: &[u8], end: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if start >= end {
-            return Ok(None);
-        }
-        self.0
-            .range::<&[u8], _>(start..end)
-            .next_back()
-            .transpose()
-            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
-            .map_err(map_sled)
-    }
+/// Validates a transaction and commits it through the one write path.
+pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
+    txn.validate(&core.caps)?;
+    core.write(|inner, w, commits| run(inner, w, commits, &txn))
+        .await
 }
 
 /// Runs a validated transaction under the writer mutex.
-pub(crate) fn run(
-    inner: &Inner,
-    w: &mut Writer,
-    commits: &mut Commits,
-    txn: &Txn,
-) -> Result<TxnResponse> {
+fn run(inner: &Core, w: &mut Writer, commits: &mut Commits, txn: &Txn) -> Result<TxnResponse> {
     let data = TreeState(&inner.trees.data);
     let mut succeeded = true;
     for compare in &txn.compares {

@@ -1,6 +1,6 @@
 //! Transactions: compares, then one branch applied at one new revision, all or nothing.
 
-use super::state::{State, Stored};
+use crate::core::{State, Stored};
 use kv_core::raw::emulation::{Overlay, collection_ranges_for_key, collection_ranges_for_prefix};
 use kv_core::{Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse, prefix_end};
 use std::collections::BTreeMap;
@@ -188,7 +188,7 @@ mod tests {
     use kv_core::{Capabilities, CollectionOp};
 
     fn caps() -> Capabilities {
-        super::super::MemConfig::default().capabilities()
+        crate::MemConfig::default().capabilities()
     }
 
     #[test]

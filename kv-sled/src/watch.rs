@@ -3,9 +3,9 @@
 //! same path, so nothing falls between them, and a watcher that saw revision `r` before a
 //! restart resumes from `r + 1` after it.
 
-use super::codec::{COMPACT_KEY, be, decode_events, read_be};
-use super::error::map_sled;
-use super::inner::{Inner, Plan};
+use crate::codec::{COMPACT_KEY, be, decode_events, read_be};
+use crate::core::{Core, Plan};
+use crate::error::map_sled;
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
@@ -16,7 +16,7 @@ use tokio::sync::watch;
 /// Log records read per step of a stream.
 const READ_BATCH: usize = 256;
 
-pub(crate) fn watch(inner: &Arc<Inner>, opts: WatchOptions) -> Result<WatchStream> {
+pub(crate) fn watch(inner: &Arc<Core>, opts: WatchOptions) -> Result<WatchStream> {
     opts.range.validate()?;
     let next = match opts.start_revision {
         Some(rev) if rev > 0 => rev,
@@ -38,7 +38,7 @@ pub(crate) fn watch(inner: &Arc<Inner>, opts: WatchOptions) -> Result<WatchStrea
 }
 
 struct Cursor {
-    inner: Weak<Inner>,
+    inner: Weak<Core>,
     published: watch::Receiver<i64>,
     opts: WatchOptions,
     /// The first revision not yet read from the log.
@@ -100,7 +100,7 @@ impl Cursor {
         for (key, record) in records {
             let revision = read_be(&key)?;
             if revision != self.next {
-                return Err(super::codec::corrupted(format!(
+                return Err(crate::codec::corrupted(format!(
                     "the event log has no record of revision {}",
                     self.next
                 )));
@@ -119,7 +119,7 @@ impl Cursor {
     }
 }
 
-pub(crate) async fn compact(inner: &Inner, revision: i64) -> Result<()> {
+pub(crate) async fn compact(inner: &Core, revision: i64) -> Result<()> {
     inner
         .write(|inner, w, commits| {
             let current = inner.revision();

@@ -1,23 +1,12 @@
 //! Leases: persisted as wall-clock deadlines (they must survive restarts), expired by a
 //! background task while the store is open, at open, and before every write.
 
-use super::codec::{
-    LEASE_SEQ_KEY, LeaseRecord, attachment_key, attachments_prefix, be, decode_entry, lease_key,
-};
-use super::error::map_sled;
-use super::inner::{Commits, Inner, Plan, Writer};
-use kv_core::raw::emulation::PhysicalWrite;
-use kv_core::{Error, ErrorKind, Event, LeaseGrant, LeaseId, LeaseInfo, Result};
+use crate::codec::{LEASE_SEQ_KEY, LeaseRecord, be, lease_key};
+use crate::core::{Core, Plan, attached_keys, now_ms, remove};
+use crate::error::map_sled;
+use kv_core::{Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// The lease clock: Unix time in milliseconds.
-pub(crate) fn now_ms() -> i64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
+use std::time::Duration;
 
 fn not_found(id: LeaseId) -> Error {
     Error::new(
@@ -31,7 +20,7 @@ fn ttl_ms(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 4)
 }
 
-pub(crate) async fn grant(inner: &Inner, ttl: Duration) -> Result<LeaseGrant> {
+pub(crate) async fn grant(inner: &Core, ttl: Duration) -> Result<LeaseGrant> {
     let ttl = inner.caps.round_ttl(ttl)?;
     let grant = inner
         .write(|inner, w, commits| {
@@ -56,7 +45,7 @@ pub(crate) async fn grant(inner: &Inner, ttl: Duration) -> Result<LeaseGrant> {
     Ok(grant)
 }
 
-pub(crate) async fn keep_alive(inner: &Inner, id: LeaseId) -> Result<Duration> {
+pub(crate) async fn keep_alive(inner: &Core, id: LeaseId) -> Result<Duration> {
     let ttl = inner
         .write(|inner, w, commits| {
             let mut record = w.leases.get(id.0).ok_or_else(|| not_found(id))?;
@@ -72,7 +61,7 @@ pub(crate) async fn keep_alive(inner: &Inner, id: LeaseId) -> Result<Duration> {
     Ok(ttl)
 }
 
-pub(crate) async fn revoke(inner: &Inner, id: LeaseId) -> Result<()> {
+pub(crate) async fn revoke(inner: &Core, id: LeaseId) -> Result<()> {
     inner
         .write(|inner, w, commits| {
             if w.leases.get(id.0).is_none() {
@@ -83,7 +72,7 @@ pub(crate) async fn revoke(inner: &Inner, id: LeaseId) -> Result<()> {
         .await
 }
 
-pub(crate) fn time_to_live(inner: &Inner, id: LeaseId) -> Result<LeaseInfo> {
+pub(crate) fn time_to_live(inner: &Core, id: LeaseId) -> Result<LeaseInfo> {
     let t = &inner.trees;
     let record = t
         .leases
@@ -103,59 +92,10 @@ pub(crate) fn time_to_live(inner: &Inner, id: LeaseId) -> Result<LeaseInfo> {
     })
 }
 
-fn attached_keys(inner: &Inner, id: i64) -> Result<Vec<Vec<u8>>> {
-    let prefix = attachments_prefix(id);
-    inner
-        .trees
-        .leases
-        .scan_prefix(&prefix)
-        .map(|kv| {
-            kv.map(|(k, _)| k[prefix.len()..].to_vec())
-                .map_err(map_sled)
-        })
-        .collect()
-}
-
-/// Removes a lease and deletes its keys, in one revision when it has keys.
-fn remove(inner: &Inner, w: &mut Writer, commits: &mut Commits, id: i64) -> Result<()> {
-    let mut plan = Plan::default();
-    let mut events = Vec::new();
-    plan.leases.insert(lease_key(id), None);
-    for key in attached_keys(inner, id)? {
-        plan.leases.insert(attachment_key(id, &key), None);
-        let Some(bytes) = inner.trees.data.get(&key).map_err(map_sled)? else {
-            continue;
-        };
-        let prev = decode_entry(&key, &bytes, false)?;
-        if prev.lease != Some(LeaseId(id)) {
-            continue;
-        }
-        plan.data.push(PhysicalWrite::Delete { key: key.clone() });
-        events.push(Event::Delete {
-            key,
-            prev: Some(prev),
-        });
-    }
-    if !events.is_empty() {
-        plan.events = Some(events);
-    }
-    inner.commit(w, plan, commits)?;
-    w.leases.remove(id);
-    Ok(())
-}
-
-/// Expires every lease whose deadline has passed, each in its own revision.
-pub(crate) fn expire_due(inner: &Inner, w: &mut Writer, commits: &mut Commits) -> Result<()> {
-    for id in w.leases.due(now_ms()) {
-        remove(inner, w, commits, id)?;
-    }
-    Ok(())
-}
-
 /// Starts the task that expires leases while the store is open. It holds the store weakly
 /// and ends when the store is dropped.
-pub(crate) fn spawn_expiry(inner: &Arc<Inner>, runtime: &tokio::runtime::Handle) {
-    let weak: Weak<Inner> = Arc::downgrade(inner);
+pub(crate) fn spawn_expiry(inner: &Arc<Core>, runtime: &tokio::runtime::Handle) {
+    let weak: Weak<Core> = Arc::downgrade(inner);
     let wake = inner.expiry_wake.clone();
     runtime.spawn(async move {
         loop {

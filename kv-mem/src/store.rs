@@ -1,23 +1,14 @@
 //! [`MemStore`]: the in-process reference backend.
 
-mod config;
-mod lease;
-mod range;
-mod state;
-mod txn;
-mod watch;
-
-pub use config::MemConfig;
-
+use crate::config::MemConfig;
+use crate::core::{Shared, State};
 use kv_core::{
-    Capabilities, Entry, Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, RangeOptions,
-    RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream, async_trait,
+    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
+    Txn, TxnResponse, WatchOptions, WatchStream, async_trait,
 };
-use state::State;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// The in-process store: an ordered map with etcd's revisions, leases on tokio time, a
@@ -55,49 +46,6 @@ impl std::fmt::Debug for MemStore {
     }
 }
 
-/// What every handle of one store shares.
-pub(crate) struct Shared {
-    /// The state, behind a std `Mutex` rather than tokio's: every critical section is short,
-    /// synchronous and never held across an `.await`, which is the case the std mutex serves
-    /// best (as mini-redis explains for its `Db`). Watch channels are unbounded, so delivering
-    /// events under the lock never waits on a reader either.
-    state: Mutex<State>,
-    caps: Capabilities,
-    /// Wakes the lease expiry task when a deadline may have moved earlier or the store goes.
-    wake: Arc<Notify>,
-    /// The lease expiry task, started with the first lease inside the caller's runtime.
-    expiry: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl Shared {
-    /// The locked state, without expiring leases.
-    pub(crate) fn lock(&self) -> Result<MutexGuard<'_, State>> {
-        self.state.lock().map_err(|_| {
-            Error::new(
-                ErrorKind::Corrupted,
-                "the memory store's state is unusable: an operation panicked while holding it",
-            )
-        })
-    }
-
-    /// The locked state after expiring every lease due now, so that each operation sees
-    /// leases exactly as the clock says.
-    fn state(&self) -> Result<MutexGuard<'_, State>> {
-        let mut state = self.lock()?;
-        state.expire_due(Instant::now());
-        Ok(state)
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        if let Ok(state) = self.state.get_mut() {
-            state.history.close();
-        }
-        self.wake.notify_one();
-    }
-}
-
 impl Default for MemStore {
     fn default() -> Self {
         Self::new()
@@ -119,23 +67,6 @@ impl MemStore {
                 wake: Arc::new(Notify::new()),
                 expiry: Mutex::new(None),
             }),
-        }
-    }
-
-    /// Starts the lease expiry task in the current runtime unless one is running.
-    fn ensure_expiry_task(&self) {
-        let mut task = match self.shared.expiry.lock() {
-            Ok(task) => task,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        // A task whose runtime shut down is finished: start another in this one. Outside a
-        // tokio runtime there is none, and leases still expire on the next operation.
-        if task.as_ref().is_none_or(JoinHandle::is_finished)
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let weak = Arc::downgrade(&self.shared);
-            let wake = Arc::clone(&self.shared.wake);
-            *task = Some(runtime.spawn(lease::run_expiry(weak, wake)));
         }
     }
 }
@@ -169,7 +100,7 @@ impl Store for MemStore {
     async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
         let ttl = self.shared.caps.round_ttl(ttl)?;
         let id = self.shared.state()?.leases.grant(ttl, Instant::now());
-        self.ensure_expiry_task();
+        self.shared.ensure_expiry_task();
         self.shared.wake.notify_one();
         Ok(LeaseGrant { id, ttl })
     }

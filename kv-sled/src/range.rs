@@ -1,10 +1,10 @@
 //! Reads: single keys and paged ranges, straight from sled's ordered iteration; at a past
 //! revision, the current entries rewound through the event log.
 
-use super::codec::{be, decode_entry, decode_record, read_be};
-use super::error::map_sled;
-use super::inner::Inner;
-use super::txn::TreeState;
+use crate::codec::{be, decode_entry, decode_record, read_be};
+use crate::core::Core;
+use crate::core::TreeState;
+use crate::error::map_sled;
 use kv_core::raw::emulation::{
     Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
@@ -12,7 +12,7 @@ use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result, validate_k
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
-pub(crate) fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
+pub(crate) fn get(inner: &Core, key: &[u8]) -> Result<Option<Entry>> {
     validate_key(key)?;
     inner
         .trees
@@ -23,7 +23,7 @@ pub(crate) fn get(inner: &Inner, key: &[u8]) -> Result<Option<Entry>> {
         .transpose()
 }
 
-pub(crate) fn range(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
+pub(crate) fn range(inner: &Core, opts: &RangeOptions) -> Result<RangeResult> {
     opts.validate()?;
     // Writers commit under the gate: the data, the log and the revision read below are of
     // one revision.
@@ -62,7 +62,7 @@ pub(crate) fn range(inner: &Inner, opts: &RangeOptions) -> Result<RangeResult> {
     Ok(rewind(opts, revision, touched, current, complete))
 }
 
-fn range_now(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
+fn range_now(inner: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
     if opts.count_only {
         let (start, end) = opts.effective_bounds();
         let mut count = 0u64;
@@ -96,7 +96,7 @@ fn range_now(inner: &Inner, opts: &RangeOptions, revision: i64) -> Result<RangeR
 
 /// The data tree's keys in `[start, end)`; `bounds()` starts at 0x01 at the lowest, so the
 /// reserved collection keys are never read.
-fn scan(inner: &Inner, start: &[u8], end: Option<&[u8]>) -> sled::Iter {
+fn scan(inner: &Core, start: &[u8], end: Option<&[u8]>) -> sled::Iter {
     let data = &inner.trees.data;
     match end {
         Some(end) => data.range::<&[u8], _>(start..end),
@@ -107,7 +107,7 @@ fn scan(inner: &Inner, start: &[u8], end: Option<&[u8]>) -> sled::Iter {
 /// The current entries of `opts`'s effective range, at most `limit`, and whether that was
 /// all of them.
 fn entries(
-    inner: &Inner,
+    inner: &Core,
     opts: &RangeOptions,
     limit: Option<usize>,
     keys_only: bool,

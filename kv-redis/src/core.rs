@@ -1,0 +1,219 @@
+//! [`Core`]: what every operation and background task shares (the connection, the
+//! configuration, the capabilities, the scripts, the internal prefix), and the request
+//! helpers of the op files: running a script, naming internal keys, rejecting reserved keys,
+//! reading where the event log stands and the revision counter, and the lex bounds of a
+//! prefix.
+
+use crate::config::RedisConfig;
+use crate::decode::{array, corrupted, int};
+use crate::error::map_redis_error;
+use crate::scripts::Scripts;
+use kv_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{FromRedisValue, Script, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The largest value the store accepts (Redis takes up to 512 MiB; larger values would stall
+/// the single-threaded server inside a script).
+const MAX_VALUE_BYTES: usize = 16 << 20;
+
+/// What the store's operations and its background tasks share.
+pub(crate) struct Core {
+    pub(crate) con: ConnectionManager,
+    pub(crate) client: redis::Client,
+    pub(crate) config: RedisConfig,
+    pub(crate) caps: Capabilities,
+    pub(crate) scripts: Scripts,
+    pub(crate) prefix: Vec<u8>,
+    /// The metadata hash, `prefix` + `meta`, read directly by `get`.
+    pub(crate) meta_key: Vec<u8>,
+    /// Wakes the lease sweeper when a lease is granted.
+    pub(crate) sweeper_wake: Arc<Notify>,
+    /// The database index, which keyspace notification channels name.
+    pub(crate) db: i64,
+}
+
+/// The event log's state when a watch or a pinned read starts.
+pub(crate) struct LogStart {
+    /// The store revision.
+    pub(crate) current: i64,
+    /// The first revision the log still holds (0 when it is empty).
+    pub(crate) first: i64,
+    /// The compaction floor (0 when never compacted).
+    pub(crate) compacted: i64,
+    /// The log entries read, from the revision asked for on.
+    pub(crate) entries: Vec<Value>,
+}
+
+impl Core {
+    /// Connects to the Redis server of `config` (a connection manager that reconnects) and
+    /// derives the capabilities from the configuration.
+    ///
+    /// # Errors
+    /// As [`RedisStore::connect`](crate::RedisStore::connect).
+    pub(crate) async fn connect(config: RedisConfig) -> Result<Core> {
+        let info = config.connection_info()?;
+        let db = info.redis_settings().db();
+        let client = redis::Client::open(info).map_err(|e| map_redis_error(e, "connect"))?;
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout()))
+            .set_response_timeout(Some(config.response_timeout()))
+            .set_number_of_retries(3);
+        let con = client
+            .get_connection_manager_with_config(manager_config)
+            .await
+            .map_err(|e| map_redis_error(e, "connect"))?;
+        let caps = Capabilities {
+            backend: "redis",
+            max_txn_ops: config.max_txn_ops,
+            max_value_bytes: MAX_VALUE_BYTES,
+            ttl_granularity: Duration::from_millis(1),
+            watch_retention: Retention::Revisions(config.watch_retention),
+            txn: Support::Native,
+            leases: Support::Emulated,
+            watch: Support::Emulated,
+            collections: Support::Native,
+            persistent: config.persistent,
+            foreign_writes: ForeignWrites::Reconciled {
+                interval: config.reconcile_interval(),
+            },
+        };
+        Ok(Core {
+            con,
+            client,
+            prefix: config.internal_prefix.as_bytes().to_vec(),
+            meta_key: [config.internal_prefix.as_bytes(), b"meta"].concat(),
+            config,
+            caps,
+            scripts: Scripts::new(),
+            sweeper_wake: Arc::new(Notify::new()),
+            db,
+        })
+    }
+
+    /// The name of an internal key: the prefix and `name`.
+    pub(crate) fn internal(&self, name: &str) -> Vec<u8> {
+        let mut key = self.prefix.clone();
+        key.extend_from_slice(name.as_bytes());
+        key
+    }
+
+    /// Whether a reconciler root covers `key` (never one under the internal prefix).
+    pub(crate) fn in_roots(&self, key: &[u8]) -> bool {
+        !key.starts_with(&self.prefix)
+            && self
+                .config
+                .reconcile_roots
+                .iter()
+                .any(|root| key.starts_with(root.as_bytes()))
+    }
+
+    /// Rejects user keys under the internal prefix.
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
+        if key.starts_with(&self.prefix) {
+            return Err(
+                Error::invalid_key("keys under the store's internal prefix are reserved")
+                    .with_context("key", kv_core::escape_bytes(key))
+                    .with_context("prefix", kv_core::escape_bytes(&self.prefix)),
+            );
+        }
+        Ok(())
+    }
+
+    /// Rejects a single-key range under the internal prefix (prefixes and intervals only ever
+    /// see user keys, since the index holds nothing else).
+    pub(crate) fn check_range(&self, range: &KeyRange) -> Result<()> {
+        range.validate()?;
+        match range {
+            KeyRange::Key(key) => self.check_key(key),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs a script with the prefix as its first argument, then `args`.
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        args: &[&[u8]],
+        op: &'static str,
+    ) -> Result<T> {
+        let mut invocation = script.prepare_invoke();
+        invocation.arg(self.prefix.as_slice());
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        let mut con = self.con.clone();
+        invocation
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| map_redis_error(e, op))
+    }
+
+    /// Runs a writing script: the prefix, the log retention, then `args`.
+    pub(crate) async fn run_write<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        args: &[&[u8]],
+        op: &'static str,
+    ) -> Result<T> {
+        let retention = self.config.watch_retention.to_string();
+        let mut all: Vec<&[u8]> = Vec::with_capacity(args.len() + 1);
+        all.push(retention.as_bytes());
+        all.extend_from_slice(args);
+        self.run(script, &all, op).await
+    }
+
+    /// Where the event log stands, read atomically with its entries from revision `from` on
+    /// (at most `count`): see `scripts/watch_from.lua`.
+    pub(crate) async fn log_start(
+        &self,
+        from: i64,
+        count: usize,
+        op: &'static str,
+    ) -> Result<LogStart> {
+        let (from, count) = (from.to_string(), count.to_string());
+        let reply: Value = self
+            .run(
+                &self.scripts.watch_from,
+                &[from.as_bytes(), count.as_bytes()],
+                op,
+            )
+            .await?;
+        let mut parts = array(reply)?.into_iter();
+        let (Some(current), Some(first), Some(compacted), Some(entries)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(corrupted("a watch start reply has four parts"));
+        };
+        Ok(LogStart {
+            current: int(current)?,
+            first: int(first)?,
+            compacted: int(compacted)?,
+            entries: array(entries)?,
+        })
+    }
+
+    /// The store revision: the revision counter `P rev`, 0 before the first write (ranges
+    /// and watches read it too).
+    pub(crate) async fn revision(&self) -> Result<i64> {
+        let mut con = self.con.clone();
+        let rev: Option<i64> = redis::cmd("GET")
+            .arg(self.internal("rev"))
+            .query_async(&mut con)
+            .await
+            .map_err(|e| map_redis_error(e, "revision"))?;
+        Ok(rev.unwrap_or(0))
+    }
+}
+
+/// The lex bounds of every key starting with `prefix`, for ZRANGEBYLEX.
+pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let min = [b"[".as_slice(), prefix].concat();
+    let max = match kv_core::prefix_end(prefix) {
+        Some(end) => [b"(".as_slice(), &end].concat(),
+        None => b"+".to_vec(),
+    };
+    (min, max)
+}

@@ -1,0 +1,631 @@
+//! The shared state of an open store and the machinery every operation uses: opening a
+//! database directory (sled's lock, the layout version, the state recovered from the trees);
+//! the one path every write takes (under the writer mutex, one sled transaction over the four
+//! trees, then the flush the durability asks for, then publication to watchers), which first
+//! expires the leases that are due; and the data tree as the emulation's ordered state.
+
+use crate::codec::{
+    COMPACT_KEY, FORMAT_KEY, FORMAT_VERSION, LEASE_SEQ_KEY, LeaseRecord, attachment_key,
+    attachments_prefix, be, corrupted, decode_entry, encode_events, lease_key, read_be,
+};
+use crate::config::{Durability, SledConfig};
+use crate::error::{map_sled, map_txn};
+use kv_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
+use kv_core::{Capabilities, Error, ErrorKind, Event, LeaseId, Result, Retention, Support};
+use sled::Tree;
+use sled::transaction::{TransactionResult, Transactional};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{Notify, watch};
+
+/// Log records below the retained history are removed in batches of at least this many.
+const PRUNE_BATCH: i64 = 256;
+
+/// The four trees of the layout (see [`codec`](crate::codec)).
+pub(crate) struct Trees {
+    pub(crate) data: Tree,
+    pub(crate) meta: Tree,
+    pub(crate) log: Tree,
+    pub(crate) leases: Tree,
+}
+
+/// The live leases, by id and by deadline.
+#[derive(Debug, Default)]
+pub(crate) struct LeaseIndex {
+    records: HashMap<i64, LeaseRecord>,
+    by_deadline: BTreeSet<(i64, i64)>,
+}
+
+impl LeaseIndex {
+    pub(crate) fn get(&self, id: i64) -> Option<LeaseRecord> {
+        self.records.get(&id).copied()
+    }
+
+    pub(crate) fn insert(&mut self, id: i64, record: LeaseRecord) {
+        if let Some(old) = self.records.insert(id, record) {
+            self.by_deadline.remove(&(old.deadline_ms, id));
+        }
+        self.by_deadline.insert((record.deadline_ms, id));
+    }
+
+    pub(crate) fn remove(&mut self, id: i64) {
+        if let Some(old) = self.records.remove(&id) {
+            self.by_deadline.remove(&(old.deadline_ms, id));
+        }
+    }
+
+    /// Leases whose deadline is at or before `now_ms`, earliest first.
+    pub(crate) fn due(&self, now_ms: i64) -> Vec<i64> {
+        self.by_deadline
+            .iter()
+            .take_while(|(deadline, _)| *deadline <= now_ms)
+            .map(|&(_, id)| id)
+            .collect()
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<i64> {
+        self.by_deadline.first().map(|&(deadline, _)| deadline)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.records.len()
+    }
+}
+
+/// State only writers touch, behind the writer mutex.
+pub(crate) struct Writer {
+    pub(crate) leases: LeaseIndex,
+    /// The last lease id granted.
+    pub(crate) lease_seq: i64,
+    /// The first revision still physically in the log tree.
+    pub(crate) log_floor: i64,
+}
+
+/// The writes of one sled transaction.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    /// Data tree writes (user entries encoded, collection members raw).
+    pub(crate) data: Vec<PhysicalWrite>,
+    /// Leases tree writes: `Some` inserts, `None` removes.
+    pub(crate) leases: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Meta tree inserts.
+    pub(crate) meta: Vec<(&'static [u8], Vec<u8>)>,
+    /// `Some` when the transaction changes keys: it gets the next revision and this log record.
+    pub(crate) events: Option<Vec<Event>>,
+    /// The sizes of the collections the transaction deletes, logged with its events.
+    pub(crate) deleted: Vec<DeletedSize>,
+}
+
+/// What the writes of one writer-mutex section need afterwards.
+#[derive(Debug, Default)]
+pub(crate) struct Commits {
+    /// Something was committed (it must be flushed under `FlushOnCommit`).
+    wrote: bool,
+    /// The newest revision committed, to publish to watchers once durable.
+    revision: Option<i64>,
+}
+
+/// An open store.
+pub(crate) struct Core {
+    pub(crate) config: SledConfig,
+    pub(crate) caps: Capabilities,
+    pub(crate) db: sled::Db,
+    pub(crate) trees: Trees,
+    pub(crate) writer: Mutex<Writer>,
+    /// Range reads hold it shared, commits exclusively, so a page never shows half a
+    /// transaction (sled's own iteration is not isolated from transactions).
+    pub(crate) gate: RwLock<()>,
+    /// The latest committed revision.
+    pub(crate) revision: AtomicI64,
+    /// The oldest revision kept by explicit compaction (retention may keep fewer).
+    pub(crate) compact_floor: AtomicI64,
+    /// The latest revision watchers may see: committed and, under `FlushOnCommit`, durable.
+    pub(crate) published: watch::Sender<i64>,
+    /// Wakes the lease expiry task (a lease was granted or renewed, or the store closed).
+    pub(crate) expiry_wake: Arc<Notify>,
+    /// Released after the database is dropped.
+    pub(crate) _claim: PathClaim,
+    /// The directory of a [`SledStore::temporary`](crate::SledStore::temporary) store,
+    /// removed last.
+    pub(crate) _temp_dir: Option<tempfile::TempDir>,
+}
+
+/// A committed revision not yet published. When the writing future is dropped while it
+/// flushes, the flush completes here, blocking, and the revision is published: watchers never
+/// stall on a cancelled write.
+struct Unpublished<'a> {
+    inner: &'a Core,
+    revision: Option<i64>,
+}
+
+impl Drop for Unpublished<'_> {
+    fn drop(&mut self) {
+        if let Some(rev) = self.revision.take() {
+            if self.inner.config.durability == Durability::FlushOnCommit
+                && let Err(err) = self.inner.db.flush()
+            {
+                tracing::warn!(error = %err, "sled store: flushing a cancelled write failed");
+            }
+            self.inner.publish(Some(rev));
+        }
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        self.expiry_wake.notify_one();
+    }
+}
+
+impl Core {
+    pub(crate) fn revision(&self) -> i64 {
+        self.revision.load(Ordering::Acquire)
+    }
+
+    /// The oldest revision whose history is retained.
+    pub(crate) fn oldest(&self) -> i64 {
+        let by_retention = self.revision() + 1 - self.config.history_retention as i64;
+        self.compact_floor
+            .load(Ordering::Acquire)
+            .max(by_retention)
+            .max(1)
+    }
+
+    pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Writer> {
+        // A panic while holding the lock happens before a commit or after the in-memory
+        // update that follows it; the persisted state is consistent either way.
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` under the writer mutex, after expiring due leases, and returns its result
+    /// once its commits are flushed (per the durability) and published.
+    pub(crate) async fn write<T>(
+        &self,
+        f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
+    ) -> Result<T> {
+        let (out, commits) = self.write_locked(f);
+        self.finish(commits).await?;
+        out
+    }
+
+    /// [`Core::write`] for the synchronous open path.
+    pub(crate) fn write_blocking<T>(
+        &self,
+        f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
+    ) -> Result<T> {
+        let (out, commits) = self.write_locked(f);
+        if commits.wrote && self.config.durability == Durability::FlushOnCommit {
+            self.db.flush().map_err(map_sled)?;
+        }
+        self.publish(commits.revision);
+        out
+    }
+
+    fn write_locked<T>(
+        &self,
+        f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
+    ) -> (Result<T>, Commits) {
+        let mut commits = Commits::default();
+        let mut w = self.lock_writer();
+        let out =
+            expire_due(self, &mut w, &mut commits).and_then(|()| f(self, &mut w, &mut commits));
+        (out, commits)
+    }
+
+    async fn finish(&self, commits: Commits) -> Result<()> {
+        let mut pending = Unpublished {
+            inner: self,
+            revision: commits.revision,
+        };
+        let flushed = if commits.wrote && self.config.durability == Durability::FlushOnCommit {
+            // Flushing outside the writer mutex lets concurrent writers share one fsync.
+            self.flush().await
+        } else {
+            Ok(())
+        };
+        // Published even when the flush failed: the revision is committed and readable, and
+        // holding it back would stall every watch.
+        self.publish(pending.revision.take());
+        flushed
+    }
+
+    /// Flushes every write to disk on a blocking thread.
+    ///
+    /// Not `sled::Tree::flush_async`: it runs the flush on sled's own I/O pool, where a flush
+    /// holds sled's global concurrency-control read lock while it waits for I/O that the same
+    /// pool performs; with a transaction queued for the write lock, concurrent flushes can
+    /// occupy the pool and deadlock it.
+    pub(crate) async fn flush(&self) -> Result<()> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush())
+            .await
+            .map_err(|e| {
+                kv_core::Error::new(kv_core::ErrorKind::Backend, "sled: the flush task failed")
+                    .with_source(e)
+            })?
+            .map(drop)
+            .map_err(map_sled)
+    }
+
+    fn publish(&self, revision: Option<i64>) {
+        if let Some(rev) = revision {
+            self.published.send_if_modified(|current| {
+                let newer = rev > *current;
+                if newer {
+                    *current = rev;
+                }
+                newer
+            });
+        }
+    }
+
+    /// Commits `plan` as one sled transaction over the four trees; returns the revision
+    /// after it (the next revision when `plan.events` is `Some`).
+    pub(crate) fn commit(&self, w: &mut Writer, plan: Plan, commits: &mut Commits) -> Result<i64> {
+        let current = self.revision();
+        let rev = if plan.events.is_some() {
+            current + 1
+        } else {
+            current
+        };
+        let record = plan
+            .events
+            .as_deref()
+            .map(|events| encode_events(events, &plan.deleted));
+        let t = &self.trees;
+        {
+            let _gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
+            let res: TransactionResult<()> =
+                (&t.data, &t.meta, &t.log, &t.leases).transaction(|(data, meta, log, leases)| {
+                    for write in &plan.data {
+                        match write {
+                            PhysicalWrite::Put { key, value } => {
+                                data.insert(key.as_slice(), value.as_slice())?;
+                            }
+                            PhysicalWrite::Delete { key } => {
+                                data.remove(key.as_slice())?;
+                            }
+                        }
+                    }
+                    for (key, value) in &plan.leases {
+                        match value {
+                            Some(value) => leases.insert(key.as_slice(), value.as_slice())?,
+                            None => leases.remove(key.as_slice())?,
+                        };
+                    }
+                    for (key, value) in &plan.meta {
+                        meta.insert(*key, value.as_slice())?;
+                    }
+                    if let Some(record) = &record {
+                        log.insert(&be(rev), record.as_slice())?;
+                    }
+                    Ok(())
+                });
+            res.map_err(map_txn)?;
+            self.revision.store(rev, Ordering::Release);
+        }
+        commits.wrote = true;
+        if plan.events.is_some() {
+            commits.revision = Some(rev);
+            self.prune(w, PRUNE_BATCH)?;
+        }
+        Ok(rev)
+    }
+
+    /// Removes log records below the retained history once at least `batch` of them
+    /// accumulate. They are already invisible; removing them is not part of any transaction.
+    pub(crate) fn prune(&self, w: &mut Writer, batch: i64) -> Result<()> {
+        let oldest = self.oldest();
+        while oldest - w.log_floor >= batch.max(1) {
+            let to = oldest.min(w.log_floor + 4096);
+            let mut remove = sled::Batch::default();
+            for rev in w.log_floor..to {
+                remove.remove(&be(rev));
+            }
+            self.trees.log.apply_batch(remove).map_err(map_sled)?;
+            w.log_floor = to;
+        }
+        Ok(())
+    }
+}
+
+/// Most compares, and most ops per branch, in one transaction.
+const MAX_TXN_OPS: usize = 4096;
+/// Largest value accepted.
+const MAX_VALUE_BYTES: usize = 16 << 20;
+
+/// Opens the database in `config.path`, recovers the state and expires the leases that are
+/// due; returns it with the runtime that is to run the lease expiry task.
+pub(crate) fn open(
+    config: SledConfig,
+    temp_dir: Option<tempfile::TempDir>,
+) -> Result<(Arc<Core>, tokio::runtime::Handle)> {
+    config.validate()?;
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+        Error::new(
+            ErrorKind::Config,
+            "SledStore::open must be called inside a Tokio runtime (it starts the lease \
+             expiry task)",
+        )
+    })?;
+    let path = config.path.display().to_string();
+    let flush_every = match config.durability {
+        Durability::FlushOnCommit => 500,
+        Durability::Buffered { flush_interval } => {
+            u64::try_from(flush_interval.as_millis()).unwrap_or(u64::MAX)
+        }
+    };
+    let claim = PathClaim::new(&config.path).map_err(|e| e.with_context("path", &path))?;
+    let sled_config = sled::Config::new()
+        .path(&config.path)
+        .cache_capacity(config.cache_capacity)
+        .flush_every_ms(Some(flush_every));
+    let db = open_db(&sled_config).map_err(|e| e.with_context("path", &path))?;
+    let tree = |name: &str| db.open_tree(name).map_err(map_sled);
+    let trees = Trees {
+        data: tree("kv.data")?,
+        meta: tree("kv.meta")?,
+        log: tree("kv.log")?,
+        leases: tree("kv.leases")?,
+    };
+    check_format(&db, &trees).map_err(|e| e.with_context("path", &path))?;
+
+    let revision = match trees.log.last().map_err(map_sled)? {
+        Some((key, _)) => read_be(&key)?,
+        None => 0,
+    };
+    let log_floor = match trees.log.first().map_err(map_sled)? {
+        Some((key, _)) => read_be(&key)?,
+        None => revision + 1,
+    };
+    let compact_floor = meta_i64(&trees, COMPACT_KEY)?
+        .unwrap_or(1)
+        .max(log_floor.min(revision))
+        .max(1);
+    let mut leases = LeaseIndex::default();
+    for kv in trees.leases.scan_prefix(b"L") {
+        let (key, value) = kv.map_err(map_sled)?;
+        leases.insert(read_be(&key[1..])?, LeaseRecord::decode(&value)?);
+    }
+    let lease_seq = meta_i64(&trees, LEASE_SEQ_KEY)?.unwrap_or(0);
+
+    let caps = Capabilities {
+        backend: "sled",
+        max_txn_ops: MAX_TXN_OPS,
+        max_value_bytes: MAX_VALUE_BYTES,
+        ttl_granularity: Duration::from_millis(1),
+        watch_retention: Retention::Revisions(config.history_retention),
+        txn: Support::Native,
+        leases: Support::Native,
+        watch: Support::Native,
+        collections: Support::Emulated,
+        persistent: true,
+        foreign_writes: kv_core::ForeignWrites::Immediate,
+    };
+    let inner = Arc::new(Core {
+        caps,
+        db,
+        trees,
+        writer: Mutex::new(Writer {
+            leases,
+            lease_seq,
+            log_floor,
+        }),
+        gate: RwLock::new(()),
+        revision: AtomicI64::new(revision),
+        compact_floor: AtomicI64::new(compact_floor),
+        published: watch::Sender::new(revision),
+        expiry_wake: Arc::new(Notify::new()),
+        config,
+        _claim: claim,
+        _temp_dir: temp_dir,
+    });
+    // Leases that expired while the store was closed go now, before anyone reads.
+    inner.write_blocking(|_, _, _| Ok(()))?;
+    Ok((inner, runtime))
+}
+
+/// How long an open waits for sled to release the lock of a database this process closed.
+const LOCK_RELEASE_WAIT: Duration = Duration::from_secs(1);
+
+/// Opens the sled database. sled releases the directory lock of a dropped database from its
+/// I/O threads, a moment after the drop returns; the directory is not open in this process
+/// any more (see [`PathClaim`]), so a lock held by this process is about to be released, and
+/// one held by another process persists past the wait.
+fn open_db(config: &sled::Config) -> Result<sled::Db> {
+    let started = Instant::now();
+    loop {
+        match config.open() {
+            Ok(db) => return Ok(db),
+            Err(err) => {
+                let err = map_sled(err);
+                if err.kind() != ErrorKind::Unavailable || started.elapsed() >= LOCK_RELEASE_WAIT {
+                    return Err(err);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// The directories open in this process: a second open of one fails at once, without
+/// waiting for sled's lock.
+static OPEN_PATHS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+/// This process's claim on a database directory, released when the store is dropped.
+pub(crate) struct PathClaim(PathBuf);
+
+impl PathClaim {
+    fn new(path: &Path) -> Result<Self> {
+        std::fs::create_dir_all(path).map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                "cannot create the sled database directory",
+            )
+            .with_source(e)
+        })?;
+        let path = path.canonicalize().map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                "cannot resolve the sled database directory",
+            )
+            .with_source(e)
+        })?;
+        let mut open = OPEN_PATHS.lock().unwrap_or_else(PoisonError::into_inner);
+        if !open.insert(path.clone()) {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                "the sled database directory is already open in this process; share the \
+                 open SledStore (it is cheap to clone) instead of opening it twice",
+            )
+            .set_retryable(false));
+        }
+        Ok(PathClaim(path))
+    }
+}
+
+impl Drop for PathClaim {
+    fn drop(&mut self) {
+        OPEN_PATHS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.0);
+    }
+}
+
+fn meta_i64(trees: &Trees, key: &[u8]) -> Result<Option<i64>> {
+    trees
+        .meta
+        .get(key)
+        .map_err(map_sled)?
+        .map(|v| read_be(&v))
+        .transpose()
+}
+
+/// Checks the stored layout version, writing it into a new database.
+fn check_format(db: &sled::Db, trees: &Trees) -> Result<()> {
+    match meta_i64(trees, FORMAT_KEY)? {
+        Some(version) if version == FORMAT_VERSION as i64 => Ok(()),
+        Some(version) => Err(Error::new(
+            ErrorKind::Corrupted,
+            format!(
+                "the sled database was written with layout version {version}; this build \
+                 reads layout version {FORMAT_VERSION} only"
+            ),
+        )),
+        None => {
+            let empty = [&trees.data, &trees.log, &trees.leases]
+                .iter()
+                .all(|t| t.is_empty());
+            if !empty {
+                return Err(corrupted(
+                    "the database holds data but no layout version; it was not written by \
+                     this store",
+                ));
+            }
+            trees
+                .meta
+                .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
+                .map_err(map_sled)?;
+            db.flush().map_err(map_sled)?;
+            Ok(())
+        }
+    }
+}
+
+/// The lease clock: Unix time in milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn attached_keys(inner: &Core, id: i64) -> Result<Vec<Vec<u8>>> {
+    let prefix = attachments_prefix(id);
+    inner
+        .trees
+        .leases
+        .scan_prefix(&prefix)
+        .map(|kv| {
+            kv.map(|(k, _)| k[prefix.len()..].to_vec())
+                .map_err(map_sled)
+        })
+        .collect()
+}
+
+/// Removes a lease and deletes its keys, in one revision when it has keys.
+pub(crate) fn remove(inner: &Core, w: &mut Writer, commits: &mut Commits, id: i64) -> Result<()> {
+    let mut plan = Plan::default();
+    let mut events = Vec::new();
+    plan.leases.insert(lease_key(id), None);
+    for key in attached_keys(inner, id)? {
+        plan.leases.insert(attachment_key(id, &key), None);
+        let Some(bytes) = inner.trees.data.get(&key).map_err(map_sled)? else {
+            continue;
+        };
+        let prev = decode_entry(&key, &bytes, false)?;
+        if prev.lease != Some(LeaseId(id)) {
+            continue;
+        }
+        plan.data.push(PhysicalWrite::Delete { key: key.clone() });
+        events.push(Event::Delete {
+            key,
+            prev: Some(prev),
+        });
+    }
+    if !events.is_empty() {
+        plan.events = Some(events);
+    }
+    inner.commit(w, plan, commits)?;
+    w.leases.remove(id);
+    Ok(())
+}
+
+/// Expires every lease whose deadline has passed, each in its own revision.
+pub(crate) fn expire_due(inner: &Core, w: &mut Writer, commits: &mut Commits) -> Result<()> {
+    for id in w.leases.due(now_ms()) {
+        remove(inner, w, commits, id)?;
+    }
+    Ok(())
+}
+
+/// The data tree as the emulation's [`OrderedState`].
+pub(crate) struct TreeState<'a>(pub(crate) &'a sled::Tree);
+
+impl OrderedState for TreeState<'_> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.0.get(key).map_err(map_sled)?.map(|v| v.to_vec()))
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: Option<usize>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        self.0
+            .range::<&[u8], _>(start..end)
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(map_sled))
+            .collect()
+    }
+
+    fn last(&self, start: &[u8], end: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if start >= end {
+            return Ok(None);
+        }
+        self.0
+            .range::<&[u8], _>(start..end)
+            .next_back()
+            .transpose()
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .map_err(map_sled)
+    }
+}
