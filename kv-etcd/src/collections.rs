@@ -2,7 +2,7 @@
 //! optimistic concurrency.
 //!
 //! 1. Every physical range the collection ops (and the collection part of `delete`) read,
-//!    and the [stamp](crate::stamp) of every collection involved, are read in one etcd
+//!    and the [stamp](crate::core::stamp_key) of every collection involved, are read in one etcd
 //!    transaction, so at one revision.
 //! 2. Both branches are planned on that snapshot through an [`Overlay`]: collection results
 //!    are known, and their physical writes become plain etcd puts and deletes, plus a rewrite
@@ -17,11 +17,8 @@
 //! deletes, inside the same transaction); later ops of the branch see its effect through the
 //! overlay.
 
-use crate::namespace::Namespace;
-use crate::range::header_revision;
-use crate::stamp::stamp_key;
-use crate::store::{EtcdStore, backoff};
-use crate::txn::{Branch, Slot, UserTxn, shape, unexpected};
+use crate::core::{Core, Namespace, backoff, header_revision, stamp_key};
+use crate::txn::{Branch, Slot, UserTxn, flatten, shape, unexpected};
 use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, GetOptions, Txn as EtcdTxn,
     TxnOp as EtcdOp, TxnOpResponse, TxnResponse as EtcdTxnResponse,
@@ -57,15 +54,30 @@ struct ReadSet {
     stamps: BTreeSet<Vec<u8>>,
 }
 
-pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
-    let ns = &store.inner.ns;
-    let max = store.inner.caps.max_txn_ops;
+/// Whether `txn` takes this path: it has a collection op or a collection compare.
+pub(crate) fn has_collections(txn: &Txn) -> bool {
+    txn.success
+        .iter()
+        .chain(&txn.failure)
+        .any(|op| matches!(op, TxnOp::Collection(_)))
+        || txn
+            .compares
+            .iter()
+            .any(|c| c.target.collection_kind().is_some())
+}
+
+/// A transaction with collection ops or compares (see [`has_collections`]), planned on a
+/// snapshot and committed under guards.
+pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
+    txn.validate(&core.caps)?;
+    let ns = &core.ns;
+    let max = core.caps.max_txn_ops;
     let read_set = ReadSet::of(&txn);
     if read_set.stamps.len() >= max {
         return Err(too_many_collections(read_set.stamps.len(), max));
     }
     for attempt in 0..OPTIMISTIC_ATTEMPTS {
-        let snap = read_snapshot(store, &read_set.ranges, &read_set.probes).await?;
+        let snap = read_snapshot(core, &read_set.ranges, &read_set.probes).await?;
         let success = plan(ns, &txn.success, &snap)?;
         let failure = plan(ns, &txn.failure, &snap)?;
         // Collection compares hold or not on the snapshot; the guards below make that true
@@ -110,10 +122,10 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
         let request = EtcdTxn::new()
             .when(guards)
             .and_then(vec![EtcdOp::txn(user.etcd_txn())]);
-        let resp = store
+        let resp = core
             .call("txn", false, || {
                 let t = request.clone();
-                let mut kv = store.inner.kv.clone();
+                let mut kv = core.kv.clone();
                 async move { kv.txn(t).await }
             })
             .await?;
@@ -212,11 +224,11 @@ fn merge(mut ranges: Vec<PhysicalRange>) -> Vec<PhysicalRange> {
 
 /// Reads `ranges` in one etcd transaction (one revision).
 async fn read_snapshot(
-    store: &EtcdStore,
+    core: &Core,
     ranges: &[PhysicalRange],
     probes: &[(PhysicalRange, usize)],
 ) -> Result<Snapshot> {
-    let ns = &store.inner.ns;
+    let ns = &core.ns;
     let get = |r: &PhysicalRange, limit: Option<usize>| {
         let mut opts = GetOptions::new().with_range(ns.key(&r.end));
         if let Some(limit) = limit {
@@ -229,11 +241,11 @@ async fn read_snapshot(
         .map(|r| get(r, None))
         .chain(probes.iter().map(|(r, limit)| get(r, Some(*limit))))
         .collect();
-    let (request, depth, _) = shape(Vec::new(), ops, Vec::new(), store.inner.caps.max_txn_ops)?;
-    let resp = store
+    let (request, depth, _) = shape(Vec::new(), ops, Vec::new(), core.caps.max_txn_ops)?;
+    let resp = core
         .call("txn_read", true, || {
             let t = request.clone();
-            let mut kv = store.inner.kv.clone();
+            let mut kv = core.kv.clone();
             async move { kv.txn(t).await }
         })
         .await?;
@@ -242,7 +254,7 @@ async fn read_snapshot(
         values: BTreeMap::new(),
         mod_revisions: BTreeMap::new(),
     };
-    for r in crate::txn::flatten(resp.op_responses(), depth)? {
+    for r in flatten(resp.op_responses(), depth)? {
         let TxnOpResponse::Get(get) = r else {
             return Err(unexpected(Some(&r)));
         };

@@ -1,9 +1,15 @@
-//! `EtcdConfig`: where etcd is, how to authenticate, and the limits the store applies.
+//! `EtcdConfig`: where etcd is, how to authenticate, and the limits the store applies; its
+//! URL form; and (feature `tls`) `EtcdTlsConfig` with the client TLS options it makes from
+//! PEM files.
 
+#[cfg(feature = "tls")]
+use etcd_client::{Certificate, Identity, TlsOptions};
 use kv_core::{Error, ErrorKind, Result};
 use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+#[cfg(feature = "tls")]
+use std::path::Path;
 use std::time::Duration;
 
 /// etcd's default `--max-txn-ops`.
@@ -281,6 +287,46 @@ fn number<T: std::str::FromStr>(name: &'static str, value: &str, url: &str) -> R
     value
         .parse()
         .map_err(|_| config_error("not a number", url).with_context("parameter", name))
+}
+
+#[cfg(feature = "tls")]
+fn read_pem(path: &Path, what: &'static str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        Error::new(ErrorKind::Config, format!("cannot read the TLS {what}"))
+            .with_context("path", path.display())
+            .with_source(e)
+    })
+}
+
+/// The client TLS options for `cfg`.
+///
+/// # Errors
+/// `Config` when a file cannot be read, or a certificate is given without its key.
+#[cfg(feature = "tls")]
+pub(crate) fn tls_options(cfg: &EtcdTlsConfig) -> Result<TlsOptions> {
+    let mut tls = TlsOptions::new();
+    if let Some(ca) = &cfg.ca_file {
+        tls = tls.ca_certificate(Certificate::from_pem(read_pem(ca, "CA certificate")?));
+    }
+    match (&cfg.cert_file, &cfg.key_file) {
+        (Some(cert), Some(key)) => {
+            tls = tls.identity(Identity::from_pem(
+                read_pem(cert, "client certificate")?,
+                read_pem(key, "client key")?,
+            ));
+        }
+        (None, None) => {}
+        _ => {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "a TLS client certificate needs both cert_file and key_file",
+            ));
+        }
+    }
+    if let Some(domain) = &cfg.domain {
+        tls = tls.domain_name(domain.clone());
+    }
+    Ok(tls)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Leases: etcd leases, TTLs in whole seconds (rounded up).
 
-use crate::store::EtcdStore;
+use crate::core::Core;
 use etcd_client::LeaseTimeToLiveOptions;
 use kv_core::{Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::time::Duration;
@@ -17,12 +17,12 @@ fn secs(s: i64) -> Duration {
     Duration::from_secs(u64::try_from(s).unwrap_or(0))
 }
 
-pub(crate) async fn grant(store: &EtcdStore, ttl: Duration) -> Result<LeaseGrant> {
-    let ttl = store.inner.caps.round_ttl(ttl)?;
+pub(crate) async fn grant(core: &Core, ttl: Duration) -> Result<LeaseGrant> {
+    let ttl = core.caps.round_ttl(ttl)?;
     let ttl = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
-    let resp = store
+    let resp = core
         .call("lease_grant", false, || {
-            let mut lease = store.inner.lease.clone();
+            let mut lease = core.lease.clone();
             async move { lease.grant(ttl, None).await }
         })
         .await?;
@@ -36,10 +36,10 @@ pub(crate) async fn grant(store: &EtcdStore, ttl: Duration) -> Result<LeaseGrant
     })
 }
 
-pub(crate) async fn keep_alive(store: &EtcdStore, id: LeaseId) -> Result<Duration> {
-    let ttl = store
+pub(crate) async fn keep_alive(core: &Core, id: LeaseId) -> Result<Duration> {
+    let ttl = core
         .call("lease_keep_alive", true, || {
-            let mut lease = store.inner.lease.clone();
+            let mut lease = core.lease.clone();
             async move {
                 // One renewal over a short-lived keep-alive stream; the first response proves
                 // the lease exists (etcd-client fails with "lease not found" otherwise).
@@ -55,24 +55,23 @@ pub(crate) async fn keep_alive(store: &EtcdStore, id: LeaseId) -> Result<Duratio
     }
 }
 
-pub(crate) async fn revoke(store: &EtcdStore, id: LeaseId) -> Result<()> {
-    store
-        .call("lease_revoke", false, || {
-            let mut lease = store.inner.lease.clone();
-            async move { lease.revoke(id.0).await }
-        })
-        .await
-        .map_err(|e| match e.kind() {
-            ErrorKind::LeaseNotFound => not_found(id),
-            _ => e,
-        })?;
+pub(crate) async fn revoke(core: &Core, id: LeaseId) -> Result<()> {
+    core.call("lease_revoke", false, || {
+        let mut lease = core.lease.clone();
+        async move { lease.revoke(id.0).await }
+    })
+    .await
+    .map_err(|e| match e.kind() {
+        ErrorKind::LeaseNotFound => not_found(id),
+        _ => e,
+    })?;
     Ok(())
 }
 
-pub(crate) async fn time_to_live(store: &EtcdStore, id: LeaseId) -> Result<LeaseInfo> {
-    let resp = store
+pub(crate) async fn time_to_live(core: &Core, id: LeaseId) -> Result<LeaseInfo> {
+    let resp = core
         .call("lease_time_to_live", true, || {
-            let mut lease = store.inner.lease.clone();
+            let mut lease = core.lease.clone();
             async move {
                 lease
                     .time_to_live(id.0, Some(LeaseTimeToLiveOptions::new().with_keys()))
@@ -84,7 +83,7 @@ pub(crate) async fn time_to_live(store: &EtcdStore, id: LeaseId) -> Result<Lease
     if resp.ttl() < 0 {
         return Err(not_found(id));
     }
-    let ns = &store.inner.ns;
+    let ns = &core.ns;
     let mut keys: Vec<Vec<u8>> = resp
         .keys()
         .iter()

@@ -3,15 +3,12 @@
 
 mod collections;
 mod config;
+mod core;
 mod error;
 mod lease;
 mod mirror;
-mod namespace;
 mod range;
-mod stamp;
 mod store;
-#[cfg(feature = "tls")]
-mod tls;
 mod txn;
 mod watch;
 

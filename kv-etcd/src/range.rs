@@ -1,7 +1,8 @@
-//! Reads: `get`, paged `range`, the store revision, and compaction.
+//! Reads: `get`, paged `range` (at the current or a pinned revision, with or without
+//! collections), and the store revision.
 
-use crate::store::EtcdStore;
-use etcd_client::{CompactionOptions, GetOptions, GetResponse};
+use crate::core::{Core, header_revision};
+use etcd_client::{GetOptions, GetResponse};
 use kv_core::raw::emulation::{list_collections, merge_page};
 use kv_core::raw::layout;
 use kv_core::{
@@ -10,52 +11,45 @@ use kv_core::{
 };
 use std::collections::BTreeMap;
 
-/// The revision of a response header (etcd always sends one).
-pub(crate) fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<i64> {
-    header
-        .map(|h| h.revision())
-        .ok_or_else(|| Error::new(ErrorKind::Backend, "etcd response without a header"))
-}
-
-pub(crate) async fn revision(store: &EtcdStore) -> Result<i64> {
+pub(crate) async fn revision(core: &Core) -> Result<i64> {
     // A linearizable count of one reserved key: the cheapest read that returns the current
     // revision from the leader's view.
-    let key = store.inner.ns.key(&[0]);
-    let resp = store
+    let key = core.ns.key(&[0]);
+    let resp = core
         .call("revision", true, || {
             let key = key.clone();
-            let mut kv = store.inner.kv.clone();
+            let mut kv = core.kv.clone();
             async move { kv.get(key, Some(GetOptions::new().with_count_only())).await }
         })
         .await?;
     header_revision(resp.header())
 }
 
-pub(crate) async fn get(store: &EtcdStore, key: &[u8]) -> Result<Option<Entry>> {
+pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
     validate_key(key)?;
-    let physical = store.inner.ns.key(key);
-    let resp = store
+    let physical = core.ns.key(key);
+    let resp = core
         .call("get", true, || {
             let key = physical.clone();
-            let mut kv = store.inner.kv.clone();
+            let mut kv = core.kv.clone();
             async move { kv.get(key, None).await }
         })
         .await?;
-    Ok(resp.kvs().first().and_then(|kv| store.inner.ns.entry(kv)))
+    Ok(resp.kvs().first().and_then(|kv| core.ns.entry(kv)))
 }
 
-pub(crate) async fn range(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResult> {
+pub(crate) async fn range(core: &Core, opts: RangeOptions) -> Result<RangeResult> {
     opts.validate()?;
     if opts.collections {
-        range_with_collections(store, opts).await
+        range_with_collections(core, opts).await
     } else {
-        range_plain(store, opts).await
+        range_plain(core, opts).await
     }
 }
 
-async fn range_plain(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResult> {
+async fn range_plain(core: &Core, opts: RangeOptions) -> Result<RangeResult> {
     let (start, end) = opts.effective_bounds();
-    let (key, range_end) = store.inner.ns.range(&start, end.as_deref());
+    let (key, range_end) = core.ns.range(&start, end.as_deref());
     if range_end != [0] && key >= range_end {
         // An empty interval (start == end): etcd would read the single key `start`.
         return Ok(RangeResult {
@@ -65,7 +59,7 @@ async fn range_plain(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResul
             next: None,
             revision: match opts.pinned_revision() {
                 Some(revision) => revision,
-                None => revision(store).await?,
+                None => revision(core).await?,
             },
         });
     }
@@ -82,64 +76,61 @@ async fn range_plain(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResul
     if let Some(revision) = opts.pinned_revision() {
         get = get.with_revision(revision);
     }
-    let resp = store
+    let resp = core
         .call("range", true, || {
             let key = key.clone();
             let get = get.clone();
-            let mut kv = store.inner.kv.clone();
+            let mut kv = core.kv.clone();
             async move { kv.get(key, Some(get)).await }
         })
         .await;
     let resp = match resp {
         Err(e) if matches!(e.kind(), ErrorKind::Compacted { .. }) => {
             // etcd's message does not say how far: ask.
-            let oldest = crate::watch::compact_revision(store).await?;
+            let oldest = core.compact_revision().await?;
             return Err(Error::compacted(oldest)
                 .with_context("revision", opts.pinned_revision().unwrap_or(0)));
         }
         other => other?,
     };
-    page(store, &opts, resp)
+    page(core, &opts, resp)
 }
 
 /// A page of plain entries and collections: the plain read fixes the revision (the pinned
 /// one, or the current one), and the members of each kind of collection in the range are
 /// read at that same revision (keys only) and grouped. Costs O(members) of the collections
 /// in the page's span.
-async fn range_with_collections(store: &EtcdStore, opts: RangeOptions) -> Result<RangeResult> {
+async fn range_with_collections(core: &Core, opts: RangeOptions) -> Result<RangeResult> {
     let per_source = opts.limit.filter(|_| !opts.count_only).map(|l| l + 1);
     let mut plain = opts.clone();
     plain.collections = false;
     plain.count_only = false;
     plain.keys_only = opts.keys_only || opts.count_only;
     plain.limit = per_source;
-    let first = range_plain(store, plain).await?;
+    let first = range_plain(core, plain).await?;
     let revision = first.revision;
     let (start, end) = opts.effective_bounds();
     let mut members: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     for kind in CollectionKind::ALL {
         let tag = layout::kind_prefix(kind, b"");
-        let lower = store.inner.ns.key(&layout::kind_prefix(kind, &start));
+        let lower = core.ns.key(&layout::kind_prefix(kind, &start));
         let upper = match &end {
-            Some(end) => store.inner.ns.key(&layout::kind_prefix(kind, end)),
-            None => store
-                .inner
-                .ns
-                .key(&prefix_end(&tag).unwrap_or_else(|| vec![0xff])),
+            Some(end) => core.ns.key(&layout::kind_prefix(kind, end)),
+            None => core.ns.key(&prefix_end(&tag).unwrap_or_else(|| vec![0xff])),
         };
         let get = GetOptions::new()
             .with_range(upper)
             .with_keys_only()
             .with_revision(revision);
-        let resp = store
+        let resp = core
             .call("range", true, || {
                 let (key, get) = (lower.clone(), get.clone());
-                let mut kv = store.inner.kv.clone();
+                let mut kv = core.kv.clone();
                 async move { kv.get(key, Some(get)).await }
             })
             .await?;
         for kv in resp.kvs() {
-            if let Some(physical) = store.inner.ns.strip(kv.key()) {
+            if let Some(physical) = core.ns.strip(kv.key()) {
                 members.insert(physical.to_vec(), Vec::new());
             }
         }
@@ -148,7 +139,7 @@ async fn range_with_collections(store: &EtcdStore, opts: RangeOptions) -> Result
     Ok(merge_page(&opts, revision, first.entries, collections))
 }
 
-fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<RangeResult> {
+fn page(core: &Core, opts: &RangeOptions, resp: GetResponse) -> Result<RangeResult> {
     // The header has the current revision; a pinned read was served at its own.
     let revision = match opts.pinned_revision() {
         Some(revision) => revision,
@@ -166,7 +157,7 @@ fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<Ran
     let entries: Vec<Entry> = resp
         .kvs()
         .iter()
-        .filter_map(|kv| store.inner.ns.entry(kv))
+        .filter_map(|kv| core.ns.entry(kv))
         .collect();
     let next = match entries.last() {
         Some(last) if resp.more() => Some(Continuation::after_key(&last.key).at_revision(revision)),
@@ -179,26 +170,4 @@ fn page(store: &EtcdStore, opts: &RangeOptions, resp: GetResponse) -> Result<Ran
         next,
         revision,
     })
-}
-
-pub(crate) async fn compact(store: &EtcdStore, revision: i64) -> Result<()> {
-    if revision <= 0 {
-        return Err(Error::invalid_argument(
-            "a compaction revision is at least 1",
-        ));
-    }
-    let result = store
-        .call("compact", false, || {
-            let mut kv = store.inner.kv.clone();
-            async move { kv.compact(revision, Some(CompactionOptions::new())).await }
-        })
-        .await;
-    match result {
-        Ok(_) => Ok(()),
-        Err(e) if matches!(e.kind(), ErrorKind::Compacted { .. }) => {
-            let oldest = crate::watch::compact_revision(store).await?;
-            Err(Error::compacted(oldest).with_context("requested", revision))
-        }
-        Err(e) => Err(e),
-    }
 }

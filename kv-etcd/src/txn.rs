@@ -1,15 +1,13 @@
 //! Transactions as one etcd Txn, and the native single-key `put`.
 //!
 //! Plain ops map one to one onto etcd ops, except that deletes also remove the collections
-//! at the key (or under the prefix). Transactions with collection ops take the optimistic
-//! path of [`crate::collections`]. A branch with more physical ops than etcd takes per level
-//! is packed into nested transactions without compares (etcd ≥ 3.3), so it stays one atomic
-//! request.
+//! at the key (or under the prefix). The store sends transactions with collection ops or
+//! compares down the optimistic path of [`crate::collections`] instead, which builds its etcd
+//! transactions with the [`Branch`], [`UserTxn`] and [`shape`] defined here. A branch with
+//! more physical ops than etcd takes per level is packed into nested transactions without
+//! compares (etcd ≥ 3.3), so it stays one atomic request.
 
-use crate::namespace::Namespace;
-use crate::range::header_revision;
-use crate::stamp::{collection_span, stamp_of_member};
-use crate::store::EtcdStore;
+use crate::core::{Core, Namespace, collection_span, header_revision, stamp_of_member};
 use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, DeleteOptions, GetOptions,
     PutOptions as EtcdPutOptions, Txn as EtcdTxn, TxnOp as EtcdOp, TxnOpResponse,
@@ -23,14 +21,14 @@ use kv_core::{
 use std::collections::BTreeMap;
 
 pub(crate) async fn put(
-    store: &EtcdStore,
+    core: &Core,
     key: &[u8],
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
     kv_core::validate_key(key)?;
-    store.inner.caps.validate_value(value)?;
-    let physical = store.inner.ns.key(key);
+    core.caps.validate_value(value)?;
+    let physical = core.ns.key(key);
     let mut put = EtcdPutOptions::new();
     if let Some(lease) = opts.lease {
         put = put.with_lease(lease.0);
@@ -38,35 +36,24 @@ pub(crate) async fn put(
     if opts.prev {
         put = put.with_prev_key();
     }
-    let resp = store
+    let resp = core
         .call("put", false, || {
             let (key, value, put) = (physical.clone(), value.to_vec(), put.clone());
-            let mut kv = store.inner.kv.clone();
+            let mut kv = core.kv.clone();
             async move { kv.put(key, value, Some(put)).await }
         })
         .await?;
     Ok(PutResult {
         revision: header_revision(resp.header())?,
-        prev: resp.prev_key().and_then(|kv| store.inner.ns.entry(kv)),
+        prev: resp.prev_key().and_then(|kv| core.ns.entry(kv)),
     })
 }
 
-pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
-    txn.validate(&store.inner.caps)?;
-    let has_collections = txn
-        .success
-        .iter()
-        .chain(&txn.failure)
-        .any(|op| matches!(op, TxnOp::Collection(_)))
-        || txn
-            .compares
-            .iter()
-            .any(|c| c.target.collection_kind().is_some());
-    if has_collections {
-        return crate::collections::txn(store, txn).await;
-    }
-    let ns = &store.inner.ns;
-    let max = store.inner.caps.max_txn_ops;
+/// A transaction without collection ops or compares, as one etcd transaction.
+pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
+    txn.validate(&core.caps)?;
+    let ns = &core.ns;
+    let max = core.caps.max_txn_ops;
     let mut success = Branch::default();
     for op in &txn.success {
         success.plain(ns, op);
@@ -77,10 +64,10 @@ pub(crate) async fn txn(store: &EtcdStore, txn: Txn) -> Result<TxnResponse> {
     }
     let request = UserTxn::new(ns, &txn.compares, success, failure, max)?;
     let etcd_txn = request.etcd_txn();
-    let resp = store
+    let resp = core
         .call("txn", false, || {
             let t = etcd_txn.clone();
-            let mut kv = store.inner.kv.clone();
+            let mut kv = core.kv.clone();
             async move { kv.txn(t).await }
         })
         .await?;

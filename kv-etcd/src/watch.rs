@@ -1,4 +1,5 @@
-//! Watches: etcd watches that reconnect and resume at the last seen revision + 1.
+//! Watches: etcd watches that reconnect and resume at the last seen revision + 1; and
+//! compaction, which ends the history watches can resume from.
 //!
 //! etcd sends every event of one revision in one `WatchResponse` (it only splits a revision
 //! across responses when the `fragment` option is set, which is never set here; etcd issue
@@ -6,11 +7,9 @@
 //! transaction. The store raises the client's message limit so that a large transaction's
 //! events still fit in one response.
 
+use crate::core::{Core, backoff, collection_of_stamp, header_revision};
 use crate::error::map_error;
-use crate::range::header_revision;
-use crate::stamp::collection_of_stamp;
-use crate::store::{EtcdStore, backoff};
-use etcd_client::{EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
+use etcd_client::{CompactionOptions, EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
 use futures::StreamExt;
 use kv_core::raw::decode_changes;
 use kv_core::raw::layout;
@@ -19,6 +18,7 @@ use kv_core::{
     WatchBatch, WatchOptions, WatchStream,
 };
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A watch connection that lived this long before failing resets the failure count.
@@ -26,7 +26,7 @@ const HEALTHY_CONNECTION: Duration = Duration::from_secs(10);
 
 /// A live etcd watch and what is needed to re-create it.
 struct Watcher {
-    store: EtcdStore,
+    core: Arc<Core>,
     key: Vec<u8>,
     range_end: Vec<u8>,
     prev: bool,
@@ -47,7 +47,7 @@ struct Watcher {
     corrupted: Option<Error>,
 }
 
-pub(crate) async fn watch(store: &EtcdStore, opts: WatchOptions) -> Result<WatchStream> {
+pub(crate) async fn watch(core: &Arc<Core>, opts: WatchOptions) -> Result<WatchStream> {
     opts.range.validate()?;
     if let Some(rev) = opts.start_revision
         && rev < 1
@@ -58,7 +58,7 @@ pub(crate) async fn watch(store: &EtcdStore, opts: WatchOptions) -> Result<Watch
     }
     let (start, end) = opts.range.bounds();
     // Collection changes are recorded in the collections' stamps (`\0 tag K`, see
-    // `stamp.rs`), which sort before every user key: one etcd watch from the first stamp
+    // `core::stamp_key`), which sort before every user key: one etcd watch from the first stamp
     // of the range to the range's end sees the plain keys and the stamps in one revision
     // order. It also sees the keys between them, which are dropped here.
     let first = if opts.collections {
@@ -66,9 +66,9 @@ pub(crate) async fn watch(store: &EtcdStore, opts: WatchOptions) -> Result<Watch
     } else {
         start
     };
-    let (key, range_end) = store.inner.ns.range(&first, end.as_deref());
+    let (key, range_end) = core.ns.range(&first, end.as_deref());
     let mut watcher = Watcher {
-        store: store.clone(),
+        core: Arc::clone(core),
         key,
         range_end,
         prev: opts.prev,
@@ -104,8 +104,8 @@ impl Watcher {
         if self.next_revision > 0 {
             opts = opts.with_start_revision(self.next_revision);
         }
-        let mut client = self.store.inner.watch.clone();
-        let timeout = self.store.inner.config.request_timeout();
+        let mut client = self.core.watch.clone();
+        let timeout = self.core.config.request_timeout();
         let open = async {
             let mut stream = client.watch(self.key.clone(), Some(opts)).await?;
             let created = stream.message().await?;
@@ -175,7 +175,7 @@ impl Watcher {
                     self.failures = 0;
                 }
                 self.failures += 1;
-                if self.failures > self.store.inner.config.retries {
+                if self.failures > self.core.config.retries {
                     self.done = true;
                     return Some(Err(e.with_context("reconnects", self.failures - 1)));
                 }
@@ -208,8 +208,8 @@ impl Watcher {
     /// collection events), skipping revisions already delivered (a resumed watch never
     /// repeats one) and events outside the watched range.
     fn queue(&mut self, resp: &WatchResponse) {
-        let store = self.store.clone();
-        let ns = &store.inner.ns;
+        let core = Arc::clone(&self.core);
+        let ns = &core.ns;
         let mut seen = None;
         let mut collection_events: Vec<Event> = Vec::new();
         let flush = |ready: &mut VecDeque<WatchBatch>, revision: i64, events: &mut Vec<Event>| {
@@ -321,27 +321,24 @@ impl Watcher {
     }
 }
 
-/// The oldest revision etcd still retains, learned by watching from revision 1 (etcd answers
-/// a watch on compacted history with the compact revision).
-pub(crate) async fn compact_revision(store: &EtcdStore) -> Result<i64> {
-    let key = store.inner.ns.key(&[0]);
-    let mut client = store.inner.watch.clone();
-    let probe = async {
-        let mut stream = client
-            .watch(key, Some(EtcdWatchOptions::new().with_start_revision(1)))
-            .await?;
-        while let Some(resp) = stream.message().await? {
-            if resp.compact_revision() > 0 || resp.canceled() {
-                return Ok(resp.compact_revision());
-            }
-            if !resp.created() {
-                break;
-            }
+pub(crate) async fn compact(core: &Core, revision: i64) -> Result<()> {
+    if revision <= 0 {
+        return Err(Error::invalid_argument(
+            "a compaction revision is at least 1",
+        ));
+    }
+    let result = core
+        .call("compact", false, || {
+            let mut kv = core.kv.clone();
+            async move { kv.compact(revision, Some(CompactionOptions::new())).await }
+        })
+        .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.kind(), ErrorKind::Compacted { .. }) => {
+            let oldest = core.compact_revision().await?;
+            Err(Error::compacted(oldest).with_context("requested", revision))
         }
-        Ok(1)
-    };
-    tokio::time::timeout(store.inner.config.request_timeout(), probe)
-        .await
-        .map_err(|_| Error::new(ErrorKind::Timeout, "etcd did not answer the watch probe"))?
-        .map_err(|e| map_error("watch", e))
+        Err(e) => Err(e),
+    }
 }

@@ -9,8 +9,8 @@ use crate::harness::{redis_connection, shared_etcd, shared_redis};
 use kv_core::Store;
 use kv_etcd::{EtcdConfig, EtcdStore};
 use kv_mem::MemStore;
-use kv_sled::SledStore;
 use kv_redis::RedisStore;
+use kv_sled::SledStore;
 use std::sync::Arc;
 
 /// A fresh `MemStore`.
@@ -59,9 +59,16 @@ pub async fn redis_with_connection() -> Option<(Arc<dyn Store>, redis::aio::Mult
 /// Runs `$case` (a path to an `async fn(Arc<dyn Store>)`) as one test per backend:
 /// `memory`, `sled`, `etcd`, `redis`, in a module named after the case.
 ///
-/// ```ignore
-/// async fn publish_then_delete(store: Arc<dyn Store>) { /* ... */ }
+/// ```no_run
+/// use kv_core::{PutOptions, Store};
+/// use std::sync::Arc;
+///
+/// async fn publish_then_delete(store: Arc<dyn Store>) {
+///     store.put(b"app/k", b"v", PutOptions::default()).await.unwrap();
+///     assert!(store.delete(b"app/k").await.unwrap().is_some());
+/// }
 /// kv_tests::on_every_backend!(publish_then_delete);
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! on_every_backend {

@@ -44,9 +44,16 @@ pub trait RawWriter: Send + Sync {
 /// called once per case; `None` (after the harness printed a SKIP line) passes without
 /// running.
 ///
-/// ```ignore
-/// async fn setup() -> Option<(Arc<dyn Store>, Arc<dyn RawWriter>)> { /* ... */ }
+/// ```no_run
+/// use kv_core::Store;
+/// use kv_tests::conformance::foreign::RawWriter;
+/// use std::sync::Arc;
+///
+/// async fn setup() -> Option<(Arc<dyn Store>, Arc<dyn RawWriter>)> {
+///     None // a store and a raw client writing to the same server
+/// }
 /// kv_tests::foreign_suite!(setup);
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! foreign_suite {

@@ -14,11 +14,12 @@
 //! A backend runs the whole suite with [`conformance_suite!`](crate::conformance_suite), one
 //! `#[test]` per case:
 //!
-//! ```ignore
+//! ```no_run
 //! async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
 //!     Some(std::sync::Arc::new(kv_mem::MemStore::new()))
 //! }
 //! kv_tests::conformance_suite!(mem_store);
+//! # fn main() {}
 //! ```
 
 pub mod bad_input;
@@ -97,11 +98,12 @@ pub fn run_case<F: Future<Output = ()> + Send + 'static>(name: &str, case: F) {
 /// apart from a file's own tests, invoke the macro inside a module
 /// (`mod conformance { kv_tests::conformance_suite!(super::store); }`).
 ///
-/// ```ignore
+/// ```no_run
 /// async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
 ///     Some(std::sync::Arc::new(kv_mem::MemStore::new()))
 /// }
 /// kv_tests::conformance_suite!(mem_store);
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! conformance_suite {

@@ -13,7 +13,7 @@
 //!
 //! Any backend's test file runs it with [`check`]:
 //!
-//! ```ignore
+//! ```no_run
 //! async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
 //!     Some(std::sync::Arc::new(kv_mem::MemStore::new()))
 //! }
@@ -21,6 +21,7 @@
 //! fn model() {
 //!     kv_tests::model::check(mem_store, 256);
 //! }
+//! # fn main() {}
 //! ```
 
 mod collections;
