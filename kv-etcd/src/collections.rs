@@ -17,8 +17,8 @@
 //! deletes, inside the same transaction); later ops of the branch see its effect through the
 //! overlay.
 
+use crate::core::plan::{Branch, Slot, UserTxn, flatten, shape, unexpected};
 use crate::core::{Core, Namespace, backoff, header_revision, stamp_key};
-use crate::txn::{Branch, Slot, UserTxn, flatten, shape, unexpected};
 use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, GetOptions, Txn as EtcdTxn,
     TxnOp as EtcdOp, TxnOpResponse, TxnResponse as EtcdTxnResponse,

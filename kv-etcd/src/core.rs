@@ -4,6 +4,8 @@
 //! [`Namespace`] that confines keys to the store's root and converts etcd's key-values, and
 //! the collection stamps (see [`stamp_key`]).
 
+pub(crate) mod plan;
+
 use crate::config::EtcdConfig;
 use crate::error::{map_error, request_not_sent};
 use etcd_client::{

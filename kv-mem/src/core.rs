@@ -1,12 +1,15 @@
 //! What every handle of a store shares: the state behind its one lock, the commit of a
 //! revision, and the deletes of revoked and expired leases with the task that expires them.
 
-use crate::lease::{Leases, not_found};
-use crate::watch::History;
+mod history;
+mod leases;
+
+pub(crate) use history::History;
 use kv_core::raw::emulation::{DeletedSize, PhysicalWrite};
 use kv_core::{Capabilities, Entry, Error, ErrorKind, Event, LeaseId, Result};
+pub(crate) use leases::{Leases, not_found};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -150,23 +153,6 @@ impl Shared {
         state.expire_due(Instant::now());
         Ok(state)
     }
-
-    /// Starts the lease expiry task in the current runtime unless one is running.
-    pub(crate) fn ensure_expiry_task(self: &Arc<Self>) {
-        let mut task = match self.expiry.lock() {
-            Ok(task) => task,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        // A task whose runtime shut down is finished: start another in this one. Outside a
-        // tokio runtime there is none, and leases still expire on the next operation.
-        if task.as_ref().is_none_or(JoinHandle::is_finished)
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let weak = Arc::downgrade(self);
-            let wake = Arc::clone(&self.wake);
-            *task = Some(runtime.spawn(run_expiry(weak, wake)));
-        }
-    }
 }
 
 impl Drop for Shared {
@@ -205,34 +191,5 @@ impl State {
             })
             .collect();
         self.commit(events, Vec::new(), Vec::new());
-    }
-}
-
-/// Expires leases while the store lives: sleeps until the next deadline or until `wake` is
-/// notified (a new lease, or the store going away). It holds only a `Weak` to the store, so
-/// it never keeps it alive.
-pub(crate) async fn run_expiry(shared: Weak<Shared>, wake: Arc<Notify>) {
-    loop {
-        let next = {
-            let Some(shared) = shared.upgrade() else {
-                return;
-            };
-            match shared.lock() {
-                Ok(mut state) => {
-                    state.expire_due(Instant::now());
-                    state.leases.next_deadline()
-                }
-                Err(_) => return,
-            }
-        };
-        match next {
-            Some(deadline) => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(deadline) => {}
-                    () = wake.notified() => {}
-                }
-            }
-            None => wake.notified().await,
-        }
     }
 }

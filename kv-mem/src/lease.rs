@@ -1,109 +1,85 @@
-//! Leases on tokio time: the lease table (grant, keep-alive, time-to-live, the keys attached,
-//! the deadlines); revoking and expiring, which delete keys, are in [`core`](crate::core).
+//! Leases on tokio time: grant, keep-alive, revoke, time-to-live, and the background task that
+//! expires them.
 //!
 //! Deadlines are `tokio::time::Instant`s, so tests drive expiry with `tokio::time::pause()`
 //! and `advance`. Every operation first expires the leases that are due (so what a caller sees
 //! never depends on when the background task last ran), and a background task expires them
 //! when nobody calls, so that watchers see the deletes on time.
 
-use kv_core::{Error, ErrorKind, LeaseId, LeaseInfo, Result};
-use std::collections::{BTreeSet, HashMap};
+use crate::core::Shared;
+use kv_core::{LeaseGrant, LeaseId, LeaseInfo, Result};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-#[derive(Debug)]
-struct Lease {
-    ttl: Duration,
-    deadline: Instant,
-    keys: BTreeSet<Vec<u8>>,
+/// Grants a lease and makes sure the expiry task runs.
+pub(crate) fn grant(shared: &Arc<Shared>, ttl: Duration) -> Result<LeaseGrant> {
+    let ttl = shared.caps.round_ttl(ttl)?;
+    let id = shared.state()?.leases.grant(ttl, Instant::now());
+    ensure_expiry_task(shared);
+    shared.wake.notify_one();
+    Ok(LeaseGrant { id, ttl })
 }
 
-/// The live leases, their deadlines and attached keys.
-#[derive(Debug, Default)]
-pub(crate) struct Leases {
-    last_id: i64,
-    live: HashMap<i64, Lease>,
-    /// `(deadline, id)` of every live lease, soonest first.
-    deadlines: BTreeSet<(Instant, i64)>,
+/// Renews a lease to its granted TTL.
+pub(crate) fn keep_alive(shared: &Shared, id: LeaseId) -> Result<Duration> {
+    shared.state()?.leases.keep_alive(id, Instant::now())
 }
 
-pub(crate) fn not_found(id: LeaseId) -> Error {
-    Error::new(
-        ErrorKind::LeaseNotFound,
-        "the lease does not exist, was revoked or has expired",
-    )
-    .with_context("lease", id)
+/// Revokes a lease, deleting its keys in one revision.
+pub(crate) fn revoke(shared: &Shared, id: LeaseId) -> Result<()> {
+    shared.state()?.revoke_lease(id)
 }
 
-impl Leases {
-    /// Grants a lease of `ttl` (already rounded) expiring at `now + ttl`.
-    pub(crate) fn grant(&mut self, ttl: Duration, now: Instant) -> LeaseId {
-        self.last_id += 1;
-        let id = self.last_id;
-        let deadline = now + ttl;
-        self.live.insert(
-            id,
-            Lease {
-                ttl,
-                deadline,
-                keys: BTreeSet::new(),
-            },
-        );
-        self.deadlines.insert((deadline, id));
-        LeaseId(id)
-    }
+/// What the store knows of a live lease.
+pub(crate) fn time_to_live(shared: &Shared, id: LeaseId) -> Result<LeaseInfo> {
+    shared.state()?.leases.info(id, Instant::now())
+}
 
-    pub(crate) fn contains(&self, id: LeaseId) -> bool {
-        self.live.contains_key(&id.0)
+/// Starts the lease expiry task in the current runtime unless one is running.
+fn ensure_expiry_task(shared: &Arc<Shared>) {
+    let mut task = match shared.expiry.lock() {
+        Ok(task) => task,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    // A task whose runtime shut down is finished: start another in this one. Outside a
+    // tokio runtime there is none, and leases still expire on the next operation.
+    if task.as_ref().is_none_or(JoinHandle::is_finished)
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        let weak = Arc::downgrade(shared);
+        let wake = Arc::clone(&shared.wake);
+        *task = Some(runtime.spawn(run_expiry(weak, wake)));
     }
+}
 
-    pub(crate) fn keep_alive(&mut self, id: LeaseId, now: Instant) -> Result<Duration> {
-        let lease = self.live.get_mut(&id.0).ok_or_else(|| not_found(id))?;
-        self.deadlines.remove(&(lease.deadline, id.0));
-        lease.deadline = now + lease.ttl;
-        self.deadlines.insert((lease.deadline, id.0));
-        Ok(lease.ttl)
-    }
-
-    pub(crate) fn info(&self, id: LeaseId, now: Instant) -> Result<LeaseInfo> {
-        let lease = self.live.get(&id.0).ok_or_else(|| not_found(id))?;
-        Ok(LeaseInfo {
-            id,
-            granted_ttl: lease.ttl,
-            remaining: lease.deadline.saturating_duration_since(now),
-            keys: lease.keys.iter().cloned().collect(),
-        })
-    }
-
-    /// Removes a lease, returning its attached keys.
-    pub(crate) fn remove(&mut self, id: i64) -> Option<BTreeSet<Vec<u8>>> {
-        let lease = self.live.remove(&id)?;
-        self.deadlines.remove(&(lease.deadline, id));
-        Some(lease.keys)
-    }
-
-    /// The earliest deadline of a live lease.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(deadline, _)| *deadline)
-    }
-
-    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(i64, BTreeSet<Vec<u8>>)> {
-        let &(deadline, id) = self.deadlines.first()?;
-        if deadline > now {
-            return None;
-        }
-        self.remove(id).map(|keys| (id, keys))
-    }
-
-    pub(crate) fn attach(&mut self, id: LeaseId, key: &[u8]) {
-        if let Some(lease) = self.live.get_mut(&id.0) {
-            lease.keys.insert(key.to_vec());
-        }
-    }
-
-    pub(crate) fn detach(&mut self, id: LeaseId, key: &[u8]) {
-        if let Some(lease) = self.live.get_mut(&id.0) {
-            lease.keys.remove(key);
+/// Expires leases while the store lives: sleeps until the next deadline or until `wake` is
+/// notified (a new lease, or the store going away). It holds only a `Weak` to the store, so
+/// it never keeps it alive.
+pub(crate) async fn run_expiry(shared: Weak<Shared>, wake: Arc<Notify>) {
+    loop {
+        let next = {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            match shared.lock() {
+                Ok(mut state) => {
+                    state.expire_due(Instant::now());
+                    state.leases.next_deadline()
+                }
+                Err(_) => return,
+            }
+        };
+        match next {
+            Some(deadline) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(deadline) => {}
+                    () = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
         }
     }
 }

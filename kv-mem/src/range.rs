@@ -1,16 +1,34 @@
 //! Range reads over the ordered map: O(log N + M) for a page of M keys; at a past revision,
 //! the current entries rewound through the retained history.
 
-use crate::core::State;
+use crate::core::{Shared, State};
 use kv_core::raw::emulation::{
     Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
 use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result};
 use std::ops::Bound;
 
+/// The store's current revision.
+pub(crate) fn revision(shared: &Shared) -> Result<i64> {
+    Ok(shared.state()?.revision)
+}
+
+/// One page of a range.
+pub(crate) fn range(shared: &Shared, opts: &RangeOptions) -> Result<RangeResult> {
+    opts.validate()?;
+    shared.state()?.range(opts)
+}
+
+/// The entry of one key.
+pub(crate) fn get(shared: &Shared, key: &[u8]) -> Result<Option<Entry>> {
+    kv_core::validate_key(key)?;
+    let state = shared.state()?;
+    Ok(state.kv.get(key).map(|stored| stored.entry(key, false)))
+}
+
 impl State {
     /// One page of `opts` (already validated), at its pinned revision or the current one.
-    pub(crate) fn range(&self, opts: &RangeOptions) -> Result<RangeResult> {
+    fn range(&self, opts: &RangeOptions) -> Result<RangeResult> {
         let keys_only = opts.keys_only || opts.count_only;
         let revision = match opts.pinned_revision() {
             Some(r) if r != self.revision => r,

@@ -2,6 +2,7 @@
 
 use crate::config::MemConfig;
 use crate::core::{Shared, State};
+use crate::{lease, range, txn, watch};
 use kv_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
     Txn, TxnResponse, WatchOptions, WatchStream, async_trait,
@@ -9,7 +10,6 @@ use kv_core::{
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 /// The in-process store: an ordered map with etcd's revisions, leases on tokio time, a
 /// bounded event history for watches, and collections in the reserved layout.
@@ -78,55 +78,42 @@ impl Store for MemStore {
     }
 
     async fn revision(&self) -> Result<i64> {
-        Ok(self.shared.state()?.revision)
+        range::revision(&self.shared)
     }
 
     async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
-        opts.validate()?;
-        self.shared.state()?.range(&opts)
+        range::range(&self.shared, &opts)
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        kv_core::validate_key(key)?;
-        let state = self.shared.state()?;
-        Ok(state.kv.get(key).map(|stored| stored.entry(key, false)))
+        range::get(&self.shared, key)
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        txn.validate(&self.shared.caps)?;
-        self.shared.state()?.txn(&txn)
+        txn::txn(&self.shared, &txn)
     }
 
     async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
-        let ttl = self.shared.caps.round_ttl(ttl)?;
-        let id = self.shared.state()?.leases.grant(ttl, Instant::now());
-        self.shared.ensure_expiry_task();
-        self.shared.wake.notify_one();
-        Ok(LeaseGrant { id, ttl })
+        lease::grant(&self.shared, ttl)
     }
 
     async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration> {
-        self.shared.state()?.leases.keep_alive(id, Instant::now())
+        lease::keep_alive(&self.shared, id)
     }
 
     async fn lease_revoke(&self, id: LeaseId) -> Result<()> {
-        self.shared.state()?.revoke_lease(id)
+        lease::revoke(&self.shared, id)
     }
 
     async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
-        self.shared.state()?.leases.info(id, Instant::now())
+        lease::time_to_live(&self.shared, id)
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        opts.range.validate()?;
-        let mut state = self.shared.state()?;
-        let current = state.revision;
-        state.history.watch(&opts, current)
+        watch::watch(&self.shared, opts)
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {
-        let mut state = self.shared.state()?;
-        let current = state.revision;
-        state.history.compact(revision, current)
+        watch::compact(&self.shared, revision)
     }
 }

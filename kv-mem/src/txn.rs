@@ -1,6 +1,6 @@
 //! Transactions: compares, then one branch applied at one new revision, all or nothing.
 
-use crate::core::{State, Stored};
+use crate::core::{Shared, State, Stored};
 use kv_core::raw::emulation::{Overlay, collection_ranges_for_key, collection_ranges_for_prefix};
 use kv_core::{Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse, prefix_end};
 use std::collections::BTreeMap;
@@ -62,6 +62,12 @@ impl Staged {
             };
         }
     }
+}
+
+/// Validates a transaction and applies it under the state's lock.
+pub(crate) fn txn(shared: &Shared, txn: &Txn) -> Result<TxnResponse> {
+    txn.validate(&shared.caps)?;
+    shared.state()?.txn(txn)
 }
 
 impl State {

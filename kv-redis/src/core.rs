@@ -2,7 +2,10 @@
 //! configuration, the capabilities, the scripts, the internal prefix), and the request
 //! helpers of the op files: running a script, naming internal keys, rejecting reserved keys,
 //! reading where the event log stands and the revision counter, and the lex bounds of a
-//! prefix.
+//! prefix; and [`reconcile`], the adoption of keys another program wrote, which reads and
+//! writes both run before acting on them.
+
+pub(crate) mod reconcile;
 
 use crate::config::RedisConfig;
 use crate::decode::{array, corrupted, int};

@@ -7,13 +7,12 @@ mod decode;
 mod error;
 mod lease;
 mod range;
-mod reconcile;
 mod reconciler;
 mod scripts;
 mod store;
 mod txn;
 mod watch;
 
+pub use crate::core::reconcile::ReconcileReport;
 pub use config::RedisConfig;
-pub use reconcile::ReconcileReport;
 pub use store::RedisStore;

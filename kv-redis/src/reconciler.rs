@@ -8,8 +8,8 @@
 //! overlaps a notification, never repeats an event.
 
 use crate::core::Core;
+use crate::core::reconcile::{Mode, glob_prefix, reconcile_keys, reconcile_prefix};
 use crate::error::map_redis_error;
-use crate::reconcile::{Mode, glob_prefix, reconcile_keys, reconcile_prefix};
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Result};
 use redis::aio::PubSubStream;

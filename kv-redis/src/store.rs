@@ -4,7 +4,7 @@
 
 use crate::config::RedisConfig;
 use crate::core::Core;
-use crate::reconcile::ReconcileReport;
+use crate::core::reconcile::ReconcileReport;
 use kv_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult, RangeOptions,
     RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
@@ -69,7 +69,7 @@ impl RedisStore {
     /// `InvalidKey` for a prefix under the internal prefix; backend errors (what was
     /// reconciled before the error stays reconciled).
     pub async fn reconcile(&self, prefix: &[u8]) -> Result<ReconcileReport> {
-        crate::reconcile::reconcile(&self.core, prefix).await
+        crate::core::reconcile::reconcile(&self.core, prefix).await
     }
 
     /// Connects to `url` with the default configuration.

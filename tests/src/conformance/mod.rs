@@ -55,6 +55,12 @@ const COMPACTING_CASES: [&str; 3] = [
 /// Held shared by every case, exclusively by the compacting ones.
 static COMPACTION: RwLock<()> = RwLock::new(());
 
+/// Held by a test that reads past revisions on a shared server (the model-based test), so
+/// that no compacting case runs meanwhile.
+pub(crate) fn history_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    COMPACTION.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// How long one case may run before it fails as hung (leases and watches on real servers
 /// included).
 pub const CASE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -70,7 +76,7 @@ pub fn run_case<F: Future<Output = ()> + Send + 'static>(name: &str, case: F) {
     if COMPACTING_CASES.contains(&name) {
         _exclusive = COMPACTION.write().unwrap_or_else(|e| e.into_inner());
     } else {
-        _shared = COMPACTION.read().unwrap_or_else(|e| e.into_inner());
+        _shared = history_shared();
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

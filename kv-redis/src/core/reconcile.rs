@@ -3,7 +3,7 @@
 //! this file finds the keys), for [`RedisStore::reconcile`](crate::RedisStore::reconcile),
 //! prefix deletes, `get` and the background reconciler.
 
-use crate::core::{Core, prefix_lex_bounds};
+use super::{Core, prefix_lex_bounds};
 use crate::decode::{array, byte_list, corrupted, int};
 use crate::error::map_redis_error;
 use kv_core::Result;
