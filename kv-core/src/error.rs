@@ -148,6 +148,15 @@ impl Error {
         Self::new(ErrorKind::InvalidArgument, message)
     }
 
+    /// The [`ErrorKind::LeaseNotFound`] error of every backend for lease `id`.
+    pub fn lease_not_found(id: crate::LeaseId) -> Self {
+        Self::new(
+            ErrorKind::LeaseNotFound,
+            "the lease does not exist, was revoked or has expired",
+        )
+        .with_context("lease", id)
+    }
+
     /// Shorthand for an [`ErrorKind::Internal`] error: a result this library's own request
     /// cannot produce.
     pub fn internal(message: impl Into<String>) -> Self {

@@ -333,6 +333,33 @@ pub struct RangeResult {
 }
 
 impl RangeResult {
+    /// The answer of a `count_only` read: `count` keys at `revision`, no entries.
+    pub fn counted(count: u64, revision: i64) -> Self {
+        RangeResult {
+            entries: Vec::new(),
+            collections: Vec::new(),
+            count,
+            next: None,
+            revision,
+        }
+    }
+
+    /// A page of plain entries read at `revision`. When `more` keys follow, the page's
+    /// continuation starts after its last entry, pinned to `revision`.
+    pub fn page(entries: Vec<Entry>, more: bool, revision: i64) -> Self {
+        let next = match entries.last() {
+            Some(last) if more => Some(Continuation::after_key(&last.key).at_revision(revision)),
+            _ => None,
+        };
+        RangeResult {
+            count: entries.len() as u64,
+            entries,
+            collections: Vec::new(),
+            next,
+            revision,
+        }
+    }
+
     /// Whether more keys follow this page.
     pub fn more(&self) -> bool {
         self.next.is_some()

@@ -408,6 +408,16 @@ impl Txn {
         self
     }
 
+    /// The ops of the branch that runs: the success ops when the compares held, the failure
+    /// ops otherwise.
+    pub fn branch(&self, succeeded: bool) -> &[TxnOp] {
+        if succeeded {
+            &self.success
+        } else {
+            &self.failure
+        }
+    }
+
     /// Checks the transaction before it is sent: valid keys and values, no more compares or
     /// ops per branch than `caps.max_txn_ops`, no plain key (nor set member, nor map field)
     /// written twice in one branch, no write inside a prefix the same branch deletes, no

@@ -5,14 +5,6 @@ use etcd_client::LeaseTimeToLiveOptions;
 use kv_core::{Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::time::Duration;
 
-fn not_found(id: LeaseId) -> Error {
-    Error::new(
-        ErrorKind::LeaseNotFound,
-        "the lease was revoked or has expired",
-    )
-    .with_context("lease", id)
-}
-
 fn secs(s: i64) -> Duration {
     Duration::from_secs(u64::try_from(s).unwrap_or(0))
 }
@@ -51,7 +43,7 @@ pub(crate) async fn keep_alive(core: &Core, id: LeaseId) -> Result<Duration> {
         .await?;
     match ttl {
         Some(ttl) if ttl > 0 => Ok(secs(ttl)),
-        _ => Err(not_found(id)),
+        _ => Err(Error::lease_not_found(id)),
     }
 }
 
@@ -62,7 +54,7 @@ pub(crate) async fn revoke(core: &Core, id: LeaseId) -> Result<()> {
     })
     .await
     .map_err(|e| match e.kind() {
-        ErrorKind::LeaseNotFound => not_found(id),
+        ErrorKind::LeaseNotFound => Error::lease_not_found(id),
         _ => e,
     })?;
     Ok(())
@@ -81,7 +73,7 @@ pub(crate) async fn time_to_live(core: &Core, id: LeaseId) -> Result<LeaseInfo> 
         .await?;
     // etcd answers -1 for a lease it does not know.
     if resp.ttl() < 0 {
-        return Err(not_found(id));
+        return Err(Error::lease_not_found(id));
     }
     let ns = &core.ns;
     let mut keys: Vec<Vec<u8>> = resp

@@ -6,8 +6,8 @@ use etcd_client::{GetOptions, GetResponse};
 use kv_core::raw::emulation::{list_collections, merge_page};
 use kv_core::raw::layout;
 use kv_core::{
-    CollectionKind, Continuation, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
-    prefix_end, validate_key,
+    CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result, prefix_end,
+    validate_key,
 };
 use std::collections::BTreeMap;
 
@@ -146,28 +146,15 @@ fn page(core: &Core, opts: &RangeOptions, resp: GetResponse) -> Result<RangeResu
         None => header_revision(resp.header())?,
     };
     if opts.count_only {
-        return Ok(RangeResult {
-            collections: Vec::new(),
-            entries: Vec::new(),
-            count: u64::try_from(resp.count()).unwrap_or(0),
-            next: None,
+        return Ok(RangeResult::counted(
+            u64::try_from(resp.count()).unwrap_or(0),
             revision,
-        });
+        ));
     }
     let entries: Vec<Entry> = resp
         .kvs()
         .iter()
         .filter_map(|kv| core.ns.entry(kv))
         .collect();
-    let next = match entries.last() {
-        Some(last) if resp.more() => Some(Continuation::after_key(&last.key).at_revision(revision)),
-        _ => None,
-    };
-    Ok(RangeResult {
-        collections: Vec::new(),
-        count: entries.len() as u64,
-        entries,
-        next,
-        revision,
-    })
+    Ok(RangeResult::page(entries, resp.more(), revision))
 }

@@ -7,7 +7,7 @@ mod leases;
 pub(crate) use history::History;
 use kv_core::raw::emulation::{DeletedSize, PhysicalWrite};
 use kv_core::{Capabilities, Entry, Error, ErrorKind, Event, LeaseId, Result};
-pub(crate) use leases::{Leases, not_found};
+pub(crate) use leases::Leases;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
@@ -167,7 +167,10 @@ impl Drop for Shared {
 impl State {
     /// Revokes a lease: deletes its keys in one revision.
     pub(crate) fn revoke_lease(&mut self, id: LeaseId) -> Result<()> {
-        let keys = self.leases.remove(id.0).ok_or_else(|| not_found(id))?;
+        let keys = self
+            .leases
+            .remove(id.0)
+            .ok_or_else(|| Error::lease_not_found(id))?;
         self.delete_lease_keys(keys);
         Ok(())
     }

@@ -5,7 +5,7 @@ use crate::core::{Shared, State};
 use kv_core::raw::emulation::{
     Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
-use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result};
+use kv_core::{Entry, RangeOptions, RangeResult, Result};
 use std::ops::Bound;
 
 /// The store's current revision.
@@ -72,17 +72,10 @@ impl State {
                     .range::<[u8], _>((Bound::Included(start.as_slice()), Bound::Unbounded))
                     .count(),
             };
-            return self.page(Vec::new(), count as u64, None);
+            return RangeResult::counted(count as u64, self.revision);
         }
         let (entries, complete) = self.entries(opts, opts.limit, opts.keys_only);
-        let next = match entries.last() {
-            Some(last) if !complete => {
-                Some(Continuation::after_key(&last.key).at_revision(self.revision))
-            }
-            _ => None,
-        };
-        let count = entries.len() as u64;
-        self.page(entries, count, next)
+        RangeResult::page(entries, !complete, self.revision)
     }
 
     /// The current entries of `opts`'s effective range, at most `limit`, and whether that was
@@ -109,15 +102,5 @@ impl State {
             .collect();
         let complete = iter.next().is_none();
         (entries, complete)
-    }
-
-    fn page(&self, entries: Vec<Entry>, count: u64, next: Option<Continuation>) -> RangeResult {
-        RangeResult {
-            collections: Vec::new(),
-            entries,
-            count,
-            next,
-            revision: self.revision,
-        }
     }
 }

@@ -1,7 +1,9 @@
 //! Transactions: compares, then one branch applied at one new revision, all or nothing.
 
 use crate::core::{Shared, State, Stored};
-use kv_core::raw::emulation::{Overlay, collection_ranges_for_key, collection_ranges_for_prefix};
+use kv_core::raw::emulation::{
+    Overlay, collection_ranges_for_key, collection_ranges_for_prefix, compares_hold,
+};
 use kv_core::{Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse, prefix_end};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -75,24 +77,10 @@ impl State {
     /// leases, applies its ops, and commits them at one revision, or leaves the state
     /// unchanged when an op fails.
     pub(crate) fn txn(&mut self, txn: &Txn) -> Result<TxnResponse> {
-        let mut succeeded = true;
-        for c in &txn.compares {
-            let holds = if c.target.collection_kind().is_some() {
-                kv_core::raw::emulation::evaluate_compare(c, &self.members)?
-            } else {
-                let entry = self.kv.get(&c.key).map(|s| s.entry(&c.key, false));
-                c.evaluate(entry.as_ref())
-            };
-            if !holds {
-                succeeded = false;
-                break;
-            }
-        }
-        let ops = if succeeded {
-            &txn.success
-        } else {
-            &txn.failure
-        };
+        let succeeded = compares_hold(&txn.compares, &self.members, |key| {
+            Ok(self.kv.get(key).map(|s| s.entry(key, false)))
+        })?;
+        let ops = txn.branch(succeeded);
         for op in ops {
             if let TxnOp::Put {
                 key,

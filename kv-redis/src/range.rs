@@ -10,8 +10,7 @@ use kv_core::raw::emulation::{
     Logged, Touched, check_revision, merge_page, rewind, rewind_with_collections,
 };
 use kv_core::{
-    CollectionEntry, CollectionKind, Continuation, Entry, Error, ErrorKind, RangeOptions,
-    RangeResult, Result,
+    CollectionEntry, CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
 };
 use redis::Value;
 
@@ -144,27 +143,9 @@ async fn range_with_collections(core: &Core, opts: &RangeOptions) -> Result<Rang
 
 fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
     if opts.count_only {
-        return RangeResult {
-            collections: Vec::new(),
-            entries: Vec::new(),
-            count: current.count,
-            next: None,
-            revision: current.revision,
-        };
+        return RangeResult::counted(current.count, current.revision);
     }
-    let next = match current.entries.last() {
-        Some(last) if !current.complete => {
-            Some(Continuation::after_key(&last.key).at_revision(current.revision))
-        }
-        _ => None,
-    };
-    RangeResult {
-        collections: Vec::new(),
-        count: current.entries.len() as u64,
-        entries: current.entries,
-        next,
-        revision: current.revision,
-    }
+    RangeResult::page(current.entries, !current.complete, current.revision)
 }
 
 /// How many times a read at a past revision starts again because writes landed between its

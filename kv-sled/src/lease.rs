@@ -4,17 +4,9 @@
 use crate::codec::{LEASE_SEQ_KEY, LeaseRecord, be, lease_key};
 use crate::core::{Core, Plan, attached_keys, now_ms, remove};
 use crate::error::map_sled;
-use kv_core::{Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, Result};
+use kv_core::{Error, LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-
-fn not_found(id: LeaseId) -> Error {
-    Error::new(
-        ErrorKind::LeaseNotFound,
-        "the lease does not exist, was revoked or has expired",
-    )
-    .with_context("lease", id)
-}
 
 fn ttl_ms(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 4)
@@ -48,7 +40,10 @@ pub(crate) async fn grant(inner: &Core, ttl: Duration) -> Result<LeaseGrant> {
 pub(crate) async fn keep_alive(inner: &Core, id: LeaseId) -> Result<Duration> {
     let ttl = inner
         .write(|inner, w, commits| {
-            let mut record = w.leases.get(id.0).ok_or_else(|| not_found(id))?;
+            let mut record = w
+                .leases
+                .get(id.0)
+                .ok_or_else(|| Error::lease_not_found(id))?;
             record.deadline_ms = now_ms().saturating_add(record.ttl_ms);
             let mut plan = Plan::default();
             plan.leases.insert(lease_key(id.0), Some(record.encode()));
@@ -65,7 +60,7 @@ pub(crate) async fn revoke(inner: &Core, id: LeaseId) -> Result<()> {
     inner
         .write(|inner, w, commits| {
             if w.leases.get(id.0).is_none() {
-                return Err(not_found(id));
+                return Err(Error::lease_not_found(id));
             }
             remove(inner, w, commits, id.0)
         })
@@ -78,11 +73,11 @@ pub(crate) fn time_to_live(inner: &Core, id: LeaseId) -> Result<LeaseInfo> {
         .leases
         .get(lease_key(id.0))
         .map_err(map_sled)?
-        .ok_or_else(|| not_found(id))
+        .ok_or_else(|| Error::lease_not_found(id))
         .and_then(|bytes| LeaseRecord::decode(&bytes))?;
     let remaining = record.deadline_ms - now_ms();
     if remaining <= 0 {
-        return Err(not_found(id));
+        return Err(Error::lease_not_found(id));
     }
     Ok(LeaseInfo {
         id,

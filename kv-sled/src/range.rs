@@ -8,7 +8,7 @@ use crate::error::map_sled;
 use kv_core::raw::emulation::{
     Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
-use kv_core::{Continuation, Entry, RangeOptions, RangeResult, Result, validate_key};
+use kv_core::{Entry, RangeOptions, RangeResult, Result, validate_key};
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
@@ -72,26 +72,10 @@ fn range_now(inner: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeRe
                 count += 1;
             }
         }
-        return Ok(RangeResult {
-            collections: Vec::new(),
-            entries: Vec::new(),
-            count,
-            next: None,
-            revision,
-        });
+        return Ok(RangeResult::counted(count, revision));
     }
     let (entries, complete) = entries(inner, opts, opts.limit, opts.keys_only)?;
-    let next = match entries.last() {
-        Some(last) if !complete => Some(Continuation::after_key(&last.key).at_revision(revision)),
-        _ => None,
-    };
-    Ok(RangeResult {
-        collections: Vec::new(),
-        count: entries.len() as u64,
-        entries,
-        next,
-        revision,
-    })
+    Ok(RangeResult::page(entries, !complete, revision))
 }
 
 /// The data tree's keys in `[start, end)`; `bounds()` starts at 0x01 at the lowest, so the

@@ -5,6 +5,7 @@ use crate::codec::{attachment_key, decode_entry, encode_entry};
 use crate::core::{Commits, Core, Plan, TreeState, Writer};
 use kv_core::raw::emulation::{
     OrderedState, Overlay, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
+    compares_hold,
 };
 use kv_core::{
     Entry, Error, ErrorKind, Event, LeaseId, MAX_KEY_LEN, OpResult, Result, Txn, TxnOp, TxnResponse,
@@ -20,23 +21,8 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
 /// Runs a validated transaction under the writer mutex.
 fn run(inner: &Core, w: &mut Writer, commits: &mut Commits, txn: &Txn) -> Result<TxnResponse> {
     let data = TreeState(&inner.trees.data);
-    let mut succeeded = true;
-    for compare in &txn.compares {
-        let holds = if compare.target.collection_kind().is_some() {
-            kv_core::raw::emulation::evaluate_compare(compare, &data)?
-        } else {
-            compare.evaluate(read_entry(&data, &compare.key)?.as_ref())
-        };
-        if !holds {
-            succeeded = false;
-            break;
-        }
-    }
-    let ops = if succeeded {
-        &txn.success
-    } else {
-        &txn.failure
-    };
+    let succeeded = compares_hold(&txn.compares, &data, |key| read_entry(&data, key))?;
+    let ops = txn.branch(succeeded);
     let rev = inner.revision() + 1;
     let mut planner = Planner {
         w,

@@ -212,6 +212,31 @@ pub fn compare_reads(compare: &Compare) -> Vec<PhysicalRange> {
     }
 }
 
+/// Whether every compare holds, stopping at the first that does not: collection compares
+/// against `members` ([`evaluate_compare`]), plain compares against the entry `entry` reads
+/// for their key ([`Compare::evaluate`]). Pick the branch to run with
+/// [`Txn::branch`](crate::Txn::branch).
+///
+/// # Errors
+/// Read errors of `members` or `entry`.
+pub fn compares_hold(
+    compares: &[Compare],
+    members: &impl OrderedState,
+    mut entry: impl FnMut(&[u8]) -> Result<Option<crate::Entry>>,
+) -> Result<bool> {
+    for compare in compares {
+        let holds = if compare.target.collection_kind().is_some() {
+            evaluate_compare(compare, members)?
+        } else {
+            compare.evaluate(entry(&compare.key)?.as_ref())
+        };
+        if !holds {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Evaluates a collection compare ([`CompareTarget::Member`], [`CompareTarget::Field`],
 /// [`CompareTarget::Size`]) against `state`, reading only [`compare_reads`]. A plain compare
 /// is false here (see [`Compare::evaluate`]).

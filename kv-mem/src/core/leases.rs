@@ -2,7 +2,7 @@
 //! lease. Revoking and expiring, which delete keys, are the state's (in `core.rs`); the lease
 //! operations and the expiry task are in `lease.rs`.
 
-use kv_core::{Error, ErrorKind, LeaseId, LeaseInfo, Result};
+use kv_core::{Error, LeaseId, LeaseInfo, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -21,14 +21,6 @@ pub(crate) struct Leases {
     live: HashMap<i64, Lease>,
     /// `(deadline, id)` of every live lease, soonest first.
     deadlines: BTreeSet<(Instant, i64)>,
-}
-
-pub(crate) fn not_found(id: LeaseId) -> Error {
-    Error::new(
-        ErrorKind::LeaseNotFound,
-        "the lease does not exist, was revoked or has expired",
-    )
-    .with_context("lease", id)
 }
 
 impl Leases {
@@ -54,7 +46,10 @@ impl Leases {
     }
 
     pub(crate) fn keep_alive(&mut self, id: LeaseId, now: Instant) -> Result<Duration> {
-        let lease = self.live.get_mut(&id.0).ok_or_else(|| not_found(id))?;
+        let lease = self
+            .live
+            .get_mut(&id.0)
+            .ok_or_else(|| Error::lease_not_found(id))?;
         self.deadlines.remove(&(lease.deadline, id.0));
         lease.deadline = now + lease.ttl;
         self.deadlines.insert((lease.deadline, id.0));
@@ -62,7 +57,10 @@ impl Leases {
     }
 
     pub(crate) fn info(&self, id: LeaseId, now: Instant) -> Result<LeaseInfo> {
-        let lease = self.live.get(&id.0).ok_or_else(|| not_found(id))?;
+        let lease = self
+            .live
+            .get(&id.0)
+            .ok_or_else(|| Error::lease_not_found(id))?;
         Ok(LeaseInfo {
             id,
             granted_ttl: lease.ttl,
