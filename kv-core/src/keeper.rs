@@ -41,6 +41,7 @@ pub struct LeaseKeeper {
     store: Arc<dyn Store>,
     grant: LeaseGrant,
     lost: watch::Receiver<LostReason>,
+    renewals: watch::Receiver<u64>,
     task: JoinHandle<()>,
 }
 
@@ -57,11 +58,13 @@ impl LeaseKeeper {
     /// Starts keeping an already granted lease alive. Must be called inside a tokio runtime.
     pub fn keep(store: Arc<dyn Store>, grant: LeaseGrant) -> Self {
         let (tx, rx) = watch::channel(None);
-        let task = tokio::spawn(renew(store.clone(), grant, tx));
+        let (renewed, renewals) = watch::channel(0);
+        let task = tokio::spawn(renew(store.clone(), grant, tx, renewed));
         LeaseKeeper {
             store,
             grant,
             lost: rx,
+            renewals,
             task,
         }
     }
@@ -95,6 +98,30 @@ impl LeaseKeeper {
         let (kind, message) =
             reason.unwrap_or((ErrorKind::LockLost, "the lease keeper stopped".into()));
         Error::new(kind, message).with_context("lease", self.grant.id)
+    }
+
+    /// How many times the lease has been renewed so far (a health signal: it grows every
+    /// third of the TTL while the backend answers).
+    pub fn renewals(&self) -> u64 {
+        *self.renewals.borrow()
+    }
+
+    /// Waits until the lease has been renewed at least `n` times in all, or is lost.
+    ///
+    /// # Errors
+    /// The loss (as [`LeaseKeeper::lost`]) when the lease is lost first.
+    pub async fn renewed(&self, n: u64) -> Result<()> {
+        let mut renewals = self.renewals.clone();
+        let mut lost = self.lost.clone();
+        let reached = tokio::select! {
+            done = renewals.wait_for(|&count| count >= n) => done.is_ok(),
+            _ = lost.wait_for(Option::is_some) => false,
+        };
+        if reached {
+            Ok(())
+        } else {
+            Err(self.lost().await)
+        }
     }
 
     /// A receiver that changes from `None` to `Some((kind, message))` when the lease is lost,
@@ -131,7 +158,12 @@ impl std::fmt::Debug for LeaseKeeper {
 
 /// Renews `grant` every third of its TTL until the store says it is gone or renewals have
 /// failed for a whole TTL. Transient failures are retried sooner (every tenth of the TTL).
-async fn renew(store: Arc<dyn Store>, grant: LeaseGrant, lost: watch::Sender<LostReason>) {
+async fn renew(
+    store: Arc<dyn Store>,
+    grant: LeaseGrant,
+    lost: watch::Sender<LostReason>,
+    renewed_count: watch::Sender<u64>,
+) {
     let period = (grant.ttl / 3).max(Duration::from_millis(1));
     let retry = (grant.ttl / 10).max(Duration::from_millis(1));
     let mut renewed = Instant::now();
@@ -142,6 +174,7 @@ async fn renew(store: Arc<dyn Store>, grant: LeaseGrant, lost: watch::Sender<Los
             Ok(_) => {
                 renewed = Instant::now();
                 next = renewed + period;
+                renewed_count.send_modify(|count| *count += 1);
             }
             Err(e) if e.kind() == ErrorKind::LeaseNotFound => {
                 lost.send_replace(Some((e.kind(), e.message().to_owned())));

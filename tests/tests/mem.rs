@@ -48,6 +48,9 @@ mod keeper_and_lock {
             .unwrap();
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert!(!keeper.is_lost());
+        // One renewal every third of the TTL: 36 in a minute.
+        assert!(keeper.renewals() >= 35, "{} renewals", keeper.renewals());
+        keeper.renewed(40).await.unwrap();
         let info = store.lease_time_to_live(keeper.id()).await.unwrap();
         assert!(info.remaining > Duration::ZERO);
         let id = keeper.id();

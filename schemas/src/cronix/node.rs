@@ -74,6 +74,19 @@ impl NodeRegistration {
         self.keeper.lost().await
     }
 
+    /// How many times the node's lease has been renewed (see [`LeaseKeeper::renewals`]).
+    pub fn renewals(&self) -> u64 {
+        self.keeper.renewals()
+    }
+
+    /// Waits until the node's lease has been renewed at least `n` times, or is lost.
+    ///
+    /// # Errors
+    /// The loss, when the lease is lost first.
+    pub async fn renewed(&self, n: u64) -> kv_core::Result<()> {
+        self.keeper.renewed(n).await
+    }
+
     /// Takes the node offline: revokes its lease, deleting its node key and every other key
     /// attached to the lease.
     ///

@@ -414,9 +414,12 @@ pub async fn collections_are_invisible_to_range(store: Arc<dyn Store>) {
     run(&*store, set_add(&key(&root, "s"), "x")).await;
     run(&*store, map_put(&key(&root, "m"), "f", "v")).await;
     run(&*store, list_push(&key(&root, "l"), "i")).await;
-    expect_quiet(&mut watch).await;
+    expect_quiet(&*store, &mut watch, &key(&root, "end")).await;
     put(&*store, &key(&root, "plain"), "v").await;
-    assert_eq!(names(&root, &snapshot(&*store, &root).await), ["plain"]);
+    assert_eq!(
+        names(&root, &snapshot(&*store, &root).await),
+        ["end", "plain"]
+    );
     assert_eq!(store.get(&key(&root, "s")).await.unwrap(), None);
 }
 

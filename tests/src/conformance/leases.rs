@@ -153,15 +153,22 @@ pub async fn lease_keeper_renews_and_reports_loss(store: Arc<dyn Store>) {
     let keeper = kv_core::LeaseKeeper::grant(store.clone(), Duration::from_secs(2))
         .await
         .unwrap();
+    let granted = tokio::time::Instant::now();
     let k = key(&root, "kept");
     let written = put_leased(&*store, &k, keeper.id()).await;
-    let mut watch = store
-        .watch(WatchOptions::key(&k).from_revision(written + 1))
+    // Renewals come every third of the TTL: after four, more than a TTL has passed, and only
+    // the renewals kept the key.
+    tokio::time::timeout(super::support::EVENT_TIMEOUT, keeper.renewed(4))
         .await
-        .unwrap();
-    // Three TTLs without a delete: only the renewals keep the key.
-    let quiet = tokio::time::timeout(keeper.ttl() * 3, futures::StreamExt::next(&mut watch));
-    assert!(quiet.await.is_err(), "the kept lease expired");
+        .expect("the keeper renews")
+        .unwrap_or_else(|e| panic!("the kept lease was lost: {e}"));
+    assert!(granted.elapsed() > keeper.ttl());
+    let kept = store
+        .get(&k)
+        .await
+        .unwrap()
+        .expect("the kept lease expired");
+    assert_eq!(kept.mod_revision, written, "the key was never deleted");
     assert!(!keeper.is_lost());
     store.lease_revoke(keeper.id()).await.unwrap();
     let lost = tokio::time::timeout(super::support::EVENT_TIMEOUT, keeper.lost())

@@ -82,7 +82,7 @@ pub async fn read_only_txn_keeps_revision(store: Arc<dyn Store>) {
         &noop.results[..],
         [OpResult::Delete { deleted: 0 }]
     ));
-    expect_quiet(&mut watch).await;
+    expect_quiet(&*store, &mut watch, &key(&root, "end")).await;
     let e = store.get(&k).await.unwrap().unwrap();
     assert_eq!(
         (e.mod_revision, e.version),

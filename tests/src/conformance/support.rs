@@ -132,10 +132,17 @@ pub(crate) async fn next_batch(stream: &mut WatchStream) -> WatchBatch {
     }
 }
 
-/// Asserts that no batch arrives within a short grace period (the watch stays open).
-pub(crate) async fn expect_quiet(stream: &mut WatchStream) {
-    if let Ok(item) = tokio::time::timeout(Duration::from_millis(300), stream.next()).await {
-        panic!("expected no watch item, got {item:?}");
+/// Asserts that the watch has nothing more to deliver: puts `sentinel` (a key the watch
+/// covers) and expects the next batch to be exactly that put. Batches come in revision order,
+/// so anything else pending would arrive first; no quiet period is waited for.
+pub(crate) async fn expect_quiet(store: &dyn Store, stream: &mut WatchStream, sentinel: &[u8]) {
+    let revision = put(store, sentinel, "sentinel").await;
+    let batch = next_batch(stream).await;
+    match &batch.events[..] {
+        [Event::Put { entry, .. }] if entry.key == sentinel && batch.revision == revision => {}
+        _ => {
+            panic!("expected nothing before the sentinel put at revision {revision}, got {batch:?}")
+        }
     }
 }
 

@@ -59,7 +59,7 @@ pub async fn watch_key_sees_puts_and_deletes(store: Arc<dyn Store>) {
     let b3 = next_batch(&mut watch).await;
     assert!(b3.revision > r2);
     assert_eq!(describe_batch(&root, &b3), ["delete k"]);
-    expect_quiet(&mut watch).await;
+    expect_quiet(&*store, &mut watch, &k).await;
 }
 
 /// A transaction's events in the watched range arrive as one batch, in op order.
@@ -90,7 +90,7 @@ pub async fn watch_prefix_one_batch_per_txn(store: Arc<dyn Store>) {
         .map(String::from)
         .into();
     assert_eq!(got, want, "a prefix delete is one batch");
-    expect_quiet(&mut watch).await;
+    expect_quiet(&*store, &mut watch, &key(&root, "p/end")).await;
 }
 
 /// Concurrent writers: the watch delivers every write once, in strictly increasing revision
@@ -140,7 +140,7 @@ pub async fn watch_is_ordered_without_gaps(store: Arc<dyn Store>) {
             next_value[w] += 1;
         }
     }
-    expect_quiet(&mut watch).await;
+    expect_quiet(&*store, &mut watch, &key(&root, "end")).await;
 }
 
 /// A watch from a past revision replays exactly the batches from it on, then continues live; a
@@ -171,7 +171,7 @@ pub async fn watch_resumes_from_revision(store: Arc<dyn Store>) {
     }
     let live = put(&*store, &key(&root, "live"), "v").await;
     assert_eq!(next_batch(&mut resumed).await.revision, live);
-    expect_quiet(&mut resumed).await;
+    expect_quiet(&*store, &mut resumed, &key(&root, "end")).await;
 }
 
 /// With `prev`, put events carry the previous entry (none for a creation) and delete events the
@@ -264,7 +264,7 @@ pub async fn watch_prefix_isolation(store: Arc<dyn Store>) {
         describe_batch(&root, &next_batch(&mut watch).await),
         ["put a/1/x=v"]
     );
-    expect_quiet(&mut watch).await;
+    expect_quiet(&*store, &mut watch, &key(&root, "a/1/end")).await;
 }
 
 /// An interval watch sees exactly the keys in `[start, end)`.
@@ -300,5 +300,5 @@ pub async fn watch_interval(store: Arc<dyn Store>) {
         describe_batch(&root, &next_batch(&mut watch).await),
         ["delete c"]
     );
-    expect_quiet(&mut watch).await;
+    expect_quiet(&*store, &mut watch, &key(&root, "cz")).await;
 }
