@@ -46,7 +46,7 @@ use crate::entry::{Entry, LeaseId};
 use crate::error::Result;
 use crate::lease::{LeaseGrant, LeaseInfo};
 use crate::range::{RangeOptions, RangeResult};
-use crate::store::{PutOptions, PutResult, Store};
+use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 use crate::txn::{Txn, TxnResponse};
 use crate::watch::{WatchOptions, WatchStream};
 use async_trait::async_trait;
@@ -206,10 +206,10 @@ impl<S: Store + ?Sized, I: Interceptor> Store for Intercepted<S, I> {
         self.around(Call::Put, self.inner.put(key, value, opts))
             .await
     }
-    async fn delete(&self, key: &[u8]) -> Result<Option<Entry>> {
+    async fn delete(&self, key: &[u8]) -> Result<DeleteResult> {
         self.around(Call::Delete, self.inner.delete(key)).await
     }
-    async fn delete_prefix(&self, prefix: &[u8]) -> Result<u64> {
+    async fn delete_prefix(&self, prefix: &[u8]) -> Result<DeletePrefixResult> {
         self.around(Call::DeletePrefix, self.inner.delete_prefix(prefix))
             .await
     }

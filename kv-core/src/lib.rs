@@ -33,7 +33,7 @@ pub use keyspace::{Key, Keyspace, Prefix, Segment, Separator};
 pub use lease::{LeaseGrant, LeaseInfo};
 pub use lock::{Lock, LockGuard};
 pub use range::{CollectionEntry, Continuation, KeyRange, RangeOptions, RangeResult};
-pub use store::{PutOptions, PutResult, Store};
+pub use store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};
 pub use watch::{Event, WatchBatch, WatchOptions, WatchStream};
 

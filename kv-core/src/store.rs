@@ -43,6 +43,33 @@ pub struct PutResult {
     pub prev: Option<Entry>,
 }
 
+/// The outcome of a [`Store::delete`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteResult {
+    /// The store revision after the delete (the current one when there was nothing to
+    /// delete: no revision is created then).
+    pub revision: i64,
+    /// The plain key's entry before the delete, when it existed.
+    pub prev: Option<Entry>,
+}
+
+impl DeleteResult {
+    /// Whether the plain key existed.
+    pub fn existed(&self) -> bool {
+        self.prev.is_some()
+    }
+}
+
+/// The outcome of a [`Store::delete_prefix`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeletePrefixResult {
+    /// The store revision after the delete (the current one when there was nothing to
+    /// delete: no revision is created then).
+    pub revision: i64,
+    /// How many keys were deleted (each collection counts as one key).
+    pub deleted: u64,
+}
+
 /// A hierarchical key-value store: the contract every backend implements in full.
 ///
 /// Keys and values are bytes; keys obey [`validate_key`](crate::validate_key). The store has
@@ -154,31 +181,39 @@ pub trait Store: Send + Sync + 'static {
         })
     }
 
-    /// Deletes a key (and any collection at it); returns the previous entry of the plain key.
+    /// Deletes a key (and any collection at it); returns the write's revision and the
+    /// previous entry of the plain key.
     ///
     /// # Errors
     /// `InvalidKey`; backend errors.
-    async fn delete(&self, key: &[u8]) -> Result<Option<Entry>> {
+    async fn delete(&self, key: &[u8]) -> Result<DeleteResult> {
         let resp = self
             .txn(Txn::new().and_then([TxnOp::get(key), TxnOp::delete(key)]))
             .await?;
         match resp.results.into_iter().next() {
-            Some(OpResult::Get(prev)) => Ok(prev),
+            Some(OpResult::Get(prev)) => Ok(DeleteResult {
+                revision: resp.revision,
+                prev,
+            }),
             other => Err(unexpected("delete", other)),
         }
     }
 
-    /// Deletes every key (and collection) under a non-empty prefix; returns how many.
+    /// Deletes every key (and collection) under a non-empty prefix; returns the write's
+    /// revision and how many keys went.
     ///
     /// # Errors
     /// `InvalidKey` for an empty prefix; backend errors.
-    async fn delete_prefix(&self, prefix: &[u8]) -> Result<u64> {
+    async fn delete_prefix(&self, prefix: &[u8]) -> Result<DeletePrefixResult> {
         crate::validate_prefix(prefix, false)?;
         let resp = self
             .txn(Txn::new().and_then([TxnOp::delete_prefix(prefix)]))
             .await?;
         match resp.results.into_iter().next() {
-            Some(OpResult::Delete { deleted }) => Ok(deleted),
+            Some(OpResult::Delete { deleted }) => Ok(DeletePrefixResult {
+                revision: resp.revision,
+                deleted,
+            }),
             other => Err(unexpected("delete_prefix", other)),
         }
     }

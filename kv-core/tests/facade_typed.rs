@@ -83,8 +83,15 @@ async fn get_put_delete_exists_round_trip() {
     assert_eq!(versioned.version, 2);
     assert!(typed.exists(&key).await.unwrap());
 
-    assert!(typed.delete(&key).await.unwrap());
-    assert!(!typed.delete(&key).await.unwrap());
+    let deleted = typed.delete(&key).await.unwrap();
+    assert!(deleted.existed());
+    // The delete is the store's newest write.
+    assert!(deleted.revision > rev2);
+    assert_eq!(typed.revision().await.unwrap(), deleted.revision);
+    let again = typed.delete(&key).await.unwrap();
+    assert!(!again.existed());
+    // Nothing deleted: no new revision.
+    assert_eq!(again.revision, deleted.revision);
     assert!(!typed.exists(&key).await.unwrap());
 }
 
@@ -193,7 +200,9 @@ async fn listing_a_directory_never_returns_a_sibling_sharing_its_digits() {
     );
 
     // Deleting the directory leaves tenant 10 and 11 alone.
-    assert_eq!(typed.delete_prefix(&dir).await.unwrap(), 2);
+    let done = typed.delete_prefix(&dir).await.unwrap();
+    assert_eq!(done.deleted, 2);
+    assert_eq!(typed.revision().await.unwrap(), done.revision);
     let ten = TenantDbDir {
         root: root.clone(),
         id: 10,

@@ -143,7 +143,7 @@ async fn collections_are_invisible_to_ranges_and_watches_and_go_with_their_key()
     );
 
     // delete_prefix counts the plain key and each collection as one key.
-    assert_eq!(store.delete_prefix(b"c/").await.unwrap(), 3);
+    assert_eq!(store.delete_prefix(b"c/").await.unwrap().deleted, 3);
     assert_eq!(run(&store, all("c/list")).await, items(&[]));
     let members = CollectionOp::SetMembers { key: b("c/set") };
     assert_eq!(

@@ -29,14 +29,14 @@ async fn revisions_and_versions_follow_etcd() {
         (r1, r2, 2, b"2".as_slice())
     );
     // A delete bumps the revision; re-creating restarts the version.
-    let deleted = store.delete(b"a").await.unwrap().unwrap();
+    let deleted = store.delete(b"a").await.unwrap().prev.unwrap();
     assert_eq!(deleted.version, 2);
     let r4 = store.put(b"a", b"3", NONE).await.unwrap().revision;
     assert_eq!(r4, r2 + 2);
     let a = store.get(b"a").await.unwrap().unwrap();
     assert_eq!((a.create_revision, a.version), (r4, 1));
     // Writes that change nothing keep the revision.
-    assert_eq!(store.delete(b"missing").await.unwrap(), None);
+    assert_eq!(store.delete(b"missing").await.unwrap().prev, None);
     assert_eq!(store.revision().await.unwrap(), r4);
 }
 
@@ -163,7 +163,7 @@ async fn delete_prefix_deletes_only_under_the_prefix() {
         store.put(key.as_bytes(), b"v", NONE).await.unwrap();
     }
     let before = store.revision().await.unwrap();
-    assert_eq!(store.delete_prefix(b"t/1/").await.unwrap(), 2);
+    assert_eq!(store.delete_prefix(b"t/1/").await.unwrap().deleted, 2);
     assert_eq!(store.revision().await.unwrap(), before + 1);
     let left = store.range(RangeOptions::prefix("t/")).await.unwrap();
     let keys: Vec<_> = left.entries.iter().map(|e| e.key.as_slice()).collect();

@@ -37,7 +37,7 @@ async fn one_batch_per_txn_with_only_the_watched_keys() {
         .unwrap();
     // A write outside the range produces no (empty) batch.
     put(&store, "other", "y").await;
-    let deleted = store.delete_prefix(b"w/").await.unwrap();
+    let deleted = store.delete_prefix(b"w/").await.unwrap().deleted;
     assert_eq!(deleted, 2);
     let batch = next(&mut watch).await;
     assert_eq!(batch.revision, resp.revision);

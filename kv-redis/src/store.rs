@@ -6,8 +6,8 @@ use crate::config::RedisConfig;
 use crate::core::Core;
 use crate::core::reconcile::ReconcileReport;
 use kv_core::{
-    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult, RangeOptions,
-    RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
+    Capabilities, DeleteResult, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult,
+    RangeOptions, RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,7 +125,7 @@ impl Store for RedisStore {
         crate::txn::put(&self.core, key, value, opts).await
     }
 
-    async fn delete(&self, key: &[u8]) -> Result<Option<Entry>> {
+    async fn delete(&self, key: &[u8]) -> Result<DeleteResult> {
         crate::txn::delete(&self.core, key).await
     }
 

@@ -5,8 +5,8 @@
 use crate::core::{Core, prefix_lex_bounds};
 use crate::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
 use kv_core::{
-    CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget, Entry,
-    OpResult, PutOptions, PutResult, Result, Txn, TxnOp, TxnResponse,
+    CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget,
+    DeleteResult, Entry, OpResult, PutOptions, PutResult, Result, Txn, TxnOp, TxnResponse,
 };
 use redis::Value;
 
@@ -91,13 +91,14 @@ pub(crate) async fn put(
 }
 
 /// One delete through `scripts/delete.lua`; returns the previous entry of the plain key.
-pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
+pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<DeleteResult> {
     kv_core::validate_key(key)?;
     core.check_key(key)?;
     let reply: Value = core
         .run_write(&core.scripts.delete, &[key], "delete")
         .await?;
-    Ok(revision_and_prev(key, reply)?.1)
+    let (revision, prev) = revision_and_prev(key, reply)?;
+    Ok(DeleteResult { revision, prev })
 }
 
 /// A `{ revision, { value, meta } or false }` reply.

@@ -48,10 +48,10 @@ async fn an_interrupted_deletion_is_finished_by_running_it_again(store: Arc<dyn 
     // A deletion that stopped after the FTP-user indexes and one host index (§7.2's order).
     for user in &t.ftp_users {
         let key = format!("jxt/tenants/_index/ftp-user/{}", user.username);
-        assert!(store.delete(key.as_bytes()).await.unwrap().is_some());
+        assert!(store.delete(key.as_bytes()).await.unwrap().existed());
     }
     let host = format!("jxt/tenants/_index/host/{}", t.hosts[0].host);
-    assert!(store.delete(host.as_bytes()).await.unwrap().is_some());
+    assert!(store.delete(host.as_bytes()).await.unwrap().existed());
 
     let done = delete_tenant(&typed, t.id()).await.unwrap();
     assert!(done.found);

@@ -65,7 +65,7 @@ pub async fn redis_with_connection() -> Option<(Arc<dyn Store>, redis::aio::Mult
 ///
 /// async fn publish_then_delete(store: Arc<dyn Store>) {
 ///     store.put(b"app/k", b"v", PutOptions::default()).await.unwrap();
-///     assert!(store.delete(b"app/k").await.unwrap().is_some());
+///     assert!(store.delete(b"app/k").await.unwrap().existed());
 /// }
 /// kv_tests::on_every_backend!(publish_then_delete);
 /// # fn main() {}

@@ -53,7 +53,7 @@ async fn namespaced_store_stays_inside_its_root() {
     let got = root.get(format!("{inside}new").as_bytes()).await.unwrap();
     assert_eq!(got.unwrap().value, b"1");
     assert!(root.get(b"new").await.unwrap().is_none());
-    assert_eq!(ns.delete_prefix(b"k").await.unwrap(), 1);
+    assert_eq!(ns.delete_prefix(b"k").await.unwrap().deleted, 1);
     for k in [
         format!("{base}b/k"),
         format!("{base}a"),
@@ -270,7 +270,10 @@ async fn one_revision_larger_than_a_default_message_is_one_batch() {
         .unwrap();
     // 100 deletes with 60 kB previous values: about 6 MB of events in one revision, more than
     // gRPC's default 4 MiB message limit.
-    assert_eq!(store.delete_prefix(root.as_bytes()).await.unwrap(), 100);
+    assert_eq!(
+        store.delete_prefix(root.as_bytes()).await.unwrap().deleted,
+        100
+    );
     let batch = watch.next().await.unwrap().unwrap();
     assert_eq!(batch.events.len(), 100);
     assert!(batch.events.iter().all(|e| matches!(

@@ -121,7 +121,10 @@ async fn native_types_are_visible_to_other_redis_clients() {
     let page = store.range(RangeOptions::prefix(&root)).await.unwrap();
     let keys: Vec<_> = page.entries.iter().map(|e| e.key.clone()).collect();
     assert_eq!(keys, [plain.clone().into_bytes()]);
-    assert_eq!(store.delete_prefix(root.as_bytes()).await.unwrap(), 4);
+    assert_eq!(
+        store.delete_prefix(root.as_bytes()).await.unwrap().deleted,
+        4
+    );
     let left: i64 = redis::cmd("EXISTS")
         .arg(&plain)
         .arg(&set)
@@ -257,11 +260,18 @@ async fn single_key_paths_check_before_writing_and_keep_revisions_exact() {
     );
     assert_eq!(entry.value, b"2");
 
-    assert_eq!(store.delete(a.as_bytes()).await.unwrap(), Some(entry));
+    let deleted = store.delete(a.as_bytes()).await.unwrap();
+    assert_eq!((deleted.revision, deleted.prev), (start + 3, Some(entry)));
     assert_eq!(store.revision().await.unwrap(), start + 3);
-    assert_eq!(store.delete(a.as_bytes()).await.unwrap(), None);
+    let again = store.delete(a.as_bytes()).await.unwrap();
+    assert_eq!(
+        (again.revision, again.prev),
+        (start + 3, None),
+        "no-op delete"
+    );
     assert_eq!(store.revision().await.unwrap(), start + 3, "no-op delete");
-    assert_eq!(store.delete(b.as_bytes()).await.unwrap(), None);
+    let set = store.delete(b.as_bytes()).await.unwrap();
+    assert_eq!((set.revision, set.prev), (start + 4, None), "the set went");
     assert_eq!(store.revision().await.unwrap(), start + 4, "the set went");
     let members = store
         .collection(CollectionOp::SetMembers { key: b.into() })

@@ -113,7 +113,10 @@ async fn foreign_collections_are_deleted_and_counted() {
     let dir = format!("{root}many/");
     let keys = raw_collections(&raw.con, &dir, "").await;
     let outside = raw_collections(&raw.con, &root, "many").await;
-    assert_eq!(store.delete_prefix(dir.as_bytes()).await.unwrap(), 3);
+    assert_eq!(
+        store.delete_prefix(dir.as_bytes()).await.unwrap().deleted,
+        3
+    );
     for k in &keys {
         assert_eq!(exists(&raw.con, k).await, 0, "{k} survived delete_prefix");
     }
@@ -274,7 +277,10 @@ async fn interleaved_raw_and_store_collection_writes_keep_every_invariant() {
     let raw_len = raw_int(&raw.con, redis::cmd("HLEN").arg(&map)).await;
     assert_eq!(raw_len, 400);
     // The store deletes the three whatever wrote them.
-    assert_eq!(store.delete_prefix(root.as_bytes()).await.unwrap(), 3);
+    assert_eq!(
+        store.delete_prefix(root.as_bytes()).await.unwrap().deleted,
+        3
+    );
     for key in [&list, &set, &map] {
         assert_eq!(exists(&raw.con, key).await, 0, "{key}");
     }
@@ -343,7 +349,14 @@ async fn delete_prefix_with_glob_characters_deletes_exactly_its_keys() {
     for key in inside.iter().chain(&outside) {
         raw.set(key.as_bytes(), b"v").await;
     }
-    assert_eq!(store.delete_prefix(doomed.as_bytes()).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .delete_prefix(doomed.as_bytes())
+            .await
+            .unwrap()
+            .deleted,
+        2
+    );
     for key in &inside {
         assert_eq!(raw.get(key.as_bytes()).await, None, "{key}");
     }

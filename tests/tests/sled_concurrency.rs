@@ -101,7 +101,7 @@ async fn collections_survive_restarts_and_are_deleted_with_their_prefix() {
             .unwrap(),
         CollectionResult::Members(vec![b"a".to_vec(), b"b".to_vec()])
     );
-    assert_eq!(store.delete_prefix(b"col/").await.unwrap(), 2);
+    assert_eq!(store.delete_prefix(b"col/").await.unwrap().deleted, 2);
     assert_eq!(
         store
             .collection(CollectionOp::ListLen {

@@ -18,9 +18,12 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<
             ));
         }
         let store = ctx.store().await?;
-        let deleted = store.delete_prefix(dir.as_bytes()).await?;
+        let done = store.delete_prefix(dir.as_bytes()).await?;
+        let deleted = done.deleted;
         match ctx.format {
-            Format::Json => print_json(&json!({ "prefix": dir, "deleted": deleted })),
+            Format::Json => {
+                print_json(&json!({ "prefix": dir, "deleted": deleted, "revision": done.revision }))
+            }
             Format::Table => crate::output::outln!("deleted {deleted} keys under {dir}"),
         }
         return Ok(());

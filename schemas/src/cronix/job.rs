@@ -53,7 +53,8 @@ pub async fn remove_job(store: &TypedStore, node: Uuid, job: &JobId) -> Result<b
             node,
             job: job.clone(),
         })
-        .await?)
+        .await?
+        .existed())
 }
 
 /// Moves job `job` from node `from` (typically a failed one) to node `to` in one

@@ -50,5 +50,5 @@ pub async fn pending_once(store: &TypedStore, job: &JobId) -> Result<Option<Once
 /// # Errors
 /// [`CronixError::Store`].
 pub async fn finish_once(store: &TypedStore, job: &JobId) -> Result<bool> {
-    Ok(store.delete(&OnceKey { job: job.clone() }).await?)
+    Ok(store.delete(&OnceKey { job: job.clone() }).await?.existed())
 }

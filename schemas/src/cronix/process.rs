@@ -38,7 +38,7 @@ pub async fn record_process(
 /// # Errors
 /// [`CronixError::Store`].
 pub async fn end_process(store: &TypedStore, key: &ProcKey) -> Result<bool> {
-    Ok(store.delete(key).await?)
+    Ok(store.delete(key).await?.existed())
 }
 
 /// The processes of a job on a node, read page by page.

@@ -47,5 +47,5 @@ pub async fn define_service(
 /// # Errors
 /// [`RegistryError::Store`].
 pub async fn evict_instance(store: &TypedStore, instance: &InstanceId) -> Result<bool> {
-    Ok(store.delete_prefix(&instance.dir()).await? > 0)
+    Ok(store.delete_prefix(&instance.dir()).await?.deleted > 0)
 }

@@ -129,7 +129,7 @@ pub async fn range_lists_collections(store: Arc<dyn Store>) {
     );
 
     // A delete of the prefix removes the collections it listed.
-    assert_eq!(st.delete_prefix(&root).await.unwrap(), 5);
+    assert_eq!(st.delete_prefix(&root).await.unwrap().deleted, 5);
     let empty = st
         .range(RangeOptions::prefix(&root).with_collections())
         .await

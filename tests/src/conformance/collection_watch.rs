@@ -390,7 +390,8 @@ pub async fn emptied_and_deleted_collections_report_deleted(store: Arc<dyn Store
     let deleted = st
         .delete_prefix(&key(&root, "dir/"))
         .await
-        .expect("delete_prefix");
+        .expect("delete_prefix")
+        .deleted;
     assert_eq!(deleted, 2);
     let batch = next_batch(&mut w).await;
     let mut got = changes(&root, &batch);

@@ -385,7 +385,7 @@ pub async fn delete_removes_collections(store: Arc<dyn Store>) {
     let outside = key(&root, "d/s");
     run(st, set_add(&outside, "x")).await;
     assert_eq!(
-        store.delete(&s).await.unwrap(),
+        store.delete(&s).await.unwrap().prev,
         None,
         "a set has no plain entry"
     );
@@ -393,7 +393,14 @@ pub async fn delete_removes_collections(store: Arc<dyn Store>) {
         run(st, Op::SetMembers { key: s.clone() }).await,
         R::Members(vec![])
     );
-    assert_eq!(store.delete_prefix(&key(&root, "c/")).await.unwrap(), 3);
+    assert_eq!(
+        store
+            .delete_prefix(&key(&root, "c/"))
+            .await
+            .unwrap()
+            .deleted,
+        3
+    );
     assert_eq!(
         run(st, Op::MapGetAll { key: m.clone() }).await,
         R::Fields(vec![])

@@ -225,6 +225,7 @@ pub async fn store_delete_removes_foreign_key(store: Arc<dyn Store>, raw: Arc<dy
         .delete(&k)
         .await
         .unwrap()
+        .prev
         .expect("delete returns the foreign entry");
     assert_eq!(
         (prev.key.as_slice(), prev.value.as_slice()),
@@ -253,7 +254,7 @@ pub async fn store_delete_removes_foreign_key(store: Arc<dyn Store>, raw: Arc<dy
         put(&*store, k, "s").await;
     }
     assert_eq!(
-        store.delete_prefix(&dir).await.unwrap(),
+        store.delete_prefix(&dir).await.unwrap().deleted,
         5,
         "3 foreign + 2 own keys"
     );
@@ -342,9 +343,21 @@ pub async fn store_writes_are_raw_readable(store: Arc<dyn Store>, raw: Arc<dyn R
     .await;
     assert_eq!(raw.get(&a).await.as_deref(), Some(&b"1"[..]));
     assert_eq!(raw.get(&b).await.as_deref(), Some(&b"2"[..]));
-    store.delete(&k).await.unwrap().expect("the store's key");
+    store
+        .delete(&k)
+        .await
+        .unwrap()
+        .prev
+        .expect("the store's key");
     assert_eq!(raw.get(&k).await, None);
-    assert_eq!(store.delete_prefix(&key(&root, "d/")).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .delete_prefix(&key(&root, "d/"))
+            .await
+            .unwrap()
+            .deleted,
+        2
+    );
     assert_eq!((raw.get(&a).await, raw.get(&b).await), (None, None));
 }
 

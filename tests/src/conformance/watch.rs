@@ -82,7 +82,7 @@ pub async fn watch_prefix_one_batch_per_txn(store: Arc<dyn Store>) {
         describe_batch(&root, &batch),
         ["put p/c=3", "put p/a=1", "put p/b=2"]
     );
-    let deleted = store.delete_prefix(&dir).await.unwrap();
+    let deleted = store.delete_prefix(&dir).await.unwrap().deleted;
     assert_eq!(deleted, 3);
     let batch = next_batch(&mut watch).await;
     let got: BTreeSet<_> = describe_batch(&root, &batch).into_iter().collect();

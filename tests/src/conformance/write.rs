@@ -1,7 +1,7 @@
 //! Writes: `put` with a previous value, `delete` and `delete_prefix`.
 
-use super::support::{key, names, put, root, snapshot};
-use kv_core::{PutOptions, Store};
+use super::support::{key, names, next_batch, put, root, snapshot};
+use kv_core::{PutOptions, Store, WatchOptions};
 use std::sync::Arc;
 
 /// `put` with `prev` returns the previous entry (none for a new key); without it, none.
@@ -33,16 +33,23 @@ pub async fn put_returns_prev(store: Arc<dyn Store>) {
     assert_eq!(now.mod_revision, third.revision);
 }
 
-/// `delete` returns the previous entry, and `None` for a missing key.
+/// `delete` returns the previous entry (`None` for a missing key) and the revision of the
+/// delete, the one its watchers see.
 pub async fn delete_returns_prev(store: Arc<dyn Store>) {
     let root = root();
     let k = key(&root, "k");
-    assert_eq!(store.delete(&k).await.unwrap(), None);
+    assert_eq!(store.delete(&k).await.unwrap().prev, None);
     let rev = put(&*store, &k, "v").await;
-    let prev = store.delete(&k).await.unwrap().expect("the deleted entry");
+    let mut watch = store
+        .watch(WatchOptions::key(&k).from_revision(rev + 1))
+        .await
+        .unwrap();
+    let deleted = store.delete(&k).await.unwrap();
+    assert_eq!(next_batch(&mut watch).await.revision, deleted.revision);
+    let prev = deleted.prev.expect("the deleted entry");
     assert_eq!((prev.value.as_slice(), prev.mod_revision), (&b"v"[..], rev));
     assert_eq!(store.get(&k).await.unwrap(), None);
-    assert_eq!(store.delete(&k).await.unwrap(), None, "deleting twice");
+    assert_eq!(store.delete(&k).await.unwrap().prev, None, "deleting twice");
     // A recreated key starts over: version 1, a new create revision.
     let again = put(&*store, &k, "w").await;
     let e = store.get(&k).await.unwrap().unwrap();
@@ -55,15 +62,46 @@ pub async fn delete_prefix_counts_and_isolates(store: Arc<dyn Store>) {
     for k in ["a/1", "a/1/x", "a/1/y", "a/10/x", "a/11", "b"] {
         put(&*store, &key(&root, k), "v").await;
     }
-    assert_eq!(store.delete_prefix(&key(&root, "a/1/")).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .delete_prefix(&key(&root, "a/1/"))
+            .await
+            .unwrap()
+            .deleted,
+        2
+    );
     assert_eq!(
         names(&root, &snapshot(&*store, &root).await),
         ["a/1", "a/10/x", "a/11", "b"]
     );
-    assert_eq!(store.delete_prefix(&key(&root, "a/1/")).await.unwrap(), 0);
-    assert_eq!(store.delete_prefix(&key(&root, "a/1")).await.unwrap(), 3);
+    assert_eq!(
+        store
+            .delete_prefix(&key(&root, "a/1/"))
+            .await
+            .unwrap()
+            .deleted,
+        0
+    );
+    assert_eq!(
+        store
+            .delete_prefix(&key(&root, "a/1"))
+            .await
+            .unwrap()
+            .deleted,
+        3
+    );
     assert_eq!(names(&root, &snapshot(&*store, &root).await), ["b"]);
-    assert_eq!(store.delete_prefix(&key(&root, "zzz")).await.unwrap(), 0);
-    assert_eq!(store.delete_prefix(&root).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .delete_prefix(&key(&root, "zzz"))
+            .await
+            .unwrap()
+            .deleted,
+        0
+    );
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    let last = store.delete_prefix(&root).await.unwrap();
+    assert_eq!(last.deleted, 1);
+    assert_eq!(next_batch(&mut watch).await.revision, last.revision);
     assert!(snapshot(&*store, &root).await.is_empty());
 }

@@ -132,10 +132,16 @@ impl Exec {
                     }
                 }
             }
-            Op::Delete(key) => {
-                Outcome::Deleted(store.delete(&self.abs(key)).await?.map(|e| self.seen(e)))
+            Op::Delete(key) => Outcome::Deleted(
+                store
+                    .delete(&self.abs(key))
+                    .await?
+                    .prev
+                    .map(|e| self.seen(e)),
+            ),
+            Op::DeletePrefix(p) => {
+                Outcome::DeletedPrefix(store.delete_prefix(&self.abs(p)).await?.deleted)
             }
-            Op::DeletePrefix(p) => Outcome::DeletedPrefix(store.delete_prefix(&self.abs(p)).await?),
             Op::Txn {
                 when,
                 then,

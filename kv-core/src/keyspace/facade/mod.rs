@@ -67,7 +67,7 @@ pub type ValueOf<K> = <<K as Key>::Value as Codec>::Value;
 /// assert_eq!(raw.value, br#"{"host":"10.0.0.5","maxConnections":20}"#);
 ///
 /// assert!(typed.exists(&key).await?);
-/// assert!(typed.delete(&key).await?);
+/// assert!(typed.delete(&key).await?.existed());
 /// assert_eq!(typed.get(&key).await?, None);
 /// # Ok(())
 /// # }

@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::keyspace::key::{Key, PlainKey, Prefix};
 use crate::range::{KeyRange, RangeOptions};
 use crate::store::PutOptions;
+use crate::store::{DeletePrefixResult, DeleteResult};
 
 impl TypedStore {
     /// The value of `key`, decoded by its codec; `None` when the key does not exist.
@@ -132,12 +133,13 @@ impl TypedStore {
         Ok(self.store.put(&key, &bytes, opts).await?.revision)
     }
 
-    /// Deletes `key` (and any collection stored at it); returns whether the key existed.
+    /// Deletes `key` (and any collection stored at it); returns the write's revision and
+    /// whether the key existed ([`DeleteResult::existed`]).
     ///
     /// # Errors
     /// Backend errors.
-    pub async fn delete<K: Key>(&self, key: &K) -> Result<bool> {
-        Ok(self.store.delete(&key_bytes(key)).await?.is_some())
+    pub async fn delete<K: Key>(&self, key: &K) -> Result<DeleteResult> {
+        self.store.delete(&key_bytes(key)).await
     }
 
     /// Whether `key` exists; reads no value.
@@ -151,14 +153,15 @@ impl TypedStore {
         Ok(self.store.range(opts).await?.count > 0)
     }
 
-    /// Deletes every key (and collection) in the directory `prefix`; returns how many.
+    /// Deletes every key (and collection) in the directory `prefix`; returns the write's
+    /// revision and how many keys went.
     /// Keys of a sibling directory sharing the same leading characters (`tenants/10/` for
     /// `tenants/1/`) are untouched: a prefix ends with its separator.
     ///
     /// # Errors
     /// `InvalidKey` for a prefix whose encoding does not end with its separator (it would
     /// reach into sibling directories; nothing is deleted); backend errors.
-    pub async fn delete_prefix<P: Prefix>(&self, prefix: &P) -> Result<u64> {
+    pub async fn delete_prefix<P: Prefix>(&self, prefix: &P) -> Result<DeletePrefixResult> {
         self.store.delete_prefix(&prefix_bytes(prefix)?).await
     }
 }
