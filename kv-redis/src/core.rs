@@ -2,15 +2,18 @@
 //! configuration, the capabilities, the scripts, the internal prefix), and the request
 //! helpers of the op files: running a script, naming internal keys, rejecting reserved keys,
 //! reading where the event log stands and the revision counter, and the lex bounds of a
-//! prefix; and [`reconcile`], the adoption of keys another program wrote, which reads and
-//! writes both run before acting on them.
+//! prefix. Under it: [`reconcile`], the adoption of keys another program wrote, which reads
+//! and writes both run before acting on them; [`decode`], the decoding of script replies and
+//! log entries; [`scripts`], the Lua scripts.
 
+pub(crate) mod decode;
 pub(crate) mod reconcile;
+pub(crate) mod scripts;
 
 use crate::config::RedisConfig;
-use crate::decode::{array, corrupted, int};
+use crate::core::decode::{array, corrupted, int};
+use crate::core::scripts::Scripts;
 use crate::error::map_redis_error;
-use crate::scripts::Scripts;
 use kv_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script, Value};

@@ -1,7 +1,7 @@
 //! Leases: a deadline sorted set on the server's clock, swept by every client.
 
 use crate::core::Core;
-use crate::decode::{array, byte_list, corrupted, int};
+use crate::core::decode::{array, byte_list, corrupted, int};
 use kv_core::{LeaseGrant, LeaseId, LeaseInfo, Result};
 use redis::Value;
 use std::sync::{Arc, Weak};

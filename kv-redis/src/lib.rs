@@ -3,12 +3,10 @@
 
 mod config;
 mod core;
-mod decode;
 mod error;
 mod lease;
 mod range;
 mod reconciler;
-mod scripts;
 mod store;
 mod txn;
 mod watch;

@@ -3,8 +3,8 @@
 //! rewound through the event log.
 
 use crate::core::Core;
+use crate::core::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
 use crate::core::reconcile::{Mode, reconcile_keys};
-use crate::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
 use crate::error::map_redis_error;
 use kv_core::raw::emulation::{
     Logged, Touched, check_revision, merge_page, rewind, rewind_with_collections,

@@ -2,8 +2,8 @@
 //! `scripts/txn.lua`), and the single-key `put` and `delete` with their own cheaper paths,
 //! dedicated scripts that share the transaction script's helpers.
 
+use crate::core::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
 use crate::core::{Core, prefix_lex_bounds};
-use crate::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
 use kv_core::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget,
     DeleteResult, Entry, OpResult, PutOptions, PutResult, Result, Txn, TxnOp, TxnResponse,

@@ -3,7 +3,7 @@
 //! compaction of that log (`scripts/compact.lua`).
 
 use crate::core::Core;
-use crate::decode::{array, corrupted, log_entry};
+use crate::core::decode::{array, corrupted, log_entry};
 use crate::error::map_redis_error;
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
@@ -70,7 +70,7 @@ impl Follower {
     fn accept(&mut self, entries: Vec<Value>) -> Result<Vec<WatchBatch>> {
         let mut batches = Vec::new();
         for raw in entries {
-            let crate::decode::LogEntry {
+            let crate::core::decode::LogEntry {
                 revision, events, ..
             } = log_entry(raw)?;
             if revision <= self.last {

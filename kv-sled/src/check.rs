@@ -1,9 +1,9 @@
 //! The consistency check: data, log, leases and metadata agree with each other.
 
-use crate::codec::{
+use crate::core::Core;
+use crate::core::codec::{
     LeaseRecord, attachment_key, corrupted, decode_entry, decode_events, lease_key, read_be,
 };
-use crate::core::Core;
 use crate::error::map_sled;
 use kv_core::raw::layout;
 use kv_core::{Event, Result, escape_bytes};

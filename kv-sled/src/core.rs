@@ -2,13 +2,16 @@
 //! database directory (sled's lock, the layout version, the state recovered from the trees);
 //! the one path every write takes (under the writer mutex, one sled transaction over the four
 //! trees, then the flush the durability asks for, then publication to watchers), which first
-//! expires the leases that are due; and the data tree as the emulation's ordered state.
+//! expires the leases that are due; and the data tree as the emulation's ordered state. The
+//! layout of the trees and the encoding of their records are in [`codec`].
 
-use crate::codec::{
+pub(crate) mod codec;
+
+use crate::config::{Durability, SledConfig};
+use crate::core::codec::{
     COMPACT_KEY, FORMAT_KEY, FORMAT_VERSION, LEASE_SEQ_KEY, LeaseRecord, attachment_key,
     attachments_prefix, be, corrupted, decode_entry, encode_events, lease_key, read_be,
 };
-use crate::config::{Durability, SledConfig};
 use crate::error::{map_sled, map_txn};
 use kv_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
 use kv_core::{Capabilities, Error, ErrorKind, Event, LeaseId, Result, Retention, Support};
@@ -24,7 +27,7 @@ use tokio::sync::{Notify, watch};
 /// Log records below the retained history are removed in batches of at least this many.
 const PRUNE_BATCH: i64 = 256;
 
-/// The four trees of the layout (see [`codec`](crate::codec)).
+/// The four trees of the layout (see [`codec`]).
 pub(crate) struct Trees {
     pub(crate) data: Tree,
     pub(crate) meta: Tree,

@@ -1,7 +1,7 @@
 //! Leases: persisted as wall-clock deadlines (they must survive restarts), expired by a
 //! background task while the store is open, at open, and before every write.
 
-use crate::codec::{LEASE_SEQ_KEY, LeaseRecord, be, lease_key};
+use crate::core::codec::{LEASE_SEQ_KEY, LeaseRecord, be, lease_key};
 use crate::core::{Core, Plan, attached_keys, now_ms, remove};
 use crate::error::map_sled;
 use kv_core::{Error, LeaseGrant, LeaseId, LeaseInfo, Result};

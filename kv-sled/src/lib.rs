@@ -2,7 +2,6 @@
 #![deny(missing_docs)]
 
 mod check;
-mod codec;
 mod config;
 mod core;
 mod error;

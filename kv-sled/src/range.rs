@@ -1,9 +1,9 @@
 //! Reads: single keys and paged ranges, straight from sled's ordered iteration; at a past
 //! revision, the current entries rewound through the event log.
 
-use crate::codec::{be, decode_entry, decode_record, read_be};
 use crate::core::Core;
 use crate::core::TreeState;
+use crate::core::codec::{be, decode_entry, decode_record, read_be};
 use crate::error::map_sled;
 use kv_core::raw::emulation::{
     Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,

@@ -1,7 +1,7 @@
 //! Transactions: compares, then one branch of ops planned against the data tree through an
 //! overlay (so later ops see earlier ones), committed as one sled transaction.
 
-use crate::codec::{attachment_key, decode_entry, encode_entry};
+use crate::core::codec::{attachment_key, decode_entry, encode_entry};
 use crate::core::{Commits, Core, Plan, TreeState, Writer};
 use kv_core::raw::emulation::{
     OrderedState, Overlay, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,

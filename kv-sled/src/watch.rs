@@ -3,7 +3,7 @@
 //! same path, so nothing falls between them, and a watcher that saw revision `r` before a
 //! restart resumes from `r + 1` after it.
 
-use crate::codec::{COMPACT_KEY, be, decode_events, read_be};
+use crate::core::codec::{COMPACT_KEY, be, decode_events, read_be};
 use crate::core::{Core, Plan};
 use crate::error::map_sled;
 use futures::StreamExt;
@@ -100,7 +100,7 @@ impl Cursor {
         for (key, record) in records {
             let revision = read_be(&key)?;
             if revision != self.next {
-                return Err(crate::codec::corrupted(format!(
+                return Err(crate::core::codec::corrupted(format!(
                     "the event log has no record of revision {}",
                     self.next
                 )));

@@ -4,7 +4,7 @@
 //! prefix deletes, `get` and the background reconciler.
 
 use super::{Core, prefix_lex_bounds};
-use crate::decode::{array, byte_list, corrupted, int};
+use crate::core::decode::{array, byte_list, corrupted, int};
 use crate::error::map_redis_error;
 use kv_core::Result;
 use redis::Value;
@@ -115,7 +115,7 @@ pub(crate) async fn adopt_prefix(core: &Core, prefix: &[u8]) -> Result<Reconcile
         if !keys.is_empty() {
             report.add(reconcile_keys(core, &keys, Mode::Adopt).await?);
         }
-        cursor = crate::decode::bytes(next)?;
+        cursor = crate::core::decode::bytes(next)?;
         if cursor == b"0" {
             return Ok(report);
         }
