@@ -37,9 +37,11 @@ pub struct EtcdConfig {
     pub connect_timeout_ms: u64,
     /// Time allowed for one request (not for watch streams), in milliseconds. Default: 10000.
     pub request_timeout_ms: u64,
-    /// User name for etcd's user/password authentication. Default: none.
-    pub user: Option<String>,
-    /// Password of [`EtcdConfig::user`]. Never printed by `Debug`. Default: none.
+    /// User name for etcd's user/password authentication. Default: none. (Formerly `user`,
+    /// still accepted by serde.)
+    #[serde(alias = "user")]
+    pub username: Option<String>,
+    /// Password of [`EtcdConfig::username`]. Never printed by `Debug`. Default: none.
     pub password: Option<String>,
     /// TLS settings; endpoints are then reached over HTTPS. Default: none.
     #[cfg(feature = "tls")]
@@ -80,7 +82,7 @@ impl Default for EtcdConfig {
             endpoints: vec!["127.0.0.1:2379".to_owned()],
             connect_timeout_ms: 5_000,
             request_timeout_ms: 10_000,
-            user: None,
+            username: None,
             password: None,
             #[cfg(feature = "tls")]
             tls: None,
@@ -98,7 +100,7 @@ impl fmt::Debug for EtcdConfig {
         d.field("endpoints", &self.endpoints)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("request_timeout_ms", &self.request_timeout_ms)
-            .field("user", &self.user)
+            .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "<hidden>"));
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
@@ -127,7 +129,7 @@ impl EtcdConfig {
 
     /// Authenticates as `user` with `password`.
     pub fn auth(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
-        self.user = Some(user.into());
+        self.username = Some(user.into());
         self.password = Some(password.into());
         self
     }
@@ -172,7 +174,7 @@ impl EtcdConfig {
                 let (user, password) = userinfo.split_once(':').ok_or_else(|| {
                     config_error("credentials in an etcd URL are user:password", url)
                 })?;
-                cfg.user = Some(decode(user, url)?);
+                cfg.username = Some(decode(user, url)?);
                 cfg.password = Some(decode(password, url)?);
                 hosts
             }
@@ -229,7 +231,7 @@ impl EtcdConfig {
                     .with_context("field", field));
             }
         }
-        if self.password.is_some() && self.user.is_none() {
+        if self.password.is_some() && self.username.is_none() {
             return Err(Error::new(ErrorKind::Config, "a password needs a user"));
         }
         if let Some(ns) = &self.namespace {
@@ -340,7 +342,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.endpoints, ["a:2379", "[::1]:2380"]);
-        assert_eq!(cfg.user.as_deref(), Some("u"));
+        assert_eq!(cfg.username.as_deref(), Some("u"));
         assert_eq!(cfg.password.as_deref(), Some("p:w"));
         assert_eq!(cfg.namespace.as_deref(), Some("t/1/"));
         assert_eq!(cfg.request_timeout(), Duration::from_millis(50));

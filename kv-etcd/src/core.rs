@@ -44,7 +44,7 @@ impl Core {
             .with_keep_alive(Duration::from_secs(5), config.request_timeout())
             .with_keep_alive_while_idle(true)
             .with_require_leader(true);
-        if let Some(user) = &config.user {
+        if let Some(user) = &config.username {
             // etcd's simple tokens expire after 5 idle minutes: authenticate again when they do.
             opts = opts
                 .with_user(user.clone(), config.password.clone().unwrap_or_default())

@@ -11,15 +11,17 @@ use std::time::Duration;
 /// use kv_mem::{MemConfig, MemStore};
 /// use kv_core::Store;
 ///
-/// let store = MemStore::with_config(MemConfig { history: 100, ..MemConfig::default() });
+/// let store = MemStore::with_config(MemConfig { history_retention: 100, ..MemConfig::default() });
 /// assert_eq!(store.capabilities().watch_retention, kv_core::Retention::Revisions(100));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemConfig {
-    /// How many of the latest revisions keep their events for watches that resume from an
-    /// earlier revision. Default: 10 000.
-    pub history: usize,
+    /// How many of the latest revisions keep their events, for watches that resume from an
+    /// earlier revision and reads at a past revision. Default: 10 000. (Formerly `history`,
+    /// still accepted by serde.)
+    #[serde(alias = "history")]
+    pub history_retention: u64,
     /// Most compares, and most ops per branch, in one transaction. Default: 128 (etcd's
     /// default `--max-txn-ops`).
     pub max_txn_ops: usize,
@@ -30,7 +32,7 @@ pub struct MemConfig {
 impl Default for MemConfig {
     fn default() -> Self {
         MemConfig {
-            history: 10_000,
+            history_retention: 10_000,
             max_txn_ops: 128,
             max_value_bytes: 1536 * 1024,
         }
@@ -45,7 +47,7 @@ impl MemConfig {
             max_txn_ops: self.max_txn_ops,
             max_value_bytes: self.max_value_bytes,
             ttl_granularity: Duration::from_millis(1),
-            watch_retention: Retention::Revisions(self.history as u64),
+            watch_retention: Retention::Revisions(self.history_retention),
             txn: Support::Native,
             leases: Support::Native,
             watch: Support::Native,
@@ -64,7 +66,7 @@ mod tests {
     #[test]
     fn a_partial_config_keeps_the_other_defaults() {
         let config: MemConfig = serde_json::from_str(r#"{"history": 5}"#).unwrap();
-        assert_eq!(config.history, 5);
+        assert_eq!(config.history_retention, 5);
         assert_eq!(config.max_txn_ops, MemConfig::default().max_txn_ops);
         assert!(serde_json::from_str::<MemConfig>(r#"{"histroy": 5}"#).is_err());
     }

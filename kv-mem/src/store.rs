@@ -62,7 +62,9 @@ impl MemStore {
     pub fn with_config(config: MemConfig) -> Self {
         MemStore {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::new(config.history)),
+                state: Mutex::new(State::new(
+                    usize::try_from(config.history_retention).unwrap_or(usize::MAX),
+                )),
                 caps: config.capabilities(),
                 wake: Arc::new(Notify::new()),
                 expiry: Mutex::new(None),

@@ -134,7 +134,7 @@ async fn interval_watches_see_only_their_interval() {
 #[tokio::test]
 async fn compaction_and_retention_give_compacted_errors() {
     let store = MemStore::with_config(MemConfig {
-        history: 3,
+        history_retention: 3,
         ..MemConfig::default()
     });
     let mut revisions = Vec::new();

@@ -35,8 +35,11 @@ pub struct RedisConfig {
     /// index, event log, leases). User keys starting with it are rejected as `InvalidKey`.
     /// Default `__kv:`.
     pub internal_prefix: String,
-    /// How many revisions of history the event log keeps for watches. Default 100 000.
-    pub watch_retention: u64,
+    /// How many revisions of history the event log keeps, for watches that resume from an
+    /// earlier revision and reads at a past revision. Default 100 000. (Formerly
+    /// `watch_retention`, still accepted by serde.)
+    #[serde(alias = "watch_retention")]
+    pub history_retention: u64,
     /// Most compares, and most ops per branch, in one transaction. Default 128.
     pub max_txn_ops: usize,
     /// How many times in a row a watch retries a lost connection before it reports
@@ -70,7 +73,7 @@ impl Default for RedisConfig {
             connect_timeout_ms: 5000,
             response_timeout_ms: 5000,
             internal_prefix: "__kv:".to_owned(),
-            watch_retention: 100_000,
+            history_retention: 100_000,
             max_txn_ops: 128,
             watch_retries: 20,
             persistent: false,
@@ -132,9 +135,9 @@ impl RedisConfig {
                 "the internal prefix must be non-empty and contain no NUL".to_owned(),
             ));
         }
-        if self.watch_retention == 0 || self.max_txn_ops == 0 || self.reconcile_scan_count == 0 {
+        if self.history_retention == 0 || self.max_txn_ops == 0 || self.reconcile_scan_count == 0 {
             return Err(config_error(
-                "watch_retention, max_txn_ops and reconcile_scan_count must be at least 1"
+                "history_retention, max_txn_ops and reconcile_scan_count must be at least 1"
                     .to_owned(),
             ));
         }
@@ -190,7 +193,7 @@ impl fmt::Debug for RedisConfig {
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("response_timeout_ms", &self.response_timeout_ms)
             .field("internal_prefix", &self.internal_prefix)
-            .field("watch_retention", &self.watch_retention)
+            .field("history_retention", &self.history_retention)
             .field("max_txn_ops", &self.max_txn_ops)
             .field("watch_retries", &self.watch_retries)
             .field("persistent", &self.persistent)

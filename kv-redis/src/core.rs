@@ -13,7 +13,7 @@ pub(crate) mod scripts;
 use crate::config::RedisConfig;
 use crate::core::decode::{array, corrupted, int};
 use crate::core::scripts::Scripts;
-use crate::error::map_redis_error;
+use crate::error::map_error;
 use kv_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script, Value};
@@ -62,7 +62,7 @@ impl Core {
     pub(crate) async fn connect(config: RedisConfig) -> Result<Core> {
         let info = config.connection_info()?;
         let db = info.redis_settings().db();
-        let client = redis::Client::open(info).map_err(|e| map_redis_error(e, "connect"))?;
+        let client = redis::Client::open(info).map_err(|e| map_error("connect", e))?;
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.connect_timeout()))
             .set_response_timeout(Some(config.response_timeout()))
@@ -70,13 +70,13 @@ impl Core {
         let con = client
             .get_connection_manager_with_config(manager_config)
             .await
-            .map_err(|e| map_redis_error(e, "connect"))?;
+            .map_err(|e| map_error("connect", e))?;
         let caps = Capabilities {
             backend: "redis",
             max_txn_ops: config.max_txn_ops,
             max_value_bytes: MAX_VALUE_BYTES,
             ttl_granularity: Duration::from_millis(1),
-            watch_retention: Retention::Revisions(config.watch_retention),
+            watch_retention: Retention::Revisions(config.history_retention),
             txn: Support::Native,
             leases: Support::Emulated,
             watch: Support::Emulated,
@@ -154,7 +154,7 @@ impl Core {
         invocation
             .invoke_async(&mut con)
             .await
-            .map_err(|e| map_redis_error(e, op))
+            .map_err(|e| map_error(op, e))
     }
 
     /// Runs a writing script: the prefix, the log retention, then `args`.
@@ -164,7 +164,7 @@ impl Core {
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
-        let retention = self.config.watch_retention.to_string();
+        let retention = self.config.history_retention.to_string();
         let mut all: Vec<&[u8]> = Vec::with_capacity(args.len() + 1);
         all.push(retention.as_bytes());
         all.extend_from_slice(args);
@@ -209,7 +209,7 @@ impl Core {
             .arg(self.internal("rev"))
             .query_async(&mut con)
             .await
-            .map_err(|e| map_redis_error(e, "revision"))?;
+            .map_err(|e| map_error("revision", e))?;
         Ok(rev.unwrap_or(0))
     }
 }

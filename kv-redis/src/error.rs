@@ -5,7 +5,7 @@ use redis::{RedisError, ServerErrorKind};
 
 /// Maps a redis-rs error (including the typed error replies of this crate's scripts, whose
 /// codes start with `KV`) into a [`kv_core::Error`] with the error as its source.
-pub(crate) fn map_redis_error(err: RedisError, op: &'static str) -> Error {
+pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
     let detail = err.detail().unwrap_or_default().to_owned();
     let (kind, message) = match err.code() {
         Some("KVWRONGTYPE") => (

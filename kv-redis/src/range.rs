@@ -5,7 +5,7 @@
 use crate::core::Core;
 use crate::core::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
 use crate::core::reconcile::{Mode, reconcile_keys};
-use crate::error::map_redis_error;
+use crate::error::map_error;
 use kv_core::raw::emulation::{
     Logged, Touched, check_revision, merge_page, rewind, rewind_with_collections,
 };
@@ -68,7 +68,7 @@ async fn read_key(core: &Core, key: &[u8]) -> Result<KeyRead> {
     let reply: Value = pipe
         .query_async(&mut con)
         .await
-        .map_err(|e| map_redis_error(e, "get"))?;
+        .map_err(|e| map_error("get", e))?;
     let mut parts = array(reply)?.into_iter();
     let (Some(meta), Some(value)) = (parts.next(), parts.next()) else {
         return Err(corrupted("a get reply has metadata and a value"));
@@ -93,7 +93,7 @@ async fn read_key(core: &Core, key: &[u8]) -> Result<KeyRead> {
 /// The error of one command inside a MULTI/EXEC reply, mapped like any other.
 fn reply_or_error(value: Value) -> Result<Value> {
     match value {
-        Value::ServerError(e) => Err(map_redis_error(e.into(), "get")),
+        Value::ServerError(e) => Err(map_error("get", e.into())),
         other => Ok(other),
     }
 }
@@ -240,7 +240,7 @@ impl Log {
                 .arg(1000)
                 .query_async(&mut con)
                 .await
-                .map_err(|e| map_redis_error(e, "range"))?;
+                .map_err(|e| map_error("range", e))?;
             let entries = array(reply)?;
             if entries.is_empty() {
                 return Ok(());

@@ -9,7 +9,7 @@
 
 use crate::core::Core;
 use crate::core::reconcile::{Mode, glob_prefix, reconcile_keys, reconcile_prefix};
-use crate::error::map_redis_error;
+use crate::error::map_error;
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Result};
 use redis::aio::PubSubStream;
@@ -56,7 +56,7 @@ pub(crate) async fn try_lead(core: &Core, id: &str) -> Result<bool> {
         .arg(ttl)
         .invoke_async(&mut core.con.clone())
         .await
-        .map_err(|e| map_redis_error(e, "reconcile"))?;
+        .map_err(|e| map_error("reconcile", e))?;
     Ok(led == 1)
 }
 
@@ -219,14 +219,14 @@ async fn subscribe(core: &Core) -> Result<PubSubStream> {
     let mut pubsub = tokio::time::timeout(core.config.connect_timeout(), connect)
         .await
         .map_err(|_| Error::new(ErrorKind::Timeout, "subscribing to notifications timed out"))?
-        .map_err(|e| map_redis_error(e, "reconcile"))?;
+        .map_err(|e| map_error("reconcile", e))?;
     for root in &core.config.reconcile_roots {
         let mut channel = format!("__keyspace@{}__:", core.db).into_bytes();
         channel.extend(glob_prefix(root.as_bytes()));
         pubsub
             .psubscribe(channel)
             .await
-            .map_err(|e| map_redis_error(e, "reconcile"))?;
+            .map_err(|e| map_error("reconcile", e))?;
     }
     Ok(pubsub.into_on_message())
 }
@@ -238,7 +238,7 @@ async fn notification_flags(core: &Core) -> Result<String> {
         .arg("notify-keyspace-events")
         .query_async(&mut core.con.clone())
         .await
-        .map_err(|e| map_redis_error(e, "reconcile"))?;
+        .map_err(|e| map_error("reconcile", e))?;
     Ok(reply.get(1).cloned().unwrap_or_default())
 }
 
@@ -257,7 +257,7 @@ async fn enable_notifications(core: &Core) -> Result<()> {
         .arg(wanted)
         .query_async(&mut core.con.clone())
         .await
-        .map_err(|e| map_redis_error(e, "reconcile"))?;
+        .map_err(|e| map_error("reconcile", e))?;
     Ok(())
 }
 

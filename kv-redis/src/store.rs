@@ -72,11 +72,12 @@ impl RedisStore {
         crate::core::reconcile::reconcile(&self.core, prefix).await
     }
 
-    /// Connects to `url` with the default configuration.
+    /// Connects to `url` (`redis://host:port/db`, `rediss://...`) with the default
+    /// configuration.
     ///
     /// # Errors
     /// As [`RedisStore::connect`].
-    pub async fn open(url: &str) -> Result<Self> {
+    pub async fn from_url(url: &str) -> Result<Self> {
         Self::connect(RedisConfig::new(url)).await
     }
 

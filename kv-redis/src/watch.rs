@@ -4,7 +4,7 @@
 
 use crate::core::Core;
 use crate::core::decode::{array, corrupted, log_entry};
-use crate::error::map_redis_error;
+use crate::error::map_error;
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use redis::{AsyncConnectionConfig, Value};
@@ -172,7 +172,7 @@ impl Reader {
                 .client
                 .get_multiplexed_async_connection_with_config(&config)
                 .await
-                .map_err(|e| unavailable(map_redis_error(e, "watch")))?;
+                .map_err(|e| unavailable(map_error("watch", e)))?;
             *con = Some(fresh);
         }
         let Some(c) = con.as_mut() else {
@@ -188,7 +188,7 @@ impl Reader {
             .arg(format!("{last}-0"))
             .query_async(c)
             .await
-            .map_err(|e| unavailable(map_redis_error(e, "watch")))?;
+            .map_err(|e| unavailable(map_error("watch", e)))?;
         // Nil on timeout; otherwise [[stream, [entries...]]].
         let mut streams = array(reply)?.into_iter();
         match streams.next() {

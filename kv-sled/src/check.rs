@@ -4,7 +4,7 @@ use crate::core::Core;
 use crate::core::codec::{
     LeaseRecord, attachment_key, corrupted, decode_entry, decode_events, lease_key, read_be,
 };
-use crate::error::map_sled;
+use crate::error::map_error;
 use kv_core::raw::layout;
 use kv_core::{Event, Result, escape_bytes};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,7 +23,7 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
     let mut log: BTreeMap<i64, Vec<Event>> = BTreeMap::new();
     let mut expected = None;
     for kv in t.log.iter() {
-        let (key, value) = kv.map_err(map_sled)?;
+        let (key, value) = kv.map_err(map_error)?;
         let rev = read_be(&key)?;
         if let Some(expected) = expected
             && expected != rev
@@ -62,7 +62,7 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
     let mut leases = BTreeSet::new();
     let mut attachments = BTreeSet::new();
     for kv in t.leases.iter() {
-        let (key, value) = kv.map_err(map_sled)?;
+        let (key, value) = kv.map_err(map_error)?;
         match key.first() {
             Some(b'L') => {
                 let id = read_be(&key[1..])?;
@@ -96,7 +96,7 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
 
     // Data: metadata within the revision; leases attached; the last write in the log.
     for kv in t.data.iter() {
-        let (key, value) = kv.map_err(map_sled)?;
+        let (key, value) = kv.map_err(map_error)?;
         if layout::is_reserved(&key) {
             continue;
         }
@@ -114,7 +114,7 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
                 return Err(corrupted(format!("the key's lease {id} does not list it"))
                     .with_context("key", ctx()));
             }
-            if t.leases.get(lease_key(id.0)).map_err(map_sled)?.is_none() {
+            if t.leases.get(lease_key(id.0)).map_err(map_error)?.is_none() {
                 return Err(corrupted(format!("the key's lease {id} does not exist"))
                     .with_context("key", ctx()));
             }

@@ -12,7 +12,7 @@ use crate::core::codec::{
     COMPACT_KEY, FORMAT_KEY, FORMAT_VERSION, LEASE_SEQ_KEY, LeaseRecord, attachment_key,
     attachments_prefix, be, corrupted, decode_entry, encode_events, lease_key, read_be,
 };
-use crate::error::{map_sled, map_txn};
+use crate::error::{map_error, map_txn};
 use kv_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
 use kv_core::{Capabilities, Error, ErrorKind, Event, LeaseId, Result, Retention, Support};
 use sled::Tree;
@@ -201,7 +201,7 @@ impl Core {
     ) -> Result<T> {
         let (out, commits) = self.write_locked(f);
         if commits.wrote && self.config.durability == Durability::FlushOnCommit {
-            self.db.flush().map_err(map_sled)?;
+            self.db.flush().map_err(map_error)?;
         }
         self.publish(commits.revision);
         out
@@ -250,7 +250,7 @@ impl Core {
                     .with_source(e)
             })?
             .map(drop)
-            .map_err(map_sled)
+            .map_err(map_error)
     }
 
     fn publish(&self, revision: Option<i64>) {
@@ -328,7 +328,7 @@ impl Core {
             for rev in w.log_floor..to {
                 remove.remove(&be(rev));
             }
-            self.trees.log.apply_batch(remove).map_err(map_sled)?;
+            self.trees.log.apply_batch(remove).map_err(map_error)?;
             w.log_floor = to;
         }
         Ok(())
@@ -367,7 +367,7 @@ pub(crate) fn open(
         .cache_capacity(config.cache_capacity)
         .flush_every_ms(Some(flush_every));
     let db = open_db(&sled_config).map_err(|e| e.with_context("path", &path))?;
-    let tree = |name: &str| db.open_tree(name).map_err(map_sled);
+    let tree = |name: &str| db.open_tree(name).map_err(map_error);
     let trees = Trees {
         data: tree("kv.data")?,
         meta: tree("kv.meta")?,
@@ -376,11 +376,11 @@ pub(crate) fn open(
     };
     check_format(&db, &trees).map_err(|e| e.with_context("path", &path))?;
 
-    let revision = match trees.log.last().map_err(map_sled)? {
+    let revision = match trees.log.last().map_err(map_error)? {
         Some((key, _)) => read_be(&key)?,
         None => 0,
     };
-    let log_floor = match trees.log.first().map_err(map_sled)? {
+    let log_floor = match trees.log.first().map_err(map_error)? {
         Some((key, _)) => read_be(&key)?,
         None => revision + 1,
     };
@@ -390,7 +390,7 @@ pub(crate) fn open(
         .max(1);
     let mut leases = LeaseIndex::default();
     for kv in trees.leases.scan_prefix(b"L") {
-        let (key, value) = kv.map_err(map_sled)?;
+        let (key, value) = kv.map_err(map_error)?;
         leases.insert(read_be(&key[1..])?, LeaseRecord::decode(&value)?);
     }
     let lease_seq = meta_i64(&trees, LEASE_SEQ_KEY)?.unwrap_or(0);
@@ -444,7 +444,7 @@ fn open_db(config: &sled::Config) -> Result<sled::Db> {
         match config.open() {
             Ok(db) => return Ok(db),
             Err(err) => {
-                let err = map_sled(err);
+                let err = map_error(err);
                 if err.kind() != ErrorKind::Unavailable || started.elapsed() >= LOCK_RELEASE_WAIT {
                     return Err(err);
                 }
@@ -503,7 +503,7 @@ fn meta_i64(trees: &Trees, key: &[u8]) -> Result<Option<i64>> {
     trees
         .meta
         .get(key)
-        .map_err(map_sled)?
+        .map_err(map_error)?
         .map(|v| read_be(&v))
         .transpose()
 }
@@ -532,8 +532,8 @@ fn check_format(db: &sled::Db, trees: &Trees) -> Result<()> {
             trees
                 .meta
                 .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
-                .map_err(map_sled)?;
-            db.flush().map_err(map_sled)?;
+                .map_err(map_error)?;
+            db.flush().map_err(map_error)?;
             Ok(())
         }
     }
@@ -555,7 +555,7 @@ pub(crate) fn attached_keys(inner: &Core, id: i64) -> Result<Vec<Vec<u8>>> {
         .scan_prefix(&prefix)
         .map(|kv| {
             kv.map(|(k, _)| k[prefix.len()..].to_vec())
-                .map_err(map_sled)
+                .map_err(map_error)
         })
         .collect()
 }
@@ -567,7 +567,7 @@ pub(crate) fn remove(inner: &Core, w: &mut Writer, commits: &mut Commits, id: i6
     plan.leases.insert(lease_key(id), None);
     for key in attached_keys(inner, id)? {
         plan.leases.insert(attachment_key(id, &key), None);
-        let Some(bytes) = inner.trees.data.get(&key).map_err(map_sled)? else {
+        let Some(bytes) = inner.trees.data.get(&key).map_err(map_error)? else {
             continue;
         };
         let prev = decode_entry(&key, &bytes, false)?;
@@ -601,7 +601,7 @@ pub(crate) struct TreeState<'a>(pub(crate) &'a sled::Tree);
 
 impl OrderedState for TreeState<'_> {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.0.get(key).map_err(map_sled)?.map(|v| v.to_vec()))
+        Ok(self.0.get(key).map_err(map_error)?.map(|v| v.to_vec()))
     }
 
     fn scan(
@@ -616,7 +616,7 @@ impl OrderedState for TreeState<'_> {
         self.0
             .range::<&[u8], _>(start..end)
             .take(limit.unwrap_or(usize::MAX))
-            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(map_sled))
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(map_error))
             .collect()
     }
 
@@ -629,6 +629,6 @@ impl OrderedState for TreeState<'_> {
             .next_back()
             .transpose()
             .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
-            .map_err(map_sled)
+            .map_err(map_error)
     }
 }

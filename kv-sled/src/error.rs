@@ -7,7 +7,7 @@ use sled::transaction::TransactionError;
 ///
 /// sled reports a database directory locked by another process as an I/O error saying "could
 /// not acquire lock"; that becomes a non-retryable `Unavailable` error naming the cause.
-pub(crate) fn map_sled(err: sled::Error) -> Error {
+pub(crate) fn map_error(err: sled::Error) -> Error {
     match &err {
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => Error::new(
             ErrorKind::Unavailable,
@@ -32,7 +32,7 @@ pub(crate) fn map_sled(err: sled::Error) -> Error {
 /// Maps the error of a sled transaction that is never aborted by its closure.
 pub(crate) fn map_txn(err: TransactionError<()>) -> Error {
     match err {
-        TransactionError::Storage(err) => map_sled(err),
+        TransactionError::Storage(err) => map_error(err),
         TransactionError::Abort(()) => Error::new(
             ErrorKind::Backend,
             "sled: a transaction that applies precomputed writes was aborted",

@@ -3,7 +3,7 @@
 
 use crate::core::codec::{LEASE_SEQ_KEY, LeaseRecord, be, lease_key};
 use crate::core::{Core, Plan, attached_keys, now_ms, remove};
-use crate::error::map_sled;
+use crate::error::map_error;
 use kv_core::{Error, LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -72,7 +72,7 @@ pub(crate) fn time_to_live(inner: &Core, id: LeaseId) -> Result<LeaseInfo> {
     let record = t
         .leases
         .get(lease_key(id.0))
-        .map_err(map_sled)?
+        .map_err(map_error)?
         .ok_or_else(|| Error::lease_not_found(id))
         .and_then(|bytes| LeaseRecord::decode(&bytes))?;
     let remaining = record.deadline_ms - now_ms();

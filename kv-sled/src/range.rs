@@ -4,7 +4,7 @@
 use crate::core::Core;
 use crate::core::TreeState;
 use crate::core::codec::{be, decode_entry, decode_record, read_be};
-use crate::error::map_sled;
+use crate::error::map_error;
 use kv_core::raw::emulation::{
     Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
@@ -18,7 +18,7 @@ pub(crate) fn get(inner: &Core, key: &[u8]) -> Result<Option<Entry>> {
         .trees
         .data
         .get(key)
-        .map_err(map_sled)?
+        .map_err(map_error)?
         .map(|bytes| decode_entry(key, &bytes, false))
         .transpose()
 }
@@ -44,7 +44,7 @@ pub(crate) fn range(inner: &Core, opts: &RangeOptions) -> Result<RangeResult> {
     check_revision(revision, current, (inner.oldest() - 1).max(floor))?;
     let mut events = Vec::new();
     for record in inner.trees.log.range(be(revision + 1)..=be(current)) {
-        let (key, record) = record.map_err(map_sled)?;
+        let (key, record) = record.map_err(map_error)?;
         let (logged, deleted) = decode_record(&record)?;
         events.push(Logged {
             revision: read_be(&key)?,
@@ -68,7 +68,7 @@ fn range_now(inner: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeRe
         let mut count = 0u64;
         if end.as_ref().is_none_or(|end| *end > start) {
             for kv in scan(inner, &start, end.as_deref()) {
-                kv.map_err(map_sled)?;
+                kv.map_err(map_error)?;
                 count += 1;
             }
         }
@@ -103,7 +103,7 @@ fn entries(
     let limit = limit.unwrap_or(usize::MAX);
     let mut entries = Vec::new();
     for kv in scan(inner, &start, end.as_deref()) {
-        let (key, value) = kv.map_err(map_sled)?;
+        let (key, value) = kv.map_err(map_error)?;
         if entries.len() == limit {
             return Ok((entries, false));
         }

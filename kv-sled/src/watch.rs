@@ -5,7 +5,7 @@
 
 use crate::core::codec::{COMPACT_KEY, be, decode_events, read_be};
 use crate::core::{Core, Plan};
-use crate::error::map_sled;
+use crate::error::map_error;
 use futures::StreamExt;
 use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
@@ -90,7 +90,7 @@ impl Cursor {
             .range(be(self.next)..=be(published))
             .take(READ_BATCH)
             .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(map_sled)?;
+            .map_err(map_error)?;
         // Compaction only moves forward: if `next` is still retained now, every record
         // read above was there when it was read.
         let oldest = inner.oldest();

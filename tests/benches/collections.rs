@@ -80,7 +80,7 @@ fn guarded_put(key: &str, guard: Option<&str>) -> Txn {
 }
 
 async fn redis(server: &RedisServer) {
-    let store = RedisStore::open(&server.url()).await.unwrap();
+    let store = RedisStore::from_url(&server.url()).await.unwrap();
     let client = redis::Client::open(server.url()).unwrap();
     let con: MultiplexedConnection = client.get_multiplexed_async_connection().await.unwrap();
     pair(

@@ -40,7 +40,7 @@ async fn load(store: &RedisStore, n: usize) {
 async fn open(server: &RedisServer) -> RedisStore {
     let mut config = RedisConfig::new(server.url());
     // The loads write a million keys; the log needs no more history than the bench reads.
-    config.watch_retention = 1000;
+    config.history_retention = 1000;
     RedisStore::connect(config).await.expect("connect")
 }
 

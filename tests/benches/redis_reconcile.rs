@@ -180,7 +180,7 @@ async fn throughput(ctx: &Arc<Ctx>, op: Op, keys: Keys, per_task: usize) -> (f64
 fn point_ops(server: &RedisServer, runtime: &tokio::runtime::Runtime, label: &str, run: usize) {
     let ctx = runtime.block_on(async {
         let ctx = Arc::new(Ctx {
-            store: RedisStore::open(&server.url()).await.unwrap(),
+            store: RedisStore::from_url(&server.url()).await.unwrap(),
             con: kv_tests::harness::redis_connection(&server.url()).await,
             counter: AtomicUsize::new(0),
             run,
@@ -214,7 +214,7 @@ fn point_ops(server: &RedisServer, runtime: &tokio::runtime::Runtime, label: &st
 
 async fn reconcile_cost(server: &RedisServer) {
     let mut con = kv_tests::harness::redis_connection(&server.url()).await;
-    let store = RedisStore::open(&server.url()).await.unwrap();
+    let store = RedisStore::from_url(&server.url()).await.unwrap();
     let rounds = if quick() { 2 } else { 5 };
     let (mut adopt, mut again) = (Vec::new(), Vec::new());
     for round in 0..rounds {

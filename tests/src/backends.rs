@@ -40,7 +40,7 @@ pub async fn etcd() -> Option<Arc<dyn Store>> {
 /// redis-server is missing and servers are not required).
 pub async fn redis() -> Option<Arc<dyn Store>> {
     let server = shared_redis().await?;
-    let store = RedisStore::open(&server.url())
+    let store = RedisStore::from_url(&server.url())
         .await
         .expect("connect to the harness Redis");
     Some(Arc::new(store))

@@ -16,7 +16,7 @@ use std::time::Duration;
 /// A store on the shared server, or `None` (after a SKIP line) without `redis-server`.
 async fn store() -> Option<RedisStore> {
     let server = shared_redis().await?;
-    Some(RedisStore::open(&server.url()).await.expect("connect"))
+    Some(RedisStore::from_url(&server.url()).await.expect("connect"))
 }
 
 /// A store on the shared server with its own internal prefix (its own revisions and log).
@@ -40,7 +40,7 @@ async fn native_types_are_visible_to_other_redis_clients() {
     let Some(server) = shared_redis().await else {
         return;
     };
-    let store = RedisStore::open(&server.url()).await.unwrap();
+    let store = RedisStore::from_url(&server.url()).await.unwrap();
     let root = key_root("native");
     let (plain, set, map, list) = (
         format!("{root}plain"),
@@ -286,8 +286,8 @@ async fn two_clients_cas_increment_one_key() {
         return;
     };
     let stores: Vec<Arc<dyn Store>> = vec![
-        Arc::new(RedisStore::open(&server.url()).await.unwrap()),
-        Arc::new(RedisStore::open(&server.url()).await.unwrap()),
+        Arc::new(RedisStore::from_url(&server.url()).await.unwrap()),
+        Arc::new(RedisStore::from_url(&server.url()).await.unwrap()),
     ];
     let key = format!("{}counter", key_root("cas")).into_bytes();
     stores[0]
@@ -331,7 +331,7 @@ async fn two_clients_cas_increment_one_key() {
 
 #[tokio::test]
 async fn a_watch_from_a_trimmed_revision_is_compacted() {
-    let Some(store) = isolated_store(|c| c.watch_retention = 5).await else {
+    let Some(store) = isolated_store(|c| c.history_retention = 5).await else {
         return;
     };
     let root = key_root("trim");
@@ -440,7 +440,7 @@ async fn restart_under_writes_and_a_watch_loses_nothing() {
     let Some(mut server) = RedisServer::start_with_aof() else {
         return;
     };
-    let store = Arc::new(RedisStore::open(&server.url()).await.unwrap());
+    let store = Arc::new(RedisStore::from_url(&server.url()).await.unwrap());
     let root = key_root("restart");
     let start = store.revision().await.unwrap() + 1;
     let mut watch = store

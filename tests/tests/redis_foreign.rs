@@ -51,7 +51,7 @@ impl RawWriter for RedisRaw {
 async fn setup_redis() -> Option<(Arc<RedisStore>, RedisRaw)> {
     let server = shared_redis().await?;
     let store = Arc::new(
-        RedisStore::open(&server.url())
+        RedisStore::from_url(&server.url())
             .await
             .expect("connect to the harness Redis"),
     );

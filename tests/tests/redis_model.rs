@@ -8,7 +8,7 @@ use std::sync::Arc;
 async fn redis_store() -> Option<Arc<dyn Store>> {
     let server = shared_redis().await?;
     Some(Arc::new(
-        RedisStore::open(&server.url())
+        RedisStore::from_url(&server.url())
             .await
             .expect("connect to Redis"),
     ))

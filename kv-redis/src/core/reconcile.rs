@@ -5,7 +5,7 @@
 
 use super::{Core, prefix_lex_bounds};
 use crate::core::decode::{array, byte_list, corrupted, int};
-use crate::error::map_redis_error;
+use crate::error::map_error;
 use kv_core::Result;
 use redis::Value;
 
@@ -103,7 +103,7 @@ pub(crate) async fn adopt_prefix(core: &Core, prefix: &[u8]) -> Result<Reconcile
             .arg(core.config.reconcile_scan_count)
             .query_async(&mut con)
             .await
-            .map_err(|e| map_redis_error(e, "reconcile"))?;
+            .map_err(|e| map_error("reconcile", e))?;
         let mut parts = array(reply)?.into_iter();
         let (Some(next), Some(keys)) = (parts.next(), parts.next()) else {
             return Err(corrupted("a SCAN reply has a cursor and keys"));
@@ -140,7 +140,7 @@ async fn check_indexed(core: &Core, prefix: &[u8]) -> Result<ReconcileReport> {
                 .arg(PAGE)
                 .query_async(&mut con)
                 .await
-                .map_err(|e| map_redis_error(e, "reconcile"))?;
+                .map_err(|e| map_error("reconcile", e))?;
             let Some(last) = keys.last() else { break };
             min = [b"(".as_slice(), last].concat();
             report.add(reconcile_keys(core, &keys, Mode::Full).await?);
