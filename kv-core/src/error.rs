@@ -14,7 +14,18 @@ pub enum ErrorKind {
     NotFound,
     /// The key or object already exists (a `create` lost the race).
     AlreadyExists,
-    /// A transaction's compares did not hold, or an optimistic retry budget ran out.
+    /// An operation built on compares gave up: its condition did not hold, or it lost the race
+    /// against concurrent writers more often than its retry budget allows (then it is
+    /// retryable, and nothing was written).
+    ///
+    /// A transaction whose compares do not hold is *not* an error: [`Store::txn`] answers
+    /// `Ok` with [`TxnResponse::succeeded`] false and the failure branch's results, and the
+    /// typed facade's `commit` likewise. This kind is for the operations layered on top
+    /// (locks, schema operations with optimistic retries) that must report a failed
+    /// condition as a failure.
+    ///
+    /// [`Store::txn`]: crate::Store::txn
+    /// [`TxnResponse::succeeded`]: crate::TxnResponse::succeeded
     ConditionFailed,
     /// A key, prefix or segment is malformed (empty, reserved, too long, bad charset).
     InvalidKey,

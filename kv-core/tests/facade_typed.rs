@@ -4,7 +4,8 @@ mod facade_keys;
 
 use facade_keys::*;
 use kv_core::keyspace::{
-    Encrypted, EncryptionKey, Json, Key, Keyring, ListOptions, Prefix, Template, Text, TypedStore,
+    Encrypted, EncryptionKey, Json, Key, Keyring, ListOptions, ListPrefix, Prefix, Template, Text,
+    TypedStore,
 };
 use kv_core::{CompareOp, ErrorKind, OpResult};
 use std::collections::BTreeMap;
@@ -444,9 +445,12 @@ struct UnterminatedTenantDir {
     id: u64,
 }
 
+impl ListPrefix for UnterminatedTenantDir {
+    type Key = TenantMetaKey;
+}
+
 impl Prefix for UnterminatedTenantDir {
     const TEMPLATE: &'static str = "{root}/tenants/{id}/";
-    type Key = TenantMetaKey;
     fn template() -> &'static Template {
         static T: LazyLock<Template> =
             LazyLock::new(|| Template::prefix(UnterminatedTenantDir::TEMPLATE, None).unwrap());

@@ -2,8 +2,8 @@
 #![cfg(feature = "proptest")]
 
 use kv_core::keyspace::{
-    FieldInfo, FindingKind, Key, KeyError, KeyStrategy, Keyspace, KeyspaceStrategy, NoMatch,
-    Prefix, PrefixStrategy, Segment, SegmentError, SegmentStrategy, Separator, Template,
+    FieldInfo, FindingKind, Key, KeyError, KeyStrategy, Keyspace, KeyspaceStrategy, ListPrefix,
+    NoMatch, Prefix, PrefixStrategy, Segment, SegmentError, SegmentStrategy, Separator, Template,
     TemplateInfo, Text, check_keyspace, decode_field, segment, verify_key, verify_keyspace,
     verify_prefix, verify_segment, verify_segment_order,
 };
@@ -145,9 +145,12 @@ struct NoTrailingSeparator {
     x: u64,
 }
 
+impl ListPrefix for NoTrailingSeparator {
+    type Key = CleanKey;
+}
+
 impl Prefix for NoTrailingSeparator {
     const TEMPLATE: &'static str = "t/{x}/";
-    type Key = CleanKey;
     fn template() -> &'static Template {
         static T: LazyLock<Template> = LazyLock::new(|| Template::prefix("t/{x}/", None).unwrap());
         &T

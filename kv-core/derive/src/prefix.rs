@@ -2,7 +2,7 @@
 
 use crate::attrs::{KeyAttrs, Target};
 use crate::codegen::{Layout, ks};
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::quote;
 use syn::DeriveInput;
 
@@ -15,12 +15,6 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         true,
         "Prefix",
     )?;
-    let Some(key) = attrs.key else {
-        return Err(syn::Error::new(
-            Span::call_site(),
-            "#[derive(Prefix)] needs the key type it lists: `#[kv(key = TenantMetaKey)]`",
-        ));
-    };
     let ks = ks();
     let name = &input.ident;
     let lit = &layout.lit;
@@ -43,12 +37,54 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         "the template of the key listed by `{name}` does not start with `{}` (or its hash tag differs)",
         text.replace('{', "{{").replace('}', "}}")
     );
+    // With the key type it lists: the `ListPrefix` impl, and a compile-time check that the
+    // key's template extends this one, with the same hash tag.
+    let listed = match &attrs.key {
+        None => TokenStream::new(),
+        Some(key) => quote! {
+            #[automatically_derived]
+            impl #ks::ListPrefix for #name {
+                type Key = #key;
+            }
+
+            const _: () = {
+                const fn starts_with(s: &[u8], p: &[u8]) -> bool {
+                    if p.len() > s.len() {
+                        return false;
+                    }
+                    let mut i = 0;
+                    while i < p.len() {
+                        if s[i] != p[i] {
+                            return false;
+                        }
+                        i += 1;
+                    }
+                    true
+                }
+                const fn same_tag(a: ::core::option::Option<&str>, b: ::core::option::Option<&str>) -> bool {
+                    match (a, b) {
+                        (::core::option::Option::None, ::core::option::Option::None) => true,
+                        (::core::option::Option::Some(a), ::core::option::Option::Some(b)) => {
+                            a.len() == b.len() && starts_with(a.as_bytes(), b.as_bytes())
+                        }
+                        _ => false,
+                    }
+                }
+                ::core::assert!(
+                    starts_with(
+                        <#key as #ks::Key>::TEMPLATE.as_bytes(),
+                        <#name as #ks::Prefix>::TEMPLATE.as_bytes(),
+                    ) && same_tag(<#key as #ks::Key>::HASH_TAG, <#name as #ks::Prefix>::HASH_TAG),
+                    #not_prefix
+                );
+            };
+        },
+    };
     Ok(quote! {
         #[automatically_derived]
         impl #ks::Prefix for #name {
             const TEMPLATE: &'static str = #lit;
             const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;
-            type Key = #key;
 
             fn template() -> &'static #ks::Template {
                 static TEMPLATE: ::std::sync::LazyLock<#ks::Template> =
@@ -78,38 +114,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             }
         }
 
-        // The listed key's template must extend this one, with the same hash tag.
-        const _: () = {
-            const fn starts_with(s: &[u8], p: &[u8]) -> bool {
-                if p.len() > s.len() {
-                    return false;
-                }
-                let mut i = 0;
-                while i < p.len() {
-                    if s[i] != p[i] {
-                        return false;
-                    }
-                    i += 1;
-                }
-                true
-            }
-            const fn same_tag(a: ::core::option::Option<&str>, b: ::core::option::Option<&str>) -> bool {
-                match (a, b) {
-                    (::core::option::Option::None, ::core::option::Option::None) => true,
-                    (::core::option::Option::Some(a), ::core::option::Option::Some(b)) => {
-                        a.len() == b.len() && starts_with(a.as_bytes(), b.as_bytes())
-                    }
-                    _ => false,
-                }
-            }
-            ::core::assert!(
-                starts_with(
-                    <#key as #ks::Key>::TEMPLATE.as_bytes(),
-                    <#name as #ks::Prefix>::TEMPLATE.as_bytes(),
-                ) && same_tag(<#key as #ks::Key>::HASH_TAG, <#name as #ks::Prefix>::HASH_TAG),
-                #not_prefix
-            );
-        };
+        #listed
 
         #strategy
     })

@@ -2,7 +2,7 @@
 
 use super::checker::check_keyspace;
 use super::invariants::{check_prefix_end, directory, ensure, run, split};
-use super::key::Key;
+use super::key::{Key, ListPrefix};
 use super::keyspace::TemplateInfo;
 use super::strategy::{KeyStrategy, KeyspaceStrategy, PrefixStrategy, mutations};
 use proptest::prelude::*;
@@ -17,7 +17,7 @@ use proptest::test_runner::TestCaseError;
 /// The first violated invariant, with the shrunk failing values.
 pub fn verify_prefix<P>() -> Result<(), String>
 where
-    P: PrefixStrategy,
+    P: PrefixStrategy + ListPrefix,
     P::Key: KeyStrategy,
 {
     let template = P::template();
@@ -165,7 +165,7 @@ pub fn assert_keyspace_invariants<S: KeyspaceStrategy>() {
 /// Panics unless [`verify_prefix`] passes.
 pub fn assert_prefix_invariants<P>()
 where
-    P: PrefixStrategy,
+    P: PrefixStrategy + ListPrefix,
     P::Key: KeyStrategy,
 {
     if let Err(e) = verify_prefix::<P>() {

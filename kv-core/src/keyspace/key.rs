@@ -108,7 +108,11 @@ pub trait Key: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
 /// A directory of keys: a template ending with the separator (`jxt/tenants/{id}/`), so that
 /// `jxt/tenants/1/` never matches `jxt/tenants/10/...`.
 ///
-/// Its [`Prefix::Key`] is the key type listed under it. `#[derive(Prefix)]` writes the impl.
+/// A prefix names a directory, which may hold keys of several templates (a tenant's whole
+/// directory): it can be deleted, watched raw, or parsed by a [`Keyspace`](super::Keyspace).
+/// A prefix whose directory holds one key type is also a [`ListPrefix`], which typed listings
+/// and watches need. `#[derive(Prefix)]` writes the impl, and the `ListPrefix` impl too when
+/// given the key type (`#[kv(key = ...)]`).
 ///
 /// ```
 /// use kv_core::keyspace::{Key, Prefix, Text};
@@ -132,9 +136,6 @@ pub trait Prefix: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static
 
     /// As [`Key::HASH_TAG`]; must name the same segment as the listed key's tag.
     const HASH_TAG: Option<&'static str> = None;
-
-    /// The keys listed under the prefix.
-    type Key: Key;
 
     /// The parsed template (built once).
     fn template() -> &'static Template;
@@ -164,6 +165,38 @@ pub trait Prefix: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static
         self.write(&mut prefix);
         raw.len() > prefix.len() && raw.starts_with(&prefix)
     }
+}
+
+/// A [`Prefix`] whose directory holds keys of one type, [`ListPrefix::Key`]: what
+/// [`TypedStore::list`](super::TypedStore::list) and
+/// [`TypedStore::watch`](super::TypedStore::watch) parse and decode. `#[derive(Prefix)]` with
+/// `#[kv(key = ...)]` writes it, and checks at compile time that the key's template extends
+/// the prefix's.
+///
+/// ```
+/// use kv_core::keyspace::{Key, ListPrefix, Prefix, Text};
+///
+/// #[derive(Key, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/meta", value = Text)]
+/// struct TenantMetaKey { id: u64 }
+///
+/// // The whole directory of a tenant: several key types live in it.
+/// #[derive(Prefix, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/{id}/")]
+/// struct TenantDir { id: u64 }
+///
+/// // Listing the tenants' meta keys: one key type.
+/// #[derive(Prefix, Debug, Clone, PartialEq)]
+/// #[kv(template = "jxt/tenants/", key = TenantMetaKey)]
+/// struct Tenants {}
+///
+/// assert_eq!(TenantDir { id: 7 }.encode(), "jxt/tenants/7/");
+/// fn lists<P: ListPrefix>() -> &'static str { <P::Key as Key>::TEMPLATE }
+/// assert_eq!(lists::<Tenants>(), "jxt/tenants/{id}/meta");
+/// ```
+pub trait ListPrefix: Prefix {
+    /// The keys listed under the prefix.
+    type Key: Key;
 }
 
 /// Decodes the raw text of variable `name` (found at segment `position` of `raw`) as a `T`,

@@ -97,7 +97,7 @@ pub use invariants::{
 pub use invariants_keyspace::{
     assert_keyspace_invariants, assert_prefix_invariants, verify_keyspace, verify_prefix,
 };
-pub use key::{Key, ListKey, MapKey, PlainKey, Prefix, SetKey, decode_field};
+pub use key::{Key, ListKey, ListPrefix, MapKey, PlainKey, Prefix, SetKey, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyspace::{FieldInfo, Keyspace, NamingRule, NoMatch, TemplateInfo};
 pub use kv_core_derive::{Key, Keyspace, Prefix};

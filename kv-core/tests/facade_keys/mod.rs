@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use kv_core::keyspace::{
-    FieldInfo, Json, Key, KeyError, Keyspace, NoMatch, Part, Prefix, Template, TemplateInfo, Text,
-    TypedStore, decode_field,
+    FieldInfo, Json, Key, KeyError, Keyspace, ListPrefix, NoMatch, Part, Prefix, Template,
+    TemplateInfo, Text, TypedStore, decode_field,
 };
 use kv_mem::MemStore;
 use std::sync::{Arc, LazyLock};
@@ -95,9 +95,12 @@ macro_rules! hand_prefix {
             $(pub $field: $fty),+
         }
 
+        impl ListPrefix for $ty {
+            type Key = $key;
+        }
+
         impl Prefix for $ty {
             const TEMPLATE: &'static str = $tpl;
-            type Key = $key;
 
             fn template() -> &'static Template {
                 static T: LazyLock<Template> =

@@ -2,8 +2,8 @@
 //! layouts of a tenant config store, a service registry, a Redis provider map and a job log.
 
 use kv_core::keyspace::{
-    FieldInfo, HostPort, Key, KeyError, Keyspace, NamingRule, NoMatch, Padded, Prefix, Template,
-    TemplateInfo, Text, decode_field,
+    FieldInfo, HostPort, Key, KeyError, Keyspace, ListPrefix, NamingRule, NoMatch, Padded, Prefix,
+    Template, TemplateInfo, Text, decode_field,
 };
 use std::sync::LazyLock;
 use uuid::Uuid;
@@ -117,9 +117,12 @@ pub struct TenantDatabasesPrefix {
     pub id: u64,
 }
 
+impl ListPrefix for TenantDatabasesPrefix {
+    type Key = TenantDatabaseKey;
+}
+
 impl Prefix for TenantDatabasesPrefix {
     const TEMPLATE: &'static str = "jxt/tenants/{id}/database/";
-    type Key = TenantDatabaseKey;
     fn template() -> &'static Template {
         template!(prefix TenantDatabasesPrefix::TEMPLATE)
     }

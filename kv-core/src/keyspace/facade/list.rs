@@ -2,7 +2,7 @@
 
 use super::{TypedStore, ValueOf, decode_value, parse_key, prefix_bytes};
 use crate::error::{Error, Result};
-use crate::keyspace::key::{Key, Prefix};
+use crate::keyspace::key::{Key, ListPrefix};
 use crate::range::{Continuation, RangeOptions};
 use std::fmt;
 
@@ -126,7 +126,7 @@ impl TypedStore {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn list<P: Prefix>(&self, prefix: &P, opts: ListOptions) -> Result<Page<P::Key>>
+    pub async fn list<P: ListPrefix>(&self, prefix: &P, opts: ListOptions) -> Result<Page<P::Key>>
     where
         <P::Key as Key>::Value: Default,
     {
@@ -138,7 +138,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`list`](Self::list).
-    pub async fn list_with<P: Prefix>(
+    pub async fn list_with<P: ListPrefix>(
         &self,
         codec: &<P::Key as Key>::Value,
         prefix: &P,

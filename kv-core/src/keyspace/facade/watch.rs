@@ -4,7 +4,7 @@
 use super::{TypedStore, ValueOf, Versioned, key_bytes, parse_key, prefix_bytes};
 use crate::error::{Error, Result};
 use crate::keyspace::Keyspace;
-use crate::keyspace::key::{Key, Prefix};
+use crate::keyspace::key::{Key, ListPrefix};
 use crate::keyspace::template::{Template, TemplateKind};
 use crate::watch::{Event, WatchOptions, WatchStream};
 use futures::Stream;
@@ -206,7 +206,7 @@ impl TypedStore {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn watch<P: Prefix>(
+    pub async fn watch<P: ListPrefix>(
         &self,
         prefix: &P,
         start_revision: Option<i64>,
@@ -222,7 +222,7 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`watch`](Self::watch).
-    pub async fn watch_with<P: Prefix>(
+    pub async fn watch_with<P: ListPrefix>(
         &self,
         codec: <P::Key as Key>::Value,
         prefix: &P,
