@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// encodes every value before it writes anything, so a value that fails to encode writes
 /// nothing. Stateless codecs ([`Json`](super::Json), [`Text`](super::Text),
 /// [`Bytes`](super::Bytes), [`Empty`](super::Empty)) implement `Default` and are built on
-/// demand; codecs with state ([`Encrypted`](super::Encrypted)) are values passed to the
+/// demand; codecs with state (`Encrypted` (feature `encryption`)) are values passed to the
 /// facade's `*_with` methods.
 ///
 /// Decoding is strict: bytes that are not a value of the codec's format are an error of kind

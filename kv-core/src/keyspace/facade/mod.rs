@@ -36,7 +36,7 @@ pub type ValueOf<K> = <<K as Key>::Value as Codec>::Value;
 ///
 /// Codecs: the plain methods build the key's codec with `Default` (every stateless codec
 /// implements it); the `*_with` variants take a codec value, for codecs with state such as
-/// [`Encrypted`](super::Encrypted), and the compiler checks that it is the key's codec. Values
+/// `Encrypted` (feature `encryption`), and the compiler checks that it is the key's codec. Values
 /// are encoded before anything is sent, so a value that fails to encode writes nothing.
 ///
 /// Cheap to clone; clones share the store.

@@ -21,7 +21,7 @@ impl TypedStore {
     }
 
     /// [`get`](Self::get) with an explicit codec (for codecs with state, such as
-    /// [`Encrypted`](crate::keyspace::Encrypted)).
+    /// `Encrypted` (feature `encryption`)).
     ///
     /// # Errors
     /// As [`get`](Self::get).

@@ -328,11 +328,10 @@ impl TypedTxn {
     /// Requires `key` to exist and hold exactly the encoding of `value`.
     ///
     /// The compare is on bytes: it suits codecs whose encoding is deterministic ([`Text`],
-    /// [`Json`] of structs), not [`Encrypted`] (a fresh nonce per encoding).
+    /// [`Json`] of structs), not `Encrypted` (a fresh nonce per encoding).
     ///
     /// [`Text`]: crate::keyspace::Text
     /// [`Json`]: crate::keyspace::Json
-    /// [`Encrypted`]: crate::keyspace::Encrypted
     pub fn when_value_equals<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
     where
         K::Value: Default,
