@@ -56,49 +56,26 @@ pub async fn delete_returns_prev(store: Arc<dyn Store>) {
     assert_eq!((e.version, e.create_revision), (1, again));
 }
 
+/// How many keys `delete_prefix` says it deleted.
+async fn deleted(store: &dyn Store, prefix: &[u8]) -> u64 {
+    store.delete_prefix(prefix).await.unwrap().deleted
+}
+
 /// `delete_prefix` deletes exactly the keys under the prefix and says how many.
 pub async fn delete_prefix_counts_and_isolates(store: Arc<dyn Store>) {
     let root = root();
     for k in ["a/1", "a/1/x", "a/1/y", "a/10/x", "a/11", "b"] {
         put(&*store, &key(&root, k), "v").await;
     }
-    assert_eq!(
-        store
-            .delete_prefix(&key(&root, "a/1/"))
-            .await
-            .unwrap()
-            .deleted,
-        2
-    );
+    assert_eq!(deleted(&*store, &key(&root, "a/1/")).await, 2);
     assert_eq!(
         names(&root, &snapshot(&*store, &root).await),
         ["a/1", "a/10/x", "a/11", "b"]
     );
-    assert_eq!(
-        store
-            .delete_prefix(&key(&root, "a/1/"))
-            .await
-            .unwrap()
-            .deleted,
-        0
-    );
-    assert_eq!(
-        store
-            .delete_prefix(&key(&root, "a/1"))
-            .await
-            .unwrap()
-            .deleted,
-        3
-    );
+    assert_eq!(deleted(&*store, &key(&root, "a/1/")).await, 0);
+    assert_eq!(deleted(&*store, &key(&root, "a/1")).await, 3);
     assert_eq!(names(&root, &snapshot(&*store, &root).await), ["b"]);
-    assert_eq!(
-        store
-            .delete_prefix(&key(&root, "zzz"))
-            .await
-            .unwrap()
-            .deleted,
-        0
-    );
+    assert_eq!(deleted(&*store, &key(&root, "zzz")).await, 0);
     let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
     let last = store.delete_prefix(&root).await.unwrap();
     assert_eq!(last.deleted, 1);
