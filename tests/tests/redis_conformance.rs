@@ -1,17 +1,5 @@
 //! The conformance suite on RedisStore, against a harness-started `redis-server`.
 
-use kv_core::Store;
-use kv_redis::RedisStore;
-use kv_tests::harness::shared_redis;
-use std::sync::Arc;
+use kv_tests::backends::redis;
 
-async fn redis_store() -> Option<Arc<dyn Store>> {
-    let server = shared_redis().await?;
-    Some(Arc::new(
-        RedisStore::from_url(&server.url())
-            .await
-            .expect("connect to Redis"),
-    ))
-}
-
-kv_tests::conformance_suite!(redis_store);
+kv_tests::conformance_suite!(redis);
