@@ -100,7 +100,7 @@ pub fn run_case<F: Future<Output = ()> + Send + 'static>(name: &str, case: F) {
 /// case inside the case's runtime (a multi-threaded tokio runtime with two workers). It returns
 /// `None` when the backend is unavailable, after printing a SKIP line; the case then passes
 /// without running. Cases are named after the functions in [`conformance`](crate::conformance),
-/// so `cargo test --test mem txn_compare_version` runs one case. To keep the cases' names
+/// so `cargo test --test mem_conformance txn_compare_version` runs one case. To keep the cases' names
 /// apart from a file's own tests, invoke the macro inside a module
 /// (`mod conformance { kv_tests::conformance_suite!(super::store); }`).
 ///
