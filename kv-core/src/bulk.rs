@@ -4,6 +4,7 @@
 use crate::entry::{Entry, escape_bytes, validate_key};
 use crate::error::{Error, ErrorKind, Result};
 use crate::range::RangeOptions;
+use crate::raw::backoff;
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
 use futures::StreamExt;
@@ -281,10 +282,9 @@ impl<'a, S: Store + ?Sized> BulkLoader<'a, S> {
             .into_iter()
             .map(|r| match r {
                 OpResult::Get(entry) => Ok(entry),
-                other => Err(Error::new(
-                    ErrorKind::Internal,
-                    format!("bulk_load: unexpected read result {other:?}"),
-                )),
+                other => Err(Error::internal(format!(
+                    "bulk_load: unexpected read result {other:?}"
+                ))),
             })
             .collect::<Result<_>>()?;
         if in_doubt && self.applied(&pending, &current, baseline).await? {
@@ -388,9 +388,4 @@ impl<'a, S: Store + ?Sized> BulkLoader<'a, S> {
             }
         }
     }
-}
-
-/// Exponential backoff between attempts: 25 ms doubling up to 1 s.
-fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(25u64 << attempt.min(6)).min(Duration::from_secs(1))
 }

@@ -3,7 +3,7 @@
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionOp, CollectionResult};
 use crate::entry::{Entry, LeaseId};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::lease::{LeaseGrant, LeaseInfo};
 use crate::range::{RangeOptions, RangeResult};
 use crate::txn::{OpResult, Txn, TxnOp};
@@ -234,8 +234,5 @@ pub trait Store: Send + Sync + 'static {
 }
 
 fn unexpected(op: &str, got: Option<OpResult>) -> Error {
-    Error::new(
-        ErrorKind::Internal,
-        format!("{op}: unexpected transaction result {got:?}"),
-    )
+    Error::internal(format!("{op}: unexpected transaction result {got:?}"))
 }

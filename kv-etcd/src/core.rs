@@ -12,6 +12,7 @@ use etcd_client::{
     Client, ConnectOptions, KeyValue, KvClient, LeaseClient, WatchClient,
     WatchOptions as EtcdWatchOptions,
 };
+pub(crate) use kv_core::raw::backoff;
 use kv_core::raw::layout;
 use kv_core::{
     Capabilities, CollectionKind, Entry, Error, ErrorKind, LeaseId, Result, Retention, Support,
@@ -153,11 +154,6 @@ impl Core {
             .map_err(|_| Error::new(ErrorKind::Timeout, "etcd did not answer the watch probe"))?
             .map_err(|e| map_error("watch", e))
     }
-}
-
-/// Exponential backoff between retries: 25 ms doubling up to 1 s.
-pub(crate) fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(25u64 << attempt.min(6)).min(Duration::from_secs(1))
 }
 
 /// The revision of a response header (etcd always sends one).

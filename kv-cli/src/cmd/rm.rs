@@ -38,10 +38,9 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<
     let deleted = match response.results.first() {
         Some(OpResult::Delete { deleted }) => *deleted,
         other => {
-            return Err(CliError::from(kv_core::Error::new(
-                kv_core::ErrorKind::Internal,
-                format!("a delete returned {other:?}"),
-            )));
+            return Err(CliError::from(kv_core::Error::internal(format!(
+                "a delete returned {other:?}"
+            ))));
         }
     };
     if deleted == 0 {

@@ -65,10 +65,8 @@ pub async fn migrate_legacy(
             OpResult::Collection(CollectionResult::Members(members)),
         ] => (fields, members),
         other => {
-            return Err(
-                Error::new(ErrorKind::Internal, "unexpected transaction results")
-                    .with_context("results", format!("{other:?}")),
-            );
+            return Err(Error::internal("unexpected transaction results")
+                .with_context("results", format!("{other:?}")));
         }
     };
     let mut migration = LegacyMigration::default();

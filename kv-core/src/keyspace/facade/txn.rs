@@ -2,7 +2,7 @@
 
 use super::{TypedStore, ValueOf, Versioned, encode_value, key_bytes, prefix_bytes};
 use crate::entry::LeaseId;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use crate::keyspace::key::{Key, PlainKey, Prefix};
 use crate::store::Store;
@@ -438,13 +438,10 @@ impl TxnOutcome {
         match self.results.get(read.index) {
             Some(OpResult::Get(Some(entry))) => Ok(Some(Versioned::decode(codec, entry)?)),
             Some(OpResult::Get(None)) => Ok(None),
-            other => Err(Error::new(
-                ErrorKind::Internal,
-                format!(
-                    "expected a read result at position {}, found {other:?}",
-                    read.index
-                ),
-            )),
+            other => Err(Error::internal(format!(
+                "expected a read result at position {}, found {other:?}",
+                read.index
+            ))),
         }
     }
 

@@ -4,7 +4,7 @@
 use super::collections::{ListHandle, MapHandle, SetHandle};
 use super::txn::{Branch, TxnOutcome, TypedTxn};
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::escape_bytes;
 use crate::keyspace::codec::Codec;
 use crate::txn::{CompareOp, OpResult, TxnOp};
@@ -37,11 +37,8 @@ fn decode<C: Codec>(codec: &C, key: &[u8], bytes: &[u8]) -> Result<C::Value> {
 }
 
 fn unexpected(key: &[u8], got: CollectionResult) -> Error {
-    Error::new(
-        ErrorKind::Internal,
-        format!("unexpected collection result {got:?}"),
-    )
-    .with_context("key", escape_bytes(key))
+    Error::internal(format!("unexpected collection result {got:?}"))
+        .with_context("key", escape_bytes(key))
 }
 
 impl TypedTxn {
@@ -222,13 +219,10 @@ impl TxnOutcome {
         }
         match self.results().get(read.index) {
             Some(OpResult::Collection(result)) => (read.decode)(result.clone()),
-            other => Err(Error::new(
-                ErrorKind::Internal,
-                format!(
-                    "expected a collection result at position {}, found {other:?}",
-                    read.index
-                ),
-            )),
+            other => Err(Error::internal(format!(
+                "expected a collection result at position {}, found {other:?}",
+                read.index
+            ))),
         }
     }
 }

@@ -9,7 +9,7 @@
 use super::{TypedStore, key_bytes};
 use crate::collections::{CollectionOp, CollectionResult};
 use crate::entry::escape_bytes;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use crate::keyspace::codec_plain::Text;
 use crate::keyspace::key::{Key, ListKey, MapKey, SetKey};
@@ -119,11 +119,8 @@ impl At {
     }
 
     pub(super) fn unexpected(&self, op: &str, got: CollectionResult) -> Error {
-        Error::new(
-            ErrorKind::Internal,
-            format!("{op}: unexpected collection result {got:?}"),
-        )
-        .with_context("key", escape_bytes(&self.key))
+        Error::internal(format!("{op}: unexpected collection result {got:?}"))
+            .with_context("key", escape_bytes(&self.key))
     }
 
     pub(super) fn debug(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
