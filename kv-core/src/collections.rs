@@ -56,6 +56,7 @@
 use crate::capabilities::Capabilities;
 use crate::entry::validate_key;
 use crate::error::{Error, Result};
+use crate::range::Continuation;
 
 /// The kinds of collection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -126,8 +127,8 @@ pub enum CollectionOp {
     SetScan {
         /// The set's key.
         key: Vec<u8>,
-        /// The cursor of the previous page, `None` for the first.
-        cursor: Option<Vec<u8>>,
+        /// The previous page's [`CollectionResult::Page`] `next`, `None` for the first page.
+        after: Option<Continuation>,
         /// Roughly how many members per page (at least 1).
         limit: usize,
     },
@@ -205,12 +206,12 @@ pub enum CollectionResult {
     Contains(bool),
     /// Set members, ascending.
     Members(Vec<Vec<u8>>),
-    /// One page of a set scan; `cursor: None` when the scan is complete.
+    /// One page of a set scan; `next: None` when the scan is complete.
     Page {
         /// Members of this page.
         members: Vec<Vec<u8>>,
-        /// Pass back for the next page; `None` at the end.
-        cursor: Option<Vec<u8>>,
+        /// Pass back as `after` for the next page; `None` at the end.
+        next: Option<Continuation>,
     },
     /// A single value (map field, rotated list item).
     Value(Option<Vec<u8>>),

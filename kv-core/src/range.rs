@@ -119,6 +119,16 @@ impl Continuation {
         }
     }
 
+    /// The continuation that resumes at `start`, inclusive: the first key the next page may
+    /// contain. A set scan keeps its position here: the next member on ordered backends,
+    /// the server's `SSCAN` cursor on Redis.
+    pub fn starting_at(start: impl Into<Vec<u8>>) -> Self {
+        Continuation {
+            key: start.into(),
+            revision: None,
+        }
+    }
+
     /// The same continuation, pinned to `revision`: the next page is read there.
     pub fn at_revision(mut self, revision: i64) -> Self {
         self.revision = Some(revision);

@@ -133,19 +133,35 @@ async fn an_encoding_failure_writes_nothing() {
     assert_eq!(typed.store().revision().await.unwrap(), before);
 }
 
+#[derive(kv_core::keyspace::Prefix, Debug, Clone, PartialEq)]
+#[kv(template = "{root}/secrets/", key = SecretKey)]
+struct SecretsDir {
+    root: Name,
+}
+
+/// A set whose members are sealed one by one.
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "{root}/sealed-tokens", set = Encrypted<Text>)]
+struct SealedTokens {
+    root: Name,
+}
+
+/// Encrypted keys take their keyring from the typed store, on every path: single keys,
+/// listing, watching, transactions and collection handles.
 #[tokio::test]
-async fn encrypted_values_through_the_with_variants() {
-    let (typed, root) = store();
+async fn encrypted_values_take_the_keyring_from_the_typed_store() {
+    use futures::StreamExt;
+    let (bare, root) = store();
+    let ring = Arc::new(Keyring::new("k1", EncryptionKey::generate()).unwrap());
+    let typed = bare.clone().with_codec_state(ring.clone());
     let key = SecretKey {
-        root,
+        root: root.clone(),
         service: name("pool"),
     };
-    let ring = Arc::new(Keyring::new("k1", EncryptionKey::generate()).unwrap());
-    let codec = Encrypted::new(ring, Json::<DbConfig>::new());
-    typed
-        .put_with(&codec, &key, &db("vault.internal"))
-        .await
-        .unwrap();
+    let dir = SecretsDir { root: root.clone() };
+    let start = typed.revision().await.unwrap() + 1;
+    let mut watch = typed.watch(&dir, Some(start)).await.unwrap();
+    typed.put(&key, &db("vault.internal")).await.unwrap();
 
     let raw = typed
         .store()
@@ -155,20 +171,81 @@ async fn encrypted_values_through_the_with_variants() {
         .unwrap();
     assert!(!raw.value.windows(5).any(|w| w == b"vault"));
     assert_eq!(Keyring::envelope_key_id(&raw.value).unwrap(), "k1");
+    assert_eq!(typed.get(&key).await.unwrap(), Some(db("vault.internal")));
+    let page = typed.list(&dir, ListOptions::limit(10)).await.unwrap();
+    assert_eq!(page.items.len(), 1, "{:?}", page.skipped);
+    assert_eq!(page.items[0].1.value, db("vault.internal"));
+    let batch = watch.next().await.unwrap().unwrap();
+    assert!(matches!(&batch.events[0],
+        kv_core::keyspace::TypedEvent::Put { value, .. } if value.value == db("vault.internal")));
+
+    // In a transaction: the write is sealed, the read opened.
+    let mut txn = typed.txn();
+    txn.put(&key, &db("vault.other"));
+    let read = txn.get(&key);
+    let outcome = txn.commit().await.unwrap();
     assert_eq!(
-        typed.get_with(&codec, &key).await.unwrap(),
-        Some(db("vault.internal"))
+        outcome.read(&read).unwrap().map(|v| v.value),
+        Some(db("vault.other"))
     );
+
+    // A collection handle seals each member.
+    let tokens = typed.set_at(&SealedTokens { root: root.clone() });
+    assert!(tokens.add(&"t-1".to_string()).await.unwrap());
+    assert_eq!(tokens.members().await.unwrap(), ["t-1"]);
+
     // The plain JSON codec sees an envelope, not JSON; another keyring sees an unknown id.
     use kv_core::keyspace::Codec;
     let plain = Json::<DbConfig>::new().decode(&raw.value);
     assert_eq!(plain.unwrap_err().kind(), ErrorKind::Codec);
-    let other = Encrypted::new(
-        Arc::new(Keyring::new("k2", EncryptionKey::generate()).unwrap()),
-        Json::<DbConfig>::new(),
-    );
-    let err = typed.get_with(&other, &key).await.unwrap_err();
+    let other = bare.clone().with_codec_state(Arc::new(
+        Keyring::new("k2", EncryptionKey::generate()).unwrap(),
+    ));
+    let err = other.get(&key).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Codec);
+    let built: Encrypted<Json<DbConfig>> = typed.codec::<SecretKey>().unwrap();
+    assert_eq!(built.decode(&raw.value).unwrap(), db("vault.internal"));
+}
+
+/// Without a keyring, an encrypted key is refused with `Config` before anything is sent:
+/// nothing is written, not even by the other ops of a transaction.
+#[tokio::test]
+async fn encrypted_keys_without_a_keyring_are_refused_and_write_nothing() {
+    let (bare, root) = store();
+    let key = SecretKey {
+        root: root.clone(),
+        service: name("pool"),
+    };
+    let before = bare.revision().await.unwrap();
+    let config = |e: kv_core::Error| {
+        assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+        assert!(e.to_string().contains("with_codec_state"), "{e}");
+    };
+    config(bare.put(&key, &db("h")).await.unwrap_err());
+    config(bare.get(&key).await.unwrap_err());
+    config(bare.codec::<SecretKey>().unwrap_err());
+    let dir = SecretsDir { root: root.clone() };
+    config(bare.list(&dir, ListOptions::limit(10)).await.unwrap_err());
+    config(bare.watch(&dir, None).await.unwrap_err());
+
+    let good = db_key(&root, 1, "mysql");
+    let mut txn = bare.txn();
+    txn.put(&good, &db("h")).put(&key, &db("h"));
+    config(txn.commit().await.unwrap_err());
+    let mut txn = bare.txn();
+    txn.put(&good, &db("h"));
+    let _read = txn.get(&key);
+    config(txn.commit().await.unwrap_err());
+
+    let tokens = bare.set_at(&SealedTokens { root: root.clone() });
+    config(tokens.add(&"t-1".to_string()).await.unwrap_err());
+    let mut txn = bare.txn();
+    txn.put(&good, &db("h"))
+        .set_add(&tokens, &"t-2".to_string());
+    config(txn.commit().await.unwrap_err());
+
+    assert_eq!(bare.revision().await.unwrap(), before);
+    assert!(!bare.exists(&good).await.unwrap());
 }
 
 #[tokio::test]
@@ -193,7 +270,7 @@ async fn listing_a_directory_never_returns_a_sibling_sharing_its_digits() {
     let got: Vec<(u64, String, String)> = page
         .items
         .iter()
-        .map(|(k, v)| (k.id, k.service.to_string(), v.host.clone()))
+        .map(|(k, v)| (k.id, k.service.to_string(), v.value.host.clone()))
         .collect();
     assert_eq!(
         got,

@@ -4,7 +4,7 @@ mod facade_keys;
 
 use facade_keys::*;
 use futures::StreamExt;
-use kv_core::keyspace::{Key, SetPage, TypedBatch, TypedEvent, TypedWatch, Versioned};
+use kv_core::keyspace::{Key, ListOptions, SetPage, TypedBatch, TypedEvent, TypedWatch, Versioned};
 use kv_core::{CollectionOp, CompareOp, ErrorKind, Event};
 use std::time::Duration;
 
@@ -258,16 +258,13 @@ async fn set_handle_members_are_typed() {
     assert!(!set.contains(&"p3".to_string()).await.unwrap());
     assert_eq!(set.members().await.unwrap(), ["p1", "p2"]);
 
-    let mut cursor = None;
+    let mut opts = ListOptions::limit(1);
     let mut scanned = Vec::new();
     loop {
-        let SetPage {
-            members,
-            cursor: next,
-        } = set.scan(cursor, 1).await.unwrap();
+        let SetPage { members, next } = set.scan(opts.clone()).await.unwrap();
         scanned.extend(members);
         match next {
-            Some(c) => cursor = Some(c),
+            Some(c) => opts = opts.after(c),
             None => break,
         }
     }

@@ -108,7 +108,7 @@ async fn every_bad_input_is_a_typed_error_and_changes_nothing() {
     expect_unchanged(&store, ErrorKind::InvalidArgument, async |s| {
         s.collection(CollectionOp::SetScan {
             key: b"set".to_vec(),
-            cursor: None,
+            after: None,
             limit: 0,
         })
         .await

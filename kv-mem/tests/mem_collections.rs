@@ -198,25 +198,21 @@ async fn set_scan_pages_every_member_once() {
         };
         run(&store, add).await;
     }
-    let mut cursor = None;
+    let mut after = None;
     let mut seen = Vec::new();
     loop {
         let scan = CollectionOp::SetScan {
             key: b("big"),
-            cursor: cursor.take(),
+            after: after.take(),
             limit: 5,
         };
-        let CollectionResult::Page {
-            members,
-            cursor: next,
-        } = run(&store, scan).await
-        else {
+        let CollectionResult::Page { members, next } = run(&store, scan).await else {
             panic!("a scan returns pages");
         };
         assert!(members.len() <= 5);
         seen.extend(members);
         match next {
-            Some(next) => cursor = Some(next),
+            Some(next) => after = Some(next),
             None => break,
         }
     }

@@ -6,7 +6,8 @@ use crate::core::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, op
 use crate::core::{Core, prefix_lex_bounds};
 use kv_core::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget,
-    DeleteResult, Entry, OpResult, PutOptions, PutResult, Result, Txn, TxnOp, TxnResponse,
+    Continuation, DeleteResult, Entry, OpResult, PutOptions, PutResult, Result, Txn, TxnOp,
+    TxnResponse,
 };
 use redis::Value;
 
@@ -185,8 +186,9 @@ fn encode_op(op: &TxnOp, args: &mut Vec<Vec<u8>>) {
             CollectionOp::SetRemove { key, member } => push(&[b"sr", key, member]),
             CollectionOp::SetContains { key, member } => push(&[b"sc", key, member]),
             CollectionOp::SetMembers { key } => push(&[b"sm", key]),
-            CollectionOp::SetScan { key, cursor, limit } => {
-                let cursor = cursor.as_deref().unwrap_or(b"0");
+            CollectionOp::SetScan { key, after, limit } => {
+                // Redis resumes a scan from its own cursor, which the continuation carries.
+                let cursor = after.as_ref().map_or(&b"0"[..], Continuation::start_key);
                 push(&[b"ss", key, cursor, limit.to_string().as_bytes()])
             }
             CollectionOp::MapPut { key, field, value } => push(&[b"mp", key, field, value]),
@@ -242,7 +244,7 @@ fn decode_collection(op: &CollectionOp, value: Value) -> Result<CollectionResult
             let cursor = bytes(cursor)?;
             CollectionResult::Page {
                 members: byte_list(members)?,
-                cursor: (cursor != b"0").then_some(cursor),
+                next: (cursor != b"0").then(|| Continuation::starting_at(cursor)),
             }
         }
         CollectionOp::MapGet { .. } | CollectionOp::ListRotate { .. } => {

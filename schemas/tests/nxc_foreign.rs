@@ -4,7 +4,7 @@
 //! cannot do its whole job returns an error and leaves the raw data as it was.
 
 use kv_core::ErrorKind;
-use kv_core::keyspace::{EncryptionKey, Keyring, TypedStore};
+use kv_core::keyspace::{EncryptionKey, Keyring, ListOptions, TypedStore};
 use schemas::nxc::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -134,7 +134,7 @@ async fn raw_marker_names_the_default() {
     let resolved = f.ask(Some("p_a")).await.unwrap();
     assert_eq!(resolved.params, params(&[("sub_mchid", "111")]));
     // Discovery is SMEMBERS of the raw map.
-    let page = list_profiles(&f.typed, &f.realm, &wechat(), None, 10)
+    let page = list_profiles(&f.typed, &f.realm, &wechat(), ListOptions::limit(10))
         .await
         .unwrap();
     let listed: BTreeSet<ProfileId> = page.members.into_iter().collect();
@@ -503,6 +503,7 @@ async fn raw_writes_interleaved_with_library_writes() {
 async fn raw_pool_entries() {
     let Some(mut f) = fixture().await else { return };
     let ring = Arc::new(Keyring::new("pool-1", EncryptionKey::generate()).unwrap());
+    let typed = f.typed.clone().with_codec_state(ring.clone());
     // A provider of its own: pool keys have no realm.
     let provider = ProviderName::new(format!("prov_{}", uuid::Uuid::new_v4().simple())).unwrap();
     let secret = "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----\n";
@@ -515,7 +516,7 @@ async fn raw_pool_entries() {
         .await
         .unwrap();
     assert_eq!(
-        pool_secret(&f.typed, &ring, &provider, &id("p_a"))
+        pool_secret(&typed, &provider, &id("p_a"))
             .await
             .unwrap()
             .as_deref(),
@@ -524,13 +525,13 @@ async fn raw_pool_entries() {
 
     let plain = format!("nxc:pool:{provider}:p_b");
     let _: () = f.raw(&["SET", &plain, secret]).await;
-    let err = pool_secret(&f.typed, &ring, &provider, &id("p_b"))
+    let err = pool_secret(&typed, &provider, &id("p_b"))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Codec, "{err}");
 
     // Overwriting the raw entry seals it again; the service reads it with the keyring.
-    put_pool_secret(&f.typed, &ring, &provider, &id("p_b"), "rotated")
+    put_pool_secret(&typed, &provider, &id("p_b"), "rotated")
         .await
         .unwrap();
     let raw: Vec<u8> = f.raw(&["GET", &plain]).await;

@@ -2,7 +2,7 @@
 //! case), default resolution, delete, paged listing, the encrypted pool, bad input, the
 //! example dataset.
 
-use kv_core::keyspace::{EncryptionKey, Keyring, TypedStore};
+use kv_core::keyspace::{EncryptionKey, Keyring, ListOptions, TypedStore};
 use kv_core::{ErrorKind, Store};
 use schemas::nxc::*;
 use std::collections::BTreeSet;
@@ -55,7 +55,7 @@ async fn create_resolve_and_discover(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(resolved.profile, id("app_001"));
     assert_eq!(resolved.params, params("tok-app_001"));
-    let page = list_profiles(&typed, &r, &alipay(), None, 10)
+    let page = list_profiles(&typed, &r, &alipay(), ListOptions::limit(10))
         .await
         .unwrap();
     let all: BTreeSet<_> = page.members.into_iter().collect();
@@ -207,22 +207,22 @@ async fn list_is_paged(store: Arc<dyn Store>) {
         create(&typed, &r, p.as_str(), false).await;
     }
     let mut seen = BTreeSet::new();
-    let mut cursor = None;
+    let mut opts = ListOptions::limit(10);
     let mut pages = 0;
     loop {
-        let page = list_profiles(&typed, &r, &alipay(), cursor, 10)
+        let page = list_profiles(&typed, &r, &alipay(), opts.clone())
             .await
             .unwrap();
         pages += 1;
         seen.extend(page.members);
-        cursor = page.cursor;
-        if cursor.is_none() {
-            break;
+        match page.next {
+            Some(next) => opts = opts.after(next),
+            None => break,
         }
         assert!(pages < 100, "the scan does not end");
     }
     assert_eq!(seen, expected);
-    let err = list_profiles(&typed, &r, &alipay(), None, 0)
+    let err = list_profiles(&typed, &r, &alipay(), ListOptions::limit(0))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
@@ -230,15 +230,15 @@ async fn list_is_paged(store: Arc<dyn Store>) {
 
 /// Pool secrets are stored encrypted and read back with the keyring only.
 async fn pool_is_encrypted(store: Arc<dyn Store>) {
-    let typed = TypedStore::new(store.clone());
     let ring = Arc::new(Keyring::new("k1", EncryptionKey::generate()).unwrap());
+    let typed = TypedStore::new(store.clone()).with_codec_state(ring.clone());
     let provider = ProviderName::new(format!("prov_{}", uuid::Uuid::new_v4().simple())).unwrap();
     let secret = "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----\n";
-    put_pool_secret(&typed, &ring, &provider, &id("app_001"), secret)
+    put_pool_secret(&typed, &provider, &id("app_001"), secret)
         .await
         .unwrap();
     assert_eq!(
-        pool_secret(&typed, &ring, &provider, &id("app_001"))
+        pool_secret(&typed, &provider, &id("app_001"))
             .await
             .unwrap()
             .as_deref(),
@@ -251,14 +251,25 @@ async fn pool_is_encrypted(store: Arc<dyn Store>) {
         .unwrap();
     assert!(!raw.value.windows(6).any(|w| w == b"MIIEvQ"));
     let stranger = Arc::new(Keyring::new("k1", EncryptionKey::generate()).unwrap());
-    let err = pool_secret(&typed, &stranger, &provider, &id("app_001"))
+    let other = typed.clone().with_codec_state(stranger);
+    let err = pool_secret(&other, &provider, &id("app_001"))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Codec);
+    // Without a keyring the key is refused before any read, and nothing is written.
+    let bare = TypedStore::new(store.clone());
+    let err = pool_secret(&bare, &provider, &id("app_001"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+    let before = store.revision().await.unwrap();
+    let err = put_pool_secret(&bare, &provider, &id("app_002"), secret)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+    assert_eq!(store.revision().await.unwrap(), before);
     assert_eq!(
-        pool_secret(&typed, &ring, &provider, &id("none"))
-            .await
-            .unwrap(),
+        pool_secret(&typed, &provider, &id("none")).await.unwrap(),
         None
     );
 }
@@ -288,11 +299,11 @@ async fn bad_input_writes_nothing(store: Arc<dyn Store>) {
 
 /// The example dataset: one realm, one provider, two profiles, a default, pool secrets.
 async fn example_dataset(store: Arc<dyn Store>) {
-    let typed = TypedStore::new(store);
     let ring = Arc::new(Keyring::new("demo", EncryptionKey::generate()).unwrap());
+    let typed = TypedStore::new(store).with_codec_state(ring);
     let r = realm("demo");
-    let example = write_example(&typed, &ring, &r).await.unwrap();
-    let all = list_profiles(&typed, &r, &example.provider, None, 10)
+    let example = write_example(&typed, &r).await.unwrap();
+    let all = list_profiles(&typed, &r, &example.provider, ListOptions::limit(10))
         .await
         .unwrap();
     assert_eq!(all.members.len(), 2);
@@ -310,7 +321,7 @@ async fn example_dataset(store: Arc<dyn Store>) {
     assert_eq!(default.params["sub_mchid"], "1900000101");
     for p in &example.profiles {
         assert!(
-            pool_secret(&typed, &ring, &example.provider, p)
+            pool_secret(&typed, &example.provider, p)
                 .await
                 .unwrap()
                 .unwrap()

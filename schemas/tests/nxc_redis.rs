@@ -18,10 +18,10 @@ async fn nxc_keys_are_native_redis_types() {
     let Some((store, mut con)) = kv_tests::backends::redis_with_connection().await else {
         return;
     };
-    let typed = TypedStore::new(store);
     let ring = Arc::new(Keyring::new("pool-1", EncryptionKey::generate()).unwrap());
+    let typed = TypedStore::new(store).with_codec_state(ring.clone());
     let realm = RealmId::new(format!("realm_{}", uuid::Uuid::new_v4().simple())).unwrap();
-    let example = write_example(&typed, &ring, &realm).await.unwrap();
+    let example = write_example(&typed, &realm).await.unwrap();
 
     let map = format!("nxc:map:{realm}:Alipay");
     let marker = format!("{map}:default");

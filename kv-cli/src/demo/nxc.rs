@@ -2,7 +2,7 @@
 //! `app_002`), their instance parameters and encrypted pool secrets.
 
 use super::Step;
-use kv_core::keyspace::{EncryptionKey, Key, Keyring, TypedStore};
+use kv_core::keyspace::{EncryptionKey, Key, Keyring, ListOptions, TypedStore};
 use kv_core::{CollectionOp, CollectionResult};
 use schemas::nxc::{
     DefaultProfileKey, ProfileMapKey, ProviderName, RealmId, list_profiles, write_example,
@@ -27,12 +27,12 @@ pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
         false
     } else {
         let keyring = Arc::new(Keyring::new("demo-1", EncryptionKey::from_bytes(DEMO_KEY))?);
-        write_example(store, &keyring, &realm).await?;
+        write_example(&store.clone().with_codec_state(keyring), &realm).await?;
         true
     };
     // The map and instance keys are Redis SET and HASH values (emulated elsewhere), which
     // key listings do not show: the tree gets them from their own reads.
-    let profiles = list_profiles(store, &realm, &provider, None, 100)
+    let profiles = list_profiles(store, &realm, &provider, ListOptions::limit(100))
         .await?
         .members;
     let names: Vec<String> = profiles.iter().map(|p| p.to_string()).collect();

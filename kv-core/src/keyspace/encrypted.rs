@@ -1,7 +1,7 @@
 //! `Encrypted<C>`: AES-256-GCM around another codec, with a key id in every value so that
 //! keys can rotate. The envelope format is documented on [`Encrypted`].
 
-use super::codec::{Codec, codec_error};
+use super::codec::{BuildCodec, Codec, CodecContext, codec_error};
 use crate::error::{Error, ErrorKind, Result};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
@@ -270,8 +270,11 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 /// Encrypts the bytes of an inner codec with a [`Keyring`]: values at rest are AES-256-GCM
 /// envelopes naming the key that sealed them.
 ///
-/// A stateful codec: build it with the keyring and give it to the typed facade's `*_with`
-/// methods (it is cheap to clone; the keyring is shared).
+/// A codec with state: the typed store builds it from the [`Keyring`] it was given with
+/// [`TypedStore::with_codec_state`](super::TypedStore::with_codec_state) ([`BuildCodec`]);
+/// a typed store without one refuses encrypted keys with `Config`, writing nothing. Use one
+/// typed store per keyring (clones share the store). Built by hand with [`Encrypted::new`],
+/// it is a plain [`Codec`].
 ///
 /// The envelope of an encrypted value is
 ///
@@ -297,8 +300,7 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 /// # Ok::<(), kv_core::Error>(())
 /// ```
 ///
-/// With the typed facade, the key declares the codec type and the `*_with` methods take the
-/// codec value (the compiler checks it is the key's):
+/// With the typed facade, the key declares the codec and the typed store holds the keyring:
 ///
 /// ```
 /// use kv_core::keyspace::{Encrypted, EncryptionKey, Json, Key, Keyring, TypedStore};
@@ -316,15 +318,19 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> kv_core::Result<()> {
 /// let keyring = Arc::new(Keyring::new("2026-01", EncryptionKey::generate())?);
-/// let codec = Encrypted::new(keyring, Json::new());
-/// let typed = TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let store = Arc::new(kv_mem::MemStore::new());
+/// let typed = TypedStore::new(store.clone()).with_codec_state(keyring);
 /// let key = PoolKey { realm: Code::new("prod").unwrap(), provider: Code::new("wx").unwrap() };
 ///
-/// typed.put_with(&codec, &key, &PoolSettings { token: "t0p-secret".into() }).await?;
+/// typed.put(&key, &PoolSettings { token: "t0p-secret".into() }).await?;
 /// let stored = typed.store().get(b"nxc:pool:prod:wx").await?.unwrap();
 /// assert_eq!(Keyring::envelope_key_id(&stored.value)?, "2026-01");
-/// let settings = typed.get_with(&codec, &key).await?.unwrap();
+/// let settings = typed.get(&key).await?.unwrap();
 /// assert_eq!(settings.token, "t0p-secret");
+///
+/// // Without the keyring, the key is refused before anything is read or written.
+/// let bare = TypedStore::new(store);
+/// assert_eq!(bare.get(&key).await.unwrap_err().kind(), kv_core::ErrorKind::Config);
 /// # Ok(())
 /// # }
 /// ```
@@ -365,6 +371,13 @@ impl<C: fmt::Debug> fmt::Debug for Encrypted<C> {
             .field("keyring", &self.keyring)
             .field("inner", &self.inner)
             .finish()
+    }
+}
+
+impl<C: BuildCodec> BuildCodec for Encrypted<C> {
+    fn build(context: &CodecContext) -> Result<Self> {
+        let keyring = context.require::<Keyring>("encrypted")?;
+        Ok(Encrypted::new(keyring, C::build(context)?))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The [`Key`] and [`Prefix`] traits: typed keys and typed directories of one template.
 
-use super::codec::Codec;
+use super::codec::BuildCodec;
 use super::key_error::{KeyError, KeyErrorReason};
 use super::keyspace::{FieldInfo, TemplateInfo};
 use super::segment::Segment;
@@ -70,8 +70,9 @@ pub trait Key: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// or the kind of collection, whose members, field values or items `Value` encodes.
     const KIND: Option<CollectionKind> = None;
 
-    /// The codec of the key's value, or of its collection's members.
-    type Value: Codec;
+    /// The codec of the key's value, or of its collection's members; the typed store builds
+    /// it for each operation ([`BuildCodec`]).
+    type Value: BuildCodec;
 
     /// The parsed template (built once).
     fn template() -> &'static Template;

@@ -75,7 +75,7 @@ mod text;
 
 pub use charset::Charset;
 pub use checker::{Finding, FindingKind, check, check_keyspace};
-pub use codec::Codec;
+pub use codec::{BuildCodec, Codec, CodecContext};
 pub use codec_json::Json;
 pub use codec_plain::{Bytes, Empty, Text};
 pub use codec_segment::SegmentCodec;

@@ -177,12 +177,11 @@ pub fn reads(op: &CollectionOp) -> Vec<PhysicalRange> {
             vec![PhysicalRange::key(layout::member_key(kind, key, field))]
         }
         CollectionOp::SetScan {
-            cursor: Some(cursor),
-            ..
+            after: Some(after), ..
         } => {
             let whole = members_range(kind, key);
             vec![PhysicalRange {
-                start: layout::member_key(kind, key, cursor),
+                start: layout::member_key(kind, key, after.start_key()),
                 end: whole.end,
             }]
         }

@@ -109,7 +109,7 @@ pub async fn list_nodes(store: &TypedStore) -> Result<Vec<NodeInfo>> {
     let mut opts = ListOptions::limit(256);
     loop {
         let page = store.list(&NodesDir {}, opts.clone()).await?;
-        nodes.extend(page.items.into_iter().map(|(_, info)| info));
+        nodes.extend(page.items.into_iter().map(|(_, info)| info.value));
         match page.next {
             Some(next) => opts = ListOptions::limit(256).after(next),
             None => return Ok(nodes),

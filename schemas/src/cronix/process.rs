@@ -53,7 +53,7 @@ pub async fn job_processes(
     let mut opts = ListOptions::limit(256);
     loop {
         let page = store.list(dir, opts.clone()).await?;
-        out.extend(page.items);
+        out.extend(page.items.into_iter().map(|(key, info)| (key, info.value)));
         match page.next {
             Some(next) => opts = ListOptions::limit(256).after(next),
             None => return Ok(out),

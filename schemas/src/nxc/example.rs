@@ -5,8 +5,7 @@ use super::profile::create_profile;
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::NewProfile;
 use kv_core::Result;
-use kv_core::keyspace::{Keyring, TypedStore};
-use std::sync::Arc;
+use kv_core::keyspace::TypedStore;
 
 /// What [`write_example`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,15 +20,12 @@ pub struct NxcExample {
 
 /// Writes one realm (`{realm}`) with one provider (`Alipay`), two profiles (`app_001`, the
 /// default, and `app_002`) with their instance parameters, and an encrypted pool secret per
-/// profile.
+/// profile, encrypted with the typed store's [`Keyring`](kv_core::keyspace::Keyring).
 ///
 /// # Errors
-/// Backend errors; `Codec` when encryption fails.
-pub async fn write_example(
-    typed: &TypedStore,
-    keyring: &Arc<Keyring>,
-    realm: &RealmId,
-) -> Result<NxcExample> {
+/// Backend errors; `Config` when the typed store has no keyring; `Codec` when encryption
+/// fails.
+pub async fn write_example(typed: &TypedStore, realm: &RealmId) -> Result<NxcExample> {
     let provider = ProviderName::new("Alipay").expect("a valid provider name");
     let profiles = [
         ProfileId::new("app_001").expect("a valid profile id"),
@@ -57,7 +53,7 @@ pub async fn write_example(
         create_profile(typed, &new).await?;
         let secret =
             format!("-----BEGIN PRIVATE KEY-----\n{profile}-demo-key\n-----END PRIVATE KEY-----\n");
-        put_pool_secret(typed, keyring, &provider, profile, &secret).await?;
+        put_pool_secret(typed, &provider, profile, &secret).await?;
     }
     Ok(NxcExample {
         realm: realm.clone(),

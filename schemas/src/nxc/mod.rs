@@ -19,7 +19,8 @@
 //! transaction each; even when they race, none leaves the default marker naming a profile
 //! outside the map), [`resolve_profile`] (ownership check: `Unauthorized`),
 //! [`default_profile`] (marker, else the smallest id), [`list_profiles`] (paged),
-//! [`put_pool_secret`] / [`pool_secret`] (encrypted with a [`Keyring`](kv_core::keyspace::Keyring)),
+//! [`put_pool_secret`] / [`pool_secret`] (encrypted with the typed store's
+//! [`Keyring`](kv_core::keyspace::Keyring)),
 //! [`write_example`] for a demo dataset.
 //!
 //! The legacy layout the document replaces (`nexus:config:group|index:{provider}:{realm}`,

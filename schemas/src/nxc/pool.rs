@@ -3,21 +3,18 @@
 use super::keys::PoolKey;
 use super::segments::{ProfileId, ProviderName};
 use kv_core::Result;
-use kv_core::keyspace::{Encrypted, Keyring, Text, TypedStore};
-use std::sync::Arc;
-
-fn codec(keyring: &Arc<Keyring>) -> Encrypted<Text> {
-    Encrypted::new(keyring.clone(), Text)
-}
+use kv_core::keyspace::TypedStore;
 
 /// Stores `secret` (a private key, a certificate) at `nxc:pool:{provider}:{profile}`,
-/// encrypted with the keyring's current key.
+/// encrypted with the current key of the typed store's
+/// [`Keyring`](kv_core::keyspace::Keyring) (given with
+/// [`TypedStore::with_codec_state`]).
 ///
 /// # Errors
-/// `Codec` when encryption fails (nothing written); backend errors.
+/// `Config` when the typed store has no keyring and `Codec` when encryption fails (nothing
+/// written in either case); backend errors.
 pub async fn put_pool_secret(
     typed: &TypedStore,
-    keyring: &Arc<Keyring>,
     provider: &ProviderName,
     profile: &ProfileId,
     secret: &str,
@@ -26,20 +23,18 @@ pub async fn put_pool_secret(
         provider: provider.clone(),
         profile: profile.clone(),
     };
-    typed
-        .put_with(&codec(keyring), &key, &secret.to_string())
-        .await?;
+    typed.put(&key, &secret.to_string()).await?;
     Ok(())
 }
 
-/// The decrypted secret at `nxc:pool:{provider}:{profile}`, if any.
+/// The decrypted secret at `nxc:pool:{provider}:{profile}`, if any, decrypted with the
+/// typed store's keyring.
 ///
 /// # Errors
-/// `Codec` when the value does not decrypt with the keyring (unknown key id, tampering);
-/// backend errors.
+/// `Config` when the typed store has no keyring; `Codec` when the value does not decrypt
+/// with it (unknown key id, tampering); backend errors.
 pub async fn pool_secret(
     typed: &TypedStore,
-    keyring: &Arc<Keyring>,
     provider: &ProviderName,
     profile: &ProfileId,
 ) -> Result<Option<String>> {
@@ -47,5 +42,5 @@ pub async fn pool_secret(
         provider: provider.clone(),
         profile: profile.clone(),
     };
-    typed.get_with(&codec(keyring), &key).await
+    typed.get(&key).await
 }

@@ -4,7 +4,7 @@
 use super::keys::ProfileMapKey;
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{Identity, ResolvedProfile};
-use kv_core::keyspace::{SetPage, TypedStore};
+use kv_core::keyspace::{ListOptions, SetPage, TypedStore};
 use kv_core::{Error, ErrorKind, Result};
 
 /// Resolves what a realm asks for, checking ownership.
@@ -115,7 +115,8 @@ pub async fn default_profile(
 }
 
 /// One page of the realm's profile ids for the provider (`SSCAN` on Redis, byte order on
-/// ordered backends); pass the page's cursor back for the next one.
+/// ordered backends): the first page with [`ListOptions::limit`], the next ones `after`
+/// the previous page's `next`.
 ///
 /// # Errors
 /// `InvalidArgument` for a zero limit; backend errors.
@@ -123,12 +124,11 @@ pub async fn list_profiles(
     typed: &TypedStore,
     realm: &RealmId,
     provider: &ProviderName,
-    cursor: Option<Vec<u8>>,
-    limit: usize,
+    opts: ListOptions,
 ) -> Result<SetPage<ProfileId>> {
     typed
         .set_at(&ProfileMapKey::new(realm, provider))
-        .scan(cursor, limit)
+        .scan(opts)
         .await
 }
 

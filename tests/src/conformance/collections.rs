@@ -104,32 +104,29 @@ pub async fn set_scan_pages_cover_the_set(store: Arc<dyn Store>) {
             .unwrap();
     }
     let mut seen = Vec::new();
-    let mut cursor = None;
+    let mut after = None;
     for _ in 0..1000 {
         match run(
             &*store,
             Op::SetScan {
                 key: s.clone(),
-                cursor: cursor.take(),
+                after: after.take(),
                 limit: 7,
             },
         )
         .await
         {
-            R::Page {
-                members,
-                cursor: next,
-            } => {
+            R::Page { members, next } => {
                 seen.extend(members);
                 match next {
-                    Some(c) => cursor = Some(c),
+                    Some(c) => after = Some(c),
                     None => break,
                 }
             }
             other => panic!("scan result: {other:?}"),
         }
     }
-    assert!(cursor.is_none(), "the scan did not finish");
+    assert!(after.is_none(), "the scan did not finish");
     if store.capabilities().collections == kv_core::Support::Emulated {
         assert_eq!(
             seen, all,

@@ -1,12 +1,13 @@
 //! Paged, typed listing of a [`Prefix`]'s directory.
 
-use super::{TypedStore, ValueOf, decode_value, parse_key, prefix_bytes};
+use super::{TypedStore, ValueOf, Versioned, parse_key, prefix_bytes};
 use crate::error::{Error, Result};
 use crate::keyspace::key::{Key, ListPrefix};
 use crate::range::{Continuation, RangeOptions};
 use std::fmt;
 
-/// Which page of a listing to read: at most `limit` raw keys, after a continuation.
+/// Which page of a listing or a set scan ([`SetHandle::scan`](super::SetHandle::scan)) to
+/// read: at most `limit` raw keys, after a continuation.
 ///
 /// ```
 /// use kv_core::keyspace::ListOptions;
@@ -15,8 +16,8 @@ use std::fmt;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListOptions {
-    limit: usize,
-    after: Option<Continuation>,
+    pub(super) limit: usize,
+    pub(super) after: Option<Continuation>,
 }
 
 impl ListOptions {
@@ -58,8 +59,10 @@ impl PartialEq for Skipped {
 
 /// One page of a typed listing.
 pub struct Page<K: Key> {
-    /// The keys of this page that parsed, with their decoded values, in key order.
-    pub items: Vec<(K, ValueOf<K>)>,
+    /// The keys of this page that parsed, with their decoded values and metadata, in key
+    /// order: the same key and [`Versioned`] value a watch's
+    /// [`TypedEvent::Put`](super::TypedEvent::Put) carries.
+    pub items: Vec<(K, Versioned<ValueOf<K>>)>,
     /// The keys of this page that did not parse or whose value did not decode, in key order.
     pub skipped: Vec<Skipped>,
     /// Pass to [`ListOptions::after`] for the next page; `None` after the last page.
@@ -94,7 +97,8 @@ impl TypedStore {
     ///
     /// # Errors
     /// `InvalidArgument` for a zero limit; `InvalidKey` for a prefix whose encoding does not
-    /// end with its separator (a faulty hand-written impl); backend errors.
+    /// end with its separator (a faulty hand-written impl); `Config` when the key's codec
+    /// needs state this typed store was not given; backend errors.
     ///
     /// ```
     /// use kv_core::keyspace::{Key, ListOptions, Prefix, Text, TypedStore};
@@ -120,30 +124,16 @@ impl TypedStore {
     /// let first = typed.list(&dir, ListOptions::limit(2)).await?;
     /// assert_eq!(first.items.len(), 2);
     /// let rest = typed.list(&dir, ListOptions::limit(2).after(first.next.unwrap())).await?;
-    /// assert_eq!(rest.items, [(UserKey { id: 1, user: 3 }, "user 3 of 1".to_string())]);
+    /// let (key, value) = &rest.items[0];
+    /// assert_eq!((key, value.value.as_str()), (&UserKey { id: 1, user: 3 }, "user 3 of 1"));
+    /// assert_eq!(value.mod_revision, value.create_revision); // written once
     /// assert_eq!(rest.skipped[0].key, b"jxt/tenants/1/users/x"); // reported, not dropped
     /// assert_eq!(rest.next, None); // tenant 10 is another directory
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn list<P: ListPrefix>(&self, prefix: &P, opts: ListOptions) -> Result<Page<P::Key>>
-    where
-        <P::Key as Key>::Value: Default,
-    {
-        self.list_with(&<P::Key as Key>::Value::default(), prefix, opts)
-            .await
-    }
-
-    /// [`list`](Self::list) with an explicit codec.
-    ///
-    /// # Errors
-    /// As [`list`](Self::list).
-    pub async fn list_with<P: ListPrefix>(
-        &self,
-        codec: &<P::Key as Key>::Value,
-        prefix: &P,
-        opts: ListOptions,
-    ) -> Result<Page<P::Key>> {
+    pub async fn list<P: ListPrefix>(&self, prefix: &P, opts: ListOptions) -> Result<Page<P::Key>> {
+        let codec = self.codec::<P::Key>()?;
         let mut range = RangeOptions::prefix(prefix_bytes(prefix)?).limit(opts.limit);
         if let Some(after) = opts.after {
             range = range.after(after);
@@ -157,7 +147,7 @@ impl TypedStore {
         };
         for entry in raw.entries {
             let item = parse_key::<P::Key>(&entry.key)
-                .and_then(|key| Ok((key, decode_value(codec, &entry)?)));
+                .and_then(|key| Ok((key, Versioned::decode(&codec, &entry)?)));
             match item {
                 Ok(item) => page.items.push(item),
                 Err(error) => page.skipped.push(Skipped {

@@ -14,7 +14,7 @@ pub use txn::{TxnOutcome, TxnRead, TypedTxn};
 pub use txn_reads::CollectionRead;
 pub use watch::{TypedBatch, TypedEvent, TypedWatch};
 
-use super::codec::Codec;
+use super::codec::{BuildCodec, Codec, CodecContext};
 use super::key::{Key, Prefix};
 use crate::entry::{Entry, LeaseId, escape_bytes};
 use crate::error::{Error, Result};
@@ -34,12 +34,13 @@ pub type ValueOf<K> = <<K as Key>::Value as Codec>::Value;
 /// ([`set_at`](TypedStore::set_at), [`map_at`](TypedStore::map_at),
 /// [`list_at`](TypedStore::list_at)).
 ///
-/// Codecs: the plain methods build the key's codec with `Default` (every stateless codec
-/// implements it); the `*_with` variants take a codec value, for codecs with state such as
-/// `Encrypted` (feature `encryption`), and the compiler checks that it is the key's codec. Values
-/// are encoded before anything is sent, so a value that fails to encode writes nothing.
+/// Codecs: each operation builds the key's codec ([`BuildCodec`]): stateless codecs from
+/// nothing, codecs with state (the `Keyring` of `Encrypted`, feature `encryption`) from the
+/// state given with [`with_codec_state`](Self::with_codec_state). Values are encoded before
+/// anything is sent, so a value that fails to encode, or a codec that cannot be built, writes
+/// nothing.
 ///
-/// Cheap to clone; clones share the store.
+/// Cheap to clone; clones share the store and the codec state.
 ///
 /// ```
 /// use kv_core::keyspace::{Json, Key, TypedStore};
@@ -75,12 +76,38 @@ pub type ValueOf<K> = <<K as Key>::Value as Codec>::Value;
 #[derive(Clone)]
 pub struct TypedStore {
     store: Arc<dyn Store>,
+    context: CodecContext,
 }
 
 impl TypedStore {
-    /// Typed access to `store`.
+    /// Typed access to `store`, with no codec state: keys with stateless codecs only.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        TypedStore { store }
+        TypedStore {
+            store,
+            context: CodecContext::new(),
+        }
+    }
+
+    /// The same typed store with `state` for the codecs that need it, such as the `Keyring`
+    /// of `Encrypted` (feature `encryption`); a value of the same type given before is
+    /// replaced. See [`BuildCodec`].
+    pub fn with_codec_state<T: Send + Sync + 'static>(mut self, state: Arc<T>) -> Self {
+        self.context = self.context.with(state);
+        self
+    }
+
+    /// The state codecs are built from.
+    pub fn codec_context(&self) -> &CodecContext {
+        &self.context
+    }
+
+    /// The codec of `K`, as this typed store builds it for each operation: to decode values
+    /// read through [`store`](Self::store).
+    ///
+    /// # Errors
+    /// `Config` when the codec needs state this typed store was not given.
+    pub fn codec<K: Key>(&self) -> Result<K::Value> {
+        K::Value::build(&self.context)
     }
 
     /// The underlying store, for raw access.
@@ -108,6 +135,7 @@ impl fmt::Debug for TypedStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TypedStore")
             .field("backend", &self.store.capabilities().backend)
+            .field("codec_state", &self.context)
             .finish()
     }
 }

@@ -12,26 +12,13 @@ impl TypedStore {
     /// The value of `key`, decoded by its codec; `None` when the key does not exist.
     ///
     /// # Errors
-    /// `Codec` when the stored bytes do not decode; backend errors.
-    pub async fn get<K: PlainKey>(&self, key: &K) -> Result<Option<ValueOf<K>>>
-    where
-        K::Value: Default,
-    {
-        self.get_with(&K::Value::default(), key).await
-    }
-
-    /// [`get`](Self::get) with an explicit codec (for codecs with state, such as
-    /// `Encrypted` (feature `encryption`)).
-    ///
-    /// # Errors
-    /// As [`get`](Self::get).
-    pub async fn get_with<K: PlainKey>(
-        &self,
-        codec: &K::Value,
-        key: &K,
-    ) -> Result<Option<ValueOf<K>>> {
+    /// `Codec` when the stored bytes do not decode; `Config` when the key's codec needs
+    /// state this typed store was not given ([`with_codec_state`](Self::with_codec_state));
+    /// backend errors.
+    pub async fn get<K: PlainKey>(&self, key: &K) -> Result<Option<ValueOf<K>>> {
+        let codec = self.codec::<K>()?;
         match self.store.get(&key_bytes(key)).await? {
-            Some(entry) => Ok(Some(decode_value(codec, &entry)?)),
+            Some(entry) => Ok(Some(decode_value(&codec, &entry)?)),
             None => Ok(None),
         }
     }
@@ -40,24 +27,13 @@ impl TypedStore {
     ///
     /// # Errors
     /// As [`get`](Self::get).
-    pub async fn get_versioned<K: PlainKey>(&self, key: &K) -> Result<Option<Versioned<ValueOf<K>>>>
-    where
-        K::Value: Default,
-    {
-        self.get_versioned_with(&K::Value::default(), key).await
-    }
-
-    /// [`get_versioned`](Self::get_versioned) with an explicit codec.
-    ///
-    /// # Errors
-    /// As [`get`](Self::get).
-    pub async fn get_versioned_with<K: PlainKey>(
+    pub async fn get_versioned<K: PlainKey>(
         &self,
-        codec: &K::Value,
         key: &K,
     ) -> Result<Option<Versioned<ValueOf<K>>>> {
+        let codec = self.codec::<K>()?;
         match self.store.get(&key_bytes(key)).await? {
-            Some(entry) => Ok(Some(Versioned::decode(codec, &entry)?)),
+            Some(entry) => Ok(Some(Versioned::decode(&codec, &entry)?)),
             None => Ok(None),
         }
     }
@@ -65,27 +41,11 @@ impl TypedStore {
     /// Writes `value` under `key`; returns the revision of the write.
     ///
     /// # Errors
-    /// `Codec` when the value does not encode (nothing is written); `InvalidValue` when the
-    /// backend refuses its size; backend errors.
-    pub async fn put<K: PlainKey>(&self, key: &K, value: &ValueOf<K>) -> Result<i64>
-    where
-        K::Value: Default,
-    {
-        self.put_with(&K::Value::default(), key, value).await
-    }
-
-    /// [`put`](Self::put) with an explicit codec.
-    ///
-    /// # Errors
-    /// As [`put`](Self::put).
-    pub async fn put_with<K: PlainKey>(
-        &self,
-        codec: &K::Value,
-        key: &K,
-        value: &ValueOf<K>,
-    ) -> Result<i64> {
-        self.put_inner(codec, key, value, PutOptions::default())
-            .await
+    /// `Codec` when the value does not encode and `Config` when the key's codec cannot be
+    /// built (nothing is written in either case); `InvalidValue` when the backend refuses
+    /// its size; backend errors.
+    pub async fn put<K: PlainKey>(&self, key: &K, value: &ValueOf<K>) -> Result<i64> {
+        self.put_inner(key, value, PutOptions::default()).await
     }
 
     /// Writes `value` under `key`, attached to `lease`: the key is deleted when the lease
@@ -98,38 +58,20 @@ impl TypedStore {
         key: &K,
         value: &ValueOf<K>,
         lease: LeaseId,
-    ) -> Result<i64>
-    where
-        K::Value: Default,
-    {
-        let opts = PutOptions::default().lease(lease);
-        self.put_inner(&K::Value::default(), key, value, opts).await
-    }
-
-    /// [`put_leased`](Self::put_leased) with an explicit codec.
-    ///
-    /// # Errors
-    /// As [`put_leased`](Self::put_leased).
-    pub async fn put_leased_with<K: PlainKey>(
-        &self,
-        codec: &K::Value,
-        key: &K,
-        value: &ValueOf<K>,
-        lease: LeaseId,
     ) -> Result<i64> {
-        let opts = PutOptions::default().lease(lease);
-        self.put_inner(codec, key, value, opts).await
+        self.put_inner(key, value, PutOptions::default().lease(lease))
+            .await
     }
 
     async fn put_inner<K: Key>(
         &self,
-        codec: &K::Value,
         key: &K,
         value: &ValueOf<K>,
         opts: PutOptions,
     ) -> Result<i64> {
+        let codec = self.codec::<K>()?;
         let key = key_bytes(key);
-        let bytes = encode_value(codec, &key, value)?;
+        let bytes = encode_value(&codec, &key, value)?;
         Ok(self.store.put(&key, &bytes, opts).await?.revision)
     }
 

@@ -3,7 +3,7 @@
 use super::{TypedStore, ValueOf, Versioned, encode_value, key_bytes, prefix_bytes};
 use crate::entry::LeaseId;
 use crate::error::{Error, Result};
-use crate::keyspace::codec::Codec;
+use crate::keyspace::codec::{BuildCodec, Codec, CodecContext};
 use crate::keyspace::key::{Key, PlainKey, Prefix};
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
@@ -58,6 +58,7 @@ pub(super) enum Branch {
 /// ```
 pub struct TypedTxn {
     store: Arc<dyn Store>,
+    context: CodecContext,
     txn: Txn,
     error: Option<Error>,
     /// The branch that writes and reads go to: the success branch until
@@ -65,14 +66,16 @@ pub struct TypedTxn {
     writing: Branch,
 }
 
-/// A read recorded in a [`TypedTxn`], redeemed with [`TxnOutcome::read`].
-pub struct TxnRead<K> {
+/// A read recorded in a [`TypedTxn`], redeemed with [`TxnOutcome::read`]; it holds the
+/// key's codec.
+pub struct TxnRead<K: Key> {
     branch: Branch,
     index: usize,
+    codec: Result<K::Value>,
     key: PhantomData<fn() -> K>,
 }
 
-impl<K> fmt::Debug for TxnRead<K> {
+impl<K: Key> fmt::Debug for TxnRead<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TxnRead")
             .field("branch", &self.branch)
@@ -96,6 +99,7 @@ impl TypedStore {
     pub fn txn(&self) -> TypedTxn {
         TypedTxn {
             store: Arc::clone(&self.store),
+            context: self.context.clone(),
             txn: Txn::new(),
             error: None,
             writing: Branch::Success,
@@ -104,22 +108,39 @@ impl TypedStore {
 }
 
 impl TypedTxn {
+    /// Encodes `value` with `codec` (an error when the codec could not be built); on
+    /// failure keeps the error for [`commit`](Self::commit) and returns `None`.
     pub(super) fn encode<C: Codec>(
         &mut self,
-        codec: &C,
+        codec: Result<&C>,
         key: &[u8],
         value: &C::Value,
     ) -> Option<Vec<u8>> {
         if self.error.is_some() {
             return None;
         }
-        match encode_value(codec, key, value) {
+        match codec.and_then(|codec| encode_value(codec, key, value)) {
             Ok(bytes) => Some(bytes),
             Err(e) => {
                 self.fail(e);
                 None
             }
         }
+    }
+
+    /// Encodes `value` with the codec of `K`, built from the typed store's codec state.
+    fn encode_key<K: Key>(&mut self, key: &[u8], value: &ValueOf<K>) -> Option<Vec<u8>> {
+        let codec = K::Value::build(&self.context);
+        self.encode(codec.as_ref().map_err(Error::clone), key, value)
+    }
+
+    /// `codec`, after keeping its error (if it could not be built) for
+    /// [`commit`](Self::commit): a transaction whose reads could not be decoded is not sent.
+    pub(super) fn checked<C>(&mut self, codec: Result<C>) -> Result<C> {
+        if let Err(e) = &codec {
+            self.fail(e.clone());
+        }
+        codec
     }
 
     /// Keeps the first error; [`commit`](Self::commit) returns it and sends nothing.
@@ -183,22 +204,9 @@ impl TypedTxn {
 
     /// Puts `value` under `key` only if the key is absent: adds the compare "`key` absent"
     /// and the put to the success branch.
-    pub fn create<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
-    where
-        K::Value: Default,
-    {
-        self.create_with(&K::Value::default(), key, value)
-    }
-
-    /// [`create`](Self::create) with an explicit codec.
-    pub fn create_with<K: PlainKey>(
-        &mut self,
-        codec: &K::Value,
-        key: &K,
-        value: &ValueOf<K>,
-    ) -> &mut Self {
+    pub fn create<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self {
         let key = key_bytes(key);
-        if let Some(bytes) = self.encode(codec, &key, value) {
+        if let Some(bytes) = self.encode_key::<K>(&key, value) {
             self.txn.compares.push(Compare::absent(&key));
             self.push(self.writing, TxnOp::put(key, bytes));
         }
@@ -206,22 +214,9 @@ impl TypedTxn {
     }
 
     /// Puts `value` under `key` in the success branch.
-    pub fn put<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
-    where
-        K::Value: Default,
-    {
-        self.put_with(&K::Value::default(), key, value)
-    }
-
-    /// [`put`](Self::put) with an explicit codec.
-    pub fn put_with<K: PlainKey>(
-        &mut self,
-        codec: &K::Value,
-        key: &K,
-        value: &ValueOf<K>,
-    ) -> &mut Self {
+    pub fn put<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self {
         let key = key_bytes(key);
-        if let Some(bytes) = self.encode(codec, &key, value) {
+        if let Some(bytes) = self.encode_key::<K>(&key, value) {
             self.push(self.writing, TxnOp::put(key, bytes));
         }
         self
@@ -233,23 +228,9 @@ impl TypedTxn {
         key: &K,
         value: &ValueOf<K>,
         lease: LeaseId,
-    ) -> &mut Self
-    where
-        K::Value: Default,
-    {
-        self.put_leased_with(&K::Value::default(), key, value, lease)
-    }
-
-    /// [`put_leased`](Self::put_leased) with an explicit codec.
-    pub fn put_leased_with<K: PlainKey>(
-        &mut self,
-        codec: &K::Value,
-        key: &K,
-        value: &ValueOf<K>,
-        lease: LeaseId,
     ) -> &mut Self {
         let key = key_bytes(key);
-        if let Some(bytes) = self.encode(codec, &key, value) {
+        if let Some(bytes) = self.encode_key::<K>(&key, value) {
             self.push(self.writing, TxnOp::put_with_lease(key, bytes, lease));
         }
         self
@@ -284,10 +265,13 @@ impl TypedTxn {
     }
 
     fn read<K: Key>(&mut self, branch: Branch, key: &K) -> TxnRead<K> {
+        let codec = K::Value::build(&self.context);
+        let codec = self.checked(codec);
         let index = self.push(branch, TxnOp::get(key_bytes(key)));
         TxnRead {
             branch,
             index,
+            codec,
             key: PhantomData,
         }
     }
@@ -332,22 +316,9 @@ impl TypedTxn {
     ///
     /// [`Text`]: crate::keyspace::Text
     /// [`Json`]: crate::keyspace::Json
-    pub fn when_value_equals<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self
-    where
-        K::Value: Default,
-    {
-        self.when_value_equals_with(&K::Value::default(), key, value)
-    }
-
-    /// [`when_value_equals`](Self::when_value_equals) with an explicit codec.
-    pub fn when_value_equals_with<K: PlainKey>(
-        &mut self,
-        codec: &K::Value,
-        key: &K,
-        value: &ValueOf<K>,
-    ) -> &mut Self {
+    pub fn when_value_equals<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self {
         let key = key_bytes(key);
-        if let Some(bytes) = self.encode(codec, &key, value) {
+        if let Some(bytes) = self.encode_key::<K>(&key, value) {
             self.txn
                 .compares
                 .push(Compare::value(key, CompareOp::Equal, bytes));
@@ -374,8 +345,9 @@ impl TypedTxn {
     /// ```
     ///
     /// # Errors
-    /// The first error recorded by the builder, such as a value that does not encode or a
-    /// prefix without its trailing separator (nothing is sent);
+    /// The first error recorded by the builder, such as a value that does not encode, a codec
+    /// that could not be built (`Config`) or a prefix without its trailing separator (nothing
+    /// is sent);
     /// `TxnConflict` when a branch writes one key twice; `TxnTooLarge` over the backend's
     /// limit; backend errors.
     pub async fn commit(&mut self) -> Result<TxnOutcome> {
@@ -409,22 +381,8 @@ impl TxnOutcome {
     /// # Errors
     /// `InvalidArgument` when `read` belongs to the branch that did not run; `Codec` when
     /// the value does not decode.
-    pub fn read<K: Key>(&self, read: &TxnRead<K>) -> Result<Option<Versioned<ValueOf<K>>>>
-    where
-        K::Value: Default,
-    {
-        self.read_with(&K::Value::default(), read)
-    }
-
-    /// [`read`](Self::read) with an explicit codec.
-    ///
-    /// # Errors
-    /// As [`read`](Self::read).
-    pub fn read_with<K: Key>(
-        &self,
-        codec: &K::Value,
-        read: &TxnRead<K>,
-    ) -> Result<Option<Versioned<ValueOf<K>>>> {
+    pub fn read<K: Key>(&self, read: &TxnRead<K>) -> Result<Option<Versioned<ValueOf<K>>>> {
+        let codec = read.codec.as_ref().map_err(Error::clone)?;
         let ran = if self.succeeded {
             Branch::Success
         } else {

@@ -28,7 +28,7 @@ impl TypedTxn {
         value: &V::Value,
     ) -> Option<(Vec<u8>, Vec<u8>, Vec<u8>)> {
         let key = map.key().to_vec();
-        let field = self.encode(map.field_codec(), &key, field);
+        let field = self.encode(Ok(map.field_codec()), &key, field);
         let value = self.encode(map.value_codec(), &key, value);
         Some((key, field?, value?))
     }
@@ -76,7 +76,7 @@ impl TypedTxn {
         field: &F::Value,
     ) -> &mut Self {
         let key = map.key().to_vec();
-        if let Some(field) = self.encode(map.field_codec(), &key, field) {
+        if let Some(field) = self.encode(Ok(map.field_codec()), &key, field) {
             let op = CollectionOp::MapDelete { key, field };
             self.push(self.writing(), TxnOp::Collection(op));
         }
@@ -136,7 +136,7 @@ impl TypedTxn {
         field: &F::Value,
     ) -> &mut Self {
         let key = map.key().to_vec();
-        if let Some(field) = self.encode(map.field_codec(), &key, field) {
+        if let Some(field) = self.encode(Ok(map.field_codec()), &key, field) {
             self.push_compare(Compare::map_lacks(key, field));
         }
         self

@@ -30,8 +30,11 @@ impl<T> fmt::Debug for CollectionRead<T> {
     }
 }
 
-fn decode<C: Codec>(codec: &C, key: &[u8], bytes: &[u8]) -> Result<C::Value> {
+/// Decodes with `codec` (which the recording checked could be built).
+fn decode<C: Codec>(codec: &Result<C>, key: &[u8], bytes: &[u8]) -> Result<C::Value> {
     codec
+        .as_ref()
+        .map_err(Error::clone)?
         .decode(bytes)
         .map_err(|e| e.with_context("key", escape_bytes(key)))
 }
@@ -72,7 +75,7 @@ impl TypedTxn {
         &mut self,
         set: &SetHandle<C>,
     ) -> CollectionRead<Vec<C::Value>> {
-        let (key, codec) = (set.key().to_vec(), set.codec().clone());
+        let (key, codec) = (set.key().to_vec(), self.checked(set.codec().cloned()));
         let at = key.clone();
         self.collection_read(
             CollectionOp::SetMembers { key },
@@ -93,9 +96,9 @@ impl TypedTxn {
     ) -> CollectionRead<Option<V::Value>> {
         let key = map.key().to_vec();
         let field = self
-            .encode(map.field_codec(), &key, field)
+            .encode(Ok(map.field_codec()), &key, field)
             .unwrap_or_default();
-        let (codec, at) = (map.value_codec().clone(), key.clone());
+        let (codec, at) = (self.checked(map.value_codec().cloned()), key.clone());
         self.collection_read(
             CollectionOp::MapGet { key, field },
             Box::new(move |r| match r {
@@ -113,7 +116,8 @@ impl TypedTxn {
         map: &MapHandle<F, V>,
     ) -> CollectionRead<Vec<(F::Value, V::Value)>> {
         let key = map.key().to_vec();
-        let (fields, values) = (map.field_codec().clone(), map.value_codec().clone());
+        let fields = Ok(map.field_codec().clone());
+        let values = self.checked(map.value_codec().cloned());
         let at = key.clone();
         self.collection_read(
             CollectionOp::MapGetAll { key },
@@ -135,7 +139,7 @@ impl TypedTxn {
         start: i64,
         stop: i64,
     ) -> CollectionRead<Vec<C::Value>> {
-        let (key, codec) = (list.key().to_vec(), list.codec().clone());
+        let (key, codec) = (list.key().to_vec(), self.checked(list.codec().cloned()));
         let at = key.clone();
         self.collection_read(
             CollectionOp::ListRange { key, start, stop },
@@ -167,7 +171,7 @@ impl TypedTxn {
         &mut self,
         list: &ListHandle<C>,
     ) -> CollectionRead<Option<C::Value>> {
-        let (key, codec) = (list.key().to_vec(), list.codec().clone());
+        let (key, codec) = (list.key().to_vec(), self.checked(list.codec().cloned()));
         let at = key.clone();
         self.collection_read(
             CollectionOp::ListRotate { key },

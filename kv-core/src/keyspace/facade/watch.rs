@@ -174,7 +174,8 @@ impl TypedStore {
     ///
     /// # Errors
     /// `Compacted` when `start_revision` is no longer retained; `InvalidKey` for a prefix
-    /// whose encoding does not end with its separator; backend errors.
+    /// whose encoding does not end with its separator; `Config` when the key's codec needs
+    /// state this typed store was not given; backend errors.
     ///
     /// ```
     /// use futures::StreamExt;
@@ -210,24 +211,8 @@ impl TypedStore {
         &self,
         prefix: &P,
         start_revision: Option<i64>,
-    ) -> Result<TypedWatch<P::Key, ValueOf<P::Key>>>
-    where
-        <P::Key as Key>::Value: Default,
-    {
-        self.watch_with(<P::Key as Key>::Value::default(), prefix, start_revision)
-            .await
-    }
-
-    /// [`watch`](Self::watch) with an explicit codec.
-    ///
-    /// # Errors
-    /// As [`watch`](Self::watch).
-    pub async fn watch_with<P: ListPrefix>(
-        &self,
-        codec: <P::Key as Key>::Value,
-        prefix: &P,
-        start_revision: Option<i64>,
     ) -> Result<TypedWatch<P::Key, ValueOf<P::Key>>> {
+        let codec = self.codec::<P::Key>()?;
         let opts = WatchOptions::prefix(prefix_bytes(prefix)?);
         self.watch_raw(opts, start_revision, key_decoder::<P::Key>(codec))
             .await
@@ -241,12 +226,10 @@ impl TypedStore {
         &self,
         key: &K,
         start_revision: Option<i64>,
-    ) -> Result<TypedWatch<K, ValueOf<K>>>
-    where
-        K::Value: Default,
-    {
+    ) -> Result<TypedWatch<K, ValueOf<K>>> {
+        let codec = self.codec::<K>()?;
         let opts = WatchOptions::key(key_bytes(key));
-        self.watch_raw(opts, start_revision, key_decoder::<K>(K::Value::default()))
+        self.watch_raw(opts, start_revision, key_decoder::<K>(codec))
             .await
     }
 

@@ -4,6 +4,7 @@ use super::{Applied, OrderedState, PhysicalWrite, members_range};
 use crate::changes::CollectionChange;
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
 use crate::error::{Error, ErrorKind, Result};
+use crate::range::Continuation;
 use crate::raw::layout;
 
 /// Applies one collection op to `state`: returns its result, the physical writes that make
@@ -72,23 +73,24 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
                 members.into_iter().map(|(m, _)| m).collect(),
             ))
         }
-        CollectionOp::SetScan { cursor, limit, .. } => {
+        CollectionOp::SetScan { after, limit, .. } => {
             let limit = (*limit).max(1);
             let mut page = members(
                 kind,
                 key,
                 state,
-                cursor.as_deref(),
+                after.as_ref().map(Continuation::start_key),
                 Some(limit.saturating_add(1)),
             )?;
-            let cursor = if page.len() > limit {
-                page.pop().map(|(m, _)| m)
+            // The member after the page's last is where the next page starts.
+            let next = if page.len() > limit {
+                page.pop().map(|(m, _)| Continuation::starting_at(m))
             } else {
                 None
             };
             none(CollectionResult::Page {
                 members: page.into_iter().map(|(m, _)| m).collect(),
-                cursor,
+                next,
             })
         }
         CollectionOp::MapPut { field, value, .. } => {
@@ -291,19 +293,19 @@ mod tests {
             members,
             CollectionResult::Members(vec![k("a"), k("b"), k("c")])
         );
-        let scan = |cursor| CollectionOp::SetScan {
+        let scan = |after| CollectionOp::SetScan {
             key: k("s"),
-            cursor,
+            after,
             limit: 2,
         };
-        let CollectionResult::Page { members, cursor } = run(&mut st, scan(None)) else {
+        let CollectionResult::Page { members, next } = run(&mut st, scan(None)) else {
             panic!("not a page")
         };
         assert_eq!(members, vec![k("a"), k("b")]);
-        let CollectionResult::Page { members, cursor } = run(&mut st, scan(cursor)) else {
+        let CollectionResult::Page { members, next } = run(&mut st, scan(next)) else {
             panic!("not a page")
         };
-        assert_eq!((members, cursor), (vec![k("c")], None));
+        assert_eq!((members, next), (vec![k("c")], None));
         let remove = CollectionOp::SetRemove {
             key: k("s"),
             member: k("b"),
@@ -408,12 +410,12 @@ mod tests {
         }
         let scan = CollectionOp::SetScan {
             key: k("s"),
-            cursor: None,
+            after: None,
             limit: usize::MAX,
         };
         let page = CollectionResult::Page {
             members: vec![k("a"), k("b")],
-            cursor: None,
+            next: None,
         };
         assert_eq!(run(&mut st, scan), page);
     }

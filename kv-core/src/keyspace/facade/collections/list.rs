@@ -2,7 +2,7 @@
 
 use super::At;
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use std::fmt;
 
@@ -32,7 +32,7 @@ use std::fmt;
 #[derive(Clone)]
 pub struct ListHandle<C> {
     pub(super) at: At,
-    pub(super) codec: C,
+    pub(super) codec: Result<C>,
 }
 
 impl<C: Codec> ListHandle<C> {
@@ -41,9 +41,9 @@ impl<C: Codec> ListHandle<C> {
         &self.at.key
     }
 
-    /// The item codec.
-    pub fn codec(&self) -> &C {
-        &self.codec
+    /// The item codec, or why it could not be built.
+    pub(crate) fn codec(&self) -> Result<&C> {
+        self.codec.as_ref().map_err(Error::clone)
     }
 
     /// Appends `item` at the tail; returns the new length.
@@ -51,7 +51,7 @@ impl<C: Codec> ListHandle<C> {
     /// # Errors
     /// `Codec` when the item does not encode (nothing is written); backend errors.
     pub async fn push(&self, item: &C::Value) -> Result<u64> {
-        let value = self.at.encode(&self.codec, item)?;
+        let value = self.at.encode(self.codec()?, item)?;
         self.count(
             "list push",
             CollectionOp::ListPush {
@@ -67,7 +67,7 @@ impl<C: Codec> ListHandle<C> {
     /// # Errors
     /// `Codec` when the item does not encode; backend errors.
     pub async fn remove(&self, item: &C::Value) -> Result<u64> {
-        let value = self.at.encode(&self.codec, item)?;
+        let value = self.at.encode(self.codec()?, item)?;
         self.count(
             "list remove",
             CollectionOp::ListRemove {
@@ -113,13 +113,14 @@ impl<C: Codec> ListHandle<C> {
     /// # Errors
     /// `Codec` when an item does not decode; backend errors.
     pub async fn range(&self, start: i64, stop: i64) -> Result<Vec<C::Value>> {
+        let codec = self.codec()?;
         let op = CollectionOp::ListRange {
             key: self.at.key.clone(),
             start,
             stop,
         };
         match self.at.run(op).await? {
-            CollectionResult::Items(items) => self.at.decode_all(&self.codec, items),
+            CollectionResult::Items(items) => self.at.decode_all(codec, items),
             other => Err(self.at.unexpected("list range", other)),
         }
     }
@@ -130,6 +131,7 @@ impl<C: Codec> ListHandle<C> {
     /// # Errors
     /// `Codec` when the item does not decode; backend errors.
     pub async fn rotate(&self) -> Result<Option<C::Value>> {
+        let codec = self.codec()?;
         match self
             .at
             .run(CollectionOp::ListRotate {
@@ -137,7 +139,7 @@ impl<C: Codec> ListHandle<C> {
             })
             .await?
         {
-            CollectionResult::Value(Some(bytes)) => Ok(Some(self.at.decode(&self.codec, &bytes)?)),
+            CollectionResult::Value(Some(bytes)) => Ok(Some(self.at.decode(codec, &bytes)?)),
             CollectionResult::Value(None) => Ok(None),
             other => Err(self.at.unexpected("list rotate", other)),
         }

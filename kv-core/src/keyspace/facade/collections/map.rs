@@ -2,7 +2,7 @@
 
 use super::At;
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use std::fmt;
 
@@ -29,7 +29,7 @@ use std::fmt;
 pub struct MapHandle<F, V> {
     pub(super) at: At,
     pub(super) fields: F,
-    pub(super) values: V,
+    pub(super) values: Result<V>,
 }
 
 impl<F: Codec, V: Codec> MapHandle<F, V> {
@@ -39,13 +39,13 @@ impl<F: Codec, V: Codec> MapHandle<F, V> {
     }
 
     /// The field codec.
-    pub fn field_codec(&self) -> &F {
+    pub(crate) fn field_codec(&self) -> &F {
         &self.fields
     }
 
-    /// The value codec.
-    pub fn value_codec(&self) -> &V {
-        &self.values
+    /// The value codec, or why it could not be built.
+    pub(crate) fn value_codec(&self) -> Result<&V> {
+        self.values.as_ref().map_err(Error::clone)
     }
 
     /// Sets `field` to `value`; returns whether the field is new.
@@ -54,7 +54,7 @@ impl<F: Codec, V: Codec> MapHandle<F, V> {
     /// `Codec` when the field or value does not encode (nothing is written); backend errors.
     pub async fn put(&self, field: &F::Value, value: &V::Value) -> Result<bool> {
         let field = self.at.encode(&self.fields, field)?;
-        let value = self.at.encode(&self.values, value)?;
+        let value = self.at.encode(self.value_codec()?, value)?;
         let op = CollectionOp::MapPut {
             key: self.at.key.clone(),
             field,
@@ -71,6 +71,7 @@ impl<F: Codec, V: Codec> MapHandle<F, V> {
     /// # Errors
     /// `Codec` when the field does not encode or the value does not decode; backend errors.
     pub async fn get(&self, field: &F::Value) -> Result<Option<V::Value>> {
+        let codec = self.value_codec()?;
         let field = self.at.encode(&self.fields, field)?;
         match self
             .at
@@ -80,7 +81,7 @@ impl<F: Codec, V: Codec> MapHandle<F, V> {
             })
             .await?
         {
-            CollectionResult::Value(Some(bytes)) => Ok(Some(self.at.decode(&self.values, &bytes)?)),
+            CollectionResult::Value(Some(bytes)) => Ok(Some(self.at.decode(codec, &bytes)?)),
             CollectionResult::Value(None) => Ok(None),
             other => Err(self.at.unexpected("map get", other)),
         }
@@ -110,6 +111,7 @@ impl<F: Codec, V: Codec> MapHandle<F, V> {
     /// # Errors
     /// `Codec` when a field or value does not decode; backend errors.
     pub async fn all(&self) -> Result<Vec<(F::Value, V::Value)>> {
+        let codec = self.value_codec()?;
         match self
             .at
             .run(CollectionOp::MapGetAll {
@@ -119,12 +121,7 @@ impl<F: Codec, V: Codec> MapHandle<F, V> {
         {
             CollectionResult::Fields(fields) => fields
                 .iter()
-                .map(|(f, v)| {
-                    Ok((
-                        self.at.decode(&self.fields, f)?,
-                        self.at.decode(&self.values, v)?,
-                    ))
-                })
+                .map(|(f, v)| Ok((self.at.decode(&self.fields, f)?, self.at.decode(codec, v)?)))
                 .collect(),
             other => Err(self.at.unexpected("map get all", other)),
         }

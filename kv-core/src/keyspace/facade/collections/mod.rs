@@ -27,56 +27,32 @@ pub use set::{SetHandle, SetPage};
 
 impl TypedStore {
     /// The set stored at `key`, whose members are values of the key's codec.
-    pub fn set_at<K: SetKey>(&self, key: &K) -> SetHandle<K::Value>
-    where
-        K::Value: Default,
-    {
-        self.set_at_with(key, K::Value::default())
-    }
-
-    /// [`set_at`](Self::set_at) with an explicit member codec.
-    pub fn set_at_with<K: SetKey>(&self, key: &K, codec: K::Value) -> SetHandle<K::Value> {
+    ///
+    /// A codec that cannot be built (state this typed store was not given) makes every
+    /// operation of the handle fail with `Config`, before anything is sent.
+    pub fn set_at<K: SetKey>(&self, key: &K) -> SetHandle<K::Value> {
         SetHandle {
             at: At::new(self, key),
-            codec,
+            codec: self.codec::<K>(),
         }
     }
 
-    /// The map stored at `key`: [`Text`] fields, values of the key's codec.
-    pub fn map_at<K: MapKey>(&self, key: &K) -> MapHandle<Text, K::Value>
-    where
-        K::Value: Default,
-    {
-        self.map_at_with(key, Text, K::Value::default())
-    }
-
-    /// [`map_at`](Self::map_at) with explicit field and value codecs.
-    pub fn map_at_with<K: MapKey, F: Codec>(
-        &self,
-        key: &K,
-        fields: F,
-        values: K::Value,
-    ) -> MapHandle<F, K::Value> {
+    /// The map stored at `key`: [`Text`] fields, values of the key's codec (built as for
+    /// [`set_at`](Self::set_at)).
+    pub fn map_at<K: MapKey>(&self, key: &K) -> MapHandle<Text, K::Value> {
         MapHandle {
             at: At::new(self, key),
-            fields,
-            values,
+            fields: Text,
+            values: self.codec::<K>(),
         }
     }
 
-    /// The list stored at `key`, whose items are values of the key's codec.
-    pub fn list_at<K: ListKey>(&self, key: &K) -> ListHandle<K::Value>
-    where
-        K::Value: Default,
-    {
-        self.list_at_with(key, K::Value::default())
-    }
-
-    /// [`list_at`](Self::list_at) with an explicit item codec.
-    pub fn list_at_with<K: ListKey>(&self, key: &K, codec: K::Value) -> ListHandle<K::Value> {
+    /// The list stored at `key`, whose items are values of the key's codec (built as for
+    /// [`set_at`](Self::set_at)).
+    pub fn list_at<K: ListKey>(&self, key: &K) -> ListHandle<K::Value> {
         ListHandle {
             at: At::new(self, key),
-            codec,
+            codec: self.codec::<K>(),
         }
     }
 }

@@ -2,8 +2,10 @@
 
 use super::At;
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
+use crate::keyspace::facade::ListOptions;
+use crate::range::Continuation;
 use std::fmt;
 
 /// A typed set at a key (Redis SET; one key per member on ordered backends).
@@ -33,7 +35,7 @@ use std::fmt;
 #[derive(Clone)]
 pub struct SetHandle<C> {
     pub(super) at: At,
-    pub(super) codec: C,
+    pub(super) codec: Result<C>,
 }
 
 /// One page of a set scan.
@@ -41,8 +43,8 @@ pub struct SetHandle<C> {
 pub struct SetPage<V> {
     /// The members of this page.
     pub members: Vec<V>,
-    /// Pass to [`SetHandle::scan`] for the next page; `None` when the scan is complete.
-    pub cursor: Option<Vec<u8>>,
+    /// Pass to [`ListOptions::after`] for the next page; `None` when the scan is complete.
+    pub next: Option<Continuation>,
 }
 
 impl<C: Codec> SetHandle<C> {
@@ -51,9 +53,9 @@ impl<C: Codec> SetHandle<C> {
         &self.at.key
     }
 
-    /// The member codec.
-    pub fn codec(&self) -> &C {
-        &self.codec
+    /// The member codec, or why it could not be built.
+    pub(crate) fn codec(&self) -> Result<&C> {
+        self.codec.as_ref().map_err(Error::clone)
     }
 
     /// Adds `member`; returns whether it was new.
@@ -61,7 +63,7 @@ impl<C: Codec> SetHandle<C> {
     /// # Errors
     /// `Codec` when the member does not encode (nothing is written); backend errors.
     pub async fn add(&self, member: &C::Value) -> Result<bool> {
-        let member = self.at.encode(&self.codec, member)?;
+        let member = self.at.encode(self.codec()?, member)?;
         match self
             .at
             .run(CollectionOp::SetAdd {
@@ -80,7 +82,7 @@ impl<C: Codec> SetHandle<C> {
     /// # Errors
     /// `Codec` when the member does not encode; backend errors.
     pub async fn remove(&self, member: &C::Value) -> Result<bool> {
-        let member = self.at.encode(&self.codec, member)?;
+        let member = self.at.encode(self.codec()?, member)?;
         match self
             .at
             .run(CollectionOp::SetRemove {
@@ -99,7 +101,7 @@ impl<C: Codec> SetHandle<C> {
     /// # Errors
     /// `Codec` when the member does not encode; backend errors.
     pub async fn contains(&self, member: &C::Value) -> Result<bool> {
-        let member = self.at.encode(&self.codec, member)?;
+        let member = self.at.encode(self.codec()?, member)?;
         let op = CollectionOp::SetContains {
             key: self.at.key.clone(),
             member,
@@ -116,6 +118,7 @@ impl<C: Codec> SetHandle<C> {
     /// # Errors
     /// `Codec` when a stored member does not decode; backend errors.
     pub async fn members(&self) -> Result<Vec<C::Value>> {
+        let codec = self.codec()?;
         match self
             .at
             .run(CollectionOp::SetMembers {
@@ -123,26 +126,59 @@ impl<C: Codec> SetHandle<C> {
             })
             .await?
         {
-            CollectionResult::Members(members) => self.at.decode_all(&self.codec, members),
+            CollectionResult::Members(members) => self.at.decode_all(codec, members),
             other => Err(self.at.unexpected("set members", other)),
         }
     }
 
-    /// One page of about `limit` members, from `cursor` (`None` for the first page).
+    /// One page of about `opts`' limit members, paged as a listing is: the first page with
+    /// [`ListOptions::limit`], the next ones `after` the previous page's
+    /// [`next`](SetPage::next). Every member present during the whole scan is returned at
+    /// least once (exactly once, in byte order, on ordered backends; Redis `SSCAN` may repeat
+    /// one).
+    ///
+    /// ```
+    /// use kv_core::keyspace::{Key, ListOptions, Text, TypedStore};
+    ///
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "bal:pool:{id}", set = Text)]
+    /// struct PoolKey { id: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> kv_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// let pool = typed.set_at(&PoolKey { id: 1 });
+    /// for member in ["a", "b", "c"] {
+    ///     pool.add(&member.to_string()).await?;
+    /// }
+    /// let mut seen = Vec::new();
+    /// let mut opts = ListOptions::limit(2);
+    /// loop {
+    ///     let page = pool.scan(opts.clone()).await?;
+    ///     seen.extend(page.members);
+    ///     match page.next {
+    ///         Some(next) => opts = opts.after(next),
+    ///         None => break,
+    ///     }
+    /// }
+    /// assert_eq!(seen, ["a", "b", "c"]);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// `InvalidArgument` for a zero limit; `Codec` when a member does not decode; backend
     /// errors.
-    pub async fn scan(&self, cursor: Option<Vec<u8>>, limit: usize) -> Result<SetPage<C::Value>> {
+    pub async fn scan(&self, opts: ListOptions) -> Result<SetPage<C::Value>> {
+        let codec = self.codec()?;
         let op = CollectionOp::SetScan {
             key: self.at.key.clone(),
-            cursor,
-            limit,
+            after: opts.after,
+            limit: opts.limit,
         };
         match self.at.run(op).await? {
-            CollectionResult::Page { members, cursor } => Ok(SetPage {
-                members: self.at.decode_all(&self.codec, members)?,
-                cursor,
+            CollectionResult::Page { members, next } => Ok(SetPage {
+                members: self.at.decode_all(codec, members)?,
+                next,
             }),
             other => Err(self.at.unexpected("set scan", other)),
         }
