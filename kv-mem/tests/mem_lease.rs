@@ -1,7 +1,7 @@
-//! MemStore leases on tokio time: expiry under `tokio::time::pause()`, keep-alive, revoke.
+//! MemStore leases on tokio time: exact expiry and keep-alive under `tokio::time::pause()`.
 
 use futures::StreamExt;
-use kv_core::{ErrorKind, Event, LeaseId, PutOptions, Store, Txn, TxnOp, WatchOptions};
+use kv_core::{ErrorKind, Event, LeaseId, PutOptions, Store, WatchOptions};
 use kv_mem::MemStore;
 use std::time::Duration;
 
@@ -9,6 +9,8 @@ fn leased(lease: LeaseId) -> PutOptions {
     PutOptions::default().lease(lease)
 }
 
+/// A lease expires exactly at its TTL on tokio time, by itself: its keys go in one revision
+/// that watchers see, and the lease is then unknown.
 #[tokio::test(start_paused = true)]
 async fn expiry_deletes_attached_keys_in_one_revision_and_watchers_see_it() {
     let store = MemStore::new();
@@ -47,6 +49,8 @@ async fn expiry_deletes_attached_keys_in_one_revision_and_watchers_see_it() {
     assert_eq!(err.kind(), ErrorKind::LeaseNotFound);
 }
 
+/// Once the TTL has passed, reads and puts see the lease as gone even before the expiry task
+/// has run.
 #[tokio::test(start_paused = true)]
 async fn every_operation_sees_an_expired_lease_as_gone() {
     let store = MemStore::new();
@@ -59,6 +63,8 @@ async fn every_operation_sees_an_expired_lease_as_gone() {
     assert_eq!(err.kind(), ErrorKind::LeaseNotFound);
 }
 
+/// Keep-alive renews to exactly the granted TTL, and the keys go one TTL after the last
+/// renewal.
 #[tokio::test(start_paused = true)]
 async fn keep_alive_renews_to_the_granted_ttl() {
     let store = MemStore::new();
@@ -74,65 +80,4 @@ async fn keep_alive_renews_to_the_granted_ttl() {
     assert_eq!(info.remaining, Duration::from_secs(2));
     tokio::time::advance(Duration::from_secs(2)).await;
     assert_eq!(store.get(b"k").await.unwrap(), None);
-}
-
-#[tokio::test(start_paused = true)]
-async fn ttls_round_up_to_the_millisecond() {
-    let store = MemStore::new();
-    let lease = store
-        .lease_grant(Duration::from_micros(1500))
-        .await
-        .unwrap();
-    assert_eq!(lease.ttl, Duration::from_millis(2));
-    let info = store.lease_time_to_live(lease.id).await.unwrap();
-    assert_eq!(info.granted_ttl, Duration::from_millis(2));
-}
-
-#[tokio::test(start_paused = true)]
-async fn revoke_deletes_keys_and_a_plain_put_detaches_a_key() {
-    let store = MemStore::new();
-    let lease = store.lease_grant(Duration::from_secs(60)).await.unwrap();
-    store.put(b"a", b"1", leased(lease.id)).await.unwrap();
-    store.put(b"b", b"1", leased(lease.id)).await.unwrap();
-    // Re-putting without a lease detaches the key, as in etcd.
-    store.put(b"b", b"2", PutOptions::default()).await.unwrap();
-    let info = store.lease_time_to_live(lease.id).await.unwrap();
-    assert_eq!(info.keys, vec![b"a".to_vec()]);
-    let before = store.revision().await.unwrap();
-    store.lease_revoke(lease.id).await.unwrap();
-    assert_eq!(store.revision().await.unwrap(), before + 1);
-    assert_eq!(store.get(b"a").await.unwrap(), None);
-    assert_eq!(store.get(b"b").await.unwrap().unwrap().lease, None);
-    for err in [
-        store.lease_revoke(lease.id).await.unwrap_err(),
-        store.lease_keep_alive(lease.id).await.unwrap_err(),
-        store.lease_time_to_live(lease.id).await.unwrap_err(),
-    ] {
-        assert_eq!(err.kind(), ErrorKind::LeaseNotFound);
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_txn_with_an_unknown_lease_writes_nothing() {
-    let store = MemStore::new();
-    let before = store.revision().await.unwrap();
-    let txn = Txn::new().and_then([
-        TxnOp::put("plain", "v"),
-        TxnOp::put_with_lease("leased", "v", LeaseId(424_242)),
-    ]);
-    let err = store.txn(txn).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::LeaseNotFound);
-    assert_eq!(store.revision().await.unwrap(), before);
-    assert_eq!(store.get(b"plain").await.unwrap(), None);
-}
-
-#[tokio::test(start_paused = true)]
-async fn entries_report_their_lease() {
-    let store = MemStore::new();
-    let lease = store.lease_grant(Duration::from_secs(1)).await.unwrap();
-    store.put(b"k", b"v", leased(lease.id)).await.unwrap();
-    assert_eq!(
-        store.get(b"k").await.unwrap().unwrap().lease,
-        Some(lease.id)
-    );
 }

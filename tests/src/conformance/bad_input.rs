@@ -1,9 +1,10 @@
 //! Bad input: each gets its typed error and leaves the store unchanged.
 
-use super::support::{EVENT_TIMEOUT, expect_kind, key, put, root, snapshot};
+use super::support::{EVENT_TIMEOUT, expect_kind, key, next_batch, put, root, snapshot};
 use futures::StreamExt;
 use kv_core::{
-    CollectionOp, Compare, Entry, Error, ErrorKind, PutOptions, Store, Txn, TxnOp, WatchOptions,
+    CollectionOp, Compare, Entry, Error, ErrorKind, LeaseId, PutOptions, Store, Txn, TxnOp,
+    WatchOptions,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +63,19 @@ pub async fn empty_key_is_rejected(store: Arc<dyn Store>) {
     );
     let watch = watch_error(&*store, WatchOptions::key("")).await;
     assert_eq!(watch.kind(), ErrorKind::InvalidKey, "{watch}");
+    assert_unchanged(&*store, &root, &before).await;
+}
+
+/// A key containing a NUL byte (reserved for the backends' own layout) is `InvalidKey` for
+/// `put` and `delete`, and nothing is written.
+pub async fn nul_key_is_rejected(store: Arc<dyn Store>) {
+    let (root, before) = seeded(&*store).await;
+    let nul = key(&root, b"a\0b");
+    expect_kind(
+        store.put(&nul, b"v", PutOptions::default()).await,
+        ErrorKind::InvalidKey,
+    );
+    expect_kind(store.delete(&nul).await, ErrorKind::InvalidKey);
     assert_unchanged(&*store, &root, &before).await;
 }
 
@@ -217,6 +231,12 @@ pub async fn watch_from_compacted_revision_is_rejected(store: Arc<dyn Store>) {
     assert!(current > first);
     store.compact(current).await.unwrap();
     let err = watch_error(&*store, WatchOptions::prefix(&root).from_revision(first)).await;
+    expect_compacted_since(&err, current);
+    assert_unchanged(&*store, &root, &before).await;
+}
+
+/// `err` is `Compacted`, naming a compaction at `current` or later.
+fn expect_compacted_since(err: &kv_core::Error, current: i64) {
     let compact_revision = err
         .compact_revision()
         .unwrap_or_else(|| panic!("expected Compacted, got {err}"));
@@ -224,6 +244,34 @@ pub async fn watch_from_compacted_revision_is_rejected(store: Arc<dyn Store>) {
         compact_revision >= current,
         "compact revision {compact_revision} < {current}"
     );
+}
+
+/// `compact` of a future revision is `InvalidArgument` and compacts nothing; below the
+/// compacted revision it is `Compacted { compact_revision }` naming the compaction.
+pub async fn compact_rejects_future_and_compacted_revisions(store: Arc<dyn Store>) {
+    let (root, before) = seeded(&*store).await;
+    let first = before[0].mod_revision;
+    let current = store.revision().await.unwrap();
+    assert!(current > first);
+    expect_kind(
+        store.compact(current + 1_000_000).await,
+        ErrorKind::InvalidArgument,
+    );
+    assert_unchanged(&*store, &root, &before).await;
+    // Nothing was compacted: the history from the first seeded write still replays.
+    let mut replay = store
+        .watch(WatchOptions::prefix(&root).from_revision(first))
+        .await
+        .unwrap();
+    assert_eq!(next_batch(&mut replay).await.revision, first);
+    drop(replay);
+    store.compact(current).await.unwrap();
+    // etcd also rejects compacting at exactly the compacted revision: only below is portable.
+    let err = store
+        .compact(current - 1)
+        .await
+        .expect_err("compacting below the compacted revision");
+    expect_compacted_since(&err, current);
     assert_unchanged(&*store, &root, &before).await;
 }
 
@@ -256,16 +304,47 @@ pub async fn keep_alive_of_revoked_lease_is_rejected(store: Arc<dyn Store>) {
     assert_unchanged(&*store, &root, &before).await;
 }
 
-/// A txn whose branch puts with an unknown lease is `LeaseNotFound` and writes none of its ops.
+/// A txn whose branch puts with an unknown lease (revoked, or never granted) is
+/// `LeaseNotFound` and writes none of its ops, collection ops included.
 pub async fn put_with_unknown_lease_writes_nothing(store: Arc<dyn Store>) {
     let (root, before) = seeded(&*store).await;
-    let lease = store.lease_grant(Duration::from_secs(30)).await.unwrap();
-    store.lease_revoke(lease.id).await.unwrap();
-    let txn = Txn::new().and_then([
-        TxnOp::put(key(&root, "c"), "v"),
-        TxnOp::delete(key(&root, "b")),
-        TxnOp::put_with_lease(key(&root, "d"), "v", lease.id),
-    ]);
-    expect_kind(store.txn(txn).await, ErrorKind::LeaseNotFound);
-    assert_unchanged(&*store, &root, &before).await;
+    let list = key(&root, "list");
+    for item in ["x", "y"] {
+        store
+            .collection(CollectionOp::ListPush {
+                key: list.clone(),
+                value: item.into(),
+            })
+            .await
+            .unwrap();
+    }
+    let list_all = || CollectionOp::ListRange {
+        key: list.clone(),
+        start: 0,
+        stop: -1,
+    };
+    let items = store.collection(list_all()).await.unwrap();
+    let revoked = store.lease_grant(Duration::from_secs(30)).await.unwrap();
+    store.lease_revoke(revoked.id).await.unwrap();
+    // Drawn from 2^62 ids: far above the counters that number leases on most backends, and
+    // colliding with one of etcd's (spread over 64 bits) only by negligible chance.
+    let never_granted = LeaseId(rand::random_range(1 << 48..1 << 62));
+    for lease in [revoked.id, never_granted] {
+        let txn = Txn::new().and_then([
+            TxnOp::put(key(&root, "c"), "v"),
+            TxnOp::delete(key(&root, "b")),
+            TxnOp::Collection(CollectionOp::ListPush {
+                key: list.clone(),
+                value: b"z".to_vec(),
+            }),
+            TxnOp::put_with_lease(key(&root, "d"), "v", lease),
+        ]);
+        expect_kind(store.txn(txn).await, ErrorKind::LeaseNotFound);
+        assert_unchanged(&*store, &root, &before).await;
+        assert_eq!(
+            store.collection(list_all()).await.unwrap(),
+            items,
+            "a rejected txn pushed onto the list"
+        );
+    }
 }

@@ -1,8 +1,11 @@
 //! Collections: sets, maps and lists, alone and inside transactions.
 
-use super::support::{b, expect_quiet, key, names, put, root, run, snapshot};
+use super::support::{
+    b, expect_kind, expect_quiet, key, names, next_batch, put, root, run, snapshot,
+};
 use kv_core::{
-    CollectionOp as Op, CollectionResult as R, Compare, OpResult, Store, Txn, TxnOp, WatchOptions,
+    CollectionOp as Op, CollectionResult as R, Compare, ErrorKind, Event, OpResult, RangeOptions,
+    Store, Txn, TxnOp, WatchOptions,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -88,7 +91,8 @@ pub async fn set_operations(store: Arc<dyn Store>) {
     );
 }
 
-/// A paged set scan returns every member (each exactly once on ordered backends).
+/// A paged set scan returns every member (each exactly once, in pages of at most the limit, on
+/// ordered backends); a limit of zero is `InvalidArgument`.
 pub async fn set_scan_pages_cover_the_set(store: Arc<dyn Store>) {
     let root = root();
     let s = key(&root, "set");
@@ -104,6 +108,7 @@ pub async fn set_scan_pages_cover_the_set(store: Arc<dyn Store>) {
             .unwrap();
     }
     let mut seen = Vec::new();
+    let mut page_sizes = Vec::new();
     let mut after = None;
     for _ in 0..1000 {
         match run(
@@ -117,6 +122,7 @@ pub async fn set_scan_pages_cover_the_set(store: Arc<dyn Store>) {
         .await
         {
             R::Page { members, next } => {
+                page_sizes.push(members.len());
                 seen.extend(members);
                 match next {
                     Some(c) => after = Some(c),
@@ -132,11 +138,25 @@ pub async fn set_scan_pages_cover_the_set(store: Arc<dyn Store>) {
             seen, all,
             "ordered backends return each member once, in order"
         );
+        assert!(
+            page_sizes.iter().all(|&n| n <= 7),
+            "ordered backends keep pages within the limit: {page_sizes:?}"
+        );
     } else {
         seen.sort();
         seen.dedup();
         assert_eq!(seen, all);
     }
+    expect_kind(
+        store
+            .collection(Op::SetScan {
+                key: s.clone(),
+                after: None,
+                limit: 0,
+            })
+            .await,
+        ErrorKind::InvalidArgument,
+    );
 }
 
 /// Map field put/get/delete and get-all, ascending by field.
@@ -411,14 +431,44 @@ pub async fn delete_removes_collections(store: Arc<dyn Store>) {
     );
 }
 
-/// Collections never appear in plain ranges or watches of their prefix.
+/// Collections never appear in plain ranges or watches, of their prefix or of the whole
+/// keyspace: no collection event and no reserved (NUL-led) key.
 pub async fn collections_are_invisible_to_range(store: Arc<dyn Store>) {
     let root = root();
     let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    let mut everything = store.watch(WatchOptions::prefix("")).await.unwrap();
     run(&*store, set_add(&key(&root, "s"), "x")).await;
     run(&*store, map_put(&key(&root, "m"), "f", "v")).await;
     run(&*store, list_push(&key(&root, "l"), "i")).await;
-    expect_quiet(&*store, &mut watch, &key(&root, "end")).await;
+    let first = store
+        .range(RangeOptions::prefix("").keys_only().limit(1))
+        .await
+        .unwrap();
+    assert!(
+        first.entries.iter().all(|e| e.key.first() != Some(&0)),
+        "a whole-keyspace range shows a reserved key: {:?}",
+        first.entries
+    );
+    let end = key(&root, "end");
+    expect_quiet(&*store, &mut watch, &end).await;
+    // Other cases write to a shared server meanwhile: read up to this case's sentinel put.
+    loop {
+        let batch = next_batch(&mut everything).await;
+        for event in &batch.events {
+            assert!(
+                !matches!(event, Event::Collection(_)),
+                "a plain whole-keyspace watch reported {event:?}"
+            );
+            assert_ne!(
+                event.key().first(),
+                Some(&0),
+                "a whole-keyspace watch reported a reserved key: {event:?}"
+            );
+        }
+        if batch.events.iter().any(|e| e.key() == end.as_slice()) {
+            break;
+        }
+    }
     put(&*store, &key(&root, "plain"), "v").await;
     assert_eq!(
         names(&root, &snapshot(&*store, &root).await),

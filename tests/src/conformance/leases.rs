@@ -27,9 +27,14 @@ async fn await_deletes(stream: &mut WatchStream, keys: &[Vec<u8>]) {
     }
 }
 
-/// A grant's TTL is the request rounded up to the granularity; time-to-live reports it.
+/// A grant's TTL is the request rounded up to the granularity (one and a half granules make
+/// two); time-to-live reports it.
 pub async fn lease_grant_rounds_ttl_up(store: Arc<dyn Store>) {
     let caps = store.capabilities().clone();
+    let granule = caps.ttl_granularity;
+    // Two granules may be as short as 2 ms: this lease is left to expire, never read back.
+    let short = store.lease_grant(granule * 3 / 2).await.unwrap();
+    assert_eq!(short.ttl, granule * 2, "granularity {granule:?}");
     let asked = Duration::from_millis(1500);
     let grant = store.lease_grant(asked).await.unwrap();
     assert_eq!(grant.ttl, caps.round_ttl(asked).unwrap());
@@ -107,7 +112,8 @@ pub async fn lease_time_to_live_lists_keys(store: Arc<dyn Store>) {
     assert_eq!(names(&root, &snapshot(&*store, &root).await), ["b"]);
 }
 
-/// An expired lease deletes its keys and a watcher sees the deletes; the lease is then gone.
+/// An expired lease deletes its keys and a watcher sees the deletes; the lease is then gone:
+/// keep-alive and a put attached to it are `LeaseNotFound`.
 pub async fn lease_expiry_deletes_keys_and_watchers_see_it(store: Arc<dyn Store>) {
     let root = root();
     let grant = store.lease_grant(Duration::from_secs(1)).await.unwrap();
@@ -125,6 +131,17 @@ pub async fn lease_expiry_deletes_keys_and_watchers_see_it(store: Arc<dyn Store>
         store.lease_keep_alive(grant.id).await,
         ErrorKind::LeaseNotFound,
     );
+    expect_kind(
+        store
+            .put(
+                &key(&root, "late"),
+                b"v",
+                PutOptions::default().lease(grant.id),
+            )
+            .await,
+        ErrorKind::LeaseNotFound,
+    );
+    assert_eq!(names(&root, &snapshot(&*store, &root).await), ["plain"]);
 }
 
 /// A put with a lease attaches the key (its entry names the lease); a later put without one

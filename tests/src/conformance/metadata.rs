@@ -5,8 +5,9 @@ use super::support::{describe_batch, expect_quiet, key, next_batch, put, root};
 use kv_core::{Compare, OpResult, Store, Txn, TxnOp, WatchOptions};
 use std::sync::Arc;
 
-/// Every write transaction bumps the revision once: all its writes share that revision, the
-/// next write has a greater one, and the store's revision is at least the last one seen.
+/// Every write transaction bumps the revision once: all its writes share that revision (a read
+/// after them in the txn sees them at it), the next write has a greater one, and the store's
+/// revision is at least the last one seen.
 pub async fn revision_bumps_once_per_write_txn(store: Arc<dyn Store>) {
     let root = root();
     let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
@@ -16,11 +17,20 @@ pub async fn revision_bumps_once_per_write_txn(store: Arc<dyn Store>) {
             TxnOp::put(key(&root, "a"), "1"),
             TxnOp::put(key(&root, "b"), "2"),
             TxnOp::delete(key(&root, "first")),
+            TxnOp::get(key(&root, "a")),
         ]))
         .await
         .unwrap();
     assert!(resp.succeeded);
     assert!(resp.revision > before, "a write txn gets a new revision");
+    match &resp.results[3] {
+        OpResult::Get(Some(a)) => assert_eq!(
+            (a.value.as_slice(), a.mod_revision),
+            (&b"1"[..], resp.revision),
+            "a txn's read sees its own earlier write"
+        ),
+        other => panic!("the txn's get of its own put: {other:?}"),
+    }
     for k in ["a", "b"] {
         let e = store.get(&key(&root, k)).await.unwrap().unwrap();
         assert_eq!(
@@ -48,8 +58,9 @@ pub async fn revision_bumps_once_per_write_txn(store: Arc<dyn Store>) {
     assert_eq!(third.revision, after);
 }
 
-/// A transaction that writes nothing (only reads, or a delete of a missing key) creates no
-/// revision: watchers see nothing and later writes still number after earlier ones.
+/// A transaction that writes nothing (only reads, or a delete of a missing key, in a txn or by
+/// `delete`) creates no revision: watchers see nothing and later writes still number after
+/// earlier ones.
 pub async fn read_only_txn_keeps_revision(store: Arc<dyn Store>) {
     let root = root();
     let k = key(&root, "k");
@@ -82,6 +93,9 @@ pub async fn read_only_txn_keeps_revision(store: Arc<dyn Store>) {
         &noop.results[..],
         [OpResult::Delete { deleted: 0 }]
     ));
+    let missing = store.delete(&key(&root, "missing")).await.unwrap();
+    assert!(!missing.existed());
+    assert!(missing.revision >= written);
     expect_quiet(&*store, &mut watch, &key(&root, "end")).await;
     let e = store.get(&k).await.unwrap().unwrap();
     assert_eq!(

@@ -5,11 +5,12 @@
 //! case works under its own random key root (`ct-<uuid>/`), never lists outside it and never
 //! assumes absolute revisions or an empty store, so cases run in any order and concurrently on
 //! one shared server. The cases that compact ([`watch::watch_from_compacted_revision`],
-//! [`snapshot::range_at_compacted_revision_is_rejected`] and
-//! [`bad_input::watch_from_compacted_revision_is_rejected`]) compact the whole server's history,
-//! which could turn another case's watch from a past revision into `Compacted`; so they run
-//! alone: [`run_case`] gives them an exclusive lock that every other case of the test binary
-//! shares.
+//! [`snapshot::range_at_compacted_revision_is_rejected`],
+//! [`bad_input::watch_from_compacted_revision_is_rejected`] and
+//! [`bad_input::compact_rejects_future_and_compacted_revisions`]) compact the whole server's
+//! history, which could turn another case's watch from a past revision into `Compacted`; so
+//! they run alone: [`run_case`] gives them an exclusive lock that every other case of the test
+//! binary shares.
 //!
 //! A backend runs the whole suite with [`conformance_suite!`](crate::conformance_suite), one
 //! `#[test]` per case:
@@ -46,9 +47,10 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 /// Cases that compact the server's history; they run alone (see [`run_case`]).
-const COMPACTING_CASES: [&str; 3] = [
+const COMPACTING_CASES: [&str; 4] = [
     "watch_from_compacted_revision",
     "watch_from_compacted_revision_is_rejected",
+    "compact_rejects_future_and_compacted_revisions",
     "range_at_compacted_revision_is_rejected",
 ];
 
@@ -116,12 +118,14 @@ macro_rules! conformance_suite {
     ($factory:path) => {
         $crate::__conformance_cases! { $factory;
             bad_input::empty_key_is_rejected,
+            bad_input::nul_key_is_rejected,
             bad_input::empty_prefix_delete_is_rejected,
             bad_input::txn_writing_a_key_twice_is_rejected,
             bad_input::txn_put_inside_deleted_prefix_is_rejected,
             bad_input::txn_over_the_op_limit_is_rejected,
             bad_input::zero_lease_ttl_is_rejected,
             bad_input::watch_from_compacted_revision_is_rejected,
+            bad_input::compact_rejects_future_and_compacted_revisions,
             bad_input::keep_alive_of_revoked_lease_is_rejected,
             bad_input::put_with_unknown_lease_writes_nothing,
             bulk::bulk_load_writes_everything_and_reports_progress,
@@ -191,6 +195,7 @@ macro_rules! conformance_suite {
             watch::watch_prefix_one_batch_per_txn,
             watch::watch_is_ordered_without_gaps,
             watch::watch_resumes_from_revision,
+            watch::watch_from_a_future_revision,
             watch::watch_prev_values,
             watch::watch_from_compacted_revision,
             watch::watch_prefix_isolation,

@@ -1,7 +1,7 @@
 //! Reads: `get` and `range` over keys, prefixes and intervals, with limits and paging.
 
 use super::support::{collect_pages, expect_kind, key, names, put, root, snapshot};
-use kv_core::{ErrorKind, KeyRange, MAX_KEY_LEN, RangeOptions, Store};
+use kv_core::{Continuation, ErrorKind, KeyRange, MAX_KEY_LEN, RangeOptions, Store};
 use std::sync::Arc;
 
 /// `get` of a missing key is `None`; after a put it is the entry with etcd's metadata.
@@ -102,7 +102,8 @@ pub async fn range_limit_and_paging(store: Arc<dyn Store>) {
     assert!(!exact.more(), "no key follows the last page");
 }
 
-/// `keys_only` returns entries with empty values and full metadata; `count_only` only counts.
+/// `keys_only` returns entries with empty values and full metadata; `count_only` only counts;
+/// both, and plain reads, resume from a continuation (a page's or one built from a key).
 pub async fn range_keys_only_and_count_only(store: Arc<dyn Store>) {
     let root = root();
     for k in ["a", "b", "c", "d", "e"] {
@@ -141,6 +142,23 @@ pub async fn range_keys_only_and_count_only(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(rest.count, 3, "count_only counts from the continuation on");
+
+    // A continuation built by the caller, unpinned, resumes after its key at the current
+    // revision.
+    let after_c = || Continuation::after_key(&key(&root, "c"));
+    let tail = store
+        .range(RangeOptions::prefix(&root).after(after_c()))
+        .await
+        .unwrap();
+    assert_eq!(names(&root, &tail.entries), ["d", "e"]);
+    assert_eq!(tail.count, 2);
+    assert!(!tail.more());
+    let tail_count = store
+        .range(RangeOptions::prefix(&root).count_only().after(after_c()))
+        .await
+        .unwrap();
+    assert!(tail_count.entries.is_empty());
+    assert_eq!(tail_count.count, 2);
 }
 
 /// `a/1/` never matches `a/10/...`: a prefix is a byte prefix, and a directory prefix ends

@@ -39,6 +39,7 @@ pub async fn delete_returns_prev(store: Arc<dyn Store>) {
     let root = root();
     let k = key(&root, "k");
     assert_eq!(store.delete(&k).await.unwrap().prev, None);
+    let created = put(&*store, &k, "u").await;
     let rev = put(&*store, &k, "v").await;
     let mut watch = store
         .watch(WatchOptions::key(&k).from_revision(rev + 1))
@@ -47,7 +48,15 @@ pub async fn delete_returns_prev(store: Arc<dyn Store>) {
     let deleted = store.delete(&k).await.unwrap();
     assert_eq!(next_batch(&mut watch).await.revision, deleted.revision);
     let prev = deleted.prev.expect("the deleted entry");
-    assert_eq!((prev.value.as_slice(), prev.mod_revision), (&b"v"[..], rev));
+    assert_eq!(
+        (
+            prev.value.as_slice(),
+            prev.create_revision,
+            prev.mod_revision,
+            prev.version
+        ),
+        (&b"v"[..], created, rev, 2)
+    );
     assert_eq!(store.get(&k).await.unwrap(), None);
     assert_eq!(store.delete(&k).await.unwrap().prev, None, "deleting twice");
     // A recreated key starts over: version 1, a new create revision.
