@@ -3,28 +3,96 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The path of a `protoc` binary: `$PROTOC` when set, else the one shipped by the
-/// `protoc-bin-vendored` crate.
-pub fn protoc() -> Result<String, String> {
+/// An external program the build or the tests need, with the Debian/Ubuntu package that
+/// ships it.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    /// The binary looked for on `PATH`.
+    pub bin: &'static str,
+    /// The Debian/Ubuntu packages that ship it (and the files it needs).
+    pub packages: &'static [&'static str],
+    /// A file that must stand beside it, relative to the binary's directory.
+    pub companion: Option<&'static str>,
+    /// Who needs it.
+    pub needed_by: &'static str,
+}
+
+impl Tool {
+    /// Where the tool is, when it is there whole (binary and companion).
+    fn locate(&self) -> Option<PathBuf> {
+        let bin = find(self.bin)?;
+        match self.companion {
+            Some(rel) if !bin.parent()?.join(rel).is_file() => None,
+            _ => Some(bin),
+        }
+    }
+}
+
+/// `protoc`: `etcd-client` (kv-etcd) compiles etcd's protobufs when it is built; they import
+/// protobuf's well-known types, which Debian ships apart from the compiler.
+pub const PROTOC: Tool = Tool {
+    bin: "protoc",
+    packages: &["protobuf-compiler", "libprotobuf-dev"],
+    // protoc looks for the well-known types in `include` beside its own directory.
+    companion: Some("../include/google/protobuf/descriptor.proto"),
+    needed_by: "building kv-etcd (etcd-client compiles protobufs)",
+};
+
+/// The servers the tests start.
+pub const SERVERS: [Tool; 2] = [
+    Tool {
+        bin: "etcd",
+        packages: &["etcd-server"],
+        companion: None,
+        needed_by: "the etcd tests",
+    },
+    Tool {
+        bin: "redis-server",
+        packages: &["redis-server"],
+        companion: None,
+        needed_by: "the Redis tests",
+    },
+];
+
+/// The `PROTOC` to give the cargo commands xtask runs: `None` when the environment's
+/// `PROTOC` or a `protoc` on `PATH` serves (after installing it where that is possible),
+/// else the one shipped by the `protoc-bin-vendored` crate, with a warning that plain cargo
+/// commands still lack one.
+pub fn protoc() -> Result<Option<String>, String> {
     if let Ok(path) = std::env::var("PROTOC")
         && Path::new(&path).is_file()
     {
-        return Ok(path);
+        return Ok(None);
+    }
+    if ensure(&[PROTOC]).is_ok() && on_path(PROTOC.bin).is_some_and(|p| Some(p) == PROTOC.locate())
+    {
+        return Ok(None);
     }
     let path = protoc_bin_vendored::protoc_bin_path()
         .map_err(|e| format!("no vendored protoc for this platform: {e}; set PROTOC"))?;
-    Ok(path.display().to_string())
+    eprintln!(
+        "xtask: no protoc on PATH; using the vendored one for this command only. Plain cargo \
+         commands that build kv-etcd need one: {}",
+        install_hint(&[PROTOC])
+    );
+    Ok(Some(path.display().to_string()))
 }
 
-/// The server binaries the tests start, with the Debian/Ubuntu package that ships each.
-const SERVERS: [(&str, &str); 2] = [("etcd", "etcd-server"), ("redis-server", "redis-server")];
-
-fn find(name: &str) -> Option<PathBuf> {
+fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain(["/usr/bin", "/usr/sbin", "/usr/local/bin"].map(PathBuf::from))
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
+}
+
+fn find(name: &str) -> Option<PathBuf> {
+    on_path(name).or_else(|| {
+        ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
+            .map(PathBuf::from)
+            .into_iter()
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
 }
 
 fn is_root() -> bool {
@@ -38,25 +106,40 @@ fn is_debian_like() -> bool {
     Path::new("/etc/debian_version").exists() && find("apt-get").is_some()
 }
 
-/// Makes `etcd` and `redis-server` available: installs the missing packages with apt-get when
+/// The exact command that installs `tools`.
+fn install_hint(tools: &[Tool]) -> String {
+    let packages: Vec<&str> = tools.iter().flat_map(|t| t.packages).copied().collect();
+    format!(
+        "`sudo apt-get update && sudo apt-get install -y {}` on Debian or Ubuntu \
+         (elsewhere, the same programs from your package manager)",
+        packages.join(" ")
+    )
+}
+
+/// Makes every tool of `tools` available: installs the missing packages with apt-get when
 /// running as root on Debian or Ubuntu, otherwise fails with the exact command to run.
-pub fn servers() -> Result<(), String> {
-    let missing: Vec<&str> = SERVERS
+pub fn ensure(tools: &[Tool]) -> Result<(), String> {
+    let missing: Vec<Tool> = tools
         .iter()
-        .filter(|(bin, _)| find(bin).is_none())
-        .map(|(_, pkg)| *pkg)
+        .filter(|t| t.locate().is_none())
+        .copied()
         .collect();
     if missing.is_empty() {
         return Ok(());
     }
-    let command = format!("apt-get install -y {}", missing.join(" "));
+    let names: Vec<String> = missing
+        .iter()
+        .map(|t| format!("`{}` ({})", t.bin, t.needed_by))
+        .collect();
     if !(is_root() && is_debian_like()) {
         return Err(format!(
-            "the tests need {}; install them, e.g. `sudo apt-get update && sudo {command}`",
-            missing.join(" and ")
+            "missing {}; install with {}",
+            names.join(" and "),
+            install_hint(&missing)
         ));
     }
-    eprintln!("xtask: installing {}", missing.join(", "));
+    let packages: Vec<&str> = missing.iter().flat_map(|t| t.packages).copied().collect();
+    eprintln!("xtask: installing {}", packages.join(", "));
     let apt = |args: &[&str]| -> Result<(), String> {
         let status = Command::new("apt-get")
             .args(args)
@@ -71,10 +154,29 @@ pub fn servers() -> Result<(), String> {
     };
     apt(&["update", "-qq"])?;
     let mut install = vec!["install", "-y", "-qq", "--no-install-recommends"];
-    install.extend(&missing);
+    install.extend(&packages);
     apt(&install)?;
-    match SERVERS.iter().find(|(bin, _)| find(bin).is_none()) {
+    match missing.iter().find(|t| t.locate().is_none()) {
         None => Ok(()),
-        Some((bin, pkg)) => Err(format!("`{bin}` still missing after installing {pkg}")),
+        Some(t) => Err(format!(
+            "`{}` still missing after installing {}",
+            t.bin,
+            t.packages.join(" ")
+        )),
+    }
+}
+
+/// Where each tool is, for `cargo xtask setup`'s report.
+pub fn report(tools: &[Tool]) {
+    for tool in tools {
+        match tool.locate() {
+            Some(path) => eprintln!(
+                "xtask: {:<13} {} ({})",
+                tool.bin,
+                path.display(),
+                tool.needed_by
+            ),
+            None => eprintln!("xtask: {:<13} missing ({})", tool.bin, tool.needed_by),
+        }
     }
 }

@@ -1,20 +1,24 @@
 //! Project commands, run as `cargo xtask <command>`:
 //!
+//! - `setup`: installs what plain cargo commands and the tests need (`protoc`, `etcd`,
+//!   `redis-server`), once per machine;
 //! - `demo`: the main job on the embedded default store;
 //! - `test`: formatting, lints and every test against real `etcd` and `redis-server`;
 //! - `bench`: the criterion benchmarks against real servers.
 //!
-//! Each command first makes sure what the build and the tests need is there: `protoc` for
-//! `etcd-client` (from the `protoc-bin-vendored` crate, passed to cargo as `PROTOC`), and the
-//! `etcd` and `redis-server` binaries (installed from the distribution's packages when running
-//! as root on Debian or Ubuntu; otherwise the exact command to run is printed).
+//! Each command first makes sure what it needs is there. The programs come from the
+//! distribution's packages (`protobuf-compiler`, `etcd-server`, `redis-server`), installed with
+//! apt-get when running as root on Debian or Ubuntu; otherwise the exact command to run is
+//! printed. Where no `protoc` can be installed, the commands xtask runs itself use the one of
+//! the `protoc-bin-vendored` crate (passed to cargo as `PROTOC`).
 
 mod install;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <demo|test|bench> [args...]
+const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench> [args...]
 
+  setup        install protoc, etcd and redis-server, so that plain cargo commands work
   demo         run the demo on the embedded default store
   test         cargo fmt --check, clippy -D warnings, cargo doc, and every test against real servers
   bench [ARGS] criterion benchmarks against real servers (ARGS go to `cargo bench`)";
@@ -24,6 +28,7 @@ fn main() -> ExitCode {
     let command = args.next();
     let rest: Vec<String> = args.collect();
     let result = match command.as_deref() {
+        Some("setup") => setup(),
         Some("demo") => demo(&rest),
         Some("test") => test(&rest),
         Some("bench") => bench(&rest),
@@ -42,11 +47,26 @@ fn main() -> ExitCode {
     }
 }
 
-/// A `cargo` command with `PROTOC` set for `etcd-client`'s build script.
-fn cargo(protoc: &str) -> Command {
+/// A `cargo` command, with `PROTOC` set for `etcd-client`'s build script when no `protoc` is
+/// on `PATH`.
+fn cargo(protoc: &Option<String>) -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.env("PROTOC", protoc);
+    if let Some(protoc) = protoc {
+        cmd.env("PROTOC", protoc);
+    }
     cmd
+}
+
+/// Installs what plain cargo commands (`protoc`) and the tests (`etcd`, `redis-server`)
+/// need, and says where each is.
+fn setup() -> Result<(), String> {
+    let mut tools = vec![install::PROTOC];
+    tools.extend(install::SERVERS);
+    let result = install::ensure(&tools);
+    install::report(&tools);
+    result?;
+    eprintln!("xtask: ready: cargo build, cargo test -p CRATE and cargo clippy work as they are");
+    Ok(())
 }
 
 /// Runs a command, turning a failure into a message that names the step.
@@ -76,7 +96,7 @@ fn demo(args: &[String]) -> Result<(), String> {
 
 fn test(args: &[String]) -> Result<(), String> {
     let protoc = install::protoc()?;
-    install::servers()?;
+    install::ensure(&install::SERVERS)?;
     run(
         "cargo fmt --check",
         cargo(&protoc).args(["fmt", "--all", "--check"]),
@@ -109,7 +129,7 @@ fn test(args: &[String]) -> Result<(), String> {
 
 fn bench(args: &[String]) -> Result<(), String> {
     let protoc = install::protoc()?;
-    install::servers()?;
+    install::ensure(&install::SERVERS)?;
     run(
         "cargo bench",
         cargo(&protoc)
