@@ -10,7 +10,7 @@
 
 use crate::catalog::{self, Entry};
 use crate::error::{CliError, CliResult};
-use kv_core::keyspace::{Part, escape_into};
+use keyplane_core::keyspace::{Part, escape_into};
 use std::collections::BTreeMap;
 
 /// A parsed address.
@@ -36,7 +36,7 @@ impl Address {
             ));
         };
         let typed = first.split_once('.').filter(|(s, n)| {
-            !n.is_empty() && schemas::find(s).is_some() && !n.contains(['/', ':'])
+            !n.is_empty() && keyplane_schemas::find(s).is_some() && !n.contains(['/', ':'])
         });
         let Some((schema, name)) = typed else {
             if !rest.is_empty() {
@@ -48,7 +48,7 @@ impl Address {
             return Ok(Address::Raw(first.clone()));
         };
         let entry = catalog::lookup(schema, name).ok_or_else(|| {
-            let names: Vec<String> = schemas::find(schema)
+            let names: Vec<String> = keyplane_schemas::find(schema)
                 .map(catalog::entries)
                 .unwrap_or_default()
                 .into_iter()

@@ -5,8 +5,8 @@
 //! without a leading `<schema>-` (`TenantMetaKey` → `meta`, `DatabaseConfigKey` →
 //! `database-config`, `InstanceDataKey` → `instance-data`).
 
-use kv_core::keyspace::TemplateInfo;
-use schemas::{ParsedKey, Schema};
+use keyplane_core::keyspace::TemplateInfo;
+use keyplane_schemas::{ParsedKey, Schema};
 
 /// One template of one schema, with its short name.
 pub(crate) struct Entry {
@@ -58,20 +58,20 @@ pub(crate) fn entries(schema: Schema) -> Vec<Entry> {
 
 /// The template at `schema.name`.
 pub(crate) fn lookup(schema: &str, name: &str) -> Option<Entry> {
-    entries(schemas::find(schema)?)
+    entries(keyplane_schemas::find(schema)?)
         .into_iter()
         .find(|e| e.name == name)
 }
 
 /// The catalog entry of a parsed key.
 pub(crate) fn entry_of(parsed: &ParsedKey) -> Option<Entry> {
-    entries(schemas::find(parsed.schema)?)
+    entries(keyplane_schemas::find(parsed.schema)?)
         .into_iter()
         .find(|e| e.info.template.source() == parsed.template)
 }
 
 /// The last component of a Rust type path, keeping generic arguments readable
-/// (`kv_core::keyspace::Json<schemas::tenant::TenantMeta>` → `Json<TenantMeta>`).
+/// (`keyplane_core::keyspace::Json<keyplane_schemas::tenant::TenantMeta>` → `Json<TenantMeta>`).
 pub(crate) fn short_type(type_name: &str) -> String {
     let mut out = String::new();
     let mut word = String::new();
@@ -96,7 +96,7 @@ mod tests {
     #[test]
     fn short_names_follow_the_key_type() {
         assert_eq!(
-            short_name("tenant", "schemas::tenant::TenantMetaKey"),
+            short_name("tenant", "keyplane_schemas::tenant::TenantMetaKey"),
             "meta"
         );
         assert_eq!(
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn short_names_are_unique_within_each_schema() {
-        for schema in schemas::all() {
+        for schema in keyplane_schemas::all() {
             let mut seen = HashSet::new();
             for entry in entries(schema) {
                 assert!(seen.insert(entry.name.clone()), "{} twice", entry.address());
@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn short_types_drop_module_paths() {
         assert_eq!(
-            short_type("kv_core::keyspace::Json<alloc::vec::Vec<alloc::string::String>>"),
+            short_type("keyplane_core::keyspace::Json<alloc::vec::Vec<alloc::string::String>>"),
             "Json<Vec<String>>"
         );
     }

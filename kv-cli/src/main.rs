@@ -1,7 +1,7 @@
 //! `kvctl`: a schema-aware command line tool for etcd, Redis, sled and in-memory stores.
 //!
-//! Every key is read through the schema catalog (`schemas`): `parse` says which template a
-//! raw key belongs to, `get`/`ls`/`put`/`rm`/`watch` take raw keys or typed addresses
+//! Every key is read through the schema catalog (`keyplane-schemas`): `parse` says which
+//! template a raw key belongs to, `get`/`ls`/`put`/`rm`/`watch` take raw keys or typed addresses
 //! (`tenant.meta id=1`), and `put` refuses a key or value its schema refuses.
 
 mod address;

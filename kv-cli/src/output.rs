@@ -2,7 +2,7 @@
 //! and progress bars that appear only when stderr is a terminal.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use kv_core::Entry;
+use keyplane_core::Entry;
 use serde_json::{Value, json};
 use std::io::IsTerminal;
 
@@ -44,7 +44,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The typed reading of a raw key: `schema.name` and its fields, if some schema parses it.
 pub(crate) fn typed(key: &str) -> Option<(String, Vec<(&'static str, String)>)> {
-    let parsed = schemas::parse_any(key).ok()?;
+    let parsed = keyplane_schemas::parse_any(key).ok()?;
     let entry = crate::catalog::entry_of(&parsed)?;
     Some((entry.address(), parsed.fields))
 }

@@ -2,8 +2,8 @@
 //! `redis://host:port/db` and `rediss://...`, each opened as an `Arc<dyn Store>`.
 
 use crate::error::{CliError, CliResult, code};
-use kv::redis::RedisStore;
-use kv::{Backend, ErrorKind, OpenOptions, Store};
+use keyplane::redis::RedisStore;
+use keyplane::{Backend, ErrorKind, OpenOptions, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,7 +86,7 @@ async fn within<T>(url: &str, work: impl Future<Output = T>) -> CliResult<T> {
 }
 
 /// The error of a store that answered with `e` while being opened.
-fn failed(url: &str, e: &kv::Error) -> CliError {
+fn failed(url: &str, e: &keyplane::Error) -> CliError {
     unreachable(url, &brief(e), crate::error::exit_code(&e.kind()))
 }
 
@@ -101,6 +101,6 @@ fn unreachable(url: &str, why: &str, code: u8) -> CliError {
 }
 
 /// The kind and message of a connection error, without the client's nested details.
-fn brief(e: &kv_core::Error) -> String {
+fn brief(e: &keyplane_core::Error) -> String {
     format!("{}: {}", e.kind(), e.message())
 }

@@ -1,19 +1,19 @@
 //! Value checks: every template's value codec, looked up by template, so that `kvctl put`
 //! refuses a value its key's readers could not decode.
 
-use kv_core::CollectionKind;
-use kv_core::keyspace::{BuildCodec, Codec, CodecContext, Key};
-use schemas::{balancer, cronix, nxc, registry, tenant};
+use keyplane_core::CollectionKind;
+use keyplane_core::keyspace::{BuildCodec, Codec, CodecContext, Key};
+use keyplane_schemas::{balancer, cronix, nxc, registry, tenant};
 
 /// Decodes `bytes` with the value codec of `K` (built without state: `kvctl` holds no
 /// keyring), keeping only the verdict.
-fn decodes<K: Key>(bytes: &[u8]) -> kv_core::Result<()> {
+fn decodes<K: Key>(bytes: &[u8]) -> keyplane_core::Result<()> {
     K::Value::build(&CodecContext::new())?
         .decode(bytes)
         .map(drop)
 }
 
-type Check = fn(&[u8]) -> kv_core::Result<()>;
+type Check = fn(&[u8]) -> keyplane_core::Result<()>;
 
 fn entry<K: Key>() -> (&'static str, Check) {
     (K::TEMPLATE, decodes::<K>)
@@ -21,17 +21,17 @@ fn entry<K: Key>() -> (&'static str, Check) {
 
 /// Refuses a plain value for a key whose value is a collection (a Redis SET, HASH or LIST,
 /// emulated on ordered stores): only its schema's operations write it.
-fn collection(_: &[u8]) -> kv_core::Result<()> {
-    Err(kv_core::Error::new(
-        kv_core::ErrorKind::InvalidValue,
+fn collection(_: &[u8]) -> keyplane_core::Result<()> {
+    Err(keyplane_core::Error::new(
+        keyplane_core::ErrorKind::InvalidValue,
         "the key holds a collection (SET, HASH or LIST): write it through its schema's operations",
     ))
 }
 
 /// Refuses a plain value for an encrypted key: `kvctl` holds no keyring.
-fn encrypted(_: &[u8]) -> kv_core::Result<()> {
-    Err(kv_core::Error::new(
-        kv_core::ErrorKind::InvalidValue,
+fn encrypted(_: &[u8]) -> keyplane_core::Result<()> {
+    Err(keyplane_core::Error::new(
+        keyplane_core::ErrorKind::InvalidValue,
         "the key's value is encrypted: write it through its schema's operations with a keyring",
     ))
 }
@@ -79,7 +79,7 @@ fn table() -> Vec<(&'static str, Check)> {
 /// The collection kind a schema declares for a template (`#[kv(set = ..)]`, `hash`, `list`),
 /// `None` for a plain value.
 pub(crate) fn collection_kind(template: &str) -> Option<CollectionKind> {
-    schemas::all()
+    keyplane_schemas::all()
         .into_iter()
         .flat_map(|schema| schema.templates())
         .find(|info| info.template.source() == template)
@@ -91,11 +91,11 @@ pub(crate) fn collection_kind(template: &str) -> Option<CollectionKind> {
 /// # Errors
 /// The codec's error when the value does not decode; `InvalidValue` when no check is
 /// known for the template (nothing is written unchecked).
-pub(crate) fn check(template: &str, value: &[u8]) -> kv_core::Result<()> {
+pub(crate) fn check(template: &str, value: &[u8]) -> keyplane_core::Result<()> {
     match table().into_iter().find(|(t, _)| *t == template) {
         Some((_, check)) => check(value),
-        None => Err(kv_core::Error::new(
-            kv_core::ErrorKind::InvalidValue,
+        None => Err(keyplane_core::Error::new(
+            keyplane_core::ErrorKind::InvalidValue,
             format!("no value check is known for template {template}"),
         )),
     }
@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn every_catalog_template_has_a_check() {
         let table = table();
-        for schema in schemas::all() {
+        for schema in keyplane_schemas::all() {
             for info in schema.templates() {
                 let source = info.template.source();
                 assert!(
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn collection_templates_refuse_plain_values() {
-        for schema in schemas::all() {
+        for schema in keyplane_schemas::all() {
             for info in schema.templates() {
                 let source = info.template.source();
                 if collection_kind(source).is_some() {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use kv_tests::harness::{key_root, shared_etcd, shared_redis};
+use keyplane_tests::harness::{key_root, shared_etcd, shared_redis};
 
 async fn etcd_url() -> Option<String> {
     let server = shared_etcd().await?;

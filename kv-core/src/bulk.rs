@@ -68,8 +68,8 @@ type ProgressFn = Box<dyn Fn(BulkProgress) + Send + Sync>;
 /// written only while some key of the batch still holds the batch's value.
 ///
 /// ```
-/// use kv_core::BulkLoader;
-/// use kv_mem::MemStore;
+/// use keyplane_core::BulkLoader;
+/// use keyplane_mem::MemStore;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = MemStore::new();
@@ -81,7 +81,7 @@ type ProgressFn = Box<dyn Fn(BulkProgress) + Send + Sync>;
 ///     .await?;
 /// assert_eq!(report.keys, 1_000);
 /// assert!(report.superseded.is_empty());
-/// # Ok::<(), kv_core::Error>(()) }).unwrap();
+/// # Ok::<(), keyplane_core::Error>(()) }).unwrap();
 /// ```
 pub struct BulkLoader<'a, S: ?Sized> {
     store: &'a S,

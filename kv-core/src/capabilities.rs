@@ -94,15 +94,15 @@ impl Capabilities {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # let caps = kv_core::Capabilities { ttl_granularity: Duration::from_secs(1),
+    /// # let caps = keyplane_core::Capabilities { ttl_granularity: Duration::from_secs(1),
     /// #   ..kv_mem_like() };
-    /// # fn kv_mem_like() -> kv_core::Capabilities { kv_core::Capabilities {
+    /// # fn kv_mem_like() -> keyplane_core::Capabilities { keyplane_core::Capabilities {
     /// #   backend: "doc", max_txn_ops: 128, max_value_bytes: 1 << 20,
     /// #   ttl_granularity: Duration::from_millis(1),
-    /// #   watch_retention: kv_core::Retention::Revisions(1000),
-    /// #   txn: kv_core::Support::Native, leases: kv_core::Support::Native,
-    /// #   watch: kv_core::Support::Native, collections: kv_core::Support::Native,
-    /// #   persistent: false, foreign_writes: kv_core::ForeignWrites::Immediate } }
+    /// #   watch_retention: keyplane_core::Retention::Revisions(1000),
+    /// #   txn: keyplane_core::Support::Native, leases: keyplane_core::Support::Native,
+    /// #   watch: keyplane_core::Support::Native, collections: keyplane_core::Support::Native,
+    /// #   persistent: false, foreign_writes: keyplane_core::ForeignWrites::Immediate } }
     /// assert_eq!(caps.round_ttl(Duration::from_millis(1500)).unwrap(), Duration::from_secs(2));
     /// ```
     pub fn round_ttl(&self, ttl: Duration) -> Result<Duration> {

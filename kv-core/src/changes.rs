@@ -23,10 +23,10 @@
 //!
 //! ```
 //! use futures::StreamExt;
-//! use kv_core::{CollectionChange, CollectionOp, Event, Store, WatchOptions};
+//! use keyplane_core::{CollectionChange, CollectionOp, Event, Store, WatchOptions};
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> kv_core::Result<()> {
-//! let store = kv_mem::MemStore::new();
+//! # async fn main() -> keyplane_core::Result<()> {
+//! let store = keyplane_mem::MemStore::new();
 //! let mut watch = store.watch(WatchOptions::prefix("realms/").with_collections()).await?;
 //! store.collection(CollectionOp::SetAdd {
 //!     key: b"realms/eu".to_vec(),
@@ -130,7 +130,7 @@ impl CollectionChange {
 /// The contents of one collection, to replay [`CollectionChange`]s onto.
 ///
 /// ```
-/// use kv_core::{CollectionChange, CollectionValue};
+/// use keyplane_core::{CollectionChange, CollectionValue};
 ///
 /// let mut list = CollectionValue::List(vec![b"a".to_vec(), b"b".to_vec(), b"a".to_vec()]);
 /// list.apply(&CollectionChange::ListRotate { item: b"a".to_vec() })?;
@@ -138,7 +138,7 @@ impl CollectionChange {
 /// assert_eq!(list, CollectionValue::List(vec![b"a".to_vec(), b"a".to_vec()]));
 /// list.apply(&CollectionChange::Deleted)?;
 /// assert!(list.is_empty());
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CollectionValue {

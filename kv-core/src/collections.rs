@@ -36,10 +36,10 @@
 //! the transaction writes nothing.
 //!
 //! ```
-//! use kv_core::{CollectionOp, Compare, Store, Txn, TxnOp};
+//! use keyplane_core::{CollectionOp, Compare, Store, Txn, TxnOp};
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> kv_core::Result<()> {
-//! let store = kv_mem::MemStore::new();
+//! # async fn main() -> keyplane_core::Result<()> {
+//! let store = keyplane_mem::MemStore::new();
 //! // Claim a job only while no worker holds it: one winner however many race.
 //! let claim = |worker: &str| Txn::new()
 //!     .when([Compare::map_lacks(b"jobs/42", b"owner")])

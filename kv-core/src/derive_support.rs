@@ -1,7 +1,7 @@
-//! Support for the code that `kv-core-derive` generates; not part of the public API.
+//! Support for the code that `keyplane-derive` generates; not part of the public API.
 //!
 //! The derives emit strategy impls (feature `proptest`) inside
-//! [`__kv_if_proptest!`](crate::__kv_if_proptest), which expands its input only when kv-core
+//! [`__kv_if_proptest!`](crate::__kv_if_proptest), which expands its input only when keyplane-core
 //! itself is built with that feature: a user crate's own features do not decide whether
 //! `KeyStrategy` exists.
 
@@ -9,7 +9,7 @@
 #[cfg(feature = "proptest")]
 pub use proptest;
 
-/// Expands its input when kv-core is built with feature `proptest`.
+/// Expands its input when keyplane-core is built with feature `proptest`.
 #[cfg(feature = "proptest")]
 #[doc(hidden)]
 #[macro_export]
@@ -17,7 +17,7 @@ macro_rules! __kv_if_proptest {
     ($($tokens:tt)*) => { $($tokens)* };
 }
 
-/// Expands to nothing: kv-core is built without feature `proptest`.
+/// Expands to nothing: keyplane-core is built without feature `proptest`.
 #[cfg(not(feature = "proptest"))]
 #[doc(hidden)]
 #[macro_export]

@@ -8,9 +8,9 @@
 //! write through another handle while a call is in flight.
 //!
 //! ```
-//! use kv_core::intercept::{Call, Intercepted, Interceptor};
-//! use kv_core::{Error, ErrorKind, PutOptions, Result, Store, async_trait};
-//! use kv_mem::MemStore;
+//! use keyplane_core::intercept::{Call, Intercepted, Interceptor};
+//! use keyplane_core::{Error, ErrorKind, PutOptions, Result, Store, async_trait};
+//! use keyplane_mem::MemStore;
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicBool, Ordering};
 //!
@@ -37,7 +37,7 @@
 //! assert_eq!(err.kind(), ErrorKind::Unavailable);
 //! // The write was applied; only its answer was lost.
 //! assert_eq!(store.inner().get(b"k").await?.unwrap().value, b"v");
-//! # Ok::<(), kv_core::Error>(()) }).unwrap();
+//! # Ok::<(), keyplane_core::Error>(()) }).unwrap();
 //! ```
 
 use crate::capabilities::Capabilities;

@@ -23,11 +23,11 @@ type LostReason = Option<(ErrorKind, String)>;
 /// [`LeaseKeeper::revoke`] ends it at once.
 ///
 /// ```
-/// # #[tokio::main] async fn main() -> kv_core::Result<()> {
-/// use kv_core::{LeaseKeeper, PutOptions, Store};
+/// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
+/// use keyplane_core::{LeaseKeeper, PutOptions, Store};
 /// use std::{sync::Arc, time::Duration};
 ///
-/// let store: Arc<dyn Store> = Arc::new(kv_mem::MemStore::new());
+/// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
 /// let keeper = LeaseKeeper::grant(store.clone(), Duration::from_secs(10)).await?;
 /// store
 ///     .put(b"registry/nodes/a", b"10.0.0.1", PutOptions::default().lease(keeper.id()))

@@ -22,11 +22,11 @@ use tokio::task::JoinHandle;
 /// A named lock on a store. Cheap to create; [`Lock::lock`] acquires it.
 ///
 /// ```
-/// # #[tokio::main] async fn main() -> kv_core::Result<()> {
-/// use kv_core::{Compare, CompareOp, LeaseKeeper, Lock, Store, Txn, TxnOp};
+/// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
+/// use keyplane_core::{Compare, CompareOp, LeaseKeeper, Lock, Store, Txn, TxnOp};
 /// use std::{sync::Arc, time::Duration};
 ///
-/// let store: Arc<dyn Store> = Arc::new(kv_mem::MemStore::new());
+/// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
 /// let keeper = LeaseKeeper::grant(store.clone(), Duration::from_secs(10)).await?;
 /// let lock = Lock::new(store.clone(), "cronix/locks/nightly")?;
 /// let guard = lock.lock(keeper.id()).await?;

@@ -149,7 +149,7 @@ impl Continuation {
 /// A range read: which keys, how many, and what to return.
 ///
 /// ```
-/// use kv_core::RangeOptions;
+/// use keyplane_core::RangeOptions;
 /// let opts = RangeOptions::prefix("jxt/tenants/1/").limit(100).keys_only();
 /// assert_eq!(opts.limit, Some(100));
 /// ```
@@ -238,10 +238,10 @@ impl RangeOptions {
     /// revision is rewound through the store's own changes only.
     ///
     /// ```
-    /// use kv_core::{CollectionKind, CollectionOp, PutOptions, RangeOptions, Store};
+    /// use keyplane_core::{CollectionKind, CollectionOp, PutOptions, RangeOptions, Store};
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// let store = kv_mem::MemStore::new();
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let store = keyplane_mem::MemStore::new();
     /// store.put(b"nxc:map:r1:a:default", b"p1", PutOptions::default()).await?;
     /// store.collection(CollectionOp::SetAdd { key: b"nxc:map:r1:a".to_vec(), member: b"p1".to_vec() }).await?;
     /// let page = store.range(RangeOptions::prefix("nxc:").with_collections()).await?;
@@ -259,10 +259,10 @@ impl RangeOptions {
     /// at one revision sees the same state, whatever is written meanwhile.
     ///
     /// ```
-    /// use kv_core::{PutOptions, RangeOptions, Store};
+    /// use keyplane_core::{PutOptions, RangeOptions, Store};
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// let store = kv_mem::MemStore::new();
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let store = keyplane_mem::MemStore::new();
     /// let before = store.put(b"app/a", b"1", PutOptions::default()).await?.revision;
     /// store.put(b"app/a", b"2", PutOptions::default()).await?;
     /// store.put(b"app/b", b"3", PutOptions::default()).await?;

@@ -190,10 +190,10 @@ impl Compare {
     /// length, a set's or map's number of members or fields; 0 when absent).
     ///
     /// ```
-    /// use kv_core::{CollectionKind, CollectionOp, Compare, CompareOp, Store, Txn, TxnOp};
+    /// use keyplane_core::{CollectionKind, CollectionOp, Compare, CompareOp, Store, Txn, TxnOp};
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// let store = kv_mem::MemStore::new();
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let store = keyplane_mem::MemStore::new();
     /// store.collection(CollectionOp::ListPush { key: b"q".to_vec(), value: b"a".to_vec() }).await?;
     /// // Push only while the queue is shorter than 2.
     /// let push = || TxnOp::Collection(CollectionOp::ListPush { key: b"q".to_vec(), value: b"b".to_vec() });
@@ -367,7 +367,7 @@ pub enum OpResult {
 /// atomically and isolated on every backend.
 ///
 /// ```
-/// use kv_core::{Compare, Txn, TxnOp};
+/// use keyplane_core::{Compare, Txn, TxnOp};
 /// let txn = Txn::new()
 ///     .when([Compare::absent("locks/a")])
 ///     .and_then([TxnOp::put("locks/a", "me")])

@@ -1,7 +1,9 @@
 //! `Encrypted<C>` and `Keyring`: round trips, rotation, tamper detection, secrecy of key bytes.
 
-use kv_core::ErrorKind;
-use kv_core::keyspace::{Codec, ENVELOPE_VERSION, Encrypted, EncryptionKey, Json, Keyring, Text};
+use keyplane_core::ErrorKind;
+use keyplane_core::keyspace::{
+    Codec, ENVELOPE_VERSION, Encrypted, EncryptionKey, Json, Keyring, Text,
+};
 use std::sync::Arc;
 
 const KEY_A: [u8; 32] = *b"0123456789abcdefghijklmnopqrstuv";

@@ -1,6 +1,6 @@
 //! Template mistakes are compile errors that point at the template or the field; the seed
 //! layouts compile. The expected messages are in `tests/ui/*.stderr`
-//! (regenerate with `TRYBUILD=overwrite cargo test -p kv-core --test derive_compile_fail`).
+//! (regenerate with `TRYBUILD=overwrite cargo test -p keyplane-core --test derive_compile_fail`).
 
 #[test]
 fn template_checks() {

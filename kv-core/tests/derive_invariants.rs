@@ -1,19 +1,19 @@
 //! Derived keys, prefixes and keyspaces get proptest strategies (feature `proptest`), and the
 //! derived example schemas pass the invariant harness; derived schemas with planted faults do
-//! not. Run with `cargo test -p kv-core --features proptest --test derive_invariants`.
+//! not. Run with `cargo test -p keyplane-core --features proptest --test derive_invariants`.
 #![cfg(feature = "proptest")]
 
 mod derive_schema;
 
 use derive_schema::*;
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Key, KeyStrategy, Keyspace, Text, assert_key_invariants, assert_keyspace_invariants,
     assert_prefix_invariants, segment, verify_key, verify_keyspace,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// Text that may hold `@`: two of them around an `@` split two ways.
     pub Label, max_len = 32, policy = Escape
 );
@@ -50,7 +50,7 @@ fn derived_strategies_reach_every_variant_and_build_valid_keys() {
     let mut runner = TestRunner::deterministic();
     let mut seen = [false; 5];
     for _ in 0..200 {
-        let key = <TenantSchema as kv_core::keyspace::KeyspaceStrategy>::strategy()
+        let key = <TenantSchema as keyplane_core::keyspace::KeyspaceStrategy>::strategy()
             .new_tree(&mut runner)
             .unwrap()
             .current();

@@ -1,14 +1,14 @@
 //! Behaviour of `#[derive(Key)]` and `#[derive(Prefix)]`: the seed layouts build and parse
 //! back, parsing is strict, prefixes isolate their directory.
 
-use kv_core::keyspace::{HostPort, Json, Key, KeyErrorReason, Prefix, Separator, Text};
+use keyplane_core::keyspace::{HostPort, Json, Key, KeyErrorReason, Prefix, Separator, Text};
 use std::net::Ipv4Addr;
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A service code such as `mysql-main`.
     pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject
 );
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A free-form name, percent-escaped.
     pub Label, max_len = 128, policy = Escape
 );

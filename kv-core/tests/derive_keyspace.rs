@@ -4,7 +4,7 @@
 mod derive_schema;
 
 use derive_schema::*;
-use kv_core::keyspace::{FindingKind, Key, KeyErrorReason, Keyspace, Text, check_keyspace};
+use keyplane_core::keyspace::{FindingKind, Key, KeyErrorReason, Keyspace, Text, check_keyspace};
 
 #[test]
 fn parses_each_template_into_its_variant() {

@@ -3,11 +3,11 @@
 mod facade_keys;
 
 use facade_keys::*;
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Encrypted, EncryptionKey, Json, Key, Keyring, ListOptions, ListPrefix, Prefix, Template, Text,
     TypedStore,
 };
-use kv_core::{CompareOp, ErrorKind, OpResult};
+use keyplane_core::{CompareOp, ErrorKind, OpResult};
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
@@ -19,7 +19,7 @@ struct BadJsonKey {
     root: Name,
 }
 
-impl kv_core::keyspace::PlainKey for BadJsonKey {}
+impl keyplane_core::keyspace::PlainKey for BadJsonKey {}
 
 impl Key for BadJsonKey {
     const TEMPLATE: &'static str = "{root}/bad";
@@ -32,18 +32,18 @@ impl Key for BadJsonKey {
     fn write(&self, out: &mut String) {
         Self::template().write(out, &[&self.root]);
     }
-    fn parse(raw: &str) -> Result<Self, kv_core::keyspace::KeyError> {
+    fn parse(raw: &str) -> Result<Self, keyplane_core::keyspace::KeyError> {
         let t = Self::template();
         let [root] = t.captures(raw)?;
         Ok(BadJsonKey {
-            root: kv_core::keyspace::decode_field(t, raw, 0, "root", root)?,
+            root: keyplane_core::keyspace::decode_field(t, raw, 0, "root", root)?,
         })
     }
     fn fields(&self) -> Vec<(&'static str, String)> {
         vec![("root", self.root.to_string())]
     }
-    fn field_infos() -> Vec<kv_core::keyspace::FieldInfo> {
-        vec![kv_core::keyspace::FieldInfo::of::<Name>("root")]
+    fn field_infos() -> Vec<keyplane_core::keyspace::FieldInfo> {
+        vec![keyplane_core::keyspace::FieldInfo::of::<Name>("root")]
     }
 }
 
@@ -133,7 +133,7 @@ async fn an_encoding_failure_writes_nothing() {
     assert_eq!(typed.store().revision().await.unwrap(), before);
 }
 
-#[derive(kv_core::keyspace::Prefix, Debug, Clone, PartialEq)]
+#[derive(keyplane_core::keyspace::Prefix, Debug, Clone, PartialEq)]
 #[kv(template = "{root}/secrets/", key = SecretKey)]
 struct SecretsDir {
     root: Name,
@@ -177,7 +177,7 @@ async fn encrypted_values_take_the_keyring_from_the_typed_store() {
     assert_eq!(page.items[0].1.value, db("vault.internal"));
     let batch = watch.next().await.unwrap().unwrap();
     assert!(matches!(&batch.events[0],
-        kv_core::keyspace::TypedEvent::Put { value, .. } if value.value == db("vault.internal")));
+        keyplane_core::keyspace::TypedEvent::Put { value, .. } if value.value == db("vault.internal")));
 
     // In a transaction: the write is sealed, the read opened.
     let mut txn = typed.txn();
@@ -195,7 +195,7 @@ async fn encrypted_values_take_the_keyring_from_the_typed_store() {
     assert_eq!(tokens.members().await.unwrap(), ["t-1"]);
 
     // The plain JSON codec sees an envelope, not JSON; another keyring sees an unknown id.
-    use kv_core::keyspace::Codec;
+    use keyplane_core::keyspace::Codec;
     let plain = Json::<DbConfig>::new().decode(&raw.value);
     assert_eq!(plain.unwrap_err().kind(), ErrorKind::Codec);
     let other = bare.clone().with_codec_state(Arc::new(
@@ -217,7 +217,7 @@ async fn encrypted_keys_without_a_keyring_are_refused_and_write_nothing() {
         service: name("pool"),
     };
     let before = bare.revision().await.unwrap();
-    let config = |e: kv_core::Error| {
+    let config = |e: keyplane_core::Error| {
         assert_eq!(e.kind(), ErrorKind::Config, "{e}");
         assert!(e.to_string().contains("with_codec_state"), "{e}");
     };
@@ -433,7 +433,7 @@ async fn typed_compares_guard_optimistic_updates() {
     }
     assert_eq!(typed.get(&a).await.unwrap().as_deref(), Some("v2"));
 
-    let run = |build: &dyn Fn(&mut kv_core::keyspace::TypedTxn)| {
+    let run = |build: &dyn Fn(&mut keyplane_core::keyspace::TypedTxn)| {
         let mut txn = typed.txn();
         build(&mut txn);
         txn.put(&b, &"touched".to_string());
@@ -536,7 +536,7 @@ impl Prefix for UnterminatedTenantDir {
     fn write(&self, out: &mut String) {
         out.push_str(&format!("{}/tenants/{}", self.root, self.id));
     }
-    fn parse(raw: &str) -> Result<Self, kv_core::keyspace::KeyError> {
+    fn parse(raw: &str) -> Result<Self, keyplane_core::keyspace::KeyError> {
         TenantDir::parse(raw).map(|d| UnterminatedTenantDir {
             root: d.root,
             id: d.id,
@@ -588,7 +588,7 @@ async fn a_prefix_without_its_trailing_separator_is_refused_before_any_access() 
 
 #[test]
 fn typed_store_debug_names_the_backend() {
-    let typed = TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+    let typed = TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
     assert!(format!("{typed:?}").contains("memory"));
     let _: Text = Text;
 }

@@ -4,8 +4,10 @@ mod facade_keys;
 
 use facade_keys::*;
 use futures::StreamExt;
-use kv_core::keyspace::{Key, ListOptions, SetPage, TypedBatch, TypedEvent, TypedWatch, Versioned};
-use kv_core::{CollectionOp, CompareOp, ErrorKind, Event};
+use keyplane_core::keyspace::{
+    Key, ListOptions, SetPage, TypedBatch, TypedEvent, TypedWatch, Versioned,
+};
+use keyplane_core::{CollectionOp, CompareOp, ErrorKind, Event};
 use std::time::Duration;
 
 /// The next batch; a watch that stays silent fails the test instead of hanging it.

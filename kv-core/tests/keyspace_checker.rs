@@ -1,14 +1,14 @@
 //! The schema checker finds overlapping and nesting templates and bad literals, and names
 //! both templates; a clean schema passes.
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     FieldInfo, FindingKind, HostPort, NamingRule, Template, TemplateInfo, check,
 };
 use uuid::Uuid;
 
-kv_core::text_segment!(Word, charset = "[a-z]", max_len = 16, policy = Reject);
-kv_core::text_segment!(Upper, charset = "[A-Z]", max_len = 16, policy = Reject);
-kv_core::text_segment!(Anything, max_len = 64, policy = Escape);
+keyplane_core::text_segment!(Word, charset = "[a-z]", max_len = 16, policy = Reject);
+keyplane_core::text_segment!(Upper, charset = "[A-Z]", max_len = 16, policy = Reject);
+keyplane_core::text_segment!(Anything, max_len = 64, policy = Escape);
 
 fn info(template: &str, fields: Vec<FieldInfo>) -> TemplateInfo {
     info_with(template, None, fields, &[])

@@ -3,17 +3,17 @@
 //! directory. The derives also generate the proptest strategies the harness draws from.
 #![cfg(feature = "proptest")]
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Empty, Key, Keyspace, Padded, Prefix, Text, assert_key_invariants, assert_keyspace_invariants,
     assert_prefix_invariants, check_keyspace, verify_key_order,
 };
 use std::net::Ipv4Addr;
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A code such as `mysql-main`.
     pub Code, charset = "[a-z0-9_-]", max_len = 32, policy = Reject
 );
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// Free text, percent-escaped like Go's `url.PathEscape`.
     pub Label, max_len = 64, policy = Escape
 );

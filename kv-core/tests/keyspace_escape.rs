@@ -2,7 +2,7 @@
 //! strict. Expected outputs follow Go's `shouldEscape(c, encodePathSegment)`: `A-Za-z0-9 - _ .
 //! ~` and `$ & + : = @` stay, everything else (each UTF-8 byte) becomes `%XX`, uppercase.
 
-use kv_core::keyspace::{Segment, Separator, escape_into, path_escape, unescape_strict};
+use keyplane_core::keyspace::{Segment, Separator, escape_into, path_escape, unescape_strict};
 
 /// `(input, url.PathEscape(input))`.
 const GO_PATH_ESCAPE: &[(&str, &str)] = &[
@@ -114,7 +114,7 @@ fn strict_unescape_rejects_non_canonical_input() {
     );
 }
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A service name as existing programs wrote it: anything, escaped.
     ServiceName, max_len = 256, policy = Escape
 );

@@ -1,7 +1,7 @@
 //! Planted faults: the invariant harness and the schema checker must reject each of them.
 #![cfg(feature = "proptest")]
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     FieldInfo, FindingKind, Key, KeyError, KeyStrategy, Keyspace, KeyspaceStrategy, ListPrefix,
     NoMatch, Prefix, PrefixStrategy, Segment, SegmentError, SegmentStrategy, Separator, Template,
     TemplateInfo, Text, check_keyspace, decode_field, segment, verify_key, verify_keyspace,
@@ -10,7 +10,7 @@ use kv_core::keyspace::{
 use proptest::prelude::*;
 use std::sync::LazyLock;
 
-kv_core::text_segment!(Word, charset = "[a-z]", max_len = 8, policy = Reject);
+keyplane_core::text_segment!(Word, charset = "[a-z]", max_len = 8, policy = Reject);
 
 /// A text segment that forgets to escape: it writes the value verbatim.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,10 +3,10 @@
 
 mod keyspace_example;
 
-use keyspace_example::*;
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     HostPort, Key, KeyErrorReason, Keyspace, Padded, Prefix, check_keyspace, redis_key_slot,
 };
+use keyspace_example::*;
 use uuid::Uuid;
 
 fn service(name: &str) -> ServiceName {
@@ -95,8 +95,8 @@ fn parsing_is_strict_and_says_why() {
             found: 3
         }
     ));
-    let err: kv_core::Error = err.into();
-    assert_eq!(err.kind(), kv_core::ErrorKind::InvalidKey);
+    let err: keyplane_core::Error = err.into();
+    assert_eq!(err.kind(), keyplane_core::ErrorKind::InvalidKey);
 
     assert!(
         ProviderMapKey::parse("nxc:map:prod:openai").is_err(),
@@ -180,7 +180,7 @@ fn example_schema_passes_the_checker() {
 #[cfg(feature = "proptest")]
 mod harness {
     use super::*;
-    use kv_core::keyspace::{
+    use keyplane_core::keyspace::{
         assert_key_invariants, assert_keyspace_invariants, assert_prefix_invariants,
         verify_key_order,
     };

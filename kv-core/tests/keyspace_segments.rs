@@ -1,19 +1,19 @@
 //! Built-in segments: strictness examples, and (feature `proptest`) the segment invariants
 //! for every built-in.
 
-use kv_core::keyspace::{Host, HostPort, Segment, Separator, TextSegment};
+use keyplane_core::keyspace::{Host, HostPort, Segment, Separator, TextSegment};
 use std::net::Ipv4Addr;
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A tenant code.
     pub TenantCode, charset = "[a-zA-Z0-9_]", max_len = 64, policy = Reject
 );
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// Permissive verbatim text: the charset allows what keys cannot hold, the policy still
     /// refuses it.
     pub Verbatim, charset = "[^\n]", max_len = 16, policy = Reject
 );
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// Escaped text.
     pub Label, max_len = 32, policy = Escape
 );
@@ -88,7 +88,7 @@ fn reject_text_never_holds_what_keys_cannot() {
 #[cfg(feature = "proptest")]
 mod harness {
     use super::*;
-    use kv_core::keyspace::{Padded, assert_segment_invariants, verify_segment_order};
+    use keyplane_core::keyspace::{Padded, assert_segment_invariants, verify_segment_order};
 
     #[test]
     fn every_built_in_passes_the_segment_invariants() {

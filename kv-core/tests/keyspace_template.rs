@@ -1,7 +1,9 @@
 //! Template parsing: the seed layouts, literal braces, mixed segments, hash tags, and every
 //! malformed template refused with a reason.
 
-use kv_core::keyspace::{EncodeSegment, KeyErrorReason, Part, Separator, Template, TemplateKind};
+use keyplane_core::keyspace::{
+    EncodeSegment, KeyErrorReason, Part, Separator, Template, TemplateKind,
+};
 
 #[test]
 fn seed_templates_parse_into_their_parts() {

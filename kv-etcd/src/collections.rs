@@ -1,4 +1,4 @@
-//! Transactions with set, map and list ops: kv-core's emulation, made atomic on etcd with
+//! Transactions with set, map and list ops: keyplane-core's emulation, made atomic on etcd with
 //! optimistic concurrency.
 //!
 //! 1. Every physical range the collection ops (and the collection part of `delete`) read,
@@ -23,12 +23,12 @@ use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, GetOptions, Txn as EtcdTxn,
     TxnOp as EtcdOp, TxnOpResponse, TxnResponse as EtcdTxnResponse,
 };
-use kv_core::raw::emulation::{
+use keyplane_core::raw::emulation::{
     Overlay, PhysicalRange, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
     compare_reads, emptiness_probes, evaluate_compare, members_range, reads,
 };
-use kv_core::raw::encode_changes;
-use kv_core::{
+use keyplane_core::raw::encode_changes;
+use keyplane_core::{
     CollectionChange, CollectionKind, Compare, Error, ErrorKind, OpResult, Result, Txn, TxnOp,
     TxnResponse,
 };
@@ -105,7 +105,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
         }
         if !collections_hold {
             // A compare that never holds sends etcd down the failure branch.
-            compares = vec![Compare::version(NEVER, kv_core::CompareOp::Less, 0)];
+            compares = vec![Compare::version(NEVER, keyplane_core::CompareOp::Less, 0)];
         }
         let guards: Vec<EtcdCompare> = read_set
             .stamps
@@ -355,7 +355,7 @@ fn unwrap(resp: EtcdTxnResponse) -> Result<Option<EtcdTxnResponse>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kv_core::CollectionOp;
+    use keyplane_core::CollectionOp;
 
     #[test]
     fn read_set_merges_ranges_and_collects_stamps() {

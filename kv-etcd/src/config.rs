@@ -4,7 +4,7 @@
 
 #[cfg(feature = "tls")]
 use etcd_client::{Certificate, Identity, TlsOptions};
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::{Error, ErrorKind, Result};
 use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -23,7 +23,7 @@ pub const DEFAULT_MAX_VALUE_BYTES: usize = 1_500_000;
 /// Every field has a documented default, so a config file needs only `endpoints`:
 ///
 /// ```
-/// let cfg: kv_etcd::EtcdConfig =
+/// let cfg: keyplane_etcd::EtcdConfig =
 ///     serde_json::from_str(r#"{"endpoints": ["127.0.0.1:2379"]}"#).unwrap();
 /// assert_eq!(cfg.max_txn_ops, 128);
 /// ```
@@ -145,7 +145,7 @@ impl EtcdConfig {
     /// an unparsable number.
     ///
     /// ```
-    /// let cfg = kv_etcd::EtcdConfig::from_url(
+    /// let cfg = keyplane_etcd::EtcdConfig::from_url(
     ///     "etcd://app:s%40cret@10.0.0.1:2379,10.0.0.2:2379?namespace=jxt/&max_txn_ops=64",
     /// ).unwrap();
     /// assert_eq!(cfg.endpoints, ["10.0.0.1:2379", "10.0.0.2:2379"]);
@@ -235,7 +235,7 @@ impl EtcdConfig {
             return Err(Error::new(ErrorKind::Config, "a password needs a user"));
         }
         if let Some(ns) = &self.namespace {
-            kv_core::validate_prefix(ns.as_bytes(), true)
+            keyplane_core::validate_prefix(ns.as_bytes(), true)
                 .map_err(|e| Error::new(ErrorKind::Config, "invalid namespace").with_source(e))?;
         }
         Ok(())

@@ -12,9 +12,9 @@ use etcd_client::{
     Client, ConnectOptions, KeyValue, KvClient, LeaseClient, WatchClient,
     WatchOptions as EtcdWatchOptions,
 };
-pub(crate) use kv_core::raw::backoff;
-use kv_core::raw::layout;
-use kv_core::{
+pub(crate) use keyplane_core::raw::backoff;
+use keyplane_core::raw::layout;
+use keyplane_core::{
     Capabilities, CollectionKind, Entry, Error, ErrorKind, LeaseId, Result, Retention, Support,
     prefix_end,
 };
@@ -74,7 +74,7 @@ impl Core {
             watch: Support::Native,
             collections: Support::Emulated,
             persistent: true,
-            foreign_writes: kv_core::ForeignWrites::Immediate,
+            foreign_writes: keyplane_core::ForeignWrites::Immediate,
         };
         // etcd's own client accepts responses up to 2 GiB: a large range, or the events of one
         // large transaction (never split across watch responses), must not fail on the
@@ -224,14 +224,14 @@ impl Namespace {
 /// rewrites, so that a transaction can guard "this collection is unchanged since revision R"
 /// with a single compare, however many members it read.
 ///
-/// The stamp of the collection of `kind` at `K` is `\0 tag K` (kv-core's
-/// [`kind_prefix`](kv_core::raw::layout::kind_prefix) of `K`): it sorts just before the
+/// The stamp of the collection of `kind` at `K` is `\0 tag K` (keyplane-core's
+/// [`kind_prefix`](keyplane_core::raw::layout::kind_prefix) of `K`): it sorts just before the
 /// members (`\0 tag K \0 ...`), is never inside another collection's members range, and lies
 /// under `kind_prefix(P)` exactly when `K` starts with `P`, so prefix deletes remove it too.
 /// Invariant: a collection has a stamp exactly when it has members. A transaction that leaves
 /// a collection empty (its last members removed, or `delete`/`delete_prefix`) deletes the
 /// stamp; one that changes it otherwise rewrites the stamp with the transaction's changes to
-/// it as the value (kv-core's [`encode_changes`](kv_core::raw::encode_changes)). So the
+/// it as the value (keyplane-core's [`encode_changes`](keyplane_core::raw::encode_changes)). So the
 /// stamps' history is the collections' change log: a watch with collections reads it (a
 /// written stamp's changes, or `Deleted` for a deleted stamp), in the same revision order as
 /// the plain keys. Deleting the stamp of an emptied collection is safe for the guards: a

@@ -2,7 +2,7 @@
 //! the watch falls behind a compaction. Works on any [`Store`].
 
 use futures::StreamExt;
-use kv_core::{
+use keyplane_core::{
     Entry, ErrorKind, Event, KeyRange, RangeOptions, Result, Store, WatchOptions, WatchStream,
 };
 use std::collections::BTreeMap;
@@ -21,12 +21,12 @@ const PAGE: usize = 1000;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// use kv_core::{PutOptions, Store};
+/// # async fn main() -> keyplane_core::Result<()> {
+/// use keyplane_core::{PutOptions, Store};
 /// use std::sync::Arc;
-/// let store: Arc<dyn Store> = Arc::new(kv_mem::MemStore::new());
+/// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
 /// store.put(b"cfg/a", b"1", PutOptions::default()).await?;
-/// let mut mirror = kv_etcd::PrefixMirror::start(store.clone(), b"cfg/").await?;
+/// let mut mirror = keyplane_etcd::PrefixMirror::start(store.clone(), b"cfg/").await?;
 /// assert_eq!(mirror.entries().len(), 1);
 /// let rev = store.put(b"cfg/b", b"2", PutOptions::default()).await?.revision;
 /// while mirror.revision() < rev {
@@ -47,7 +47,7 @@ pub struct PrefixMirror {
 impl std::fmt::Debug for PrefixMirror {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PrefixMirror")
-            .field("prefix", &kv_core::escape_bytes(&self.prefix))
+            .field("prefix", &keyplane_core::escape_bytes(&self.prefix))
             .field("keys", &self.entries.len())
             .field("revision", &self.revision)
             .field("relists", &self.relists)
@@ -112,7 +112,7 @@ impl PrefixMirror {
             }
             Some(Err(e)) => return Err(e),
             None => {
-                return Err(kv_core::Error::new(
+                return Err(keyplane_core::Error::new(
                     ErrorKind::Unavailable,
                     "the watch ended without an error",
                 ));

@@ -3,9 +3,9 @@
 
 use crate::core::{Core, header_revision};
 use etcd_client::{GetOptions, GetResponse};
-use kv_core::raw::emulation::{list_collections, merge_page};
-use kv_core::raw::layout;
-use kv_core::{
+use keyplane_core::raw::emulation::{list_collections, merge_page};
+use keyplane_core::raw::layout;
+use keyplane_core::{
     CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result, prefix_end,
     validate_key,
 };

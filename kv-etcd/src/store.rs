@@ -3,18 +3,18 @@
 
 use crate::config::EtcdConfig;
 use crate::core::Core;
-use kv_core::{
+use keyplane_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult, RangeOptions,
     RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The kv-core store contract on etcd.
+/// The keyplane-core store contract on etcd.
 ///
 /// Transactions are etcd transactions, leases are etcd leases, watches are etcd watches with
 /// previous values that reconnect and resume after a lost connection; sets, maps and lists use
-/// kv-core's emulation layout inside one etcd transaction. Cloning is cheap and shares the
+/// keyplane-core's emulation layout inside one etcd transaction. Cloning is cheap and shares the
 /// connection.
 #[derive(Clone)]
 pub struct EtcdStore {
@@ -59,7 +59,7 @@ impl EtcdStore {
     }
 }
 
-#[kv_core::async_trait]
+#[keyplane_core::async_trait]
 impl Store for EtcdStore {
     fn capabilities(&self) -> &Capabilities {
         &self.core.caps

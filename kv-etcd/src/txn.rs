@@ -8,7 +8,7 @@
 use crate::core::plan::{Branch, UserTxn};
 use crate::core::{Core, header_revision};
 use etcd_client::PutOptions as EtcdPutOptions;
-use kv_core::{PutOptions, PutResult, Result, Txn, TxnResponse};
+use keyplane_core::{PutOptions, PutResult, Result, Txn, TxnResponse};
 
 pub(crate) async fn put(
     core: &Core,
@@ -16,7 +16,7 @@ pub(crate) async fn put(
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    kv_core::validate_key(key)?;
+    keyplane_core::validate_key(key)?;
     core.caps.validate_value(value)?;
     let physical = core.ns.key(key);
     let mut put = EtcdPutOptions::new();

@@ -11,9 +11,9 @@ use crate::core::{Core, backoff, collection_of_stamp, header_revision};
 use crate::error::map_error;
 use etcd_client::{CompactionOptions, EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
 use futures::StreamExt;
-use kv_core::raw::decode_changes;
-use kv_core::raw::layout;
-use kv_core::{
+use keyplane_core::raw::decode_changes;
+use keyplane_core::raw::layout;
+use keyplane_core::{
     CollectionChange, CollectionEvent, CollectionKind, Error, ErrorKind, Event, KeyRange, Result,
     WatchBatch, WatchOptions, WatchStream,
 };
@@ -301,7 +301,8 @@ impl Watcher {
             EventType::Put => match decode_changes(value) {
                 Ok(changes) => changes,
                 Err(e) => {
-                    self.corrupted = Some(e.with_context("stamp", kv_core::escape_bytes(physical)));
+                    self.corrupted =
+                        Some(e.with_context("stamp", keyplane_core::escape_bytes(physical)));
                     return None;
                 }
             },

@@ -1,6 +1,6 @@
 //! [`MemConfig`]: limits and retention of a [`MemStore`](crate::MemStore).
 
-use kv_core::{Capabilities, Retention, Support};
+use keyplane_core::{Capabilities, Retention, Support};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -8,11 +8,11 @@ use std::time::Duration;
 /// ([`MemConfig::default`]), so a config file may name only what it changes.
 ///
 /// ```
-/// use kv_mem::{MemConfig, MemStore};
-/// use kv_core::Store;
+/// use keyplane_mem::{MemConfig, MemStore};
+/// use keyplane_core::Store;
 ///
 /// let store = MemStore::with_config(MemConfig { history_retention: 100, ..MemConfig::default() });
-/// assert_eq!(store.capabilities().watch_retention, kv_core::Retention::Revisions(100));
+/// assert_eq!(store.capabilities().watch_retention, keyplane_core::Retention::Revisions(100));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -54,7 +54,7 @@ impl MemConfig {
             // One member per key in the reserved layout, as on sled and etcd.
             collections: Support::Emulated,
             persistent: false,
-            foreign_writes: kv_core::ForeignWrites::Immediate,
+            foreign_writes: keyplane_core::ForeignWrites::Immediate,
         }
     }
 }

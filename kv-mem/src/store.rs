@@ -3,7 +3,7 @@
 use crate::config::MemConfig;
 use crate::core::{Shared, State};
 use crate::{lease, range, txn, watch};
-use kv_core::{
+use keyplane_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
     Txn, TxnResponse, WatchOptions, WatchStream, async_trait,
 };
@@ -18,10 +18,10 @@ use tokio::sync::Notify;
 /// Cloning gives another handle to the same store.
 ///
 /// ```
-/// use kv_core::{RangeOptions, Store, PutOptions};
-/// use kv_mem::MemStore;
+/// use keyplane_core::{RangeOptions, Store, PutOptions};
+/// use keyplane_mem::MemStore;
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> kv_core::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> keyplane_core::Result<()> {
 /// let store = MemStore::new();
 /// store.put(b"app/a", b"1", PutOptions::default()).await?;
 /// let page = store.range(RangeOptions::prefix("app/")).await?;

@@ -1,10 +1,12 @@
 //! Transactions: compares, then one branch applied at one new revision, all or nothing.
 
 use crate::core::{Shared, State, Stored};
-use kv_core::raw::emulation::{
+use keyplane_core::raw::emulation::{
     Overlay, collection_ranges_for_key, collection_ranges_for_prefix, compares_hold,
 };
-use kv_core::{Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse, prefix_end};
+use keyplane_core::{
+    Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse, prefix_end,
+};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -25,7 +27,7 @@ impl Staged {
         kv: &mut BTreeMap<Vec<u8>, Stored>,
         key: &[u8],
         value: &[u8],
-        lease: Option<kv_core::LeaseId>,
+        lease: Option<keyplane_core::LeaseId>,
     ) {
         let prev = kv.get(key);
         let stored = Stored {
@@ -94,7 +96,7 @@ impl State {
                     "a put names a lease that does not exist, was revoked or has expired",
                 )
                 .with_context("lease", lease)
-                .with_context("key", kv_core::escape_bytes(key)));
+                .with_context("key", keyplane_core::escape_bytes(key)));
             }
         }
         let mut staged = Staged {
@@ -177,9 +179,9 @@ fn run_op(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kv_core::CollectionKind;
-    use kv_core::raw::layout;
-    use kv_core::{Capabilities, CollectionOp};
+    use keyplane_core::CollectionKind;
+    use keyplane_core::raw::layout;
+    use keyplane_core::{Capabilities, CollectionOp};
 
     fn caps() -> Capabilities {
         crate::MemConfig::default().capabilities()

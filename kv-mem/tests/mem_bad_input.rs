@@ -1,14 +1,14 @@
 //! MemStore bad input: its configured limits and exact compaction revisions give typed errors
 //! and leave the store unchanged.
 
-use kv_core::{
+use keyplane_core::{
     CollectionOp, Entry, ErrorKind, PutOptions, RangeOptions, Result, Store, Txn, TxnOp,
     WatchOptions,
 };
-use kv_mem::{MemConfig, MemStore};
+use keyplane_mem::{MemConfig, MemStore};
 
 /// The revision, every plain entry, and a collection: what must not change.
-async fn snapshot(store: &MemStore) -> (i64, Vec<Entry>, kv_core::CollectionResult) {
+async fn snapshot(store: &MemStore) -> (i64, Vec<Entry>, keyplane_core::CollectionResult) {
     let revision = store.revision().await.unwrap();
     let entries = store.range(RangeOptions::prefix("")).await.unwrap().entries;
     let list = store

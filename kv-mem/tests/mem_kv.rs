@@ -1,10 +1,10 @@
 //! MemStore revisions, counted exactly on a private store (the conformance suite, on shared
 //! servers, can only compare them).
 
-use kv_core::{
+use keyplane_core::{
     CollectionOp, CollectionResult, Compare, ErrorKind, LeaseId, PutOptions, Store, Txn, TxnOp,
 };
-use kv_mem::MemStore;
+use keyplane_mem::MemStore;
 use std::time::Duration;
 
 const NONE: PutOptions = PutOptions {

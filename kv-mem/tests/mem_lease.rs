@@ -1,8 +1,8 @@
 //! MemStore leases on tokio time: exact expiry and keep-alive under `tokio::time::pause()`.
 
 use futures::StreamExt;
-use kv_core::{ErrorKind, Event, LeaseId, PutOptions, Store, WatchOptions};
-use kv_mem::MemStore;
+use keyplane_core::{ErrorKind, Event, LeaseId, PutOptions, Store, WatchOptions};
+use keyplane_mem::MemStore;
 use std::time::Duration;
 
 fn leased(lease: LeaseId) -> PutOptions {

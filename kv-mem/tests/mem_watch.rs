@@ -1,8 +1,8 @@
 //! MemStore watches: exact compaction and retention, unread watchers, the store going away.
 
 use futures::StreamExt;
-use kv_core::{ErrorKind, PutOptions, Store, WatchBatch, WatchOptions, WatchStream};
-use kv_mem::{MemConfig, MemStore};
+use keyplane_core::{ErrorKind, PutOptions, Store, WatchBatch, WatchOptions, WatchStream};
+use keyplane_mem::{MemConfig, MemStore};
 
 async fn next(watch: &mut WatchStream) -> WatchBatch {
     watch

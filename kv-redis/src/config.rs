@@ -1,6 +1,6 @@
 //! `RedisConfig`: where the Redis server is and how the store lays out its data there.
 
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 /// Every field has a default, so a config file needs only what differs:
 ///
 /// ```
-/// let config: kv_redis::RedisConfig =
+/// let config: keyplane_redis::RedisConfig =
 ///     serde_json::from_str(r#"{ "url": "redis://10.0.0.5:6379", "database": 2 }"#).unwrap();
 /// assert_eq!(config.internal_prefix, "__kv:");
 /// assert_eq!(config.database, Some(2));
@@ -127,7 +127,7 @@ impl RedisConfig {
         }
         if self.url.starts_with("rediss://") && !cfg!(feature = "tls") {
             return Err(config_error(
-                "rediss:// needs kv-redis to be built with the `tls` feature".to_owned(),
+                "rediss:// needs keyplane-redis to be built with the `tls` feature".to_owned(),
             ));
         }
         if self.internal_prefix.is_empty() || self.internal_prefix.contains('\0') {

@@ -14,7 +14,7 @@ use crate::config::RedisConfig;
 use crate::core::decode::{array, corrupted, int};
 use crate::core::scripts::Scripts;
 use crate::error::map_error;
-use kv_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
+use keyplane_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script, Value};
 use std::sync::Arc;
@@ -121,8 +121,8 @@ impl Core {
         if key.starts_with(&self.prefix) {
             return Err(
                 Error::invalid_key("keys under the store's internal prefix are reserved")
-                    .with_context("key", kv_core::escape_bytes(key))
-                    .with_context("prefix", kv_core::escape_bytes(&self.prefix)),
+                    .with_context("key", keyplane_core::escape_bytes(key))
+                    .with_context("prefix", keyplane_core::escape_bytes(&self.prefix)),
             );
         }
         Ok(())
@@ -217,7 +217,7 @@ impl Core {
 /// The lex bounds of every key starting with `prefix`, for ZRANGEBYLEX.
 pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let min = [b"[".as_slice(), prefix].concat();
-    let max = match kv_core::prefix_end(prefix) {
+    let max = match keyplane_core::prefix_end(prefix) {
         Some(end) => [b"(".as_slice(), &end].concat(),
         None => b"+".to_vec(),
     };

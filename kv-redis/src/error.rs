@@ -1,10 +1,10 @@
-//! The one mapping of redis-rs errors into [`kv_core::Error`].
+//! The one mapping of redis-rs errors into [`keyplane_core::Error`].
 
-use kv_core::{Error, ErrorKind};
+use keyplane_core::{Error, ErrorKind};
 use redis::{RedisError, ServerErrorKind};
 
 /// Maps a redis-rs error (including the typed error replies of this crate's scripts, whose
-/// codes start with `KV`) into a [`kv_core::Error`] with the error as its source.
+/// codes start with `KV`) into a [`keyplane_core::Error`] with the error as its source.
 pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
     let detail = err.detail().unwrap_or_default().to_owned();
     let (kind, message) = match err.code() {

@@ -6,10 +6,10 @@ use crate::core::Core;
 use crate::core::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
 use crate::core::reconcile::{Mode, reconcile_keys};
 use crate::error::map_error;
-use kv_core::raw::emulation::{
+use keyplane_core::raw::emulation::{
     Logged, Touched, check_revision, merge_page, rewind, rewind_with_collections,
 };
-use kv_core::{
+use keyplane_core::{
     CollectionEntry, CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
 };
 use redis::Value;
@@ -24,7 +24,7 @@ pub(crate) async fn revision(core: &Core) -> Result<i64> {
 /// read-only replicas. A string another program wrote (a value without metadata) is adopted
 /// by the reconcile script and read again: two more round trips, once per such key.
 pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
-    kv_core::validate_key(key)?;
+    keyplane_core::validate_key(key)?;
     core.check_key(key)?;
     // A key that another program keeps rewriting and deleting between the read and the
     // adoption could keep this going; a few rounds are plenty in practice.
@@ -41,7 +41,7 @@ pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
         ErrorKind::Unavailable,
         "another program keeps replacing the key while it is read",
     )
-    .with_context("key", kv_core::escape_bytes(key))
+    .with_context("key", keyplane_core::escape_bytes(key))
     .set_retryable(true))
 }
 

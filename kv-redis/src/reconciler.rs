@@ -11,7 +11,7 @@ use crate::core::Core;
 use crate::core::reconcile::{Mode, glob_prefix, reconcile_keys, reconcile_prefix};
 use crate::error::map_error;
 use futures::StreamExt;
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::{Error, ErrorKind, Result};
 use redis::aio::PubSubStream;
 use std::collections::BTreeSet;
 use std::sync::Weak;

@@ -5,7 +5,7 @@
 use crate::config::RedisConfig;
 use crate::core::Core;
 use crate::core::reconcile::ReconcileReport;
-use kv_core::{
+use keyplane_core::{
     Capabilities, DeleteResult, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult,
     RangeOptions, RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
-/// The kv-core [`Store`] on Redis, with native strings, sets, hashes and lists.
+/// The keyplane-core [`Store`] on Redis, with native strings, sets, hashes and lists.
 ///
 /// Every transaction is one Lua script; per-key revisions live in a metadata hash, an ordered
 /// index serves ranges, a stream is the event log that watches read, and leases are a deadline
@@ -104,7 +104,7 @@ fn rand_id() -> u64 {
     RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
-#[kv_core::async_trait]
+#[keyplane_core::async_trait]
 impl Store for RedisStore {
     fn capabilities(&self) -> &Capabilities {
         &self.core.caps

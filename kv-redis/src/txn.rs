@@ -4,7 +4,7 @@
 
 use crate::core::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
 use crate::core::{Core, prefix_lex_bounds};
-use kv_core::{
+use keyplane_core::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget,
     Continuation, DeleteResult, Entry, OpResult, PutOptions, PutResult, Result, Txn, TxnOp,
     TxnResponse,
@@ -75,7 +75,7 @@ pub(crate) async fn put(
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    kv_core::validate_key(key)?;
+    keyplane_core::validate_key(key)?;
     core.check_key(key)?;
     core.caps.validate_value(value)?;
     let lease = opts.lease.map_or(0, |l| l.0).to_string();
@@ -93,7 +93,7 @@ pub(crate) async fn put(
 
 /// One delete through `scripts/delete.lua`; returns the previous entry of the plain key.
 pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<DeleteResult> {
-    kv_core::validate_key(key)?;
+    keyplane_core::validate_key(key)?;
     core.check_key(key)?;
     let reply: Value = core
         .run_write(&core.scripts.delete, &[key], "delete")

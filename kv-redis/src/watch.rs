@@ -6,7 +6,7 @@ use crate::core::Core;
 use crate::core::decode::{array, corrupted, log_entry};
 use crate::error::map_error;
 use futures::StreamExt;
-use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use redis::{AsyncConnectionConfig, Value};
 use std::time::Duration;
 use tokio::sync::mpsc;

@@ -27,7 +27,7 @@ pub enum Durability {
 /// Only `path` is required in serialized form; every other field has the documented default.
 ///
 /// ```
-/// use kv_sled::{Durability, SledConfig};
+/// use keyplane_sled::{Durability, SledConfig};
 /// let config: SledConfig = serde_json::from_str(r#"{"path": "/var/lib/kv"}"#).unwrap();
 /// assert_eq!(config.durability, Durability::FlushOnCommit);
 /// assert_eq!(config.history_retention, SledConfig::DEFAULT_HISTORY_RETENTION);
@@ -87,8 +87,13 @@ impl SledConfig {
     ///
     /// # Errors
     /// `Config` for a zero retention, a zero flush interval or an empty path.
-    pub(crate) fn validate(&self) -> kv_core::Result<()> {
-        let bad = |msg: &str| Err(kv_core::Error::new(kv_core::ErrorKind::Config, msg));
+    pub(crate) fn validate(&self) -> keyplane_core::Result<()> {
+        let bad = |msg: &str| {
+            Err(keyplane_core::Error::new(
+                keyplane_core::ErrorKind::Config,
+                msg,
+            ))
+        };
         if self.path.as_os_str().is_empty() {
             return bad("sled: the database path must not be empty");
         }

@@ -13,8 +13,8 @@ use crate::core::codec::{
     attachments_prefix, be, corrupted, decode_entry, encode_events, lease_key, read_be,
 };
 use crate::error::{map_error, map_txn};
-use kv_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
-use kv_core::{Capabilities, Error, ErrorKind, Event, LeaseId, Result, Retention, Support};
+use keyplane_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
+use keyplane_core::{Capabilities, Error, ErrorKind, Event, LeaseId, Result, Retention, Support};
 use sled::Tree;
 use sled::transaction::{TransactionResult, Transactional};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -246,8 +246,11 @@ impl Core {
         tokio::task::spawn_blocking(move || db.flush())
             .await
             .map_err(|e| {
-                kv_core::Error::new(kv_core::ErrorKind::Backend, "sled: the flush task failed")
-                    .with_source(e)
+                keyplane_core::Error::new(
+                    keyplane_core::ErrorKind::Backend,
+                    "sled: the flush task failed",
+                )
+                .with_source(e)
             })?
             .map(drop)
             .map_err(map_error)
@@ -406,7 +409,7 @@ pub(crate) fn open(
         watch: Support::Native,
         collections: Support::Emulated,
         persistent: true,
-        foreign_writes: kv_core::ForeignWrites::Immediate,
+        foreign_writes: keyplane_core::ForeignWrites::Immediate,
     };
     let inner = Arc::new(Core {
         caps,

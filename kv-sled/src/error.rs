@@ -1,6 +1,6 @@
-//! The one place where sled's errors become `kv_core::Error`s.
+//! The one place where sled's errors become `keyplane_core::Error`s.
 
-use kv_core::{Error, ErrorKind};
+use keyplane_core::{Error, ErrorKind};
 use sled::transaction::TransactionError;
 
 /// Maps a sled error into the project's error, keeping it as the `source()`.

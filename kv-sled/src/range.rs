@@ -5,10 +5,10 @@ use crate::core::Core;
 use crate::core::TreeState;
 use crate::core::codec::{be, decode_entry, decode_record, read_be};
 use crate::error::map_error;
-use kv_core::raw::emulation::{
+use keyplane_core::raw::emulation::{
     Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
-use kv_core::{Entry, RangeOptions, RangeResult, Result, validate_key};
+use keyplane_core::{Entry, RangeOptions, RangeResult, Result, validate_key};
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 

@@ -3,7 +3,7 @@
 use crate::config::SledConfig;
 use crate::core::Core;
 use crate::{check, core, lease, range, txn, watch};
-use kv_core::{
+use keyplane_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
     Txn, TxnResponse, WatchOptions, WatchStream, async_trait,
 };
@@ -29,9 +29,9 @@ use std::time::Duration;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// use kv_core::{PutOptions, Store};
-/// use kv_sled::{SledConfig, SledStore};
+/// # async fn main() -> keyplane_core::Result<()> {
+/// use keyplane_core::{PutOptions, Store};
+/// use keyplane_sled::{SledConfig, SledStore};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let store = SledStore::open(SledConfig::new(dir.path()))?;
@@ -69,10 +69,10 @@ impl SledStore {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// use kv_core::{PutOptions, Store};
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// use keyplane_core::{PutOptions, Store};
     ///
-    /// let store = kv_sled::SledStore::temporary()?;
+    /// let store = keyplane_sled::SledStore::temporary()?;
     /// store.put(b"k", b"v", PutOptions::default()).await?;
     /// let dir = store.config().path.clone();
     /// drop(store);
@@ -88,8 +88,8 @@ impl SledStore {
             .prefix("kv-sled-")
             .tempdir()
             .map_err(|e| {
-                kv_core::Error::new(
-                    kv_core::ErrorKind::Backend,
+                keyplane_core::Error::new(
+                    keyplane_core::ErrorKind::Backend,
                     "cannot create a temporary directory",
                 )
                 .with_source(e)

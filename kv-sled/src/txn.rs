@@ -3,11 +3,11 @@
 
 use crate::core::codec::{attachment_key, decode_entry, encode_entry};
 use crate::core::{Commits, Core, Plan, TreeState, Writer};
-use kv_core::raw::emulation::{
+use keyplane_core::raw::emulation::{
     OrderedState, Overlay, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
     compares_hold,
 };
-use kv_core::{
+use keyplane_core::{
     Entry, Error, ErrorKind, Event, LeaseId, MAX_KEY_LEN, OpResult, Result, Txn, TxnOp, TxnResponse,
 };
 
@@ -91,8 +91,8 @@ impl Planner<'_, '_> {
             TxnOp::DeletePrefix { prefix } => {
                 // Every key is at most MAX_KEY_LEN bytes, so this bounds every key under
                 // the prefix, including prefixes made of 0xFF bytes.
-                let end =
-                    kv_core::prefix_end(prefix).unwrap_or_else(|| vec![0xff; MAX_KEY_LEN + 1]);
+                let end = keyplane_core::prefix_end(prefix)
+                    .unwrap_or_else(|| vec![0xff; MAX_KEY_LEN + 1]);
                 let keys: Vec<Vec<u8>> = self
                     .overlay
                     .scan(prefix, &end, None)?

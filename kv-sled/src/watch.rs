@@ -7,7 +7,7 @@ use crate::core::codec::{COMPACT_KEY, be, decode_events, read_be};
 use crate::core::{Core, Plan};
 use crate::error::map_error;
 use futures::StreamExt;
-use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};

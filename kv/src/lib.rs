@@ -1,9 +1,9 @@
 //! A typed hierarchical key-value layer for etcd, Redis, sled and memory, in one dependency.
 //!
-//! This crate re-exports the store contract and the keyspace DSL of `kv-core` at its root
-//! (so `kv::Store`, `kv::keyspace::Key`, `#[derive(kv::keyspace::Key)]` work without naming
-//! `kv-core`), the backends as modules behind features, and [`open()`] to open any of them from
-//! a URL:
+//! This crate re-exports the store contract and the keyspace DSL of `keyplane-core` at its root
+//! (so `keyplane::Store`, `keyplane::keyspace::Key`, `#[derive(keyplane::keyspace::Key)]` work
+//! without naming `keyplane-core`), the backends as modules behind features, and [`open()`] to
+//! open any of them from a URL:
 //!
 //! | Feature | Module | URL |
 //! |---|---|---|
@@ -13,11 +13,13 @@
 //! | `redis` | `redis` | `redis://HOST:PORT/DB`, `rediss://...` with `tls` |
 //!
 //! `tls` adds TLS to the network backends that are enabled, `encryption` the `Encrypted`
-//! codec, `proptest` the strategies of [`keyspace`]. The `etcd` feature needs `protoc` at build time (`etcd-client` compiles
-//! protobufs): on `PATH` or named by `PROTOC`.
+//! codec, `proptest` the strategies of [`keyspace`]. The `etcd` feature needs `protoc` at build
+//! time (`etcd-client` compiles protobufs): on `PATH` or named by `PROTOC`, with protobuf's
+//! well-known types (Debian and Ubuntu: `apt-get install protobuf-compiler libprotobuf-dev`).
+//! Without `etcd`, nothing here needs it.
 //!
 //! ```
-//! use kv::keyspace::{Key, Text, TypedStore};
+//! use keyplane::keyspace::{Key, Text, TypedStore};
 //!
 //! /// `app/{service}/config`: one text value per service.
 //! #[derive(Key, Debug, Clone, PartialEq, Eq)]
@@ -27,8 +29,8 @@
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> kv::Result<()> {
-//! let store = TypedStore::new(kv::open("mem://").await?);
+//! # async fn main() -> keyplane::Result<()> {
+//! let store = TypedStore::new(keyplane::open("mem://").await?);
 //! let key = ConfigKey { service: 7 };
 //! store.put(&key, &"debug=false".to_string()).await?;
 //! assert_eq!(key.encode(), "app/7/config");
@@ -36,7 +38,7 @@
 //! # Ok(()) }
 //! ```
 
-pub use kv_core::*;
+pub use keyplane_core::*;
 
 mod open;
 
@@ -44,23 +46,23 @@ pub use open::{Backend, OpenOptions, open};
 
 /// The in-process store: [`MemStore`](mem::MemStore), the reference backend.
 pub mod mem {
-    pub use kv_mem::{MemConfig, MemStore};
+    pub use keyplane_mem::{MemConfig, MemStore};
 }
 
 /// The embedded, persistent store: [`SledStore`](sled::SledStore).
 #[cfg(feature = "sled")]
 pub mod sled {
-    pub use kv_sled::{Durability, SledConfig, SledStore};
+    pub use keyplane_sled::{Durability, SledConfig, SledStore};
 }
 
 /// The etcd store: `EtcdStore`, its configuration and the etcd-specific helpers.
 #[cfg(feature = "etcd")]
 pub mod etcd {
-    pub use kv_etcd::*;
+    pub use keyplane_etcd::*;
 }
 
 /// The Redis store: `RedisStore`, its configuration and reconciling.
 #[cfg(feature = "redis")]
 pub mod redis {
-    pub use kv_redis::*;
+    pub use keyplane_redis::*;
 }

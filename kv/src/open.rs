@@ -1,6 +1,6 @@
 //! [`open()`]: any backend from a URL.
 
-use kv_core::{Error, ErrorKind, Result, Store};
+use keyplane_core::{Error, ErrorKind, Result, Store};
 use std::sync::Arc;
 
 /// The URL forms [`open()`] takes, for error messages.
@@ -14,16 +14,16 @@ const FORMS: &str = "mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
 #[non_exhaustive]
 pub enum Backend {
     /// `mem://`
-    Mem(kv_mem::MemStore),
+    Mem(keyplane_mem::MemStore),
     /// `sled://PATH`
     #[cfg(feature = "sled")]
-    Sled(kv_sled::SledStore),
+    Sled(keyplane_sled::SledStore),
     /// `etcd://...`
     #[cfg(feature = "etcd")]
-    Etcd(kv_etcd::EtcdStore),
+    Etcd(keyplane_etcd::EtcdStore),
     /// `redis://...` or `rediss://...`
     #[cfg(feature = "redis")]
-    Redis(Arc<kv_redis::RedisStore>),
+    Redis(Arc<keyplane_redis::RedisStore>),
 }
 
 impl std::fmt::Debug for Backend {
@@ -56,32 +56,34 @@ impl Backend {
             .split_once("://")
             .ok_or_else(|| invalid(url, &format!("expected {FORMS}")))?;
         match scheme {
-            "mem" if rest.is_empty() => Ok(Backend::Mem(kv_mem::MemStore::new())),
+            "mem" if rest.is_empty() => Ok(Backend::Mem(keyplane_mem::MemStore::new())),
             "mem" => Err(invalid(url, "mem:// takes no path")),
             "sled" if rest.is_empty() => Err(invalid(url, "sled:// needs a path")),
             #[cfg(feature = "sled")]
             "sled" => {
-                let config = kv_sled::SledConfig::new(rest);
-                Ok(Backend::Sled(kv_sled::SledStore::open(config)?))
+                let config = keyplane_sled::SledConfig::new(rest);
+                Ok(Backend::Sled(keyplane_sled::SledStore::open(config)?))
             }
             #[cfg(feature = "etcd")]
             "etcd" => {
-                let mut config =
-                    kv_etcd::EtcdConfig::from_url(url).map_err(|e| invalid(url, e.message()))?;
+                let mut config = keyplane_etcd::EtcdConfig::from_url(url)
+                    .map_err(|e| invalid(url, e.message()))?;
                 if let Some(timeout) = options.connect_timeout
                     && !rest.contains("connect_timeout_ms")
                 {
                     config.connect_timeout_ms = millis(timeout);
                 }
-                Ok(Backend::Etcd(kv_etcd::EtcdStore::connect(config).await?))
+                Ok(Backend::Etcd(
+                    keyplane_etcd::EtcdStore::connect(config).await?,
+                ))
             }
             #[cfg(feature = "redis")]
             "redis" | "rediss" => {
-                let mut config = kv_redis::RedisConfig::new(url);
+                let mut config = keyplane_redis::RedisConfig::new(url);
                 if let Some(timeout) = options.connect_timeout {
                     config.connect_timeout_ms = millis(timeout);
                 }
-                let store = kv_redis::RedisStore::connect(config).await?;
+                let store = keyplane_redis::RedisStore::connect(config).await?;
                 Ok(Backend::Redis(Arc::new(store)))
             }
             #[cfg(not(feature = "sled"))]
@@ -128,11 +130,11 @@ impl Backend {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv::Result<()> {
-/// let store = kv::open("mem://").await?;
-/// store.put(b"app/config", b"v1", kv::PutOptions::default()).await?;
-/// let err = kv::open("ftp://example").await.err().expect("no such scheme");
-/// assert_eq!(err.kind(), kv::ErrorKind::Config);
+/// # async fn main() -> keyplane::Result<()> {
+/// let store = keyplane::open("mem://").await?;
+/// store.put(b"app/config", b"v1", keyplane::PutOptions::default()).await?;
+/// let err = keyplane::open("ftp://example").await.err().expect("no such scheme");
+/// assert_eq!(err.kind(), keyplane::ErrorKind::Config);
 /// # Ok(()) }
 /// ```
 ///

@@ -1,7 +1,7 @@
 //! The catalog of schemas: names, templates and parsers, for tools such as `kvctl` that work
 //! with every schema without knowing their types.
 
-use kv_core::keyspace::{Keyspace, NoMatch, TemplateInfo};
+use keyplane_core::keyspace::{Keyspace, NoMatch, TemplateInfo};
 
 /// A raw key parsed by one schema: the template it matched and its decoded fields.
 #[derive(Debug, Clone, PartialEq, Eq)]

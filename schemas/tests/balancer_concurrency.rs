@@ -3,9 +3,9 @@
 //! each round the cache keeps its invariant: a key is in a group's active list exactly once
 //! when it is active and linked to the group, and not at all otherwise.
 
-use kv_core::Store;
-use kv_core::keyspace::TypedStore;
-use schemas::balancer::*;
+use keyplane_core::Store;
+use keyplane_core::keyspace::TypedStore;
+use keyplane_schemas::balancer::*;
 use std::sync::Arc;
 
 /// A cache under a root of its own for each case.
@@ -146,7 +146,7 @@ async fn racing_links_and_status_changes_keep_the_lists_exact(store: Arc<dyn Sto
     }
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     concurrent_links_of_one_pair_link_once,
     racing_links_and_status_changes_keep_the_lists_exact,
 );

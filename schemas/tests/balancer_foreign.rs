@@ -8,9 +8,9 @@
 //! ([`BalancerRoot`], `{root}:key:{id}`), so each case writes the document's layout under
 //! a root of its own.
 
-use kv_core::ErrorKind;
-use kv_core::keyspace::TypedStore;
-use schemas::balancer::*;
+use keyplane_core::ErrorKind;
+use keyplane_core::keyspace::TypedStore;
+use keyplane_schemas::balancer::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 type Con = redis::aio::MultiplexedConnection;
@@ -23,7 +23,7 @@ struct Fixture {
 }
 
 async fn fixture() -> Option<Fixture> {
-    let (store, con) = kv_tests::backends::redis_with_connection().await?;
+    let (store, con) = keyplane_tests::backends::redis_with_connection().await?;
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
     Some(Fixture {
         cache: Balancer::new(TypedStore::new(store), root.clone()),

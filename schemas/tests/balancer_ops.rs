@@ -2,9 +2,9 @@
 //! through the reverse index, atomic round robin under 1,000 concurrent picks, bulk load,
 //! bad input, the example dataset.
 
-use kv_core::keyspace::TypedStore;
-use kv_core::{ErrorKind, Store};
-use schemas::balancer::*;
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{ErrorKind, Store};
+use keyplane_schemas::balancer::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -337,7 +337,7 @@ async fn example_dataset(store: Arc<dyn Store>) {
     assert_eq!(c.groups_of(1).await.unwrap(), [1]);
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     link_and_unlink,
     status_fans_out_through_the_reverse_index,
     picks_cycle_in_order,

@@ -2,8 +2,8 @@
 //! object, the group's active list and the reverse index, and plain Redis commands read
 //! what the document shows.
 
-use kv_core::keyspace::TypedStore;
-use schemas::balancer::*;
+use keyplane_core::keyspace::TypedStore;
+use keyplane_schemas::balancer::*;
 
 async fn query<T: redis::FromRedisValue>(
     con: &mut redis::aio::MultiplexedConnection,
@@ -25,7 +25,7 @@ async fn lrange(con: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn balancer_keys_are_native_redis_types() {
-    let Some((store, mut con)) = kv_tests::backends::redis_with_connection().await else {
+    let Some((store, mut con)) = keyplane_tests::backends::redis_with_connection().await else {
         return;
     };
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();

@@ -1,10 +1,10 @@
 //! The balancer keyspace: the document's §3 keys under a root, judged by the schema checker
 //! and the invariant harness, with the declared object/reverse-index nesting.
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Keyspace, assert_key_invariants, assert_keyspace_invariants, check_keyspace,
 };
-use schemas::balancer::*;
+use keyplane_schemas::balancer::*;
 
 fn root() -> BalancerRoot {
     BalancerRoot::new("gemini").unwrap()
@@ -94,13 +94,13 @@ fn statuses_are_the_documents_words() {
     assert_eq!(KeyStatus::parse("disabled").unwrap(), KeyStatus::Disabled);
     assert_eq!(
         KeyStatus::parse("Active").unwrap_err().kind(),
-        kv_core::ErrorKind::Codec
+        keyplane_core::ErrorKind::Codec
     );
 }
 
 #[test]
 fn the_catalog_lists_and_parses_the_balancer() {
-    let schema = schemas::find("balancer").expect("in the catalog");
+    let schema = keyplane_schemas::find("balancer").expect("in the catalog");
     assert_eq!(schema.store, "redis");
     let parsed = schema.parse("gemini:group:7:keys:active").unwrap();
     assert_eq!(parsed.template, "{root}:group:{id}:keys:active");

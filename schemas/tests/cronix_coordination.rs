@@ -2,10 +2,10 @@
 //! (lost with their lease), the system-info flow, and the example dataset.
 
 use futures::StreamExt;
-use kv_core::Store;
-use kv_core::keyspace::TypedStore;
-use kv_core::keyspace::{Key, TypedEvent};
-use schemas::cronix::*;
+use keyplane_core::Store;
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::keyspace::{Key, TypedEvent};
+use keyplane_schemas::cronix::*;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -104,7 +104,7 @@ async fn lock_unlock_and_lease_expiry(store: Arc<dyn Store>) {
     let reason = tokio::time::timeout(PATIENCE, third.lost())
         .await
         .expect("lost in time");
-    assert_eq!(reason.kind(), kv_core::ErrorKind::LeaseNotFound);
+    assert_eq!(reason.kind(), keyplane_core::ErrorKind::LeaseNotFound);
     assert!(third.is_lost());
     assert!(!store.exists(&key).await.unwrap());
     third.unlock().await.unwrap();
@@ -200,7 +200,7 @@ async fn example_dataset(store: Arc<dyn Store>) {
     remove_job(&store, node, &example.job.job).await.unwrap();
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     one_shot_trigger_and_cleanup,
     lock_unlock_and_lease_expiry,
     system_info_flow,

@@ -1,9 +1,9 @@
 //! Cronix nodes, processes and jobs on every backend: node registration with keep-alive and
 //! expiry, processes under a lease, a job moved off a failed node in one transaction.
 
-use kv_core::Store;
-use kv_core::keyspace::TypedStore;
-use schemas::cronix::*;
+use keyplane_core::Store;
+use keyplane_core::keyspace::TypedStore;
+use keyplane_schemas::cronix::*;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -243,7 +243,7 @@ async fn move_a_job_off_a_failed_node(store: Arc<dyn Store>) {
     remove_job(&store, c, &job).await.unwrap();
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     node_registration_with_keep_alive,
     processes_live_under_a_lease,
     move_a_job_off_a_failed_node,

@@ -1,11 +1,11 @@
 //! The cronix keyspace: byte-identical to the document's table (`/Cronix/`, capitalised),
 //! judged by the schema checker and the invariant harness.
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Codec, Keyspace, Prefix, assert_key_invariants, assert_keyspace_invariants,
     assert_prefix_invariants, check_keyspace,
 };
-use schemas::cronix::*;
+use keyplane_schemas::cronix::*;
 use uuid::Uuid;
 
 const NODE: &str = "67e55044-10b1-426f-9247-bb680e5fe0c8";
@@ -185,7 +185,7 @@ fn the_invariant_harness_passes() {
 
 #[test]
 fn the_catalog_lists_and_parses_cronix() {
-    let schema = schemas::find("cronix").expect("in the catalog");
+    let schema = keyplane_schemas::find("cronix").expect("in the catalog");
     assert_eq!(schema.store, "etcd");
     let parsed = schema
         .parse(&format!("/Cronix/job/{NODE}/nightly-backup"))

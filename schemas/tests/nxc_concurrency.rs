@@ -1,9 +1,9 @@
 //! nxc operations racing each other on every backend: choosing a profile as the default
 //! while it is deleted never leaves the default marker naming a profile outside the map.
 
-use kv_core::keyspace::TypedStore;
-use kv_core::{ErrorKind, Store};
-use schemas::nxc::*;
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{ErrorKind, Store};
+use keyplane_schemas::nxc::*;
 use std::sync::Arc;
 
 fn realm(tag: &str) -> RealmId {
@@ -85,4 +85,4 @@ async fn set_default_racing_delete_keeps_the_marker_in_the_map(store: Arc<dyn St
     );
 }
 
-kv_tests::on_every_backend!(set_default_racing_delete_keeps_the_marker_in_the_map);
+keyplane_tests::on_every_backend!(set_default_racing_delete_keeps_the_marker_in_the_map);

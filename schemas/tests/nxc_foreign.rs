@@ -3,9 +3,9 @@
 //! as the document describes, and plain commands then see the result. An operation that
 //! cannot do its whole job returns an error and leaves the raw data as it was.
 
-use kv_core::ErrorKind;
-use kv_core::keyspace::{EncryptionKey, Keyring, ListOptions, TypedStore};
-use schemas::nxc::*;
+use keyplane_core::ErrorKind;
+use keyplane_core::keyspace::{EncryptionKey, Keyring, ListOptions, TypedStore};
+use keyplane_schemas::nxc::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ struct Fixture {
 }
 
 async fn fixture() -> Option<Fixture> {
-    let (store, con) = kv_tests::backends::redis_with_connection().await?;
+    let (store, con) = keyplane_tests::backends::redis_with_connection().await?;
     let realm = RealmId::new(format!("r_{}", uuid::Uuid::new_v4().simple())).unwrap();
     let map = format!("nxc:map:{realm}:WeChat");
     Some(Fixture {
@@ -65,7 +65,7 @@ impl Fixture {
         self.raw::<i64>(&["EXISTS", key]).await == 1
     }
 
-    async fn ask(&self, profile: Option<&str>) -> kv_core::Result<ResolvedProfile> {
+    async fn ask(&self, profile: Option<&str>) -> keyplane_core::Result<ResolvedProfile> {
         let identity = Identity {
             realm: self.realm.clone(),
             provider: wechat(),

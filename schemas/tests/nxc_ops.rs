@@ -2,9 +2,9 @@
 //! case), default resolution, delete, paged listing, the encrypted pool, bad input, the
 //! example dataset.
 
-use kv_core::keyspace::{EncryptionKey, Keyring, ListOptions, TypedStore};
-use kv_core::{ErrorKind, Store};
-use schemas::nxc::*;
+use keyplane_core::keyspace::{EncryptionKey, Keyring, ListOptions, TypedStore};
+use keyplane_core::{ErrorKind, Store};
+use keyplane_schemas::nxc::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -420,7 +420,7 @@ async fn legacy_layout_migrates(store: Arc<dyn Store>) {
 /// last one deleted as the SET deleted.
 async fn a_watch_follows_profiles_of_a_realm(store: Arc<dyn Store>) {
     use futures::StreamExt;
-    use kv_core::{CollectionChange, CollectionKind, Event, WatchBatch, WatchOptions};
+    use keyplane_core::{CollectionChange, CollectionKind, Event, WatchBatch, WatchOptions};
     let typed = TypedStore::new(store.clone());
     let r = realm("watched");
     let mut watch = store
@@ -431,7 +431,7 @@ async fn a_watch_follows_profiles_of_a_realm(store: Arc<dyn Store>) {
         .watch(WatchOptions::prefix(format!("nxc:inst:{r}:")).with_collections())
         .await
         .unwrap();
-    async fn next(w: &mut kv_core::WatchStream) -> WatchBatch {
+    async fn next(w: &mut keyplane_core::WatchStream) -> WatchBatch {
         tokio::time::timeout(std::time::Duration::from_secs(20), w.next())
             .await
             .expect("a batch within 20 s")
@@ -517,7 +517,7 @@ async fn a_watch_follows_profiles_of_a_realm(store: Arc<dyn Store>) {
     );
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     legacy_layout_migrates,
     create_resolve_and_discover,
     another_realms_profile_is_unauthorized,

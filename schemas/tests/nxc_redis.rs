@@ -1,8 +1,8 @@
 //! On Redis the nxc data is native: `TYPE` says set / string / hash / string for map,
 //! default marker, instance and pool, and plain Redis commands read what the document shows.
 
-use kv_core::keyspace::{EncryptionKey, Keyring, TypedStore};
-use schemas::nxc::*;
+use keyplane_core::keyspace::{EncryptionKey, Keyring, TypedStore};
+use keyplane_schemas::nxc::*;
 use std::sync::Arc;
 
 async fn query<T: redis::FromRedisValue>(
@@ -15,7 +15,7 @@ async fn query<T: redis::FromRedisValue>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nxc_keys_are_native_redis_types() {
-    let Some((store, mut con)) = kv_tests::backends::redis_with_connection().await else {
+    let Some((store, mut con)) = keyplane_tests::backends::redis_with_connection().await else {
         return;
     };
     let ring = Arc::new(Keyring::new("pool-1", EncryptionKey::generate()).unwrap());

@@ -1,11 +1,11 @@
 //! The nxc keyspace: byte-identical to the document's §4.1, judged by the schema checker and
 //! the invariant harness, with the declared map/default nesting.
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Codec, Encrypted, EncryptionKey, Keyring, Keyspace, Text, assert_key_invariants,
     assert_keyspace_invariants, check_keyspace,
 };
-use schemas::nxc::*;
+use keyplane_schemas::nxc::*;
 use std::sync::Arc;
 
 fn realm() -> RealmId {
@@ -115,13 +115,13 @@ fn instance_field_names_are_checked() {
     for bad in ["", "a b", "a:b", &"f".repeat(MAX_FIELD_LEN + 1)] {
         let params: InstanceParams = [(bad.to_string(), "v".to_string())].into();
         let err = validate_params(&params).unwrap_err();
-        assert_eq!(err.kind(), kv_core::ErrorKind::InvalidArgument);
+        assert_eq!(err.kind(), keyplane_core::ErrorKind::InvalidArgument);
     }
 }
 
 #[test]
 fn the_catalog_lists_and_parses_nxc() {
-    let schema = schemas::find("nxc").expect("in the catalog");
+    let schema = keyplane_schemas::find("nxc").expect("in the catalog");
     assert_eq!(schema.store, "redis");
     let parsed = schema.parse("nxc:inst:test_realm:Alipay:app_001").unwrap();
     assert_eq!(parsed.template, "nxc:inst:{realm}:{provider}:{profile}");

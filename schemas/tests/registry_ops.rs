@@ -2,9 +2,9 @@
 //! watch instances come and go (lease expiry included), deregister, evict.
 
 use futures::StreamExt;
-use kv_core::Store;
-use kv_core::keyspace::{Key, Prefix, TypedStore};
-use schemas::registry::*;
+use keyplane_core::Store;
+use keyplane_core::keyspace::{Key, Prefix, TypedStore};
+use keyplane_schemas::registry::*;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -199,7 +199,7 @@ async fn bad_input_writes_nothing(store: Arc<dyn Store>) {
     let dir = GroupDir { group }.encode();
     let page = store
         .store()
-        .range(kv_core::RangeOptions::prefix(dir))
+        .range(keyplane_core::RangeOptions::prefix(dir))
         .await
         .unwrap();
     let keys: Vec<String> = page
@@ -355,7 +355,7 @@ async fn example_dataset(store: Arc<dyn Store>) {
     }
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     register_discover_deregister,
     bad_input_writes_nothing,
     watch_sees_instances_come_and_go,

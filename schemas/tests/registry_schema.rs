@@ -2,11 +2,11 @@
 //! checker and the invariant harness, with rule 4 (no file and directory of one name)
 //! enforced by the service name.
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Key, Keyspace, Prefix, assert_key_invariants, assert_keyspace_invariants,
     assert_prefix_invariants, check_keyspace,
 };
-use schemas::registry::*;
+use keyplane_schemas::registry::*;
 
 fn service() -> ServiceId {
     ServiceId::new(
@@ -123,7 +123,7 @@ fn the_invariant_harness_passes() {
 
 #[test]
 fn the_catalog_lists_and_parses_the_registry() {
-    let schema = schemas::find("registry").expect("in the catalog");
+    let schema = keyplane_schemas::find("registry").expect("in the catalog");
     assert_eq!(schema.store, "etcd");
     assert_eq!(schema.templates().len(), 5);
     let parsed = schema

@@ -4,12 +4,12 @@
 
 mod tenant_common;
 
-use kv_core::intercept::{Call, Intercepted, Interceptor};
-use kv_core::keyspace::TypedStore;
-use kv_core::{Error, ErrorKind, PutOptions, Result, Store, async_trait};
-use kv_mem::{MemConfig, MemStore};
-use schemas::tenant::HostName;
-use schemas::tenant::{
+use keyplane_core::intercept::{Call, Intercepted, Interceptor};
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{Error, ErrorKind, PutOptions, Result, Store, async_trait};
+use keyplane_mem::{MemConfig, MemStore};
+use keyplane_schemas::tenant::HostName;
+use keyplane_schemas::tenant::{
     FtpUsername, HostBinding, add_ftp_user, delete_tenant, load_tenant, publish_tenant,
     tenant_by_ftp_user, tenant_by_host,
 };
@@ -131,7 +131,7 @@ async fn a_deletion_racing_ftp_user_additions_leaves_no_orphan_index(store: Arc<
     }
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     a_deleted_tenant_leaves_no_key_and_no_index,
     an_interrupted_deletion_is_finished_by_running_it_again,
     indexes_that_another_tenant_took_over_are_kept,
@@ -211,7 +211,7 @@ async fn a_deletion_cut_off_between_transactions_is_resumed() {
     let users: Vec<String> = (0..6).map(|i| format!("u{}.{i}", t.id())).collect();
     for user in &users {
         let config = tenant_common::ftp_user(t.id(), user);
-        schemas::tenant::add_ftp_user(&TypedStore::new(roomy.clone()), &config)
+        keyplane_schemas::tenant::add_ftp_user(&TypedStore::new(roomy.clone()), &config)
             .await
             .unwrap();
     }

@@ -5,9 +5,9 @@
 
 mod tenant_common;
 
-use kv_core::Store;
-use kv_core::keyspace::TypedStore;
-use schemas::tenant::{
+use keyplane_core::Store;
+use keyplane_core::keyspace::TypedStore;
+use keyplane_schemas::tenant::{
     FtpUsername, HostName, ServiceCode, TenantCode, TenantName, database_config, delete_tenant,
     example_tenant, load_tenant, publish_tenant, tenant_by_code, tenant_by_ftp_user,
     tenant_by_host, tenant_by_name,
@@ -104,7 +104,7 @@ async fn the_example_tenant_has_exactly_the_keys_of_section_6_1(store: Arc<dyn S
     );
 }
 
-/// Go's `url.PathEscape`, written independently of kv-core: every byte outside the
+/// Go's `url.PathEscape`, written independently of keyplane-core: every byte outside the
 /// unreserved set and `$&+:=@` is escaped, uppercase hex.
 fn url_path_escape(s: &str) -> String {
     let mut out = String::new();
@@ -120,4 +120,4 @@ fn url_path_escape(s: &str) -> String {
     out
 }
 
-kv_tests::on_every_backend!(the_example_tenant_has_exactly_the_keys_of_section_6_1);
+keyplane_tests::on_every_backend!(the_example_tenant_has_exactly_the_keys_of_section_6_1);

@@ -3,9 +3,9 @@
 
 mod tenant_common;
 
-use kv_core::keyspace::TypedStore;
-use kv_core::{ErrorKind, Store};
-use schemas::tenant::{
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{ErrorKind, Store};
+use keyplane_schemas::tenant::{
     FtpUsername, add_ftp_user, load_tenant, publish_tenant, remove_ftp_user, tenant_by_ftp_user,
 };
 use std::sync::Arc;
@@ -169,7 +169,7 @@ async fn bad_ftp_input_is_refused(store: Arc<dyn Store>) {
     assert_eq!(ftp_dir, Vec::<String>::new());
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     of_tenants_published_at_once_with_one_ftp_username_exactly_one_wins,
     of_concurrent_adds_of_one_ftp_username_exactly_one_wins,
     adding_and_removing_an_ftp_user_keeps_its_index_in_step,

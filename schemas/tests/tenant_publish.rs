@@ -4,9 +4,9 @@
 
 mod tenant_common;
 
-use kv_core::keyspace::TypedStore;
-use kv_core::{ErrorKind, Store};
-use schemas::tenant::{
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{ErrorKind, Store};
+use keyplane_schemas::tenant::{
     DatabaseConfig, Domains, FtpUsername, HostName, ServiceCode, TenantCode, TenantName,
     database_config, load_tenant, publish_tenant, put_database_config, tenant_by_code,
     tenant_by_ftp_user, tenant_by_host, tenant_by_name,
@@ -223,7 +223,7 @@ async fn a_tenant_without_domains_has_an_empty_primary_domain(store: Arc<dyn Sto
     assert_eq!(index.primary_domain, "");
     let raw_key = format!(
         "jxt/tenants/_index/by-name/{}",
-        kv_core::keyspace::path_escape(&t.meta.name)
+        keyplane_core::keyspace::path_escape(&t.meta.name)
     );
     let raw = store.get(raw_key.as_bytes()).await.unwrap().unwrap();
     assert!(
@@ -236,7 +236,7 @@ async fn a_tenant_without_domains_has_an_empty_primary_domain(store: Arc<dyn Sto
     assert_eq!(load_tenant(&typed, t.id()).await.unwrap(), Some(t));
 }
 
-kv_tests::on_every_backend!(
+keyplane_tests::on_every_backend!(
     a_published_tenant_reads_back_whole_and_through_every_index,
     a_conflicting_tenant_writes_nothing_and_names_the_taken_keys,
     bad_input_is_refused_before_anything_is_written,

@@ -1,11 +1,11 @@
 //! The tenant keyspace: the schema checker and the invariant harness, the §7.3 segment rules,
 //! the JSON field names of §2.2, and the catalog entry.
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Key, Keyspace, Prefix, assert_key_invariants, assert_keyspace_invariants,
     assert_prefix_invariants, assert_segment_invariants, check_keyspace,
 };
-use schemas::tenant::*;
+use keyplane_schemas::tenant::*;
 use serde_json::json;
 
 #[test]
@@ -253,7 +253,7 @@ fn the_example_tenant_is_valid() {
 
 #[test]
 fn the_catalog_parses_tenant_keys() {
-    let schema = schemas::find("tenant").expect("in the catalog");
+    let schema = keyplane_schemas::find("tenant").expect("in the catalog");
     assert_eq!(schema.store, "etcd");
     assert_eq!(schema.templates().len(), 15);
     let parsed = schema.parse("jxt/tenants/7/database/file-storage").unwrap();
@@ -265,7 +265,7 @@ fn the_catalog_parses_tenant_keys() {
             ("service", "file-storage".to_owned())
         ]
     );
-    let parsed = schemas::parse_any("jxt/tenants/_index/ftp-user/sales_ftp").unwrap();
+    let parsed = keyplane_schemas::parse_any("jxt/tenants/_index/ftp-user/sales_ftp").unwrap();
     assert_eq!(parsed.schema, "tenant");
     assert!(schema.parse("jxt/tenants/7/database/File_Storage").is_err());
 }

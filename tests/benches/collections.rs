@@ -5,15 +5,15 @@
 //! unguarded.
 //!
 //! Each pair is measured interleaved, one call of each side per round; the table gives the
-//! medians and their ratio. `cargo bench -p kv-tests --bench collections`
+//! medians and their ratio. `cargo bench -p keyplane-tests --bench collections`
 //! (`KV_BENCH_QUICK=1` takes fewer rounds).
 
 use etcd_client::{KvClient, Txn as EtcdTxn, TxnOp as EtcdOp};
-use kv_core::raw::layout;
-use kv_core::{CollectionKind, CollectionOp, Compare, Store, Txn, TxnOp};
-use kv_etcd::{EtcdConfig, EtcdStore};
-use kv_redis::RedisStore;
-use kv_tests::harness::{EtcdServer, RedisServer};
+use keyplane_core::raw::layout;
+use keyplane_core::{CollectionKind, CollectionOp, Compare, Store, Txn, TxnOp};
+use keyplane_etcd::{EtcdConfig, EtcdStore};
+use keyplane_redis::RedisStore;
+use keyplane_tests::harness::{EtcdServer, RedisServer};
 use redis::aio::MultiplexedConnection;
 use std::time::{Duration, Instant};
 

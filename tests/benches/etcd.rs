@@ -7,9 +7,9 @@
 
 use criterion::Criterion;
 use etcd_client::{GetOptions, KvClient, Txn as EtcdTxn, TxnOp as EtcdOp};
-use kv_core::{PutOptions, RangeOptions, Store, Txn, TxnOp};
-use kv_etcd::{EtcdConfig, EtcdStore};
-use kv_tests::harness::EtcdServer;
+use keyplane_core::{PutOptions, RangeOptions, Store, Txn, TxnOp};
+use keyplane_etcd::{EtcdConfig, EtcdStore};
+use keyplane_tests::harness::EtcdServer;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
@@ -99,7 +99,7 @@ fn bulk(rt: &Runtime, store: &EtcdStore) {
         .map(|i| (format!("bench/bulk/{i:07}").into_bytes(), VALUE.to_vec()))
         .collect();
     let report = rt.block_on(async {
-        kv_core::BulkLoader::new(store)
+        keyplane_core::BulkLoader::new(store)
             .concurrency(8)
             .load(items)
             .await

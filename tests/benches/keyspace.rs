@@ -3,10 +3,10 @@
 //! with full validation against a naive `split('/')` parser.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use kv_core::keyspace::{Key, Text};
+use keyplane_core::keyspace::{Key, Text};
 use std::hint::black_box;
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A tenant code.
     pub TenantCode, charset = "[a-z0-9_-]", max_len = 64, policy = Reject
 );

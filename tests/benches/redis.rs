@@ -11,9 +11,9 @@
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 use futures::StreamExt;
-use kv_core::{PutOptions, RangeOptions, Store, Txn, TxnOp};
-use kv_redis::{RedisConfig, RedisStore};
-use kv_tests::harness::RedisServer;
+use keyplane_core::{PutOptions, RangeOptions, Store, Txn, TxnOp};
+use keyplane_redis::{RedisConfig, RedisStore};
+use keyplane_tests::harness::RedisServer;
 use redis::aio::MultiplexedConnection;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
@@ -199,7 +199,7 @@ fn main() {
         load(&store, 10_000).await;
         (
             store,
-            kv_tests::harness::redis_connection(&small_server.url()).await,
+            keyplane_tests::harness::redis_connection(&small_server.url()).await,
         )
     });
     point_ops(&mut c, &rt, &small, &con);

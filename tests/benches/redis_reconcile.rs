@@ -9,13 +9,13 @@
 //! - latency from another program's `SET` to the watch event: median and p99, with keyspace
 //!   notifications and with the periodic scan alone.
 //!
-//! `cargo xtask bench -- --bench redis_reconcile` (or `cargo bench -p kv-tests --bench
+//! `cargo xtask bench -- --bench redis_reconcile` (or `cargo bench -p keyplane-tests --bench
 //! redis_reconcile`); `KV_BENCH_QUICK=1` takes fewer samples.
 
 use futures::StreamExt;
-use kv_core::{PutOptions, Store, WatchOptions};
-use kv_redis::{RedisConfig, RedisStore};
-use kv_tests::harness::RedisServer;
+use keyplane_core::{PutOptions, Store, WatchOptions};
+use keyplane_redis::{RedisConfig, RedisStore};
+use keyplane_tests::harness::RedisServer;
 use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -181,7 +181,7 @@ fn point_ops(server: &RedisServer, runtime: &tokio::runtime::Runtime, label: &st
     let ctx = runtime.block_on(async {
         let ctx = Arc::new(Ctx {
             store: RedisStore::from_url(&server.url()).await.unwrap(),
-            con: kv_tests::harness::redis_connection(&server.url()).await,
+            con: keyplane_tests::harness::redis_connection(&server.url()).await,
             counter: AtomicUsize::new(0),
             run,
         });
@@ -213,7 +213,7 @@ fn point_ops(server: &RedisServer, runtime: &tokio::runtime::Runtime, label: &st
 }
 
 async fn reconcile_cost(server: &RedisServer) {
-    let mut con = kv_tests::harness::redis_connection(&server.url()).await;
+    let mut con = keyplane_tests::harness::redis_connection(&server.url()).await;
     let store = RedisStore::from_url(&server.url()).await.unwrap();
     let rounds = if quick() { 2 } else { 5 };
     let (mut adopt, mut again) = (Vec::new(), Vec::new());
@@ -254,7 +254,7 @@ async fn foreign_latency(server: &RedisServer, notifications: bool) {
     config.keyspace_notifications = notifications;
     config.reconcile_interval_ms = if notifications { 60_000 } else { 100 };
     let store = RedisStore::connect(config).await.unwrap();
-    let mut con = kv_tests::harness::redis_connection(&server.url()).await;
+    let mut con = keyplane_tests::harness::redis_connection(&server.url()).await;
     let mut watch = store
         .watch(WatchOptions::prefix(&root).from_revision(store.revision().await.unwrap() + 1))
         .await

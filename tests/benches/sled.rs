@@ -8,8 +8,8 @@
 //! every transaction.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use kv_core::{PutOptions, Store};
-use kv_sled::{Durability, SledConfig, SledStore};
+use keyplane_core::{PutOptions, Store};
+use keyplane_sled::{Durability, SledConfig, SledStore};
 use sled::transaction::{TransactionResult, Transactional};
 use std::hint::black_box;
 use std::time::Duration;

@@ -6,11 +6,11 @@
 //! test per backend.
 
 use crate::harness::{redis_connection, shared_etcd, shared_redis};
-use kv_core::Store;
-use kv_etcd::{EtcdConfig, EtcdStore};
-use kv_mem::MemStore;
-use kv_redis::RedisStore;
-use kv_sled::SledStore;
+use keyplane_core::Store;
+use keyplane_etcd::{EtcdConfig, EtcdStore};
+use keyplane_mem::MemStore;
+use keyplane_redis::RedisStore;
+use keyplane_sled::SledStore;
 use std::sync::Arc;
 
 /// A fresh `MemStore`.
@@ -60,14 +60,14 @@ pub async fn redis_with_connection() -> Option<(Arc<dyn Store>, redis::aio::Mult
 /// `memory`, `sled`, `etcd`, `redis`, in a module named after the case.
 ///
 /// ```no_run
-/// use kv_core::{PutOptions, Store};
+/// use keyplane_core::{PutOptions, Store};
 /// use std::sync::Arc;
 ///
 /// async fn publish_then_delete(store: Arc<dyn Store>) {
 ///     store.put(b"app/k", b"v", PutOptions::default()).await.unwrap();
 ///     assert!(store.delete(b"app/k").await.unwrap().existed());
 /// }
-/// kv_tests::on_every_backend!(publish_then_delete);
+/// keyplane_tests::on_every_backend!(publish_then_delete);
 /// # fn main() {}
 /// ```
 #[macro_export]

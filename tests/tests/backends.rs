@@ -1,7 +1,7 @@
 //! `on_every_backend!` runs one case on all four backends, each a real store.
 
-use kv_core::{PutOptions, RangeOptions, Store};
-use kv_tests::harness::key_root;
+use keyplane_core::{PutOptions, RangeOptions, Store};
+use keyplane_tests::harness::key_root;
 use std::sync::Arc;
 
 async fn the_same_code_runs_on_every_backend(store: Arc<dyn Store>) {
@@ -22,4 +22,4 @@ async fn the_same_code_runs_on_every_backend(store: Arc<dyn Store>) {
     assert!(["memory", "sled", "etcd", "redis"].contains(&store.capabilities().backend));
 }
 
-kv_tests::on_every_backend!(the_same_code_runs_on_every_backend);
+keyplane_tests::on_every_backend!(the_same_code_runs_on_every_backend);

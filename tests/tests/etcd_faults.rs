@@ -2,9 +2,9 @@
 //! watch, compaction past a watcher, and the op limit checked before anything is sent.
 
 use futures::StreamExt;
-use kv_core::{ErrorKind, Event, PutOptions, RangeOptions, Store, Txn, TxnOp, WatchOptions};
-use kv_etcd::{EtcdConfig, EtcdStore, PrefixMirror};
-use kv_tests::harness::{EtcdCluster, EtcdServer, key_root};
+use keyplane_core::{ErrorKind, Event, PutOptions, RangeOptions, Store, Txn, TxnOp, WatchOptions};
+use keyplane_etcd::{EtcdConfig, EtcdStore, PrefixMirror};
+use keyplane_tests::harness::{EtcdCluster, EtcdServer, key_root};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::task::block_in_place;
@@ -37,7 +37,7 @@ async fn leader_index(endpoints: &[String]) -> usize {
 async fn settle<T, F, Fut>(mut op: F) -> T
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = kv_core::Result<T>>,
+    Fut: std::future::Future<Output = keyplane_core::Result<T>>,
 {
     let mut last = None;
     for _ in 0..10 {

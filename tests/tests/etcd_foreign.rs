@@ -2,10 +2,10 @@
 //! `etcd-client`, as `etcdctl` would.
 
 use etcd_client::KvClient;
-use kv_core::{Event, Store, WatchOptions, async_trait};
-use kv_etcd::{EtcdConfig, EtcdStore};
-use kv_tests::conformance::foreign::{RawWriter, next_events};
-use kv_tests::harness::{key_root, shared_etcd};
+use keyplane_core::{Event, Store, WatchOptions, async_trait};
+use keyplane_etcd::{EtcdConfig, EtcdStore};
+use keyplane_tests::conformance::foreign::{RawWriter, next_events};
+use keyplane_tests::harness::{key_root, shared_etcd};
 use std::sync::Arc;
 
 /// A raw etcd client: plain puts, deletes and gets.
@@ -51,7 +51,7 @@ async fn setup() -> Option<(Arc<dyn Store>, Arc<dyn RawWriter>)> {
     Some((Arc::new(store), Arc::new(raw)))
 }
 
-kv_tests::foreign_suite!(setup);
+keyplane_tests::foreign_suite!(setup);
 
 /// A foreign delete reaches a watch started before it, with the deleted entry as `prev`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

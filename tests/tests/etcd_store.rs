@@ -2,12 +2,12 @@
 //! the bulk loader, packed and guarded transactions, watch batching, and the op limit.
 
 use futures::StreamExt;
-use kv_core::{
+use keyplane_core::{
     CollectionOp, CollectionResult, ErrorKind, OpResult, PutOptions, RangeOptions, Store, Txn,
     TxnOp, WatchOptions,
 };
-use kv_etcd::{EtcdConfig, EtcdStore};
-use kv_tests::harness::{key_root, shared_etcd};
+use keyplane_etcd::{EtcdConfig, EtcdStore};
+use keyplane_tests::harness::{key_root, shared_etcd};
 
 async fn connect(config: EtcdConfig) -> EtcdStore {
     EtcdStore::connect(config).await.expect("connect to etcd")
@@ -64,7 +64,7 @@ async fn namespaced_store_stays_inside_its_root() {
 
     // Compares are confined too: the outside key is not what `../b/k` names.
     let txn = Txn::new()
-        .when([kv_core::Compare::exists("../b/k")])
+        .when([keyplane_core::Compare::exists("../b/k")])
         .and_then([TxnOp::put("won", "1")]);
     assert!(!ns.txn(txn).await.unwrap().succeeded);
 
@@ -207,7 +207,7 @@ async fn a_large_txn_is_one_watch_batch() {
     assert_eq!(batch.events.len(), 100);
     assert!(matches!(
         &batch.events[0],
-        kv_core::Event::Delete { prev: Some(p), .. } if p.value == b"v"
+        keyplane_core::Event::Delete { prev: Some(p), .. } if p.value == b"v"
     ));
 }
 
@@ -278,6 +278,6 @@ async fn one_revision_larger_than_a_default_message_is_one_batch() {
     assert_eq!(batch.events.len(), 100);
     assert!(batch.events.iter().all(|e| matches!(
         e,
-        kv_core::Event::Delete { prev: Some(p), .. } if p.value.len() == 60_000
+        keyplane_core::Event::Delete { prev: Some(p), .. } if p.value.len() == 60_000
     )));
 }

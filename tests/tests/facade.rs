@@ -1,8 +1,8 @@
-//! The `kv` facade: one dependency, every backend from a URL, derives through its path.
+//! The `keyplane` facade: one dependency, every backend from a URL, derives through its path.
 
-use kv::keyspace::{Key, Text, TypedStore};
-use kv::{Backend, ErrorKind, PutOptions, Store};
-use kv_tests::harness::{shared_etcd, shared_redis};
+use keyplane::keyspace::{Key, Text, TypedStore};
+use keyplane::{Backend, ErrorKind, PutOptions, Store};
+use keyplane_tests::harness::{shared_etcd, shared_redis};
 use std::sync::Arc;
 
 /// `facade/{id}/value`, declared through the facade alone.
@@ -66,7 +66,7 @@ async fn every_url_form_opens_its_backend() {
 async fn the_sled_directory_is_created_and_reopened() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sled://{}", dir.path().join("a/b").display());
-    let store = kv::open(&url).await.unwrap();
+    let store = keyplane::open(&url).await.unwrap();
     store
         .put(b"k", b"kept", PutOptions::default())
         .await
@@ -75,7 +75,7 @@ async fn the_sled_directory_is_created_and_reopened() {
     let mut reopened = None;
     // sled releases the directory lock a moment after the store is dropped.
     for _ in 0..200 {
-        match kv::open(&url).await {
+        match keyplane::open(&url).await {
             Ok(store) => {
                 reopened = Some(store);
                 break;
@@ -101,7 +101,7 @@ async fn malformed_urls_are_config_errors() {
         "etcd://",
         "http://x",
     ] {
-        let err = kv::open(url)
+        let err = keyplane::open(url)
             .await
             .err()
             .unwrap_or_else(|| panic!("{url:?} opened"));

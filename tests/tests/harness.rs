@@ -1,6 +1,6 @@
 //! Smoke tests of the server harness: each server kind starts, answers, restarts and stops.
 
-use kv_tests::harness::{EtcdCluster, EtcdServer, RedisServer, shared_etcd, shared_redis};
+use keyplane_tests::harness::{EtcdCluster, EtcdServer, RedisServer, shared_etcd, shared_redis};
 use std::net::TcpStream;
 
 fn reachable(url: &str) -> bool {

@@ -1,19 +1,19 @@
 //! The conformance suite and the model-based property test on `MemStore`.
 
-use kv_tests::backends::memory;
+use keyplane_tests::backends::memory;
 
-kv_tests::conformance_suite!(memory);
+keyplane_tests::conformance_suite!(memory);
 
 #[test]
 fn model_sequences_match_the_reference_model() {
-    kv_tests::model::check(memory, 256);
+    keyplane_tests::model::check(memory, 256);
 }
 
 /// `LeaseKeeper` and `Lock` under paused time: renewals, loss after failed renewals, expiry.
 mod keeper_and_lock {
-    use kv_core::intercept::{Call, Intercepted, Interceptor};
-    use kv_core::{Error, ErrorKind, LeaseKeeper, Lock, Result, Store, async_trait};
-    use kv_mem::MemStore;
+    use keyplane_core::intercept::{Call, Intercepted, Interceptor};
+    use keyplane_core::{Error, ErrorKind, LeaseKeeper, Lock, Result, Store, async_trait};
+    use keyplane_mem::MemStore;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;

@@ -2,10 +2,10 @@
 //! `SET`, `DEL` and `GET` (and native collections), as `redis-cli` would; the store's
 //! explicit reconcile settles them for ranges and watches.
 
-use kv_core::{CollectionOp, ErrorKind, OpResult, Store, Txn, TxnOp, async_trait};
-use kv_redis::{RedisConfig, RedisStore};
-use kv_tests::conformance::foreign::RawWriter;
-use kv_tests::harness::{key_root, redis_connection as raw_connection, shared_redis};
+use keyplane_core::{CollectionOp, ErrorKind, OpResult, Store, Txn, TxnOp, async_trait};
+use keyplane_redis::{RedisConfig, RedisStore};
+use keyplane_tests::conformance::foreign::RawWriter;
+use keyplane_tests::harness::{key_root, redis_connection as raw_connection, shared_redis};
 use redis::aio::MultiplexedConnection;
 use std::sync::Arc;
 
@@ -68,7 +68,7 @@ async fn setup() -> Option<(Arc<dyn Store>, Arc<dyn RawWriter>)> {
     Some((store, Arc::new(raw)))
 }
 
-kv_tests::foreign_suite!(setup);
+keyplane_tests::foreign_suite!(setup);
 
 /// Runs one raw command and returns its integer reply.
 async fn raw_int(con: &MultiplexedConnection, cmd: &mut redis::Cmd) -> i64 {
@@ -259,7 +259,7 @@ async fn interleaved_raw_and_store_collection_writes_keep_every_invariant() {
         .await
         .unwrap()
     {
-        kv_core::CollectionResult::Members(m) => m,
+        keyplane_core::CollectionResult::Members(m) => m,
         other => panic!("{other:?}"),
     };
     assert_eq!(members.len(), 400, "every member of both writers");
@@ -270,7 +270,7 @@ async fn interleaved_raw_and_store_collection_writes_keep_every_invariant() {
         .await
         .unwrap()
     {
-        kv_core::CollectionResult::Fields(f) => f,
+        keyplane_core::CollectionResult::Fields(f) => f,
         other => panic!("{other:?}"),
     };
     assert_eq!(fields.len(), 400, "every field of both writers");
@@ -302,14 +302,14 @@ async fn collection_compare_on_another_type_is_wrong_type() {
     raw.set(string.as_bytes(), b"plain").await;
     raw_int(&raw.con, redis::cmd("HSET").arg(&hash).arg("f").arg("v")).await;
     for compare in [
-        kv_core::Compare::set_contains(&string, "m"),
-        kv_core::Compare::size(
+        keyplane_core::Compare::set_contains(&string, "m"),
+        keyplane_core::Compare::size(
             &hash,
-            kv_core::CollectionKind::List,
-            kv_core::CompareOp::Equal,
+            keyplane_core::CollectionKind::List,
+            keyplane_core::CompareOp::Equal,
             0,
         ),
-        kv_core::Compare::map_field(&string, "f", kv_core::CompareOp::Equal, "v"),
+        keyplane_core::Compare::map_field(&string, "f", keyplane_core::CompareOp::Equal, "v"),
     ] {
         let described = format!("{compare:?}");
         let txn = Txn::new()
@@ -321,10 +321,10 @@ async fn collection_compare_on_another_type_is_wrong_type() {
         assert_eq!(raw.get(flag.as_bytes()).await, None, "{described}");
     }
     // The right type still compares.
-    let txn = Txn::new().when([kv_core::Compare::map_field(
+    let txn = Txn::new().when([keyplane_core::Compare::map_field(
         &hash,
         "f",
-        kv_core::CompareOp::Equal,
+        keyplane_core::CompareOp::Equal,
         "v",
     )]);
     assert!(store.txn(txn).await.unwrap().succeeded);

@@ -4,12 +4,12 @@
 //! stores on one Redis report each foreign change once.
 
 use futures::StreamExt;
-use kv_core::{
+use keyplane_core::{
     CollectionOp, Compare, CompareOp, ErrorKind, Event, ForeignWrites, PutOptions, RangeOptions,
     Store, Txn, TxnOp, WatchOptions, WatchStream,
 };
-use kv_redis::{RedisConfig, RedisStore};
-use kv_tests::harness::{RedisServer, key_root, redis_connection as raw, shared_redis};
+use keyplane_redis::{RedisConfig, RedisStore};
+use keyplane_tests::harness::{RedisServer, key_root, redis_connection as raw, shared_redis};
 use std::time::Duration;
 
 /// Guards against a hang only; every wait below is on an event.
@@ -451,7 +451,9 @@ async fn a_snapshot_read_across_a_foreign_overwrite_is_compacted() {
         .await
         .unwrap();
     let untouched = store
-        .range(RangeOptions::new(kv_core::KeyRange::Key(other.into_bytes())).at_revision(before))
+        .range(
+            RangeOptions::new(keyplane_core::KeyRange::Key(other.into_bytes())).at_revision(before),
+        )
         .await
         .unwrap();
     assert!(untouched.entries.is_empty(), "it did not exist then");

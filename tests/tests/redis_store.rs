@@ -3,12 +3,12 @@
 //! the single-key paths, trimmed watch history, and a server restart under writes and a watch.
 
 use futures::StreamExt;
-use kv_core::{
+use keyplane_core::{
     CollectionOp, Compare, CompareOp, ErrorKind, Event, KeyRange, PutOptions, RangeOptions, Store,
     Txn, TxnOp, WatchOptions,
 };
-use kv_redis::{RedisConfig, RedisStore};
-use kv_tests::harness::{RedisServer, key_root, redis_connection as raw, shared_redis};
+use keyplane_redis::{RedisConfig, RedisStore};
+use keyplane_tests::harness::{RedisServer, key_root, redis_connection as raw, shared_redis};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -205,7 +205,7 @@ async fn a_txn_hitting_a_wrong_type_midway_writes_nothing() {
         })
         .await
         .unwrap();
-    assert_eq!(d, kv_core::CollectionResult::Members(vec![]));
+    assert_eq!(d, keyplane_core::CollectionResult::Members(vec![]));
 
     // A set op on a plain key fails the same way, in the failure branch too.
     let txn = Txn::new()
@@ -233,7 +233,7 @@ async fn single_key_paths_check_before_writing_and_keep_revisions_exact() {
 
     let err = store.put(b.as_bytes(), b"x", PutOptions::default()).await;
     assert_eq!(err.unwrap_err().kind(), ErrorKind::WrongType);
-    let lease = PutOptions::default().lease(kv_core::LeaseId(i64::MAX));
+    let lease = PutOptions::default().lease(keyplane_core::LeaseId(i64::MAX));
     let err = store.put(a.as_bytes(), b"x", lease).await;
     assert_eq!(err.unwrap_err().kind(), ErrorKind::LeaseNotFound);
     assert_eq!(store.revision().await.unwrap(), start, "nothing written");
@@ -277,7 +277,7 @@ async fn single_key_paths_check_before_writing_and_keep_revisions_exact() {
         .collection(CollectionOp::SetMembers { key: b.into() })
         .await
         .unwrap();
-    assert_eq!(members, kv_core::CollectionResult::Members(vec![]));
+    assert_eq!(members, keyplane_core::CollectionResult::Members(vec![]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

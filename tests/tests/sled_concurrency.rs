@@ -2,8 +2,10 @@
 //! revision exactly once and in order, and collections stay consistent with plain keys.
 
 use futures::StreamExt;
-use kv_core::{CollectionOp, CollectionResult, PutOptions, RangeOptions, Store, WatchOptions};
-use kv_sled::{SledConfig, SledStore};
+use keyplane_core::{
+    CollectionOp, CollectionResult, PutOptions, RangeOptions, Store, WatchOptions,
+};
+use keyplane_sled::{SledConfig, SledStore};
 use std::time::Duration;
 use tempfile::TempDir;
 

@@ -4,8 +4,8 @@
 //!
 //! The child is the `sled_crash_child` binary of this package (tests/src/bin/).
 
-use kv_core::{ErrorKind, LeaseId, RangeOptions, Store};
-use kv_sled::{SledConfig, SledStore};
+use keyplane_core::{ErrorKind, LeaseId, RangeOptions, Store};
+use keyplane_sled::{SledConfig, SledStore};
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};

@@ -2,8 +2,8 @@
 //! and the layout version.
 
 use futures::StreamExt;
-use kv_core::{ErrorKind, Event, PutOptions, Store, WatchBatch, WatchOptions, WatchStream};
-use kv_sled::{Durability, SledConfig, SledStore};
+use keyplane_core::{ErrorKind, Event, PutOptions, Store, WatchBatch, WatchOptions, WatchStream};
+use keyplane_sled::{Durability, SledConfig, SledStore};
 use std::path::Path;
 use std::time::Duration;
 use tempfile::TempDir;
@@ -362,9 +362,9 @@ async fn a_put_with_an_unknown_lease_writes_nothing() {
     let dir = TempDir::new().unwrap();
     let store = open(dir.path());
     let err = store
-        .txn(kv_core::Txn::new().and_then([
-            kv_core::TxnOp::put("x", "1"),
-            kv_core::TxnOp::put_with_lease("y", "1", kv_core::LeaseId(4242)),
+        .txn(keyplane_core::Txn::new().and_then([
+            keyplane_core::TxnOp::put("x", "1"),
+            keyplane_core::TxnOp::put_with_lease("y", "1", keyplane_core::LeaseId(4242)),
         ]))
         .await
         .unwrap_err();

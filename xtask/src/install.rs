@@ -28,14 +28,14 @@ impl Tool {
     }
 }
 
-/// `protoc`: `etcd-client` (kv-etcd) compiles etcd's protobufs when it is built; they import
+/// `protoc`: `etcd-client` (keyplane-etcd) compiles etcd's protobufs when it is built; they import
 /// protobuf's well-known types, which Debian ships apart from the compiler.
 pub const PROTOC: Tool = Tool {
     bin: "protoc",
     packages: &["protobuf-compiler", "libprotobuf-dev"],
     // protoc looks for the well-known types in `include` beside its own directory.
     companion: Some("../include/google/protobuf/descriptor.proto"),
-    needed_by: "building kv-etcd (etcd-client compiles protobufs)",
+    needed_by: "building keyplane-etcd (etcd-client compiles protobufs)",
 };
 
 /// The servers the tests start.
@@ -72,7 +72,7 @@ pub fn protoc() -> Result<Option<String>, String> {
         .map_err(|e| format!("no vendored protoc for this platform: {e}; set PROTOC"))?;
     eprintln!(
         "xtask: no protoc on PATH; using the vendored one for this command only. Plain cargo \
-         commands that build kv-etcd need one: {}",
+         commands that build keyplane-etcd need one: {}",
         install_hint(&[PROTOC])
     );
     Ok(Some(path.display().to_string()))

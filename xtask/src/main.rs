@@ -88,7 +88,14 @@ fn demo(args: &[String]) -> Result<(), String> {
         "demo",
         cargo(&protoc)
             .args([
-                "run", "--quiet", "-p", "kv-cli", "--bin", "kvctl", "--", "demo",
+                "run",
+                "--quiet",
+                "-p",
+                "keyplane-cli",
+                "--bin",
+                "kvctl",
+                "--",
+                "demo",
             ])
             .args(args),
     )
@@ -133,7 +140,7 @@ fn bench(args: &[String]) -> Result<(), String> {
     run(
         "cargo bench",
         cargo(&protoc)
-            .args(["bench", "-p", "kv-tests"])
+            .args(["bench", "-p", "keyplane-tests"])
             .args(args)
             .env("KV_REQUIRE_SERVERS", "1"),
     )

@@ -5,13 +5,13 @@ use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, entry_json, outln, print_json, typed, value_text};
-use kv_core::{CollectionKind, CollectionOp, CollectionResult, Store};
+use keyplane_core::{CollectionKind, CollectionOp, CollectionResult, Store};
 use serde_json::{Value, json};
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String]) -> CliResult<()> {
     let key = Address::parse(words)?.key()?;
     let store = ctx.store().await?;
-    let kind = schemas::parse_any(&key)
+    let kind = keyplane_schemas::parse_any(&key)
         .ok()
         .and_then(|p| crate::values::collection_kind(p.template));
     if let Some(kind) = kind {

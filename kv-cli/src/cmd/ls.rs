@@ -5,7 +5,7 @@ use super::Ctx;
 use crate::address::Address;
 use crate::error::CliResult;
 use crate::output::{Format, entry_json, print_json, typed};
-use kv_core::{CollectionEntry, CollectionKind, Entry, RangeOptions, Store};
+use keyplane_core::{CollectionEntry, CollectionKind, Entry, RangeOptions, Store};
 use serde_json::{Value, json};
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], values: bool) -> CliResult<()> {

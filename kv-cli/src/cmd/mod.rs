@@ -10,7 +10,7 @@ pub(crate) mod watch;
 
 use crate::error::CliResult;
 use crate::output::Format;
-use kv_core::{RangeOptions, Store};
+use keyplane_core::{RangeOptions, Store};
 use std::sync::Arc;
 
 /// What every command gets: the store URL (opened on demand) and the output format.
@@ -36,7 +36,7 @@ pub(crate) async fn scan(
     store: &dyn Store,
     prefix: &str,
     keys_only: bool,
-) -> CliResult<Vec<kv_core::Entry>> {
+) -> CliResult<Vec<keyplane_core::Entry>> {
     const PAGE: usize = 1000;
     let bar = crate::output::progress("keys");
     let mut entries = Vec::new();

@@ -8,7 +8,7 @@ use crate::output::{Format, print_json};
 use serde_json::json;
 
 pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
-    match schemas::parse_any(raw) {
+    match keyplane_schemas::parse_any(raw) {
         Ok(parsed) => {
             let entry = catalog::entry_of(&parsed);
             let address = entry.as_ref().map(|e| e.address()).unwrap_or_default();

@@ -5,7 +5,7 @@ use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, print_json};
-use kv_core::PutOptions;
+use keyplane_core::PutOptions;
 use serde_json::json;
 use std::io::Read;
 
@@ -26,7 +26,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], raw: bool) -> CliResult<()>
     let checked = if raw {
         None
     } else {
-        let parsed = schemas::parse_any(&key).map_err(|_| {
+        let parsed = keyplane_schemas::parse_any(&key).map_err(|_| {
             CliError::invalid(format!(
                 "key {key:?} belongs to no schema (see `kvctl parse`); use --raw to write it anyway"
             ))

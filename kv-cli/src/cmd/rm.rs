@@ -5,7 +5,7 @@ use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, print_json};
-use kv_core::{OpResult, Txn, TxnOp};
+use keyplane_core::{OpResult, Txn, TxnOp};
 use serde_json::json;
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<()> {
@@ -38,7 +38,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<
     let deleted = match response.results.first() {
         Some(OpResult::Delete { deleted }) => *deleted,
         other => {
-            return Err(CliError::from(kv_core::Error::internal(format!(
+            return Err(CliError::from(keyplane_core::Error::internal(format!(
                 "a delete returned {other:?}"
             ))));
         }

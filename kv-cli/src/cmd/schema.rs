@@ -11,8 +11,8 @@ pub(crate) fn run(ctx: &Ctx, name: Option<&str>) -> CliResult<()> {
     match name {
         None => list(ctx.format),
         Some(name) => {
-            let schema = schemas::find(name).ok_or_else(|| {
-                let names: Vec<&str> = schemas::all().iter().map(|s| s.name).collect();
+            let schema = keyplane_schemas::find(name).ok_or_else(|| {
+                let names: Vec<&str> = keyplane_schemas::all().iter().map(|s| s.name).collect();
                 CliError::invalid(format!(
                     "unknown schema {name:?} (schemas: {})",
                     names.join(", ")
@@ -24,7 +24,7 @@ pub(crate) fn run(ctx: &Ctx, name: Option<&str>) -> CliResult<()> {
 }
 
 fn list(format: Format) -> CliResult<()> {
-    let all = schemas::all();
+    let all = keyplane_schemas::all();
     match format {
         Format::Json => print_json(&json!(
             all.iter()
@@ -57,7 +57,7 @@ fn list(format: Format) -> CliResult<()> {
     Ok(())
 }
 
-fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
+fn show(format: Format, schema: keyplane_schemas::Schema) -> CliResult<()> {
     let entries = catalog::entries(schema);
     if format == Format::Json {
         print_json(&json!({
@@ -118,9 +118,9 @@ fn show(format: Format, schema: schemas::Schema) -> CliResult<()> {
 fn value_type(entry: &catalog::Entry) -> String {
     let codec = short_type(entry.info.value_type);
     match crate::values::collection_kind(entry.info.template.source()) {
-        Some(kv_core::CollectionKind::Set) => format!("SET of {codec}"),
-        Some(kv_core::CollectionKind::Map) => format!("HASH of {codec}"),
-        Some(kv_core::CollectionKind::List) => format!("LIST of {codec}"),
+        Some(keyplane_core::CollectionKind::Set) => format!("SET of {codec}"),
+        Some(keyplane_core::CollectionKind::Map) => format!("HASH of {codec}"),
+        Some(keyplane_core::CollectionKind::List) => format!("LIST of {codec}"),
         None => codec,
     }
 }

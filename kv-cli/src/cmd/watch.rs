@@ -6,7 +6,7 @@ use crate::address::Address;
 use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, typed, value_json};
 use futures::StreamExt;
-use kv_core::{CollectionChange, Event, WatchOptions};
+use keyplane_core::{CollectionChange, Event, WatchOptions};
 use serde_json::json;
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliResult<()> {
@@ -79,7 +79,7 @@ fn print_event(format: Format, revision: i64, event: &Event) {
                 })
                 .unwrap_or_default();
             let detail = detail
-                .map(|d| format!("  {}", kv_core::escape_bytes(&d)))
+                .map(|d| format!("  {}", keyplane_core::escape_bytes(&d)))
                 .unwrap_or_default();
             let value = value
                 .map(|v| format!("  {}", value_json(v)))

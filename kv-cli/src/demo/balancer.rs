@@ -2,12 +2,12 @@
 //! (`EXAMPLE_GROUPS`).
 
 use super::Step;
-use kv_core::keyspace::{Key, TypedStore};
-use schemas::balancer::{Balancer, BalancerRoot, EXAMPLE_GROUPS, write_example};
+use keyplane_core::keyspace::{Key, TypedStore};
+use keyplane_schemas::balancer::{Balancer, BalancerRoot, EXAMPLE_GROUPS, write_example};
 
-pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
-    let root =
-        BalancerRoot::new("demo").map_err(|e| kv_core::Error::invalid_argument(e.to_string()))?;
+pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
+    let root = BalancerRoot::new("demo")
+        .map_err(|e| keyplane_core::Error::invalid_argument(e.to_string()))?;
     let cache = Balancer::new(store.clone(), root);
     let written = if cache.key(1).await?.is_some() {
         false

@@ -2,14 +2,14 @@
 //! held, node and lock under leases of [`LEASE`].
 
 use super::{LEASE, Step};
-use kv_core::keyspace::TypedStore;
-use schemas::cronix::{NodeKey, write_example};
+use keyplane_core::keyspace::TypedStore;
+use keyplane_schemas::cronix::{NodeKey, write_example};
 use uuid::Uuid;
 
 /// The demo node's UUID (fixed, so that a second run finds it).
 const NODE: Uuid = Uuid::from_u128(0x6f1c_2a4e_9b3d_4c7a_8e21_5d0f_3b9a_c4e7);
 
-pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
+pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
     if store.exists(&NodeKey { node: NODE }).await? {
         return Ok(Step::present(
             "cronix",
@@ -19,8 +19,10 @@ pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
     write_example(store, NODE, LEASE)
         .await
         .map_err(|e| match e {
-            schemas::cronix::CronixError::Store(e) => e,
-            other => kv_core::Error::new(kv_core::ErrorKind::Backend, other.to_string()),
+            keyplane_schemas::cronix::CronixError::Store(e) => e,
+            other => {
+                keyplane_core::Error::new(keyplane_core::ErrorKind::Backend, other.to_string())
+            }
         })?;
     Ok(Step::written(
         "cronix",

@@ -16,7 +16,7 @@ mod tenant;
 use crate::cmd::{Ctx, scan};
 use crate::error::CliResult;
 use crate::output::{Format, print_json, typed};
-use kv_core::keyspace::TypedStore;
+use keyplane_core::keyspace::TypedStore;
 use serde_json::json;
 use std::time::Duration;
 
@@ -87,7 +87,7 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
         keys.extend(step.collections.iter().cloned());
     }
     let mut per_schema: Vec<(&'static str, usize)> = Vec::new();
-    for schema in schemas::all() {
+    for schema in keyplane_schemas::all() {
         let count = keys
             .iter()
             .filter(|(_, a)| a.split('.').next() == Some(schema.name))

@@ -2,9 +2,9 @@
 //! `app_002`), their instance parameters and encrypted pool secrets.
 
 use super::Step;
-use kv_core::keyspace::{EncryptionKey, Key, Keyring, ListOptions, TypedStore};
-use kv_core::{CollectionOp, CollectionResult};
-use schemas::nxc::{
+use keyplane_core::keyspace::{EncryptionKey, Key, Keyring, ListOptions, TypedStore};
+use keyplane_core::{CollectionOp, CollectionResult};
+use keyplane_schemas::nxc::{
     DefaultProfileKey, ProfileMapKey, ProviderName, RealmId, list_profiles, write_example,
 };
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// design; real deployments load their keyring from a secret store.
 const DEMO_KEY: [u8; 32] = *b"kvctl-demo-key-not-for-real-use!";
 
-pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
+pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
     let realm = RealmId::new("test_realm").map_err(invalid)?;
     let provider = ProviderName::new("Alipay").map_err(invalid)?;
     let map = ProfileMapKey::new(&realm, &provider);
@@ -60,6 +60,6 @@ pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
     })
 }
 
-fn invalid(e: impl std::fmt::Display) -> kv_core::Error {
-    kv_core::Error::invalid_argument(e.to_string())
+fn invalid(e: impl std::fmt::Display) -> keyplane_core::Error {
+    keyplane_core::Error::invalid_argument(e.to_string())
 }

@@ -2,11 +2,13 @@
 //! under leases of [`LEASE`].
 
 use super::{LEASE, Step};
-use kv_core::keyspace::TypedStore;
-use schemas::registry::{GroupName, GrpcPort, InstanceDataKey, ServiceName, write_example};
+use keyplane_core::keyspace::TypedStore;
+use keyplane_schemas::registry::{
+    GroupName, GrpcPort, InstanceDataKey, ServiceName, write_example,
+};
 use std::net::Ipv4Addr;
 
-pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
+pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
     let group = GroupName::new("Common").map_err(invalid)?;
     let service = ServiceName::new("VerifyCodeService").map_err(invalid)?;
     let port = GrpcPort::new(11080).map_err(invalid)?;
@@ -30,8 +32,10 @@ pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
     write_example(store, &group, LEASE)
         .await
         .map_err(|e| match e {
-            schemas::registry::RegistryError::Store(e) => e,
-            other => kv_core::Error::new(kv_core::ErrorKind::Backend, other.to_string()),
+            keyplane_schemas::registry::RegistryError::Store(e) => e,
+            other => {
+                keyplane_core::Error::new(keyplane_core::ErrorKind::Backend, other.to_string())
+            }
         })?;
     Ok(Step::written(
         "registry",
@@ -39,6 +43,6 @@ pub(crate) async fn write(store: &TypedStore) -> kv_core::Result<Step> {
     ))
 }
 
-fn invalid(e: impl std::fmt::Display) -> kv_core::Error {
-    kv_core::Error::invalid_argument(e.to_string())
+fn invalid(e: impl std::fmt::Display) -> keyplane_core::Error {
+    keyplane_core::Error::invalid_argument(e.to_string())
 }

@@ -145,7 +145,7 @@ impl KeyspaceAttrs {
     }
 }
 
-/// Checks a character class with the grammar of kv-core's `Charset`: optional brackets, a
+/// Checks a character class with the grammar of keyplane-core's `Charset`: optional brackets, a
 /// leading `^`, ranges `a-z`, `\` escaping the next character.
 fn check_class(class: &str) -> Result<(), String> {
     let inner = class

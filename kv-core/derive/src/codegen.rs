@@ -28,27 +28,27 @@ pub(crate) struct Layout {
     pub(crate) prefix: bool,
 }
 
-/// The path of `kv_core::keyspace` in generated code.
+/// The path of `keyplane_core::keyspace` in generated code.
 pub(crate) fn ks() -> TokenStream {
     let core = core();
     quote!(#core::keyspace)
 }
 
-/// The path of the `kv_core` crate in generated code, as the deriving crate names it: its
-/// `kv-core` dependency under whatever name it was given, else the `kv` facade (which
-/// re-exports it), else `::kv_core`.
+/// The path of the `keyplane_core` crate in generated code, as the deriving crate names it: its
+/// `keyplane-core` dependency under whatever name it was given, else the `keyplane` facade (which
+/// re-exports it), else `::keyplane_core`.
 pub(crate) fn core() -> TokenStream {
     use proc_macro_crate::{FoundCrate, crate_name};
     let named = |name: String| {
         let ident = proc_macro2::Ident::new(&name, proc_macro2::Span::call_site());
         quote!(::#ident)
     };
-    match crate_name("kv-core") {
+    match crate_name("keyplane-core") {
         Ok(FoundCrate::Name(name)) => named(name),
-        Ok(FoundCrate::Itself) => quote!(::kv_core),
-        Err(_) => match crate_name("kv") {
+        Ok(FoundCrate::Itself) => quote!(::keyplane_core),
+        Err(_) => match crate_name("keyplane") {
             Ok(FoundCrate::Name(name)) => named(name),
-            _ => quote!(::kv_core),
+            _ => quote!(::keyplane_core),
         },
     }
 }
@@ -197,7 +197,7 @@ impl Layout {
             .expect("variables are fields")
     }
 
-    /// `::kv_core::keyspace::Separator::Slash` or `::Colon`.
+    /// `::keyplane_core::keyspace::Separator::Slash` or `::Colon`.
     pub(crate) fn sep_path(&self) -> TokenStream {
         let ks = ks();
         match self.template.sep {

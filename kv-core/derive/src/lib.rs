@@ -23,7 +23,7 @@ fn expand(
         .into()
 }
 
-/// Derives `kv_core::keyspace::Key` for a struct whose named fields are the variables of its
+/// Derives `keyplane_core::keyspace::Key` for a struct whose named fields are the variables of its
 /// template.
 ///
 /// Attributes (`#[kv(...)]`):
@@ -46,9 +46,9 @@ fn expand(
 /// each variable strictly. Each field's type implements `Segment`.
 ///
 /// ```
-/// use kv_core::keyspace::{Json, Key, KeyErrorReason};
+/// use keyplane_core::keyspace::{Json, Key, KeyErrorReason};
 ///
-/// kv_core::text_segment!(pub Service, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
+/// keyplane_core::text_segment!(pub Service, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
 ///
 /// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 /// struct DatabaseConfig { host: String }
@@ -71,7 +71,7 @@ fn expand(
 /// A template that does not fit the struct does not compile:
 ///
 /// ```compile_fail
-/// use kv_core::keyspace::{Key, Text};
+/// use keyplane_core::keyspace::{Key, Text};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "jxt/tenants/{id}/database/{service}", value = Text)]
@@ -82,7 +82,7 @@ pub fn derive_key(input: TokenStream) -> TokenStream {
     expand(input, key::derive)
 }
 
-/// Derives `kv_core::keyspace::Prefix` for a struct whose named fields are the variables of a
+/// Derives `keyplane_core::keyspace::Prefix` for a struct whose named fields are the variables of a
 /// directory template, which ends with its separator (`jxt/tenants/{id}/`).
 ///
 /// Attributes (`#[kv(...)]`): `template = "..."` and `key = KeyType` (the keys listed under
@@ -90,7 +90,7 @@ pub fn derive_key(input: TokenStream) -> TokenStream {
 /// naming the same segment as the key's; `no_strategy` as for keys.
 ///
 /// ```
-/// use kv_core::keyspace::{Key, Prefix, Text};
+/// use keyplane_core::keyspace::{Key, Prefix, Text};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "jxt/tenants/{id}/meta", value = Text)]
@@ -110,7 +110,7 @@ pub fn derive_prefix(input: TokenStream) -> TokenStream {
     expand(input, prefix::derive)
 }
 
-/// Derives `kv_core::keyspace::Keyspace` for an enum whose variants each wrap one key type,
+/// Derives `keyplane_core::keyspace::Keyspace` for an enum whose variants each wrap one key type,
 /// and `From<KeyType>` for each variant.
 ///
 /// Attributes (`#[kv(...)]`), both optional:
@@ -123,7 +123,7 @@ pub fn derive_prefix(input: TokenStream) -> TokenStream {
 /// matches reports the template that came closest and why it failed.
 ///
 /// ```
-/// use kv_core::keyspace::{Key, Keyspace, Text, check_keyspace};
+/// use keyplane_core::keyspace::{Key, Keyspace, Text, check_keyspace};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "nxc:map:{realm}:{provider}", value = Text, hash_tag = "realm")]

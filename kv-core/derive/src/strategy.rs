@@ -1,5 +1,5 @@
-//! Proptest strategy impls for derived types, emitted inside `::kv_core::__kv_if_proptest!`
-//! so that they exist exactly when kv-core is built with feature `proptest`.
+//! Proptest strategy impls for derived types, emitted inside `::keyplane_core::__kv_if_proptest!`
+//! so that they exist exactly when keyplane-core is built with feature `proptest`.
 
 use crate::codegen::{Field, ks};
 use proc_macro2::TokenStream;
@@ -7,7 +7,7 @@ use quote::quote;
 use syn::{Ident, Type};
 
 fn proptest() -> TokenStream {
-    quote!(::kv_core::derive_support::proptest)
+    quote!(::keyplane_core::derive_support::proptest)
 }
 
 /// `impl KeyStrategy/PrefixStrategy for name`, composing the fields' segment strategies.
@@ -44,7 +44,7 @@ pub(crate) fn fields_strategy(trait_name: &str, name: &Ident, fields: &[Field]) 
         }
     };
     quote! {
-        ::kv_core::__kv_if_proptest! {
+        ::keyplane_core::__kv_if_proptest! {
             #[automatically_derived]
             impl #ks::#trait_ident for #name {
                 fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
@@ -68,7 +68,7 @@ pub(crate) fn keyspace_strategy(name: &Ident, variants: &[(Ident, Type)]) -> Tok
         }
     });
     quote! {
-        ::kv_core::__kv_if_proptest! {
+        ::keyplane_core::__kv_if_proptest! {
             #[automatically_derived]
             impl #ks::KeyspaceStrategy for #name {
                 fn strategy() -> #pt::strategy::BoxedStrategy<Self> {

@@ -67,7 +67,7 @@ impl Template {
             return Err("empty template: a key needs at least one segment".into());
         }
         let tokens = tokenize(text)?;
-        // As kv-core's `Template` infers it: `/` if present, else `:` if present, else `/`.
+        // As keyplane-core's `Template` infers it: `/` if present, else `:` if present, else `/`.
         let sep = if tokens.contains(&Token::Char('/')) || !tokens.contains(&Token::Char(':')) {
             Sep::Slash
         } else {
@@ -152,7 +152,7 @@ impl Template {
     }
 
     /// The segment a hash tag names: the segment of the variable `tag`, or else the literal
-    /// segment whose text is `tag` (the rule of `Template::key` in kv-core).
+    /// segment whose text is `tag` (the rule of `Template::key` in keyplane-core).
     pub(crate) fn tag_segment(&self, tag: &str) -> Option<usize> {
         let var = |seg: &Vec<Part>| seg.iter().any(|p| matches!(p, Part::Var(v) if v == tag));
         let lit = |seg: &Vec<Part>| matches!(seg.as_slice(), [Part::Lit(l)] if l == tag);

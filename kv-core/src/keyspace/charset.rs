@@ -5,7 +5,7 @@
 /// omitted. A `-` first or last is literal.
 ///
 /// ```
-/// use kv_core::keyspace::Charset;
+/// use keyplane_core::keyspace::Charset;
 /// let c = Charset::parse("[a-zA-Z0-9_]").unwrap();
 /// assert!(c.contains('Q') && c.contains('_') && !c.contains('-'));
 /// assert!(Charset::parse("[z-a]").is_err());

@@ -67,12 +67,12 @@ pub fn check_keyspace<K: Keyspace>() -> Vec<Finding> {
 /// always overlap.
 ///
 /// ```
-/// use kv_core::keyspace::{check, FieldInfo, FindingKind, Template, TemplateInfo};
+/// use keyplane_core::keyspace::{check, FieldInfo, FindingKind, Template, TemplateInfo};
 /// use std::sync::LazyLock;
 ///
 /// static BY_ID: LazyLock<Template> = LazyLock::new(|| Template::key("a/{x}", None).unwrap());
 /// static FIXED: LazyLock<Template> = LazyLock::new(|| Template::key("a/b", None).unwrap());
-/// kv_core::text_segment!(Name, charset = "[a-z]", max_len = 8, policy = Reject);
+/// keyplane_core::text_segment!(Name, charset = "[a-z]", max_len = 8, policy = Reject);
 /// let info = |template, fields| TemplateInfo {
 ///     type_name: "example", template, fields, value_type: "()", kind: None, directory_of: &[],
 /// };

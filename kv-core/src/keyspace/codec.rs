@@ -19,10 +19,10 @@ use std::sync::Arc;
 /// [`ErrorKind::Codec`], never a default value.
 ///
 /// ```
-/// use kv_core::keyspace::{Codec, Text};
+/// use keyplane_core::keyspace::{Codec, Text};
 /// let bytes = Text.encode(&"on".to_string())?;
 /// assert_eq!(Text.decode(&bytes)?, "on");
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 pub trait Codec: Send + Sync + 'static {
     /// The value type.
@@ -50,7 +50,7 @@ pub trait Codec: Send + Sync + 'static {
 /// (feature `encryption`) takes its `Keyring` that way.
 ///
 /// ```
-/// use kv_core::keyspace::{BuildCodec, Codec, CodecContext, Key, TypedStore};
+/// use keyplane_core::keyspace::{BuildCodec, Codec, CodecContext, Key, TypedStore};
 /// use std::sync::Arc;
 ///
 /// /// A value prefixed with the namespace this deployment writes under.
@@ -59,20 +59,21 @@ pub trait Codec: Send + Sync + 'static {
 ///
 /// impl Codec for Namespaced {
 ///     type Value = String;
-///     fn encode(&self, value: &String) -> kv_core::Result<Vec<u8>> {
+///     fn encode(&self, value: &String) -> keyplane_core::Result<Vec<u8>> {
 ///         Ok(format!("{}:{value}", self.namespace.0).into_bytes())
 ///     }
-///     fn decode(&self, bytes: &[u8]) -> kv_core::Result<String> {
+///     fn decode(&self, bytes: &[u8]) -> keyplane_core::Result<String> {
 ///         let text = String::from_utf8_lossy(bytes);
 ///         let prefix = format!("{}:", self.namespace.0);
 ///         text.strip_prefix(&prefix).map(str::to_string).ok_or_else(|| {
-///             kv_core::Error::new(kv_core::ErrorKind::Codec, "another namespace's value")
+///             let kind = keyplane_core::ErrorKind::Codec;
+///             keyplane_core::Error::new(kind, "another namespace's value")
 ///         })
 ///     }
 /// }
 ///
 /// impl BuildCodec for Namespaced {
-///     fn build(context: &CodecContext) -> kv_core::Result<Self> {
+///     fn build(context: &CodecContext) -> keyplane_core::Result<Self> {
 ///         Ok(Namespaced { namespace: context.require::<Namespace>("namespaced")? })
 ///     }
 /// }
@@ -82,8 +83,8 @@ pub trait Codec: Send + Sync + 'static {
 /// struct CfgKey { name: u64 }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let store = Arc::new(kv_mem::MemStore::new());
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let store = Arc::new(keyplane_mem::MemStore::new());
 /// let typed = TypedStore::new(store.clone())
 ///     .with_codec_state(Arc::new(Namespace("blue".into())));
 /// typed.put(&CfgKey { name: 1 }, &"on".to_string()).await?;
@@ -92,7 +93,7 @@ pub trait Codec: Send + Sync + 'static {
 /// // A typed store without the state refuses the key, and writes nothing.
 /// let bare = TypedStore::new(store);
 /// let err = bare.put(&CfgKey { name: 2 }, &"off".to_string()).await.unwrap_err();
-/// assert_eq!(err.kind(), kv_core::ErrorKind::Config);
+/// assert_eq!(err.kind(), keyplane_core::ErrorKind::Config);
 /// # Ok(()) }
 /// ```
 pub trait BuildCodec: Codec + Sized {
@@ -116,14 +117,14 @@ impl<C: Codec + Default> BuildCodec for C {
 /// Cheap to clone: the values are shared. `Debug` names the types held, never their contents.
 ///
 /// ```
-/// use kv_core::keyspace::CodecContext;
+/// use keyplane_core::keyspace::CodecContext;
 /// use std::sync::Arc;
 /// struct Region(&'static str);
 /// let context = CodecContext::new().with(Arc::new(Region("eu")));
 /// assert_eq!(context.get::<Region>().unwrap().0, "eu");
 /// assert!(context.get::<String>().is_none());
 /// assert_eq!(context.require::<String>("my-codec").unwrap_err().kind(),
-///            kv_core::ErrorKind::Config);
+///            keyplane_core::ErrorKind::Config);
 /// ```
 #[derive(Clone, Default)]
 pub struct CodecContext {

@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 /// with [`ErrorKind::Codec`](crate::ErrorKind::Codec) and name the value type.
 ///
 /// ```
-/// use kv_core::keyspace::{Codec, Json};
+/// use keyplane_core::keyspace::{Codec, Json};
 /// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 /// #[serde(rename_all = "camelCase")]
 /// struct Meta { display_name: String }
@@ -24,7 +24,7 @@ use std::marker::PhantomData;
 /// assert_eq!(bytes, br#"{"displayName":"ACME"}"#);
 /// assert_eq!(codec.decode(&bytes)?.display_name, "ACME");
 /// assert!(codec.decode(b"{").is_err());
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 pub struct Json<T>(PhantomData<fn() -> T>);
 

@@ -10,11 +10,11 @@ use crate::error::Result;
 /// [`ErrorKind::Codec`](crate::ErrorKind::Codec); nothing is replaced or normalised.
 ///
 /// ```
-/// use kv_core::keyspace::{Codec, Text};
+/// use keyplane_core::keyspace::{Codec, Text};
 /// assert_eq!(Text.encode(&"默认".to_string())?, "默认".as_bytes());
 /// assert_eq!(Text.decode(b"on")?, "on");
 /// assert!(Text.decode(b"\xff").is_err());
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Text;
@@ -38,9 +38,9 @@ impl Codec for Text {
 /// Stores a `Vec<u8>` as is: the identity codec.
 ///
 /// ```
-/// use kv_core::keyspace::{Bytes, Codec};
+/// use keyplane_core::keyspace::{Bytes, Codec};
 /// assert_eq!(Bytes.decode(&Bytes.encode(&vec![0, 255])?)?, vec![0, 255]);
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Bytes;
@@ -64,11 +64,11 @@ impl Codec for Bytes {
 /// [`ErrorKind::Codec`](crate::ErrorKind::Codec) rather than ignored.
 ///
 /// ```
-/// use kv_core::keyspace::{Codec, Empty};
+/// use keyplane_core::keyspace::{Codec, Empty};
 /// assert_eq!(Empty.encode(&())?, b"");
 /// Empty.decode(b"")?;
 /// assert!(Empty.decode(b"1").is_err());
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Empty;

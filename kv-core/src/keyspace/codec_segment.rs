@@ -16,12 +16,12 @@ use std::marker::PhantomData;
 /// [`Separator::Slash`], [`SegmentCodec::with_separator`] picks another.
 ///
 /// ```
-/// use kv_core::keyspace::{Codec, SegmentCodec};
+/// use keyplane_core::keyspace::{Codec, SegmentCodec};
 /// let codec = SegmentCodec::<u64>::default();
 /// assert_eq!(codec.encode(&42)?, b"42");
 /// assert_eq!(codec.decode(b"42")?, 42);
 /// assert!(codec.decode(b"042").is_err()); // not canonical
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 pub struct SegmentCodec<S> {
     separator: Separator,

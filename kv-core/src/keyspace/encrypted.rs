@@ -61,14 +61,14 @@ impl fmt::Debug for EncryptionKey {
 /// then build the keyring without it. `Debug` shows the key ids only.
 ///
 /// ```
-/// use kv_core::keyspace::{EncryptionKey, Keyring};
+/// use keyplane_core::keyspace::{EncryptionKey, Keyring};
 /// let old = Keyring::new("2025-01", EncryptionKey::generate())?;
 /// let sealed = old.encrypt(b"token")?;
 /// let new = old.clone().rotate("2026-01", EncryptionKey::generate())?;
 /// assert_eq!(new.current_id(), "2026-01");
 /// assert_eq!(Keyring::envelope_key_id(&sealed)?, "2025-01");
 /// assert_eq!(new.decrypt(&sealed)?, b"token");
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct Keyring {
@@ -290,23 +290,23 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 /// key id was rewritten fails to decrypt like any other tampered value.
 ///
 /// ```
-/// use kv_core::keyspace::{Codec, Encrypted, EncryptionKey, Json, Keyring};
+/// use keyplane_core::keyspace::{Codec, Encrypted, EncryptionKey, Json, Keyring};
 /// use std::sync::Arc;
 /// let keyring = Arc::new(Keyring::new("k1", EncryptionKey::generate())?);
 /// let codec = Encrypted::new(keyring, Json::<Vec<String>>::new());
 /// let sealed = codec.encode(&vec!["sub_mchid".to_string()])?;
 /// assert!(!sealed.windows(9).any(|w| w == b"sub_mchid"));
 /// assert_eq!(codec.decode(&sealed)?, vec!["sub_mchid".to_string()]);
-/// # Ok::<(), kv_core::Error>(())
+/// # Ok::<(), keyplane_core::Error>(())
 /// ```
 ///
 /// With the typed facade, the key declares the codec and the typed store holds the keyring:
 ///
 /// ```
-/// use kv_core::keyspace::{Encrypted, EncryptionKey, Json, Key, Keyring, TypedStore};
+/// use keyplane_core::keyspace::{Encrypted, EncryptionKey, Json, Key, Keyring, TypedStore};
 /// use std::sync::Arc;
 ///
-/// kv_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
+/// keyplane_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
 ///
 /// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 /// struct PoolSettings { token: String }
@@ -316,9 +316,9 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 /// struct PoolKey { realm: Code, provider: Code }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
+/// # async fn main() -> keyplane_core::Result<()> {
 /// let keyring = Arc::new(Keyring::new("2026-01", EncryptionKey::generate())?);
-/// let store = Arc::new(kv_mem::MemStore::new());
+/// let store = Arc::new(keyplane_mem::MemStore::new());
 /// let typed = TypedStore::new(store.clone()).with_codec_state(keyring);
 /// let key = PoolKey { realm: Code::new("prod").unwrap(), provider: Code::new("wx").unwrap() };
 ///
@@ -330,7 +330,7 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 ///
 /// // Without the keyring, the key is refused before anything is read or written.
 /// let bare = TypedStore::new(store);
-/// assert_eq!(bare.get(&key).await.unwrap_err().kind(), kv_core::ErrorKind::Config);
+/// assert_eq!(bare.get(&key).await.unwrap_err().kind(), keyplane_core::ErrorKind::Config);
 /// # Ok(())
 /// # }
 /// ```

@@ -40,7 +40,7 @@ pub fn escape_into(value: &str, sep: Separator, out: &mut String) {
 /// Go's `url.PathEscape`: [`escape_into`] with the `/` separator, as a new string.
 ///
 /// ```
-/// use kv_core::keyspace::path_escape;
+/// use keyplane_core::keyspace::path_escape;
 /// assert_eq!(path_escape("默认租户"), "%E9%BB%98%E8%AE%A4%E7%A7%9F%E6%88%B7");
 /// assert_eq!(path_escape("a b/c?d"), "a%20b%2Fc%3Fd");
 /// assert_eq!(path_escape("user@host:8080"), "user@host:8080");

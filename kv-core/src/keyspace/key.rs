@@ -17,7 +17,7 @@ use std::fmt;
 /// [`Segment::encode`] the writing.
 ///
 /// ```
-/// use kv_core::keyspace::{decode_field, FieldInfo, Key, KeyError, Template, Text};
+/// use keyplane_core::keyspace::{decode_field, FieldInfo, Key, KeyError, Template, Text};
 /// use std::sync::LazyLock;
 ///
 /// #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +48,7 @@ use std::fmt;
 /// }
 /// // A plain value, for the typed facade's `get` and `put` (a set key would implement
 /// // `SetKey` and set `KIND`).
-/// impl kv_core::keyspace::PlainKey for TenantMetaKey {}
+/// impl keyplane_core::keyspace::PlainKey for TenantMetaKey {}
 ///
 /// let key = TenantMetaKey { id: 7 };
 /// assert_eq!(key.encode(), "jxt/tenants/7/meta");
@@ -116,7 +116,7 @@ pub trait Key: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
 /// given the key type (`#[kv(key = ...)]`).
 ///
 /// ```
-/// use kv_core::keyspace::{Key, Prefix, Text};
+/// use keyplane_core::keyspace::{Key, Prefix, Text};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "jxt/tenants/{id}/database/{service}", value = Text)]
@@ -175,7 +175,7 @@ pub trait Prefix: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static
 /// the prefix's.
 ///
 /// ```
-/// use kv_core::keyspace::{Key, ListPrefix, Prefix, Text};
+/// use keyplane_core::keyspace::{Key, ListPrefix, Prefix, Text};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "jxt/tenants/{id}/meta", value = Text)]

@@ -13,7 +13,7 @@ use std::fmt;
 /// need. `#[derive(Keyspace)]` writes the impl for an enum of key types.
 ///
 /// ```
-/// use kv_core::keyspace::{check_keyspace, Key, Keyspace, Text};
+/// use keyplane_core::keyspace::{check_keyspace, Key, Keyspace, Text};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "jxt/tenants/{id}/meta", value = Text)]

@@ -21,9 +21,9 @@
 //!   `verify_keyspace`, `assert_*_invariants`) checking DESIGN §4's invariants 1–11.
 //!
 //! ```
-//! use kv_core::keyspace::{HostPort, Key, Text};
-//! kv_core::text_segment!(pub Group, charset = "[a-z0-9_-]", max_len = 64, policy = Reject);
-//! kv_core::text_segment!(pub Service, max_len = 128, policy = Escape);
+//! use keyplane_core::keyspace::{HostPort, Key, Text};
+//! keyplane_core::text_segment!(pub Group, charset = "[a-z0-9_-]", max_len = 64, policy = Reject);
+//! keyplane_core::text_segment!(pub Service, max_len = 128, policy = Escape);
 //!
 //! #[derive(Key, Debug, Clone, PartialEq)]
 //! #[kv(template = "/registry/{group}/{service}/{addr}/status", value = Text)]
@@ -99,8 +99,8 @@ pub use invariants_keyspace::{
 };
 pub use key::{Key, ListKey, ListPrefix, MapKey, PlainKey, Prefix, SetKey, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
+pub use keyplane_derive::{Key, Keyspace, Prefix};
 pub use keyspace::{FieldInfo, Keyspace, NamingRule, NoMatch, TemplateInfo};
-pub use kv_core_derive::{Key, Keyspace, Prefix};
 pub use segment::{EncodeSegment, Segment, SegmentError, Separator, check_not_reserved};
 pub use segment_hostport::{Host, HostPort};
 pub use segment_padded::{Padded, PaddedInt};

@@ -94,7 +94,7 @@ impl SegmentError {
 /// `proptest`) checks them.
 ///
 /// ```
-/// use kv_core::keyspace::{Segment, Separator};
+/// use keyplane_core::keyspace::{Segment, Separator};
 ///
 /// let mut out = String::new();
 /// 42u64.encode(Separator::Slash, &mut out);

@@ -25,13 +25,13 @@ pub enum Host {
 /// separator; decoding accepts only that form there.
 ///
 /// ```
-/// use kv_core::keyspace::{HostPort, Segment, Separator};
+/// use keyplane_core::keyspace::{HostPort, Segment, Separator};
 /// let addr = HostPort::parse("[2001:db8::1]:443")?;
 /// assert_eq!(addr.port(), 443);
 /// assert_eq!(addr.to_segment_string(Separator::Colon), "[2001%3Adb8%3A%3A1]%3A443");
 /// assert!(HostPort::parse("[2001:DB8::1]:443").is_err()); // not canonical
 /// assert!(HostPort::parse("example.com:0").is_err());
-/// # Ok::<(), kv_core::keyspace::SegmentError>(())
+/// # Ok::<(), keyplane_core::keyspace::SegmentError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HostPort {

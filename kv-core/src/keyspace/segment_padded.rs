@@ -30,12 +30,12 @@ padded_int!(u8, u16, u32, u64, u128, usize);
 /// `N` digits.
 ///
 /// ```
-/// use kv_core::keyspace::{Padded, Segment, Separator};
+/// use keyplane_core::keyspace::{Padded, Segment, Separator};
 /// let p = Padded::<6, u32>::new(42)?;
 /// assert_eq!(p.to_segment_string(Separator::Slash), "000042");
 /// assert!(Padded::<2, u32>::new(100).is_err());
 /// assert!(Padded::<6, u32>::decode("42", Separator::Slash).is_err());
-/// # Ok::<(), kv_core::keyspace::SegmentError>(())
+/// # Ok::<(), keyplane_core::keyspace::SegmentError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Padded<const N: usize, T>(T);

@@ -90,7 +90,7 @@ pub enum TemplateKind {
 /// contains one (outside variables), else `:` if it contains one, else `/`.
 ///
 /// ```
-/// use kv_core::keyspace::{Separator, Template};
+/// use keyplane_core::keyspace::{Separator, Template};
 ///
 /// let t = Template::key("/registry/{group}/{service}/{addr}/status", None)?;
 /// assert_eq!(t.separator(), Separator::Slash);

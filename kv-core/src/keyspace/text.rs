@@ -178,18 +178,18 @@ pub trait TextSegment: Sized {
 /// gets `new`, `as_str`, `into_string`, `Display`, `AsRef<str>`, `Segment` and `TextSegment`.
 ///
 /// ```
-/// use kv_core::keyspace::{Segment, Separator};
-/// kv_core::text_segment!(
+/// use keyplane_core::keyspace::{Segment, Separator};
+/// keyplane_core::text_segment!(
 ///     /// A tenant code such as `acme_01`.
 ///     pub TenantCode, charset = "[a-zA-Z0-9_]", max_len = 64, policy = Reject
 /// );
-/// kv_core::text_segment!(pub DisplayName, max_len = 128, policy = Escape);
+/// keyplane_core::text_segment!(pub DisplayName, max_len = 128, policy = Escape);
 ///
 /// assert_eq!(TenantCode::new("acme_01")?.as_str(), "acme_01");
 /// assert!(TenantCode::new("acme-01").is_err());
 /// let name = DisplayName::new("默认 租户/1")?;
 /// assert_eq!(name.to_segment_string(Separator::Slash), "%E9%BB%98%E8%AE%A4%20%E7%A7%9F%E6%88%B7%2F1");
-/// # Ok::<(), kv_core::keyspace::SegmentError>(())
+/// # Ok::<(), keyplane_core::keyspace::SegmentError>(())
 /// ```
 #[macro_export]
 macro_rules! text_segment {

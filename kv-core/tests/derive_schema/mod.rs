@@ -4,14 +4,14 @@
 
 #![allow(dead_code)]
 
-use kv_core::keyspace::{Empty, Json, Key, Keyspace, Prefix, Text};
+use keyplane_core::keyspace::{Empty, Json, Key, Keyspace, Prefix, Text};
 use std::net::Ipv4Addr;
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A lowercase code: service codes, groups, realms, providers.
     pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject
 );
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A host name or FTP user, percent-escaped like Go's `url.PathEscape`.
     pub Name, max_len = 253, policy = Escape
 );

@@ -3,14 +3,14 @@
 
 #![allow(dead_code)]
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     FieldInfo, Json, Key, KeyError, Keyspace, ListPrefix, NoMatch, Part, Prefix, Template,
     TemplateInfo, Text, TypedStore, decode_field,
 };
-use kv_mem::MemStore;
+use keyplane_mem::MemStore;
 use std::sync::{Arc, LazyLock};
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A lowercase name such as `mysql-main` or a random test root.
     pub Name, charset = "[a-z0-9-]", max_len = 63, policy = Reject
 );
@@ -48,7 +48,7 @@ macro_rules! hand_key {
             $(pub $field: $fty),+
         }
 
-        impl kv_core::keyspace::$kind for $ty {}
+        impl keyplane_core::keyspace::$kind for $ty {}
 
         impl Key for $ty {
             const TEMPLATE: &'static str = $tpl;
@@ -75,7 +75,7 @@ macro_rules! hand_key {
             }
 
             fn fields(&self) -> Vec<(&'static str, String)> {
-                use kv_core::keyspace::Segment;
+                use keyplane_core::keyspace::Segment;
                 let sep = Self::template().separator();
                 vec![$((stringify!($field), self.$field.to_segment_string(sep))),+]
             }
@@ -123,7 +123,7 @@ macro_rules! hand_prefix {
             }
 
             fn fields(&self) -> Vec<(&'static str, String)> {
-                use kv_core::keyspace::Segment;
+                use keyplane_core::keyspace::Segment;
                 let sep = Self::template().separator();
                 vec![$((stringify!($field), self.$field.to_segment_string(sep))),+]
             }
@@ -157,7 +157,7 @@ hand_prefix!(TenantDbDir, "{root}/tenants/{id}/database/", TenantDbKey, [root: N
 hand_key!(
     SecretKey,
     "{root}/secrets/{service}",
-    kv_core::keyspace::Encrypted<Json<DbConfig>>,
+    keyplane_core::keyspace::Encrypted<Json<DbConfig>>,
     [root: Name, service: Name]
 );
 hand_prefix!(TenantDir, "{root}/tenants/{id}/", TenantMetaKey, [root: Name, id: u64]);

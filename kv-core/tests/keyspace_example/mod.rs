@@ -1,26 +1,26 @@
 //! An example schema written by hand against the keyspace traits (no derive): the seed
 //! layouts of a tenant config store, a service registry, a Redis provider map and a job log.
 
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     FieldInfo, HostPort, Key, KeyError, Keyspace, ListPrefix, NamingRule, NoMatch, Padded, Prefix,
     Template, TemplateInfo, Text, decode_field,
 };
 use std::sync::LazyLock;
 use uuid::Uuid;
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A service name as existing programs wrote it: any text, percent-escaped.
     pub ServiceName, max_len = 128, policy = Escape
 );
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A registry group such as `prod-east`.
     pub GroupName, charset = "[a-z0-9_-]", max_len = 64, policy = Reject
 );
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A realm of the provider map.
     pub Realm, charset = "[a-z0-9_]", max_len = 32, policy = Reject
 );
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A provider such as `openai` or `azure.east`.
     pub Provider, charset = "[a-z0-9_.-]", max_len = 32, policy = Reject
 );
@@ -82,7 +82,7 @@ impl Key for TenantDatabaseKey {
     }
     fn write(&self, out: &mut String) {
         // Written segment by segment, as generated code does: no allocation beyond `out`.
-        use kv_core::keyspace::{Segment, Separator};
+        use keyplane_core::keyspace::{Segment, Separator};
         out.push_str("jxt/tenants/");
         self.id.encode(Separator::Slash, out);
         out.push_str("/database/");
@@ -97,7 +97,7 @@ impl Key for TenantDatabaseKey {
         })
     }
     fn fields(&self) -> Vec<(&'static str, String)> {
-        use kv_core::keyspace::{Segment, Separator};
+        use keyplane_core::keyspace::{Segment, Separator};
         vec![
             ("id", self.id.to_segment_string(Separator::Slash)),
             ("service", self.service.to_segment_string(Separator::Slash)),
@@ -168,7 +168,7 @@ impl Key for InstanceStatusKey {
         })
     }
     fn fields(&self) -> Vec<(&'static str, String)> {
-        use kv_core::keyspace::{Segment, Separator};
+        use keyplane_core::keyspace::{Segment, Separator};
         vec![
             ("group", self.group.to_string()),
             ("service", self.service.to_segment_string(Separator::Slash)),
@@ -248,7 +248,7 @@ impl Key for JobRunKey {
         })
     }
     fn fields(&self) -> Vec<(&'static str, String)> {
-        use kv_core::keyspace::{Segment, Separator};
+        use keyplane_core::keyspace::{Segment, Separator};
         vec![
             ("job", self.job.to_segment_string(Separator::Slash)),
             ("seq", self.seq.to_segment_string(Separator::Slash)),
@@ -346,7 +346,7 @@ impl Keyspace for ExampleKey {
 #[cfg(feature = "proptest")]
 mod strategies {
     use super::*;
-    use kv_core::keyspace::{KeyStrategy, KeyspaceStrategy, PrefixStrategy, segment};
+    use keyplane_core::keyspace::{KeyStrategy, KeyspaceStrategy, PrefixStrategy, segment};
     use proptest::prelude::*;
 
     impl KeyStrategy for TenantMetaKey {

@@ -1,7 +1,7 @@
-use kv_core::keyspace::Key;
+use keyplane_core::keyspace::Key;
 
 #[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "/registry/{group}/{major}.{minor}/status", value = kv_core::keyspace::Text)]
+#[kv(template = "/registry/{group}/{major}.{minor}/status", value = keyplane_core::keyspace::Text)]
 struct VersionKey {
     group: u64,
     major: u32,

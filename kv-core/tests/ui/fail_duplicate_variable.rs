@@ -1,7 +1,7 @@
-use kv_core::keyspace::Key;
+use keyplane_core::keyspace::Key;
 
 #[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "jxt/tenants/{id}/mirror/{id}", value = kv_core::keyspace::Text)]
+#[kv(template = "jxt/tenants/{id}/mirror/{id}", value = keyplane_core::keyspace::Text)]
 struct MirrorKey {
     id: u64,
 }

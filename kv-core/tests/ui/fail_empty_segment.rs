@@ -1,7 +1,7 @@
-use kv_core::keyspace::Key;
+use keyplane_core::keyspace::Key;
 
 #[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "/", value = kv_core::keyspace::Text)]
+#[kv(template = "/", value = keyplane_core::keyspace::Text)]
 struct RootKey {}
 
 fn main() {}

@@ -1,4 +1,4 @@
-use kv_core::keyspace::{Key, Keyspace, Text};
+use keyplane_core::keyspace::{Key, Keyspace, Text};
 
 #[derive(Key, Debug, Clone, PartialEq)]
 #[kv(template = "a/{x}", value = Text)]

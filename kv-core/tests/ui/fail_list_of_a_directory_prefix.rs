@@ -1,6 +1,6 @@
 // A prefix without a key type names a directory of several templates: it can be deleted,
 // but a typed listing needs the one key type to parse, so listing it does not compile.
-use kv_core::keyspace::{ListOptions, Prefix, TypedStore};
+use keyplane_core::keyspace::{ListOptions, Prefix, TypedStore};
 
 #[derive(Prefix, Debug, Clone, PartialEq)]
 #[kv(template = "jxt/tenants/{id}/")]

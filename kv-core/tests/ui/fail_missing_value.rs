@@ -1,4 +1,4 @@
-use kv_core::keyspace::Key;
+use keyplane_core::keyspace::Key;
 
 #[derive(Key, Debug, Clone, PartialEq)]
 #[kv(template = "jxt/tenants/{id}/meta")]

@@ -1,7 +1,7 @@
-use kv_core::keyspace::Key;
+use keyplane_core::keyspace::Key;
 
 #[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "nxc:map/{realm}", value = kv_core::keyspace::Text)]
+#[kv(template = "nxc:map/{realm}", value = keyplane_core::keyspace::Text)]
 struct MapKey {
     realm: u64,
 }

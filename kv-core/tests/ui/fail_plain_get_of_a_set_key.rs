@@ -1,4 +1,4 @@
-use kv_core::keyspace::{Key, Text, TypedStore};
+use keyplane_core::keyspace::{Key, Text, TypedStore};
 
 #[derive(Key, Debug, Clone, PartialEq)]
 #[kv(template = "nxc:map:{realm}", set = Text)]

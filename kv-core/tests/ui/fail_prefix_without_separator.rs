@@ -1,4 +1,4 @@
-use kv_core::keyspace::{Key, Prefix, Text};
+use keyplane_core::keyspace::{Key, Prefix, Text};
 
 #[derive(Key, Debug, Clone, PartialEq)]
 #[kv(template = "jxt/tenants/{id}/meta", value = Text)]

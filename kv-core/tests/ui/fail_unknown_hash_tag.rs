@@ -1,7 +1,7 @@
-use kv_core::keyspace::Key;
+use keyplane_core::keyspace::Key;
 
 #[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "nxc:pool:{realm}:{provider}", value = kv_core::keyspace::Text, hash_tag = "tenant")]
+#[kv(template = "nxc:pool:{realm}:{provider}", value = keyplane_core::keyspace::Text, hash_tag = "tenant")]
 struct PoolKey {
     realm: u64,
     provider: u64,

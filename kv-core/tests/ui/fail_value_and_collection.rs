@@ -1,4 +1,4 @@
-use kv_core::keyspace::{Key, Text};
+use keyplane_core::keyspace::{Key, Text};
 
 #[derive(Key, Debug, Clone, PartialEq)]
 #[kv(template = "nxc:map:{realm}", value = Text, set = Text)]

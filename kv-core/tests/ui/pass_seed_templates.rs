@@ -1,7 +1,7 @@
-use kv_core::keyspace::{HostPort, Json, Key, Keyspace, Prefix, Text};
+use keyplane_core::keyspace::{HostPort, Json, Key, Keyspace, Prefix, Text};
 use std::net::Ipv4Addr;
 
-kv_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
+keyplane_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
 
 #[derive(Key, Debug, Clone, PartialEq)]
 #[kv(template = "jxt/tenants/{id}/database/{service}", value = Json<serde_json::Value>)]

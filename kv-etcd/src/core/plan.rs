@@ -11,8 +11,10 @@ use etcd_client::{
     PutOptions as EtcdPutOptions, Txn as EtcdTxn, TxnOp as EtcdOp, TxnOpResponse,
     TxnResponse as EtcdTxnResponse,
 };
-use kv_core::raw::emulation::{PhysicalRange, collection_ranges_for_prefix, delete_collections};
-use kv_core::{
+use keyplane_core::raw::emulation::{
+    PhysicalRange, collection_ranges_for_prefix, delete_collections,
+};
+use keyplane_core::{
     CollectionKind, Compare, CompareOp, CompareTarget, Error, ErrorKind, OpResult, Result, TxnOp,
     TxnResponse,
 };

@@ -1,7 +1,7 @@
 //! Watches: the bounded event history, watcher registration, delivery and compaction.
 
-use kv_core::raw::emulation::{DeletedSize, Logged};
-use kv_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_core::raw::emulation::{DeletedSize, Logged};
+use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -186,7 +186,7 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kv_core::Entry;
+    use keyplane_core::Entry;
 
     fn put(key: &str, revision: i64) -> Event {
         Event::Put {

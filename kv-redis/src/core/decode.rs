@@ -1,7 +1,7 @@
 //! Decoding script replies and log entries into contract types.
 
-use kv_core::raw::emulation::DeletedSize;
-use kv_core::{
+use keyplane_core::raw::emulation::DeletedSize;
+use keyplane_core::{
     CollectionChange, CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId,
     Result, escape_bytes,
 };

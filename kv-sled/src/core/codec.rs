@@ -7,9 +7,11 @@
 //! - leases: `L` id → [`LeaseRecord`]; `K` id key → empty (the key is attached to the lease).
 //! - meta: [`FORMAT_KEY`], [`COMPACT_KEY`], [`LEASE_SEQ_KEY`] → 8 bytes big-endian.
 
-use kv_core::raw::emulation::DeletedSize;
-use kv_core::raw::{decode_changes, encode_changes};
-use kv_core::{CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId, Result};
+use keyplane_core::raw::emulation::DeletedSize;
+use keyplane_core::raw::{decode_changes, encode_changes};
+use keyplane_core::{
+    CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId, Result,
+};
 
 /// The layout version this build reads and writes.
 pub(crate) const FORMAT_VERSION: u64 = 1;
@@ -50,7 +52,7 @@ pub(crate) fn encode_entry(e: &Entry) -> Vec<u8> {
 pub(crate) fn decode_entry(key: &[u8], bytes: &[u8], keys_only: bool) -> Result<Entry> {
     if bytes.len() < HEADER {
         return Err(corrupted("a data record is shorter than its header")
-            .with_context("key", kv_core::escape_bytes(key)));
+            .with_context("key", keyplane_core::escape_bytes(key)));
     }
     let field = |i: usize| i64::from_be_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8"));
     let lease = field(3);

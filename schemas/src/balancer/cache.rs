@@ -4,19 +4,21 @@
 use super::keys::{ActiveKeysKey, KeyGroupsKey, KeyObjectKey};
 use super::segments::BalancerRoot;
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
-use kv_core::keyspace::{Key, ListHandle, MapHandle, SegmentCodec, SetHandle, Text, TypedStore};
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::keyspace::{
+    Key, ListHandle, MapHandle, SegmentCodec, SetHandle, Text, TypedStore,
+};
+use keyplane_core::{Error, ErrorKind, Result};
 use std::sync::Arc;
 
 /// The balancer's cache under one root: key objects (HASH), the groups' active lists
 /// (LIST) and the keys' reverse indexes (SET).
 ///
 /// ```
-/// # use kv_core::keyspace::TypedStore;
-/// # use schemas::balancer::*;
+/// # use keyplane_core::keyspace::TypedStore;
+/// # use keyplane_schemas::balancer::*;
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// let cache = Balancer::new(typed, BalancerRoot::new("gemini").unwrap());
 /// for id in [1, 2] {
 ///     let record = ApiKeyRecord { api_key: format!("sk-{id}"), status: KeyStatus::Active };

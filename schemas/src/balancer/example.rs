@@ -2,7 +2,7 @@
 
 use super::cache::Balancer;
 use super::values::{ApiKeyRecord, KeyStatus, LoadReport, LoadedKey};
-use kv_core::Result;
+use keyplane_core::Result;
 
 /// The groups of the example and their keys: three groups of five keys, keys 4, 5, 7 and 8
 /// shared by two groups.

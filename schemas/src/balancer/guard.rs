@@ -3,8 +3,8 @@
 
 use super::cache::Balancer;
 use super::values::{KeyStatus, STATUS_FIELD};
-use kv_core::keyspace::{Key, TypedTxn};
-use kv_core::{CompareOp, Error, ErrorKind, Result};
+use keyplane_core::keyspace::{Key, TypedTxn};
+use keyplane_core::{CompareOp, Error, ErrorKind, Result};
 use std::time::Duration;
 
 /// How many times an operation reads again and retries after a concurrent writer changed

@@ -2,7 +2,7 @@
 //! the keyspace enum [`BalancerKeyspace`].
 
 use super::segments::BalancerRoot;
-use kv_core::keyspace::{Key, Keyspace, SegmentCodec, Text};
+use keyplane_core::keyspace::{Key, Keyspace, SegmentCodec, Text};
 
 /// `{root}:key:{id}`: the API key object, a Redis HASH (`api_key`, `status`).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]

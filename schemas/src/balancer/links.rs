@@ -3,7 +3,7 @@
 use super::cache::Balancer;
 use super::guard::Attempts;
 use super::values::KeyStatus;
-use kv_core::Result;
+use keyplane_core::Result;
 
 impl Balancer {
     /// Links API key `id` to group `group`: the group joins the key's reverse index and, when

@@ -2,8 +2,8 @@
 
 use super::cache::Balancer;
 use super::values::{API_KEY_FIELD, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
-use kv_core::keyspace::TypedTxn;
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::keyspace::TypedTxn;
+use keyplane_core::{Error, ErrorKind, Result};
 use std::collections::BTreeSet;
 
 /// The most ops a bulk-load transaction carries on backends without a tighter limit.

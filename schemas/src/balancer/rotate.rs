@@ -1,7 +1,7 @@
 //! Round-robin selection of a group's active key.
 
 use super::cache::Balancer;
-use kv_core::{ErrorKind, Result, Support};
+use keyplane_core::{ErrorKind, Result, Support};
 
 /// How many times a pick is retried after losing a race on an optimistic backend (etcd
 /// plans collection transactions on a snapshot and retries internally first).

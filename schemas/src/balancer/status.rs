@@ -4,7 +4,7 @@
 use super::cache::Balancer;
 use super::guard::Attempts;
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
-use kv_core::{Error, Result};
+use keyplane_core::{Error, Result};
 
 impl Balancer {
     /// Writes the object of API key `id`; when its status changes, the key also leaves (or

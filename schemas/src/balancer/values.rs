@@ -1,6 +1,6 @@
 //! The API key object: the fields of its HASH.
 
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::{Error, ErrorKind, Result};
 use std::fmt;
 
 /// The HASH field holding the key's secret value.

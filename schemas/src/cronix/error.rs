@@ -56,7 +56,7 @@ pub enum CronixError {
     NoRequest(Uuid),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] kv_core::Error),
+    Store(#[from] keyplane_core::Error),
 }
 
 /// The result of a cronix operation.

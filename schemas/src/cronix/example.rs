@@ -7,7 +7,7 @@ use super::lock::{CronixLock, try_lock};
 use super::node::{NodeRegistration, register_node};
 use super::segments::{JobId, LockName};
 use super::values::{JobConfig, NodeInfo, NodeStatus, RetryPolicy};
-use kv_core::keyspace::TypedStore;
+use keyplane_core::keyspace::TypedStore;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 use uuid::Uuid;

@@ -4,8 +4,8 @@ use super::error::{CronixError, Result};
 use super::keys::{JobKey, NodeKey};
 use super::segments::JobId;
 use super::values::JobConfig;
-use kv_core::CompareOp;
-use kv_core::keyspace::TypedStore;
+use keyplane_core::CompareOp;
+use keyplane_core::keyspace::TypedStore;
 use uuid::Uuid;
 
 fn validate(config: &JobConfig) -> Result<()> {
@@ -72,10 +72,10 @@ pub async fn remove_job(store: &TypedStore, node: Uuid, job: &JobId) -> Result<b
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use schemas::cronix::*;
+/// use keyplane_schemas::cronix::*;
 /// use std::{sync::Arc, time::Duration};
 ///
-/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let store = keyplane_core::keyspace::TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
 /// let node = |uuid| NodeInfo {
 ///     uuid, ip: "10.0.0.1".parse().unwrap(), port: 9527, status: NodeStatus::Online,
 ///     hostname: "w".into(), started_at: 0,

@@ -3,7 +3,7 @@
 
 use super::segments::{JobId, LockName};
 use super::values::{JobConfig, NodeInfo, OnceTargetCodec, ProcInfo, SystemInfo};
-use kv_core::keyspace::{Empty, Json, Key, Keyspace, Prefix, Text};
+use keyplane_core::keyspace::{Empty, Json, Key, Keyspace, Prefix, Text};
 use uuid::Uuid;
 
 /// `/Cronix/node/<node_uuid>`: a node's information, attached to the node's lease.

@@ -5,8 +5,8 @@ use super::error::{CronixError, Result};
 use super::keys::LockKey;
 use super::segments::LockName;
 use futures::StreamExt;
-use kv_core::keyspace::{Key, TypedStore};
-use kv_core::{ErrorKind, Event, LeaseId, LeaseKeeper, WatchOptions};
+use keyplane_core::keyspace::{Key, TypedStore};
+use keyplane_core::{ErrorKind, Event, LeaseId, LeaseKeeper, WatchOptions};
 use std::time::Duration;
 
 /// A held lock: the lock key attached to a lease a [`LeaseKeeper`] renews.
@@ -30,10 +30,10 @@ pub struct CronixLock {
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use schemas::cronix::*;
+/// use keyplane_schemas::cronix::*;
 /// use std::{sync::Arc, time::Duration};
 ///
-/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let store = keyplane_core::keyspace::TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
 /// let name = LockName::new("scheduler.dispatch")?;
 /// let held = try_lock(&store, &name, Duration::from_secs(10)).await?;
 /// let raw = store.store().get(b"/Cronix/lock/scheduler.dispatch").await?.unwrap();
@@ -99,9 +99,11 @@ async fn wait_for(store: &TypedStore, key: &LockKey, lease: LeaseId) -> Result<i
                 }
                 Some(Err(e)) => return Err(e.into()),
                 None => {
-                    return Err(
-                        kv_core::Error::new(ErrorKind::Unavailable, "the watch ended").into(),
-                    );
+                    return Err(keyplane_core::Error::new(
+                        ErrorKind::Unavailable,
+                        "the watch ended",
+                    )
+                    .into());
                 }
             }
         }
@@ -144,7 +146,7 @@ impl CronixLock {
     }
 
     /// Resolves when the lease is lost, and with it the lock.
-    pub async fn lost(&self) -> kv_core::Error {
+    pub async fn lost(&self) -> keyplane_core::Error {
         self.keeper.lost().await
     }
 

@@ -3,8 +3,8 @@
 use super::error::{CronixError, Result};
 use super::keys::{NodeKey, NodesDir};
 use super::values::NodeInfo;
-use kv_core::keyspace::{ListOptions, TypedStore};
-use kv_core::{ErrorKind, LeaseId, LeaseKeeper};
+use keyplane_core::keyspace::{ListOptions, TypedStore};
+use keyplane_core::{ErrorKind, LeaseId, LeaseKeeper};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -70,7 +70,7 @@ impl NodeRegistration {
     }
 
     /// Resolves when the lease is lost, with the reason.
-    pub async fn lost(&self) -> kv_core::Error {
+    pub async fn lost(&self) -> keyplane_core::Error {
         self.keeper.lost().await
     }
 
@@ -83,7 +83,7 @@ impl NodeRegistration {
     ///
     /// # Errors
     /// The loss, when the lease is lost first.
-    pub async fn renewed(&self, n: u64) -> kv_core::Result<()> {
+    pub async fn renewed(&self, n: u64) -> keyplane_core::Result<()> {
         self.keeper.renewed(n).await
     }
 

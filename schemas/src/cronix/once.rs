@@ -5,7 +5,7 @@ use super::error::{CronixError, Result};
 use super::keys::OnceKey;
 use super::segments::JobId;
 use super::values::OnceTarget;
-use kv_core::keyspace::TypedStore;
+use keyplane_core::keyspace::TypedStore;
 
 /// Triggers one run of `job` on `target` (a node, or every node): creates
 /// `/Cronix/once/<job>` unless a trigger of the job is still pending.
@@ -15,10 +15,10 @@ use kv_core::keyspace::TypedStore;
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use schemas::cronix::*;
+/// use keyplane_schemas::cronix::*;
 /// use std::sync::Arc;
 ///
-/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let store = keyplane_core::keyspace::TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
 /// let job = JobId::new("report")?;
 /// trigger_once(&store, &job, OnceTarget::AllNodes).await?;
 /// assert_eq!(store.store().get(b"/Cronix/once/report").await?.unwrap().value, b"");

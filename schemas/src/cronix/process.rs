@@ -3,8 +3,8 @@
 use super::error::{CronixError, Result};
 use super::keys::{JobProcsDir, ProcKey};
 use super::values::ProcInfo;
-use kv_core::LeaseId;
-use kv_core::keyspace::{ListOptions, TypedStore};
+use keyplane_core::LeaseId;
+use keyplane_core::keyspace::{ListOptions, TypedStore};
 
 /// Records a running process at `/Cronix/proc/<node>/<job>/<pid>`, attached to `lease` (the
 /// node's, or one of the process's own) so that it vanishes when the process or node dies.

@@ -5,8 +5,8 @@
 use super::error::{CronixError, Result};
 use super::keys::{SystemInfoKey, SystemSwitchKey};
 use super::values::SystemInfo;
-use kv_core::LeaseId;
-use kv_core::keyspace::TypedStore;
+use keyplane_core::LeaseId;
+use keyplane_core::keyspace::TypedStore;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -61,10 +61,10 @@ pub async fn publish_system_info(
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use schemas::cronix::*;
+/// use keyplane_schemas::cronix::*;
 /// use std::sync::Arc;
 ///
-/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let store = keyplane_core::keyspace::TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
 /// let node = uuid::Uuid::new_v4();
 /// request_system_info(&store, node).await?; // the scheduler
 /// let info = SystemInfo {

@@ -1,8 +1,8 @@
 //! The values of the cronix keyspace. The document names what each JSON value holds; the
 //! field names are camelCase.
 
-use kv_core::keyspace::Codec;
-use kv_core::{Error, ErrorKind};
+use keyplane_core::keyspace::Codec;
+use keyplane_core::{Error, ErrorKind};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use uuid::Uuid;
@@ -114,27 +114,30 @@ pub struct OnceTargetCodec;
 impl Codec for OnceTargetCodec {
     type Value = OnceTarget;
 
-    fn encode(&self, value: &OnceTarget) -> kv_core::Result<Vec<u8>> {
+    fn encode(&self, value: &OnceTarget) -> keyplane_core::Result<Vec<u8>> {
         Ok(match value {
             OnceTarget::Node(id) => id.hyphenated().to_string().into_bytes(),
             OnceTarget::AllNodes => Vec::new(),
         })
     }
 
-    fn decode(&self, bytes: &[u8]) -> kv_core::Result<OnceTarget> {
+    fn decode(&self, bytes: &[u8]) -> keyplane_core::Result<OnceTarget> {
         if bytes.is_empty() {
             return Ok(OnceTarget::AllNodes);
         }
         let text = std::str::from_utf8(bytes).ok();
         match text.map(|t| {
-            <Uuid as kv_core::keyspace::Segment>::decode(t, kv_core::keyspace::Separator::Slash)
+            <Uuid as keyplane_core::keyspace::Segment>::decode(
+                t,
+                keyplane_core::keyspace::Separator::Slash,
+            )
         }) {
             Some(Ok(id)) => Ok(OnceTarget::Node(id)),
             _ => Err(Error::new(
                 ErrorKind::Codec,
                 "a one-shot trigger holds a node UUID (lowercase hyphenated) or the empty string",
             )
-            .with_context("value", kv_core::escape_bytes(bytes))),
+            .with_context("value", keyplane_core::escape_bytes(bytes))),
         }
     }
 }

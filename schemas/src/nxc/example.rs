@@ -4,8 +4,8 @@ use super::pool::put_pool_secret;
 use super::profile::create_profile;
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::NewProfile;
-use kv_core::Result;
-use kv_core::keyspace::TypedStore;
+use keyplane_core::Result;
+use keyplane_core::keyspace::TypedStore;
 
 /// What [`write_example`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +20,7 @@ pub struct NxcExample {
 
 /// Writes one realm (`{realm}`) with one provider (`Alipay`), two profiles (`app_001`, the
 /// default, and `app_002`) with their instance parameters, and an encrypted pool secret per
-/// profile, encrypted with the typed store's [`Keyring`](kv_core::keyspace::Keyring).
+/// profile, encrypted with the typed store's [`Keyring`](keyplane_core::keyspace::Keyring).
 ///
 /// # Errors
 /// Backend errors; `Config` when the typed store has no keyring; `Codec` when encryption

@@ -2,7 +2,7 @@
 //! enum [`NxcKeyspace`].
 
 use super::segments::{ProfileId, ProviderName, RealmId};
-use kv_core::keyspace::{Encrypted, Key, Keyspace, SegmentCodec, Text};
+use keyplane_core::keyspace::{Encrypted, Key, Keyspace, SegmentCodec, Text};
 
 /// `nxc:map:{realm}:{provider}`: a Redis SET of the profile ids the realm owns for the
 /// provider; the single source of truth for the ownership check (`SISMEMBER`) and for
@@ -41,7 +41,8 @@ pub struct InstanceKey {
 }
 
 /// `nxc:pool:{provider}:{profile}`: a Redis STRING holding the provider's shared secret
-/// material (private key, certificate), encrypted with a [`Keyring`](kv_core::keyspace::Keyring).
+/// material (private key, certificate), encrypted with a
+/// [`Keyring`](keyplane_core::keyspace::Keyring).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
 #[kv(template = "nxc:pool:{provider}:{profile}", value = Encrypted<Text>)]
 pub struct PoolKey {

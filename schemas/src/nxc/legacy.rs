@@ -13,7 +13,7 @@
 //! names exclude both ([`LegacyProvider`]), which keeps the legacy templates disjoint.
 
 use super::segments::{ProfileId, ProviderName, RealmId};
-use kv_core::keyspace::{
+use keyplane_core::keyspace::{
     Bytes, Key, Keyspace, Segment, SegmentCodec, SegmentError, Separator, Text,
 };
 
@@ -65,11 +65,11 @@ impl std::fmt::Display for LegacyProvider {
     }
 }
 
-kv_core::__kv_if_proptest! {
-    impl kv_core::keyspace::SegmentStrategy for LegacyProvider {
-        fn strategy() -> kv_core::derive_support::proptest::strategy::BoxedStrategy<Self> {
-            use kv_core::derive_support::proptest::strategy::Strategy;
-            <ProviderName as kv_core::keyspace::SegmentStrategy>::strategy()
+keyplane_core::__kv_if_proptest! {
+    impl keyplane_core::keyspace::SegmentStrategy for LegacyProvider {
+        fn strategy() -> keyplane_core::derive_support::proptest::strategy::BoxedStrategy<Self> {
+            use keyplane_core::derive_support::proptest::strategy::Strategy;
+            <ProviderName as keyplane_core::keyspace::SegmentStrategy>::strategy()
                 .prop_filter_map("a legacy literal", |p| LegacyProvider::new(p).ok())
                 .boxed()
         }

@@ -4,9 +4,11 @@
 use super::keys::ProfileMapKey;
 use super::legacy::{LegacyGroupKey, LegacyIndexKey, LegacyProvider};
 use super::segments::{ProfileId, RealmId};
-use kv_core::keyspace::TypedStore;
-use kv_core::keyspace::{Codec, Key, SegmentCodec};
-use kv_core::{CollectionOp, CollectionResult, Error, ErrorKind, OpResult, Result, Txn, TxnOp};
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::keyspace::{Codec, Key, SegmentCodec};
+use keyplane_core::{
+    CollectionOp, CollectionResult, Error, ErrorKind, OpResult, Result, Txn, TxnOp,
+};
 use std::collections::BTreeSet;
 
 /// The group HASH field that names the default profile.

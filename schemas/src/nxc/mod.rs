@@ -20,7 +20,7 @@
 //! outside the map), [`resolve_profile`] (ownership check: `Unauthorized`),
 //! [`default_profile`] (marker, else the smallest id), [`list_profiles`] (paged),
 //! [`put_pool_secret`] / [`pool_secret`] (encrypted with the typed store's
-//! [`Keyring`](kv_core::keyspace::Keyring)),
+//! [`Keyring`](keyplane_core::keyspace::Keyring)),
 //! [`write_example`] for a demo dataset.
 //!
 //! The legacy layout the document replaces (`nexus:config:group|index:{provider}:{realm}`,

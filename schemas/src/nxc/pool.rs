@@ -2,12 +2,12 @@
 
 use super::keys::PoolKey;
 use super::segments::{ProfileId, ProviderName};
-use kv_core::Result;
-use kv_core::keyspace::TypedStore;
+use keyplane_core::Result;
+use keyplane_core::keyspace::TypedStore;
 
 /// Stores `secret` (a private key, a certificate) at `nxc:pool:{provider}:{profile}`,
 /// encrypted with the current key of the typed store's
-/// [`Keyring`](kv_core::keyspace::Keyring) (given with
+/// [`Keyring`](keyplane_core::keyspace::Keyring) (given with
 /// [`TypedStore::with_codec_state`]).
 ///
 /// # Errors

@@ -3,8 +3,8 @@
 use super::keys::ProfileMapKey;
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{NewProfile, validate_params};
-use kv_core::keyspace::TypedStore;
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{Error, ErrorKind, Result};
 
 /// Creates (or replaces) a profile in one transaction, one round trip: the instance HASH
 /// (previous fields dropped), the profile id added to the realm's map, and the default
@@ -15,11 +15,11 @@ use kv_core::{Error, ErrorKind, Result};
 /// so a STRING, SET or LIST there fails the whole transaction instead of being dropped.
 ///
 /// ```
-/// # use kv_core::keyspace::TypedStore;
-/// # use schemas::nxc::*;
+/// # use keyplane_core::keyspace::TypedStore;
+/// # use keyplane_schemas::nxc::*;
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// let new = NewProfile {
 ///     realm: RealmId::new("test_realm").unwrap(),
 ///     provider: ProviderName::new("Alipay").unwrap(),
@@ -96,8 +96,8 @@ pub async fn delete_profile(
     let outcome = txn.commit().await?;
     Ok(matches!(
         outcome.results().first(),
-        Some(kv_core::OpResult::Collection(
-            kv_core::CollectionResult::Changed(true)
+        Some(keyplane_core::OpResult::Collection(
+            keyplane_core::CollectionResult::Changed(true)
         ))
     ))
 }

@@ -4,8 +4,8 @@
 use super::keys::ProfileMapKey;
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{Identity, ResolvedProfile};
-use kv_core::keyspace::{ListOptions, SetPage, TypedStore};
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::keyspace::{ListOptions, SetPage, TypedStore};
+use keyplane_core::{Error, ErrorKind, Result};
 
 /// Resolves what a realm asks for, checking ownership.
 ///

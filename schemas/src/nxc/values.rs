@@ -16,7 +16,7 @@ pub const MAX_FIELD_LEN: usize = 128;
 ///
 /// # Errors
 /// `InvalidArgument` naming the first bad field.
-pub fn validate_params(params: &InstanceParams) -> kv_core::Result<()> {
+pub fn validate_params(params: &InstanceParams) -> keyplane_core::Result<()> {
     for field in params.keys() {
         let ok = !field.is_empty()
             && field.len() <= MAX_FIELD_LEN
@@ -24,7 +24,7 @@ pub fn validate_params(params: &InstanceParams) -> kv_core::Result<()> {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
         if !ok {
-            return Err(kv_core::Error::invalid_argument(
+            return Err(keyplane_core::Error::invalid_argument(
                 "an instance field name must be 1-128 bytes of [a-zA-Z0-9_.-]",
             )
             .with_context("field", format!("{field:?}")));

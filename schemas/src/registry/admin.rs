@@ -4,7 +4,7 @@ use super::error::{RegistryError, Result};
 use super::keys::{GroupInfoKey, InstanceId, ServiceId};
 use super::segments::GroupName;
 use super::values::{GroupInfo, ServiceInfo};
-use kv_core::keyspace::TypedStore;
+use keyplane_core::keyspace::TypedStore;
 
 /// Writes (or rewrites) a group's info file, `/registry/{group}/info`.
 ///

@@ -3,8 +3,8 @@
 use super::error::Result;
 use super::keys::{InstanceId, RegistryKeyspace, ServiceId};
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
-use kv_core::keyspace::{Codec, Json, Keyspace, Skipped, TypedStore};
-use kv_core::{Entry, Error, LeaseId, RangeOptions, escape_bytes};
+use keyplane_core::keyspace::{Codec, Json, Keyspace, Skipped, TypedStore};
+use keyplane_core::{Entry, Error, LeaseId, RangeOptions, escape_bytes};
 use std::collections::BTreeMap;
 
 /// One registered instance of a service, as read from its directory.
@@ -49,7 +49,7 @@ struct Parts {
 /// [`RegistryError::Store`](super::RegistryError::Store).
 pub async fn discover(store: &TypedStore, service: &ServiceId) -> Result<Discovery> {
     const PAGE: usize = 512;
-    let prefix = kv_core::keyspace::Prefix::encode(&service.dir()).into_bytes();
+    let prefix = keyplane_core::keyspace::Prefix::encode(&service.dir()).into_bytes();
     let mut parts: BTreeMap<InstanceId, Parts> = BTreeMap::new();
     let mut skipped = Vec::new();
     let mut opts = RangeOptions::prefix(&prefix).limit(PAGE);

@@ -27,7 +27,7 @@ pub enum RegistryError {
     NotRegistered(InstanceId),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] kv_core::Error),
+    Store(#[from] keyplane_core::Error),
 }
 
 /// The result of a registry operation.

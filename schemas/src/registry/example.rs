@@ -8,7 +8,7 @@ use super::segments::{GroupName, GrpcPort, ServiceName};
 use super::values::{
     GroupInfo, InstanceConfig, InstanceData, InstanceState, InstanceStatus, ServiceInfo,
 };
-use kv_core::keyspace::TypedStore;
+use keyplane_core::keyspace::TypedStore;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::Duration;

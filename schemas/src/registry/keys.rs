@@ -3,7 +3,7 @@
 
 use super::segments::{GroupName, GrpcPort, ServiceName};
 use super::values::{GroupInfo, InstanceConfig, InstanceData, InstanceStatus, ServiceInfo};
-use kv_core::keyspace::{Json, Key, Keyspace, Prefix};
+use keyplane_core::keyspace::{Json, Key, Keyspace, Prefix};
 use std::fmt;
 use std::net::Ipv4Addr;
 

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! The document's five rules hold by construction: every key starts with `/` (1); directories
-//! are [`Prefix`](kv_core::keyspace::Prefix) types and end with `/` (2); files do not (3); no
+//! are [`Prefix`](keyplane_core::keyspace::Prefix) types and end with `/` (2); files do not (3); no
 //! path is both a file and a directory (4), because a service may not be called `info`
 //! ([`ServiceName`]) and an instance directory always holds a `:`; everything lives under
 //! `/registry/` (5). The schema checker and the invariant harness confirm it without any

@@ -3,8 +3,8 @@
 use super::error::{RegistryError, Result};
 use super::keys::InstanceId;
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
-use kv_core::keyspace::TypedStore;
-use kv_core::{ErrorKind, LeaseId, LeaseKeeper};
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{ErrorKind, LeaseId, LeaseKeeper};
 use std::time::Duration;
 
 /// What an instance registers: its data and status, and optionally its configuration.
@@ -46,10 +46,10 @@ pub struct Registration {
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use schemas::registry::*;
+/// use keyplane_schemas::registry::*;
 /// use std::{sync::Arc, time::Duration};
 ///
-/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let store = keyplane_core::keyspace::TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
 /// let group = GroupName::new("Common")?;
 /// let service = ServiceId::new(group.clone(), ServiceName::new("VerifyCodeService")?);
 /// define_group(&store, &group, &GroupInfo { description: "shared services".into() }).await?;
@@ -131,7 +131,7 @@ impl Registration {
     }
 
     /// Resolves when the lease is lost, with the reason.
-    pub async fn lost(&self) -> kv_core::Error {
+    pub async fn lost(&self) -> keyplane_core::Error {
         self.keeper.lost().await
     }
 

@@ -1,16 +1,16 @@
 //! The validated variable segments of the registry keyspace: group and service names and the
 //! instance's gRPC port.
 
-use kv_core::keyspace::{Segment, SegmentError, Separator};
+use keyplane_core::keyspace::{Segment, SegmentError, Separator};
 use std::fmt;
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// A service group such as `Common` or `Infrastructure`: letters, digits, `.`, `_` and
     /// `-`, at most 64 bytes, stored verbatim in `/registry/{group}/`.
     pub GroupName, charset = "[a-zA-Z0-9._-]", max_len = 64, policy = Reject
 );
 
-kv_core::text_segment!(
+keyplane_core::text_segment!(
     /// The character rule of a service name, without the reserved word.
     ServiceText, charset = "[a-zA-Z0-9._-]", max_len = 64, policy = Reject
 );
@@ -120,9 +120,9 @@ impl Segment for GrpcPort {
     }
 }
 
-kv_core::__kv_if_proptest! {
-    use kv_core::derive_support::proptest::prelude::*;
-    use kv_core::keyspace::{SegmentStrategy, segment};
+keyplane_core::__kv_if_proptest! {
+    use keyplane_core::derive_support::proptest::prelude::*;
+    use keyplane_core::keyspace::{SegmentStrategy, segment};
 
     impl SegmentStrategy for ServiceName {
         fn strategy() -> BoxedStrategy<Self> {

@@ -6,8 +6,8 @@ use super::keys::{InstanceId, RegistryKeyspace, ServiceId};
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use kv_core::keyspace::{Prefix, TypedStore};
-use kv_core::{Error, Event, WatchBatch, WatchOptions};
+use keyplane_core::keyspace::{Prefix, TypedStore};
+use keyplane_core::{Error, Event, WatchBatch, WatchOptions};
 
 /// A change to a service's instances.
 #[derive(Debug)]
@@ -68,7 +68,7 @@ pub struct InstanceBatch {
 
 /// A stream of instance batches with the guarantees of the store's watch: ordered, gap-free,
 /// one batch per transaction; an error (such as `Compacted`) is the last item.
-pub type InstanceWatch = BoxStream<'static, kv_core::Result<InstanceBatch>>;
+pub type InstanceWatch = BoxStream<'static, keyplane_core::Result<InstanceBatch>>;
 
 /// Watches `service`'s instances from `start_revision` (inclusive; `None` for changes after
 /// now). Start from [`Discovery::revision`](super::Discovery::revision) `+ 1` to follow a
@@ -84,10 +84,10 @@ pub type InstanceWatch = BoxStream<'static, kv_core::Result<InstanceBatch>>;
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use futures::StreamExt;
-/// use schemas::registry::*;
+/// use keyplane_schemas::registry::*;
 /// use std::{sync::Arc, time::Duration};
 ///
-/// let store = kv_core::keyspace::TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// let store = keyplane_core::keyspace::TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
 /// let service = write_example(&store, &GroupName::new("Common")?, Duration::from_secs(10)).await?;
 /// let found = discover(&store, &service.service).await?;
 /// let mut watch = watch_instances(&store, &service.service, Some(found.revision + 1)).await?;

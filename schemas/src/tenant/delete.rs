@@ -6,8 +6,8 @@ use super::keys::{
 };
 use super::segments::{HostName, TenantCode, TenantName};
 use super::snapshot::Snapshot;
-use kv_core::keyspace::{TypedStore, TypedTxn};
-use kv_core::{CompareOp, Result};
+use keyplane_core::keyspace::{TypedStore, TypedTxn};
+use keyplane_core::{CompareOp, Result};
 
 /// What [`delete_tenant`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,7 +32,11 @@ enum OwnedIndex {
 impl OwnedIndex {
     /// Deletes the entry in `txn`, if it is still the one read.
     fn add_delete(&self, txn: &mut TypedTxn) {
-        fn guarded<K: kv_core::keyspace::PlainKey>(txn: &mut TypedTxn, key: &K, revision: i64) {
+        fn guarded<K: keyplane_core::keyspace::PlainKey>(
+            txn: &mut TypedTxn,
+            key: &K,
+            revision: i64,
+        ) {
             txn.when_mod_revision(key, CompareOp::Equal, revision)
                 .delete(key);
         }
@@ -106,7 +110,7 @@ fn add_data_delete(txn: &mut TypedTxn, id: u64, snap: &Snapshot) {
 /// then all of `jxt/tenants/{id}/`.
 ///
 /// When everything fits in one transaction of the backend
-/// ([`Capabilities::max_txn_ops`](kv_core::Capabilities::max_txn_ops)), it is one
+/// ([`Capabilities::max_txn_ops`](keyplane_core::Capabilities::max_txn_ops)), it is one
 /// transaction. Otherwise the indexes go first, in the order of §7.2 and in transactions of
 /// at most that size, and the tenant's data last, in one transaction: the data that the
 /// indexes are found from outlives them, so an interrupted deletion is finished by running it
@@ -121,11 +125,11 @@ fn add_data_delete(txn: &mut TypedTxn, id: u64, snap: &Snapshot) {
 /// when an index entry does not decode; backend errors.
 ///
 /// ```
-/// use schemas::tenant::{delete_tenant, example_tenant, publish_tenant};
-/// use kv_core::keyspace::TypedStore;
+/// use keyplane_schemas::tenant::{delete_tenant, example_tenant, publish_tenant};
+/// use keyplane_core::keyspace::TypedStore;
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// publish_tenant(&typed, &example_tenant()).await?;
 /// let done = delete_tenant(&typed, 1).await?;
 /// assert_eq!((done.found, done.indexes_deleted, done.transactions), (true, 5, 1));

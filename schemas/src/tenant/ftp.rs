@@ -4,8 +4,8 @@ use super::keys::{FtpConfigKey, FtpUserIndexKey, TenantMetaKey};
 use super::model::invalid_segment;
 use super::segments::FtpUsername;
 use super::values::{FtpConfig, FtpUserIndex};
-use kv_core::keyspace::TypedStore;
-use kv_core::{CompareOp, Error, ErrorKind, OpResult, Result};
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{CompareOp, Error, ErrorKind, OpResult, Result};
 
 /// How often an operation re-reads and retries when a concurrent writer changed what it read.
 pub(crate) const ATTEMPTS: usize = 16;
@@ -34,11 +34,11 @@ pub(crate) fn contended(what: &str) -> Error {
 /// `ConditionFailed` (retryable) when the tenant kept changing; backend errors.
 ///
 /// ```
-/// use schemas::tenant::{add_ftp_user, example_tenant, publish_tenant, remove_ftp_user};
-/// use kv_core::keyspace::TypedStore;
+/// use keyplane_schemas::tenant::{add_ftp_user, example_tenant, publish_tenant, remove_ftp_user};
+/// use keyplane_core::keyspace::TypedStore;
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// let tenant = example_tenant();
 /// publish_tenant(&typed, &tenant).await?;
 ///
@@ -49,7 +49,7 @@ pub(crate) fn contended(what: &str) -> Error {
 /// assert!(index.is_some());
 /// // Taken: by this tenant or any other.
 /// let err = add_ftp_user(&typed, &user).await.unwrap_err();
-/// assert_eq!(err.kind(), kv_core::ErrorKind::AlreadyExists);
+/// assert_eq!(err.kind(), keyplane_core::ErrorKind::AlreadyExists);
 ///
 /// assert!(remove_ftp_user(&typed, 1, "backup.ftp").await?);
 /// let index = typed.store().get(b"jxt/tenants/_index/ftp-user/backup.ftp").await?;

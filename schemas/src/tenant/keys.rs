@@ -8,7 +8,7 @@ use super::values::{
     CodeIndex, DatabaseConfig, FtpConfig, FtpUserIndex, HostIndex, NameIndex, StorageConfig,
     TenantMeta,
 };
-use kv_core::keyspace::{Json, Key, Keyspace, Prefix, Text};
+use keyplane_core::keyspace::{Json, Key, Keyspace, Prefix, Text};
 
 /// A JSON document whose shape the design document leaves open (common and platform
 /// configuration).

@@ -9,8 +9,8 @@ use super::model::{HostBinding, Tenant, invalid_segment};
 use super::segments::{FtpUsername, HostName, ServiceCode, TenantCode, TenantName};
 use super::snapshot::Snapshot;
 use super::values::{CodeIndex, DatabaseConfig, FtpUserIndex, HostIndex, NameIndex};
-use kv_core::Result;
-use kv_core::keyspace::TypedStore;
+use keyplane_core::Result;
+use keyplane_core::keyspace::TypedStore;
 
 /// The tenant with code `code`, from `_index/by-code/{code}`.
 ///
@@ -59,11 +59,11 @@ pub async fn tenant_by_ftp_user(
 /// `Codec` when the entry does not decode; backend errors.
 ///
 /// ```
-/// use schemas::tenant::{database_config, example_tenant, publish_tenant, ServiceCode};
-/// use kv_core::keyspace::TypedStore;
+/// use keyplane_schemas::tenant::{database_config, example_tenant, publish_tenant, ServiceCode};
+/// use keyplane_core::keyspace::TypedStore;
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// publish_tenant(&typed, &example_tenant()).await?;
 /// let query = ServiceCode::new("evidence-query").unwrap();
 /// assert_eq!(database_config(&typed, 1, &query).await?.unwrap().port, 3306);

@@ -3,8 +3,8 @@
 
 use super::segments::{FtpUsername, HostName, ServiceCode, TenantCode, TenantName};
 use super::values::{DatabaseConfig, FtpConfig, StorageConfig, TenantMeta};
-use kv_core::keyspace::SegmentError;
-use kv_core::{Error, Result};
+use keyplane_core::keyspace::SegmentError;
+use keyplane_core::{Error, Result};
 use std::collections::BTreeSet;
 
 /// A tenant's domains (§2.2.4). A domain that is not configured is `None` (or an empty

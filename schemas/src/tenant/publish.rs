@@ -6,8 +6,8 @@ use super::keys::{
 };
 use super::model::{Tenant, ValidTenant};
 use super::values::{CodeIndex, FtpUserIndex, HostIndex, NameIndex};
-use kv_core::keyspace::{Key, TxnRead, TypedStore, TypedTxn};
-use kv_core::{Error, ErrorKind, Result};
+use keyplane_core::keyspace::{Key, TxnRead, TypedStore, TypedTxn};
+use keyplane_core::{Error, ErrorKind, Result};
 
 impl ValidTenant<'_> {
     /// The code index entry.
@@ -87,21 +87,21 @@ struct Conflicts {
 /// # Errors
 /// `InvalidArgument` when [`Tenant::validate`] fails (nothing is sent); `TxnTooLarge` when
 /// the tenant needs more operations than the backend takes in one transaction
-/// ([`Capabilities::max_txn_ops`](kv_core::Capabilities::max_txn_ops)): it is never split;
+/// ([`Capabilities::max_txn_ops`](keyplane_core::Capabilities::max_txn_ops)): it is never split;
 /// `AlreadyExists` naming every key already taken; backend errors.
 ///
 /// ```
-/// use schemas::tenant::{example_tenant, publish_tenant, tenant_by_ftp_user, FtpUsername};
-/// use kv_core::keyspace::TypedStore;
+/// use keyplane_schemas::tenant::{example_tenant, publish_tenant, tenant_by_ftp_user, FtpUsername};
+/// use keyplane_core::keyspace::TypedStore;
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// publish_tenant(&typed, &example_tenant()).await?;
 /// let owner = tenant_by_ftp_user(&typed, &FtpUsername::new("sales_ftp").unwrap()).await?;
 /// assert_eq!(owner.unwrap().code, "default");
 ///
 /// let err = publish_tenant(&typed, &example_tenant()).await.unwrap_err();
-/// assert_eq!(err.kind(), kv_core::ErrorKind::AlreadyExists);
+/// assert_eq!(err.kind(), keyplane_core::ErrorKind::AlreadyExists);
 /// # Ok(())
 /// # }
 /// ```

@@ -4,8 +4,8 @@ use super::keys::{TenantDir, TenantKeyspace};
 use super::model::Domains;
 use super::segments::FtpUsername;
 use super::values::{DatabaseConfig, FtpConfig, StorageConfig, TenantMeta};
-use kv_core::keyspace::{Codec, Json, Keyspace, Prefix, Text};
-use kv_core::{Entry, Error, RangeOptions, Result, escape_bytes};
+use keyplane_core::keyspace::{Codec, Json, Keyspace, Prefix, Text};
+use keyplane_core::{Entry, Error, RangeOptions, Result, escape_bytes};
 
 /// Keys read per page of a tenant's directory.
 const PAGE: usize = 256;
@@ -33,7 +33,7 @@ fn decode<C: Codec + Default>(entry: &Entry) -> Result<C::Value> {
 
 impl Snapshot {
     /// Reads tenant `id`'s directory, page by page.
-    pub(crate) async fn read(store: &dyn kv_core::Store, id: u64) -> Result<Self> {
+    pub(crate) async fn read(store: &dyn keyplane_core::Store, id: u64) -> Result<Self> {
         let prefix = TenantDir { id }.encode();
         let mut snapshot = Snapshot::default();
         let mut opts = RangeOptions::prefix(prefix.as_bytes()).limit(PAGE);

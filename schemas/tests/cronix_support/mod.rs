@@ -3,9 +3,9 @@
 #![allow(dead_code)]
 
 use futures::StreamExt;
-use kv_core::keyspace::{Key, TypedStore};
-use kv_core::{Event, WatchOptions};
-use schemas::cronix::*;
+use keyplane_core::keyspace::{Key, TypedStore};
+use keyplane_core::{Event, WatchOptions};
+use keyplane_schemas::cronix::*;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -51,7 +51,7 @@ pub fn unique_lock() -> LockName {
 }
 
 /// Waits for a delete event on a raw watch of one key.
-pub async fn deleted(watch: &mut kv_core::WatchStream) {
+pub async fn deleted(watch: &mut keyplane_core::WatchStream) {
     tokio::time::timeout(PATIENCE, async {
         while let Some(batch) = watch.next().await {
             let batch = batch.expect("no watch error");
@@ -69,7 +69,7 @@ pub async fn deleted(watch: &mut kv_core::WatchStream) {
     .expect("a delete event in time");
 }
 
-pub async fn watch_key(store: &TypedStore, key: &impl Key) -> kv_core::WatchStream {
+pub async fn watch_key(store: &TypedStore, key: &impl Key) -> keyplane_core::WatchStream {
     let from = store.store().revision().await.unwrap() + 1;
     let opts = WatchOptions::key(key.encode()).from_revision(from);
     store.store().watch(opts).await.unwrap()

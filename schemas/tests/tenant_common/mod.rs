@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-use kv_core::{Entry, RangeOptions, Store};
-use schemas::tenant::{FtpConfig, HostBinding, Tenant, example_tenant};
+use keyplane_core::{Entry, RangeOptions, Store};
+use keyplane_schemas::tenant::{FtpConfig, HostBinding, Tenant, example_tenant};
 use std::hash::{BuildHasher, Hasher};
 
 /// A random number, different in every call and every process.

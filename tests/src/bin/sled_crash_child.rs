@@ -2,8 +2,8 @@
 //! store in `KV_SLED_CHILD_DIR` and, by `KV_SLED_CHILD_MODE`, either makes acknowledged writes
 //! until it is killed (`write`, `write-buffered`) or holds the store open (`hold`).
 
-use kv_core::{Compare, PutOptions, Store, Txn, TxnOp};
-use kv_sled::{Durability, SledConfig, SledStore};
+use keyplane_core::{Compare, PutOptions, Store, Txn, TxnOp};
+use keyplane_sled::{Durability, SledConfig, SledStore};
 use std::time::Duration;
 
 const DIR_VAR: &str = "KV_SLED_CHILD_DIR";

@@ -2,7 +2,7 @@
 
 use super::support::{EVENT_TIMEOUT, expect_kind, key, next_batch, put, root, snapshot};
 use futures::StreamExt;
-use kv_core::{
+use keyplane_core::{
     CollectionOp, Compare, Entry, Error, ErrorKind, LeaseId, PutOptions, Store, Txn, TxnOp,
     WatchOptions,
 };
@@ -236,7 +236,7 @@ pub async fn watch_from_compacted_revision_is_rejected(store: Arc<dyn Store>) {
 }
 
 /// `err` is `Compacted`, naming a compaction at `current` or later.
-fn expect_compacted_since(err: &kv_core::Error, current: i64) {
+fn expect_compacted_since(err: &keyplane_core::Error, current: i64) {
     let compact_revision = err
         .compact_revision()
         .unwrap_or_else(|| panic!("expected Compacted, got {err}"));

@@ -2,8 +2,8 @@
 //! lost answer that neither write twice nor undo another writer's newer write.
 
 use super::support::{key, put, root, snapshot};
-use kv_core::intercept::{Call, Intercepted, Interceptor};
-use kv_core::{BulkLoader, Error, ErrorKind, RangeOptions, Result, Store, async_trait};
+use keyplane_core::intercept::{Call, Intercepted, Interceptor};
+use keyplane_core::{BulkLoader, Error, ErrorKind, RangeOptions, Result, Store, async_trait};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -141,7 +141,7 @@ async fn load_in_doubt(
     root: &[u8],
     applied: bool,
     meddle: Meddle,
-) -> (kv_core::BulkReport, Vec<kv_core::Entry>) {
+) -> (keyplane_core::BulkReport, Vec<keyplane_core::Entry>) {
     let faulty = Intercepted::new(
         store.clone(),
         FirstTxnInDoubt {

@@ -1,7 +1,7 @@
 //! `Capabilities`: the limits a backend declares are real.
 
 use super::support::{expect_kind, key, put, root, snapshot};
-use kv_core::{ErrorKind, PutOptions, Retention, Store};
+use keyplane_core::{ErrorKind, PutOptions, Retention, Store};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! the transaction on every backend.
 
 use super::support::{b, key, put, root, run};
-use kv_core::{
+use keyplane_core::{
     CollectionKind as Kind, CollectionOp as Op, Compare, CompareOp, OpResult, Store, Txn, TxnOp,
 };
 use std::sync::Arc;
@@ -144,9 +144,9 @@ pub async fn collection_compares_pick_the_branch(store: Arc<dyn Store>) {
     assert!(!again.succeeded, "the member is there now");
     assert_eq!(
         again.results,
-        [OpResult::Collection(kv_core::CollectionResult::Contains(
-            true
-        ))]
+        [OpResult::Collection(
+            keyplane_core::CollectionResult::Contains(true)
+        )]
     );
     put(st, &plain, "w").await;
     let plain_fails = st.txn(guarded("b")).await.unwrap();

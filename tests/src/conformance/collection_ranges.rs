@@ -2,7 +2,7 @@
 //! distinct keys, counts, and no change for plain callers.
 
 use super::support::{all_pages, key, put, root, run};
-use kv_core::{CollectionKind as Kind, CollectionOp as Op, RangeOptions, Store};
+use keyplane_core::{CollectionKind as Kind, CollectionOp as Op, RangeOptions, Store};
 use std::sync::Arc;
 
 fn text(bytes: &[u8]) -> String {
@@ -175,7 +175,7 @@ async fn listing(store: &dyn Store, opts: RangeOptions) -> (Listing, i64) {
 /// or member by member), a delete and a rewrite in one transaction, and collections created
 /// later; whole or in pages of two, and counted.
 pub async fn collection_listings_at_a_past_revision(store: Arc<dyn Store>) {
-    use kv_core::{Txn, TxnOp};
+    use keyplane_core::{Txn, TxnOp};
     let root = root();
     let st = &*store;
     let k = |s: &str| key(&root, s);

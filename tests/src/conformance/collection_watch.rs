@@ -3,7 +3,7 @@
 //! resumable, and exact enough to replay every collection from an earlier read.
 
 use super::support::{b, key, next_batch, put, rel, root, run};
-use kv_core::{
+use keyplane_core::{
     CollectionChange as Change, CollectionKind as Kind, CollectionOp as Op, CollectionResult,
     CollectionValue, Event, Store, Txn, TxnOp, WatchBatch, WatchOptions, WatchStream,
 };

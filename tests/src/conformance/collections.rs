@@ -3,7 +3,7 @@
 use super::support::{
     b, expect_kind, expect_quiet, key, names, next_batch, put, root, run, snapshot,
 };
-use kv_core::{
+use keyplane_core::{
     CollectionOp as Op, CollectionResult as R, Compare, ErrorKind, Event, OpResult, RangeOptions,
     Store, Txn, TxnOp, WatchOptions,
 };
@@ -133,7 +133,7 @@ pub async fn set_scan_pages_cover_the_set(store: Arc<dyn Store>) {
         }
     }
     assert!(after.is_none(), "the scan did not finish");
-    if store.capabilities().collections == kv_core::Support::Emulated {
+    if store.capabilities().collections == keyplane_core::Support::Emulated {
         assert_eq!(
             seen, all,
             "ordered backends return each member once, in order"

@@ -3,7 +3,7 @@
 //!
 //! Point reads, compares, deletes, prefix deletes and transactions see foreign keys at once
 //! on every backend. Ranges and watches see them once the backend has brought them into its
-//! index and history ([`ForeignWrites`](kv_core::ForeignWrites)); the cases call
+//! index and history ([`ForeignWrites`](keyplane_core::ForeignWrites)); the cases call
 //! [`RawWriter::settle`] for that, which is a no-op where foreign writes are immediate.
 //!
 //! Each case is a public `async fn(Arc<dyn Store>, Arc<dyn RawWriter>)` that panics on a
@@ -12,7 +12,7 @@
 
 use super::support::{collect_pages, key, names, put, rel, root};
 use futures::StreamExt;
-use kv_core::{
+use keyplane_core::{
     Compare, CompareOp, Event, OpResult, RangeOptions, Store, Txn, TxnOp, WatchOptions,
     WatchStream, async_trait, escape_bytes,
 };
@@ -45,14 +45,14 @@ pub trait RawWriter: Send + Sync {
 /// running.
 ///
 /// ```no_run
-/// use kv_core::Store;
-/// use kv_tests::conformance::foreign::RawWriter;
+/// use keyplane_core::Store;
+/// use keyplane_tests::conformance::foreign::RawWriter;
 /// use std::sync::Arc;
 ///
 /// async fn setup() -> Option<(Arc<dyn Store>, Arc<dyn RawWriter>)> {
 ///     None // a store and a raw client writing to the same server
 /// }
-/// kv_tests::foreign_suite!(setup);
+/// keyplane_tests::foreign_suite!(setup);
 /// # fn main() {}
 /// ```
 #[macro_export]
@@ -88,7 +88,7 @@ async fn raw_value(raw: &dyn RawWriter, key: &[u8]) -> Vec<u8> {
 }
 
 /// Runs `txn` and panics on an error.
-async fn run(store: &dyn Store, txn: Txn) -> kv_core::TxnResponse {
+async fn run(store: &dyn Store, txn: Txn) -> keyplane_core::TxnResponse {
     let text = format!("{txn:?}");
     store
         .txn(txn)

@@ -1,7 +1,7 @@
-//! Locks ([`kv_core::Lock`]): mutual exclusion, hand-over, release on lease loss, fencing.
+//! Locks ([`keyplane_core::Lock`]): mutual exclusion, hand-over, release on lease loss, fencing.
 
 use super::support::{EVENT_TIMEOUT, key, root};
-use kv_core::{Compare, CompareOp, LeaseId, LeaseKeeper, Lock, LockGuard, Store, Txn, TxnOp};
+use keyplane_core::{Compare, CompareOp, LeaseId, LeaseKeeper, Lock, LockGuard, Store, Txn, TxnOp};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -123,7 +123,7 @@ pub async fn lock_released_when_lease_revoked(store: Arc<dyn Store>) {
     assert!(!holder.is_lost());
     store.lease_revoke(holder_lease).await.unwrap();
     let err = within("lost() after the revoke", holder.lost()).await;
-    assert_eq!(err.kind(), kv_core::ErrorKind::LockLost);
+    assert_eq!(err.kind(), keyplane_core::ErrorKind::LockLost);
     assert!(holder.is_lost());
     let next = within("the waiter acquiring", waiter)
         .await
@@ -217,11 +217,11 @@ pub async fn lock_rejects_bad_leases(store: Arc<dyn Store>) {
     let revoked = lease(&store, Duration::from_secs(30)).await;
     store.lease_revoke(revoked).await.unwrap();
     let err = lock.lock(revoked).await.unwrap_err();
-    assert_eq!(err.kind(), kv_core::ErrorKind::LeaseNotFound, "{err}");
+    assert_eq!(err.kind(), keyplane_core::ErrorKind::LeaseNotFound, "{err}");
     let held = keeper(&store).await;
     let guard = lock.lock(held.id()).await.unwrap();
     let err = lock.try_lock(held.id()).await.unwrap_err();
-    assert_eq!(err.kind(), kv_core::ErrorKind::AlreadyExists, "{err}");
+    assert_eq!(err.kind(), keyplane_core::ErrorKind::AlreadyExists, "{err}");
     let keys = super::support::snapshot(&*store, &root).await;
     assert_eq!(
         super::support::names(&root, &keys).len(),
@@ -236,7 +236,7 @@ pub async fn lock_rejects_bad_leases(store: Arc<dyn Store>) {
     assert!(super::support::snapshot(&*store, &root).await.is_empty());
     assert_eq!(
         Lock::new(store.clone(), "").unwrap_err().kind(),
-        kv_core::ErrorKind::InvalidKey
+        keyplane_core::ErrorKind::InvalidKey
     );
 }
 
@@ -249,7 +249,7 @@ pub async fn lock_waiters_acquire_in_order(store: Arc<dyn Store>) {
     let holder_keeper = keeper(&store).await;
     let holder = lock.lock(holder_keeper.id()).await.unwrap();
     let mut queued = store
-        .watch(kv_core::WatchOptions::prefix(key(&root, "lock/")))
+        .watch(keyplane_core::WatchOptions::prefix(key(&root, "lock/")))
         .await
         .unwrap();
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -266,7 +266,10 @@ pub async fn lock_waiters_acquire_in_order(store: Arc<dyn Store>) {
         });
         // Wait until this waiter's key is in the queue before starting the next one.
         let batch = super::support::next_batch(&mut queued).await;
-        assert!(matches!(batch.events[..], [kv_core::Event::Put { .. }]));
+        assert!(matches!(
+            batch.events[..],
+            [keyplane_core::Event::Put { .. }]
+        ));
     }
     holder.unlock().await.unwrap();
     for (expected, waiter) in keepers.iter().enumerate() {

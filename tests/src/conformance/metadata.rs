@@ -2,7 +2,7 @@
 //! create/mod revision and version rules.
 
 use super::support::{describe_batch, expect_quiet, key, next_batch, put, root};
-use kv_core::{Compare, OpResult, Store, Txn, TxnOp, WatchOptions};
+use keyplane_core::{Compare, OpResult, Store, Txn, TxnOp, WatchOptions};
 use std::sync::Arc;
 
 /// Every write transaction bumps the revision once: all its writes share that revision (a read

@@ -16,10 +16,10 @@
 //! `#[test]` per case:
 //!
 //! ```no_run
-//! async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
-//!     Some(std::sync::Arc::new(kv_mem::MemStore::new()))
+//! async fn mem_store() -> Option<std::sync::Arc<dyn keyplane_core::Store>> {
+//!     Some(std::sync::Arc::new(keyplane_mem::MemStore::new()))
 //! }
-//! kv_tests::conformance_suite!(mem_store);
+//! keyplane_tests::conformance_suite!(mem_store);
 //! # fn main() {}
 //! ```
 
@@ -98,19 +98,19 @@ pub fn run_case<F: Future<Output = ()> + Send + 'static>(name: &str, case: F) {
 /// Expands to one `#[test]` per conformance case, each running the case on the store returned
 /// by `factory`.
 ///
-/// `factory` is a path to an `async fn() -> Option<Arc<dyn kv_core::Store>>`, called once per
+/// `factory` is a path to an `async fn() -> Option<Arc<dyn keyplane_core::Store>>`, called once per
 /// case inside the case's runtime (a multi-threaded tokio runtime with two workers). It returns
 /// `None` when the backend is unavailable, after printing a SKIP line; the case then passes
 /// without running. Cases are named after the functions in [`conformance`](crate::conformance),
 /// so `cargo test --test mem_conformance txn_compare_version` runs one case. To keep the cases' names
 /// apart from a file's own tests, invoke the macro inside a module
-/// (`mod conformance { kv_tests::conformance_suite!(super::store); }`).
+/// (`mod conformance { keyplane_tests::conformance_suite!(super::store); }`).
 ///
 /// ```no_run
-/// async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
-///     Some(std::sync::Arc::new(kv_mem::MemStore::new()))
+/// async fn mem_store() -> Option<std::sync::Arc<dyn keyplane_core::Store>> {
+///     Some(std::sync::Arc::new(keyplane_mem::MemStore::new()))
 /// }
-/// kv_tests::conformance_suite!(mem_store);
+/// keyplane_tests::conformance_suite!(mem_store);
 /// # fn main() {}
 /// ```
 #[macro_export]

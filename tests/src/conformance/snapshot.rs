@@ -2,7 +2,7 @@
 //! revision of the first page.
 
 use super::support::{all_pages, expect_kind, key, put, root};
-use kv_core::{Entry, ErrorKind, RangeOptions, Store};
+use keyplane_core::{Entry, ErrorKind, RangeOptions, Store};
 use std::sync::Arc;
 
 fn pairs(entries: &[Entry]) -> Vec<(String, String)> {
@@ -58,7 +58,7 @@ pub async fn range_at_a_past_revision(store: Arc<dyn Store>) {
         [(s(&a), String::new()), (s(&b), String::new())]
     );
     let one = st
-        .range(RangeOptions::new(kv_core::KeyRange::Key(b.clone())).at_revision(r2))
+        .range(RangeOptions::new(keyplane_core::KeyRange::Key(b.clone())).at_revision(r2))
         .await
         .unwrap();
     assert_eq!(pairs(&one.entries), [(s(&b), "2".into())]);

@@ -1,7 +1,7 @@
 //! Transactions: every compare target and operator, both branches and their results.
 
 use super::support::{key, names, put, root, snapshot};
-use kv_core::{Compare, CompareOp, CompareTarget, OpResult, PutOptions, Store, Txn, TxnOp};
+use keyplane_core::{Compare, CompareOp, CompareTarget, OpResult, PutOptions, Store, Txn, TxnOp};
 use std::sync::Arc;
 use std::time::Duration;
 

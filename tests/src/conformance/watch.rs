@@ -3,7 +3,7 @@
 
 use super::bad_input::watch_error;
 use super::support::{describe_batch, expect_quiet, key, next_batch, put, root};
-use kv_core::{Event, Store, Txn, TxnOp, WatchBatch, WatchOptions, WatchStream};
+use keyplane_core::{Event, Store, Txn, TxnOp, WatchBatch, WatchOptions, WatchStream};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -290,7 +290,7 @@ pub async fn watch_prefix_isolation(store: Arc<dyn Store>) {
 /// An interval watch sees exactly the keys in `[start, end)`.
 pub async fn watch_interval(store: Arc<dyn Store>) {
     let root = root();
-    let range = kv_core::KeyRange::Interval {
+    let range = keyplane_core::KeyRange::Interval {
         start: key(&root, "b"),
         end: Some(key(&root, "d")),
     };

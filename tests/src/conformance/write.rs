@@ -1,7 +1,7 @@
 //! Writes: `put` with a previous value, `delete` and `delete_prefix`.
 
 use super::support::{key, names, next_batch, put, root, snapshot};
-use kv_core::{PutOptions, Store, WatchOptions};
+use keyplane_core::{PutOptions, Store, WatchOptions};
 use std::sync::Arc;
 
 /// `put` with `prev` returns the previous entry (none for a new key); without it, none.

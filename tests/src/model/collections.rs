@@ -6,7 +6,7 @@
 //! Set scans are left out: their page boundaries are backend-specific.
 
 use super::ops::{Bytes, value};
-use kv_core::{CollectionOp, CollectionResult};
+use keyplane_core::{CollectionOp, CollectionResult};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 

@@ -2,7 +2,7 @@
 
 use super::ops::{Bytes, Cmp, LeaseRef, Op, Span, Target, TxnStep};
 use super::outcome::{Outcome, Page, Seen, StepResult, lease_index, ordinal, revision};
-use kv_core::{
+use keyplane_core::{
     Compare, CompareTarget, Entry, KeyRange, LeaseId, OpResult, PutOptions, RangeOptions, Result,
     Store, Txn, TxnOp,
 };
@@ -246,7 +246,7 @@ impl Exec {
         &self,
         revision: Option<i64>,
         page: Option<usize>,
-    ) -> Result<(i64, Vec<Entry>, Vec<kv_core::CollectionEntry>)> {
+    ) -> Result<(i64, Vec<Entry>, Vec<keyplane_core::CollectionEntry>)> {
         let mut opts = RangeOptions::prefix(&self.root).with_collections();
         opts.limit = page;
         if let Some(revision) = revision {
@@ -256,8 +256,8 @@ impl Exec {
         loop {
             let result = self.store.range(opts.clone()).await?;
             if *read_at.get_or_insert(result.revision) != result.revision {
-                return Err(kv_core::Error::new(
-                    kv_core::ErrorKind::Backend,
+                return Err(keyplane_core::Error::new(
+                    keyplane_core::ErrorKind::Backend,
                     "the pages of one listing read different revisions",
                 ));
             }
@@ -281,10 +281,10 @@ impl Exec {
 }
 
 /// The contract's kind for the model's kind letter (`s`, `m`, `l`).
-fn collection_kind(kind: u8) -> kv_core::CollectionKind {
+fn collection_kind(kind: u8) -> keyplane_core::CollectionKind {
     match kind {
-        b's' => kv_core::CollectionKind::Set,
-        b'm' => kv_core::CollectionKind::Map,
-        _ => kv_core::CollectionKind::List,
+        b's' => keyplane_core::CollectionKind::Set,
+        b'm' => keyplane_core::CollectionKind::Map,
+        _ => keyplane_core::CollectionKind::List,
     }
 }

@@ -14,12 +14,12 @@
 //! Any backend's test file runs it with [`check`]:
 //!
 //! ```no_run
-//! async fn mem_store() -> Option<std::sync::Arc<dyn kv_core::Store>> {
-//!     Some(std::sync::Arc::new(kv_mem::MemStore::new()))
+//! async fn mem_store() -> Option<std::sync::Arc<dyn keyplane_core::Store>> {
+//!     Some(std::sync::Arc::new(keyplane_mem::MemStore::new()))
 //! }
 //! #[test]
 //! fn model() {
-//!     kv_tests::model::check(mem_store, 256);
+//!     keyplane_tests::model::check(mem_store, 256);
 //! }
 //! # fn main() {}
 //! ```
@@ -36,7 +36,7 @@ pub use ops::{Bytes, Cmp, LeaseRef, Op, RevRef, Span, Target, TxnStep, op, seque
 pub use outcome::{Outcome, Page, Seen, StepResult};
 pub use reference::Model;
 
-use kv_core::Store;
+use keyplane_core::Store;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use std::future::Future;
 use std::sync::Arc;
@@ -138,7 +138,7 @@ pub async fn run_sequence(store: Arc<dyn Store>, ops: &[Op]) -> Result<(), TestC
             // `Compacted` leaves nothing to compare.
             if again
                 .as_ref()
-                .is_err_and(|e| matches!(e.kind(), kv_core::ErrorKind::Compacted { .. }))
+                .is_err_and(|e| matches!(e.kind(), keyplane_core::ErrorKind::Compacted { .. }))
             {
                 continue;
             }

@@ -7,7 +7,7 @@
 //! on the store and on the model, and still does after shrinking.
 
 use super::collections::{Coll, coll};
-use kv_core::CompareOp;
+use keyplane_core::CompareOp;
 use proptest::prelude::*;
 use std::fmt;
 
@@ -17,7 +17,7 @@ pub struct Bytes(pub Vec<u8>);
 
 impl fmt::Debug for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", kv_core::escape_bytes(&self.0))
+        write!(f, "\"{}\"", keyplane_core::escape_bytes(&self.0))
     }
 }
 

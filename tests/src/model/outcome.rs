@@ -3,7 +3,7 @@
 //! leases as the ordinal of their grant.
 
 use super::ops::{Bytes, LeaseRef, RevRef};
-use kv_core::{CollectionResult, ErrorKind};
+use keyplane_core::{CollectionResult, ErrorKind};
 
 /// An entry as observed.
 #[derive(Clone, Debug, PartialEq, Eq)]

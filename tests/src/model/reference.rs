@@ -4,7 +4,7 @@
 use super::collections::{Collections, Touch};
 use super::ops::{Bytes, Cmp, Op, Span, Target, TxnStep};
 use super::outcome::{Outcome, Page, Seen, StepResult, lease_index, ordinal, revision};
-use kv_core::{CompareOp, ErrorKind};
+use keyplane_core::{CompareOp, ErrorKind};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug)]

@@ -10,7 +10,7 @@ use std::fmt;
 /// read: at most `limit` raw keys, after a continuation.
 ///
 /// ```
-/// use kv_core::keyspace::ListOptions;
+/// use keyplane_core::keyspace::ListOptions;
 /// let first = ListOptions::limit(100);
 /// assert_eq!(first.page_limit(), 100);
 /// ```
@@ -101,7 +101,7 @@ impl TypedStore {
     /// needs state this typed store was not given; backend errors.
     ///
     /// ```
-    /// use kv_core::keyspace::{Key, ListOptions, Prefix, Text, TypedStore};
+    /// use keyplane_core::keyspace::{Key, ListOptions, Prefix, Text, TypedStore};
     ///
     /// #[derive(Key, Debug, Clone, PartialEq)]
     /// #[kv(template = "jxt/tenants/{id}/users/{user}", value = Text)]
@@ -112,8 +112,8 @@ impl TypedStore {
     /// struct UsersDir { id: u64 }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
     /// for (id, user) in [(1, 1), (1, 2), (1, 3), (10, 1)] {
     ///     typed.put(&UserKey { id, user }, &format!("user {user} of {id}")).await?;
     /// }

@@ -43,10 +43,10 @@ pub type ValueOf<K> = <<K as Key>::Value as Codec>::Value;
 /// Cheap to clone; clones share the store and the codec state.
 ///
 /// ```
-/// use kv_core::keyspace::{Json, Key, TypedStore};
+/// use keyplane_core::keyspace::{Json, Key, TypedStore};
 /// use std::sync::Arc;
 ///
-/// kv_core::text_segment!(pub Service, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
+/// keyplane_core::text_segment!(pub Service, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
 ///
 /// #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 /// #[serde(rename_all = "camelCase")]
@@ -57,8 +57,8 @@ pub type ValueOf<K> = <<K as Key>::Value as Codec>::Value;
 /// struct TenantDatabaseKey { id: u64, service: Service }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
 /// let key = TenantDatabaseKey { id: 7, service: Service::new("mysql").unwrap() };
 /// let config = DatabaseConfig { host: "10.0.0.5".into(), max_connections: 20 };
 ///

@@ -31,15 +31,15 @@ pub(super) enum Branch {
 /// key exists.
 ///
 /// ```
-/// use kv_core::keyspace::{Key, Text, TypedStore};
+/// use keyplane_core::keyspace::{Key, Text, TypedStore};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "/Cronix/lock/{job}", value = Text)]
 /// struct JobLockKey { job: u64 }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// let lock = JobLockKey { job: 1 };
 ///
 /// let mut txn = typed.txn();
@@ -153,7 +153,7 @@ impl TypedTxn {
     /// apply to the whole transaction.
     ///
     /// ```
-    /// use kv_core::keyspace::{Key, Text, TypedStore};
+    /// use keyplane_core::keyspace::{Key, Text, TypedStore};
     ///
     /// #[derive(Key, Debug, Clone, PartialEq)]
     /// #[kv(template = "jobs/{job}/owner", value = Text)]
@@ -163,8 +163,8 @@ impl TypedTxn {
     /// struct Contended { job: u64 }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
     /// let claim = |worker: &str| {
     ///     let mut txn = typed.txn();
     ///     txn.create(&Owner { job: 7 }, &worker.to_string())
@@ -329,15 +329,15 @@ impl TypedTxn {
     /// Sends the transaction and leaves the builder empty, so that a chain ends with it:
     ///
     /// ```
-    /// use kv_core::keyspace::{Key, Text, TypedStore};
+    /// use keyplane_core::keyspace::{Key, Text, TypedStore};
     ///
     /// #[derive(Key, Debug, Clone, PartialEq)]
     /// #[kv(template = "cfg/{id}", value = Text)]
     /// struct CfgKey { id: u64 }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
     /// let (a, b) = (CfgKey { id: 1 }, CfgKey { id: 2 });
     /// typed.txn().create(&a, &"1".to_string()).put(&b, &"2".to_string()).commit().await?;
     /// assert!(typed.exists(&b).await?);

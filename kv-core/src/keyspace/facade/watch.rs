@@ -179,7 +179,7 @@ impl TypedStore {
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use kv_core::keyspace::{Key, Prefix, Text, TypedEvent, TypedStore};
+    /// use keyplane_core::keyspace::{Key, Prefix, Text, TypedEvent, TypedStore};
     ///
     /// #[derive(Key, Debug, Clone, PartialEq)]
     /// #[kv(template = "/registry/{group}/{instance}", value = Text)]
@@ -190,8 +190,8 @@ impl TypedStore {
     /// struct GroupDir { group: u64 }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
     /// let from = typed.store().revision().await? + 1;
     /// let mut watch = typed.watch(&GroupDir { group: 1 }, Some(from)).await?;
     ///
@@ -203,7 +203,7 @@ impl TypedStore {
     ///     TypedEvent::Put { key: InstanceKey { instance: 9, .. }, value } if value.value == "up"));
     /// let batch = watch.next().await.unwrap()?;
     /// assert!(matches!(&batch.events[0], TypedEvent::Unreadable { error, .. }
-    ///     if error.kind() == kv_core::ErrorKind::InvalidKey));
+    ///     if error.kind() == keyplane_core::ErrorKind::InvalidKey));
     /// # Ok(())
     /// # }
     /// ```

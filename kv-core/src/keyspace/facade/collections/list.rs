@@ -9,15 +9,15 @@ use std::fmt;
 /// A typed list at a key (Redis LIST; one key per item on ordered backends).
 ///
 /// ```
-/// use kv_core::keyspace::{Key, SegmentCodec, TypedStore};
+/// use keyplane_core::keyspace::{Key, SegmentCodec, TypedStore};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "bal:group:{group}:active", list = SegmentCodec<u64>)]
 /// struct ActiveKeys { group: u64 }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// let active = typed.list_at(&ActiveKeys { group: 1 });
 /// for id in [11, 12] {
 ///     active.push(&id).await?;

@@ -9,15 +9,15 @@ use std::fmt;
 /// A typed map at a key (Redis HASH; one key per field on ordered backends).
 ///
 /// ```
-/// use kv_core::keyspace::{Key, Text, TypedStore};
+/// use keyplane_core::keyspace::{Key, Text, TypedStore};
 ///
 /// #[derive(Key, Debug, Clone, PartialEq)]
 /// #[kv(template = "bal:key:{id}", hash = Text)]
 /// struct ApiKeyObject { id: u64 }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// let object = typed.map_at(&ApiKeyObject { id: 3 });
 /// object.put(&"status".to_string(), &"active".to_string()).await?;
 /// assert_eq!(object.get(&"status".to_string()).await?.as_deref(), Some("active"));

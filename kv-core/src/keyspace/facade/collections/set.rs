@@ -11,9 +11,9 @@ use std::fmt;
 /// A typed set at a key (Redis SET; one key per member on ordered backends).
 ///
 /// ```
-/// use kv_core::keyspace::{Key, SegmentCodec, TypedStore};
+/// use keyplane_core::keyspace::{Key, SegmentCodec, TypedStore};
 ///
-/// kv_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
+/// keyplane_core::text_segment!(pub Code, charset = "[a-z0-9_-]", max_len = 63, policy = Reject);
 ///
 /// /// The profiles of a realm and provider: a set of profile codes.
 /// #[derive(Key, Debug, Clone, PartialEq)]
@@ -21,8 +21,8 @@ use std::fmt;
 /// struct ProfileMapKey { realm: Code, provider: Code }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> kv_core::Result<()> {
-/// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// let code = |s: &str| Code::new(s).unwrap();
 /// let profiles = typed.set_at(&ProfileMapKey { realm: code("prod"), provider: code("wx") });
 /// assert!(profiles.add(&code("p1")).await?);
@@ -138,15 +138,15 @@ impl<C: Codec> SetHandle<C> {
     /// one).
     ///
     /// ```
-    /// use kv_core::keyspace::{Key, ListOptions, Text, TypedStore};
+    /// use keyplane_core::keyspace::{Key, ListOptions, Text, TypedStore};
     ///
     /// #[derive(Key, Debug, Clone, PartialEq)]
     /// #[kv(template = "bal:pool:{id}", set = Text)]
     /// struct PoolKey { id: u64 }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> kv_core::Result<()> {
-    /// let typed = TypedStore::new(std::sync::Arc::new(kv_mem::MemStore::new()));
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
     /// let pool = typed.set_at(&PoolKey { id: 1 });
     /// for member in ["a", "b", "c"] {
     ///     pool.add(&member.to_string()).await?;
