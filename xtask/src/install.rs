@@ -21,8 +21,10 @@ impl Tool {
     /// Where the tool is, when it is there whole (binary and companion).
     fn locate(&self) -> Option<PathBuf> {
         let bin = find(self.bin)?;
+        // Beside the real binary: a link on PATH points into another directory.
+        let real = bin.canonicalize().ok()?;
         match self.companion {
-            Some(rel) if !bin.parent()?.join(rel).is_file() => None,
+            Some(rel) if !real.parent()?.join(rel).is_file() => None,
             _ => Some(bin),
         }
     }
@@ -55,27 +57,59 @@ pub const SERVERS: [Tool; 2] = [
 ];
 
 /// The `PROTOC` to give the cargo commands xtask runs: `None` when the environment's
-/// `PROTOC` or a `protoc` on `PATH` serves (after installing it where that is possible),
-/// else the one shipped by the `protoc-bin-vendored` crate, with a warning that plain cargo
-/// commands still lack one.
+/// `PROTOC` or a `protoc` on `PATH` serves. A missing one is installed from the
+/// distribution's packages where that is possible (root on Debian or Ubuntu), else linked from
+/// the `protoc-bin-vendored` crate into cargo's own `bin` directory when that is on `PATH`;
+/// failing both, the vendored one is handed to xtask's cargo commands only, with the command
+/// that would serve plain cargo too.
 pub fn protoc() -> Result<Option<String>, String> {
     if let Ok(path) = std::env::var("PROTOC")
         && Path::new(&path).is_file()
     {
         return Ok(None);
     }
-    if ensure(&[PROTOC]).is_ok() && on_path(PROTOC.bin).is_some_and(|p| Some(p) == PROTOC.locate())
-    {
+    let usable = || on_path(PROTOC.bin).is_some_and(|p| Some(p) == PROTOC.locate());
+    if usable() || (ensure(&[PROTOC]).is_ok() && usable()) {
         return Ok(None);
     }
-    let path = protoc_bin_vendored::protoc_bin_path()
+    let vendored = protoc_bin_vendored::protoc_bin_path()
         .map_err(|e| format!("no vendored protoc for this platform: {e}; set PROTOC"))?;
+    if link_into_cargo_bin(&vendored).is_some() && usable() {
+        return Ok(None);
+    }
     eprintln!(
         "xtask: no protoc on PATH; using the vendored one for this command only. Plain cargo \
          commands that build keyplane-etcd need one: {}",
         install_hint(&[PROTOC])
     );
-    Ok(Some(path.display().to_string()))
+    Ok(Some(vendored.display().to_string()))
+}
+
+/// Links `vendored` (whose `include` directory holds the well-known types, beside its own
+/// `bin`) as `protoc` in `$CARGO_HOME/bin` when that directory is on `PATH` and has no
+/// `protoc` yet; the link's path.
+fn link_into_cargo_bin(vendored: &Path) -> Option<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    let bin = home.join("bin");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if !std::env::split_paths(&path).any(|dir| dir == bin) {
+        return None;
+    }
+    let link = bin.join(PROTOC.bin);
+    if link.exists() {
+        return None;
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(vendored, &link).ok()?;
+    #[cfg(not(unix))]
+    return None;
+    eprintln!(
+        "xtask: linked {} to the protoc of the protoc-bin-vendored crate",
+        link.display()
+    );
+    Some(link)
 }
 
 fn on_path(name: &str) -> Option<PathBuf> {

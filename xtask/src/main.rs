@@ -9,8 +9,9 @@
 //! Each command first makes sure what it needs is there. The programs come from the
 //! distribution's packages (`protobuf-compiler`, `etcd-server`, `redis-server`), installed with
 //! apt-get when running as root on Debian or Ubuntu; otherwise the exact command to run is
-//! printed. Where no `protoc` can be installed, the commands xtask runs itself use the one of
-//! the `protoc-bin-vendored` crate (passed to cargo as `PROTOC`).
+//! printed. Where no `protoc` can be installed, the one of the `protoc-bin-vendored` crate is
+//! linked into `$CARGO_HOME/bin` when that is on `PATH`, and failing that is handed to the
+//! commands xtask runs itself (as `PROTOC`).
 
 mod install;
 
@@ -60,11 +61,15 @@ fn cargo(protoc: &Option<String>) -> Command {
 /// Installs what plain cargo commands (`protoc`) and the tests (`etcd`, `redis-server`)
 /// need, and says where each is.
 fn setup() -> Result<(), String> {
+    let protoc = install::protoc();
+    let servers = install::ensure(&install::SERVERS);
     let mut tools = vec![install::PROTOC];
     tools.extend(install::SERVERS);
-    let result = install::ensure(&tools);
     install::report(&tools);
-    result?;
+    servers?;
+    if protoc?.is_some() {
+        return Err("no protoc on PATH for plain cargo commands (see above)".into());
+    }
     eprintln!("xtask: ready: cargo build, cargo test -p CRATE and cargo clippy work as they are");
     Ok(())
 }
