@@ -14,6 +14,7 @@ mod keeper;
 pub mod keyspace;
 mod lease;
 mod lock;
+pub mod mirror;
 mod range;
 pub mod raw;
 mod store;
@@ -32,6 +33,10 @@ pub use keeper::LeaseKeeper;
 pub use keyspace::{Key, Keyspace, Prefix, Segment, Separator};
 pub use lease::{LeaseGrant, LeaseInfo};
 pub use lock::{Lock, LockGuard};
+pub use mirror::{
+    Mirror, MirrorBatch, MirrorBuilder, MirrorCause, MirrorHealth, MirrorSnapshot,
+    MirrorSubscription,
+};
 pub use range::{CollectionEntry, Continuation, KeyRange, RangeOptions, RangeResult};
 pub use store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};

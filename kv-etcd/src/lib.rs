@@ -6,7 +6,6 @@ mod config;
 mod core;
 mod error;
 mod lease;
-mod mirror;
 mod range;
 mod store;
 mod txn;
@@ -15,5 +14,4 @@ mod watch;
 #[cfg(feature = "tls")]
 pub use config::EtcdTlsConfig;
 pub use config::{DEFAULT_MAX_TXN_OPS, DEFAULT_MAX_VALUE_BYTES, EtcdConfig};
-pub use mirror::PrefixMirror;
 pub use store::EtcdStore;

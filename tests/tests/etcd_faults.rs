@@ -2,8 +2,9 @@
 //! watch, compaction past a watcher, and the op limit checked before anything is sent.
 
 use futures::StreamExt;
+use keyplane_core::keyspace::{Bytes, Key, Prefix, TypedStore};
 use keyplane_core::{ErrorKind, Event, PutOptions, RangeOptions, Store, Txn, TxnOp, WatchOptions};
-use keyplane_etcd::{EtcdConfig, EtcdStore, PrefixMirror};
+use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_tests::harness::{EtcdCluster, EtcdServer, key_root};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -201,6 +202,28 @@ async fn watch_survives_each_member_being_killed_and_restarted() {
     assert_eq!(replay, state(&writer, &root).await);
 }
 
+keyplane_core::text_segment!(
+    FaultRoot,
+    charset = "[a-z0-9-]",
+    max_len = 63,
+    policy = Reject
+);
+keyplane_core::text_segment!(Digits, charset = "[0-9]", max_len = 4, policy = Reject);
+
+/// `{root}/{nn}`: the keys the compaction case writes.
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "{root}/{id}", value = Bytes)]
+struct FaultKey {
+    root: FaultRoot,
+    id: Digits,
+}
+
+#[derive(Prefix, Debug, Clone, PartialEq)]
+#[kv(template = "{root}/", key = FaultKey)]
+struct FaultDir {
+    root: FaultRoot,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_past_a_watcher_is_reported_and_the_mirror_recovers() {
     let Some(mut cluster) = block_in_place(|| EtcdCluster::start(3)) else {
@@ -218,12 +241,18 @@ async fn compaction_past_a_watcher_is_reported_and_the_mirror_recovers() {
             .await
             .unwrap();
     }
-    let mut mirror = PrefixMirror::start(observer.clone(), &root).await.unwrap();
+    let dir = FaultDir {
+        root: FaultRoot::new(root.trim_end_matches('/')).unwrap(),
+    };
+    let mirror = TypedStore::new(observer.clone())
+        .mirror(&dir)
+        .unwrap()
+        .start()
+        .await
+        .unwrap();
     let mut watch = observer.watch(WatchOptions::prefix(&root)).await.unwrap();
     let before = writer.revision().await.unwrap();
-    while mirror.revision() < before {
-        mirror.next().await.unwrap();
-    }
+    mirror.wait_for(before).await.unwrap();
 
     // While member 0 is down, the others move on and compact past the watchers' position.
     block_in_place(|| cluster.kill(0));
@@ -260,13 +289,11 @@ async fn compaction_past_a_watcher_is_reported_and_the_mirror_recovers() {
     assert_eq!(err.compact_revision(), Some(compacted), "{err}");
     assert!(watch.next().await.is_none(), "Compacted is the last item");
 
-    while mirror.relists() == 0 || mirror.revision() < compacted {
-        mirror.next().await.unwrap();
-    }
-    let mirrored: BTreeMap<Vec<u8>, Vec<u8>> = mirror
-        .entries()
+    let view = mirror.wait_for(compacted).await.unwrap();
+    assert!(mirror.health().relists >= 1, "{:?}", mirror.health());
+    let mirrored: BTreeMap<Vec<u8>, Vec<u8>> = view
         .iter()
-        .map(|(k, e)| (k.clone(), e.value.clone()))
+        .map(|(k, v)| (k.encode().into_bytes(), v.value.clone()))
         .collect();
     assert_eq!(mirrored, state(&writer, &root).await);
     assert_eq!(mirrored.len(), 13);

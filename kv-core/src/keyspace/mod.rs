@@ -51,7 +51,7 @@ mod codec_segment;
 #[cfg(feature = "encryption")]
 mod encrypted;
 mod escape;
-mod facade;
+pub(crate) mod facade;
 mod hash_slot;
 #[cfg(feature = "proptest")]
 mod invariants;

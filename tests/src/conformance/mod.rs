@@ -7,7 +7,8 @@
 //! one shared server. The cases that compact ([`watch::watch_from_compacted_revision`],
 //! [`snapshot::range_at_compacted_revision_is_rejected`],
 //! [`bad_input::watch_from_compacted_revision_is_rejected`] and
-//! [`bad_input::compact_rejects_future_and_compacted_revisions`]) compact the whole server's
+//! [`bad_input::compact_rejects_future_and_compacted_revisions`],
+//! [`mirror::mirror_relists_once_after_compaction`]) compact the whole server's
 //! history, which could turn another case's watch from a past revision into `Compacted`; so
 //! they run alone: [`run_case`] gives them an exclusive lock that every other case of the test
 //! binary shares.
@@ -34,6 +35,7 @@ pub mod foreign;
 pub mod leases;
 pub mod locks;
 pub mod metadata;
+pub mod mirror;
 pub mod read;
 pub mod snapshot;
 pub mod txn;
@@ -47,8 +49,9 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 /// Cases that compact the server's history; they run alone (see [`run_case`]).
-const COMPACTING_CASES: [&str; 4] = [
+const COMPACTING_CASES: [&str; 5] = [
     "watch_from_compacted_revision",
+    "mirror_relists_once_after_compaction",
     "watch_from_compacted_revision_is_rejected",
     "compact_rejects_future_and_compacted_revisions",
     "range_at_compacted_revision_is_rejected",
@@ -173,6 +176,13 @@ macro_rules! conformance_suite {
             metadata::revision_bumps_once_per_write_txn,
             metadata::entry_metadata_evolves_like_etcd,
             metadata::read_only_txn_keeps_revision,
+            mirror::mirror_lists_then_follows_writes,
+            mirror::mirror_converges_under_concurrent_writers,
+            mirror::mirror_never_shows_half_a_transaction,
+            mirror::mirror_subscription_delivers_each_change_once,
+            mirror::mirror_waits_for_a_write_outside_its_range,
+            mirror::mirror_resync_finds_no_drift,
+            mirror::mirror_relists_once_after_compaction,
             read::get_missing_and_present,
             read::range_prefix_and_interval,
             read::range_limit_and_paging,

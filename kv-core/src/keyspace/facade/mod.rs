@@ -13,6 +13,7 @@ pub use list::{ListOptions, Page, Skipped};
 pub use txn::{TxnOutcome, TxnRead, TypedTxn};
 pub use txn_reads::CollectionRead;
 pub use watch::{TypedBatch, TypedEvent, TypedWatch};
+pub(crate) use watch::{common_root, parse_keyspace};
 
 use super::codec::{BuildCodec, Codec, CodecContext};
 use super::key::{Key, Prefix};
