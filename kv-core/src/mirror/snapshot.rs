@@ -86,6 +86,18 @@ impl<K, V> MirrorSnapshot<K, V> {
         self.items.values().map(|item| (&item.0, &item.1))
     }
 
+    /// The keys whose raw encoding starts with `prefix` (a directory), in key order.
+    pub fn iter_prefix<'a>(
+        &'a self,
+        prefix: &[u8],
+    ) -> impl Iterator<Item = (&'a K, &'a Versioned<V>)> + use<'a, K, V> {
+        let prefix = prefix.to_vec();
+        self.items
+            .range::<_, Vec<u8>>(prefix.clone()..)
+            .take_while(move |(raw, _)| raw.starts_with(&prefix))
+            .map(|(_, item)| (&item.0, &item.1))
+    }
+
     /// The keys of the range that did not parse or whose value did not decode, with the
     /// stored entry and the reason: reported, never dropped.
     pub fn unreadable(&self) -> impl Iterator<Item = (&Entry, &Error)> {

@@ -54,6 +54,7 @@ mod ftp;
 mod keys;
 mod lookup;
 mod model;
+mod provider;
 mod publish;
 mod segments;
 mod snapshot;
@@ -73,6 +74,7 @@ pub use lookup::{
     tenant_by_host, tenant_by_name,
 };
 pub use model::{Domains, HostBinding, Tenant, example_tenant};
+pub use provider::{TenantProvider, TenantValue, TenantView};
 pub use publish::publish_tenant;
 pub use segments::{
     FtpUsername, HostName, KNOWN_SERVICES, PlatformConfigName, ServiceCode, TenantCode, TenantName,
