@@ -355,7 +355,72 @@ async fn example_dataset(store: Arc<dyn Store>) {
     }
 }
 
+/// The live registry gives what `discover` reads from the store, follows status changes, and
+/// drops an instance whose lease expires; a service left without instances leaves it.
+async fn the_live_registry_agrees_with_discover(store: Arc<dyn Store>) {
+    let store = TypedStore::new(store);
+    let live = LiveRegistry::start(&store).await.unwrap();
+    let mut changes = live.mirror().subscribe();
+    let service = service(&store).await;
+    let (a, b) = (at(&service, 2, 11080), at(&service, 3, 11080));
+    let ra = register(&store, &a, &new_instance("2.0.0", Some(5)), LONG_TTL)
+        .await
+        .unwrap();
+    register(&store, &b, &new_instance("2.0.1", None), SHORT_TTL)
+        .await
+        .unwrap();
+    let agrees = |view: RegistryView| {
+        let store = store.clone();
+        let service = service.clone();
+        async move {
+            let found = discover(&store, &service).await.unwrap();
+            assert_eq!(view.instances(&service), found.instances);
+        }
+    };
+    let view = tokio::time::timeout(PATIENCE, live.wait_for(store.revision().await.unwrap()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.instances(&service).len(), 2);
+    assert!(view.services().contains(&service));
+    assert_eq!(view.service_info(&service).unwrap().description, "codes");
+    agrees(view).await;
+
+    let draining = InstanceStatus {
+        state: InstanceState::Draining,
+        since: 3,
+    };
+    let written = ra.set_status(&draining).await.unwrap();
+    let view = live.wait_for(written).await.unwrap();
+    assert_eq!(view.instances(&service)[0].status, Some(draining));
+    agrees(view).await;
+
+    // b's registration is dropped without deregistering: its lease expires.
+    let view = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let view = live.view();
+            if view.instances(&service).len() == 1 {
+                return view;
+            }
+            changes.next().await.expect("the mirror's changes");
+        }
+    })
+    .await
+    .expect("b's lease expiring");
+    assert_eq!(view.instances(&service)[0].id, a);
+
+    ra.deregister().await.unwrap();
+    let view = live
+        .wait_for(store.revision().await.unwrap())
+        .await
+        .unwrap();
+    assert!(view.instances(&service).is_empty());
+    assert!(!view.services().contains(&service));
+    agrees(view).await;
+}
+
 keyplane_tests::on_every_backend!(
+    the_live_registry_agrees_with_discover,
     register_discover_deregister,
     bad_input_writes_nothing,
     watch_sees_instances_come_and_go,

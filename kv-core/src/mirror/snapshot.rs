@@ -154,7 +154,16 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
     where
         K: Key,
     {
-        self.items.get(key.encode().as_bytes()).map(|item| &item.1)
+        thread_local! {
+            /// The encoding of the key looked up, reused: a lookup allocates nothing.
+            static ENCODED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        ENCODED.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            buf.clear();
+            key.write(&mut buf);
+            self.items.get(buf.as_bytes()).map(|item| &item.1)
+        })
     }
 
     fn remove(&mut self, raw: &[u8], indexers: &[Indexer<K, V>]) -> Option<Item<K, V>> {

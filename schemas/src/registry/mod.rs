@@ -32,6 +32,7 @@ mod discover;
 mod error;
 mod example;
 mod keys;
+mod live;
 mod register;
 mod segments;
 mod values;
@@ -45,6 +46,7 @@ pub use keys::{
     GroupDir, GroupInfoKey, InstanceConfigKey, InstanceDataKey, InstanceDir, InstanceId,
     InstanceStatusKey, RegistryKeyspace, RegistryRoot, ServiceDir, ServiceId, ServiceInfoKey,
 };
+pub use live::{LiveRegistry, RegistryValue, RegistryView};
 pub use register::{NewInstance, Registration, register};
 pub use segments::{GroupName, GrpcPort, INFO, ServiceName};
 pub use values::{
