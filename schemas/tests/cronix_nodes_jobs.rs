@@ -243,7 +243,54 @@ async fn move_a_job_off_a_failed_node(store: Arc<dyn Store>) {
     remove_job(&store, c, &job).await.unwrap();
 }
 
+/// The live cluster view: nodes and their jobs, and a node whose lease expires reported as
+/// lost with the jobs failover has to move.
+async fn the_live_cluster_reports_a_lost_node_with_its_jobs(store: Arc<dyn Store>) {
+    use futures::StreamExt;
+    let store = TypedStore::new(store);
+    let cluster = LiveCluster::start(&store).await.unwrap();
+    let mut events = cluster.node_events();
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let node_a = register_node(&store, &node_info(a), LONG_TTL)
+        .await
+        .unwrap();
+    let node_b = register_node(&store, &node_info(b), SHORT_TTL)
+        .await
+        .unwrap();
+    let job = unique_job();
+    let written = assign_job(&store, b, &job, &job_config("0 3 * * *"))
+        .await
+        .unwrap();
+    let view = tokio::time::timeout(PATIENCE, cluster.wait_for(written))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.node(a), Some(node_info(a)));
+    assert_eq!(view.jobs(b), [(job.clone(), job_config("0 3 * * *"))]);
+    assert!(view.orphaned_jobs().iter().all(|(node, _)| *node != b));
+
+    // Node b stops renewing: its lease expires and the cluster view reports it lost.
+    drop(node_b);
+    let lost = tokio::time::timeout(PATIENCE, async {
+        loop {
+            match events.next().await.expect("node events") {
+                NodeEvent::Lost { node, jobs } if node == b => return jobs,
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("node b lost");
+    assert_eq!(lost, std::slice::from_ref(&job));
+    let view = cluster.view();
+    assert_eq!(view.node(b), None);
+    assert!(view.orphaned_jobs().contains(&(b, job.clone())));
+    assert!(view.nodes().contains(&node_info(a)));
+    node_a.deregister().await.unwrap();
+}
+
 keyplane_tests::on_every_backend!(
+    the_live_cluster_reports_a_lost_node_with_its_jobs,
     node_registration_with_keep_alive,
     processes_live_under_a_lease,
     move_a_job_off_a_failed_node,

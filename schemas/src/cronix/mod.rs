@@ -27,6 +27,7 @@ mod error;
 mod example;
 mod job;
 mod keys;
+mod live;
 mod lock;
 mod node;
 mod once;
@@ -43,6 +44,7 @@ pub use keys::{
     NodesDir, OnceKey, OncesDir, ProcKey, SwitchesDir, SystemInfoKey, SystemInfosDir,
     SystemSwitchKey,
 };
+pub use live::{ClusterView, CronixValue, LiveCluster, NodeEvent};
 pub use lock::{CronixLock, lock, try_lock};
 pub use node::{NodeRegistration, list_nodes, register_node};
 pub use once::{finish_once, pending_once, trigger_once};
