@@ -35,11 +35,30 @@ pub struct Discovery {
     pub revision: i64,
 }
 
+/// The files found for one instance.
 #[derive(Default)]
-struct Parts {
-    data: Option<(InstanceData, Option<LeaseId>)>,
-    status: Option<InstanceStatus>,
-    config: Option<InstanceConfig>,
+pub(crate) struct Parts {
+    pub(crate) data: Option<(InstanceData, Option<LeaseId>)>,
+    pub(crate) status: Option<InstanceStatus>,
+    pub(crate) config: Option<InstanceConfig>,
+}
+
+/// The instances among `parts`: status and config files without a data file are not
+/// instances.
+pub(crate) fn instances(parts: BTreeMap<InstanceId, Parts>) -> Vec<Instance> {
+    parts
+        .into_iter()
+        .filter_map(|(id, p)| {
+            let (data, lease) = p.data?;
+            Some(Instance {
+                id,
+                data,
+                status: p.status,
+                config: p.config,
+                lease,
+            })
+        })
+        .collect()
 }
 
 /// Lists the instances registered under `service`, reading its directory page by page.
@@ -70,21 +89,8 @@ pub async fn discover(store: &TypedStore, service: &ServiceId) -> Result<Discove
             None => break,
         }
     }
-    let instances = parts
-        .into_iter()
-        .filter_map(|(id, p)| {
-            let (data, lease) = p.data?;
-            Some(Instance {
-                id,
-                data,
-                status: p.status,
-                config: p.config,
-                lease,
-            })
-        })
-        .collect();
     Ok(Discovery {
-        instances,
+        instances: instances(parts),
         skipped,
         revision: revision.unwrap_or_default(),
     })

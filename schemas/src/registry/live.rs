@@ -2,7 +2,7 @@
 //! `/registry/` lives in a [`Mirror`] kept current by a watch; a service's instances, with
 //! their status and config, are read from one immutable view.
 
-use super::discover::Instance;
+use super::discover::{Instance, Parts, instances};
 use super::error::Result;
 use super::keys::{InstanceId, RegistryKeyspace, ServiceId};
 use super::values::{GroupInfo, InstanceConfig, InstanceData, InstanceStatus, ServiceInfo};
@@ -104,13 +104,6 @@ impl LiveRegistry {
 #[derive(Debug, Clone)]
 pub struct RegistryView(Arc<MirrorSnapshot<RegistryKeyspace, RegistryValue>>);
 
-#[derive(Default)]
-struct Parts {
-    data: Option<(InstanceData, Option<keyplane_core::LeaseId>)>,
-    status: Option<InstanceStatus>,
-    config: Option<InstanceConfig>,
-}
-
 impl RegistryView {
     /// The store revision the view reflects.
     pub fn revision(&self) -> i64 {
@@ -132,19 +125,7 @@ impl RegistryView {
                 _ => {}
             }
         }
-        parts
-            .into_iter()
-            .filter_map(|(id, p)| {
-                let (data, lease) = p.data?;
-                Some(Instance {
-                    id,
-                    data,
-                    status: p.status,
-                    config: p.config,
-                    lease,
-                })
-            })
-            .collect()
+        instances(parts)
     }
 
     /// The services with at least one registered instance.

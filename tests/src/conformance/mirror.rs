@@ -53,6 +53,16 @@ impl Case {
         }
     }
 
+    /// A mirror of the case's directory, with the default settings.
+    async fn mirror(&self) -> keyplane_core::Mirror<ItemKey, String> {
+        self.typed
+            .mirror(&self.dir())
+            .unwrap()
+            .start()
+            .await
+            .unwrap()
+    }
+
     fn dir(&self) -> ItemsDir {
         ItemsDir {
             root: self.root.clone(),
@@ -160,13 +170,7 @@ pub async fn mirror_lists_then_follows_writes(store: Arc<dyn Store>) {
 /// Concurrent writers: the mirror converges to the store, exactly, at its revision.
 pub async fn mirror_converges_under_concurrent_writers(store: Arc<dyn Store>) {
     let case = Arc::new(Case::new(store));
-    let mirror = case
-        .typed
-        .mirror(&case.dir())
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let mirror = case.mirror().await;
     let mut writers = Vec::new();
     for w in 0..4u64 {
         let case = Arc::clone(&case);
@@ -203,13 +207,7 @@ pub async fn mirror_converges_under_concurrent_writers(store: Arc<dyn Store>) {
 /// at the same generation, or none of them.
 pub async fn mirror_never_shows_half_a_transaction(store: Arc<dyn Store>) {
     let case = Arc::new(Case::new(store));
-    let mirror = case
-        .typed
-        .mirror(&case.dir())
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let mirror = case.mirror().await;
     let done = Arc::new(AtomicBool::new(false));
     let mut readers = Vec::new();
     for _ in 0..2 {
@@ -254,13 +252,7 @@ pub async fn mirror_never_shows_half_a_transaction(store: Arc<dyn Store>) {
 /// A subscription delivers every change once, in order, after it is visible.
 pub async fn mirror_subscription_delivers_each_change_once(store: Arc<dyn Store>) {
     let case = Case::new(store);
-    let mirror = case
-        .typed
-        .mirror(&case.dir())
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let mirror = case.mirror().await;
     let mut changes = mirror.subscribe();
     let mut expected = Vec::new();
     for i in 0..20u64 {
@@ -312,13 +304,7 @@ pub async fn mirror_subscription_delivers_each_change_once(store: Arc<dyn Store>
 pub async fn mirror_waits_for_a_write_outside_its_range(store: Arc<dyn Store>) {
     let case = Case::new(store.clone());
     case.put(1, "a").await;
-    let mirror = case
-        .typed
-        .mirror(&case.dir())
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let mirror = case.mirror().await;
     let elsewhere = [root(), b"other".to_vec()].concat();
     let revision = store
         .put(&elsewhere, b"x", PutOptions::default())
