@@ -9,3 +9,12 @@ pub mod registry;
 pub mod tenant;
 
 pub use catalog::{ParsedKey, Schema, all, find, parse_any};
+
+/// Decodes `bytes` with the codec of key type `K`, built without state: how the readers
+/// decode each template of a keyspace mirror.
+pub(crate) fn decode_as<K: keyplane_core::keyspace::Key>(
+    bytes: &[u8],
+) -> keyplane_core::Result<<K::Value as keyplane_core::keyspace::Codec>::Value> {
+    use keyplane_core::keyspace::{BuildCodec, Codec, CodecContext};
+    K::Value::build(&CodecContext::new())?.decode(bytes)
+}

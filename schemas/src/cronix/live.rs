@@ -8,9 +8,7 @@ use super::keys::{CronixKeyspace, NodeJobsDir, NodeKey};
 use super::segments::JobId;
 use super::values::{JobConfig, NodeInfo};
 use futures::{Stream, StreamExt};
-use keyplane_core::keyspace::{
-    BuildCodec, Codec, CodecContext, Key, Prefix, TypedEvent, TypedStore,
-};
+use keyplane_core::keyspace::{Key, Prefix, TypedEvent, TypedStore};
 use keyplane_core::{Mirror, MirrorHealth, MirrorSnapshot};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -28,9 +26,7 @@ pub enum CronixValue {
 }
 
 fn decode(key: &CronixKeyspace, bytes: &[u8]) -> keyplane_core::Result<CronixValue> {
-    fn with<K: Key>(bytes: &[u8]) -> keyplane_core::Result<<K::Value as Codec>::Value> {
-        K::Value::build(&CodecContext::new())?.decode(bytes)
-    }
+    use crate::decode_as as with;
     Ok(match key {
         CronixKeyspace::Node(_) => CronixValue::Node(with::<NodeKey>(bytes)?),
         CronixKeyspace::Job(_) => CronixValue::Job(with::<super::keys::JobKey>(bytes)?),

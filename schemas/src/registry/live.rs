@@ -6,7 +6,7 @@ use super::discover::{Instance, Parts, instances};
 use super::error::Result;
 use super::keys::{InstanceId, RegistryKeyspace, ServiceId};
 use super::values::{GroupInfo, InstanceConfig, InstanceData, InstanceStatus, ServiceInfo};
-use keyplane_core::keyspace::{Codec, Json, Prefix, TypedStore};
+use keyplane_core::keyspace::{Prefix, TypedStore};
 use keyplane_core::{Mirror, MirrorHealth, MirrorSnapshot};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,12 +27,24 @@ pub enum RegistryValue {
 }
 
 fn decode(key: &RegistryKeyspace, bytes: &[u8]) -> keyplane_core::Result<RegistryValue> {
+    use super::keys::{
+        GroupInfoKey, InstanceConfigKey, InstanceDataKey, InstanceStatusKey, ServiceInfoKey,
+    };
+    use crate::decode_as;
     Ok(match key {
-        RegistryKeyspace::GroupInfo(_) => RegistryValue::Group(Json::new().decode(bytes)?),
-        RegistryKeyspace::ServiceInfo(_) => RegistryValue::Service(Json::new().decode(bytes)?),
-        RegistryKeyspace::InstanceData(_) => RegistryValue::Data(Json::new().decode(bytes)?),
-        RegistryKeyspace::InstanceStatus(_) => RegistryValue::Status(Json::new().decode(bytes)?),
-        RegistryKeyspace::InstanceConfig(_) => RegistryValue::Config(Json::new().decode(bytes)?),
+        RegistryKeyspace::GroupInfo(_) => RegistryValue::Group(decode_as::<GroupInfoKey>(bytes)?),
+        RegistryKeyspace::ServiceInfo(_) => {
+            RegistryValue::Service(decode_as::<ServiceInfoKey>(bytes)?)
+        }
+        RegistryKeyspace::InstanceData(_) => {
+            RegistryValue::Data(decode_as::<InstanceDataKey>(bytes)?)
+        }
+        RegistryKeyspace::InstanceStatus(_) => {
+            RegistryValue::Status(decode_as::<InstanceStatusKey>(bytes)?)
+        }
+        RegistryKeyspace::InstanceConfig(_) => {
+            RegistryValue::Config(decode_as::<InstanceConfigKey>(bytes)?)
+        }
     })
 }
 

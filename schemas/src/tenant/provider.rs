@@ -13,9 +13,7 @@ use super::values::{
     CodeIndex, DatabaseConfig, FtpConfig, FtpUserIndex, HostIndex, NameIndex, StorageConfig,
     TenantMeta,
 };
-use keyplane_core::keyspace::{
-    BuildCodec, Codec, CodecContext, Key, Prefix, TypedStore, Versioned,
-};
+use keyplane_core::keyspace::{Key, Prefix, TypedStore, Versioned};
 use keyplane_core::{Mirror, MirrorHealth, MirrorSnapshot, Result};
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,14 +49,10 @@ pub enum TenantValue {
     Sentinel(String),
 }
 
-/// Decodes `bytes` with the codec of `K`.
-fn with<K: Key>(bytes: &[u8]) -> Result<<K::Value as Codec>::Value> {
-    K::Value::build(&CodecContext::new())?.decode(bytes)
-}
-
 /// Decodes a value of the tenant keyspace with its template's codec.
 fn decode(key: &TenantKeyspace, bytes: &[u8]) -> Result<TenantValue> {
     use super::keys::*;
+    use crate::decode_as as with;
     Ok(match key {
         TenantKeyspace::Meta(_) => TenantValue::Meta(with::<TenantMetaKey>(bytes)?),
         TenantKeyspace::PrimaryDomain(_) => {
@@ -251,12 +245,7 @@ impl TenantView {
     pub fn domains(&self, tenant_id: u64) -> Domains {
         let mut domains = Domains::default();
         for (_, value) in self.dir(tenant_id) {
-            match &value.value {
-                TenantValue::PrimaryDomain(d) => domains.primary = Some(d.clone()),
-                TenantValue::DomainAliases(a) => domains.aliases = a.clone(),
-                TenantValue::InternalDomain(d) => domains.internal = Some(d.clone()),
-                _ => {}
-            }
+            add_domain(&mut domains, &value.value);
         }
         domains
     }
@@ -287,16 +276,16 @@ impl TenantView {
     pub fn tenant(&self, id: u64) -> Option<Tenant> {
         let mut meta = None;
         let (mut databases, mut ftp_users, mut storage) = (Vec::new(), Vec::new(), None);
+        let mut domains = Domains::default();
         for (_, value) in self.dir(id) {
             match &value.value {
                 TenantValue::Meta(m) => meta = Some(m.clone()),
                 TenantValue::Database(d) => databases.push(d.clone()),
                 TenantValue::Ftp(f) => ftp_users.push(f.clone()),
                 TenantValue::Storage(s) => storage = Some(s.clone()),
-                _ => {}
+                other => add_domain(&mut domains, other),
             }
         }
-        let domains = self.domains(id);
         let hosts = domains
             .all()
             .filter_map(|domain| {
@@ -322,5 +311,15 @@ impl TenantView {
     /// value that does not decode).
     pub fn unreadable(&self) -> usize {
         self.0.unreadable().count()
+    }
+}
+
+/// Sets the domain `value` holds, if it is one.
+fn add_domain(domains: &mut Domains, value: &TenantValue) {
+    match value {
+        TenantValue::PrimaryDomain(d) => domains.primary = Some(d.clone()),
+        TenantValue::DomainAliases(a) => domains.aliases = a.clone(),
+        TenantValue::InternalDomain(d) => domains.internal = Some(d.clone()),
+        _ => {}
     }
 }
