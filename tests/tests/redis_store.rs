@@ -138,11 +138,14 @@ async fn native_types_are_visible_to_other_redis_clients() {
 
 #[tokio::test]
 async fn keys_under_the_internal_prefix_are_rejected() {
-    let Some(store) = store().await else {
+    // Its own internal prefix, so that no other test moves its revision.
+    let Some(store) = isolated_store(|_| {}).await else {
         return;
     };
+    let internal = store.config().internal_prefix.clone();
     let before = store.revision().await.unwrap();
-    let reserved = b"__kv:rev".as_slice();
+    let reserved_key = format!("{internal}rev");
+    let reserved = reserved_key.as_bytes();
     let err = store
         .put(reserved, b"1", PutOptions::default())
         .await
@@ -155,14 +158,18 @@ async fn keys_under_the_internal_prefix_are_rejected() {
     let root = key_root("reserved");
     let txn = Txn::new().and_then([
         TxnOp::put(format!("{root}ok"), "1"),
-        TxnOp::Collection(set_add("__kv:mine", "m")),
+        TxnOp::Collection(set_add(&format!("{internal}mine"), "m")),
     ]);
     assert_eq!(
         store.txn(txn).await.unwrap_err().kind(),
         ErrorKind::InvalidKey
     );
     assert_eq!(
-        store.delete_prefix(b"__kv:").await.unwrap_err().kind(),
+        store
+            .delete_prefix(internal.as_bytes())
+            .await
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidKey
     );
     assert_eq!(store.revision().await.unwrap(), before);
@@ -174,7 +181,8 @@ async fn keys_under_the_internal_prefix_are_rejected() {
 
 #[tokio::test]
 async fn a_txn_hitting_a_wrong_type_midway_writes_nothing() {
-    let Some(store) = store().await else {
+    // Its own internal prefix, so that no other test moves its revision.
+    let Some(store) = isolated_store(|_| {}).await else {
         return;
     };
     let root = key_root("wrongtype");
