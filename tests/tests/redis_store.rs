@@ -13,13 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-/// A store on the shared server, or `None` (after a SKIP line) without `redis-server`.
-async fn store() -> Option<RedisStore> {
-    let server = shared_redis().await?;
-    Some(RedisStore::from_url(&server.url()).await.expect("connect"))
-}
-
-/// A store on the shared server with its own internal prefix (its own revisions and log).
+/// A store on the shared server with its own internal prefix (its own revisions and log), or
+/// `None` (after a SKIP line) without `redis-server`.
 async fn isolated_store(tweak: impl FnOnce(&mut RedisConfig)) -> Option<RedisStore> {
     let server = shared_redis().await?;
     let mut config = RedisConfig::new(server.url());
