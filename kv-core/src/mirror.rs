@@ -18,8 +18,18 @@
 //! - Keys that do not parse and values that do not decode are kept apart
 //!   ([`MirrorSnapshot::unreadable`]), never dropped silently.
 //! - Secondary indexes ([`MirrorBuilder::index`]) are maintained with each view.
+//! - [`MirrorBuilder::with_collections`] mirrors the sets, maps and lists of the range too
+//!   ([`MirrorSnapshot::set`], [`map`](MirrorSnapshot::map), [`list`](MirrorSnapshot::list)),
+//!   kept current by their collection events, in the same views as the plain keys: a
+//!   transaction that writes a key and a set shows both or neither. Their contents are read
+//!   in read-only transactions after the listing, then the watch replays from the listing's
+//!   revision until its [progress mark](crate::WatchOptions::with_progress), so the first
+//!   view is consistent at one revision.
 //!
-//! Mirrors cover plain keys; the collections stored in the range are not mirrored.
+//! On Redis, what another program writes with raw commands reaches listings and watches
+//! through the store's reconciler (`reconcile_roots`), as for any reader; a collection
+//! change event that does not fit the contents held (the view drifted) makes the mirror list
+//! again, and a periodic [resync](MirrorBuilder::resync_every) repairs any other drift.
 //!
 //! ```
 //! use keyplane_core::keyspace::{Key, Prefix, Text, TypedStore};
@@ -55,6 +65,7 @@ mod task;
 
 pub use snapshot::MirrorSnapshot;
 
+use crate::changes::CollectionEvent;
 use crate::entry::Entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keyspace::facade::{common_root, parse_keyspace};
@@ -133,6 +144,10 @@ pub struct MirrorBatch<K, V> {
     pub cause: MirrorCause,
     /// The changes; unreadable keys arrive as [`TypedEvent::Unreadable`].
     pub events: Vec<TypedEvent<K, V>>,
+    /// The collection changes, for a mirror [with collections](MirrorBuilder::with_collections)
+    /// (raw keys: see [`MirrorSnapshot::collection_raw`] for the parsed ones). A relist or
+    /// a resync reports a collection that changed as `Deleted` followed by its contents.
+    pub collections: Vec<CollectionEvent>,
 }
 
 /// How a mirror is doing.
@@ -144,6 +159,8 @@ pub struct MirrorHealth {
     pub keys: usize,
     /// The keys of the range it could not type.
     pub unreadable: usize,
+    /// The collections the view holds.
+    pub collections: usize,
     /// The store's revision when the mirror last asked for it.
     pub store_revision: i64,
     /// `store_revision - revision` when the mirror last asked (0 when it was current).
@@ -234,7 +251,8 @@ where
 
     /// The view once it reflects the store at `revision` or later: after a write returned
     /// `revision`, the mirror shows it (or something newer). A revision no write under the
-    /// range reached is confirmed by reading the range at the store's revision.
+    /// range reached is confirmed by reopening the watch from the view's revision with a
+    /// [progress mark](crate::WatchOptions::with_progress): nothing is listed again.
     ///
     /// # Errors
     /// `Unavailable` when the mirror's task has stopped.
@@ -281,6 +299,7 @@ where
             revision: view.revision(),
             keys: view.len(),
             unreadable: view.unreadable.len(),
+            collections: view.collection_count(),
             store_revision: stats.store_revision,
             lag_revisions: (stats.store_revision - view.revision()).max(0),
             since_current: stats.current_at.elapsed(),
@@ -322,6 +341,7 @@ pub struct MirrorBuilder<K, V> {
     resync_every: Option<Duration>,
     heartbeat: Option<Duration>,
     page_size: usize,
+    collections: bool,
 }
 
 impl<K, V> fmt::Debug for MirrorBuilder<K, V> {
@@ -335,6 +355,7 @@ impl<K, V> fmt::Debug for MirrorBuilder<K, V> {
             .field("resync_every", &self.resync_every)
             .field("heartbeat", &self.heartbeat)
             .field("page_size", &self.page_size)
+            .field("collections", &self.collections)
             .finish()
     }
 }
@@ -388,6 +409,7 @@ where
             resync_every: None,
             heartbeat: Some(Duration::from_secs(5)),
             page_size: 1000,
+            collections: false,
         }
     }
 
@@ -425,6 +447,7 @@ where
             resync_every: self.resync_every,
             heartbeat: self.heartbeat,
             page_size: self.page_size,
+            collections: self.collections,
         }
     }
 
@@ -450,9 +473,17 @@ where
     }
 
     /// Every `period` (5 s by default; `None` turns it off), an idle mirror asks the store's
-    /// revision and confirms it is current ([`MirrorHealth::since_current`]).
+    /// revision and, when the store moved on, confirms with a progress mark that nothing in
+    /// its range changed ([`MirrorHealth::since_current`]).
     pub fn heartbeat(mut self, period: Option<Duration>) -> Self {
         self.heartbeat = period;
+        self
+    }
+
+    /// Mirrors the sets, maps and lists of the range too (see the
+    /// [module documentation](self)); their keys are parsed as the mirror's key type.
+    pub fn with_collections(mut self) -> Self {
+        self.collections = true;
         self
     }
 

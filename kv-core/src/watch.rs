@@ -20,6 +20,9 @@ pub struct WatchOptions {
     /// Also report changes to the sets, maps and lists in the range
     /// ([`Event::Collection`]); plain keys only when false.
     pub collections: bool,
+    /// Also send a [progress mark](WatchBatch::is_progress) once the watch has delivered
+    /// every change up to the store's revision when it was opened (or a later one).
+    pub progress: bool,
 }
 
 impl WatchOptions {
@@ -30,6 +33,7 @@ impl WatchOptions {
             start_revision: None,
             prev: false,
             collections: false,
+            progress: false,
         }
     }
 
@@ -40,6 +44,7 @@ impl WatchOptions {
             start_revision: None,
             prev: false,
             collections: false,
+            progress: false,
         }
     }
 
@@ -59,6 +64,41 @@ impl WatchOptions {
     /// [`Event::Collection`] (see [`changes`](crate::changes) for what each reports).
     pub fn with_collections(mut self) -> Self {
         self.collections = true;
+        self
+    }
+
+    /// Also send a progress mark: a batch without events
+    /// ([`WatchBatch::is_progress`]) at a revision at least the store's revision when the
+    /// watch was opened, once every change the watch covers up to that revision has been
+    /// delivered. A reader that listed or read at revision R, then watches from an older
+    /// revision, knows from the mark that it has seen everything up to R, even when nothing
+    /// in its range changed.
+    ///
+    /// Every batch after a mark has a greater revision, with one exception on etcd, where
+    /// the mark comes from the range's state (etcd's own progress notifications can overtake
+    /// a replay, etcd issue 15220): a key created and deleted again after the start revision
+    /// leaves no trace there, so its two events may still arrive after the mark, with
+    /// revisions not above it. They change nothing in the state the mark vouches for.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use keyplane_core::{PutOptions, Store, WatchOptions};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let store = keyplane_mem::MemStore::new();
+    /// let first = store.put(b"cfg/a", b"1", PutOptions::default()).await?.revision;
+    /// store.put(b"other/b", b"2", PutOptions::default()).await?;
+    /// let opts = WatchOptions::prefix("cfg/").from_revision(first).with_progress();
+    /// let mut watch = store.watch(opts).await?;
+    /// let batch = watch.next().await.unwrap()?;
+    /// assert_eq!((batch.revision, batch.events.len()), (first, 1));
+    /// let mark = watch.next().await.unwrap()?;
+    /// assert!(mark.is_progress());
+    /// assert_eq!(mark.revision, first + 1); // nothing else under cfg/ up to now
+    /// # Ok(()) }
+    /// ```
+    pub fn with_progress(mut self) -> Self {
+        self.progress = true;
         self
     }
 
@@ -136,13 +176,32 @@ impl Event {
 /// collection's in the order of its ops.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatchBatch {
-    /// The transaction's revision.
+    /// The transaction's revision, or for a progress mark the revision it vouches for.
     pub revision: i64,
-    /// Its events in the watched range (never empty).
+    /// Its events in the watched range; empty only for a progress mark.
     pub events: Vec<Event>,
 }
 
-/// A watch: batches in strictly increasing revision order, with no gaps and no duplicates.
+impl WatchBatch {
+    /// A progress mark at `revision` (see [`WatchOptions::with_progress`]).
+    pub fn progress(revision: i64) -> Self {
+        WatchBatch {
+            revision,
+            events: Vec::new(),
+        }
+    }
+
+    /// Whether this is a progress mark, sent to a watch opened
+    /// [with progress](WatchOptions::with_progress): no change, but every change the watch
+    /// covers up to [`revision`](Self::revision) has been delivered before it.
+    pub fn is_progress(&self) -> bool {
+        self.events.is_empty()
+    }
+}
+
+/// A watch: batches in strictly increasing revision order, with no gaps and no duplicates
+/// (a [progress mark](WatchOptions::with_progress), when asked for, may share its revision
+/// with the batch before it).
 /// It never ends silently: an error item (such as `Compacted`, or `Unavailable` once retries
 /// are exhausted) is the last item before the stream ends.
 pub type WatchStream = BoxStream<'static, Result<WatchBatch>>;

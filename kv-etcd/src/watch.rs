@@ -9,7 +9,10 @@
 
 use crate::core::{Core, backoff, collection_of_stamp, header_revision};
 use crate::error::map_error;
-use etcd_client::{CompactionOptions, EventType, WatchOptions as EtcdWatchOptions, WatchResponse};
+use etcd_client::{
+    CompactionOptions, EventType, GetOptions, SortOrder, SortTarget,
+    WatchOptions as EtcdWatchOptions, WatchResponse,
+};
 use futures::StreamExt;
 use keyplane_core::raw::decode_changes;
 use keyplane_core::raw::layout;
@@ -24,6 +27,9 @@ use std::time::{Duration, Instant};
 /// A watch connection that lived this long before failing resets the failure count.
 const HEALTHY_CONNECTION: Duration = Duration::from_secs(10);
 
+/// How often a watch that owes a progress mark checks whether its range is quiet.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
 /// A live etcd watch and what is needed to re-create it.
 struct Watcher {
     core: Arc<Core>,
@@ -37,6 +43,10 @@ struct Watcher {
     /// The first revision not yet delivered.
     next_revision: i64,
     stream: Option<etcd_client::WatchStream>,
+    /// With progress asked for: the revision the progress mark is owed for (the store's
+    /// revision when the watch was opened), until it is sent.
+    mark: Option<i64>,
+    progress: bool,
     ready: VecDeque<WatchBatch>,
     /// Consecutive failures (of connecting, or of a connection soon after it was made).
     failures: u32,
@@ -76,6 +86,8 @@ pub(crate) async fn watch(core: &Arc<Core>, opts: WatchOptions) -> Result<WatchS
         collections: opts.collections,
         next_revision: opts.start_revision.unwrap_or(0),
         stream: None,
+        mark: None,
+        progress: opts.progress,
         ready: VecDeque::new(),
         failures: 0,
         connected_at: None,
@@ -121,10 +133,15 @@ impl Watcher {
                 "etcd closed the watch stream",
             ));
         };
+        let revision = header_revision(created.header())?;
         if self.next_revision == 0 {
-            self.next_revision = header_revision(created.header())? + 1;
+            self.next_revision = revision + 1;
         }
         self.check_canceled(&created)?;
+        if std::mem::take(&mut self.progress) {
+            self.mark = Some(revision);
+            self.owe_mark();
+        }
         self.stream = Some(stream);
         Ok(())
     }
@@ -194,14 +211,48 @@ impl Watcher {
         let Some(stream) = self.stream.as_mut() else {
             return Ok(());
         };
-        let resp = stream
-            .message()
-            .await
+        let resp = if let Some(mark) = self.mark {
+            // etcd's own progress notifications are not usable here: before 3.4.24 and
+            // 3.5.8 they can overtake the history a new watch is still replaying (etcd issue
+            // 15220), and later versions can leave a quiet new watch without one (etcd issue
+            // 17507). The range's state tells instead.
+            let core = Arc::clone(&self.core);
+            let mut check = tokio::time::interval(PROGRESS_EVERY);
+            loop {
+                tokio::select! {
+                    resp = stream.message() => break resp,
+                    _ = check.tick() => {
+                        let from = self.next_revision;
+                        if let Some(revision) =
+                            quiet_since(&core, &self.key, &self.range_end, from).await?
+                            && revision >= mark
+                        {
+                            self.mark = None;
+                            self.ready.push_back(WatchBatch::progress(revision));
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        } else {
+            stream.message().await
+        };
+        let resp = resp
             .map_err(|e| map_error("watch", e))?
             .ok_or_else(|| Error::new(ErrorKind::Unavailable, "etcd closed the watch stream"))?;
         self.check_canceled(&resp)?;
         self.queue(&resp);
+        self.owe_mark();
         Ok(())
+    }
+
+    /// Sends the progress mark once the batches delivered reach its revision.
+    fn owe_mark(&mut self) {
+        if self.mark.is_some_and(|mark| self.next_revision > mark) {
+            self.mark = None;
+            self.ready
+                .push_back(WatchBatch::progress(self.next_revision - 1));
+        }
     }
 
     /// Groups a response's events into one batch per revision (plain events first, then
@@ -320,6 +371,61 @@ impl Watcher {
                 .collect(),
         )
     }
+}
+
+/// The store's current revision P when nothing in the physical range `key..range_end`
+/// changed from revision `from` to P, `None` when something did (its changes are on their
+/// way to the watch) or `from - 1` is compacted (the watch reports it).
+///
+/// Nothing changed when the range's newest key at P is older than `from` (no put) and the
+/// range holds as many keys at P as at `from - 1` (then no delete either). A key created and
+/// deleted again in between leaves no trace in either: its events may still arrive after
+/// the progress mark, with revisions not above it.
+async fn quiet_since(core: &Core, key: &[u8], range_end: &[u8], from: i64) -> Result<Option<i64>> {
+    let newest = core
+        .call("watch", true, || {
+            let (key, opts) = (
+                key.to_vec(),
+                GetOptions::new()
+                    .with_range(range_end.to_vec())
+                    .with_keys_only()
+                    .with_sort(SortTarget::Mod, SortOrder::Descend)
+                    .with_limit(1),
+            );
+            let mut kv = core.kv.clone();
+            async move { kv.get(key, Some(opts)).await }
+        })
+        .await?;
+    let now = header_revision(newest.header())?;
+    if newest
+        .kvs()
+        .first()
+        .is_some_and(|kv| kv.mod_revision() >= from)
+    {
+        return Ok(None);
+    }
+    let count = |revision: i64| {
+        let opts = GetOptions::new()
+            .with_range(range_end.to_vec())
+            .with_count_only()
+            .with_revision(revision);
+        core.call("watch", true, move || {
+            let (key, opts) = (key.to_vec(), opts.clone());
+            let mut kv = core.kv.clone();
+            async move { kv.get(key, Some(opts)).await }
+        })
+    };
+    let at_now = count(now).await?.count();
+    let before = if from > 1 {
+        match count(from - 1).await {
+            Ok(resp) => resp.count(),
+            Err(e) if e.compact_revision().is_some() => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    } else {
+        0
+    };
+    Ok((at_now == before).then_some(now))
 }
 
 pub(crate) async fn compact(core: &Core, revision: i64) -> Result<()> {

@@ -30,9 +30,11 @@ pub(crate) async fn watch(core: &Core, opts: WatchOptions) -> Result<WatchStream
     if start < oldest && start <= current {
         return Err(Error::compacted(oldest));
     }
+    let mark = opts.progress.then_some(current);
     let mut follower = Follower {
         opts,
         last: start - 1,
+        mark,
     };
     let replay = follower.accept(log.entries)?;
     let (tx, rx) = mpsc::channel(64);
@@ -64,6 +66,8 @@ struct Follower {
     opts: WatchOptions,
     /// The last revision read from the log.
     last: i64,
+    /// With progress asked for: the revision the progress mark is owed for.
+    mark: Option<i64>,
 }
 
 impl Follower {
@@ -90,6 +94,10 @@ impl Follower {
             if !events.is_empty() {
                 batches.push(WatchBatch { revision, events });
             }
+        }
+        if self.mark.is_some_and(|mark| self.last >= mark) {
+            self.mark = None;
+            batches.push(WatchBatch::progress(self.last));
         }
         Ok(batches)
     }

@@ -27,6 +27,8 @@ pub(crate) fn watch(inner: &Arc<Core>, opts: WatchOptions) -> Result<WatchStream
         return Err(Error::compacted(oldest));
     }
     let state = Cursor {
+        // The store's revision now: the progress mark waits until the log is read past it.
+        mark: opts.progress.then(|| inner.revision()),
         inner: Arc::downgrade(inner),
         published: inner.published.subscribe(),
         opts,
@@ -44,6 +46,8 @@ struct Cursor {
     /// The first revision not yet read from the log.
     next: i64,
     ready: VecDeque<WatchBatch>,
+    /// With progress asked for: the revision the progress mark is owed for.
+    mark: Option<i64>,
     done: bool,
 }
 
@@ -55,6 +59,10 @@ impl Cursor {
             }
             if let Some(batch) = self.ready.pop_front() {
                 return Some((Ok(batch), self));
+            }
+            if self.mark.is_some_and(|mark| self.next > mark) {
+                self.mark = None;
+                return Some((Ok(WatchBatch::progress(self.next - 1)), self));
             }
             let published = *self.published.borrow_and_update();
             if self.next <= published {

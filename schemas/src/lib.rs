@@ -18,3 +18,12 @@ pub(crate) fn decode_as<K: keyplane_core::keyspace::Key>(
     use keyplane_core::keyspace::{BuildCodec, Codec, CodecContext};
     K::Value::build(&CodecContext::new())?.decode(bytes)
 }
+
+/// Encodes `value` with the codec of key type `K`, built without state: how the readers
+/// look up a set member or a list item in a mirror.
+pub(crate) fn encode_as<K: keyplane_core::keyspace::Key>(
+    value: &<K::Value as keyplane_core::keyspace::Codec>::Value,
+) -> keyplane_core::Result<Vec<u8>> {
+    use keyplane_core::keyspace::{BuildCodec, Codec, CodecContext};
+    K::Value::build(&CodecContext::new())?.encode(value)
+}

@@ -2,8 +2,10 @@
 //! is applied to a copy of it (persistent maps: a copy costs O(1), a change O(log n)).
 
 use super::{Indexer, Typer};
+use crate::changes::{CollectionChange, CollectionEvent, CollectionValue};
+use crate::collections::CollectionKind;
 use crate::entry::Entry;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::keyspace::{Key, TypedEvent, Versioned};
 use crate::watch::Event;
 use imbl::{OrdMap, OrdSet};
@@ -16,6 +18,24 @@ type Item<K, V> = Arc<(K, Versioned<V>)>;
 /// An entry the mirror could not type, with the reason.
 type Unreadable = Arc<(Entry, Error)>;
 
+/// The slot of a kind in [`MirrorSnapshot::collections`].
+fn slot(kind: CollectionKind) -> usize {
+    match kind {
+        CollectionKind::Set => 0,
+        CollectionKind::Map => 1,
+        CollectionKind::List => 2,
+    }
+}
+
+const KINDS: [CollectionKind; 3] = [
+    CollectionKind::Set,
+    CollectionKind::Map,
+    CollectionKind::List,
+];
+
+/// A collection's parsed key (or why it does not parse) with its contents.
+type Collection<K> = Arc<(std::result::Result<K, Error>, CollectionValue)>;
+
 /// One consistent view of a mirrored range: every key of the range as the store held it at
 /// [`revision`](Self::revision), never part of a transaction. Immutable and cheap to keep:
 /// readers load it without locks and hold it as long as they like.
@@ -25,6 +45,8 @@ pub struct MirrorSnapshot<K, V> {
     pub(super) unreadable: OrdMap<Vec<u8>, Unreadable>,
     pub(super) indexes: Vec<OrdMap<String, OrdSet<Vec<u8>>>>,
     pub(super) index_names: Arc<[&'static str]>,
+    /// Sets, maps and lists (by [`slot`]), by raw key.
+    pub(super) collections: [OrdMap<Vec<u8>, Collection<K>>; 3],
 }
 
 impl<K, V> Clone for MirrorSnapshot<K, V> {
@@ -35,6 +57,7 @@ impl<K, V> Clone for MirrorSnapshot<K, V> {
             unreadable: self.unreadable.clone(),
             indexes: self.indexes.clone(),
             index_names: Arc::clone(&self.index_names),
+            collections: self.collections.clone(),
         }
     }
 }
@@ -45,6 +68,7 @@ impl<K, V> fmt::Debug for MirrorSnapshot<K, V> {
             .field("revision", &self.revision)
             .field("keys", &self.items.len())
             .field("unreadable", &self.unreadable.len())
+            .field("collections", &self.collection_count())
             .field("indexes", &self.index_names)
             .finish()
     }
@@ -58,6 +82,7 @@ impl<K, V> MirrorSnapshot<K, V> {
             unreadable: OrdMap::new(),
             indexes: vec![OrdMap::new(); index_names.len()],
             index_names,
+            collections: Default::default(),
         }
     }
 
@@ -130,6 +155,64 @@ impl<K, V> MirrorSnapshot<K, V> {
         map.into_iter().flat_map(|m| m.keys().map(String::as_str))
     }
 
+    /// How many sets, maps and lists the view holds (for a mirror
+    /// [with collections](super::MirrorBuilder::with_collections)).
+    pub fn collection_count(&self) -> usize {
+        self.collections.iter().map(OrdMap::len).sum()
+    }
+
+    /// The collection of `kind` stored as `raw`, with its parsed key (or why it does not
+    /// parse as the mirror's key type).
+    pub fn collection_raw(
+        &self,
+        raw: &[u8],
+        kind: CollectionKind,
+    ) -> Option<(std::result::Result<&K, &Error>, &CollectionValue)> {
+        self.collections[slot(kind)]
+            .get(raw)
+            .map(|c| (c.0.as_ref(), &c.1))
+    }
+
+    /// Every collection whose key parsed, with its contents: the sets, then the maps, then
+    /// the lists, each in key order.
+    pub fn collections(&self) -> impl Iterator<Item = (&K, &CollectionValue)> {
+        self.collections
+            .iter()
+            .flat_map(OrdMap::values)
+            .filter_map(|c| c.0.as_ref().ok().map(|key| (key, &c.1)))
+    }
+
+    /// The collections of the range whose keys did not parse, with their contents and the
+    /// reason: reported, never dropped.
+    pub fn unreadable_collections(
+        &self,
+    ) -> impl Iterator<Item = (&[u8], &CollectionValue, &Error)> {
+        self.collections
+            .iter()
+            .flat_map(OrdMap::iter)
+            .filter_map(|(raw, c)| {
+                c.0.as_ref()
+                    .err()
+                    .map(|error| (raw.as_slice(), &c.1, error))
+            })
+    }
+
+    /// Sets the contents of a collection read from the store (empty: it does not exist).
+    pub(super) fn set_collection(
+        &mut self,
+        raw: Vec<u8>,
+        contents: CollectionValue,
+        typer: &Typer<K, V>,
+    ) {
+        let map = &mut self.collections[slot(contents.kind())];
+        if contents.is_empty() {
+            map.remove(&raw);
+        } else {
+            let key = (typer.parse)(&raw);
+            map.insert(raw, Arc::new((key, contents)));
+        }
+    }
+
     /// The mod revision of every raw key, readable or not: what a listing is compared with.
     pub(super) fn mod_revisions(&self) -> impl Iterator<Item = (&[u8], i64)> {
         let items = self
@@ -142,10 +225,6 @@ impl<K, V> MirrorSnapshot<K, V> {
             .map(|(k, u)| (k.as_slice(), u.0.mod_revision));
         items.chain(unreadable)
     }
-
-    pub(super) fn raw_len(&self) -> usize {
-        self.items.len() + self.unreadable.len()
-    }
 }
 
 impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
@@ -154,16 +233,124 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
     where
         K: Key,
     {
-        thread_local! {
-            /// The encoding of the key looked up, reused: a lookup allocates nothing.
-            static ENCODED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        with_encoded(key, |raw| self.items.get(raw).map(|item| &item.1))
+    }
+
+    /// The members of the set at `key`, encoded (`None`: no such set, or the mirror was
+    /// not built [with collections](super::MirrorBuilder::with_collections)). `key` is any
+    /// typed key (a keyspace mirror's collection keys are one template's key type).
+    pub fn set<Q: Key>(&self, key: &Q) -> Option<&std::collections::BTreeSet<Vec<u8>>> {
+        match self.collection(key, CollectionKind::Set)? {
+            CollectionValue::Set(members) => Some(members),
+            _ => None,
         }
-        ENCODED.with(|buf| {
-            let mut buf = buf.borrow_mut();
-            buf.clear();
-            key.write(&mut buf);
-            self.items.get(buf.as_bytes()).map(|item| &item.1)
+    }
+
+    /// The fields of the map at `key`, encoded (`None` as for [`set`](Self::set)).
+    pub fn map<Q: Key>(&self, key: &Q) -> Option<&std::collections::BTreeMap<Vec<u8>, Vec<u8>>> {
+        match self.collection(key, CollectionKind::Map)? {
+            CollectionValue::Map(fields) => Some(fields),
+            _ => None,
+        }
+    }
+
+    /// The items of the list at `key`, encoded, head first (`None` as for
+    /// [`set`](Self::set)).
+    pub fn list<Q: Key>(&self, key: &Q) -> Option<&[Vec<u8>]> {
+        match self.collection(key, CollectionKind::List)? {
+            CollectionValue::List(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    fn collection<Q: Key>(&self, key: &Q, kind: CollectionKind) -> Option<&CollectionValue> {
+        with_encoded(key, |raw| {
+            self.collections[slot(kind)].get(raw).map(|c| &c.1)
         })
+    }
+
+    /// Applies one collection change; `Corrupted` when it does not fit the contents held
+    /// (the view drifted from the store), after applying what it could.
+    pub(super) fn apply_collection(
+        &mut self,
+        event: &CollectionEvent,
+        typer: &Typer<K, V>,
+    ) -> Result<()> {
+        let map = &mut self.collections[slot(event.kind)];
+        if event.change == CollectionChange::Deleted {
+            map.remove(&event.key);
+            return Ok(());
+        }
+        let (key, mut contents) = match map.remove(&event.key) {
+            Some(held) => Arc::unwrap_or_clone(held),
+            None => (
+                (typer.parse)(&event.key),
+                CollectionValue::empty(event.kind),
+            ),
+        };
+        let applied = contents.apply(&event.change);
+        if !contents.is_empty() {
+            map.insert(event.key.clone(), Arc::new((key, contents)));
+        }
+        applied
+    }
+
+    /// The collection changes that turn the collections of `self` into those of `other`:
+    /// `Deleted` for each that changed, then its contents as additions.
+    pub(super) fn collection_diff(&self, other: &Self) -> Vec<CollectionEvent> {
+        let mut changes = Vec::new();
+        for kind in KINDS {
+            let (old, new) = (
+                &self.collections[slot(kind)],
+                &other.collections[slot(kind)],
+            );
+            let keys: std::collections::BTreeSet<&Vec<u8>> = old.keys().chain(new.keys()).collect();
+            for raw in keys {
+                Self::diff_one(raw, kind, old.get(raw), new.get(raw), &mut changes);
+            }
+        }
+        changes
+    }
+
+    fn diff_one(
+        raw: &[u8],
+        kind: CollectionKind,
+        before: Option<&Collection<K>>,
+        after: Option<&Collection<K>>,
+        changes: &mut Vec<CollectionEvent>,
+    ) {
+        let (before, after) = (before.map(|c| &c.1), after.map(|c| &c.1));
+        if before == after {
+            return;
+        }
+        let event = |change| CollectionEvent {
+            key: raw.to_vec(),
+            kind,
+            change,
+        };
+        if before.is_some() {
+            changes.push(event(CollectionChange::Deleted));
+        }
+        match after {
+            Some(CollectionValue::Set(members)) => changes.extend(
+                members
+                    .iter()
+                    .map(|m| event(CollectionChange::SetAdd { member: m.clone() })),
+            ),
+            Some(CollectionValue::Map(fields)) => changes.extend(fields.iter().map(|(f, v)| {
+                event(CollectionChange::MapPut {
+                    field: f.clone(),
+                    value: v.clone(),
+                    prev: None,
+                })
+            })),
+            Some(CollectionValue::List(items)) => changes.extend(
+                items
+                    .iter()
+                    .map(|i| event(CollectionChange::ListPush { item: i.clone() })),
+            ),
+            None => {}
+        }
     }
 
     fn remove(&mut self, raw: &[u8], indexers: &[Indexer<K, V>]) -> Option<Item<K, V>> {
@@ -276,6 +463,20 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
         }
         changes
     }
+}
+
+/// Runs `f` on the encoding of `key`, in a buffer reused by the thread: a lookup allocates
+/// nothing.
+fn with_encoded<K: Key, R>(key: &K, f: impl FnOnce(&[u8]) -> R) -> R {
+    thread_local! {
+        static ENCODED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    ENCODED.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        buf.clear();
+        key.write(&mut buf);
+        f(buf.as_bytes())
+    })
 }
 
 /// The delete of a key the mirror held as unreadable: a typed delete when only its value was

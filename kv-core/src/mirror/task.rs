@@ -1,17 +1,20 @@
-//! The task that keeps a [`Mirror`] current: list, watch, apply, confirm, resync, relist.
+//! The task that keeps a [`Mirror`] current: load, watch, apply, confirm, resync, relist.
 
 use super::{
     Handle, Indexer, Mirror, MirrorBatch, MirrorBuilder, MirrorCause, MirrorSnapshot, Shared,
     Stats, Typer,
 };
-use crate::error::{Error, Result};
+use crate::changes::{CollectionEvent, CollectionValue};
+use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
+use crate::error::{Error, ErrorKind, Result};
 use crate::keyspace::TypedEvent;
 use crate::range::RangeOptions;
 use crate::store::Store;
-use crate::watch::{Event, WatchOptions, WatchStream};
+use crate::txn::{OpResult, Txn, TxnOp};
+use crate::watch::{Event, WatchBatch, WatchOptions, WatchStream};
 use arc_swap::ArcSwap;
 use futures::StreamExt;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -19,10 +22,6 @@ use tokio::time::{Interval, MissedTickBehavior};
 
 /// How long a confirmation waits for a watch batch that may already be on its way.
 const CONFIRM_GRACE: Duration = Duration::from_millis(20);
-
-/// Confirmations that find the view behind, with no batch arriving in between, before the
-/// mirror takes the store's listing instead.
-const MISMATCHES_BEFORE_RELIST: u32 = 3;
 
 pub(super) async fn start<K, V>(b: MirrorBuilder<K, V>) -> Result<Mirror<K, V>>
 where
@@ -37,13 +36,13 @@ where
         typer: b.typer,
         indexers: b.indexers,
         names,
+        collections: b.collections,
     };
     // A listing whose revision is compacted before the watch starts is listed again.
     let mut relists = 0;
     let (view, watch) = loop {
-        let view = lister.list(None).await?;
-        match lister.watch(view.revision).await {
-            Ok(watch) => break (view, watch),
+        match lister.load().await {
+            Ok(loaded) => break loaded,
             Err(error) if error.compact_revision().is_some() && relists < 3 => relists += 1,
             Err(error) => return Err(error),
         }
@@ -70,7 +69,8 @@ where
         requests,
         pending: None,
         retry_at: None,
-        mismatches: 0,
+        marking: false,
+        attempts: 0,
         resync: b.resync_every.map(interval),
         heartbeat: b.heartbeat.map(interval),
     };
@@ -114,17 +114,82 @@ struct Lister<K, V> {
     typer: Typer<K, V>,
     indexers: Vec<Indexer<K, V>>,
     names: Arc<[&'static str]>,
+    collections: bool,
 }
 
 impl<K: Clone, V: Clone> Lister<K, V> {
+    /// A view of the range at one revision and the watch that continues from it.
+    ///
+    /// With collections: the listing at R names the collections, read-only transactions
+    /// read their contents (each at some revision R' >= R), and a watch from R + 1 replays
+    /// what happened since, each collection's changes from after the revision its contents
+    /// were read at, until its progress mark: then every key and collection is at the
+    /// mark's revision.
+    async fn load(&self) -> Result<(MirrorSnapshot<K, V>, WatchStream)> {
+        let (mut view, listed) = self.list(None).await?;
+        if !self.collections {
+            let watch = self.watch(view.revision, false).await?;
+            return Ok((view, watch));
+        }
+        let mut read_at = HashMap::new();
+        let chunk = self.store.capabilities().max_txn_ops.max(1);
+        for ids in listed.chunks(chunk) {
+            let reads = ids
+                .iter()
+                .map(|(key, kind)| TxnOp::Collection(read_op(key, *kind)));
+            let response = self.store.txn(Txn::new().and_then(reads)).await?;
+            if response.results.len() != ids.len() {
+                return Err(Error::internal("a read of collections lost results"));
+            }
+            for ((key, kind), result) in ids.iter().zip(response.results) {
+                view.set_collection(key.clone(), contents(*kind, result)?, &self.typer);
+                read_at.insert((key.clone(), *kind), response.revision);
+            }
+        }
+        let mut watch = self.watch(view.revision, true).await?;
+        loop {
+            let batch = match watch.next().await {
+                Some(batch) => batch?,
+                None => return Err(Error::new(ErrorKind::Unavailable, "the watch ended")),
+            };
+            if batch.is_progress() {
+                view.revision = view.revision.max(batch.revision);
+                return Ok((view, watch));
+            }
+            for event in batch.events {
+                match event {
+                    Event::Collection(event) => {
+                        let seen = read_at
+                            .get(&(event.key.clone(), event.kind))
+                            .is_some_and(|at| batch.revision <= *at);
+                        if !seen {
+                            view.apply_collection(&event, &self.typer)?;
+                        }
+                    }
+                    event => {
+                        view.apply(event, &self.typer, &self.indexers);
+                    }
+                }
+            }
+            view.revision = batch.revision;
+        }
+    }
+
     /// The range as one view, every page read at one revision (`at`, or the store's current
-    /// one).
-    async fn list(&self, at: Option<i64>) -> Result<MirrorSnapshot<K, V>> {
+    /// one), with the collections it lists (their contents are not read).
+    async fn list(
+        &self,
+        at: Option<i64>,
+    ) -> Result<(MirrorSnapshot<K, V>, Vec<(Vec<u8>, CollectionKind)>)> {
         let mut opts = RangeOptions::prefix(&self.range).limit(self.page_size);
+        if self.collections {
+            opts = opts.with_collections();
+        }
         if let Some(revision) = at {
             opts = opts.at_revision(revision);
         }
         let mut view = None;
+        let mut collections = Vec::new();
         loop {
             let page = self.store.range(opts.clone()).await?;
             let view = view.get_or_insert_with(|| {
@@ -137,35 +202,61 @@ impl<K: Clone, V: Clone> Lister<K, V> {
                     &self.indexers,
                 );
             }
+            collections.extend(page.collections.into_iter().map(|c| (c.key, c.kind)));
             match page.next {
                 Some(next) => opts = opts.after(next),
                 None => break,
             }
         }
-        view.ok_or_else(|| Error::internal("a listing without a first page"))
+        let view = view.ok_or_else(|| Error::internal("a listing without a first page"))?;
+        Ok((view, collections))
     }
 
-    /// The mod revision of every key of the range at `revision`.
-    async fn mod_revisions(&self, revision: i64) -> Result<BTreeMap<Vec<u8>, i64>> {
-        let mut opts = RangeOptions::prefix(&self.range)
-            .limit(self.page_size)
-            .keys_only()
-            .at_revision(revision);
-        let mut keys = BTreeMap::new();
-        loop {
-            let page = self.store.range(opts.clone()).await?;
-            keys.extend(page.entries.into_iter().map(|e| (e.key, e.mod_revision)));
-            match page.next {
-                Some(next) => opts = opts.after(next),
-                None => return Ok(keys),
-            }
+    /// A watch of the range from `after + 1`, with progress marks when asked.
+    async fn watch(&self, after: i64, progress: bool) -> Result<WatchStream> {
+        let mut opts = WatchOptions::prefix(&self.range).from_revision(after + 1);
+        if self.collections {
+            opts = opts.with_collections();
         }
-    }
-
-    async fn watch(&self, after: i64) -> Result<WatchStream> {
-        let opts = WatchOptions::prefix(&self.range).from_revision(after + 1);
+        if progress {
+            opts = opts.with_progress();
+        }
         self.store.watch(opts).await
     }
+}
+
+/// The read of a whole collection of `kind`.
+fn read_op(key: &[u8], kind: CollectionKind) -> CollectionOp {
+    let key = key.to_vec();
+    match kind {
+        CollectionKind::Set => CollectionOp::SetMembers { key },
+        CollectionKind::Map => CollectionOp::MapGetAll { key },
+        CollectionKind::List => CollectionOp::ListRange {
+            key,
+            start: 0,
+            stop: -1,
+        },
+    }
+}
+
+/// The contents a [`read_op`] returned.
+fn contents(kind: CollectionKind, result: OpResult) -> Result<CollectionValue> {
+    Ok(match (kind, result) {
+        (CollectionKind::Set, OpResult::Collection(CollectionResult::Members(members))) => {
+            CollectionValue::Set(members.into_iter().collect())
+        }
+        (CollectionKind::Map, OpResult::Collection(CollectionResult::Fields(fields))) => {
+            CollectionValue::Map(fields.into_iter().collect())
+        }
+        (CollectionKind::List, OpResult::Collection(CollectionResult::Items(items))) => {
+            CollectionValue::List(items)
+        }
+        (kind, other) => {
+            return Err(Error::internal(format!(
+                "a read of a {kind:?} returned {other:?}"
+            )));
+        }
+    })
 }
 
 struct Worker<K, V> {
@@ -177,7 +268,10 @@ struct Worker<K, V> {
     pending: Option<i64>,
     /// When to check the pending revision again.
     retry_at: Option<tokio::time::Instant>,
-    mismatches: u32,
+    /// Whether the watch was reopened with a progress mark that has not arrived yet.
+    marking: bool,
+    /// Confirmations in a row that did not reach the pending revision.
+    attempts: u32,
     resync: Option<Interval>,
     heartbeat: Option<Interval>,
 }
@@ -191,18 +285,8 @@ where
         loop {
             tokio::select! {
                 item = self.watch.next() => match item {
-                    Some(Ok(batch)) => {
-                        self.mismatches = 0;
-                        let mut next = self.view().as_ref().clone();
-                        let mut events = Vec::with_capacity(batch.events.len());
-                        for event in batch.events {
-                            let change =
-                                next.apply(event, &self.lister.typer, &self.lister.indexers);
-                            events.extend(change);
-                        }
-                        next.revision = batch.revision;
-                        self.publish(next, MirrorCause::Watch, events);
-                    }
+                    Some(Ok(batch)) if batch.is_progress() => self.marked(batch.revision),
+                    Some(Ok(batch)) => self.apply(batch).await,
                     Some(Err(error)) => self.relist(Some(error)).await,
                     None => self.relist(None).await,
                 },
@@ -226,6 +310,7 @@ where
             if self.pending.is_some_and(|p| p <= self.view().revision()) {
                 self.pending = None;
                 self.retry_at = None;
+                self.attempts = 0;
             }
         }
     }
@@ -238,23 +323,81 @@ where
         self.shared.health.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Swaps `view` in, wakes the waiters and sends `events` to the subscribers.
+    /// Applies one watch batch to a copy of the view and publishes it; a collection change
+    /// that does not fit the contents held means the view drifted from the store (on Redis,
+    /// another program's raw command): the mirror lists again.
+    async fn apply(&mut self, batch: WatchBatch) {
+        let view = self.view();
+        if batch.revision <= view.revision() {
+            // Changes that left no trace in the state a progress mark vouched for (on etcd,
+            // a key created and deleted again before the mark): the view has their outcome.
+            return;
+        }
+        let mut next = view.as_ref().clone();
+        let mut events = Vec::with_capacity(batch.events.len());
+        let mut collections = Vec::new();
+        let mut drift = None;
+        for event in batch.events {
+            match event {
+                Event::Collection(event) => {
+                    if let Err(error) = next.apply_collection(&event, &self.lister.typer) {
+                        drift.get_or_insert(error.with_context("revision", batch.revision));
+                    }
+                    collections.push(event);
+                }
+                event => {
+                    let change = next.apply(event, &self.lister.typer, &self.lister.indexers);
+                    events.extend(change);
+                }
+            }
+        }
+        next.revision = batch.revision;
+        self.publish(next, MirrorCause::Watch, events, collections);
+        if drift.is_some() {
+            self.relist(drift).await;
+        }
+    }
+
+    /// A progress mark: nothing in the range changed between the view's revision and
+    /// `revision`, so the view reflects it.
+    fn marked(&mut self, revision: i64) {
+        self.marking = false;
+        let view = self.view();
+        {
+            let mut stats = self.stats();
+            stats.store_revision = stats.store_revision.max(revision);
+            stats.current_at = Instant::now();
+        }
+        if revision > view.revision() {
+            let mut next = view.as_ref().clone();
+            next.revision = revision;
+            self.publish(next, MirrorCause::Watch, Vec::new(), Vec::new());
+        }
+        if self.pending.is_some_and(|p| p > revision) {
+            // Waiting for a revision the store had not reached: ask again later.
+            self.retry_later();
+        }
+    }
+
+    /// Swaps `view` in, wakes the waiters and sends the changes to the subscribers.
     fn publish(
         &mut self,
         view: MirrorSnapshot<K, V>,
         cause: MirrorCause,
         events: Vec<TypedEvent<K, V>>,
+        collections: Vec<CollectionEvent>,
     ) {
         let revision = view.revision;
         self.shared.current.store(Arc::new(view));
         self.shared.revision.send_replace(revision);
-        if events.is_empty() {
+        if events.is_empty() && collections.is_empty() {
             return;
         }
         let batch = MirrorBatch {
             revision,
             cause,
             events,
+            collections,
         };
         let mut subscribers = self
             .shared
@@ -282,14 +425,13 @@ where
         }
     }
 
-    /// Checks whether the view already reflects the store's revision (nothing changed in the
-    /// range since the view's revision): then it is published at that revision. Otherwise a
-    /// batch is on its way, or the view drifted: after a few checks without one, the store's
-    /// listing replaces the view.
+    /// Makes sure the view reaches the pending revision even when nothing in the range
+    /// changes: the watch is reopened from the view's revision with a progress mark, which
+    /// arrives once every change up to the store's current revision has been delivered.
     async fn confirm(&mut self) {
         let Some(target) = self.pending else { return };
         let view = self.view();
-        if view.revision() >= target {
+        if view.revision() >= target || self.marking {
             return;
         }
         let Some(store_revision) = self.store_revision().await else {
@@ -297,38 +439,27 @@ where
             return;
         };
         if store_revision <= view.revision() {
-            // `target` is beyond the store's revision: a batch will reach it.
+            // `target` is beyond the store's revision: a batch will reach it, or a later
+            // confirmation.
+            self.retry_later();
             return;
         }
-        let listed = match self.lister.mod_revisions(store_revision).await {
-            Ok(listed) => listed,
+        match self.lister.watch(view.revision(), true).await {
+            Ok(watch) => {
+                self.watch = watch;
+                self.marking = true;
+            }
+            Err(error) if error.compact_revision().is_some() => self.relist(Some(error)).await,
             Err(error) => {
                 self.stats().last_error = Some(error);
                 self.retry_later();
-                return;
             }
-        };
-        let same = listed.len() == view.raw_len()
-            && view
-                .mod_revisions()
-                .all(|(key, revision)| listed.get(key) == Some(&revision));
-        if same {
-            let mut next = view.as_ref().clone();
-            next.revision = store_revision;
-            self.stats().current_at = Instant::now();
-            self.publish(next, MirrorCause::Watch, Vec::new());
-            return;
-        }
-        self.mismatches += 1;
-        if self.mismatches >= MISMATCHES_BEFORE_RELIST {
-            self.relist(None).await;
-        } else {
-            self.retry_later();
         }
     }
 
     fn retry_later(&mut self) {
-        let wait = crate::raw::backoff(self.mismatches + 3);
+        self.attempts = self.attempts.saturating_add(1);
+        let wait = crate::raw::backoff(self.attempts + 3);
         self.retry_at = Some(tokio::time::Instant::now() + wait);
     }
 
@@ -344,25 +475,55 @@ where
         }
     }
 
-    /// Lists the range at the view's revision and repairs any difference.
+    /// Compares the view with the store and repairs any difference. Plain keys are listed
+    /// at the view's revision; a mirror with collections loads the range again instead (the
+    /// contents of collections can only be read at the current revision), so its repair
+    /// also carries the changes its watch had not delivered yet.
     async fn resync_now(&mut self) {
         let view = self.view();
-        match self.lister.list(Some(view.revision())).await {
-            Ok(listed) => {
-                let repair = view.diff(&listed, &self.lister.typer);
-                {
-                    let mut stats = self.stats();
-                    stats.resyncs += 1;
-                    stats.repaired += repair.len() as u64;
+        if self.lister.collections {
+            match self.lister.load().await {
+                Ok((loaded, watch)) => {
+                    self.watch = watch;
+                    self.marking = false;
+                    let events = view.diff(&loaded, &self.lister.typer);
+                    let collections = view.collection_diff(&loaded);
+                    self.resynced(loaded, events, collections);
                 }
-                if !repair.is_empty() {
-                    self.publish(listed, MirrorCause::Resync, repair);
+                Err(error) => self.stats().last_error = Some(error),
+            }
+            return;
+        }
+        match self.lister.list(Some(view.revision())).await {
+            Ok((listed, _)) => {
+                let events = view.diff(&listed, &self.lister.typer);
+                if events.is_empty() {
+                    self.resynced(view.as_ref().clone(), events, Vec::new());
+                } else {
+                    self.resynced(listed, events, Vec::new());
                 }
             }
             // The view's revision is compacted away: list at the current one.
             Err(error) if error.compact_revision().is_some() => self.relist(Some(error)).await,
             Err(error) => self.stats().last_error = Some(error),
         }
+    }
+
+    fn resynced(
+        &mut self,
+        view: MirrorSnapshot<K, V>,
+        events: Vec<TypedEvent<K, V>>,
+        collections: Vec<CollectionEvent>,
+    ) {
+        {
+            let mut stats = self.stats();
+            stats.resyncs += 1;
+            stats.repaired += (events.len() + collections.len()) as u64;
+        }
+        if events.is_empty() && collections.is_empty() {
+            return;
+        }
+        self.publish(view, MirrorCause::Resync, events, collections);
     }
 
     /// Lists the range again and watches from there, retrying until both succeed; the
@@ -377,13 +538,8 @@ where
         }
         let mut attempt = 0;
         let (listed, watch) = loop {
-            let next = async {
-                let listed = self.lister.list(None).await?;
-                let watch = self.lister.watch(listed.revision).await?;
-                Ok::<_, Error>((listed, watch))
-            };
-            match next.await {
-                Ok(next) => break next,
+            match self.lister.load().await {
+                Ok(loaded) => break loaded,
                 Err(error) => {
                     self.stats().last_error = Some(error);
                     tokio::time::sleep(crate::raw::backoff(attempt)).await;
@@ -392,13 +548,15 @@ where
             }
         };
         self.watch = watch;
-        self.mismatches = 0;
-        let changes = self.view().diff(&listed, &self.lister.typer);
+        self.marking = false;
+        let view = self.view();
+        let changes = view.diff(&listed, &self.lister.typer);
+        let collections = view.collection_diff(&listed);
         {
             let mut stats = self.stats();
             stats.current_at = Instant::now();
             stats.store_revision = stats.store_revision.max(listed.revision);
         }
-        self.publish(listed, MirrorCause::Relist, changes);
+        self.publish(listed, MirrorCause::Relist, changes, collections);
     }
 }

@@ -147,6 +147,10 @@ impl History {
         for change in self.changes.iter().filter(|c| c.revision >= start) {
             watcher.deliver(change);
         }
+        if opts.progress {
+            // Under the store's lock: every change up to `current` is queued before it.
+            let _ = watcher.tx.send(Ok(WatchBatch::progress(current)));
+        }
         self.watchers.push(watcher);
         Ok(Box::pin(UnboundedReceiverStream::new(rx)))
     }

@@ -20,13 +20,18 @@
 //! outside the map), [`resolve_profile`] (ownership check: `Unauthorized`),
 //! [`default_profile`] (marker, else the smallest id), [`list_profiles`] (paged),
 //! [`put_pool_secret`] / [`pool_secret`] (encrypted with the typed store's
-//! [`Keyring`](keyplane_core::keyspace::Keyring)),
-//! [`write_example`] for a demo dataset.
+//! [`Keyring`](keyplane_core::keyspace::Keyring)), [`owned_pool_secret`] (the pool read with
+//! the ownership check), [`write_example`] for a demo dataset.
+//!
+//! Reading: [`ResolverCache`] is the resolver's L1 cache of every layer (§7.3), a watched
+//! mirror of `nxc:` with its sets and hashes; its views resolve exactly as
+//! [`resolve_profile`] does, without a round trip.
 //!
 //! The legacy layout the document replaces (`nexus:config:group|index:{provider}:{realm}`,
 //! `nexus:config:{provider}:{realm}:{profile}`) is its own keyspace, [`NxcLegacyKeyspace`];
 //! [`migrate_legacy`] moves a realm's legacy group and index into the map and marker.
 
+mod cache;
 mod example;
 mod keys;
 mod legacy;
@@ -37,13 +42,14 @@ mod resolve;
 mod segments;
 mod values;
 
+pub use cache::{NxcValue, ResolverCache, ResolverView};
 pub use example::{NxcExample, write_example};
 pub use keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileMapKey};
 pub use legacy::{
     LegacyConfigKey, LegacyGroupKey, LegacyIndexKey, LegacyProvider, NxcLegacyKeyspace,
 };
 pub use migrate::{LegacyMigration, migrate_legacy};
-pub use pool::{pool_secret, put_pool_secret};
+pub use pool::{owned_pool_secret, pool_secret, put_pool_secret};
 pub use profile::{create_profile, delete_profile, set_default_profile};
 pub use resolve::{default_profile, list_profiles, resolve_profile};
 pub use segments::{ProfileId, ProviderName, RealmId};

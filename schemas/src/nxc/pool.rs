@@ -1,7 +1,8 @@
 //! The shared pool: a provider's secret material per profile, encrypted at rest.
 
-use super::keys::PoolKey;
-use super::segments::{ProfileId, ProviderName};
+use super::keys::{PoolKey, ProfileMapKey};
+use super::segments::{ProfileId, ProviderName, RealmId};
+use super::values::Identity;
 use keyplane_core::Result;
 use keyplane_core::keyspace::TypedStore;
 
@@ -43,4 +44,37 @@ pub async fn pool_secret(
         profile: profile.clone(),
     };
     typed.get(&key).await
+}
+
+/// The decrypted secret of `profile` for a realm that owns it: the pool is shared by every
+/// realm of the provider, so the realm's map must hold the profile (the same ownership check
+/// as [`resolve_profile`](super::resolve_profile); the check and the read are one
+/// transaction). `None` when the pool has no secret for the profile.
+///
+/// # Errors
+/// `Unauthorized` when the realm does not own the profile; otherwise as [`pool_secret`].
+pub async fn owned_pool_secret(
+    typed: &TypedStore,
+    realm: &RealmId,
+    provider: &ProviderName,
+    profile: &ProfileId,
+) -> Result<Option<String>> {
+    let key = PoolKey {
+        provider: provider.clone(),
+        profile: profile.clone(),
+    };
+    let map = ProfileMapKey::new(realm, provider);
+    let mut txn = typed.txn();
+    let owned = txn.set_contains(&typed.set_at(&map), profile);
+    let secret = txn.get(&key);
+    let outcome = txn.commit().await?;
+    if !outcome.collection(&owned)? {
+        let identity = Identity {
+            realm: realm.clone(),
+            provider: provider.clone(),
+            profile: Some(profile.clone()),
+        };
+        return Err(super::cache::unauthorized(&identity, profile));
+    }
+    Ok(outcome.read(&secret)?.map(|v| v.value))
 }

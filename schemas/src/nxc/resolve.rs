@@ -24,7 +24,7 @@ pub async fn resolve_profile(typed: &TypedStore, identity: &Identity) -> Result<
     if let Some(profile) = &identity.profile {
         return match owned_profile(typed, identity, profile).await? {
             Some(resolved) => Ok(resolved),
-            None => Err(unauthorized(identity, profile)),
+            None => Err(super::cache::unauthorized(identity, profile)),
         };
     }
     // The default is chosen, then read with the ownership check; a profile deleted in
@@ -130,14 +130,4 @@ pub async fn list_profiles(
         .set_at(&ProfileMapKey::new(realm, provider))
         .scan(opts)
         .await
-}
-
-fn unauthorized(identity: &Identity, profile: &ProfileId) -> Error {
-    Error::new(
-        ErrorKind::Unauthorized,
-        "the realm does not own the profile it asks for",
-    )
-    .with_context("realm", &identity.realm)
-    .with_context("provider", &identity.provider)
-    .with_context("profile", profile)
 }

@@ -3,6 +3,7 @@
 
 use super::bad_input::watch_error;
 use super::support::{describe_batch, expect_quiet, key, next_batch, put, root};
+use futures::StreamExt;
 use keyplane_core::{Event, Store, Txn, TxnOp, WatchBatch, WatchOptions, WatchStream};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -299,6 +300,7 @@ pub async fn watch_interval(store: Arc<dyn Store>) {
         start_revision: None,
         prev: false,
         collections: false,
+        progress: false,
     };
     let mut watch = store.watch(opts).await.unwrap();
     let resp = store
@@ -321,4 +323,67 @@ pub async fn watch_interval(store: Arc<dyn Store>) {
         ["delete c"]
     );
     expect_quiet(&*store, &mut watch, &key(&root, "cz")).await;
+}
+
+/// The next item of a watch opened with progress, marks included.
+async fn next_item(stream: &mut WatchStream) -> WatchBatch {
+    match tokio::time::timeout(super::support::EVENT_TIMEOUT, stream.next()).await {
+        Ok(Some(Ok(batch))) => batch,
+        Ok(Some(Err(e))) => panic!("watch failed: {e}"),
+        Ok(None) => panic!("watch ended without an error"),
+        Err(_) => panic!("no watch item within {:?}", super::support::EVENT_TIMEOUT),
+    }
+}
+
+/// A watch opened with progress sends one mark, at or after the store's revision when it was
+/// opened, once every change it covers up to there has arrived; whether it replays history,
+/// starts now, or has nothing to replay; batches after the mark are newer.
+pub async fn watch_progress_marks_the_catch_up(store: Arc<dyn Store>) {
+    let root = root();
+    let dir = key(&root, "dir/");
+    let r1 = put(&*store, &key(&root, "dir/a"), "1").await;
+    put(&*store, &key(&root, "outside"), "x").await;
+    let r2 = put(&*store, &key(&root, "dir/b"), "2").await;
+    let opened = put(&*store, &key(&root, "outside"), "y").await;
+
+    // History to replay: both batches, then the mark.
+    let opts = WatchOptions::prefix(&dir).from_revision(r1).with_progress();
+    let mut watch = store.watch(opts).await.unwrap();
+    assert_eq!(next_item(&mut watch).await.revision, r1);
+    assert_eq!(next_item(&mut watch).await.revision, r2);
+    let mark = next_item(&mut watch).await;
+    assert!(mark.is_progress(), "{mark:?}");
+    assert!(mark.revision >= opened, "{} < {opened}", mark.revision);
+    let r3 = put(&*store, &key(&root, "dir/c"), "3").await;
+    let next = next_item(&mut watch).await;
+    assert_eq!((next.revision, next.events.len()), (r3, 1));
+    assert!(next.revision > mark.revision);
+
+    // History with nothing in the range: the mark alone.
+    let quiet = key(&root, "quiet/");
+    let opts = WatchOptions::prefix(&quiet)
+        .from_revision(r1)
+        .with_progress();
+    let mut watch = store.watch(opts).await.unwrap();
+    let mark = next_item(&mut watch).await;
+    assert!(mark.is_progress(), "{mark:?}");
+    assert!(mark.revision >= r3, "{} < {r3}", mark.revision);
+    let r4 = put(&*store, &key(&root, "quiet/k"), "4").await;
+    assert_eq!(next_item(&mut watch).await.revision, r4);
+
+    // From now: the mark at once.
+    let now = store.revision().await.unwrap();
+    let mut watch = store
+        .watch(WatchOptions::prefix(&dir).with_progress())
+        .await
+        .unwrap();
+    let mark = next_item(&mut watch).await;
+    assert!(mark.is_progress() && mark.revision >= now, "{mark:?}");
+    let r5 = put(&*store, &key(&root, "dir/d"), "5").await;
+    assert_eq!(next_item(&mut watch).await.revision, r5);
+
+    // Without progress, no mark: the first item is the next change.
+    let mut watch = store.watch(WatchOptions::prefix(&dir)).await.unwrap();
+    let r6 = put(&*store, &key(&root, "dir/e"), "6").await;
+    assert_eq!(next_batch(&mut watch).await.revision, r6);
 }
