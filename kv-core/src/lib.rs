@@ -17,6 +17,7 @@ mod lock;
 pub mod mirror;
 mod range;
 pub mod raw;
+pub mod retry;
 mod store;
 mod txn;
 mod watch;

@@ -1,6 +1,6 @@
 //! Deleting a tenant with all its indexes (§7.2).
 
-use super::ftp::{ATTEMPTS, contended};
+use super::ftp::Contention;
 use super::keys::{
     CodeIndexKey, FtpUserIndexKey, HostIndexKey, NameIndexKey, TenantDir, TenantMetaKey,
 };
@@ -140,7 +140,9 @@ fn add_data_delete(txn: &mut TypedTxn, id: u64, snap: &Snapshot) {
 pub async fn delete_tenant(store: &TypedStore, id: u64) -> Result<TenantDeletion> {
     let max = store.store().capabilities().max_txn_ops.max(1);
     let mut out = TenantDeletion::default();
-    'attempt: for _ in 0..ATTEMPTS {
+    let mut contention = Contention::new("deleting a tenant");
+    'attempt: loop {
+        contention.next().await?;
         let snap = Snapshot::read(store.store().as_ref(), id).await?;
         if snap.keys == 0 {
             return Ok(out);
@@ -174,5 +176,4 @@ pub async fn delete_tenant(store: &TypedStore, id: u64) -> Result<TenantDeletion
             return Ok(out);
         }
     }
-    Err(contended("deleting a tenant"))
 }

@@ -5,17 +5,45 @@ use super::model::invalid_segment;
 use super::segments::FtpUsername;
 use super::values::{FtpConfig, FtpUserIndex};
 use keyplane_core::keyspace::TypedStore;
+use keyplane_core::retry::{Attempts, Backoff};
 use keyplane_core::{CompareOp, Error, ErrorKind, OpResult, Result};
 
-/// How often an operation re-reads and retries when a concurrent writer changed what it read.
-pub(crate) const ATTEMPTS: usize = 16;
+/// Retries of an operation that re-reads when a concurrent writer changed what it read: the
+/// shared jittered backoff, within its deadline.
+pub(crate) struct Contention {
+    attempts: Attempts<'static>,
+    started: bool,
+    what: &'static str,
+}
 
-pub(crate) fn contended(what: &str) -> Error {
-    Error::new(
-        ErrorKind::ConditionFailed,
-        format!("{what}: concurrent writers kept changing the tenant; try again"),
-    )
-    .set_retryable(true)
+static POLICY: std::sync::LazyLock<Backoff> = std::sync::LazyLock::new(Backoff::default);
+
+impl Contention {
+    pub(crate) fn new(what: &'static str) -> Self {
+        Contention {
+            attempts: POLICY.start(),
+            started: false,
+            what,
+        }
+    }
+
+    /// Before each attempt: waits after a lost one, or gives up with a retryable
+    /// `ConditionFailed` when the backoff's deadline has passed.
+    pub(crate) async fn next(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.started, true) && !self.attempts.wait().await {
+            return Err(self.attempts.exhausted(
+                Error::new(
+                    ErrorKind::ConditionFailed,
+                    format!(
+                        "{}: concurrent writers kept changing the tenant; try again",
+                        self.what
+                    ),
+                )
+                .set_retryable(true),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Adds one FTP user to an existing tenant: the `ftp/{username}` key and its
@@ -65,7 +93,9 @@ pub async fn add_ftp_user(store: &TypedStore, config: &FtpConfig) -> Result<i64>
     let index_key = FtpUserIndexKey {
         username: username.clone(),
     };
-    for _ in 0..ATTEMPTS {
+    let mut contention = Contention::new("adding an FTP user");
+    loop {
+        contention.next().await?;
         let Some(meta) = store.get_versioned(&meta_key).await? else {
             return Err(not_found(id));
         };
@@ -114,7 +144,6 @@ pub async fn add_ftp_user(store: &TypedStore, config: &FtpConfig) -> Result<i64>
             ));
         }
     }
-    Err(contended("adding an FTP user"))
 }
 
 /// Removes one FTP user of a tenant: its `ftp/{username}` key and, when it points at this
@@ -133,7 +162,9 @@ pub async fn remove_ftp_user(store: &TypedStore, tenant_id: u64, username: &str)
         id: tenant_id,
         username,
     };
-    for _ in 0..ATTEMPTS {
+    let mut contention = Contention::new("removing an FTP user");
+    loop {
+        contention.next().await?;
         let index = store.get_versioned(&index_key).await?;
         let mut txn = store.txn();
         match &index {
@@ -159,7 +190,6 @@ pub async fn remove_ftp_user(store: &TypedStore, tenant_id: u64, username: &str)
             return Ok(deleted.unwrap_or(0) > 0);
         }
     }
-    Err(contended("removing an FTP user"))
 }
 
 pub(crate) fn not_found(id: u64) -> Error {

@@ -39,6 +39,7 @@ pub mod mirror;
 pub mod read;
 pub mod snapshot;
 pub mod txn;
+pub mod update;
 pub mod watch;
 pub mod write;
 
@@ -204,6 +205,7 @@ macro_rules! conformance_suite {
             txn::txn_compare_lease,
             txn::txn_branches_and_results,
             txn::txn_all_compares_must_hold,
+            update::update_loses_no_concurrent_change,
             watch::watch_key_sees_puts_and_deletes,
             watch::watch_prefix_one_batch_per_txn,
             watch::watch_is_ordered_without_gaps,

@@ -6,6 +6,7 @@ mod single;
 mod txn;
 mod txn_collections;
 mod txn_reads;
+mod update;
 mod watch;
 
 pub use collections::{ListHandle, MapHandle, SetHandle, SetPage};

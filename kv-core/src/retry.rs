@@ -1,0 +1,274 @@
+//! [`Backoff`] and [`retry`]: the one way the library and its users retry an operation that
+//! failed for a reason that may pass (a lost optimistic race, a leader election, a
+//! connection being re-established): exponential backoff with full jitter, bounded by a
+//! deadline and optionally by a number of attempts.
+//!
+//! Only errors marked [retryable](crate::Error::is_retryable) are retried by [`retry`]; a
+//! failed compare the caller asked for, bad input or a missing key are answers, not
+//! accidents. [`retry_if`] takes the decision from the caller.
+//!
+//! ```
+//! use keyplane_core::retry::{Backoff, retry};
+//! use keyplane_core::{Error, ErrorKind};
+//! use std::time::Duration;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> keyplane_core::Result<()> {
+//! let policy = Backoff::default().initial(Duration::from_millis(1)).max_attempts(5);
+//! let mut calls = 0;
+//! let answer = retry(&policy, || {
+//!     calls += 1;
+//!     let attempt = calls;
+//!     async move {
+//!         if attempt < 3 {
+//!             Err(Error::new(ErrorKind::Unavailable, "a leader election").set_retryable(true))
+//!         } else {
+//!             Ok(42)
+//!         }
+//!     }
+//! })
+//! .await?;
+//! assert_eq!((answer, calls), (42, 3));
+//! # Ok(()) }
+//! ```
+
+use crate::error::{Error, Result};
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How to retry: delays growing exponentially from [`initial`](Self::initial) up to
+/// [`max_delay`](Self::max_delay), each drawn uniformly between zero and that bound ("full
+/// jitter", so that clients that failed together do not retry together), until the
+/// [`deadline`](Self::deadline) or the [`max_attempts`](Self::max_attempts).
+///
+/// The default: 10 ms doubling up to 1 s, for at most 10 s, attempts unbounded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backoff {
+    initial: Duration,
+    max_delay: Duration,
+    deadline: Option<Duration>,
+    max_attempts: Option<u32>,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial: Duration::from_millis(10),
+            max_delay: Duration::from_secs(1),
+            deadline: Some(Duration::from_secs(10)),
+            max_attempts: None,
+        }
+    }
+}
+
+impl Backoff {
+    /// The bound of the first delay (doubled after each attempt).
+    pub fn initial(mut self, delay: Duration) -> Self {
+        self.initial = delay;
+        self
+    }
+
+    /// The largest bound a delay grows to.
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// How long retrying may go on in all, from the first attempt (`None`: no limit; then
+    /// give [`max_attempts`](Self::max_attempts)).
+    pub fn deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// At most this many attempts in all (at least 1).
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts.max(1));
+        self
+    }
+
+    /// The delay before attempt `attempt + 1` (the first retry is `delay(0)`): uniform in
+    /// `[0, min(max_delay, initial * 2^attempt)]`.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let bound = self
+            .initial
+            .saturating_mul(1u32 << attempt.min(20))
+            .min(self.max_delay);
+        let nanos = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
+        if nanos == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(random() % (nanos + 1))
+    }
+
+    /// Starts counting attempts and time for one operation.
+    pub fn start(&self) -> Attempts<'_> {
+        Attempts {
+            policy: self,
+            started: Instant::now(),
+            failed: 0,
+        }
+    }
+}
+
+/// The attempts of one operation under a [`Backoff`] ([`Backoff::start`]), for loops that
+/// [`retry`] does not fit (a retry decided by a value rather than an error).
+#[derive(Debug)]
+pub struct Attempts<'a> {
+    policy: &'a Backoff,
+    started: Instant,
+    failed: u32,
+}
+
+impl Attempts<'_> {
+    /// Records a failed attempt and sleeps before the next one; `false` (without sleeping)
+    /// when the policy allows no more: then give up.
+    pub async fn wait(&mut self) -> bool {
+        self.failed = self.failed.saturating_add(1);
+        if self
+            .policy
+            .max_attempts
+            .is_some_and(|max| self.failed >= max)
+        {
+            return false;
+        }
+        let delay = self.policy.delay(self.failed - 1);
+        if let Some(deadline) = self.policy.deadline
+            && self.started.elapsed() + delay > deadline
+        {
+            return false;
+        }
+        tokio::time::sleep(delay).await;
+        true
+    }
+
+    /// How many attempts failed so far.
+    pub fn failed(&self) -> u32 {
+        self.failed
+    }
+
+    /// `error` with how many attempts were made and for how long: the error to return when
+    /// [`wait`](Self::wait) gives up.
+    pub fn exhausted(&self, error: Error) -> Error {
+        error
+            .with_context("attempts", self.failed)
+            .with_context("elapsed_ms", self.started.elapsed().as_millis())
+    }
+}
+
+/// Runs `op` until it succeeds, fails with an error that is not
+/// [retryable](Error::is_retryable), or `policy` gives up (the last error is returned, with
+/// the attempts made).
+///
+/// # Errors
+/// `op`'s errors.
+pub async fn retry<T, F, Fut>(policy: &Backoff, op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    retry_if(policy, Error::is_retryable, op).await
+}
+
+/// [`retry`], retrying the errors `should_retry` accepts.
+///
+/// # Errors
+/// `op`'s errors.
+pub async fn retry_if<T, F, Fut>(
+    policy: &Backoff,
+    should_retry: impl Fn(&Error) -> bool,
+    mut op: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut attempts = policy.start();
+    loop {
+        match op().await {
+            Ok(value) => return Ok(value),
+            Err(error) if should_retry(&error) => {
+                if !attempts.wait().await {
+                    return Err(attempts.exhausted(error));
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// A random number for the jitter (no dependency: the standard library's random hasher keys,
+/// mixed with a counter).
+fn random() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn delays_grow_to_their_bound_with_jitter() {
+        let policy = Backoff::default()
+            .initial(Duration::from_millis(10))
+            .max_delay(Duration::from_millis(80));
+        for attempt in 0..10 {
+            let bound = Duration::from_millis(10 << attempt.min(3));
+            let delays: Vec<Duration> = (0..200).map(|_| policy.delay(attempt)).collect();
+            assert!(delays.iter().all(|d| *d <= bound), "{attempt}: {delays:?}");
+            // Jitter: not every draw is the same.
+            assert!(delays.iter().any(|d| *d != delays[0]), "{attempt}");
+        }
+        assert_eq!(
+            Backoff::default().initial(Duration::ZERO).delay(3),
+            Duration::ZERO
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_only_what_may_pass_and_gives_up() {
+        let policy = Backoff::default().max_attempts(4);
+        let mut calls = 0;
+        let err = retry(&policy, || {
+            calls += 1;
+            async { Err::<(), _>(Error::new(ErrorKind::Unavailable, "down").set_retryable(true)) }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(calls, 4);
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert!(err.to_string().contains("attempts"), "{err}");
+
+        let mut calls = 0;
+        let err = retry(&policy, || {
+            calls += 1;
+            async { Err::<(), _>(Error::invalid_argument("bad")) }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!((calls, err.kind()), (1, ErrorKind::InvalidArgument));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_deadline_bounds_the_whole() {
+        let policy = Backoff::default()
+            .initial(Duration::from_millis(100))
+            .max_delay(Duration::from_millis(100))
+            .deadline(Some(Duration::from_secs(1)));
+        let started = tokio::time::Instant::now();
+        let mut calls = 0u32;
+        let _ = retry(&policy, || {
+            calls += 1;
+            async { Err::<(), _>(Error::new(ErrorKind::Timeout, "slow").set_retryable(true)) }
+        })
+        .await;
+        assert!(started.elapsed() <= Duration::from_secs(1));
+        assert!(calls >= 10, "{calls}");
+    }
+}
