@@ -23,7 +23,7 @@ async fn one_shot_trigger_and_cleanup(store: Arc<dyn Store>) {
     let raw = store.store().get(key.as_bytes()).await.unwrap().unwrap();
     assert_eq!(raw.value, node.hyphenated().to_string().as_bytes());
     assert_eq!(
-        pending_once(&store, &job).await.unwrap(),
+        pending_once(&store, &job).await.unwrap().map(|p| p.target),
         Some(OnceTarget::Node(node))
     );
     let err = trigger_once(&store, &job, OnceTarget::AllNodes)
@@ -33,13 +33,11 @@ async fn one_shot_trigger_and_cleanup(store: Arc<dyn Store>) {
         matches!(err, CronixError::AlreadyTriggered(ref j) if *j == job),
         "{err}"
     );
-    assert_eq!(
-        pending_once(&store, &job).await.unwrap(),
-        Some(OnceTarget::Node(node))
-    );
+    let pending = pending_once(&store, &job).await.unwrap().unwrap();
+    assert_eq!(pending.target, OnceTarget::Node(node));
 
-    assert!(finish_once(&store, &job).await.unwrap());
-    assert!(!finish_once(&store, &job).await.unwrap());
+    assert!(finish_once(&store, &job, &pending).await.unwrap());
+    assert!(!finish_once(&store, &job, &pending).await.unwrap());
     assert_eq!(pending_once(&store, &job).await.unwrap(), None);
 
     trigger_once(&store, &job, OnceTarget::AllNodes)
@@ -47,11 +45,21 @@ async fn one_shot_trigger_and_cleanup(store: Arc<dyn Store>) {
         .unwrap();
     let raw = store.store().get(key.as_bytes()).await.unwrap().unwrap();
     assert_eq!(raw.value, b"");
+    let pending = pending_once(&store, &job).await.unwrap().unwrap();
+    assert_eq!(pending.target, OnceTarget::AllNodes);
+    // A newer trigger written after this one was read survives the cleanup of the old run.
+    assert!(finish_once(&store, &job, &pending).await.unwrap());
+    trigger_once(&store, &job, OnceTarget::Node(node))
+        .await
+        .unwrap();
+    assert!(!finish_once(&store, &job, &pending).await.unwrap());
     assert_eq!(
-        pending_once(&store, &job).await.unwrap(),
-        Some(OnceTarget::AllNodes)
+        pending_once(&store, &job).await.unwrap().map(|p| p.target),
+        Some(OnceTarget::Node(node)),
+        "the newer trigger is kept"
     );
-    assert!(finish_once(&store, &job).await.unwrap());
+    let newer = pending_once(&store, &job).await.unwrap().unwrap();
+    assert!(finish_once(&store, &job, &newer).await.unwrap());
 }
 
 async fn lock_unlock_and_lease_expiry(store: Arc<dyn Store>) {

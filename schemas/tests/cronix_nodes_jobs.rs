@@ -24,7 +24,13 @@ async fn node_registration_with_keep_alive(store: Arc<dyn Store>) {
         .expect("registered");
     assert_eq!(entry.value, node_info(id));
     assert_eq!(entry.lease, Some(node.lease()));
-    assert!(list_nodes(&store).await.unwrap().contains(&node_info(id)));
+    assert!(
+        list_nodes(&store)
+            .await
+            .unwrap()
+            .infos()
+            .any(|n| *n == node_info(id))
+    );
 
     // Kept alive: after four renewals (one every third of the TTL) more than a TTL has
     // passed, and the node key is still the one registered.
@@ -286,7 +292,124 @@ async fn the_live_cluster_reports_a_lost_node_with_its_jobs(store: Arc<dyn Store
     assert_eq!(view.node(b), None);
     assert!(view.orphaned_jobs().contains(&(b, job.clone())));
     assert!(view.nodes().contains(&node_info(a)));
+
+    // The failover the event calls for: b's job moves to a, the only live node.
+    let targets: Vec<Uuid> = view.nodes().iter().map(|n| n.uuid).collect();
+    let report = fail_over(&store, b, &targets).await.unwrap();
+    assert_eq!(report.moved, vec![(job.clone(), a)]);
+    let moved = store.revision().await.unwrap();
+    let view = cluster.wait_for(moved).await.unwrap();
+    assert!(view.orphaned_jobs().iter().all(|(node, _)| *node != b));
+    assert_eq!(view.jobs(a), [(job.clone(), job_config("0 3 * * *"))]);
+    remove_job(&store, a, &job).await.unwrap();
     node_a.deregister().await.unwrap();
+}
+
+/// Two schedulers fail over one lost node at once: every job moves exactly once (each is on
+/// exactly one live node afterwards, and exactly one scheduler reports it moved). A node
+/// registered again stops the failover.
+async fn two_schedulers_fail_over_one_node(store: Arc<dyn Store>) {
+    let store = TypedStore::new(store);
+    let (dead, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    let node_b = register_node(&store, &node_info(b), LONG_TTL)
+        .await
+        .unwrap();
+    let node_c = register_node(&store, &node_info(c), LONG_TTL)
+        .await
+        .unwrap();
+    let lost = register_node(&store, &node_info(dead), LONG_TTL)
+        .await
+        .unwrap();
+    let jobs: Vec<JobId> = (0..12).map(|_| unique_job()).collect();
+    for job in &jobs {
+        assign_job(&store, dead, job, &job_config("*/5 * * * *"))
+            .await
+            .unwrap();
+    }
+    lost.deregister().await.unwrap();
+    let run = |targets: Vec<Uuid>| {
+        let store = store.clone();
+        tokio::spawn(async move { fail_over(&store, dead, &targets).await.unwrap() })
+    };
+    let (one, two) = (run(vec![b, c]), run(vec![c, b]));
+    let (one, two) = (one.await.unwrap(), two.await.unwrap());
+    let mut moved: Vec<JobId> = one
+        .moved
+        .iter()
+        .chain(&two.moved)
+        .map(|(job, _)| job.clone())
+        .collect();
+    moved.sort();
+    let mut expected = jobs.clone();
+    expected.sort();
+    assert_eq!(moved, expected, "each job moved once: {one:?} {two:?}");
+    assert!(one.stranded.is_empty() && two.stranded.is_empty());
+    // What one took, the other moved: a scheduler that listed the jobs late sees fewer.
+    for job in one.taken.iter().chain(&two.taken) {
+        assert!(moved.contains(job), "{job} taken but never moved");
+    }
+    for job in &jobs {
+        let on_b = store
+            .exists(&JobKey {
+                node: b,
+                job: job.clone(),
+            })
+            .await
+            .unwrap();
+        let on_c = store
+            .exists(&JobKey {
+                node: c,
+                job: job.clone(),
+            })
+            .await
+            .unwrap();
+        let on_dead = store
+            .exists(&JobKey {
+                node: dead,
+                job: job.clone(),
+            })
+            .await
+            .unwrap();
+        assert!(
+            on_b != on_c && !on_dead,
+            "{job}: b {on_b}, c {on_c}, dead {on_dead}"
+        );
+    }
+
+    // A node that comes back before its failover keeps its jobs.
+    let back = unique_job();
+    let returned = register_node(&store, &node_info(dead), LONG_TTL)
+        .await
+        .unwrap();
+    assign_job(&store, dead, &back, &job_config("0 * * * *"))
+        .await
+        .unwrap();
+    let err = fail_over(&store, dead, &[b]).await.unwrap_err();
+    assert!(
+        matches!(err, CronixError::NodeExists(n) if n == dead),
+        "{err}"
+    );
+    assert!(
+        store
+            .exists(&JobKey {
+                node: dead,
+                job: back.clone()
+            })
+            .await
+            .unwrap()
+    );
+    let err = fail_over(&store, dead, &[dead]).await.unwrap_err();
+    assert!(matches!(err, CronixError::Invalid { .. }), "{err}");
+    for (node, job) in jobs
+        .iter()
+        .flat_map(|j| [(b, j.clone()), (c, j.clone())])
+        .chain([(dead, back)])
+    {
+        remove_job(&store, node, &job).await.unwrap();
+    }
+    for registration in [node_b, node_c, returned] {
+        registration.deregister().await.unwrap();
+    }
 }
 
 keyplane_tests::on_every_backend!(
@@ -294,4 +417,5 @@ keyplane_tests::on_every_backend!(
     node_registration_with_keep_alive,
     processes_live_under_a_lease,
     move_a_job_off_a_failed_node,
+    two_schedulers_fail_over_one_node,
 );

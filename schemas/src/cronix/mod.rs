@@ -17,14 +17,18 @@
 //! Segments: node ids are UUIDs (lowercase hyphenated), job ids `[a-zA-Z0-9_-]` (1-64
 //! bytes), process ids `u32`, lock names `[a-zA-Z0-9._-]` (1-128 bytes).
 //!
-//! Operations: [`register_node`] ([`NodeRegistration`], kept alive), [`list_nodes`];
-//! [`record_process`] / [`end_process`]; [`assign_job`], [`remove_job`], [`move_job`] (one
-//! transaction guarded by the old key's revision); [`trigger_once`] / [`finish_once`];
+//! Operations: [`register_node`] ([`NodeRegistration`], kept alive), [`list_nodes`] (at one
+//! revision, with the nodes whose JSON does not decode reported); [`record_process`] /
+//! [`end_process`]; [`assign_job`], [`remove_job`], [`move_job`] (one transaction guarded by
+//! the old key's revision); [`fail_over`] (every job of a lost node to live nodes, each move
+//! guarded on the node's absence and the job's revision: two schedulers racing move each job
+//! once); [`trigger_once`] / [`finish_once`] (which deletes only the trigger it read);
 //! [`try_lock`] / [`lock`] / [`CronixLock::unlock`]; [`request_system_info`],
 //! [`publish_system_info`], [`collect_system_info`]; [`write_example`] for a demo dataset.
 
 mod error;
 mod example;
+mod failover;
 mod job;
 mod keys;
 mod live;
@@ -38,6 +42,7 @@ mod values;
 
 pub use error::{CronixError, Result};
 pub use example::{CronixExample, write_example};
+pub use failover::{FailoverReport, fail_over};
 pub use job::{assign_job, move_job, remove_job};
 pub use keys::{
     CronixKeyspace, JobKey, JobProcsDir, LockKey, LocksDir, NodeJobsDir, NodeKey, NodeProcsDir,
@@ -46,8 +51,8 @@ pub use keys::{
 };
 pub use live::{ClusterView, CronixValue, LiveCluster, NodeEvent};
 pub use lock::{CronixLock, lock, try_lock};
-pub use node::{NodeRegistration, list_nodes, register_node};
-pub use once::{finish_once, pending_once, trigger_once};
+pub use node::{NodeListing, NodeRegistration, list_nodes, register_node};
+pub use once::{PendingOnce, finish_once, pending_once, trigger_once};
 pub use process::{end_process, job_processes, record_process};
 pub use segments::{JobId, LockName};
 pub use system::{

@@ -3,7 +3,7 @@
 use super::error::{CronixError, Result};
 use super::keys::{NodeKey, NodesDir};
 use super::values::NodeInfo;
-use keyplane_core::keyspace::{ListOptions, TypedStore};
+use keyplane_core::keyspace::{ListOptions, Skipped, TypedStore, Versioned};
 use keyplane_core::{ErrorKind, LeaseId, LeaseKeeper};
 use std::time::Duration;
 use uuid::Uuid;
@@ -100,19 +100,46 @@ impl NodeRegistration {
     }
 }
 
-/// Every registered node, read page by page.
+/// Every registered node, read page by page at one revision: the nodes with their
+/// revisions, and the node keys whose key or JSON did not decode (reported, not dropped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeListing {
+    /// The nodes, by UUID, with the revisions of their keys.
+    pub nodes: Vec<Versioned<NodeInfo>>,
+    /// The node keys that did not parse or decode, with the reason.
+    pub unreadable: Vec<Skipped>,
+    /// The revision the listing was read at.
+    pub revision: i64,
+}
+
+impl NodeListing {
+    /// The nodes' infos alone.
+    pub fn infos(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes.iter().map(|v| &v.value)
+    }
+}
+
+/// Every registered node, read page by page at one revision.
 ///
 /// # Errors
 /// [`CronixError::Store`].
-pub async fn list_nodes(store: &TypedStore) -> Result<Vec<NodeInfo>> {
-    let mut nodes = Vec::new();
+pub async fn list_nodes(store: &TypedStore) -> Result<NodeListing> {
+    let mut listing = NodeListing {
+        nodes: Vec::new(),
+        unreadable: Vec::new(),
+        revision: 0,
+    };
     let mut opts = ListOptions::limit(256);
     loop {
         let page = store.list(&NodesDir {}, opts.clone()).await?;
-        nodes.extend(page.items.into_iter().map(|(_, info)| info.value));
+        listing.revision = page.revision;
+        listing
+            .nodes
+            .extend(page.items.into_iter().map(|(_, info)| info));
+        listing.unreadable.extend(page.skipped);
         match page.next {
             Some(next) => opts = ListOptions::limit(256).after(next),
-            None => return Ok(nodes),
+            None => return Ok(listing),
         }
     }
 }

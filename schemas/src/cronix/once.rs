@@ -5,6 +5,7 @@ use super::error::{CronixError, Result};
 use super::keys::OnceKey;
 use super::segments::JobId;
 use super::values::OnceTarget;
+use keyplane_core::CompareOp;
 use keyplane_core::keyspace::TypedStore;
 
 /// Triggers one run of `job` on `target` (a node, or every node): creates
@@ -24,7 +25,8 @@ use keyplane_core::keyspace::TypedStore;
 /// assert_eq!(store.store().get(b"/Cronix/once/report").await?.unwrap().value, b"");
 /// assert!(matches!(trigger_once(&store, &job, OnceTarget::AllNodes).await,
 ///     Err(CronixError::AlreadyTriggered(_))));
-/// assert!(finish_once(&store, &job).await?); // cleaned up after the run
+/// let pending = pending_once(&store, &job).await?.unwrap();
+/// assert!(finish_once(&store, &job, &pending).await?); // cleaned up after the run
 /// # Ok(()) }
 /// ```
 pub async fn trigger_once(store: &TypedStore, job: &JobId, target: OnceTarget) -> Result<i64> {
@@ -37,18 +39,40 @@ pub async fn trigger_once(store: &TypedStore, job: &JobId, target: OnceTarget) -
     Ok(outcome.revision)
 }
 
+/// A pending trigger as [`pending_once`] read it: its target and the revision it was
+/// written at, which [`finish_once`] checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingOnce {
+    /// Where the run goes.
+    pub target: OnceTarget,
+    /// The trigger's mod revision when it was read.
+    pub revision: i64,
+}
+
 /// The pending trigger of `job`, if any.
 ///
 /// # Errors
 /// [`CronixError::Store`]; a `Codec` error for a value that is neither a UUID nor empty.
-pub async fn pending_once(store: &TypedStore, job: &JobId) -> Result<Option<OnceTarget>> {
-    Ok(store.get(&OnceKey { job: job.clone() }).await?)
+pub async fn pending_once(store: &TypedStore, job: &JobId) -> Result<Option<PendingOnce>> {
+    Ok(store
+        .get_versioned(&OnceKey { job: job.clone() })
+        .await?
+        .map(|v| PendingOnce {
+            target: v.value,
+            revision: v.mod_revision,
+        }))
 }
 
-/// Cleans up the trigger of `job` after its run; returns whether it was pending.
+/// Cleans up the trigger of `job` after the run of `pending`: deletes it only if it is still
+/// the trigger that was read (same revision), never a newer one written meanwhile. Returns
+/// whether it deleted it.
 ///
 /// # Errors
 /// [`CronixError::Store`].
-pub async fn finish_once(store: &TypedStore, job: &JobId) -> Result<bool> {
-    Ok(store.delete(&OnceKey { job: job.clone() }).await?.existed())
+pub async fn finish_once(store: &TypedStore, job: &JobId, pending: &PendingOnce) -> Result<bool> {
+    let key = OnceKey { job: job.clone() };
+    let mut txn = store.txn();
+    txn.when_mod_revision(&key, CompareOp::Equal, pending.revision)
+        .delete(&key);
+    Ok(txn.commit().await?.succeeded)
 }
