@@ -412,7 +412,47 @@ async fn two_schedulers_fail_over_one_node(store: Arc<dyn Store>) {
     }
 }
 
+/// Jobs take the document's descriptors as well as five or six fields; a schedule that does
+/// not parse is refused with the field at fault, and nothing is written.
+async fn jobs_take_descriptors_and_refuse_bad_schedules(store: Arc<dyn Store>) {
+    let store = TypedStore::new(store);
+    let node = Uuid::new_v4();
+    let registration = register_node(&store, &node_info(node), LONG_TTL)
+        .await
+        .unwrap();
+    for cron in [
+        "@every 5m",
+        "@daily",
+        "@hourly",
+        "*/10 9-17 * * MON-FRI",
+        "0 30 2 * * *",
+    ] {
+        let job = unique_job();
+        assign_job(&store, node, &job, &job_config(cron))
+            .await
+            .unwrap_or_else(|e| panic!("{cron}: {e}"));
+        assert!(remove_job(&store, node, &job).await.unwrap());
+    }
+    for (cron, says) in [
+        ("@sometimes", "descriptor"),
+        ("0 24 * * *", "hour"),
+        ("@every 0s", "positive"),
+    ] {
+        let job = unique_job();
+        let err = assign_job(&store, node, &job, &job_config(cron))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, CronixError::Invalid { reason, .. } if reason.contains(says)),
+            "{cron}: {err}"
+        );
+        assert!(!store.exists(&JobKey { node, job }).await.unwrap());
+    }
+    registration.deregister().await.unwrap();
+}
+
 keyplane_tests::on_every_backend!(
+    jobs_take_descriptors_and_refuse_bad_schedules,
     the_live_cluster_reports_a_lost_node_with_its_jobs,
     node_registration_with_keep_alive,
     processes_live_under_a_lease,

@@ -26,6 +26,7 @@
 //! [`try_lock`] / [`lock`] / [`CronixLock::unlock`]; [`request_system_info`],
 //! [`publish_system_info`], [`collect_system_info`]; [`write_example`] for a demo dataset.
 
+mod cron;
 mod error;
 mod example;
 mod failover;
@@ -40,6 +41,7 @@ mod segments;
 mod system;
 mod values;
 
+pub use cron::CronSpec;
 pub use error::{CronixError, Result};
 pub use example::{CronixExample, write_example};
 pub use failover::{FailoverReport, fail_over};

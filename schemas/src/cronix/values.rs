@@ -67,7 +67,8 @@ pub struct RetryPolicy {
 pub struct JobConfig {
     /// A display name.
     pub name: String,
-    /// The cron expression: 5 fields, or 6 with seconds first.
+    /// The schedule: a cron expression of 5 fields, or 6 with seconds first, or a descriptor
+    /// (`@daily`, `@every 5m`...); see [`CronSpec`](super::CronSpec).
     pub cron: String,
     /// The command line to run.
     pub command: String,
@@ -78,18 +79,13 @@ pub struct JobConfig {
 }
 
 impl JobConfig {
-    /// Checks the cron expression has 5 or 6 fields and the command is not empty.
+    /// Checks the schedule parses as a [`CronSpec`](super::CronSpec) (five or six fields, or
+    /// a descriptor such as `@daily` or `@every 5m`) and the command is not empty.
     ///
     /// # Errors
     /// A message naming the rule.
     pub fn validate(&self) -> Result<(), String> {
-        let fields = self.cron.split_whitespace().count();
-        if !(5..=6).contains(&fields) {
-            return Err(format!(
-                "cron expression {:?} has {fields} fields, not 5 or 6",
-                self.cron
-            ));
-        }
+        super::CronSpec::parse(&self.cron)?;
         if self.command.trim().is_empty() {
             return Err("the command is empty".into());
         }
