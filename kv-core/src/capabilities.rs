@@ -49,6 +49,9 @@ pub struct Capabilities {
     pub max_txn_ops: usize,
     /// Largest value accepted, in bytes.
     pub max_value_bytes: usize,
+    /// Longest key accepted, in bytes: [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) on every backend,
+    /// less under a [`Namespaced`](crate::Namespaced) store (its prefix takes the rest).
+    pub max_key_bytes: usize,
     /// TTLs are rounded up to a multiple of this.
     pub ttl_granularity: Duration,
     /// How much watch history is kept for resuming.
@@ -97,7 +100,7 @@ impl Capabilities {
     /// # let caps = keyplane_core::Capabilities { ttl_granularity: Duration::from_secs(1),
     /// #   ..kv_mem_like() };
     /// # fn kv_mem_like() -> keyplane_core::Capabilities { keyplane_core::Capabilities {
-    /// #   backend: "doc", max_txn_ops: 128, max_value_bytes: 1 << 20,
+    /// #   backend: "doc", max_txn_ops: 128, max_value_bytes: 1 << 20, max_key_bytes: 4096,
     /// #   ttl_granularity: Duration::from_millis(1),
     /// #   watch_retention: keyplane_core::Retention::Revisions(1000),
     /// #   txn: keyplane_core::Support::Native, leases: keyplane_core::Support::Native,

@@ -223,10 +223,10 @@ pub enum CollectionResult {
     Count(u64),
 }
 
-impl CollectionOp {
-    /// The key of the collection the op works on.
-    pub fn key(&self) -> &[u8] {
-        match self {
+/// The key of a collection op, shared or mutable as the op is borrowed.
+macro_rules! op_key {
+    ($op:expr) => {
+        match $op {
             CollectionOp::SetAdd { key, .. }
             | CollectionOp::SetRemove { key, .. }
             | CollectionOp::SetContains { key, .. }
@@ -242,6 +242,18 @@ impl CollectionOp {
             | CollectionOp::ListRotate { key }
             | CollectionOp::ListLen { key } => key,
         }
+    };
+}
+
+impl CollectionOp {
+    /// The key of the collection the op works on.
+    pub fn key(&self) -> &[u8] {
+        op_key!(self)
+    }
+
+    /// The key of the collection the op works on, to change.
+    pub(crate) fn key_mut(&mut self) -> &mut Vec<u8> {
+        op_key!(self)
     }
 
     /// The kind of collection the op works on.

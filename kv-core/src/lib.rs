@@ -15,6 +15,7 @@ pub mod keyspace;
 mod lease;
 mod lock;
 pub mod mirror;
+mod namespace;
 mod range;
 pub mod raw;
 pub mod retry;
@@ -38,6 +39,7 @@ pub use mirror::{
     Mirror, MirrorBatch, MirrorBuilder, MirrorCause, MirrorHealth, MirrorSnapshot,
     MirrorSubscription,
 };
+pub use namespace::Namespaced;
 pub use range::{CollectionEntry, Continuation, KeyRange, RangeOptions, RangeResult};
 pub use store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};

@@ -556,6 +556,7 @@ mod tests {
             backend: "test",
             max_txn_ops: 128,
             max_value_bytes: 1 << 20,
+            max_key_bytes: crate::entry::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
             watch_retention: Retention::Revisions(1000),
             txn: Support::Native,

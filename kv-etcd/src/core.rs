@@ -67,6 +67,7 @@ impl Core {
             backend: "etcd",
             max_txn_ops: config.max_txn_ops,
             max_value_bytes: config.max_value_bytes,
+            max_key_bytes: keyplane_core::MAX_KEY_LEN,
             ttl_granularity: Duration::from_secs(1),
             watch_retention: Retention::UntilCompacted,
             txn: Support::Native,

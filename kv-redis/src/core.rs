@@ -75,6 +75,7 @@ impl Core {
             backend: "redis",
             max_txn_ops: config.max_txn_ops,
             max_value_bytes: MAX_VALUE_BYTES,
+            max_key_bytes: keyplane_core::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
             watch_retention: Retention::Revisions(config.history_retention),
             txn: Support::Native,

@@ -217,7 +217,9 @@ pub async fn mirror_never_shows_half_a_transaction(store: Arc<dyn Store>) {
         let (mirror, done) = (mirror.clone(), Arc::clone(&done));
         readers.push(tokio::spawn(async move {
             let mut checks = 0u64;
-            while !done.load(Ordering::Acquire) {
+            // At least one check, however fast the writer is.
+            loop {
+                let stop = done.load(Ordering::Acquire);
                 let view = mirror.snapshot();
                 let values: Vec<&str> = view.iter().map(|(_, v)| v.value.as_str()).collect();
                 assert!(
@@ -227,6 +229,9 @@ pub async fn mirror_never_shows_half_a_transaction(store: Arc<dyn Store>) {
                     view.revision()
                 );
                 checks += 1;
+                if stop {
+                    break;
+                }
                 tokio::task::yield_now().await;
             }
             checks
