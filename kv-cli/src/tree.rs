@@ -27,7 +27,7 @@ impl PartialOrd for Name {
 struct Node {
     children: BTreeMap<Name, Node>,
     /// Set where a key ends: the annotation printed beside it. A node may be a key and a
-    /// directory at once (`demo:key:1` and `demo:key:1:groups`).
+    /// directory at once (`key:1` and `key:1:groups`).
     leaf: Option<String>,
     /// The separator its children hang from.
     sep: char,
@@ -133,9 +133,9 @@ mod tests {
     #[test]
     fn a_key_that_is_also_a_directory_is_drawn_once_in_numeric_order() {
         let tree = render(&keys(&[
-            ("demo:key:10", "ten"),
-            ("demo:key:2", "two"),
-            ("demo:key:2:groups", "groups of two"),
+            ("key:10", "ten"),
+            ("key:2", "two"),
+            ("key:2:groups", "groups of two"),
         ]));
         let lines: Vec<&str> = tree.lines().collect();
         let two = lines

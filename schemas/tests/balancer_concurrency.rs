@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// A cache under a root of its own for each case.
 fn cache(store: Arc<dyn Store>) -> Balancer {
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
-    Balancer::new(TypedStore::new(store), root)
+    Balancer::with_root(&TypedStore::new(store), root).unwrap()
 }
 
 fn record(id: u64, status: KeyStatus) -> ApiKeyRecord {

@@ -4,9 +4,9 @@
 //! when it is active and linked), and plain commands then see the result. An operation
 //! that cannot do its whole job returns an error and leaves the raw data as it was.
 //!
-//! The document's keys have no root (`key:{id}`); the schema requires one
-//! ([`BalancerRoot`], `{root}:key:{id}`), so each case writes the document's layout under
-//! a root of its own.
+//! The document's keys have no root (`key:{id}`), and that is the cache's default; the
+//! cases share one Redis, so each writes the document's layout under a root of its own
+//! ([`Balancer::with_root`], `{root}:key:{id}`), except the one that checks the exact bytes.
 
 use keyplane_core::ErrorKind;
 use keyplane_core::keyspace::TypedStore;
@@ -26,7 +26,7 @@ async fn fixture() -> Option<Fixture> {
     let (store, con) = keyplane_tests::backends::redis_with_connection().await?;
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
     Some(Fixture {
-        cache: Balancer::new(TypedStore::new(store), root.clone()),
+        cache: Balancer::with_root(&TypedStore::new(store), root.clone()).unwrap(),
         con,
         root: root.to_string(),
     })

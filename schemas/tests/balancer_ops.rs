@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// A cache under a root of its own for each case.
 fn cache(store: Arc<dyn Store>) -> Balancer {
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
-    Balancer::new(TypedStore::new(store), root)
+    Balancer::with_root(&TypedStore::new(store), root).unwrap()
 }
 
 fn active(id: u64) -> ApiKeyRecord {
@@ -157,7 +157,7 @@ async fn concurrent_picks_are_fair(store: Arc<dyn Store>) {
 /// the keys exactly: on etcd their rotations race optimistically and are retried.
 async fn picks_from_two_handles_are_fair(store: Arc<dyn Store>) {
     let a = cache(store.clone());
-    let b = Balancer::new(TypedStore::new(store), a.root().clone());
+    let b = Balancer::with_root(&TypedStore::new(store), a.root().unwrap().clone()).unwrap();
     for id in 1..=10 {
         a.put_key(id, &active(id)).await.unwrap();
         a.link(id, 3).await.unwrap();

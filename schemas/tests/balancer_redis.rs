@@ -29,7 +29,7 @@ async fn balancer_keys_are_native_redis_types() {
         return;
     };
     let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
-    let cache = Balancer::new(TypedStore::new(store), root.clone());
+    let cache = Balancer::with_root(&TypedStore::new(store), root.clone()).unwrap();
     write_example(&cache).await.unwrap();
 
     let object = format!("{root}:key:4");
@@ -74,4 +74,50 @@ async fn balancer_keys_are_native_redis_types() {
         lrange(&mut con, &format!("{root}:group:1:keys:active")).await,
         ["1", "2", "3", "5"]
     );
+}
+
+/// Without a root, the cache is the document's bytes exactly: after the example, `SCAN`
+/// finds `key:{id}`, `key:{id}:groups` and `group:{id}:keys:active` and nothing else of the
+/// balancer's, and a cache the Go service wrote there is read as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_root_the_keys_are_the_documents_bytes() {
+    let Some((store, mut con)) = keyplane_tests::backends::redis_with_connection().await else {
+        return;
+    };
+    let cache = Balancer::new(TypedStore::new(store));
+    write_example(&cache).await.unwrap();
+    let mut scanned = Vec::new();
+    for pattern in ["key:*", "group:*"] {
+        let mut cursor = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            scanned.extend(keys);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    scanned.sort();
+    let mut expected: Vec<String> = (1..=11)
+        .flat_map(|id| [format!("key:{id}"), format!("key:{id}:groups")])
+        .chain((1..=3).map(|g| format!("group:{g}:keys:active")))
+        .collect();
+    expected.sort();
+    assert_eq!(scanned, expected);
+    let t: String = query(&mut con, "TYPE", "key:1").await;
+    assert_eq!(t, "hash");
+    assert_eq!(
+        lrange(&mut con, "group:3:keys:active").await,
+        ["7", "8", "9", "10", "11"]
+    );
+    assert_eq!(cache.active_keys(3).await.unwrap(), [7, 8, 9, 10, 11]);
 }

@@ -1,4 +1,4 @@
-//! The balancer keyspace: the document's §3 keys under a root, judged by the schema checker
+//! The balancer keyspace: the document's §3 keys, byte for byte, judged by the schema checker
 //! and the invariant harness, with the declared object/reverse-index nesting.
 
 use keyplane_core::keyspace::{
@@ -6,37 +6,12 @@ use keyplane_core::keyspace::{
 };
 use keyplane_schemas::balancer::*;
 
-fn root() -> BalancerRoot {
-    BalancerRoot::new("gemini").unwrap()
-}
-
 #[test]
 fn keys_are_the_documents_layout() {
     let cases: Vec<(BalancerKeyspace, &str)> = vec![
-        (
-            KeyObjectKey {
-                root: root(),
-                id: 42,
-            }
-            .into(),
-            "gemini:key:42",
-        ),
-        (
-            ActiveKeysKey {
-                root: root(),
-                id: 7,
-            }
-            .into(),
-            "gemini:group:7:keys:active",
-        ),
-        (
-            KeyGroupsKey {
-                root: root(),
-                id: 42,
-            }
-            .into(),
-            "gemini:key:42:groups",
-        ),
+        (KeyObjectKey { id: 42 }.into(), "key:42"),
+        (ActiveKeysKey { id: 7 }.into(), "group:7:keys:active"),
+        (KeyGroupsKey { id: 42 }.into(), "key:42:groups"),
     ];
     for (key, raw) in &cases {
         assert_eq!(key.encode(), *raw);
@@ -48,15 +23,15 @@ fn keys_are_the_documents_layout() {
 #[test]
 fn segments_follow_the_rules() {
     for bad in [
-        "gemini:key:042",               // ids are canonical decimals
-        "gemini:key:-1",                // and unsigned
-        "gemini:key:x",                 // and numbers
-        "gemini:group:7:keys",          // not a key of the document
-        "gemini:group:7:keys:disabled", // only the active list exists
-        "gemini:key:1:groups:x",        // too deep
-        ":key:1",                       // empty root
-        "a:b:key:1",                    // the root is one segment
-        "gemini:KEY:1",                 // literals as written
+        "key:042",               // ids are canonical decimals
+        "key:-1",                // and unsigned
+        "key:x",                 // and numbers
+        "group:7:keys",          // not a key of the document
+        "group:7:keys:disabled", // only the active list exists
+        "key:1:groups:x",        // too deep
+        "gemini:key:1",          // a root is the store's namespace, not part of the key
+        ":key:1",                // nothing in front
+        "KEY:1",                 // literals as written
     ] {
         assert!(BalancerKeyspace::parse(bad).is_err(), "{bad:?} parsed");
     }
@@ -70,8 +45,8 @@ fn the_reverse_index_nesting_is_declared_and_nothing_else_is_found() {
     assert!(findings.is_empty(), "{findings:#?}");
     let templates = BalancerKeyspace::templates();
     for t in &templates {
-        let expected: &[&str] = if t.template.source() == "{root}:key:{id}" {
-            &["{root}:key:{id}:groups"]
+        let expected: &[&str] = if t.template.source() == "key:{id}" {
+            &["key:{id}:groups"]
         } else {
             &[]
         };
@@ -102,10 +77,7 @@ fn statuses_are_the_documents_words() {
 fn the_catalog_lists_and_parses_the_balancer() {
     let schema = keyplane_schemas::find("balancer").expect("in the catalog");
     assert_eq!(schema.store, "redis");
-    let parsed = schema.parse("gemini:group:7:keys:active").unwrap();
-    assert_eq!(parsed.template, "{root}:group:{id}:keys:active");
-    assert_eq!(
-        parsed.fields,
-        vec![("root", "gemini".to_string()), ("id", "7".to_string())]
-    );
+    let parsed = schema.parse("group:7:keys:active").unwrap();
+    assert_eq!(parsed.template, "group:{id}:keys:active");
+    assert_eq!(parsed.fields, vec![("id", "7".to_string())]);
 }

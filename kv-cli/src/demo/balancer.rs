@@ -1,14 +1,12 @@
-//! The balancer: root `demo`, keys 1 to 11 in 3 groups of 5, groups sharing keys
-//! (`EXAMPLE_GROUPS`).
+//! The balancer at the document's exact keys (`key:1`, `group:1:keys:active`,
+//! `key:1:groups`): keys 1 to 11 in 3 groups of 5, groups sharing keys (`EXAMPLE_GROUPS`).
 
 use super::Step;
 use keyplane_core::keyspace::{Key, TypedStore};
-use keyplane_schemas::balancer::{Balancer, BalancerRoot, EXAMPLE_GROUPS, write_example};
+use keyplane_schemas::balancer::{Balancer, EXAMPLE_GROUPS, write_example};
 
 pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
-    let root = BalancerRoot::new("demo")
-        .map_err(|e| keyplane_core::Error::invalid_argument(e.to_string()))?;
-    let cache = Balancer::new(store.clone(), root);
+    let cache = Balancer::new(store.clone());
     let written = if cache.key(1).await?.is_some() {
         false
     } else {
@@ -51,7 +49,7 @@ pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
         let note = format!("balancer.key-groups  SET {{{}}}", groups.join(", "));
         collections.push((cache.groups_key(id).encode(), note));
     }
-    let what = "root demo: 11 keys in 3 groups of 5, keys 4, 5, 7 and 8 shared";
+    let what = "the document's keys: 11 keys in 3 groups of 5, keys 4, 5, 7 and 8 shared";
     Ok(Step {
         schema: "balancer",
         written,

@@ -126,10 +126,7 @@ pub fn demo_twice(url: &str, own_revision: bool) {
             .count(),
         1
     );
-    assert_eq!(
-        keys.iter().filter(|k| k.starts_with("demo:group:")).count(),
-        3
-    );
+    assert_eq!(keys.iter().filter(|k| k.starts_with("group:")).count(), 3);
 }
 
 /// Typed put, get, ls and rm, with tenant 1 and tenant 10 side by side.

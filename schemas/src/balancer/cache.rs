@@ -1,5 +1,5 @@
-//! [`Balancer`]: the cache under one root, key objects and their reads; the typed handles
-//! the operations combine into transactions.
+//! [`Balancer`]: the cache (the document's keys, or under a root), key objects and their
+//! reads; the typed handles the operations combine into transactions.
 
 use super::keys::{ActiveKeysKey, KeyGroupsKey, KeyObjectKey};
 use super::segments::BalancerRoot;
@@ -7,11 +7,13 @@ use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
 use keyplane_core::keyspace::{
     Key, ListHandle, MapHandle, SegmentCodec, SetHandle, Text, TypedStore,
 };
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_core::{Error, ErrorKind, Namespaced, Result};
 use std::sync::Arc;
 
-/// The balancer's cache under one root: key objects (HASH), the groups' active lists
-/// (LIST) and the keys' reverse indexes (SET).
+/// The balancer's cache: key objects (HASH), the groups' active lists (LIST) and the keys'
+/// reverse indexes (SET), at the document's exact keys (`key:7`, `group:3:keys:active`,
+/// `key:7:groups`) so that the Go service and this library share one Redis; or under a root
+/// ([`with_root`](Self::with_root): `gemini:key:7`...) when several caches share a store.
 ///
 /// ```
 /// # use keyplane_core::keyspace::TypedStore;
@@ -19,7 +21,7 @@ use std::sync::Arc;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> keyplane_core::Result<()> {
 /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
-/// let cache = Balancer::new(typed, BalancerRoot::new("gemini").unwrap());
+/// let cache = Balancer::new(typed.clone());
 /// for id in [1, 2] {
 ///     let record = ApiKeyRecord { api_key: format!("sk-{id}"), status: KeyStatus::Active };
 ///     cache.put_key(id, &record).await?;
@@ -29,31 +31,48 @@ use std::sync::Arc;
 /// assert_eq!(cache.pick(10).await?, Some(2));
 /// cache.set_status(1, KeyStatus::Disabled).await?;
 /// assert_eq!(cache.active_keys(10).await?, [2]);
+/// // The document's bytes: `group:10:keys:active`.
+/// let lists = typed.store().range(keyplane_core::RangeOptions::prefix("group:").with_collections()).await?;
+/// assert_eq!(lists.collections[0].key, b"group:10:keys:active");
 /// # Ok(())
 /// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Balancer {
     pub(crate) typed: TypedStore,
-    pub(crate) root: BalancerRoot,
+    root: Option<BalancerRoot>,
     /// Queues this cache's picks where lists are emulated (see [`Balancer::pick`]); shared
     /// by clones.
     pub(crate) pick_queue: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Balancer {
-    /// The cache under `root` in `typed`'s store.
-    pub fn new(typed: TypedStore, root: BalancerRoot) -> Self {
+    /// The cache at the document's keys in `typed`'s store.
+    pub fn new(typed: TypedStore) -> Self {
         Balancer {
             typed,
-            root,
+            root: None,
             pick_queue: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
-    /// The root.
-    pub fn root(&self) -> &BalancerRoot {
-        &self.root
+    /// The cache under `root` in `typed`'s store: every key gets `{root}:` in front
+    /// (`gemini:key:7`), through a [`Namespaced`] store.
+    ///
+    /// # Errors
+    /// `InvalidKey` when the root leaves no room for keys.
+    pub fn with_root(typed: &TypedStore, root: BalancerRoot) -> Result<Self> {
+        let namespaced = Namespaced::new(typed.store().clone(), format!("{root}:"))?;
+        Ok(Balancer {
+            typed: TypedStore::new(Arc::new(namespaced)),
+            root: Some(root),
+            pick_queue: Arc::new(tokio::sync::Mutex::new(())),
+        })
+    }
+
+    /// The root, when the cache has one.
+    pub fn root(&self) -> Option<&BalancerRoot> {
+        self.root.as_ref()
     }
 
     /// The typed store.
@@ -63,26 +82,17 @@ impl Balancer {
 
     /// The object key of API key `id`.
     pub fn object_key(&self, id: u64) -> KeyObjectKey {
-        KeyObjectKey {
-            root: self.root.clone(),
-            id,
-        }
+        KeyObjectKey { id }
     }
 
     /// The active list key of group `id`.
     pub fn active_key(&self, id: u64) -> ActiveKeysKey {
-        ActiveKeysKey {
-            root: self.root.clone(),
-            id,
-        }
+        ActiveKeysKey { id }
     }
 
     /// The reverse index key of API key `id`.
     pub fn groups_key(&self, id: u64) -> KeyGroupsKey {
-        KeyGroupsKey {
-            root: self.root.clone(),
-            id,
-        }
+        KeyGroupsKey { id }
     }
 
     /// The object of API key `id`, if cached.

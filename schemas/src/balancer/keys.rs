@@ -1,37 +1,30 @@
-//! Typed keys of the balancer's cache (§3 of the document) under a configurable root, and
+//! Typed keys of the balancer's cache (§3 of the document), the document's exact bytes, and
 //! the keyspace enum [`BalancerKeyspace`].
 
-use super::segments::BalancerRoot;
 use keyplane_core::keyspace::{Key, Keyspace, SegmentCodec, Text};
 
-/// `{root}:key:{id}`: the API key object, a Redis HASH (`api_key`, `status`).
+/// `key:{id}`: the API key object, a Redis HASH (`api_key`, `status`).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "{root}:key:{id}", hash = Text)]
+#[kv(template = "key:{id}", hash = Text)]
 pub struct KeyObjectKey {
-    /// The root.
-    pub root: BalancerRoot,
     /// The API key's id.
     pub id: u64,
 }
 
-/// `{root}:group:{id}:keys:active`: the forward index, a Redis LIST of the ids of the
+/// `group:{id}:keys:active`: the forward index, a Redis LIST of the ids of the
 /// group's active keys, rotated round-robin.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "{root}:group:{id}:keys:active", list = SegmentCodec<u64>)]
+#[kv(template = "group:{id}:keys:active", list = SegmentCodec<u64>)]
 pub struct ActiveKeysKey {
-    /// The root.
-    pub root: BalancerRoot,
     /// The group's id.
     pub id: u64,
 }
 
-/// `{root}:key:{id}:groups`: the reverse index, a Redis SET of the ids of the groups the
+/// `key:{id}:groups`: the reverse index, a Redis SET of the ids of the groups the
 /// key belongs to.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "{root}:key:{id}:groups", set = SegmentCodec<u64>)]
+#[kv(template = "key:{id}:groups", set = SegmentCodec<u64>)]
 pub struct KeyGroupsKey {
-    /// The root.
-    pub root: BalancerRoot,
     /// The API key's id.
     pub id: u64,
 }
@@ -44,10 +37,10 @@ pub struct KeyGroupsKey {
 #[derive(Keyspace, Debug, Clone, PartialEq, Eq, Hash)]
 #[kv(naming = "[a-z]", allow_dir(Object, Groups))]
 pub enum BalancerKeyspace {
-    /// `{root}:key:{id}` (HASH)
+    /// `key:{id}` (HASH)
     Object(KeyObjectKey),
-    /// `{root}:group:{id}:keys:active` (LIST)
+    /// `group:{id}:keys:active` (LIST)
     Active(ActiveKeysKey),
-    /// `{root}:key:{id}:groups` (SET)
+    /// `key:{id}:groups` (SET)
     Groups(KeyGroupsKey),
 }

@@ -1,16 +1,18 @@
-//! The API-key balancer's M:N cache (Redis, or in memory), under a configurable root.
+//! The API-key balancer's M:N cache (Redis, or in memory), at the document's exact keys.
 //!
 //! ```text
-//! {root}:key:{id}                 KeyObjectKey   HASH: api_key, status
-//! {root}:group:{id}:keys:active   ActiveKeysKey  LIST of active key ids, rotated round-robin
-//! {root}:key:{id}:groups          KeyGroupsKey   SET of group ids (reverse index)
+//! key:{id}                 KeyObjectKey   HASH: api_key, status
+//! group:{id}:keys:active   ActiveKeysKey  LIST of active key ids, rotated round-robin
+//! key:{id}:groups          KeyGroupsKey   SET of group ids (reverse index)
 //! ```
 //!
-//! The document's keys (`key:{id}`, `group:{id}:keys:active`, `key:{id}:groups`) live under
-//! a root segment so that several caches share one store. Ids are `u64` (the database's
-//! `uint` primary keys). The key object is the directory of its reverse index
-//! (`key:{id}` / `key:{id}:groups`), the document's own nesting, declared on
-//! [`BalancerKeyspace`].
+//! These are the document's bytes, with nothing in front, so that the library shares a
+//! Redis with the Go service that writes them. Several caches in one store each take a root
+//! instead ([`Balancer::with_root`]: `gemini:key:7`...), which a
+//! [`Namespaced`](keyplane_core::Namespaced) store adds and removes, so the templates stay
+//! the document's. Ids are `u64` (the database's `uint` primary keys). The key object is
+//! the directory of its reverse index (`key:{id}` / `key:{id}:groups`), the document's own
+//! nesting, declared on [`BalancerKeyspace`].
 //!
 //! Invariant kept by every operation, under any number of concurrent writers in any number
 //! of processes: a key is in a group's active list exactly once when it is active and

@@ -2,7 +2,8 @@
 //! database's `uint` primary keys (`u64`, canonical decimal).
 
 keyplane_core::text_segment!(
-    /// The configurable root every balancer key lives under, such as `gemini` (keys
-    /// `gemini:key:7`...): letters, digits, `_` and `-`, at most 64 bytes.
+    /// The root of a cache that shares its store with others ([`Balancer::with_root`](super::Balancer::with_root)),
+    /// such as `gemini` (keys `gemini:key:7`...): letters, digits, `_` and `-`, at most 64
+    /// bytes.
     pub BalancerRoot, charset = "[a-zA-Z0-9_-]", max_len = 64, policy = Reject
 );

@@ -46,7 +46,7 @@ impl fmt::Display for KeyStatus {
     }
 }
 
-/// An API key object as cached: `{root}:key:{id}` HASH `{api_key, status}`.
+/// An API key object as cached: `key:{id}` HASH `{api_key, status}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiKeyRecord {
     /// The key's secret value (never empty).
