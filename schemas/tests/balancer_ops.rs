@@ -337,7 +337,46 @@ async fn example_dataset(store: Arc<dyn Store>) {
     assert_eq!(c.groups_of(1).await.unwrap(), [1]);
 }
 
+/// `removeStoreCacheForKey`: the key leaves every group's active list, its reverse index and
+/// its object go, in one transaction; other keys stay; a link racing the removal never
+/// leaves the key in a list.
+async fn remove_key_clears_every_structure(store: Arc<dyn Store>) {
+    let c = cache(store);
+    write_example(&c).await.unwrap();
+    assert!(c.remove_key(5).await.unwrap());
+    assert_eq!(c.active_keys(1).await.unwrap(), [1, 2, 3, 4]);
+    assert_eq!(c.active_keys(2).await.unwrap(), [4, 6, 7, 8]);
+    assert_eq!(c.key(5).await.unwrap(), None);
+    assert!(c.groups_of(5).await.unwrap().is_empty());
+    assert!(!c.remove_key(5).await.unwrap(), "removing twice");
+    assert_eq!(c.groups_of(4).await.unwrap(), [1, 2]);
+
+    // A link and a removal of one key, racing: the key ends in no list and no index.
+    for round in 0..5u64 {
+        let id = 100 + round;
+        c.put_key(id, &active(id)).await.unwrap();
+        c.link(id, 1).await.unwrap();
+        let (linker, remover) = (c.clone(), c.clone());
+        let link = tokio::spawn(async move { linker.link(id, 3).await });
+        let remove = tokio::spawn(async move { remover.remove_key(id).await });
+        let linked = link.await.unwrap();
+        assert!(remove.await.unwrap().unwrap());
+        // The link either came first (and was removed with the key) or found it gone.
+        if let Err(e) = linked {
+            assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+        }
+        for group in [1, 3] {
+            assert!(
+                !c.active_keys(group).await.unwrap().contains(&id),
+                "round {round}"
+            );
+        }
+        assert!(c.groups_of(id).await.unwrap().is_empty(), "round {round}");
+    }
+}
+
 keyplane_tests::on_every_backend!(
+    remove_key_clears_every_structure,
     link_and_unlink,
     status_fans_out_through_the_reverse_index,
     picks_cycle_in_order,

@@ -1,19 +1,17 @@
 //! Guarded writes: the compares that pin what an operation read, the commit that tells a
-//! lost race from an error, and the bounded, jittered retry after a lost race.
+//! lost race from an error, and the bounded, jittered retry after a lost race (the shared
+//! [`Backoff`]).
 
 use super::cache::Balancer;
 use super::values::{KeyStatus, STATUS_FIELD};
 use keyplane_core::keyspace::{Key, TypedTxn};
+use keyplane_core::retry::Backoff;
 use keyplane_core::{CompareOp, Error, ErrorKind, Result};
 use std::time::Duration;
 
 /// How many times an operation reads again and retries after a concurrent writer changed
 /// what it read.
 const ATTEMPTS: u32 = 32;
-
-/// The longest pause between two attempts, in microseconds; its bound doubles from 200µs
-/// up to it, and each is drawn uniformly below its bound so that racing writers spread out.
-const MAX_BACKOFF_US: u64 = 8_000;
 
 impl Balancer {
     /// Requires the status of API key `id` to be `status`, or absent (`None`).
@@ -52,11 +50,20 @@ impl Balancer {
     }
 }
 
-/// Counts the attempts of one operation on one key.
+/// How an operation that lost a race reads again: jittered backoff from 200 µs up to 8 ms,
+/// at most 32 attempts within 10 s.
+static RETRY: std::sync::LazyLock<Backoff> = std::sync::LazyLock::new(|| {
+    Backoff::default()
+        .initial(Duration::from_micros(200))
+        .max_delay(Duration::from_millis(8))
+        .max_attempts(ATTEMPTS)
+});
+
+/// Counts the attempts of one operation on one key, through the shared backoff.
 pub(crate) struct Attempts {
     operation: &'static str,
     id: u64,
-    lost: u32,
+    attempts: keyplane_core::retry::Attempts<'static>,
 }
 
 impl Attempts {
@@ -64,28 +71,26 @@ impl Attempts {
         Attempts {
             operation,
             id,
-            lost: 0,
+            attempts: RETRY.start(),
         }
     }
 
     /// Records a lost race and pauses before the next attempt.
     ///
     /// # Errors
-    /// A retryable `ConditionFailed` once the operation has lost [`ATTEMPTS`] races.
+    /// A retryable `ConditionFailed` once the backoff gives up (after [`ATTEMPTS`] races).
     pub(crate) async fn lost(&mut self, cache: &Balancer) -> Result<()> {
-        self.lost += 1;
-        if self.lost >= ATTEMPTS {
-            return Err(Error::new(
+        if self.attempts.wait().await {
+            return Ok(());
+        }
+        Err(self.attempts.exhausted(
+            Error::new(
                 ErrorKind::ConditionFailed,
                 "concurrent writers kept changing the API key's status or groups; try again",
             )
             .with_context("operation", self.operation)
             .with_context("key", cache.object_key(self.id).encode())
-            .with_context("attempts", ATTEMPTS)
-            .set_retryable(true));
-        }
-        let bound = (100u64 << self.lost.min(7)).min(MAX_BACKOFF_US);
-        tokio::time::sleep(Duration::from_micros(rand::random_range(0..=bound))).await;
-        Ok(())
+            .set_retryable(true),
+        ))
     }
 }

@@ -19,12 +19,15 @@
 //! linked to that group, and not at all otherwise ([`load_keys`](Balancer::load_keys) takes
 //! keys that are not cached yet, and no one else caches them meanwhile). An operation that
 //! writes from what it read (the key's status, its groups) writes in one transaction whose
-//! compares pin what it read, and reads again when a concurrent writer changed it (a
-//! bounded number of times, then a retryable `ConditionFailed` with nothing written).
+//! compares pin what it read, and reads again when a concurrent writer changed it (with the
+//! shared jittered backoff of [`keyplane_core::retry`], a bounded number of times, then a
+//! retryable `ConditionFailed` with nothing written).
 //!
 //! Operations, on [`Balancer`]: [`put_key`](Balancer::put_key),
 //! [`set_status`](Balancer::set_status) (fan-out through the reverse index in one
 //! transaction), [`link`](Balancer::link) / [`unlink`](Balancer::unlink),
+//! [`remove_key`](Balancer::remove_key) (the document's `removeStoreCacheForKey`: every
+//! list, the reverse index and the object in one transaction),
 //! [`pick`](Balancer::pick) (atomic round robin), [`load_keys`](Balancer::load_keys)
 //! (batched), reads [`key`](Balancer::key), [`active_keys`](Balancer::active_keys),
 //! [`groups_of`](Balancer::groups_of); [`write_example`] for a demo dataset.
@@ -35,6 +38,7 @@ mod guard;
 mod keys;
 mod links;
 mod load;
+mod remove;
 mod rotate;
 mod segments;
 mod status;

@@ -1,11 +1,21 @@
 //! Round-robin selection of a group's active key.
 
 use super::cache::Balancer;
+use keyplane_core::retry::{Backoff, retry_if};
 use keyplane_core::{ErrorKind, Result, Support};
+use std::sync::LazyLock;
+use std::time::Duration;
 
-/// How many times a pick is retried after losing a race on an optimistic backend (etcd
-/// plans collection transactions on a snapshot and retries internally first).
-const PICK_ATTEMPTS: u32 = 64;
+/// How a pick that lost a race on an optimistic backend is tried again (etcd plans
+/// collection transactions on a snapshot and retries internally first): jittered backoff
+/// from 50 µs up to 5 ms, at most 64 attempts within 5 s.
+static PICK_RETRY: LazyLock<Backoff> = LazyLock::new(|| {
+    Backoff::default()
+        .initial(Duration::from_micros(50))
+        .max_delay(Duration::from_millis(5))
+        .deadline(Some(Duration::from_secs(5)))
+        .max_attempts(64)
+});
 
 impl Balancer {
     /// Picks group `group`'s next active key: atomically moves the head of its active list to
@@ -18,8 +28,9 @@ impl Balancer {
     /// each other. Picks from other processes still race; Redis' native `LMOVE` needs no
     /// queue.
     ///
-    /// A pick that loses too many races on a backend with optimistic transactions (a
-    /// retryable `ConditionFailed`: nothing was written) is tried again, up to a bound;
+    /// A pick that loses a race on a backend with optimistic transactions (a retryable
+    /// `ConditionFailed`: nothing was written) is tried again with the shared jittered
+    /// backoff ([`keyplane_core::retry`]), up to a bound;
     /// other errors are returned as they are, since a retry after an unknown outcome could
     /// skip a key.
     ///
@@ -31,18 +42,8 @@ impl Balancer {
             Support::Native => None,
             Support::Emulated => Some(self.pick_queue.lock().await),
         };
-        let mut attempt = 0;
-        loop {
-            match list.rotate().await {
-                Err(e)
-                    if e.kind() == ErrorKind::ConditionFailed
-                        && e.is_retryable()
-                        && attempt + 1 < PICK_ATTEMPTS =>
-                {
-                    attempt += 1
-                }
-                other => return other,
-            }
-        }
+        let lost_race =
+            |e: &keyplane_core::Error| e.kind() == ErrorKind::ConditionFailed && e.is_retryable();
+        retry_if(&PICK_RETRY, lost_race, || list.rotate()).await
     }
 }
