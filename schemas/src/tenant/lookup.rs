@@ -106,8 +106,10 @@ pub async fn put_database_config(store: &TypedStore, config: &DatabaseConfig) ->
     }
 }
 
-/// Reads tenant `id` back whole: its directory in pages, then the host index entry of each
-/// of its domains that points at it. `None` when the tenant has no meta.
+/// Reads tenant `id` back whole, at one revision: its directory in pages (every page at the
+/// first one's revision), then, at that same revision, the host index entry of each of its
+/// domains that points at it. `None` when the tenant has no meta. A concurrent update is
+/// seen whole or not at all.
 ///
 /// Items come in key order (databases by service code, FTP users by username), hosts in
 /// domain order (primary, aliases, internal).
@@ -128,7 +130,7 @@ pub async fn load_tenant(store: &TypedStore, id: u64) -> Result<Option<Tenant>> 
         let Ok(host) = HostName::new(domain) else {
             continue;
         };
-        if let Some(index) = tenant_by_host(store, &host).await?
+        if let Some(index) = host_index_at(store, &host, snapshot.revision).await?
             && index.tenant_id == id
         {
             hosts.push(HostBinding {
@@ -145,4 +147,23 @@ pub async fn load_tenant(store: &TypedStore, id: u64) -> Result<Option<Tenant>> 
         storage: snapshot.storage,
         hosts,
     }))
+}
+
+/// The host index entry of `host` as it was at `revision`.
+async fn host_index_at(
+    store: &TypedStore,
+    host: &HostName,
+    revision: i64,
+) -> Result<Option<HostIndex>> {
+    let key = keyplane_core::keyspace::Key::encode(&HostIndexKey { host: host.clone() });
+    let opts = keyplane_core::RangeOptions::new(keyplane_core::KeyRange::Key(key.into_bytes()))
+        .at_revision(revision);
+    let page = store.store().range(opts).await?;
+    match page.entries.first() {
+        Some(entry) => Ok(Some(
+            crate::decode_as::<HostIndexKey>(&entry.value)
+                .map_err(|e| e.with_context("key", keyplane_core::escape_bytes(&entry.key)))?,
+        )),
+        None => Ok(None),
+    }
 }

@@ -22,6 +22,8 @@ pub(crate) struct Snapshot {
     pub(crate) storage: Option<StorageConfig>,
     /// How many keys the directory holds.
     pub(crate) keys: usize,
+    /// The revision every page was read at.
+    pub(crate) revision: i64,
     pub(crate) bad: Vec<Error>,
 }
 
@@ -39,6 +41,7 @@ impl Snapshot {
         let mut opts = RangeOptions::prefix(prefix.as_bytes()).limit(PAGE);
         loop {
             let page = store.range(opts.clone()).await?;
+            snapshot.revision = page.revision;
             for entry in &page.entries {
                 snapshot.keys += 1;
                 if let Err(e) = snapshot.add(entry) {
