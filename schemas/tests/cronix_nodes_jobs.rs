@@ -451,7 +451,72 @@ async fn jobs_take_descriptors_and_refuse_bad_schedules(store: Arc<dyn Store>) {
     registration.deregister().await.unwrap();
 }
 
+/// A node that restarts with its old UUID while its old lease is alive takes over at once:
+/// the old lease and the process keys on it go, the new registration holds the node key.
+async fn a_restarted_node_takes_over_its_uuid(store: Arc<dyn Store>) {
+    let store = TypedStore::new(store);
+    let id = Uuid::new_v4();
+    let old = register_node(&store, &node_info(id), LONG_TTL)
+        .await
+        .unwrap();
+    let old_lease = old.lease();
+    let job = unique_job();
+    let proc_key = ProcKey {
+        node: id,
+        job: job.clone(),
+        pid: 4242,
+    };
+    let info = ProcInfo {
+        pid: 4242,
+        job_id: job.to_string(),
+        killed: false,
+        started_at: 1,
+    };
+    record_process(&store, &proc_key, &info, old_lease)
+        .await
+        .unwrap();
+    // The old process dies without deregistering: its lease stays alive for LONG_TTL.
+    drop(old);
+    let err = register_node(&store, &node_info(id), LONG_TTL)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CronixError::NodeExists(n) if n == id),
+        "{err}"
+    );
+    let new = take_over_node(&store, &node_info(id), LONG_TTL)
+        .await
+        .unwrap();
+    let entry = store
+        .get_versioned(&NodeKey { node: id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.lease, Some(new.lease()));
+    assert_ne!(new.lease(), old_lease);
+    assert!(
+        !store.exists(&proc_key).await.unwrap(),
+        "the old process keys went with the old lease"
+    );
+    assert_eq!(
+        store
+            .store()
+            .lease_time_to_live(old_lease)
+            .await
+            .unwrap_err()
+            .kind(),
+        keyplane_core::ErrorKind::LeaseNotFound
+    );
+    // With nothing to take over it is a plain registration.
+    new.deregister().await.unwrap();
+    let again = take_over_node(&store, &node_info(id), LONG_TTL)
+        .await
+        .unwrap();
+    again.deregister().await.unwrap();
+}
+
 keyplane_tests::on_every_backend!(
+    a_restarted_node_takes_over_its_uuid,
     jobs_take_descriptors_and_refuse_bad_schedules,
     the_live_cluster_reports_a_lost_node_with_its_jobs,
     node_registration_with_keep_alive,

@@ -17,7 +17,8 @@
 //! Segments: node ids are UUIDs (lowercase hyphenated), job ids `[a-zA-Z0-9_-]` (1-64
 //! bytes), process ids `u32`, lock names `[a-zA-Z0-9._-]` (1-128 bytes).
 //!
-//! Operations: [`register_node`] ([`NodeRegistration`], kept alive), [`list_nodes`] (at one
+//! Operations: [`register_node`] ([`NodeRegistration`], kept alive), [`take_over_node`] (a
+//! restart with the old UUID revokes the old lease at once), [`list_nodes`] (at one
 //! revision, with the nodes whose JSON does not decode reported); [`record_process`] /
 //! [`end_process`]; [`assign_job`], [`remove_job`], [`move_job`] (one transaction guarded by
 //! the old key's revision); [`fail_over`] (every job of a lost node to live nodes, each move
@@ -53,7 +54,7 @@ pub use keys::{
 };
 pub use live::{ClusterView, CronixValue, LiveCluster, NodeEvent};
 pub use lock::{CronixLock, lock, try_lock};
-pub use node::{NodeListing, NodeRegistration, list_nodes, register_node};
+pub use node::{NodeListing, NodeRegistration, list_nodes, register_node, take_over_node};
 pub use once::{PendingOnce, finish_once, pending_once, trigger_once};
 pub use process::{end_process, job_processes, record_process};
 pub use segments::{JobId, LockName};

@@ -53,6 +53,43 @@ pub async fn register_node(
     })
 }
 
+/// Registers a node that restarted with its old UUID while its old registration is still
+/// alive (the previous process died without deregistering, and its lease has not expired
+/// yet): the old lease is revoked, which deletes the old node key and every key attached to
+/// it (its process keys), then the node registers as [`register_node`] does, without
+/// waiting for the expiry. With no old registration it is [`register_node`].
+///
+/// The registration taken over is the one read: if another process registers the UUID in
+/// between, this one fails with [`CronixError::NodeExists`] rather than revoke it too.
+///
+/// # Errors
+/// [`CronixError::NodeExists`] as above (nothing written); [`CronixError::Store`].
+pub async fn take_over_node(
+    store: &TypedStore,
+    info: &NodeInfo,
+    ttl: Duration,
+) -> Result<NodeRegistration> {
+    let key = NodeKey { node: info.uuid };
+    if let Some(old) = store.get_versioned(&key).await? {
+        match old.lease {
+            Some(lease) => match store.store().lease_revoke(lease).await {
+                Err(e) if e.kind() != ErrorKind::LeaseNotFound => return Err(e.into()),
+                _ => {}
+            },
+            // A node key without a lease (another program's): replace it only if unchanged.
+            None => {
+                let mut txn = store.txn();
+                txn.when_mod_revision(&key, keyplane_core::CompareOp::Equal, old.mod_revision)
+                    .delete(&key);
+                if !txn.commit().await?.succeeded {
+                    return Err(CronixError::NodeExists(info.uuid));
+                }
+            }
+        }
+    }
+    register_node(store, info, ttl).await
+}
+
 impl NodeRegistration {
     /// The node's UUID.
     pub fn node(&self) -> Uuid {
