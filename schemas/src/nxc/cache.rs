@@ -7,6 +7,7 @@
 //! hash) appears or disappears in one view.
 
 use super::keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileMapKey};
+use super::resolve::{no_profile, unauthorized};
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{Identity, ResolvedProfile};
 use crate::{decode_as, encode_as};
@@ -37,6 +38,9 @@ fn decode(key: &NxcKeyspace, bytes: &[u8]) -> Result<NxcValue> {
 }
 
 type PoolCodec = <PoolKey as Key>::Value;
+
+/// The pool's codec, or why it could not be built (no keyring), which a pool read returns.
+type PoolDecoder = std::result::Result<Arc<PoolCodec>, Error>;
 
 /// The nxc resolver's cache: every key under `nxc:` mirrored with its sets and hashes.
 /// Cheap to clone.
@@ -81,14 +85,14 @@ type PoolCodec = <PoolKey as Key>::Value;
 #[derive(Clone)]
 pub struct ResolverCache {
     mirror: Mirror<NxcKeyspace, NxcValue>,
-    pool: Option<Arc<PoolCodec>>,
+    pool: PoolDecoder,
 }
 
 impl std::fmt::Debug for ResolverCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResolverCache")
             .field("mirror", &self.mirror)
-            .field("keyring", &self.pool.is_some())
+            .field("keyring", &self.pool.is_ok())
             .finish()
     }
 }
@@ -117,7 +121,7 @@ impl ResolverCache {
             .resync_every(resync)
             .start()
             .await?;
-        let pool = store.codec::<PoolKey>().ok().map(Arc::new);
+        let pool = store.codec::<PoolKey>().map(Arc::new);
         Ok(ResolverCache { mirror, pool })
     }
 
@@ -157,7 +161,7 @@ impl ResolverCache {
 #[derive(Clone)]
 pub struct ResolverView {
     snapshot: Arc<MirrorSnapshot<NxcKeyspace, NxcValue>>,
-    pool: Option<Arc<PoolCodec>>,
+    pool: PoolDecoder,
 }
 
 impl std::fmt::Debug for ResolverView {
@@ -186,20 +190,13 @@ impl ResolverView {
         let profile = match &identity.profile {
             Some(profile) => {
                 if !self.owns(&identity.realm, &identity.provider, profile) {
-                    return Err(unauthorized(identity, profile));
+                    return Err(unauthorized(&identity.realm, &identity.provider, profile));
                 }
                 profile.clone()
             }
             None => self
                 .default_profile(&identity.realm, &identity.provider)?
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::NotFound,
-                        "the realm has no profile for the provider",
-                    )
-                    .with_context("realm", &identity.realm)
-                    .with_context("provider", &identity.provider)
-                })?,
+                .ok_or_else(|| no_profile(&identity.realm, &identity.provider))?,
         };
         let instance = ProfileMapKey::new(&identity.realm, &identity.provider).instance(&profile);
         let mut params = super::values::InstanceParams::new();
@@ -278,29 +275,17 @@ impl ResolverView {
         profile: &ProfileId,
     ) -> Result<Option<String>> {
         if !self.owns(realm, provider, profile) {
-            let identity = Identity {
-                realm: realm.clone(),
-                provider: provider.clone(),
-                profile: Some(profile.clone()),
-            };
-            return Err(unauthorized(&identity, profile));
+            return Err(unauthorized(realm, provider, profile));
         }
-        let key = PoolKey {
-            provider: provider.clone(),
-            profile: profile.clone(),
-        };
+        let key = PoolKey::new(provider, profile);
         let Some((_, stored)) = self.snapshot.get_raw(key.encode().as_bytes()) else {
             return Ok(None);
         };
         let NxcValue::Pool(bytes) = &stored.value else {
             return Err(Error::internal("a pool key held another template's value"));
         };
-        let codec = self.pool.as_ref().ok_or_else(|| {
-            Error::new(
-                ErrorKind::Config,
-                "pool secrets need a keyring: give the typed store one with with_codec_state",
-            )
-        })?;
+        // Without a keyring: the error the live read gives.
+        let codec = self.pool.as_ref().map_err(Error::clone)?;
         codec.decode(bytes).map(Some)
     }
 
@@ -309,14 +294,4 @@ impl ResolverView {
     pub fn unreadable(&self) -> usize {
         self.snapshot.unreadable().count() + self.snapshot.unreadable_collections().count()
     }
-}
-
-pub(super) fn unauthorized(identity: &Identity, profile: &ProfileId) -> Error {
-    Error::new(
-        ErrorKind::Unauthorized,
-        "the realm does not own the profile it asks for",
-    )
-    .with_context("realm", &identity.realm)
-    .with_context("provider", &identity.provider)
-    .with_context("profile", profile)
 }

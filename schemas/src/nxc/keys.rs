@@ -98,3 +98,13 @@ impl ProfileMapKey {
         }
     }
 }
+
+impl PoolKey {
+    /// The pool key of `profile` for `provider`.
+    pub fn new(provider: &ProviderName, profile: &ProfileId) -> Self {
+        PoolKey {
+            provider: provider.clone(),
+            profile: profile.clone(),
+        }
+    }
+}

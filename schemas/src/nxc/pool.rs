@@ -2,7 +2,6 @@
 
 use super::keys::{PoolKey, ProfileMapKey};
 use super::segments::{ProfileId, ProviderName, RealmId};
-use super::values::Identity;
 use keyplane_core::Result;
 use keyplane_core::keyspace::TypedStore;
 
@@ -20,10 +19,7 @@ pub async fn put_pool_secret(
     profile: &ProfileId,
     secret: &str,
 ) -> Result<()> {
-    let key = PoolKey {
-        provider: provider.clone(),
-        profile: profile.clone(),
-    };
+    let key = PoolKey::new(provider, profile);
     typed.put(&key, &secret.to_string()).await?;
     Ok(())
 }
@@ -39,10 +35,7 @@ pub async fn pool_secret(
     provider: &ProviderName,
     profile: &ProfileId,
 ) -> Result<Option<String>> {
-    let key = PoolKey {
-        provider: provider.clone(),
-        profile: profile.clone(),
-    };
+    let key = PoolKey::new(provider, profile);
     typed.get(&key).await
 }
 
@@ -59,22 +52,14 @@ pub async fn owned_pool_secret(
     provider: &ProviderName,
     profile: &ProfileId,
 ) -> Result<Option<String>> {
-    let key = PoolKey {
-        provider: provider.clone(),
-        profile: profile.clone(),
-    };
+    let key = PoolKey::new(provider, profile);
     let map = ProfileMapKey::new(realm, provider);
     let mut txn = typed.txn();
     let owned = txn.set_contains(&typed.set_at(&map), profile);
     let secret = txn.get(&key);
     let outcome = txn.commit().await?;
     if !outcome.collection(&owned)? {
-        let identity = Identity {
-            realm: realm.clone(),
-            provider: provider.clone(),
-            profile: Some(profile.clone()),
-        };
-        return Err(super::cache::unauthorized(&identity, profile));
+        return Err(super::resolve::unauthorized(realm, provider, profile));
     }
     Ok(outcome.read(&secret)?.map(|v| v.value))
 }

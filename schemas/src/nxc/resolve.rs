@@ -24,7 +24,7 @@ pub async fn resolve_profile(typed: &TypedStore, identity: &Identity) -> Result<
     if let Some(profile) = &identity.profile {
         return match owned_profile(typed, identity, profile).await? {
             Some(resolved) => Ok(resolved),
-            None => Err(super::cache::unauthorized(identity, profile)),
+            None => Err(unauthorized(&identity.realm, &identity.provider, profile)),
         };
     }
     // The default is chosen, then read with the ownership check; a profile deleted in
@@ -33,14 +33,7 @@ pub async fn resolve_profile(typed: &TypedStore, identity: &Identity) -> Result<
     loop {
         let profile = default_profile(typed, &identity.realm, &identity.provider)
             .await?
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NotFound,
-                    "the realm has no profile for the provider",
-                )
-                .with_context("realm", &identity.realm)
-                .with_context("provider", &identity.provider)
-            })?;
+            .ok_or_else(|| no_profile(&identity.realm, &identity.provider))?;
         match owned_profile(typed, identity, &profile).await? {
             Some(resolved) => return Ok(resolved),
             None if attempts < DEFAULT_ATTEMPTS => attempts += 1,
@@ -130,4 +123,25 @@ pub async fn list_profiles(
         .set_at(&ProfileMapKey::new(realm, provider))
         .scan(opts)
         .await
+}
+
+/// The realm asks for a profile its map does not hold (the document's IDOR case).
+pub(super) fn unauthorized(realm: &RealmId, provider: &ProviderName, profile: &ProfileId) -> Error {
+    Error::new(
+        ErrorKind::Unauthorized,
+        "the realm does not own the profile it asks for",
+    )
+    .with_context("realm", realm)
+    .with_context("provider", provider)
+    .with_context("profile", profile)
+}
+
+/// The realm asks for its default and owns no profile for the provider.
+pub(super) fn no_profile(realm: &RealmId, provider: &ProviderName) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        "the realm has no profile for the provider",
+    )
+    .with_context("realm", realm)
+    .with_context("provider", provider)
 }
