@@ -497,11 +497,7 @@ where
         match self.lister.list(Some(view.revision())).await {
             Ok((listed, _)) => {
                 let events = view.diff(&listed, &self.lister.typer);
-                if events.is_empty() {
-                    self.resynced(view.as_ref().clone(), events, Vec::new());
-                } else {
-                    self.resynced(listed, events, Vec::new());
-                }
+                self.resynced(listed, events, Vec::new());
             }
             // The view's revision is compacted away: list at the current one.
             Err(error) if error.compact_revision().is_some() => self.relist(Some(error)).await,
@@ -509,6 +505,7 @@ where
         }
     }
 
+    /// Counts a resync and publishes `view` with its repair, when there is one.
     fn resynced(
         &mut self,
         view: MirrorSnapshot<K, V>,
