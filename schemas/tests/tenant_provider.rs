@@ -117,7 +117,9 @@ async fn a_tenant_published_in_one_transaction_appears_all_at_once(store: Arc<dy
             (provider.clone(), Arc::clone(&done), t.clone(), code.clone());
         tokio::spawn(async move {
             let (mut before, mut after) = (0u64, 0u64);
-            while !done.load(Ordering::Acquire) {
+            // At least one check, however soon the writer is done.
+            loop {
+                let stop = done.load(Ordering::Acquire);
                 let view = provider.view();
                 match view.tenant(t.id()) {
                     None => {
@@ -135,6 +137,9 @@ async fn a_tenant_published_in_one_transaction_appears_all_at_once(store: Arc<dy
                         );
                         after += 1;
                     }
+                }
+                if stop {
+                    break;
                 }
                 tokio::task::yield_now().await;
             }
