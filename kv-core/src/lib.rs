@@ -7,6 +7,7 @@ pub mod changes;
 pub mod collections;
 #[doc(hidden)]
 pub mod derive_support;
+mod election;
 mod entry;
 mod error;
 pub mod intercept;
@@ -16,6 +17,7 @@ mod lease;
 mod lock;
 pub mod mirror;
 mod namespace;
+mod queue;
 mod range;
 pub mod raw;
 pub mod retry;
@@ -27,6 +29,7 @@ pub use bulk::{BulkLoader, BulkProgress, BulkReport};
 pub use capabilities::{Capabilities, ForeignWrites, Retention, Support};
 pub use changes::{CollectionChange, CollectionEvent, CollectionValue};
 pub use collections::{CollectionKind, CollectionOp, CollectionResult};
+pub use election::{Election, Leader, Leadership};
 pub use entry::{
     Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix,
 };

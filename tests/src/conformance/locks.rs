@@ -7,19 +7,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+pub(super) async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
     tokio::time::timeout(EVENT_TIMEOUT, f)
         .await
         .unwrap_or_else(|_| panic!("{what} did not happen within {EVENT_TIMEOUT:?}"))
 }
 
-async fn keeper(store: &Arc<dyn Store>) -> LeaseKeeper {
+pub(super) async fn keeper(store: &Arc<dyn Store>) -> LeaseKeeper {
     LeaseKeeper::grant(store.clone(), Duration::from_secs(10))
         .await
         .unwrap()
 }
 
-async fn lease(store: &Arc<dyn Store>, ttl: Duration) -> LeaseId {
+pub(super) async fn lease(store: &Arc<dyn Store>, ttl: Duration) -> LeaseId {
     store.lease_grant(ttl).await.unwrap().id
 }
 

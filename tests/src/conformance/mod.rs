@@ -31,6 +31,7 @@ pub mod collection_compares;
 pub mod collection_ranges;
 pub mod collection_watch;
 pub mod collections;
+pub mod election;
 pub mod foreign;
 pub mod leases;
 pub mod locks;
@@ -158,6 +159,11 @@ macro_rules! conformance_suite {
             collections::collection_ops_in_txn_branches,
             collections::delete_removes_collections,
             collections::collections_are_invisible_to_range,
+            election::election_campaign_proclaim_resign,
+            election::election_hands_over_when_the_lease_ends,
+            election::election_one_leader_at_a_time,
+            election::election_observe_follows_the_leadership,
+            election::election_rejects_bad_input,
             leases::lease_grant_rounds_ttl_up,
             leases::lease_keeper_renews_and_reports_loss,
             leases::lease_keep_alive_renews,
