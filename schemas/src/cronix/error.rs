@@ -48,6 +48,10 @@ pub enum CronixError {
     /// A one-shot trigger of the job is pending (not cleaned up yet).
     #[error("a one-shot trigger of job {0} is already pending")]
     AlreadyTriggered(JobId),
+    /// The dispatcher lost its leadership (its lock key was deleted, or its lease ended):
+    /// another instance dispatches now.
+    #[error("this scheduler instance is no longer the dispatcher")]
+    NotDispatcher,
     /// Someone else holds the lock.
     #[error("lock {0} is held")]
     LockHeld(LockName),

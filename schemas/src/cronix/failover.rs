@@ -2,6 +2,7 @@
 //! transaction guarded on the dead node's absence and the job's unchanged key, so that two
 //! schedulers failing over the same node move each job exactly once.
 
+use super::dispatch::{Fence, fenced_out, guard};
 use super::error::{CronixError, Result};
 use super::keys::{JobKey, NodeJobsDir, NodeKey};
 use super::segments::JobId;
@@ -60,6 +61,16 @@ pub struct FailoverReport {
 /// [`CronixError::Invalid`] for no target or `dead` among them; [`CronixError::NodeExists`]
 /// when `dead` is registered (again): nothing more moves; [`CronixError::Store`].
 pub async fn fail_over(store: &TypedStore, dead: Uuid, targets: &[Uuid]) -> Result<FailoverReport> {
+    run(store, dead, targets, None).await
+}
+
+/// [`fail_over`], with each move fenced when a dispatcher makes it.
+pub(super) async fn run(
+    store: &TypedStore,
+    dead: Uuid,
+    targets: &[Uuid],
+    fence: Option<&Fence<'_>>,
+) -> Result<FailoverReport> {
     if targets.is_empty() || targets.contains(&dead) {
         return Err(CronixError::Invalid {
             what: "failover",
@@ -89,6 +100,7 @@ pub async fn fail_over(store: &TypedStore, dead: Uuid, targets: &[Uuid]) -> Resu
                 };
                 let target = NodeKey { node: to };
                 let mut txn = store.txn();
+                let fenced = guard(&mut txn, fence);
                 txn.when_absent(&dead_key)
                     .when_mod_revision(&old, CompareOp::Equal, current.mod_revision)
                     .when_exists(&target)
@@ -104,6 +116,7 @@ pub async fn fail_over(store: &TypedStore, dead: Uuid, targets: &[Uuid]) -> Resu
                     next += 1;
                     continue 'job;
                 }
+                fenced_out(&outcome, fenced)?;
                 if outcome.read(&dead_read)?.is_some() {
                     return Err(CronixError::NodeExists(dead));
                 }

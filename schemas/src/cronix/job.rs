@@ -1,5 +1,6 @@
 //! Jobs: assigning them to nodes, removing them, and moving them between nodes.
 
+use super::dispatch::{Fence, fenced_out, guard};
 use super::error::{CronixError, Result};
 use super::keys::{JobKey, NodeKey};
 use super::segments::JobId;
@@ -27,8 +28,20 @@ pub async fn assign_job(
     job: &JobId,
     config: &JobConfig,
 ) -> Result<i64> {
+    assign(store, node, job, config, None).await
+}
+
+/// [`assign_job`], with the writes fenced when a dispatcher makes them.
+pub(super) async fn assign(
+    store: &TypedStore,
+    node: Uuid,
+    job: &JobId,
+    config: &JobConfig,
+    fence: Option<&Fence<'_>>,
+) -> Result<i64> {
     validate(config)?;
     let mut txn = store.txn();
+    let fenced = guard(&mut txn, fence);
     txn.when_exists(&NodeKey { node }).put(
         &JobKey {
             node,
@@ -38,6 +51,7 @@ pub async fn assign_job(
     );
     let outcome = txn.commit().await?;
     if !outcome.succeeded {
+        fenced_out(&outcome, fenced)?;
         return Err(CronixError::NodeDown(node));
     }
     Ok(outcome.revision)
@@ -48,13 +62,35 @@ pub async fn assign_job(
 /// # Errors
 /// [`CronixError::Store`].
 pub async fn remove_job(store: &TypedStore, node: Uuid, job: &JobId) -> Result<bool> {
-    Ok(store
-        .delete(&JobKey {
-            node,
-            job: job.clone(),
-        })
-        .await?
-        .existed())
+    remove(store, node, job, None).await
+}
+
+/// [`remove_job`], with the delete fenced when a dispatcher makes it.
+pub(super) async fn remove(
+    store: &TypedStore,
+    node: Uuid,
+    job: &JobId,
+    fence: Option<&Fence<'_>>,
+) -> Result<bool> {
+    let key = JobKey {
+        node,
+        job: job.clone(),
+    };
+    if fence.is_none() {
+        return Ok(store.delete(&key).await?.existed());
+    }
+    let mut txn = store.txn();
+    let fenced = guard(&mut txn, fence);
+    let existed = txn.get(&key);
+    txn.delete(&key);
+    let outcome = txn.commit().await?;
+    if !outcome.succeeded {
+        fenced_out(&outcome, fenced)?;
+        return Err(
+            keyplane_core::Error::internal("a fenced delete failed without its fence").into(),
+        );
+    }
+    Ok(outcome.read(&existed)?.is_some())
 }
 
 /// Moves job `job` from node `from` (typically a failed one) to node `to` in one
@@ -96,6 +132,17 @@ pub async fn remove_job(store: &TypedStore, node: Uuid, job: &JobId) -> Result<b
 /// # Ok(()) }
 /// ```
 pub async fn move_job(store: &TypedStore, job: &JobId, from: Uuid, to: Uuid) -> Result<i64> {
+    move_to(store, job, from, to, None).await
+}
+
+/// [`move_job`], with the move fenced when a dispatcher makes it.
+pub(super) async fn move_to(
+    store: &TypedStore,
+    job: &JobId,
+    from: Uuid,
+    to: Uuid,
+    fence: Option<&Fence<'_>>,
+) -> Result<i64> {
     if from == to {
         return Err(CronixError::Invalid {
             what: "job move",
@@ -118,6 +165,7 @@ pub async fn move_job(store: &TypedStore, job: &JobId, from: Uuid, to: Uuid) -> 
         });
     };
     let mut txn = store.txn();
+    let fenced = guard(&mut txn, fence);
     txn.when_mod_revision(&old, CompareOp::Equal, current.mod_revision)
         .when_exists(&target)
         .when_absent(&new)
@@ -130,6 +178,7 @@ pub async fn move_job(store: &TypedStore, job: &JobId, from: Uuid, to: Uuid) -> 
         return Ok(outcome.revision);
     }
     // Say which condition failed, from the failure branch's reads (same revision).
+    fenced_out(&outcome, fenced)?;
     if outcome.read(&old_read)?.is_none() {
         return Err(CronixError::JobNotFound {
             node: from,

@@ -24,10 +24,13 @@
 //! the old key's revision); [`fail_over`] (every job of a lost node to live nodes, each move
 //! guarded on the node's absence and the job's revision: two schedulers racing move each job
 //! once); [`trigger_once`] / [`finish_once`] (which deletes only the trigger it read);
-//! [`try_lock`] / [`lock`] / [`CronixLock::unlock`]; [`request_system_info`],
+//! [`try_lock`] / [`lock`] / [`CronixLock::unlock`]; [`DispatcherElection`] elects the one
+//! scheduler instance that dispatches (candidates hold `/Cronix/lock/dispatcher.<lease>`, the
+//! document's lock keys; a [`Dispatcher`]'s writes are fenced on its leadership); [`request_system_info`],
 //! [`publish_system_info`], [`collect_system_info`]; [`write_example`] for a demo dataset.
 
 mod cron;
+mod dispatch;
 mod error;
 mod example;
 mod failover;
@@ -43,6 +46,7 @@ mod system;
 mod values;
 
 pub use cron::CronSpec;
+pub use dispatch::{DISPATCHER, Dispatcher, DispatcherElection, DispatcherLeader};
 pub use error::{CronixError, Result};
 pub use example::{CronixExample, write_example};
 pub use failover::{FailoverReport, fail_over};

@@ -1,6 +1,7 @@
 //! One-shot triggers: `/Cronix/once/<job_id>`, written by the scheduler, cleaned up after
 //! the run.
 
+use super::dispatch::{Fence, fenced_out, guard};
 use super::error::{CronixError, Result};
 use super::keys::OnceKey;
 use super::segments::JobId;
@@ -30,10 +31,22 @@ use keyplane_core::keyspace::TypedStore;
 /// # Ok(()) }
 /// ```
 pub async fn trigger_once(store: &TypedStore, job: &JobId, target: OnceTarget) -> Result<i64> {
+    trigger(store, job, target, None).await
+}
+
+/// [`trigger_once`], with the write fenced when a dispatcher makes it.
+pub(super) async fn trigger(
+    store: &TypedStore,
+    job: &JobId,
+    target: OnceTarget,
+    fence: Option<&Fence<'_>>,
+) -> Result<i64> {
     let mut txn = store.txn();
+    let fenced = guard(&mut txn, fence);
     txn.create(&OnceKey { job: job.clone() }, &target);
     let outcome = txn.commit().await?;
     if !outcome.succeeded {
+        fenced_out(&outcome, fenced)?;
         return Err(CronixError::AlreadyTriggered(job.clone()));
     }
     Ok(outcome.revision)

@@ -276,6 +276,17 @@ impl TypedTxn {
         }
     }
 
+    /// Requires a raw compare to hold, such as a [`LockGuard::fence`] or a
+    /// [`Leadership::fence`]: the transaction then writes only while its caller still holds
+    /// the lock or leads.
+    ///
+    /// [`LockGuard::fence`]: crate::LockGuard::fence
+    /// [`Leadership::fence`]: crate::Leadership::fence
+    pub fn when(&mut self, compare: Compare) -> &mut Self {
+        self.txn.compares.push(compare);
+        self
+    }
+
     /// Requires `key` to exist.
     pub fn when_exists<K: PlainKey>(&mut self, key: &K) -> &mut Self {
         self.txn.compares.push(Compare::exists(key_bytes(key)));
