@@ -42,6 +42,35 @@ async fn redis_demo_twice_changes_nothing() {
         return;
     };
     demo_twice(&url, true);
+    // What `redis-cli --scan` shows of the balancer: exactly the document's keys, with
+    // nothing in front of them.
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut scanned = Vec::new();
+    for pattern in ["key:*", "group:*"] {
+        let mut cursor = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            scanned.extend(keys);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    scanned.sort();
+    let mut documented: Vec<String> = (1..=11)
+        .flat_map(|id| [format!("key:{id}"), format!("key:{id}:groups")])
+        .chain((1..=3).map(|g| format!("group:{g}:keys:active")))
+        .collect();
+    documented.sort();
+    assert_eq!(scanned, documented);
 }
 
 #[tokio::test]
