@@ -15,6 +15,7 @@ mod keeper;
 pub mod keyspace;
 mod lease;
 mod lock;
+pub mod migrate;
 pub mod mirror;
 mod namespace;
 mod queue;

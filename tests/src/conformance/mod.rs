@@ -36,6 +36,7 @@ pub mod foreign;
 pub mod leases;
 pub mod locks;
 pub mod metadata;
+pub mod migrate;
 pub mod mirror;
 pub mod read;
 pub mod snapshot;
@@ -183,6 +184,8 @@ macro_rules! conformance_suite {
             metadata::revision_bumps_once_per_write_txn,
             metadata::entry_metadata_evolves_like_etcd,
             metadata::read_only_txn_keeps_revision,
+            migrate::migration_applies_verifies_and_finalizes,
+            migrate::migration_resumes_and_rolls_back,
             mirror::mirror_lists_then_follows_writes,
             mirror::mirror_converges_under_concurrent_writers,
             mirror::mirror_never_shows_half_a_transaction,
