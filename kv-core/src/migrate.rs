@@ -25,17 +25,18 @@
 //! ```
 //! # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
 //! use keyplane_core::migrate::{Item, Mapping, Migration, Migrator, Value};
-//! use keyplane_core::{PutOptions, Store};
+//! use keyplane_core::{PutOptions, Result, Store};
 //! use std::sync::Arc;
 //!
 //! /// `old//users/{id}` becomes `users/{id}`, value unchanged.
 //! struct Users;
+//! #[keyplane_core::async_trait]
 //! impl Migration for Users {
 //!     fn name(&self) -> &str { "users" }
 //!     fn sources(&self) -> Vec<Vec<u8>> { vec![b"old//users/".to_vec()] }
-//!     fn map(&self, old: &Item) -> Mapping {
+//!     async fn map(&self, old: &Item, _: &dyn Store) -> Result<Mapping> {
 //!         let id = &old.key[b"old//users/".len()..];
-//!         Mapping::To(vec![Item::new([&b"users/"[..], id].concat(), old.value.clone())])
+//!         Ok(Mapping::To(vec![Item::new([&b"users/"[..], id].concat(), old.value.clone())]))
 //!     }
 //! }
 //!
@@ -152,6 +153,7 @@ pub enum Mapping {
 }
 
 /// A migration from an old key layout to a new one.
+#[async_trait::async_trait]
 pub trait Migration: Send + Sync {
     /// The migration's name, which names its state key.
     fn name(&self) -> &str;
@@ -159,12 +161,18 @@ pub trait Migration: Send + Sync {
     /// The prefixes the old layout's keys live under, scanned in this order.
     fn sources(&self) -> Vec<Vec<u8>>;
 
-    /// What the old item `old` becomes.
-    fn map(&self, old: &Item) -> Mapping;
+    /// What the old item `old` becomes. `store` is there for mappings that merge several
+    /// old items into one new one (they read the others); most ignore it. Called again for
+    /// the same item by `plan`, `apply`, `verify` and `finalize`, so it must be
+    /// deterministic.
+    ///
+    /// # Errors
+    /// Backend errors of its reads; they stop the run.
+    async fn map(&self, old: &Item, store: &dyn Store) -> Result<Mapping>;
 }
 
 /// An old item that cannot be mapped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Unmapped {
     /// The old key.
     pub key: Vec<u8>,
@@ -174,12 +182,59 @@ pub struct Unmapped {
 
 /// A new item that already holds other contents than the migration would write: left as it
 /// is (newer data written to the new layout wins).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Conflict {
     /// The old key.
     pub old: Vec<u8>,
     /// The new key.
     pub new: Vec<u8>,
+}
+
+impl std::fmt::Debug for Unmapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unmapped")
+            .field("key", &crate::escape_bytes(&self.key))
+            .field("reason", &self.reason)
+            .finish()
+    }
+}
+
+/// Escaped keys, for the reports' `Debug`.
+struct Keys<'a>(&'a [Vec<u8>]);
+
+impl std::fmt::Debug for Keys<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|k| crate::escape_bytes(k)))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for FinalizeReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FinalizeReport")
+            .field("deleted", &self.deleted)
+            .field("kept", &Keys(&self.kept))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for RollbackReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RollbackReport")
+            .field("deleted", &self.deleted)
+            .field("kept", &Keys(&self.kept))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conflict")
+            .field("old", &crate::escape_bytes(&self.old))
+            .field("new", &crate::escape_bytes(&self.new))
+            .finish()
+    }
 }
 
 /// What [`Migrator::plan`] or [`Migrator::apply`] found and did.
@@ -223,7 +278,7 @@ impl VerifyReport {
 }
 
 /// What [`Migrator::finalize`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct FinalizeReport {
     /// Old items deleted.
     pub deleted: usize,
@@ -233,7 +288,7 @@ pub struct FinalizeReport {
 }
 
 /// What [`Migrator::rollback`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct RollbackReport {
     /// New items deleted.
     pub deleted: usize,
@@ -480,7 +535,7 @@ impl Migrator {
         let mut cursor = Cursor::start();
         while let Some(batch) = self.scan(&mut cursor).await? {
             for read in &batch {
-                let Some(twins) = self.twins(read, &mut report.unmappable) else {
+                let Some(twins) = self.twins(read, &mut report.unmappable).await? else {
                     continue;
                 };
                 for twin in twins {
@@ -501,7 +556,8 @@ impl Migrator {
     }
 
     /// Deletes the old items whose twins verify, each only if unchanged since read, and
-    /// marks the migration finalized (no rollback after this). Old items that do not
+    /// marks the migration finalized (no rollback after this). Every old item is checked
+    /// before any is deleted, so mappings that read other old items decide as `apply` did. Old items that do not
     /// verify, cannot be mapped, or changed meanwhile are kept and listed.
     ///
     /// # Errors
@@ -516,16 +572,19 @@ impl Migrator {
                 ));
             }
         }
+        // First decide for every old item, then delete: a mapping may read other old items
+        // (merging several into one new item), so none is deleted before all are decided.
         let mut report = FinalizeReport::default();
         let mut cursor = Cursor::start();
         let mut unmapped = Vec::new();
+        let mut verified_reads = Vec::new();
         while let Some(batch) = self.scan(&mut cursor).await? {
-            for read in &batch {
-                let mapping = self.migration.map(&read.item);
+            for read in batch {
+                let mapping = self.migration.map(&read.item, &*self.store).await?;
                 if mapping == Mapping::NotOld {
                     continue;
                 }
-                let Some(twins) = self.twins_of(read, mapping, &mut unmapped) else {
+                let Some(twins) = self.twins_of(&read, mapping, &mut unmapped) else {
                     report.kept.push(read.item.key.clone());
                     continue;
                 };
@@ -534,11 +593,18 @@ impl Migrator {
                     let current = self.read_item(&twin.key, twin.value.kind()).await?;
                     verified &= current.is_some_and(|(v, _)| v == twin.value);
                 }
-                if verified && self.delete_old(read).await? {
-                    report.deleted += 1;
+                if verified {
+                    verified_reads.push(read);
                 } else {
                     report.kept.push(read.item.key.clone());
                 }
+            }
+        }
+        for read in &verified_reads {
+            if self.delete_old(read).await? {
+                report.deleted += 1;
+            } else {
+                report.kept.push(read.item.key.clone());
             }
         }
         let mut done = state;
@@ -692,8 +758,9 @@ impl Migrator {
 
     /// The new items `read` maps to; `None` (and a record in `unmapped`) when it cannot be
     /// mapped or is not part of the old layout.
-    fn twins(&self, read: &Read, unmapped: &mut Vec<Unmapped>) -> Option<Vec<Item>> {
-        self.twins_of(read, self.migration.map(&read.item), unmapped)
+    async fn twins(&self, read: &Read, unmapped: &mut Vec<Unmapped>) -> Result<Option<Vec<Item>>> {
+        let mapping = self.migration.map(&read.item, &*self.store).await?;
+        Ok(self.twins_of(read, mapping, unmapped))
     }
 
     fn twins_of(
@@ -718,7 +785,7 @@ impl Migrator {
     /// What becomes of each twin of `read`; counts `read` in `report.old` when it is part
     /// of the old layout.
     async fn targets(&self, read: &Read, report: &mut ApplyReport) -> Result<Vec<Target>> {
-        let mapping = self.migration.map(&read.item);
+        let mapping = self.migration.map(&read.item, &*self.store).await?;
         if mapping != Mapping::NotOld {
             report.old += 1;
         }

@@ -29,12 +29,15 @@
 //!
 //! The legacy layout the document replaces (`nexus:config:group|index:{provider}:{realm}`,
 //! `nexus:config:{provider}:{realm}:{profile}`) is its own keyspace, [`NxcLegacyKeyspace`];
-//! [`migrate_legacy`] moves a realm's legacy group and index into the map and marker.
+//! [`NxcLegacy`] migrates the whole legacy layout (every group, index and config string,
+//! found by scanning) with plan, verify, finalize and rollback; [`migrate_legacy`] is the
+//! one-realm, one-shot form of the document's §5.2 script.
 
 mod cache;
 mod example;
 mod keys;
 mod legacy;
+mod legacy_migration;
 mod migrate;
 mod pool;
 mod profile;
@@ -48,6 +51,7 @@ pub use keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileMapK
 pub use legacy::{
     LegacyConfigKey, LegacyGroupKey, LegacyIndexKey, LegacyProvider, NxcLegacyKeyspace,
 };
+pub use legacy_migration::{NxcLegacy, SettingsDecoder};
 pub use migrate::{LegacyMigration, migrate_legacy};
 pub use pool::{owned_pool_secret, pool_secret, put_pool_secret};
 pub use profile::{create_profile, delete_profile, set_default_profile};

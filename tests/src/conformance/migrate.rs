@@ -20,6 +20,7 @@ impl Layout {
     }
 }
 
+#[keyplane_core::async_trait]
 impl Migration for Layout {
     fn name(&self) -> &str {
         "layout"
@@ -29,7 +30,13 @@ impl Migration for Layout {
         vec![self.k("old//users/"), self.k("old//groups/")]
     }
 
-    fn map(&self, old: &Item) -> Mapping {
+    async fn map(&self, old: &Item, _: &dyn Store) -> keyplane_core::Result<Mapping> {
+        Ok(self.mapping(old))
+    }
+}
+
+impl Layout {
+    fn mapping(&self, old: &Item) -> Mapping {
         let rel = String::from_utf8_lossy(&old.key[self.root.len()..]).into_owned();
         if let Some(id) = rel.strip_prefix("old//users/") {
             if id.contains('/') {
