@@ -15,6 +15,8 @@ pub(crate) mod code {
     pub(crate) const CONFLICT: u8 = 4;
     /// Any other store or internal error.
     pub(crate) const OTHER: u8 = 5;
+    /// A check found something: a migration that does not verify.
+    pub(crate) const FOUND: u8 = 6;
 }
 
 /// A failed command.

@@ -28,6 +28,7 @@ Exit codes:
   3  store unreachable (connection refused, timeout, credentials refused)
   4  conflict (key exists, condition failed, lock held)
   5  any other error
+  6  a check found something (migrate verify)
 
 Addresses: a raw key (jxt/tenants/1/meta) or a typed address, `schema.template` and
 field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templates.";
@@ -106,6 +107,12 @@ enum Command {
         #[arg(long = "rev", visible_alias = "from-revision")]
         from_revision: Option<i64>,
     },
+    /// Migrate data from a document's old layout: list, plan, apply, verify, finalize,
+    /// rollback.
+    Migrate {
+        #[command(subcommand)]
+        action: cmd::migrate::Action,
+    },
 }
 
 fn main() -> ExitCode {
@@ -155,6 +162,7 @@ async fn run(cli: Cli) -> CliResult<()> {
             address,
             from_revision,
         } => cmd::watch::run(&ctx, &address, from_revision).await,
+        Command::Migrate { action } => cmd::migrate::run(&ctx, action).await,
     }
 }
 

@@ -134,3 +134,76 @@ async fn redis_ls_shows_what_other_programs_wrote() {
         .collect();
     assert_eq!(rows, [(plain, None), (set, Some(2))]);
 }
+
+/// `kvctl migrate` on data the legacy service wrote with raw Redis commands: plan, apply,
+/// apply again (nothing to do, nothing written), verify, finalize.
+#[tokio::test]
+async fn redis_migrate_nxc_legacy_from_raw_data() {
+    let Some(url) = redis_url(6).await else {
+        return;
+    };
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    for args in [
+        &[
+            "HSET",
+            "nexus:config:group:WeChat:r1",
+            "p_1",
+            "1",
+            "default",
+            "p_1",
+        ][..],
+        &["SADD", "nexus:config:index:WeChat:r1", "p_2"],
+        &[
+            "SET",
+            "nexus:config:WeChat:r1:p_1",
+            r#"{"sub_mchid":"1900"}"#,
+        ],
+        &["SET", "nexus:config:WeChat:r1:p_2", "ciphertext"],
+    ] {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        let _: redis::Value = cmd.query_async(&mut con).await.unwrap();
+    }
+    let listed = json(&url, &["migrate", "list"]);
+    assert_eq!(listed[0]["name"], "nxc-legacy");
+    assert_eq!(listed[0]["phase"], "new");
+    let plan = json(&url, &["migrate", "plan", "nxc-legacy"]);
+    assert_eq!(
+        (plan["old"].as_u64(), plan["created"].as_u64()),
+        (Some(4), Some(3)),
+        "{plan}"
+    );
+    assert_eq!(plan["unmappable"][0]["key"], "nexus:config:WeChat:r1:p_2");
+    fails(&url, &["migrate", "verify", "nxc-legacy"], 6);
+
+    let applied = json(&url, &["migrate", "apply", "nxc-legacy"]);
+    assert_eq!(applied["created"].as_u64(), Some(3), "{applied}");
+    let members: Vec<String> = redis::cmd("SMEMBERS")
+        .arg("nxc:map:r1:WeChat")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(members.len(), 2);
+    let before = snapshot(&url);
+    let again = ok(&url, &["migrate", "apply", "nxc-legacy"]);
+    assert!(again.contains("nothing to do"), "{again}");
+    assert_eq!(snapshot(&url), before, "a second apply writes nothing");
+
+    // The ciphertext cannot be mapped: verify says so, and finalize keeps it.
+    fails(&url, &["migrate", "verify", "nxc-legacy"], 6);
+    let finalized = json(&url, &["migrate", "finalize", "nxc-legacy"]);
+    assert_eq!(finalized["deleted"].as_u64(), Some(3), "{finalized}");
+    assert_eq!(finalized["kept"][0], "nexus:config:WeChat:r1:p_2");
+    let left: i64 = redis::cmd("EXISTS")
+        .arg("nexus:config:group:WeChat:r1")
+        .arg("nexus:config:WeChat:r1:p_2")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(left, 1, "only the unmappable config stays");
+    fails(&url, &["migrate", "rollback", "nxc-legacy"], 2);
+    fails(&url, &["migrate", "plan", "no-such"], 2);
+}

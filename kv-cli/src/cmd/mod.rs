@@ -2,6 +2,7 @@
 
 pub(crate) mod get;
 pub(crate) mod ls;
+pub(crate) mod migrate;
 pub(crate) mod parse;
 pub(crate) mod put;
 pub(crate) mod rm;
