@@ -168,8 +168,8 @@ async fn redis_migrate_nxc_legacy_from_raw_data() {
         let _: redis::Value = cmd.query_async(&mut con).await.unwrap();
     }
     let listed = json(&url, &["migrate", "list"]);
-    assert_eq!(listed[0]["name"], "nxc-legacy");
-    assert_eq!(listed[0]["phase"], "new");
+    assert_eq!(listed[1]["name"], "nxc-legacy");
+    assert_eq!(listed[1]["phase"], "new");
     let plan = json(&url, &["migrate", "plan", "nxc-legacy"]);
     assert_eq!(
         (plan["old"].as_u64(), plan["created"].as_u64()),

@@ -189,3 +189,45 @@ fn the_store_comes_from_kvctl_store_or_the_data_directory() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `kvctl migrate` of the tenant document's old layout on sled: interrupted after one batch,
+/// resumed, verified, finalized; `list` shows where each migration stands.
+#[test]
+fn migrate_tenant_legacy_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sled://{}", dir.path().join("db").display());
+    for (key, value) in [
+        (
+            "jxt//tenants/1/meta",
+            r#"{"id":1,"code":"default","name":"默认租户","status":"active","billingPlan":"enterprise"}"#,
+        ),
+        ("jxt//tenants/1/domain/primary", "example.com"),
+        (
+            "jxt//hosts/api.example.com",
+            r#"{"tenantId":1,"code":"default","hostType":"frontend"}"#,
+        ),
+        (
+            "jxt//tenants/by-code/default",
+            r#"{"id":1,"code":"default","name":"默认租户"}"#,
+        ),
+    ] {
+        ok(&url, &["put", "--raw", key, value]);
+    }
+    let first = json(
+        &url,
+        &["migrate", "apply", "tenant-legacy", "--batches", "0"],
+    );
+    assert_eq!(first["batches"].as_u64(), Some(0), "{first}");
+    let listed = json(&url, &["migrate", "list"]);
+    assert_eq!(listed[0]["name"], "tenant-legacy");
+    assert_eq!(listed[0]["phase"], "new");
+    let applied = json(&url, &["migrate", "apply", "tenant-legacy"]);
+    assert_eq!(applied["created"].as_u64(), Some(4), "{applied}");
+    assert_eq!(json(&url, &["migrate", "list"])[0]["phase"], "applied");
+    ok(&url, &["migrate", "verify", "tenant-legacy"]);
+    let got = json(&url, &["get", "tenant.meta", "id=1"]);
+    assert_eq!(got["value"]["code"], "default", "{got}");
+    let finalized = json(&url, &["migrate", "finalize", "tenant-legacy"]);
+    assert_eq!(finalized["deleted"].as_u64(), Some(4), "{finalized}");
+    assert_eq!(json(&url, &["migrate", "list"])[0]["phase"], "finalized");
+}

@@ -29,6 +29,9 @@ pub(crate) enum Action {
         /// Stop after this many transactions (a later `apply` resumes).
         #[arg(long)]
         batches: Option<usize>,
+        /// Old items read per transaction, at most (128 by default).
+        #[arg(long)]
+        batch_size: Option<usize>,
     },
     /// Check every old item's twins (exit code 6 when something is missing or differs).
     Verify {
@@ -48,13 +51,22 @@ pub(crate) enum Action {
 }
 
 /// The migrations kvctl knows, with what each moves.
-const MIGRATIONS: &[(&str, &str)] = &[(
-    keyplane_schemas::nxc::NxcLegacy::NAME,
-    "nxc: nexus:config:group|index|{provider}:{realm} into the map, marker and instance layers",
-)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        keyplane_schemas::tenant::TenantLegacy::NAME,
+        "tenant: the old jxt//... layout of the document's §3 (the FTP array split per user)",
+    ),
+    (
+        keyplane_schemas::nxc::NxcLegacy::NAME,
+        "nxc: nexus:config:group|index|{provider}:{realm} into the map, marker and instance layers",
+    ),
+];
 
 fn migration(name: &str) -> CliResult<Arc<dyn Migration>> {
     match name {
+        keyplane_schemas::tenant::TenantLegacy::NAME => {
+            Ok(Arc::new(keyplane_schemas::tenant::TenantLegacy))
+        }
         keyplane_schemas::nxc::NxcLegacy::NAME => {
             Ok(Arc::new(keyplane_schemas::nxc::NxcLegacy::new()))
         }
@@ -97,7 +109,17 @@ pub(crate) async fn run(ctx: &Ctx, action: Action) -> CliResult<()> {
             show_apply(ctx, &name, "plan", &report);
             Ok(())
         }
-        Action::Apply { batches, .. } => apply(ctx, &name, &migrator, batches).await,
+        Action::Apply {
+            batches,
+            batch_size,
+            ..
+        } => {
+            let migrator = match batch_size {
+                Some(n) => migrator.page_size(n),
+                None => migrator,
+            };
+            apply(ctx, &name, &migrator, batches).await
+        }
         Action::Verify { .. } => {
             let report = migrator.verify().await?;
             show_verify(ctx, &name, &report);

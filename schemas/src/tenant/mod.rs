@@ -47,11 +47,15 @@
 //! (`None` when absent, §7.4), [`put_database_config`] and [`load_tenant`].
 //! [`example_tenant`] is the tenant of §6.1.
 //!
+//! Migration: [`TenantLegacy`] moves the old layout of §3 (`jxt//...`, including the old FTP
+//! array split into one key per user) into this one.
+//!
 //! The layout passes the schema checker as written, with no declared exception.
 
 mod delete;
 mod ftp;
 mod keys;
+mod legacy;
 mod lookup;
 mod model;
 mod provider;
@@ -69,6 +73,7 @@ pub use keys::{
     PlatformConfigsDir, PrimaryDomainKey, ResolverConfigKey, StorageConfigKey,
     StorageDirectoryConfigKey, TenantDir, TenantKeyspace, TenantMetaKey,
 };
+pub use legacy::TenantLegacy;
 pub use lookup::{
     database_config, load_tenant, put_database_config, tenant_by_code, tenant_by_ftp_user,
     tenant_by_host, tenant_by_name,

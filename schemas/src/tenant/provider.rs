@@ -50,7 +50,7 @@ pub enum TenantValue {
 }
 
 /// Decodes a value of the tenant keyspace with its template's codec.
-fn decode(key: &TenantKeyspace, bytes: &[u8]) -> Result<TenantValue> {
+pub(super) fn decode(key: &TenantKeyspace, bytes: &[u8]) -> Result<TenantValue> {
     use super::keys::*;
     use crate::decode_as as with;
     Ok(match key {
