@@ -77,8 +77,15 @@ fn parse_valid_and_invalid_keys() {
             "/registry/Common/VerifyCodeService/192.168.0.1:11080/data",
         ],
     );
-    assert_eq!(parsed["fields"]["ip"], "192.168.0.1");
-    assert_eq!(parsed["fields"]["port"], "11080");
+    assert_eq!(parsed["fields"]["addr"], "192.168.0.1:11080");
+    let parsed = json(
+        "mem://",
+        &[
+            "parse",
+            "/registry/Common/VerifyCodeService/[2001:db8::1]:11080/data",
+        ],
+    );
+    assert_eq!(parsed["fields"]["addr"], "[2001:db8::1]:11080");
     let why = fails("mem://", &["parse", "jxt/tenants/01/meta"], 2);
     assert!(why.contains("leading zeros"), "{why}");
 }

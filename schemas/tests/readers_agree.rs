@@ -13,7 +13,6 @@ use keyplane_schemas::tenant::{
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::Duration;
 use tenant_common::{ftp_user, unique_tenant};
@@ -206,7 +205,7 @@ proptest! {
             let mut held: BTreeMap<(usize, u8), Registration> = BTreeMap::new();
             for (s, op) in &ops {
                 let id = |at: u8| {
-                    services[*s].instance(Ipv4Addr::new(10, 0, 0, at), GrpcPort::new(9000).unwrap())
+                    services[*s].instance(format!("10.0.0.{at}:9000").parse().unwrap())
                 };
                 match op {
                     RegistryOp::Register { at, version, weight } => {

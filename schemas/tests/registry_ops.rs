@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 use keyplane_core::Store;
-use keyplane_core::keyspace::{Key, Prefix, TypedStore};
+use keyplane_core::keyspace::{Host, HostPort, Key, Prefix, TypedStore};
 use keyplane_schemas::registry::*;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -60,10 +60,7 @@ fn new_instance(version: &str, weight: Option<u32>) -> NewInstance {
 }
 
 fn at(service: &ServiceId, last: u8, port: u16) -> InstanceId {
-    service.instance(
-        Ipv4Addr::new(192, 168, 0, last),
-        GrpcPort::new(port).unwrap(),
-    )
+    service.instance(HostPort::new(Host::Ipv4(Ipv4Addr::new(192, 168, 0, last)), port).unwrap())
 }
 
 async fn next_events(watch: &mut InstanceWatch) -> Vec<InstanceEvent> {
@@ -334,7 +331,11 @@ async fn example_dataset(store: Arc<dyn Store>) {
     let group = GroupName::new(format!("g{}", uuid::Uuid::new_v4().simple())).unwrap();
     let example = write_example(&store, &group, LONG_TTL).await.unwrap();
     let found = discover(&store, &example.service).await.unwrap();
-    let addrs: Vec<String> = found.instances.iter().map(|i| i.id.addr()).collect();
+    let addrs: Vec<String> = found
+        .instances
+        .iter()
+        .map(|i| i.id.addr.to_string())
+        .collect();
     assert_eq!(addrs, ["192.168.0.1:11080", "192.168.0.2:11080"]);
     assert!(
         found

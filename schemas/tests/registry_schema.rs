@@ -18,10 +18,7 @@ fn service() -> ServiceId {
 #[test]
 fn keys_are_the_documents_layout() {
     let s = service();
-    let i = s.instance(
-        "192.168.0.1".parse().unwrap(),
-        GrpcPort::new(11080).unwrap(),
-    );
+    let i = s.instance("192.168.0.1:11080".parse().unwrap());
     let group = GroupInfoKey {
         group: s.group.clone(),
     };
@@ -61,10 +58,19 @@ fn keys_are_the_documents_layout() {
             .unwrap();
     assert_eq!(
         parsed.template_source(),
-        "/registry/{group}/{service}/{ip}:{port}/status"
+        "/registry/{group}/{service}/{addr}/status"
     );
-    assert_eq!(parsed.instance().unwrap().addr(), "192.168.0.2:21080");
+    assert_eq!(
+        parsed.instance().unwrap().addr.to_string(),
+        "192.168.0.2:21080"
+    );
     assert_eq!(RegistryKeyspace::templates().len(), 5);
+    for addr in ["[2001:db8::1]:11080", "api.internal:11080"] {
+        let key = format!("/registry/Common/VerifyCodeService/{addr}/data");
+        let parsed = RegistryKeyspace::parse(&key).unwrap();
+        assert_eq!(parsed.instance().unwrap().addr.to_string(), addr);
+        assert_eq!(parsed.encode(), key);
+    }
 }
 
 #[test]
@@ -76,7 +82,9 @@ fn segments_follow_the_rules() {
         "/registry/Common/S/192.168.0.1:0/data",        // port 0
         "/registry/Common/S/192.168.0.1:011080/data",   // not canonical
         "/registry/Common/S/192.168.000.1:11080/data",  // not canonical
-        "/registry/Common/S/[::1]:11080/data",          // the document's address is IPv4
+        "/registry/Common/S/[0:0::1]:11080/data",       // IPv6 not in RFC 5952 form
+        "/registry/Common/S/[2001:DB8::1]:11080/data",  // IPv6 in uppercase
+        "/registry/Common/S/Api.internal:11080/data",   // DNS name not lowercase
         "/registry/Common/S/192.168.0.1/data",          // no port
         "/registry/Com mon/info",                       // outside the charset
         "/registry//info",                              // empty segment
@@ -101,10 +109,7 @@ fn the_checker_finds_nothing_and_no_exception_is_declared() {
             template.template.source()
         );
     }
-    assert_eq!(
-        RegistryKeyspace::naming_rule().unwrap().describe(),
-        "[a-z:]"
-    );
+    assert_eq!(RegistryKeyspace::naming_rule().unwrap().describe(), "[a-z]");
 }
 
 #[test]

@@ -2,23 +2,19 @@
 //! under leases of [`LEASE`].
 
 use super::{LEASE, Step};
-use keyplane_core::keyspace::TypedStore;
-use keyplane_schemas::registry::{
-    GroupName, GrpcPort, InstanceDataKey, ServiceName, write_example,
-};
+use keyplane_core::keyspace::{Host, HostPort, TypedStore};
+use keyplane_schemas::registry::{GroupName, InstanceDataKey, ServiceName, write_example};
 use std::net::Ipv4Addr;
 
 pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
     let group = GroupName::new("Common").map_err(invalid)?;
     let service = ServiceName::new("VerifyCodeService").map_err(invalid)?;
-    let port = GrpcPort::new(11080).map_err(invalid)?;
     let mut present = true;
     for ip in [Ipv4Addr::new(192, 168, 0, 1), Ipv4Addr::new(192, 168, 0, 2)] {
         let data = InstanceDataKey {
             group: group.clone(),
             service: service.clone(),
-            ip,
-            port,
+            addr: HostPort::new(Host::Ipv4(ip), 11080).map_err(invalid)?,
         };
         present &= store.exists(&data).await?;
     }

@@ -6,7 +6,7 @@ use std::fmt::{self, Write};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The host of a [`HostPort`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Host {
     /// An IPv4 address, dotted decimal.
     Ipv4(Ipv4Addr),
@@ -33,7 +33,7 @@ pub enum Host {
 /// assert!(HostPort::parse("example.com:0").is_err());
 /// # Ok::<(), keyplane_core::keyspace::SegmentError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HostPort {
     host: Host,
     port: u16,
@@ -97,6 +97,15 @@ impl HostPort {
     /// The port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+}
+
+impl std::str::FromStr for HostPort {
+    type Err = SegmentError;
+
+    /// [`HostPort::parse`].
+    fn from_str(text: &str) -> Result<Self, SegmentError> {
+        HostPort::parse(text)
     }
 }
 

@@ -4,11 +4,11 @@ use super::admin::{define_group, define_service};
 use super::error::Result;
 use super::keys::ServiceId;
 use super::register::{NewInstance, Registration, register};
-use super::segments::{GroupName, GrpcPort, ServiceName};
+use super::segments::{GroupName, ServiceName};
 use super::values::{
     GroupInfo, InstanceConfig, InstanceData, InstanceState, InstanceStatus, ServiceInfo,
 };
-use keyplane_core::keyspace::TypedStore;
+use keyplane_core::keyspace::{Host, HostPort, TypedStore};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -42,7 +42,6 @@ pub async fn write_example(
         grpc_service: Some("common.VerifyCode".into()),
     };
     define_service(store, &service, &info).await?;
-    let port = GrpcPort::new(11080).expect("a non-zero port");
     let mut registrations = Vec::new();
     for (i, ip) in [Ipv4Addr::new(192, 168, 0, 1), Ipv4Addr::new(192, 168, 0, 2)]
         .into_iter()
@@ -65,7 +64,8 @@ pub async fn write_example(
                 settings: BTreeMap::new(),
             }),
         };
-        registrations.push(register(store, &service.instance(ip, port), &new, ttl).await?);
+        let addr = HostPort::new(Host::Ipv4(ip), 11080).expect("a non-zero port");
+        registrations.push(register(store, &service.instance(addr), &new, ttl).await?);
     }
     Ok(RegistryExample {
         service,

@@ -1,11 +1,10 @@
 //! Typed keys and directories of the registry keyspace, one per file of the document, and the
 //! keyspace enum [`RegistryKeyspace`].
 
-use super::segments::{GroupName, GrpcPort, ServiceName};
+use super::segments::{GroupName, ServiceName};
 use super::values::{GroupInfo, InstanceConfig, InstanceData, InstanceStatus, ServiceInfo};
-use keyplane_core::keyspace::{Json, Key, Keyspace, Prefix};
+use keyplane_core::keyspace::{HostPort, Json, Key, Keyspace, Prefix};
 use std::fmt;
-use std::net::Ipv4Addr;
 
 /// `/registry/{group}/info`: the group's description.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
@@ -25,47 +24,41 @@ pub struct ServiceInfoKey {
     pub service: ServiceName,
 }
 
-/// `/registry/{group}/{service}/{ip}:{port}/data`: a running instance's data; its presence
+/// `/registry/{group}/{service}/{addr}/data`: a running instance's data; its presence
 /// is the instance's registration.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "/registry/{group}/{service}/{ip}:{port}/data", value = Json<InstanceData>)]
+#[kv(template = "/registry/{group}/{service}/{addr}/data", value = Json<InstanceData>)]
 pub struct InstanceDataKey {
     /// The group.
     pub group: GroupName,
     /// The service.
     pub service: ServiceName,
-    /// The instance's IP address.
-    pub ip: Ipv4Addr,
-    /// The instance's gRPC port.
-    pub port: GrpcPort,
+    /// The instance's gRPC address.
+    pub addr: HostPort,
 }
 
-/// `/registry/{group}/{service}/{ip}:{port}/status`: the instance's status.
+/// `/registry/{group}/{service}/{addr}/status`: the instance's status.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "/registry/{group}/{service}/{ip}:{port}/status", value = Json<InstanceStatus>)]
+#[kv(template = "/registry/{group}/{service}/{addr}/status", value = Json<InstanceStatus>)]
 pub struct InstanceStatusKey {
     /// The group.
     pub group: GroupName,
     /// The service.
     pub service: ServiceName,
-    /// The instance's IP address.
-    pub ip: Ipv4Addr,
-    /// The instance's gRPC port.
-    pub port: GrpcPort,
+    /// The instance's gRPC address.
+    pub addr: HostPort,
 }
 
-/// `/registry/{group}/{service}/{ip}:{port}/config`: the instance's configuration.
+/// `/registry/{group}/{service}/{addr}/config`: the instance's configuration.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "/registry/{group}/{service}/{ip}:{port}/config", value = Json<InstanceConfig>)]
+#[kv(template = "/registry/{group}/{service}/{addr}/config", value = Json<InstanceConfig>)]
 pub struct InstanceConfigKey {
     /// The group.
     pub group: GroupName,
     /// The service.
     pub service: ServiceName,
-    /// The instance's IP address.
-    pub ip: Ipv4Addr,
-    /// The instance's gRPC port.
-    pub port: GrpcPort,
+    /// The instance's gRPC address.
+    pub addr: HostPort,
 }
 
 /// `/registry/`: the root directory; lists the groups' info files.
@@ -92,39 +85,39 @@ pub struct ServiceDir {
     pub service: ServiceName,
 }
 
-/// `/registry/{group}/{service}/{ip}:{port}/`: one instance's directory (data, status,
+/// `/registry/{group}/{service}/{addr}/`: one instance's directory (data, status,
 /// config).
 #[derive(Prefix, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "/registry/{group}/{service}/{ip}:{port}/", key = InstanceDataKey)]
+#[kv(template = "/registry/{group}/{service}/{addr}/", key = InstanceDataKey)]
 pub struct InstanceDir {
     /// The group.
     pub group: GroupName,
     /// The service.
     pub service: ServiceName,
-    /// The instance's IP address.
-    pub ip: Ipv4Addr,
-    /// The instance's gRPC port.
-    pub port: GrpcPort,
+    /// The instance's gRPC address.
+    pub addr: HostPort,
 }
 
 /// Every key of the registry.
 ///
-/// Literals are lowercase (`registry`, `info`, `data`, `status`, `config`), plus the `:`
-/// the document puts between an instance's IP and port (`{ip}:{port}`). No key is a
-/// directory of another: the only candidate, a service named `info`, is refused by
+/// Literals are lowercase (`registry`, `info`, `data`, `status`, `config`). An instance's
+/// `{addr}` is one [`HostPort`] segment: `192.168.0.1:11080` (IPv4, the document's form),
+/// `[2001:db8::1]:11080` (IPv6 in brackets, RFC 5952 canonical form) or
+/// `api.internal:11080` (a lowercase DNS name); only the canonical spelling parses, so one
+/// address has one key. No key is a directory of another: the only candidate, a service named `info`, is refused by
 /// [`ServiceName`], so the document's layout needs no declared exception.
 #[derive(Keyspace, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(naming = "[a-z:]")]
+#[kv(naming = "[a-z]")]
 pub enum RegistryKeyspace {
     /// `/registry/{group}/info`
     GroupInfo(GroupInfoKey),
     /// `/registry/{group}/{service}/info`
     ServiceInfo(ServiceInfoKey),
-    /// `/registry/{group}/{service}/{ip}:{port}/data`
+    /// `/registry/{group}/{service}/{addr}/data`
     InstanceData(InstanceDataKey),
-    /// `/registry/{group}/{service}/{ip}:{port}/status`
+    /// `/registry/{group}/{service}/{addr}/status`
     InstanceStatus(InstanceStatusKey),
-    /// `/registry/{group}/{service}/{ip}:{port}/config`
+    /// `/registry/{group}/{service}/{addr}/config`
     InstanceConfig(InstanceConfigKey),
 }
 
@@ -159,12 +152,11 @@ impl ServiceId {
         }
     }
 
-    /// The instance of this service at `ip:port`.
-    pub fn instance(&self, ip: Ipv4Addr, port: GrpcPort) -> InstanceId {
+    /// The instance of this service at `addr`.
+    pub fn instance(&self, addr: HostPort) -> InstanceId {
         InstanceId {
             service: self.clone(),
-            ip,
-            port,
+            addr,
         }
     }
 }
@@ -180,10 +172,9 @@ impl fmt::Display for ServiceId {
 pub struct InstanceId {
     /// The service.
     pub service: ServiceId,
-    /// The IP address.
-    pub ip: Ipv4Addr,
-    /// The gRPC port.
-    pub port: GrpcPort,
+    /// The gRPC address: an IPv4 address, a bracketed IPv6 address or a DNS name, and the
+    /// port.
+    pub addr: HostPort,
 }
 
 impl InstanceId {
@@ -192,8 +183,7 @@ impl InstanceId {
         InstanceDataKey {
             group: self.service.group.clone(),
             service: self.service.service.clone(),
-            ip: self.ip,
-            port: self.port,
+            addr: self.addr.clone(),
         }
     }
 
@@ -202,8 +192,7 @@ impl InstanceId {
         InstanceStatusKey {
             group: self.service.group.clone(),
             service: self.service.service.clone(),
-            ip: self.ip,
-            port: self.port,
+            addr: self.addr.clone(),
         }
     }
 
@@ -212,8 +201,7 @@ impl InstanceId {
         InstanceConfigKey {
             group: self.service.group.clone(),
             service: self.service.service.clone(),
-            ip: self.ip,
-            port: self.port,
+            addr: self.addr.clone(),
         }
     }
 
@@ -222,36 +210,29 @@ impl InstanceId {
         InstanceDir {
             group: self.service.group.clone(),
             service: self.service.service.clone(),
-            ip: self.ip,
-            port: self.port,
+            addr: self.addr.clone(),
         }
-    }
-
-    /// The `ip:port` text of the instance's directory.
-    pub fn addr(&self) -> String {
-        format!("{}:{}", self.ip, self.port)
     }
 }
 
 impl fmt::Display for InstanceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}:{}", self.service, self.ip, self.port)
+        write!(f, "{}/{}", self.service, self.addr)
     }
 }
 
 impl RegistryKeyspace {
     /// The instance a key of an instance file belongs to.
     pub fn instance(&self) -> Option<InstanceId> {
-        let (group, service, ip, port) = match self {
-            RegistryKeyspace::InstanceData(k) => (&k.group, &k.service, k.ip, k.port),
-            RegistryKeyspace::InstanceStatus(k) => (&k.group, &k.service, k.ip, k.port),
-            RegistryKeyspace::InstanceConfig(k) => (&k.group, &k.service, k.ip, k.port),
+        let (group, service, addr) = match self {
+            RegistryKeyspace::InstanceData(k) => (&k.group, &k.service, &k.addr),
+            RegistryKeyspace::InstanceStatus(k) => (&k.group, &k.service, &k.addr),
+            RegistryKeyspace::InstanceConfig(k) => (&k.group, &k.service, &k.addr),
             _ => return None,
         };
         Some(InstanceId {
             service: ServiceId::new(group.clone(), service.clone()),
-            ip,
-            port,
+            addr: addr.clone(),
         })
     }
 }

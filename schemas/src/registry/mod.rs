@@ -6,10 +6,10 @@
 //! /registry/{group}/info                           GroupInfoKey        Json<GroupInfo>
 //! /registry/{group}/{service}/                     a service
 //! /registry/{group}/{service}/info                 ServiceInfoKey      Json<ServiceInfo>
-//! /registry/{group}/{service}/{ip}:{port}/         an instance (its gRPC address)
-//! /registry/{group}/{service}/{ip}:{port}/data     InstanceDataKey     Json<InstanceData>
-//! /registry/{group}/{service}/{ip}:{port}/status   InstanceStatusKey   Json<InstanceStatus>
-//! /registry/{group}/{service}/{ip}:{port}/config   InstanceConfigKey   Json<InstanceConfig>
+//! /registry/{group}/{service}/{addr}/              an instance (its gRPC address)
+//! /registry/{group}/{service}/{addr}/data          InstanceDataKey     Json<InstanceData>
+//! /registry/{group}/{service}/{addr}/status        InstanceStatusKey   Json<InstanceStatus>
+//! /registry/{group}/{service}/{addr}/config        InstanceConfigKey   Json<InstanceConfig>
 //! ```
 //!
 //! The document's five rules hold by construction: every key starts with `/` (1); directories
@@ -20,10 +20,21 @@
 //! declared exception.
 //!
 //! Segments: groups and services are `[a-zA-Z0-9._-]`, 1-64 bytes, stored verbatim; the
-//! instance directory is an IPv4 address and a gRPC port (1-65535).
+//! instance directory `{addr}` is the instance's gRPC address, a
+//! [`HostPort`](keyplane_core::keyspace::HostPort) written as the document writes
+//! `${ip}:${port}`:
+//! - IPv4: `192.168.0.1:11080`, dotted decimal (the document's form, byte for byte);
+//! - IPv6: `[2001:db8::1]:11080`, in brackets and in its RFC 5952 canonical form (lowercase
+//!   hex, longest zero run as `::`);
+//! - DNS: `api.internal:11080`, lowercase labels of `a-z 0-9 -`.
+//!
+//! The port is 1-65535 in canonical decimal. Any other spelling of an address (uppercase
+//! hex, leading zeros, `[::ffff:…]` variants not in canonical form) is refused, so one
+//! address has one key.
 //!
 //! Operations: [`define_group`], [`define_service`], [`register`] (a [`Registration`] kept
-//! alive by a lease keeper; [`Registration::deregister`]), [`evict_instance`], [`discover`],
+//! alive by a lease keeper; [`Registration::deregister`]; [`register_with`] and
+//! [`RegisterOptions::keep_config`] for a config that outlives the lease), [`evict_instance`], [`discover`],
 //! [`watch_instances`] ([`InstanceEvent`]: up, updated, status, config, down), and
 //! [`write_example`] for a demo dataset.
 
@@ -47,8 +58,8 @@ pub use keys::{
     InstanceStatusKey, RegistryKeyspace, RegistryRoot, ServiceDir, ServiceId, ServiceInfoKey,
 };
 pub use live::{LiveRegistry, RegistryValue, RegistryView};
-pub use register::{NewInstance, Registration, register};
-pub use segments::{GroupName, GrpcPort, INFO, ServiceName};
+pub use register::{NewInstance, RegisterOptions, Registration, register, register_with};
+pub use segments::{GroupName, INFO, ServiceName};
 pub use values::{
     GroupInfo, InstanceConfig, InstanceData, InstanceState, InstanceStatus, MAX_WEIGHT, ServiceInfo,
 };

@@ -18,6 +18,19 @@ pub struct NewInstance {
     pub config: Option<InstanceConfig>,
 }
 
+/// How [`register_with`] writes an instance's files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegisterOptions {
+    /// Write the `config` file without the lease, so that it outlives the registration (a
+    /// deregistration, a crash, an eviction of data and status by expiry): an operator's
+    /// configuration of the address survives restarts, and the next registration at the same
+    /// address finds it. `false` by default: the config is on the lease, as data and status
+    /// are, and goes with them. A kept config is not an instance: discovery lists an
+    /// instance only while its `data` file exists; [`evict_instance`](super::evict_instance)
+    /// removes a kept config too.
+    pub keep_config: bool,
+}
+
 /// A live registration: the instance's files attached to a lease that a [`LeaseKeeper`]
 /// renews every third of its TTL.
 ///
@@ -55,7 +68,7 @@ pub struct Registration {
 /// define_group(&store, &group, &GroupInfo { description: "shared services".into() }).await?;
 /// define_service(&store, &service, &ServiceInfo { description: "codes".into(), grpc_service: None }).await?;
 ///
-/// let instance = service.instance("192.168.0.1".parse()?, GrpcPort::new(11080)?);
+/// let instance = service.instance("192.168.0.1:11080".parse()?);
 /// let new = NewInstance {
 ///     data: InstanceData { version: "1.0.0".into(), http_port: None, secure_grpc_port: None,
 ///                          started_at: 0, metadata: Default::default() },
@@ -73,6 +86,21 @@ pub async fn register(
     instance: &InstanceId,
     new: &NewInstance,
     ttl: Duration,
+) -> Result<Registration> {
+    register_with(store, instance, new, ttl, RegisterOptions::default()).await
+}
+
+/// [`register`] with [`RegisterOptions`]: with `keep_config`, the `config` file is written
+/// without the lease and outlives the registration.
+///
+/// # Errors
+/// As [`register`].
+pub async fn register_with(
+    store: &TypedStore,
+    instance: &InstanceId,
+    new: &NewInstance,
+    ttl: Duration,
+    options: RegisterOptions,
 ) -> Result<Registration> {
     new.data
         .validate()
@@ -93,7 +121,11 @@ pub async fn register(
         .put_leased(&instance.data_key(), &new.data, lease)
         .put_leased(&instance.status_key(), &new.status, lease);
     if let Some(config) = &new.config {
-        txn.put_leased(&instance.config_key(), config, lease);
+        if options.keep_config {
+            txn.put(&instance.config_key(), config);
+        } else {
+            txn.put_leased(&instance.config_key(), config, lease);
+        }
     }
     let outcome = match txn.commit().await {
         Ok(outcome) => outcome,

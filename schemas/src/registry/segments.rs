@@ -76,50 +76,6 @@ impl Segment for ServiceName {
     }
 }
 
-/// The gRPC port of an instance (not its HTTP port, nor its TLS gRPC port): 1-65535 in
-/// canonical decimal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct GrpcPort(u16);
-
-impl GrpcPort {
-    /// A port.
-    ///
-    /// # Errors
-    /// [`SegmentError`] for port 0.
-    pub fn new(port: u16) -> Result<Self, SegmentError> {
-        if port == 0 {
-            return Err(SegmentError::new("0", "a port is 1-65535"));
-        }
-        Ok(GrpcPort(port))
-    }
-
-    /// The port number.
-    pub fn get(self) -> u16 {
-        self.0
-    }
-}
-
-impl fmt::Display for GrpcPort {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-impl Segment for GrpcPort {
-    fn encode(&self, sep: Separator, out: &mut String) {
-        self.0.encode(sep, out);
-    }
-
-    fn decode(raw: &str, sep: Separator) -> Result<Self, SegmentError> {
-        let port = u16::decode(raw, sep)?;
-        GrpcPort::new(port).map_err(|e| SegmentError::new(raw, e.reason().to_owned()))
-    }
-
-    fn describe() -> String {
-        "port 1-65535, canonical decimal".into()
-    }
-}
-
 keyplane_core::__kv_if_proptest! {
     use keyplane_core::derive_support::proptest::prelude::*;
     use keyplane_core::keyspace::{SegmentStrategy, segment};
@@ -135,19 +91,12 @@ keyplane_core::__kv_if_proptest! {
             .boxed()
         }
     }
-
-    impl SegmentStrategy for GrpcPort {
-        fn strategy() -> BoxedStrategy<Self> {
-            prop_oneof![Just(1u16), Just(10), Just(11), Just(u16::MAX), 1u16..=u16::MAX]
-                .prop_map(GrpcPort)
-                .boxed()
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use keyplane_core::keyspace::HostPort;
 
     #[test]
     fn service_names_exclude_the_info_file() {
@@ -165,11 +114,28 @@ mod tests {
     }
 
     #[test]
-    fn ports_are_canonical_and_non_zero() {
+    fn addresses_are_canonical_and_non_zero() {
         let s = Separator::Slash;
-        assert_eq!(GrpcPort::decode("11080", s), Ok(GrpcPort(11080)));
-        for bad in ["0", "011080", "65536", "+1", "", "-1"] {
-            assert!(GrpcPort::decode(bad, s).is_err(), "{bad:?}");
+        for good in [
+            "192.168.0.1:11080",
+            "[2001:db8::1]:11080",
+            "api.internal:8080",
+        ] {
+            let addr = HostPort::decode(good, s).unwrap();
+            assert_eq!(addr.to_string(), good);
+        }
+        for bad in [
+            "192.168.0.1:0",
+            "192.168.0.1:011080",
+            "192.168.0.1:65536",
+            "[2001:DB8::1]:11080",
+            "[2001:db8:0::1]:11080",
+            "2001:db8::1:11080",
+            "API.internal:8080",
+            "192.168.000.1:80",
+            "host",
+        ] {
+            assert!(HostPort::decode(bad, s).is_err(), "{bad:?}");
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct ServiceInfo {
     pub grpc_service: Option<String>,
 }
 
-/// `/registry/{group}/{service}/{ip}:{port}/data`: what a running instance offers. The key
+/// `/registry/{group}/{service}/{addr}/data`: what a running instance offers. The key
 /// holds the gRPC address; the other ports are here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -59,7 +59,7 @@ pub enum InstanceState {
     Unhealthy,
 }
 
-/// `/registry/{group}/{service}/{ip}:{port}/status`: the instance's current state.
+/// `/registry/{group}/{service}/{addr}/status`: the instance's current state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceStatus {
@@ -69,7 +69,7 @@ pub struct InstanceStatus {
     pub since: u64,
 }
 
-/// `/registry/{group}/{service}/{ip}:{port}/config`: how clients should use the instance.
+/// `/registry/{group}/{service}/{addr}/config`: how clients should use the instance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceConfig {
