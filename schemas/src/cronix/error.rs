@@ -48,6 +48,9 @@ pub enum CronixError {
     /// A one-shot trigger of the job is pending (not cleaned up yet).
     #[error("a one-shot trigger of job {0} is already pending")]
     AlreadyTriggered(JobId),
+    /// No process is recorded at this key.
+    #[error("no process is recorded at {}", keyplane_core::keyspace::Key::encode(.0))]
+    ProcessNotFound(super::keys::ProcKey),
     /// The dispatcher lost its leadership (its lock key was deleted, or its lease ended):
     /// another instance dispatches now.
     #[error("this scheduler instance is no longer the dispatcher")]

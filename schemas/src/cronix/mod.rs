@@ -20,7 +20,9 @@
 //! Operations: [`register_node`] ([`NodeRegistration`], kept alive), [`take_over_node`] (a
 //! restart with the old UUID revokes the old lease at once), [`list_nodes`] (at one
 //! revision, with the nodes whose JSON does not decode reported); [`record_process`] /
-//! [`end_process`]; [`assign_job`], [`remove_job`], [`move_job`] (one transaction guarded by
+//! [`end_process`]; [`terminate_process`] (the scheduler sets the process's `killed` flag),
+//! [`termination_requests`] and [`finish_process`] (the node ends the process and removes
+//! only the key it recorded); [`assign_job`], [`remove_job`], [`move_job`] (one transaction guarded by
 //! the old key's revision); [`fail_over`] (every job of a lost node to live nodes, each move
 //! guarded on the node's absence and the job's revision: two schedulers racing move each job
 //! once); [`trigger_once`] / [`finish_once`] (which deletes only the trigger it read);
@@ -60,7 +62,10 @@ pub use live::{ClusterView, CronixValue, LiveCluster, NodeEvent};
 pub use lock::{CronixLock, lock, try_lock};
 pub use node::{NodeListing, NodeRegistration, list_nodes, register_node, take_over_node};
 pub use once::{PendingOnce, finish_once, pending_once, trigger_once};
-pub use process::{end_process, job_processes, record_process};
+pub use process::{
+    TerminateRequest, TerminationRequests, end_process, finish_process, job_processes,
+    record_process, terminate_process, termination_requests,
+};
 pub use segments::{JobId, LockName};
 pub use system::{
     SWITCH_ON, SYSTEM_INFO_TTL, collect_system_info, publish_system_info, request_system_info,
