@@ -108,13 +108,19 @@ pub async fn terminate_process(store: &TypedStore, key: &ProcKey) -> Result<i64>
             })),
         })
         .await;
-    match result {
-        Ok(revision) => Ok(revision),
+    let written = match result {
+        Ok(revision) => revision,
         Err(e) if e.kind() == keyplane_core::ErrorKind::NotFound => {
-            Err(CronixError::ProcessNotFound(key.clone()))
+            return Err(CronixError::ProcessNotFound(key.clone()));
         }
-        Err(e) => Err(e.into()),
-    }
+        Err(e) => return Err(e.into()),
+    };
+    // The revision the flag was set at: the key's own (an earlier request's when the flag
+    // was already set), or the write's when the process ended since.
+    Ok(match store.get_versioned(key).await? {
+        Some(current) if current.value.killed => current.mod_revision,
+        _ => written,
+    })
 }
 
 /// Removes the process at `key` only if it is still the one recorded with `info` (as
