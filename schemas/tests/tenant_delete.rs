@@ -28,8 +28,8 @@ async fn a_deleted_tenant_leaves_no_key_and_no_index(store: Arc<dyn Store>) {
 
     let done = delete_tenant(&typed, t.id()).await.unwrap();
     assert!(done.found);
-    // code, name, 3 FTP users, 2 hosts.
-    assert_eq!((done.indexes_deleted, done.transactions), (7, 1));
+    // code, name, 3 FTP users, 2 hosts; one transaction marks the tenant, one deletes it.
+    assert_eq!((done.indexes_deleted, done.transactions), (7, 2));
     assert_eq!(tenant_keys(store.as_ref(), &t).await, Vec::<String>::new());
     assert_eq!(load_tenant(&typed, t.id()).await.unwrap(), None);
     assert_eq!(tenant_keys(store.as_ref(), &neighbour).await, before);
@@ -164,8 +164,9 @@ async fn a_tenant_larger_than_one_transaction_is_deleted_indexes_first() {
             .unwrap();
     }
     let done = delete_tenant(&small_typed, t.id()).await.unwrap();
-    // 9 index entries (code, name, 5 FTP users, 2 hosts) in batches of 8, then the data.
-    assert_eq!((done.indexes_deleted, done.transactions), (9, 3));
+    // The mark, 9 index entries (code, name, 5 FTP users, 2 hosts) in batches of 8, then
+    // the data.
+    assert_eq!((done.indexes_deleted, done.transactions), (9, 4));
     assert_eq!(
         keys_under(small.as_ref(), "jxt/").await,
         Vec::<String>::new()
@@ -227,13 +228,14 @@ async fn a_deletion_cut_off_between_transactions_is_resumed() {
     let store = Arc::new(Intercepted::new(
         inner.clone(),
         Interrupted {
-            budget: AtomicUsize::new(1),
+            budget: AtomicUsize::new(2),
         },
     ));
     let typed = TypedStore::new(store.clone());
     let err = delete_tenant(&typed, t.id()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
-    // Cut off after the first batch: four FTP-user indexes are gone, the data is whole.
+    // Cut off after the mark and the first batch: four FTP-user indexes are gone, the data
+    // is whole.
     let left = keys_under(inner.as_ref(), "jxt/").await;
     assert_eq!(left.len(), all.len() - 4);
     assert_eq!(left.iter().filter(|k| k.contains("/ftp-user/")).count(), 2);

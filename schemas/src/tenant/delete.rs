@@ -6,6 +6,8 @@ use super::keys::{
 };
 use super::segments::{HostName, TenantCode, TenantName};
 use super::snapshot::Snapshot;
+use super::update::DELETING;
+use super::values::TenantMeta;
 use keyplane_core::keyspace::{TypedStore, TypedTxn};
 use keyplane_core::{CompareOp, Result};
 
@@ -109,14 +111,17 @@ fn add_data_delete(txn: &mut TypedTxn, id: u64, snap: &Snapshot) {
 /// Deletes tenant `id`: every index entry that points at it (FTP users, hosts, code, name),
 /// then all of `jxt/tenants/{id}/`.
 ///
-/// When everything fits in one transaction of the backend
+/// The first transaction marks the tenant's meta with the status `deleting`: from then on
+/// [`add_ftp_user`](super::add_ftp_user) and [`update_tenant`](super::update_tenant) refuse
+/// the tenant, so the FTP users and domains read next are all there is to unindex.
+///
+/// Then, when everything fits in one transaction of the backend
 /// ([`Capabilities::max_txn_ops`](keyplane_core::Capabilities::max_txn_ops)), it is one
 /// transaction. Otherwise the indexes go first, in the order of §7.2 and in transactions of
 /// at most that size, and the tenant's data last, in one transaction: the data that the
 /// indexes are found from outlives them, so an interrupted deletion is finished by running it
 /// again. Each index entry is deleted only if it still points at the tenant, unchanged since
-/// it was read; the data only if the meta is unchanged (an FTP user added meanwhile rewrites
-/// it); otherwise the tenant is read again.
+/// it was read; the data only if the meta is unchanged; otherwise the tenant is read again.
 ///
 /// Deleting a tenant that does not exist does nothing and reports `found: false`.
 ///
@@ -132,7 +137,8 @@ fn add_data_delete(txn: &mut TypedTxn, id: u64, snap: &Snapshot) {
 /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
 /// publish_tenant(&typed, &example_tenant()).await?;
 /// let done = delete_tenant(&typed, 1).await?;
-/// assert_eq!((done.found, done.indexes_deleted, done.transactions), (true, 5, 1));
+/// // One transaction marks the tenant, one deletes it with its indexes.
+/// assert_eq!((done.found, done.indexes_deleted, done.transactions), (true, 5, 2));
 /// assert!(!delete_tenant(&typed, 1).await?.found);
 /// # Ok(())
 /// # }
@@ -148,6 +154,24 @@ pub async fn delete_tenant(store: &TypedStore, id: u64) -> Result<TenantDeletion
             return Ok(out);
         }
         out.found = true;
+        // First mark the tenant as being deleted, so that no FTP user joins it while its
+        // indexes are found and deleted (`add_ftp_user` refuses a tenant so marked).
+        if let Some((meta, revision)) = &snap.meta
+            && meta.status != DELETING
+        {
+            let key = TenantMetaKey { id };
+            let marked = TenantMeta {
+                status: DELETING.to_owned(),
+                ..meta.clone()
+            };
+            let mut txn = store.txn();
+            txn.when_mod_revision(&key, CompareOp::Equal, *revision)
+                .put(&key, &marked);
+            if txn.commit().await?.succeeded {
+                out.transactions += 1;
+            }
+            continue;
+        }
         let owned = owned_indexes(store, id, &snap).await?;
         if owned.len() < max {
             let mut txn = store.txn();

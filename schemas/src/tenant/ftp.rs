@@ -51,10 +51,10 @@ impl Contention {
 /// Of two concurrent creators of one username, in one tenant or two, exactly one succeeds
 /// (§7.5). Returns the revision of the write.
 ///
-/// The transaction also rewrites the tenant's meta unchanged, guarded by its mod revision:
-/// the index takes the tenant's current code and name, and a concurrent
-/// [`delete_tenant`](super::delete_tenant) sees the change and re-reads the tenant rather than
-/// leave this user's index behind.
+/// The transaction is guarded by the meta's mod revision (the meta itself is not written):
+/// the index takes the tenant's current code and name, a concurrent change of the meta
+/// makes it read again, and a tenant that [`delete_tenant`](super::delete_tenant) has marked
+/// as being deleted takes no new user (`NotFound`), so no index entry outlives its tenant.
 ///
 /// # Errors
 /// `InvalidArgument` for a username outside `[a-zA-Z0-9._-]+` (§7.3); `NotFound` when the
@@ -99,6 +99,9 @@ pub async fn add_ftp_user(store: &TypedStore, config: &FtpConfig) -> Result<i64>
         let Some(meta) = store.get_versioned(&meta_key).await? else {
             return Err(not_found(id));
         };
+        if meta.value.status == super::update::DELETING {
+            return Err(not_found(id));
+        }
         let index = FtpUserIndex {
             tenant_id: id,
             code: meta.value.code.clone(),
@@ -106,7 +109,6 @@ pub async fn add_ftp_user(store: &TypedStore, config: &FtpConfig) -> Result<i64>
         };
         let mut txn = store.txn();
         txn.when_mod_revision(&meta_key, CompareOp::Equal, meta.mod_revision)
-            .put(&meta_key, &meta.value)
             .create(&index_key, &index)
             .create(
                 &FtpConfigKey {

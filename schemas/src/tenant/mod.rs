@@ -62,6 +62,7 @@ mod provider;
 mod publish;
 mod segments;
 mod snapshot;
+mod update;
 mod values;
 
 pub use delete::{TenantDeletion, delete_tenant};
@@ -83,6 +84,10 @@ pub use provider::{TenantProvider, TenantValue, TenantView};
 pub use publish::publish_tenant;
 pub use segments::{
     FtpUsername, HostName, KNOWN_SERVICES, PlatformConfigName, ServiceCode, TenantCode, TenantName,
+};
+pub use update::{
+    change_ftp_password, remove_database_config, rename_ftp_user, set_database_config, set_domains,
+    set_storage, update_meta, update_tenant,
 };
 pub use values::{
     CodeIndex, DatabaseConfig, FtpConfig, FtpUserIndex, HostIndex, NameIndex, StorageConfig,
