@@ -45,6 +45,16 @@
 //! (indexes first, data last, resumable), the lookups [`tenant_by_code`],
 //! [`tenant_by_name`], [`tenant_by_host`], [`tenant_by_ftp_user`], [`database_config`]
 //! (`None` when absent, §7.4), [`put_database_config`] and [`load_tenant`].
+//!
+//! Updates: [`update_tenant`] applies any change to a published tenant as one transaction
+//! that writes only the keys whose bytes change, guarded by the revisions it read, with the
+//! index entries moved alongside; [`update_meta`] (a new code or name moves the `by-code`
+//! and `by-name` entries and rewrites the `ftp-user` and `host` entries that carry them),
+//! [`set_domains`] (domain keys and `host` entries), [`set_storage`],
+//! [`set_database_config`] / [`remove_database_config`], [`change_ftp_password`] (the
+//! `ftp/{username}` key only) and [`rename_ftp_user`] (the `ftp/` key and the `ftp-user`
+//! entry move; usernames stay unique under concurrent renames) are built on it. A tenant
+//! that [`delete_tenant`] has marked (meta status `deleting`) takes no more changes.
 //! [`example_tenant`] is the tenant of §6.1.
 //!
 //! Migration: [`TenantLegacy`] moves the old layout of §3 (`jxt//...`, including the old FTP
