@@ -94,7 +94,7 @@ pub type InstanceWatch = BoxStream<'static, keyplane_core::Result<InstanceBatch>
 /// let mut registrations = service.registrations;
 /// registrations.pop().unwrap().deregister().await?;
 /// let batch = watch.next().await.unwrap()?;
-/// assert!(matches!(&batch.events[..], [InstanceEvent::Down { instance }] if instance.addr() == "192.168.0.2:11080"));
+/// assert!(matches!(&batch.events[..], [InstanceEvent::Down { instance }] if instance.addr.to_string() == "192.168.0.2:11080"));
 /// # Ok(()) }
 /// ```
 pub async fn watch_instances(
