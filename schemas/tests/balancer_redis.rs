@@ -121,3 +121,45 @@ async fn without_a_root_the_keys_are_the_documents_bytes() {
     );
     assert_eq!(cache.active_keys(3).await.unwrap(), [7, 8, 9, 10, 11]);
 }
+
+/// Corruption another program leaves with raw commands (a duplicate `RPUSH`, a disabled
+/// key pushed, an `LREM` of a linked key) is found and fixed by `repair`, as `LRANGE`
+/// then shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repair_fixes_raw_redis_corruption() {
+    let Some((store, mut con)) = keyplane_tests::backends::redis_with_connection().await else {
+        return;
+    };
+    let root = BalancerRoot::new(format!("bal{}", uuid::Uuid::new_v4().simple())).unwrap();
+    let cache = Balancer::with_root(&TypedStore::new(store), root.clone()).unwrap();
+    write_example(&cache).await.unwrap();
+    cache.set_status(11, KeyStatus::Disabled).await.unwrap();
+    let group = |g: u64| format!("{root}:group:{g}:keys:active");
+    for (cmd, key, value) in [
+        ("RPUSH", group(1), "2"),
+        ("RPUSH", group(3), "11"),
+        ("RPUSH", group(3), "11"),
+    ] {
+        let _: i64 = redis::cmd(cmd)
+            .arg(&key)
+            .arg(value)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+    }
+    let _: i64 = redis::cmd("LREM")
+        .arg(group(2))
+        .arg(0)
+        .arg("6")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let report = cache.repair().await.unwrap();
+    assert_eq!(report.duplicates, [(1, 2)]);
+    assert_eq!(report.strays, [(3, 11)]);
+    assert_eq!(report.missing, [(2, 6)]);
+    assert_eq!(lrange(&mut con, &group(1)).await, ["1", "2", "3", "4", "5"]);
+    assert_eq!(lrange(&mut con, &group(2)).await, ["4", "5", "7", "8", "6"]);
+    assert_eq!(lrange(&mut con, &group(3)).await, ["7", "8", "9", "10"]);
+    assert!(cache.repair().await.unwrap().clean());
+}

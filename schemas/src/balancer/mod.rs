@@ -29,7 +29,11 @@
 //! [`remove_key`](Balancer::remove_key) (the document's `removeStoreCacheForKey`: every
 //! list, the reverse index and the object in one transaction),
 //! [`pick`](Balancer::pick) (atomic round robin), [`load_keys`](Balancer::load_keys)
-//! (batched), reads [`key`](Balancer::key), [`active_keys`](Balancer::active_keys),
+//! (batched), [`rebuild`](Balancer::rebuild) (the document's `LoadAllKeysToStore` on a
+//! warm cache: the cache becomes exactly what one load of the source writes, and what the
+//! source no longer has goes), [`remove_group`](Balancer::remove_group),
+//! [`repair`](Balancer::repair) (duplicate, stray and missing list entries fixed against
+//! the reverse indexes), reads [`key`](Balancer::key), [`active_keys`](Balancer::active_keys),
 //! [`groups_of`](Balancer::groups_of); [`write_example`] for a demo dataset.
 
 mod cache;
@@ -38,6 +42,7 @@ mod guard;
 mod keys;
 mod links;
 mod load;
+mod rebuild;
 mod remove;
 mod rotate;
 mod segments;
@@ -47,6 +52,7 @@ mod values;
 pub use cache::Balancer;
 pub use example::{EXAMPLE_GROUPS, write_example};
 pub use keys::{ActiveKeysKey, BalancerKeyspace, KeyGroupsKey, KeyObjectKey};
+pub use rebuild::{RebuildReport, RepairReport};
 pub use segments::BalancerRoot;
 pub use values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
 
