@@ -98,7 +98,7 @@ enum Command {
         prefix: bool,
     },
     /// Print typed events under a directory until interrupted (Ctrl-C): plain keys, and every
-    /// set, map and list change (SADD, SREM, HSET, HDEL, RPUSH, LREM, LMOVE, DEL).
+    /// set, map and list change (SADD, SREM, HSET, HDEL, RPUSH, LPUSH, LREM, LMOVE, DEL).
     Watch {
         /// A raw prefix, or `schema.template field=value...`.
         #[arg(required = true, num_args = 1..)]

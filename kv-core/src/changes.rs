@@ -91,6 +91,11 @@ pub enum CollectionChange {
         /// The item.
         item: Vec<u8>,
     },
+    /// An item was inserted at the head of a list.
+    ListPushFront {
+        /// The item.
+        item: Vec<u8>,
+    },
     /// Every item equal to `item` was removed from a list.
     ListRemove {
         /// The item removed.
@@ -120,6 +125,7 @@ impl CollectionChange {
                 Some(CollectionKind::Map)
             }
             CollectionChange::ListPush { .. }
+            | CollectionChange::ListPushFront { .. }
             | CollectionChange::ListRemove { .. }
             | CollectionChange::ListRotate { .. } => Some(CollectionKind::List),
             CollectionChange::Deleted => None,
@@ -229,6 +235,9 @@ impl CollectionValue {
                 }
             }
             (CollectionValue::List(l), CollectionChange::ListPush { item }) => l.push(item.clone()),
+            (CollectionValue::List(l), CollectionChange::ListPushFront { item }) => {
+                l.insert(0, item.clone());
+            }
             (CollectionValue::List(l), CollectionChange::ListRemove { item, count }) => {
                 let before = l.len();
                 l.retain(|i| i != item);

@@ -167,6 +167,13 @@ pub enum CollectionOp {
         /// The item.
         value: Vec<u8>,
     },
+    /// Insert an item at the head: `Count(new length)` (Redis `LPUSH`).
+    ListPushFront {
+        /// The list's key.
+        key: Vec<u8>,
+        /// The item.
+        value: Vec<u8>,
+    },
     /// Remove every item equal to `value`: `Count(removed)`.
     ListRemove {
         /// The list's key.
@@ -237,6 +244,7 @@ macro_rules! op_key {
             | CollectionOp::MapDelete { key, .. }
             | CollectionOp::MapGetAll { key }
             | CollectionOp::ListPush { key, .. }
+            | CollectionOp::ListPushFront { key, .. }
             | CollectionOp::ListRemove { key, .. }
             | CollectionOp::ListRange { key, .. }
             | CollectionOp::ListRotate { key }
@@ -269,6 +277,7 @@ impl CollectionOp {
             | CollectionOp::MapDelete { .. }
             | CollectionOp::MapGetAll { .. } => CollectionKind::Map,
             CollectionOp::ListPush { .. }
+            | CollectionOp::ListPushFront { .. }
             | CollectionOp::ListRemove { .. }
             | CollectionOp::ListRange { .. }
             | CollectionOp::ListRotate { .. }
@@ -298,6 +307,7 @@ impl CollectionOp {
                 | CollectionOp::MapPut { .. }
                 | CollectionOp::MapDelete { .. }
                 | CollectionOp::ListPush { .. }
+                | CollectionOp::ListPushFront { .. }
                 | CollectionOp::ListRemove { .. }
                 | CollectionOp::ListRotate { .. }
         )
@@ -310,9 +320,9 @@ impl CollectionOp {
     pub fn validate(&self, caps: &Capabilities) -> Result<()> {
         validate_key(self.key())?;
         match self {
-            CollectionOp::MapPut { value, .. } | CollectionOp::ListPush { value, .. } => {
-                caps.validate_value(value)
-            }
+            CollectionOp::MapPut { value, .. }
+            | CollectionOp::ListPush { value, .. }
+            | CollectionOp::ListPushFront { value, .. } => caps.validate_value(value),
             CollectionOp::SetAdd { member, .. } => caps.validate_value(member),
             CollectionOp::SetScan { limit: 0, .. } => Err(Error::invalid_argument(
                 "a set scan limit must be at least 1",

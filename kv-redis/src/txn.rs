@@ -196,6 +196,7 @@ fn encode_op(op: &TxnOp, args: &mut Vec<Vec<u8>>) {
             CollectionOp::MapDelete { key, field } => push(&[b"md", key, field]),
             CollectionOp::MapGetAll { key } => push(&[b"ma", key]),
             CollectionOp::ListPush { key, value } => push(&[b"lp", key, value]),
+            CollectionOp::ListPushFront { key, value } => push(&[b"lf", key, value]),
             CollectionOp::ListRemove { key, value } => push(&[b"lr", key, value]),
             CollectionOp::ListRange { key, start, stop } => push(&[
                 b"lg",
@@ -261,6 +262,7 @@ fn decode_collection(op: &CollectionOp, value: Value) -> Result<CollectionResult
         }
         CollectionOp::ListRange { .. } => CollectionResult::Items(byte_list(value)?),
         CollectionOp::ListPush { .. }
+        | CollectionOp::ListPushFront { .. }
         | CollectionOp::ListRemove { .. }
         | CollectionOp::ListLen { .. } => CollectionResult::Count(count(value)?),
     })

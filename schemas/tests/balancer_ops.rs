@@ -78,13 +78,14 @@ async fn status_fans_out_through_the_reverse_index(store: Arc<dyn Store>) {
     c.link(1, 40).await.unwrap();
     assert!(c.active_keys(40).await.unwrap().is_empty());
 
+    // Re-activated, the key goes where the document's LPush puts it: the head.
     c.set_status(1, KeyStatus::Active).await.unwrap();
     for group in [10, 20, 30] {
-        assert_eq!(c.active_keys(group).await.unwrap(), [2, 1]);
+        assert_eq!(c.active_keys(group).await.unwrap(), [1, 2]);
     }
     assert_eq!(c.active_keys(40).await.unwrap(), [1]);
     c.set_status(1, KeyStatus::Active).await.unwrap();
-    assert_eq!(c.active_keys(10).await.unwrap(), [2, 1], "no duplicate");
+    assert_eq!(c.active_keys(10).await.unwrap(), [1, 2], "no duplicate");
 
     // put_key with a new status fans out the same way.
     c.put_key(

@@ -103,6 +103,7 @@ fn collection_change(
         }
         CollectionChange::MapDelete { field, .. } => ("HDEL", None, Some(field.clone())),
         CollectionChange::ListPush { item } => ("RPUSH", None, Some(item.clone())),
+        CollectionChange::ListPushFront { item } => ("LPUSH", None, Some(item.clone())),
         CollectionChange::ListRemove { item, .. } => ("LREM", None, Some(item.clone())),
         CollectionChange::ListRotate { item } => ("LMOVE", None, Some(item.clone())),
         CollectionChange::Deleted => ("DEL", None, None),

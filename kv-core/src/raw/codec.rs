@@ -53,6 +53,10 @@ pub(crate) fn encode_change(out: &mut Vec<u8>, change: &CollectionChange) {
             out.push(b'l');
             field(out, item);
         }
+        CollectionChange::ListPushFront { item } => {
+            out.push(b'f');
+            field(out, item);
+        }
         CollectionChange::ListRemove { item, count } => {
             out.push(b'x');
             field(out, item);
@@ -140,6 +144,9 @@ pub(crate) fn decode_change(bytes: &[u8]) -> Result<(CollectionChange, usize)> {
             prev: field(&mut at)?,
         },
         b'l' => CollectionChange::ListPush {
+            item: field(&mut at)?,
+        },
+        b'f' => CollectionChange::ListPushFront {
             item: field(&mut at)?,
         },
         b'x' => {

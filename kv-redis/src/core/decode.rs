@@ -236,6 +236,7 @@ fn collection_event(
             prev: a2,
         },
         b'l' => CollectionChange::ListPush { item: a1 },
+        b'f' => CollectionChange::ListPushFront { item: a1 },
         b'x' => CollectionChange::ListRemove {
             item: a1,
             count: std::str::from_utf8(&a2)

@@ -28,7 +28,8 @@ impl Balancer {
 
     /// Changes the status of API key `id`. From `active` to `disabled` the key is removed
     /// from the active list of every group of its reverse index (`key:{id}:groups`), and
-    /// back to `active` it is appended to each of them again: the status field and every
+    /// back to `active` it is inserted at the head of each of them again, where the
+    /// document's `LPush` puts it (so it is handed out next): the status field and every
     /// list change are one transaction. Setting the status it already has changes nothing.
     ///
     /// Safe under concurrent writers (links, unlinks, other status changes, from any number
@@ -84,7 +85,8 @@ impl Balancer {
                         if was_active {
                             txn.list_remove(&list, &id);
                         } else {
-                            txn.list_push(&list, &id);
+                            // The document's LPush: a re-activated key is handed out next.
+                            txn.list_push_front(&list, &id);
                         }
                     }
                 }

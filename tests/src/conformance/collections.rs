@@ -227,6 +227,72 @@ pub async fn list_operations(store: Arc<dyn Store>) {
     assert_eq!(run(st, Op::ListLen { key: l.clone() }).await, R::Count(2));
 }
 
+/// `ListPushFront` inserts at the head (Redis `LPUSH`), alone, between tail pushes and
+/// rotations, and in a transaction with other list writes; watches report it as its own
+/// change, and a listing at a past revision sees the list's size then.
+pub async fn list_push_front_inserts_at_the_head(store: Arc<dyn Store>) {
+    let root = root();
+    let l = key(&root, "list");
+    let st = &*store;
+    let front = |v: &str| Op::ListPushFront {
+        key: l.clone(),
+        value: b(v),
+    };
+    let mut watch = st
+        .watch(keyplane_core::WatchOptions::prefix(&root).with_collections())
+        .await
+        .unwrap();
+    assert_eq!(run(st, front("a")).await, R::Count(1));
+    let batch = super::support::next_batch(&mut watch).await;
+    assert!(
+        matches!(&batch.events[..], [keyplane_core::Event::Collection(e)]
+            if e.change == keyplane_core::CollectionChange::ListPushFront { item: b("a") }),
+        "{batch:?}"
+    );
+    let before = batch.revision;
+    assert_eq!(run(st, list_push(&l, "b")).await, R::Count(2));
+    assert_eq!(run(st, front("c")).await, R::Count(3));
+    assert_eq!(run(st, list_all(&l)).await, items(&["c", "a", "b"]));
+    assert_eq!(
+        run(st, Op::ListRotate { key: l.clone() }).await,
+        R::Value(Some(b("c")))
+    );
+    assert_eq!(run(st, front("d")).await, R::Count(4));
+    assert_eq!(run(st, list_all(&l)).await, items(&["d", "a", "b", "c"]));
+    let txn = keyplane_core::Txn::new().and_then([
+        keyplane_core::TxnOp::Collection(front("e")),
+        keyplane_core::TxnOp::Collection(list_push(&l, "f")),
+        keyplane_core::TxnOp::Collection(front("g")),
+    ]);
+    assert!(st.txn(txn).await.unwrap().succeeded);
+    assert_eq!(
+        run(st, list_all(&l)).await,
+        items(&["g", "e", "d", "a", "b", "c", "f"])
+    );
+    let past = st
+        .range(
+            keyplane_core::RangeOptions::prefix(&root)
+                .with_collections()
+                .at_revision(before),
+        )
+        .await
+        .unwrap();
+    assert_eq!(past.collections.len(), 1);
+    assert_eq!(
+        past.collections[0].size, 1,
+        "the list at the first push's revision"
+    );
+    let err = st
+        .collection(Op::ListPushFront {
+            key: l.clone(),
+            value: vec![0; st.capabilities().max_value_bytes + 1],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), keyplane_core::ErrorKind::InvalidValue, "{err}");
+    assert_eq!(run(st, Op::ListLen { key: l.clone() }).await, R::Count(7));
+}
+
 /// One branch may write one list several times: pushes, a rotation and a removal apply in
 /// op order, each seeing the list the previous one left, and later reads in the branch see
 /// them all.

@@ -154,6 +154,7 @@ macro_rules! conformance_suite {
             collections::set_scan_pages_cover_the_set,
             collections::map_operations,
             collections::list_operations,
+            collections::list_push_front_inserts_at_the_head,
             collections::list_rotate_is_atomic_under_concurrency,
             collections::several_list_writes_in_one_txn,
             collections::many_set_adds_in_one_txn,

@@ -31,6 +31,8 @@ pub enum Coll {
     MapGetAll(u8),
     /// `ListPush`.
     ListPush(u8, Bytes),
+    /// `ListPushFront`.
+    ListPushFront(u8, Bytes),
     /// `ListRemove`.
     ListRemove(u8, Bytes),
     /// `ListRange` from `start` to `stop` inclusive.
@@ -55,6 +57,7 @@ pub fn coll() -> impl Strategy<Value = Coll> {
         2 => (n(), value()).prop_map(|(n, f)| Coll::MapDelete(n, f)),
         1 => n().prop_map(Coll::MapGetAll),
         3 => (n(), value()).prop_map(|(n, v)| Coll::ListPush(n, v)),
+        2 => (n(), value()).prop_map(|(n, v)| Coll::ListPushFront(n, v)),
         1 => (n(), value()).prop_map(|(n, v)| Coll::ListRemove(n, v)),
         1 => (n(), index(), index()).prop_map(|(n, a, b)| Coll::ListRange(n, a, b)),
         2 => n().prop_map(Coll::ListRotate),
@@ -78,9 +81,12 @@ impl Coll {
         let (kind, n) = match self {
             SetAdd(n, _) | SetRemove(n, _) | SetContains(n, _) | SetMembers(n) => ('s', n),
             MapPut(n, ..) | MapGet(n, _) | MapDelete(n, _) | MapGetAll(n) => ('m', n),
-            ListPush(n, _) | ListRemove(n, _) | ListRange(n, ..) | ListRotate(n) | ListLen(n) => {
-                ('l', n)
-            }
+            ListPush(n, _)
+            | ListPushFront(n, _)
+            | ListRemove(n, _)
+            | ListRange(n, ..)
+            | ListRotate(n)
+            | ListLen(n) => ('l', n),
         };
         format!("c{kind}{n}").into_bytes()
     }
@@ -91,7 +97,9 @@ impl Coll {
         match self {
             SetAdd(_, m) | SetRemove(_, m) => Some(Touch::Member(self.key(), b's', m.0.clone())),
             MapPut(_, f, _) | MapDelete(_, f) => Some(Touch::Member(self.key(), b'm', f.0.clone())),
-            ListPush(..) | ListRemove(..) | ListRotate(_) => Some(Touch::List(self.key())),
+            ListPush(..) | ListPushFront(..) | ListRemove(..) | ListRotate(_) => {
+                Some(Touch::List(self.key()))
+            }
             _ => None,
         }
     }
@@ -114,6 +122,7 @@ impl Coll {
             MapDelete(_, f) => CollectionOp::MapDelete { key, field: f.0 },
             MapGetAll(_) => CollectionOp::MapGetAll { key },
             ListPush(_, v) => CollectionOp::ListPush { key, value: v.0 },
+            ListPushFront(_, v) => CollectionOp::ListPushFront { key, value: v.0 },
             ListRemove(_, v) => CollectionOp::ListRemove { key, value: v.0 },
             ListRange(_, start, stop) => CollectionOp::ListRange { key, start, stop },
             ListRotate(_) => CollectionOp::ListRotate { key },
@@ -169,6 +178,11 @@ impl Collections {
             ListPush(_, v) => {
                 let list = self.lists.entry(key.clone()).or_default();
                 list.push_back(v.0.clone());
+                R::Count(list.len() as u64)
+            }
+            ListPushFront(_, v) => {
+                let list = self.lists.entry(key.clone()).or_default();
+                list.push_front(v.0.clone());
                 R::Count(list.len() as u64)
             }
             ListRemove(_, v) => {

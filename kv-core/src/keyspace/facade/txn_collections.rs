@@ -94,6 +94,20 @@ impl TypedTxn {
         self
     }
 
+    /// Inserts an item at the head of the list (Redis `LPUSH`) in the branch being written.
+    pub fn list_push_front<C: Codec>(
+        &mut self,
+        list: &ListHandle<C>,
+        item: &C::Value,
+    ) -> &mut Self {
+        let key = list.key().to_vec();
+        if let Some(value) = self.encode(list.codec(), &key, item) {
+            let op = CollectionOp::ListPushFront { key, value };
+            self.push(self.writing(), TxnOp::Collection(op));
+        }
+        self
+    }
+
     /// Requires the set to hold `member`.
     pub fn when_set_contains<C: Codec>(
         &mut self,

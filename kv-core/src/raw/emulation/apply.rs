@@ -119,6 +119,7 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
             kind, key, state, None, None,
         )?)),
         CollectionOp::ListPush { value, .. } => list_push(key, value, state)?,
+        CollectionOp::ListPushFront { value, .. } => list_push_front(key, value, state)?,
         CollectionOp::ListRemove { value, .. } => {
             let range = members_range(kind, key);
             let writes: Vec<_> = state
@@ -209,6 +210,27 @@ fn list_push(key: &[u8], value: &[u8], state: &impl OrderedState) -> Result<Appl
     let len = state.count(&range.start, &range.end)? + 1;
     Ok(Applied {
         change: Some(CollectionChange::ListPush {
+            item: value.to_vec(),
+        }),
+        result: CollectionResult::Count(len),
+        writes: vec![PhysicalWrite::Put {
+            key: layout::list_item_key(key, position),
+            value: value.to_vec(),
+        }],
+    })
+}
+
+fn list_push_front(key: &[u8], value: &[u8], state: &impl OrderedState) -> Result<Applied> {
+    let range = members_range(CollectionKind::List, key);
+    let position = match state.scan(&range.start, &range.end, Some(1))?.pop() {
+        Some((physical, _)) => position(&range.start, &physical)?
+            .checked_sub(1)
+            .ok_or_else(|| Error::invalid_argument("the list's position space is exhausted"))?,
+        None => layout::FIRST_LIST_POSITION,
+    };
+    let len = state.count(&range.start, &range.end)? + 1;
+    Ok(Applied {
+        change: Some(CollectionChange::ListPushFront {
             item: value.to_vec(),
         }),
         result: CollectionResult::Count(len),

@@ -255,7 +255,8 @@ fn size_before(now: u64, changes: &[LoggedChange]) -> Result<u64> {
         size = match change {
             CollectionChange::SetAdd { .. }
             | CollectionChange::MapPut { prev: None, .. }
-            | CollectionChange::ListPush { .. } => size.saturating_sub(1),
+            | CollectionChange::ListPush { .. }
+            | CollectionChange::ListPushFront { .. } => size.saturating_sub(1),
             CollectionChange::SetRemove { .. } | CollectionChange::MapDelete { .. } => size + 1,
             CollectionChange::ListRemove { count, .. } => size + count,
             CollectionChange::MapPut { prev: Some(_), .. }

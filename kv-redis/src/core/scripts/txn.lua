@@ -6,10 +6,10 @@
 -- its ops (a code and the code's fixed number of words).
 
 local ARITY = { g = 1, p = 3, d = 1, D = 2, sa = 2, sr = 2, sc = 2, sm = 1, ss = 3, mp = 3, mg = 2,
-  md = 2, ma = 1, lp = 2, lr = 2, lg = 3, lo = 1, ll = 1 }
+  md = 2, ma = 1, lp = 2, lf = 2, lr = 2, lg = 3, lo = 1, ll = 1 }
 local KIND = { sa = 'set', sr = 'set', sc = 'set', sm = 'set', ss = 'set', mp = 'hash', mg = 'hash',
-  md = 'hash', ma = 'hash', lp = 'list', lr = 'list', lg = 'list', lo = 'list', ll = 'list' }
-local CREATES = { sa = true, mp = true, lp = true }
+  md = 'hash', ma = 'hash', lp = 'list', lf = 'list', lr = 'list', lg = 'list', lo = 'list', ll = 'list' }
+local CREATES = { sa = true, mp = true, lp = true, lf = true }
 
 -- Byte-wise comparison (Lua's `<` on strings follows the server's locale).
 local function bytecmp(a, b)
@@ -298,6 +298,11 @@ for i, op in ipairs(ops) do
     r = redis.call('RPUSH', key, op[2])
     cchange(key, 'l', 'l', op[2])
     track(key)
+  elseif code == 'lf' then
+    ctouch(key, 'l')
+    r = redis.call('LPUSH', key, op[2])
+    cchange(key, 'l', 'f', op[2])
+    track(key)
   elseif code == 'lr' then
     ctouch(key, 'l')
     r = redis.call('LREM', key, 0, op[2])
@@ -322,7 +327,7 @@ for i, op in ipairs(ops) do
   end
   if (code == 'd' or code == 'D' or code == 'sa' or code == 'sr' or code == 'md' or code == 'lr') and r > 0 then
     changed = true
-  elseif code == 'lp' then
+  elseif code == 'lp' or code == 'lf' then
     changed = true
   end
   results[i] = r

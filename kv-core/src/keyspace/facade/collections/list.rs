@@ -62,6 +62,22 @@ impl<C: Codec> ListHandle<C> {
         .await
     }
 
+    /// Inserts `item` at the head (Redis `LPUSH`); returns the new length.
+    ///
+    /// # Errors
+    /// `Codec` when the item does not encode (nothing is written); backend errors.
+    pub async fn push_front(&self, item: &C::Value) -> Result<u64> {
+        let value = self.at.encode(self.codec()?, item)?;
+        self.count(
+            "list push front",
+            CollectionOp::ListPushFront {
+                key: self.at.key.clone(),
+                value,
+            },
+        )
+        .await
+    }
+
     /// Removes every item equal to `item`; returns how many.
     ///
     /// # Errors
