@@ -107,6 +107,11 @@ enum Command {
         #[arg(long = "rev", visible_alias = "from-revision")]
         from_revision: Option<i64>,
     },
+    /// The balancer's cache: `load FILE` rebuilds it from the database tables as JSON.
+    Balancer {
+        #[command(subcommand)]
+        action: cmd::balancer::Action,
+    },
     /// Migrate data from a document's old layout: list, plan, apply, verify, finalize,
     /// rollback.
     Migrate {
@@ -163,6 +168,7 @@ async fn run(cli: Cli) -> CliResult<()> {
             from_revision,
         } => cmd::watch::run(&ctx, &address, from_revision).await,
         Command::Migrate { action } => cmd::migrate::run(&ctx, action).await,
+        Command::Balancer { action } => cmd::balancer::run(&ctx, action).await,
     }
 }
 

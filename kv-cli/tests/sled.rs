@@ -238,3 +238,35 @@ fn migrate_tenant_legacy_resumes() {
     assert_eq!(finalized["deleted"].as_u64(), Some(4), "{finalized}");
     assert_eq!(json(&url, &["migrate", "list"])[0]["phase"], "finalized");
 }
+
+/// `kvctl balancer load FILE`: the tables become the cache; duplicated API keys merge (the
+/// map printed); a second load of the same file writes nothing; a bad file writes nothing.
+#[test]
+fn balancer_load_from_the_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sled://{}", dir.path().join("db").display());
+    let file = dir.path().join("tables.json");
+    std::fs::write(
+        &file,
+        r#"{"apikeys": [{"id": 1, "api_key": "sk-a"}, {"id": 2, "api_key": "sk-a", "group_id": 10},
+            {"id": 3, "api_key": "sk-b", "status": "disabled"}],
+           "key_groups": [{"id": 10, "name": "default"}],
+           "keygroup_apikey_mappings": [{"key_group_id": 10, "api_key_id": 3}]}"#,
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let first = json(&url, &["balancer", "load", path]);
+    assert_eq!(first["keys"].as_u64(), Some(2), "{first}");
+    assert_eq!(first["merged"][0]["old"].as_u64(), Some(2));
+    assert_eq!(first["merged"][0]["new"].as_u64(), Some(1));
+    let list = json(&url, &["get", "balancer.active-keys", "id=10"]);
+    assert_eq!(list["value"], serde_json::json!(["1"]), "{list}");
+    let before = snapshot(&url);
+    let again = ok(&url, &["balancer", "load", path]);
+    assert!(again.contains("nothing to do"), "{again}");
+    assert_eq!(snapshot(&url), before);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"apikeys": [{"id": 1, "api_key": ""}]}"#).unwrap();
+    fails(&url, &["balancer", "load", bad.to_str().unwrap()], 2);
+    assert_eq!(snapshot(&url), before);
+}

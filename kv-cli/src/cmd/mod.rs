@@ -1,5 +1,6 @@
 //! One file per command.
 
+pub(crate) mod balancer;
 pub(crate) mod get;
 pub(crate) mod ls;
 pub(crate) mod migrate;

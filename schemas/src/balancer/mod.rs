@@ -35,6 +35,11 @@
 //! [`repair`](Balancer::repair) (duplicate, stray and missing list entries fixed against
 //! the reverse indexes), reads [`key`](Balancer::key), [`active_keys`](Balancer::active_keys),
 //! [`groups_of`](Balancer::groups_of); [`write_example`] for a demo dataset.
+//!
+//! `balancer-load`: [`BalancerSource`] reads the database tables of §2 from JSON (the old
+//! 1:N `group_id` column included) and [`BalancerSource::plan`] de-duplicates the API keys
+//! by value as §5's migration does, recording each old id's new one; [`Balancer::rebuild`]
+//! then makes the cache exactly that source (`kvctl balancer load FILE`).
 
 mod cache;
 mod example;
@@ -46,6 +51,7 @@ mod rebuild;
 mod remove;
 mod rotate;
 mod segments;
+mod source;
 mod status;
 mod values;
 
@@ -54,6 +60,7 @@ pub use example::{EXAMPLE_GROUPS, write_example};
 pub use keys::{ActiveKeysKey, BalancerKeyspace, KeyGroupsKey, KeyObjectKey};
 pub use rebuild::{RebuildReport, RepairReport};
 pub use segments::BalancerRoot;
+pub use source::{BalancerSource, SourceGroup, SourceKey, SourceMapping, SourcePlan};
 pub use values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
 
 use crate::catalog::Schema;
