@@ -48,21 +48,7 @@ async fn redis_demo_twice_changes_nothing() {
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
     let mut scanned = Vec::new();
     for pattern in ["key:*", "group:*"] {
-        let mut cursor = 0u64;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .query_async(&mut con)
-                .await
-                .unwrap();
-            scanned.extend(keys);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        scanned.extend(keyplane_tests::harness::redis_scan(&mut con, pattern).await);
     }
     scanned.sort();
     let mut documented: Vec<String> = (1..=11)

@@ -88,23 +88,7 @@ async fn without_a_root_the_keys_are_the_documents_bytes() {
     write_example(&cache).await.unwrap();
     let mut scanned = Vec::new();
     for pattern in ["key:*", "group:*"] {
-        let mut cursor = 0u64;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut con)
-                .await
-                .unwrap();
-            scanned.extend(keys);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        scanned.extend(keyplane_tests::harness::redis_scan(&mut con, pattern).await);
     }
     scanned.sort();
     let mut expected: Vec<String> = (1..=11)

@@ -134,36 +134,15 @@ pub(crate) async fn run(ctx: &Ctx, action: Action) -> CliResult<()> {
         }
         Action::Finalize { .. } => {
             let report = migrator.finalize().await?;
-            match ctx.format {
-                Format::Json => print_json(&json!({
-                    "migration": name,
-                    "deleted": report.deleted,
-                    "kept": keys(&report.kept),
-                })),
-                Format::Table => {
-                    outln!("{name}: deleted {} old items", report.deleted);
-                    for key in &report.kept {
-                        outln!("  kept {}", text(key));
-                    }
-                }
-            }
+            let done = format!("{name}: deleted {} old items", report.deleted);
+            show_deletions(ctx, &name, &done, "kept", report.deleted, &report.kept);
             Ok(())
         }
         Action::Rollback { .. } => {
             let report = migrator.rollback().await?;
-            match ctx.format {
-                Format::Json => print_json(&json!({
-                    "migration": name,
-                    "deleted": report.deleted,
-                    "kept": keys(&report.kept),
-                })),
-                Format::Table => {
-                    outln!("{name}: rolled back, deleted {} new items", report.deleted);
-                    for key in &report.kept {
-                        outln!("  kept (changed since) {}", text(key));
-                    }
-                }
-            }
+            let done = format!("{name}: rolled back, deleted {} new items", report.deleted);
+            let kept = "kept (changed since)";
+            show_deletions(ctx, &name, &done, kept, report.deleted, &report.kept);
             Ok(())
         }
     }
@@ -267,6 +246,30 @@ fn show_apply(ctx: &Ctx, name: &str, what: &str, report: &ApplyReport) {
             }
             for u in &report.unmappable {
                 outln!("  cannot map {}: {}", text(&u.key), u.reason);
+            }
+        }
+    }
+}
+
+/// What finalize or rollback deleted and kept.
+fn show_deletions(
+    ctx: &Ctx,
+    name: &str,
+    done: &str,
+    kept_label: &str,
+    deleted: usize,
+    kept: &[Vec<u8>],
+) {
+    match ctx.format {
+        Format::Json => print_json(&json!({
+            "migration": name,
+            "deleted": deleted,
+            "kept": keys(kept),
+        })),
+        Format::Table => {
+            outln!("{done}");
+            for key in kept {
+                outln!("  {kept_label} {}", text(key));
             }
         }
     }

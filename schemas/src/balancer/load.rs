@@ -24,19 +24,7 @@ impl Balancer {
     /// `InvalidArgument` for an empty `api_key` or a key id given twice (nothing written);
     /// `TxnTooLarge` for one key with more groups than a transaction takes; backend errors, after which the batches already committed stay loaded.
     pub async fn load_keys(&self, keys: &[LoadedKey]) -> Result<LoadReport> {
-        let mut seen = BTreeSet::new();
-        for key in keys {
-            if key.record.api_key.is_empty() {
-                return Err(
-                    Error::invalid_argument("an API key's value must not be empty")
-                        .with_context("id", key.id),
-                );
-            }
-            if !seen.insert(key.id) {
-                return Err(Error::invalid_argument("a bulk load gives one key twice")
-                    .with_context("id", key.id));
-            }
-        }
+        validate_keys(keys)?;
         let budget = self
             .typed
             .store()
@@ -107,6 +95,28 @@ impl Balancer {
         }
         Ok(())
     }
+}
+
+/// Checks keys to load or rebuild from: no empty `api_key`, no id twice.
+///
+/// # Errors
+/// `InvalidArgument` naming the key.
+pub(crate) fn validate_keys(keys: &[LoadedKey]) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    for key in keys {
+        if key.record.api_key.is_empty() {
+            return Err(
+                Error::invalid_argument("an API key's value must not be empty")
+                    .with_context("id", key.id),
+            );
+        }
+        if !seen.insert(key.id) {
+            return Err(
+                Error::invalid_argument("one key is given twice").with_context("id", key.id)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// One key to load, with its groups once each, ascending.

@@ -7,7 +7,7 @@ use super::guard::Attempts;
 use super::keys::{ActiveKeysKey, BalancerKeyspace, KeyGroupsKey, KeyObjectKey};
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, LoadedKey, STATUS_FIELD};
 use keyplane_core::keyspace::{Keyspace, TypedTxn};
-use keyplane_core::{CollectionKind, CompareOp, Error, RangeOptions, Result};
+use keyplane_core::{CollectionKind, CompareOp, RangeOptions, Result};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The most ops a rebuild transaction carries on backends without a tighter limit.
@@ -147,19 +147,7 @@ impl Balancer {
     /// backend errors, after which the transactions already committed stay written (run it
     /// again).
     pub async fn rebuild(&self, keys: &[LoadedKey]) -> Result<RebuildReport> {
-        let mut seen = BTreeSet::new();
-        for key in keys {
-            if key.record.api_key.is_empty() {
-                return Err(
-                    Error::invalid_argument("an API key's value must not be empty")
-                        .with_context("id", key.id),
-                );
-            }
-            if !seen.insert(key.id) {
-                return Err(Error::invalid_argument("a rebuild gives one key twice")
-                    .with_context("id", key.id));
-            }
-        }
+        super::load::validate_keys(keys)?;
         let mut objects = BTreeMap::new();
         let mut reverse: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
         let mut lists: BTreeMap<u64, Vec<u64>> = BTreeMap::new();

@@ -18,7 +18,7 @@ mod redis;
 
 pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
 pub use process::{find_binary, servers_required};
-pub use redis::{RedisServer, redis_connection, shared_redis};
+pub use redis::{RedisServer, redis_connection, redis_scan, shared_redis};
 
 /// A fresh random key root for one test, such as `t-6f1c.../`, so tests sharing a server never
 /// see each other's keys.

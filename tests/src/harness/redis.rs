@@ -132,6 +132,28 @@ pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
         .expect("connect a raw Redis client")
 }
 
+/// Every key `SCAN ... MATCH pattern` finds, as `redis-cli --scan --pattern` lists them.
+pub async fn redis_scan(con: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, page): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(con)
+            .await
+            .expect("SCAN");
+        keys.extend(page);
+        if next == 0 {
+            return keys;
+        }
+        cursor = next;
+    }
+}
+
 /// The Redis server shared by every test of this test binary, started on first use.
 pub async fn shared_redis() -> Option<&'static RedisServer> {
     static SERVER: OnceLock<Option<RedisServer>> = OnceLock::new();
