@@ -28,7 +28,7 @@ Exit codes:
   3  store unreachable (connection refused, timeout, credentials refused)
   4  conflict (key exists, condition failed, lock held)
   5  any other error
-  6  a check found something (migrate verify)
+  6  a check found something (lint, migrate verify)
 
 Addresses: a raw key (jxt/tenants/1/meta) or a typed address, `schema.template` and
 field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templates.";
@@ -107,6 +107,16 @@ enum Command {
         #[arg(long = "rev", visible_alias = "from-revision")]
         from_revision: Option<i64>,
     },
+    /// Scan the store against the schemas: unknown keys, values that do not decode,
+    /// collections of the wrong kind, key/value disagreements, dangling references.
+    Lint {
+        /// Only keys under this raw prefix.
+        prefix: Option<String>,
+        /// Repair what is safe to repair (dangling index entries, missing reverse-index
+        /// members) and say what was done.
+        #[arg(long)]
+        fix: bool,
+    },
     /// The balancer's cache: `load FILE` rebuilds it from the database tables as JSON.
     Balancer {
         #[command(subcommand)]
@@ -169,6 +179,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         } => cmd::watch::run(&ctx, &address, from_revision).await,
         Command::Migrate { action } => cmd::migrate::run(&ctx, action).await,
         Command::Balancer { action } => cmd::balancer::run(&ctx, action).await,
+        Command::Lint { prefix, fix } => cmd::lint::run(&ctx, prefix.as_deref(), fix).await,
     }
 }
 

@@ -193,3 +193,105 @@ async fn redis_migrate_nxc_legacy_from_raw_data() {
     fails(&url, &["migrate", "rollback", "nxc-legacy"], 2);
     fails(&url, &["migrate", "plan", "no-such"], 2);
 }
+
+/// `kvctl lint` on Redis: `demo`'s data is clean (exit 0); defects planted with raw
+/// commands, as other programs leave them, are each found once (exit 6), and `--fix`
+/// repairs the safe ones.
+#[tokio::test]
+async fn redis_lint_finds_planted_defects() {
+    let Some(url) = redis_url(7).await else {
+        return;
+    };
+    ok(&url, &["demo"]);
+    ok(&url, &["lint"]);
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    for args in [
+        &["SET", "jxt/tenants/1/stray", "x"][..],
+        &[
+            "SET",
+            "jxt/tenants/_index/by-code/ghost",
+            r#"{"id":999,"code":"ghost","name":"g"}"#,
+        ],
+        &[
+            "SET",
+            "jxt/tenants/77/meta",
+            r#"{"id":1,"code":"c77","name":"n","status":"active","billingPlan":"x"}"#,
+        ],
+        &["SET", "jxt/tenants/1/storage", "not json"],
+        &["SET", "nxc:inst:shop9:Alipay:p9", "plain"],
+        &["SADD", "nxc:map:shop9:Alipay", "p1"],
+        &["SET", "nxc:map:shop9:Alipay:default", "p2"],
+        &["RPUSH", "group:1:keys:active", "99"],
+        &["SREM", "key:2:groups", "1"],
+    ] {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        let _: redis::Value = cmd.query_async(&mut con).await.unwrap();
+    }
+    let run = run(&url, &["-o", "json", "lint"]);
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let mut rules: Vec<(String, String)> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_owned(),
+                f["key"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    rules.sort();
+    let expected = [
+        ("dangling-index", "jxt/tenants/_index/by-code/ghost"),
+        ("default-not-member", "nxc:map:shop9:Alipay:default"),
+        ("key-value-mismatch", "jxt/tenants/77/meta"),
+        ("list-entry-without-object", "group:1:keys:active"),
+        ("member-without-instance", "nxc:map:shop9:Alipay"),
+        ("reverse-index-disagrees", "key:2:groups"),
+        ("undecodable-value", "jxt/tenants/1/storage"),
+        ("unknown-key", "jxt/tenants/1/stray"),
+        ("wrong-kind", "nxc:inst:shop9:Alipay:p9"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(r, k)| (r.to_string(), k.to_string()))
+        .collect();
+    assert_eq!(rules, expected);
+
+    let fixed = run_fix(&url);
+    assert_eq!(
+        fixed, 2,
+        "the dangling entry and the missing reverse-index member"
+    );
+    let ghost: bool = redis::cmd("EXISTS")
+        .arg("jxt/tenants/_index/by-code/ghost")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(!ghost);
+    let member: bool = redis::cmd("SISMEMBER")
+        .arg("key:2:groups")
+        .arg("1")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(member);
+}
+
+/// Runs `lint --fix` (exit 6: unsafe findings remain) and returns how many it fixed.
+fn run_fix(url: &str) -> usize {
+    let run = run(url, &["-o", "json", "lint", "--fix"]);
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["fixed"] == true)
+        .count()
+}

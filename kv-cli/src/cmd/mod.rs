@@ -2,6 +2,7 @@
 
 pub(crate) mod balancer;
 pub(crate) mod get;
+pub(crate) mod lint;
 pub(crate) mod ls;
 pub(crate) mod migrate;
 pub(crate) mod parse;

@@ -37,25 +37,28 @@ pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
             }
             Ok(())
         }
-        Err(reasons) => {
-            // The schema whose template matched furthest says the most.
-            let best = reasons
-                .iter()
-                .filter_map(|(schema, no)| no.closest().map(|c| (schema, c)))
-                .max_by_key(|(_, c)| c.position());
-            let why = match best {
-                Some((schema, c)) => format!(
-                    "closest is {schema} template `{}`, which stops at segment {}: {}",
-                    c.template(),
-                    c.position(),
-                    c.reason()
-                ),
-                None => "no schema has templates".to_owned(),
-            };
-            Err(CliError::invalid(format!(
-                "key {raw:?} matches no template of the {} schemas; {why}",
-                reasons.len()
-            )))
-        }
+        Err(reasons) => Err(CliError::invalid(format!(
+            "key {raw:?} matches no template of the {} schemas; {}",
+            reasons.len(),
+            closest(&reasons)
+        ))),
+    }
+}
+
+/// Why a key matches no template: the schema whose template matched furthest says the
+/// most.
+pub(crate) fn closest(reasons: &[(&'static str, keyplane_core::keyspace::NoMatch)]) -> String {
+    let best = reasons
+        .iter()
+        .filter_map(|(schema, no)| no.closest().map(|c| (schema, c)))
+        .max_by_key(|(_, c)| c.position());
+    match best {
+        Some((schema, c)) => format!(
+            "closest is {schema} template `{}`, which stops at segment {}: {}",
+            c.template(),
+            c.position(),
+            c.reason()
+        ),
+        None => "no schema has templates".to_owned(),
     }
 }
