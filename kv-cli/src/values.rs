@@ -6,14 +6,22 @@ use keyplane_core::keyspace::{BuildCodec, Codec, CodecContext, Key};
 use keyplane_schemas::{balancer, cronix, nxc, registry, tenant};
 
 /// Decodes `bytes` with the value codec of `K` (built without state: `kvctl` holds no
-/// keyring), keeping only the verdict.
-fn decodes<K: Key>(bytes: &[u8]) -> keyplane_core::Result<()> {
-    K::Value::build(&CodecContext::new())?
-        .decode(bytes)
-        .map(drop)
+/// keyring) and checks that the value agrees with `key` ([`Key::check_value`]), keeping
+/// only the verdict.
+fn decodes<K: Key>(key: &str, bytes: &[u8]) -> keyplane_core::Result<()> {
+    let value = K::Value::build(&CodecContext::new())?.decode(bytes)?;
+    let Ok(typed) = K::parse(key) else {
+        return Ok(());
+    };
+    typed.check_value(&value).map_err(|why| {
+        keyplane_core::Error::new(
+            keyplane_core::ErrorKind::InvalidValue,
+            format!("the value disagrees with its key: {why}"),
+        )
+    })
 }
 
-type Check = fn(&[u8]) -> keyplane_core::Result<()>;
+type Check = fn(&str, &[u8]) -> keyplane_core::Result<()>;
 
 fn entry<K: Key>() -> (&'static str, Check) {
     (K::TEMPLATE, decodes::<K>)
@@ -21,7 +29,7 @@ fn entry<K: Key>() -> (&'static str, Check) {
 
 /// Refuses a plain value for a key whose value is a collection (a Redis SET, HASH or LIST,
 /// emulated on ordered stores): only its schema's operations write it.
-fn collection(_: &[u8]) -> keyplane_core::Result<()> {
+fn collection(_: &str, _: &[u8]) -> keyplane_core::Result<()> {
     Err(keyplane_core::Error::new(
         keyplane_core::ErrorKind::InvalidValue,
         "the key holds a collection (SET, HASH or LIST): write it through its schema's operations",
@@ -29,7 +37,7 @@ fn collection(_: &[u8]) -> keyplane_core::Result<()> {
 }
 
 /// Refuses a plain value for an encrypted key: `kvctl` holds no keyring.
-fn encrypted(_: &[u8]) -> keyplane_core::Result<()> {
+fn encrypted(_: &str, _: &[u8]) -> keyplane_core::Result<()> {
     Err(keyplane_core::Error::new(
         keyplane_core::ErrorKind::InvalidValue,
         "the key's value is encrypted: write it through its schema's operations with a keyring",
@@ -86,14 +94,14 @@ pub(crate) fn collection_kind(template: &str) -> Option<CollectionKind> {
         .and_then(|info| info.kind)
 }
 
-/// Checks `value` against the value type of `template`.
+/// Checks `value` against the value type of `template`, and that it agrees with `key`.
 ///
 /// # Errors
-/// The codec's error when the value does not decode; `InvalidValue` when no check is
-/// known for the template (nothing is written unchecked).
-pub(crate) fn check(template: &str, value: &[u8]) -> keyplane_core::Result<()> {
+/// The codec's error when the value does not decode; `InvalidValue` when it disagrees with
+/// its key, or when no check is known for the template (nothing is written unchecked).
+pub(crate) fn check(template: &str, key: &str, value: &[u8]) -> keyplane_core::Result<()> {
     match table().into_iter().find(|(t, _)| *t == template) {
-        Some((_, check)) => check(value),
+        Some((_, check)) => check(key, value),
         None => Err(keyplane_core::Error::new(
             keyplane_core::ErrorKind::InvalidValue,
             format!("no value check is known for template {template}"),
@@ -126,7 +134,7 @@ mod tests {
             for info in schema.templates() {
                 let source = info.template.source();
                 if collection_kind(source).is_some() {
-                    assert!(check(source, b"1").is_err(), "{source}");
+                    assert!(check(source, "", b"1").is_err(), "{source}");
                 }
             }
         }
@@ -134,8 +142,15 @@ mod tests {
 
     #[test]
     fn checks_decode_with_the_key_codec() {
-        assert!(check("jxt/tenants/{id}/domain/aliases", br#"["a.example.com"]"#).is_ok());
-        assert!(check("jxt/tenants/{id}/domain/aliases", br#"{"a":1}"#).is_err());
-        assert!(check("jxt/tenants/{id}/meta", b"not json").is_err());
+        let aliases = "jxt/tenants/1/domain/aliases";
+        let template = "jxt/tenants/{id}/domain/aliases";
+        assert!(check(template, aliases, br#"["a.example.com"]"#).is_ok());
+        assert!(check(template, aliases, br#"{"a":1}"#).is_err());
+        assert!(check("jxt/tenants/{id}/meta", "jxt/tenants/1/meta", b"not json").is_err());
+        // Decodes, but says tenant 2 under tenant 1's key.
+        let meta = br#"{"id":2,"code":"c","name":"n","status":"active","billingPlan":"x"}"#;
+        let err = check("jxt/tenants/{id}/meta", "jxt/tenants/1/meta", meta).unwrap_err();
+        assert_eq!(err.kind(), keyplane_core::ErrorKind::InvalidValue, "{err}");
+        assert!(check("jxt/tenants/{id}/meta", "jxt/tenants/2/meta", meta).is_ok());
     }
 }

@@ -257,3 +257,15 @@ keyplane_tests::on_every_backend!(
     all_fifteen_rows_migrate,
     interrupted_resumed_and_rolled_back
 );
+
+/// An old value that disagrees with its key (a meta saying another tenant's id) is reported,
+/// not migrated: the new layout's typed puts would refuse it.
+#[tokio::test]
+async fn a_value_that_disagrees_with_its_key_is_not_migrated() {
+    let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
+    put(&*store, "jxt//tenants/5/meta", META).await;
+    let migrator = Migrator::new(store.clone(), Arc::new(TenantLegacy));
+    let plan = migrator.plan().await.unwrap();
+    assert_eq!((plan.created, plan.unmappable.len()), (0, 1), "{plan:?}");
+    assert!(plan.unmappable[0].reason.contains("disagrees"), "{plan:?}");
+}

@@ -326,3 +326,43 @@ keyplane_tests::on_every_backend!(
     adding_an_ftp_user_leaves_the_meta_alone,
     concurrent_ftp_renames_keep_usernames_unique,
 );
+
+/// The schema declares which fields of a value repeat its key (`meta.id`,
+/// `database.tenantId`/`serviceCode`, `ftp.tenantId`/`username`, `storage.tenantId`); typed
+/// puts and transactions refuse a value that disagrees, and write nothing.
+#[tokio::test]
+async fn typed_puts_refuse_values_that_disagree_with_their_key() {
+    let typed = TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
+    let start = typed.store().revision().await.unwrap();
+    let t = unique_tenant(1);
+    let mut meta = t.meta.clone();
+    meta.id += 1;
+    let err = typed
+        .put(&TenantMetaKey { id: t.id() }, &meta)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidValue, "{err}");
+    let user = t.ftp_users[0].clone();
+    let mut txn = typed.txn();
+    txn.put(
+        &FtpConfigKey {
+            id: t.id(),
+            username: FtpUsername::new("someone.else").unwrap(),
+        },
+        &user,
+    );
+    let err = txn.commit().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidValue, "{err}");
+    assert_eq!(
+        typed.store().revision().await.unwrap(),
+        start,
+        "nothing written"
+    );
+    // A tenant whose parts disagree is refused before anything is sent.
+    let mut bad = t.clone();
+    bad.databases[0].tenant_id += 1;
+    assert_eq!(
+        publish_tenant(&typed, &bad).await.unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}

@@ -196,43 +196,31 @@ async fn lint_plain(
         // Encrypted: without the keyring there is nothing to check.
         return Ok(());
     }
-    if let Err(e) = values::check(parsed.template, &entry.value) {
-        findings.push(Finding::new(
-            &key,
-            "undecodable-value",
-            format!(
-                "the value does not decode as `{}` declares: {}",
-                parsed.template,
-                e.message()
-            ),
-            "rewrite the value in the template's format (kvctl put checks it)",
-        ));
+    if let Err(e) = values::check(parsed.template, &key, &entry.value) {
+        let finding = if e.kind() == keyplane_core::ErrorKind::InvalidValue {
+            Finding::new(
+                &key,
+                "key-value-mismatch",
+                e.message().to_owned(),
+                "rewrite the value to agree with its key, or move it to the key it names",
+            )
+        } else {
+            Finding::new(
+                &key,
+                "undecodable-value",
+                format!(
+                    "the value does not decode as `{}` declares: {}",
+                    parsed.template,
+                    e.message()
+                ),
+                "rewrite the value in the template's format (kvctl put checks it)",
+            )
+        };
+        findings.push(finding);
         return Ok(());
     }
     let json: Value = serde_json::from_slice(&entry.value).unwrap_or(Value::Null);
-    let id = field(&parsed, "id");
     match parsed.template {
-        "jxt/tenants/{id}/meta" => disagree(&key, &json, "id", id, findings),
-        "jxt/tenants/{id}/database/{service}" => {
-            disagree(&key, &json, "tenantId", id, findings);
-            disagree(
-                &key,
-                &json,
-                "serviceCode",
-                field(&parsed, "service"),
-                findings,
-            );
-        }
-        "jxt/tenants/{id}/ftp/{username}" => {
-            disagree(&key, &json, "tenantId", id, findings);
-            disagree(
-                &key,
-                &json,
-                "username",
-                field(&parsed, "username"),
-                findings,
-            );
-        }
         "jxt/tenants/_index/by-code/{code}" => {
             let tenant = number(&json, "id");
             let meta = meta_of(store, tenant).await?;
@@ -403,25 +391,6 @@ async fn lint_collection(
         _ => {}
     }
     Ok(())
-}
-
-/// A key-value disagreement: the value's `name` is not the key's segment.
-fn disagree(key: &str, json: &Value, name: &str, segment: &str, findings: &mut Vec<Finding>) {
-    let value = match &json[name] {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => return,
-    };
-    if value != segment {
-        findings.push(Finding::new(
-            key,
-            "key-value-mismatch",
-            format!("the value's `{name}` is {value}, the key says {segment}"),
-            format!(
-                "rewrite the value with `{name}` = {segment}, or move it to the key of {value}"
-            ),
-        ));
-    }
 }
 
 /// A dangling index entry unless `ok`: safe to delete, as nothing it names exists.

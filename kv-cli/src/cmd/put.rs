@@ -31,7 +31,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], raw: bool) -> CliResult<()>
                 "key {key:?} belongs to no schema (see `kvctl parse`); use --raw to write it anyway"
             ))
         })?;
-        crate::values::check(parsed.template, &value).map_err(|e| {
+        crate::values::check(parsed.template, &key, &value).map_err(|e| {
             let expected = crate::catalog::entry_of(&parsed)
                 .map(|entry| crate::catalog::short_type(entry.info.value_type))
                 .unwrap_or_default();

@@ -26,6 +26,9 @@ pub(crate) struct KeyAttrs {
     pub(crate) directory_of: Vec<Type>,
     /// `no_strategy`: no generated proptest strategy (the type has a hand-written one).
     pub(crate) no_strategy: bool,
+    /// `agrees = path::to::fn` (keys): `fn(&Key, &Value) -> Result<(), String>`, the check
+    /// that a value repeats the key's segments it holds.
+    pub(crate) agrees: Option<syn::Path>,
 }
 
 /// Which derive is reading the attributes.
@@ -74,6 +77,9 @@ impl KeyAttrs {
                         .cloned()
                         .ok_or_else(|| meta.error("a kind"))?;
                     out.collection = Some((kind, meta.value()?.parse()?));
+                } else if target == Target::Key && meta.path.is_ident("agrees") {
+                    duplicate(&out.agrees, &meta)?;
+                    out.agrees = Some(meta.value()?.parse()?);
                 } else if target == Target::Key && meta.path.is_ident("directory_of") {
                     let content;
                     syn::parenthesized!(content in meta.input);
@@ -86,7 +92,7 @@ impl KeyAttrs {
                     let known = match target {
                         Target::Key => {
                             "`template`, `value` (or `set`, `hash`, `list`), `hash_tag`, \
-                             `directory_of(..)`, `no_strategy`"
+                             `directory_of(..)`, `agrees`, `no_strategy`"
                         }
                         Target::Prefix => "`template`, `key`, `hash_tag`, `no_strategy`",
                     };

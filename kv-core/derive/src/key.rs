@@ -62,6 +62,17 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         quote!(#ks::FieldInfo::of::<#ty>(#name))
     });
     let text = &layout.template.text;
+    let agrees = match &attrs.agrees {
+        Some(check) => quote! {
+            fn check_value(
+                &self,
+                value: &<<Self as #ks::Key>::Value as #ks::Codec>::Value,
+            ) -> ::core::result::Result<(), ::std::string::String> {
+                #check(self, value)
+            }
+        },
+        None => TokenStream::new(),
+    };
     let strategy = if attrs.no_strategy {
         TokenStream::new()
     } else {
@@ -106,6 +117,8 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             fn field_infos() -> ::std::vec::Vec<#ks::FieldInfo> {
                 ::std::vec![#(#infos),*]
             }
+
+            #agrees
         }
 
         #[automatically_derived]

@@ -100,6 +100,46 @@ pub trait Key: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// The variables' names and types, in template order.
     fn field_infos() -> Vec<FieldInfo>;
 
+    /// Checks that `value` agrees with the key: a value that repeats some of the key's
+    /// segments (a tenant meta's `id`, an FTP user's `username`) must repeat them exactly.
+    /// The schema declares it once (`#[kv(agrees = path::to::fn)]`); the typed store checks
+    /// it on every put, so a disagreeing value is never written. Every value agrees unless
+    /// the schema says otherwise.
+    ///
+    /// ```
+    /// use keyplane_core::keyspace::{Json, Key, TypedStore};
+    ///
+    /// #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+    /// struct User { id: u64, name: String }
+    ///
+    /// fn same_id(key: &UserKey, user: &User) -> Result<(), String> {
+    ///     if user.id == key.id { Ok(()) } else { Err(format!("its id is {}", user.id)) }
+    /// }
+    ///
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "users/{id}", value = Json<User>, agrees = same_id)]
+    /// struct UserKey { id: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
+    /// let ada = User { id: 1, name: "ada".into() };
+    /// typed.put(&UserKey { id: 1 }, &ada).await?;
+    /// let err = typed.put(&UserKey { id: 2 }, &ada).await.unwrap_err();
+    /// assert_eq!(err.kind(), keyplane_core::ErrorKind::InvalidValue);
+    /// assert_eq!(typed.get(&UserKey { id: 2 }).await?, None); // nothing written
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// What disagrees, in words.
+    fn check_value(
+        &self,
+        _value: &<Self::Value as super::codec::Codec>::Value,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Everything the schema checker and `kvctl schema` need to know about the template.
     fn info() -> TemplateInfo {
         TemplateInfo::of_key::<Self>()

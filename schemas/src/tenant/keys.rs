@@ -14,9 +14,48 @@ use keyplane_core::keyspace::{Json, Key, Keyspace, Prefix, Text};
 /// configuration).
 pub type JsonDocument = serde_json::Value;
 
+/// `Err` naming `field` when the value's `value` is not the key's `key`.
+fn same<T: PartialEq + std::fmt::Display + ?Sized>(
+    field: &str,
+    value: &T,
+    key: &T,
+) -> Result<(), String> {
+    if value == key {
+        Ok(())
+    } else {
+        Err(format!("its `{field}` is {value}, the key says {key}"))
+    }
+}
+
+/// A meta's `id` is its key's.
+fn meta_agrees(key: &TenantMetaKey, meta: &TenantMeta) -> Result<(), String> {
+    same("id", &meta.id, &key.id)
+}
+
+/// A database config's `tenantId` and `serviceCode` are its key's.
+fn database_agrees(key: &DatabaseConfigKey, config: &DatabaseConfig) -> Result<(), String> {
+    same("tenantId", &config.tenant_id, &key.id)?;
+    same(
+        "serviceCode",
+        config.service_code.as_str(),
+        key.service.as_str(),
+    )
+}
+
+/// An FTP user's `tenantId` and `username` are its key's.
+fn ftp_agrees(key: &FtpConfigKey, config: &FtpConfig) -> Result<(), String> {
+    same("tenantId", &config.tenant_id, &key.id)?;
+    same("username", config.username.as_str(), key.username.as_str())
+}
+
+/// A storage config's `tenantId` is its key's.
+fn storage_agrees(key: &StorageConfigKey, config: &StorageConfig) -> Result<(), String> {
+    same("tenantId", &config.tenant_id, &key.id)
+}
+
 /// `jxt/tenants/{id}/meta`: the tenant's metadata (§2.2.1).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "jxt/tenants/{id}/meta", value = Json<TenantMeta>)]
+#[kv(template = "jxt/tenants/{id}/meta", value = Json<TenantMeta>, agrees = meta_agrees)]
 pub struct TenantMetaKey {
     /// The tenant id.
     pub id: u64,
@@ -48,7 +87,11 @@ pub struct InternalDomainKey {
 
 /// `jxt/tenants/{id}/database/{serviceCode}`: one service's database configuration (§2.2.2).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "jxt/tenants/{id}/database/{service}", value = Json<DatabaseConfig>)]
+#[kv(
+    template = "jxt/tenants/{id}/database/{service}",
+    value = Json<DatabaseConfig>,
+    agrees = database_agrees
+)]
 pub struct DatabaseConfigKey {
     /// The tenant id.
     pub id: u64,
@@ -58,7 +101,7 @@ pub struct DatabaseConfigKey {
 
 /// `jxt/tenants/{id}/ftp/{username}`: one FTP user of the tenant (§2.2.3).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "jxt/tenants/{id}/ftp/{username}", value = Json<FtpConfig>)]
+#[kv(template = "jxt/tenants/{id}/ftp/{username}", value = Json<FtpConfig>, agrees = ftp_agrees)]
 pub struct FtpConfigKey {
     /// The tenant id.
     pub id: u64,
@@ -68,7 +111,7 @@ pub struct FtpConfigKey {
 
 /// `jxt/tenants/{id}/storage`: the tenant's storage limits (§2.2.5).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "jxt/tenants/{id}/storage", value = Json<StorageConfig>)]
+#[kv(template = "jxt/tenants/{id}/storage", value = Json<StorageConfig>, agrees = storage_agrees)]
 pub struct StorageConfigKey {
     /// The tenant id.
     pub id: u64,

@@ -18,13 +18,14 @@
 //!   when the element has none (§2.2.3). The array may be the document's
 //!   `{"ftpConfigs": [...]}` or a bare JSON array.
 //!
-//! A value whose field disagrees with its key, a new key that is not a key of the new
+//! A value whose field disagrees with its key (the schema's agreement, as typed puts check
+//! it: a meta's `id`, a storage config's `tenantId`...), a new key that is not a key of the new
 //! layout (for instance an index segment that is not escaped as §7.3 says), a value the new
 //! layout cannot decode, and any other key under `jxt//` are reported as unmappable and left
 //! alone.
 
 use super::keys::TenantKeyspace;
-use super::provider::decode;
+use super::provider::{TenantValue, decode};
 use keyplane_core::keyspace::Keyspace;
 use keyplane_core::migrate::{Item, Mapping, Migration, Value};
 use keyplane_core::{Result, Store};
@@ -139,8 +140,22 @@ fn same(new: &str, bytes: &[u8]) -> Mapping {
 fn checked(new: &str, bytes: Vec<u8>) -> std::result::Result<Item, String> {
     let key = TenantKeyspace::parse(new)
         .map_err(|e| format!("`{new}` is not a key of the new layout: {e}"))?;
-    decode(&key, &bytes).map_err(|e| format!("the value does not decode for `{new}`: {e}"))?;
+    let value =
+        decode(&key, &bytes).map_err(|e| format!("the value does not decode for `{new}`: {e}"))?;
+    agrees(&key, &value).map_err(|why| format!("the value disagrees with `{new}`: {why}"))?;
     Ok(Item::plain(new, bytes))
+}
+
+/// The schema's key/value agreement ([`Key::check_value`](keyplane_core::keyspace::Key::check_value)).
+fn agrees(key: &TenantKeyspace, value: &TenantValue) -> std::result::Result<(), String> {
+    use keyplane_core::keyspace::Key;
+    match (key, value) {
+        (TenantKeyspace::Meta(k), TenantValue::Meta(v)) => k.check_value(v),
+        (TenantKeyspace::Database(k), TenantValue::Database(v)) => k.check_value(v),
+        (TenantKeyspace::Ftp(k), TenantValue::Ftp(v)) => k.check_value(v),
+        (TenantKeyspace::Storage(k), TenantValue::Storage(v)) => k.check_value(v),
+        _ => Ok(()),
+    }
 }
 
 /// `bytes` (a JSON object) with `fields` added where missing, under `new`; an error when a

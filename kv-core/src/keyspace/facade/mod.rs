@@ -212,6 +212,17 @@ pub(crate) fn parse_key<K: Key>(raw: &[u8]) -> Result<K> {
 }
 
 /// Encodes a value, naming the key in the error.
+/// `InvalidValue` when `value` disagrees with `key` ([`Key::check_value`]).
+pub(crate) fn agreeing<K: Key>(key: &K, value: &ValueOf<K>) -> Result<()> {
+    key.check_value(value).map_err(|why| {
+        crate::Error::new(
+            crate::ErrorKind::InvalidValue,
+            format!("the value disagrees with its key: {why}"),
+        )
+        .with_context("key", key.encode())
+    })
+}
+
 pub(crate) fn encode_value<C: Codec>(codec: &C, key: &[u8], value: &C::Value) -> Result<Vec<u8>> {
     codec
         .encode(value)

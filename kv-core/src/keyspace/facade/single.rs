@@ -1,6 +1,8 @@
 //! Single-key operations of [`TypedStore`]: get, put, delete, exists.
 
-use super::{TypedStore, ValueOf, Versioned, decode_value, encode_value, key_bytes, prefix_bytes};
+use super::{
+    TypedStore, ValueOf, Versioned, agreeing, decode_value, encode_value, key_bytes, prefix_bytes,
+};
 use crate::entry::LeaseId;
 use crate::error::Result;
 use crate::keyspace::key::{Key, PlainKey, Prefix};
@@ -70,6 +72,7 @@ impl TypedStore {
         opts: PutOptions,
     ) -> Result<i64> {
         let codec = self.codec::<K>()?;
+        agreeing(key, value)?;
         let key = key_bytes(key);
         let bytes = encode_value(&codec, &key, value)?;
         Ok(self.store.put(&key, &bytes, opts).await?.revision)

@@ -128,8 +128,13 @@ impl TypedTxn {
         }
     }
 
-    /// Encodes `value` with the codec of `K`, built from the typed store's codec state.
-    fn encode_key<K: Key>(&mut self, key: &[u8], value: &ValueOf<K>) -> Option<Vec<u8>> {
+    /// Encodes `value` with the codec of `K`, built from the typed store's codec state,
+    /// once it agrees with `typed` ([`Key::check_value`]).
+    fn encode_key<K: Key>(&mut self, typed: &K, key: &[u8], value: &ValueOf<K>) -> Option<Vec<u8>> {
+        if let Err(e) = super::agreeing(typed, value) {
+            self.fail(e);
+            return None;
+        }
         let codec = K::Value::build(&self.context);
         self.encode(codec.as_ref().map_err(Error::clone), key, value)
     }
@@ -205,8 +210,9 @@ impl TypedTxn {
     /// Puts `value` under `key` only if the key is absent: adds the compare "`key` absent"
     /// and the put to the success branch.
     pub fn create<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self {
+        let typed = key;
         let key = key_bytes(key);
-        if let Some(bytes) = self.encode_key::<K>(&key, value) {
+        if let Some(bytes) = self.encode_key::<K>(typed, &key, value) {
             self.txn.compares.push(Compare::absent(&key));
             self.push(self.writing, TxnOp::put(key, bytes));
         }
@@ -215,8 +221,9 @@ impl TypedTxn {
 
     /// Puts `value` under `key` in the success branch.
     pub fn put<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self {
+        let typed = key;
         let key = key_bytes(key);
-        if let Some(bytes) = self.encode_key::<K>(&key, value) {
+        if let Some(bytes) = self.encode_key::<K>(typed, &key, value) {
             self.push(self.writing, TxnOp::put(key, bytes));
         }
         self
@@ -229,8 +236,9 @@ impl TypedTxn {
         value: &ValueOf<K>,
         lease: LeaseId,
     ) -> &mut Self {
+        let typed = key;
         let key = key_bytes(key);
-        if let Some(bytes) = self.encode_key::<K>(&key, value) {
+        if let Some(bytes) = self.encode_key::<K>(typed, &key, value) {
             self.push(self.writing, TxnOp::put_with_lease(key, bytes, lease));
         }
         self
@@ -328,8 +336,9 @@ impl TypedTxn {
     /// [`Text`]: crate::keyspace::Text
     /// [`Json`]: crate::keyspace::Json
     pub fn when_value_equals<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self {
+        let typed = key;
         let key = key_bytes(key);
-        if let Some(bytes) = self.encode_key::<K>(&key, value) {
+        if let Some(bytes) = self.encode_key::<K>(typed, &key, value) {
             self.txn
                 .compares
                 .push(Compare::value(key, CompareOp::Equal, bytes));
