@@ -59,18 +59,31 @@ static RETRY: std::sync::LazyLock<Backoff> = std::sync::LazyLock::new(|| {
         .max_attempts(ATTEMPTS)
 });
 
-/// Counts the attempts of one operation on one key, through the shared backoff.
+/// What an operation that lost races works on: an API key, or a group's active list.
+#[derive(Clone, Copy)]
+pub(crate) enum Subject {
+    Key(u64),
+    Group(u64),
+}
+
+/// Counts the attempts of one operation on one key or group, through the shared backoff.
 pub(crate) struct Attempts {
     operation: &'static str,
-    id: u64,
+    subject: Subject,
     attempts: keyplane_core::retry::Attempts<'static>,
 }
 
 impl Attempts {
+    /// The attempts of `operation` on API key `id`.
     pub(crate) fn new(operation: &'static str, id: u64) -> Self {
+        Self::on(operation, Subject::Key(id))
+    }
+
+    /// The attempts of `operation` on `subject`.
+    pub(crate) fn on(operation: &'static str, subject: Subject) -> Self {
         Attempts {
             operation,
-            id,
+            subject,
             attempts: RETRY.start(),
         }
     }
@@ -83,14 +96,21 @@ impl Attempts {
         if self.attempts.wait().await {
             return Ok(());
         }
-        Err(self.attempts.exhausted(
-            Error::new(
-                ErrorKind::ConditionFailed,
+        let (message, key) = match self.subject {
+            Subject::Key(id) => (
                 "concurrent writers kept changing the API key's status or groups; try again",
-            )
-            .with_context("operation", self.operation)
-            .with_context("key", cache.object_key(self.id).encode())
-            .set_retryable(true),
+                cache.object_key(id).encode(),
+            ),
+            Subject::Group(id) => (
+                "concurrent writers kept changing the group's active list; try again",
+                cache.active_key(id).encode(),
+            ),
+        };
+        Err(self.attempts.exhausted(
+            Error::new(ErrorKind::ConditionFailed, message)
+                .with_context("operation", self.operation)
+                .with_context("key", key)
+                .set_retryable(true),
         ))
     }
 }
