@@ -37,6 +37,11 @@ pub(crate) fn short_name(schema: &str, type_name: &str) -> String {
             kebab.push(c);
         }
     }
+    // An old layout's keys are `Legacy...Key`: `tenant-legacy.meta`, not `.legacy-meta`.
+    let kebab = match (schema.ends_with("-legacy"), kebab.strip_prefix("legacy-")) {
+        (true, Some(rest)) if !rest.is_empty() => rest.to_owned(),
+        _ => kebab,
+    };
     match kebab.strip_prefix(schema).and_then(|r| r.strip_prefix('-')) {
         Some(rest) if !rest.is_empty() => rest.to_owned(),
         _ => kebab,
@@ -105,11 +110,17 @@ mod tests {
         );
         assert_eq!(short_name("cronix", "x::NodeKey"), "node");
         assert_eq!(short_name("tenant", "x::TenantKey"), "tenant");
+        assert_eq!(short_name("tenant-legacy", "x::LegacyMetaKey"), "meta");
+        assert_eq!(short_name("nxc-legacy", "x::LegacyGroupKey"), "group");
+        assert_eq!(short_name("tenant", "x::LegacyMetaKey"), "legacy-meta");
     }
 
     #[test]
     fn short_names_are_unique_within_each_schema() {
-        for schema in keyplane_schemas::all() {
+        for schema in keyplane_schemas::all()
+            .into_iter()
+            .chain(keyplane_schemas::legacy())
+        {
             let mut seen = HashSet::new();
             for entry in entries(schema) {
                 assert!(seen.insert(entry.name.clone()), "{} twice", entry.address());

@@ -61,7 +61,8 @@ pub(crate) fn exit_code(kind: &ErrorKind) -> u8 {
         | ErrorKind::Codec
         | ErrorKind::Config
         | ErrorKind::TxnTooLarge
-        | ErrorKind::WrongType => code::INVALID,
+        | ErrorKind::WrongType
+        | ErrorKind::ReadOnly => code::INVALID,
         ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::Unauthorized => code::UNREACHABLE,
         ErrorKind::AlreadyExists
         | ErrorKind::ConditionFailed

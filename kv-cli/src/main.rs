@@ -57,8 +57,12 @@ enum Command {
     Demo,
     /// List the schemas, or show one as a tree of templates.
     Schema {
-        /// The schema's name.
+        /// The schema's name (an old layout's too: `tenant-legacy`, `nxc-legacy`).
         name: Option<String>,
+        /// List the old layouts the schemas replace as well (read-only; each migrates with
+        /// `kvctl migrate`).
+        #[arg(long)]
+        all: bool,
     },
     /// Say which schema and template a raw key belongs to, with its fields.
     Parse {
@@ -167,7 +171,7 @@ async fn run(cli: Cli) -> CliResult<()> {
     };
     match cli.command {
         Command::Demo => demo::run(&ctx).await,
-        Command::Schema { name } => cmd::schema::run(&ctx, name.as_deref()),
+        Command::Schema { name, all } => cmd::schema::run(&ctx, name.as_deref(), all),
         Command::Parse { key } => cmd::parse::run(&ctx, &key),
         Command::Get { address } => cmd::get::run(&ctx, &address).await,
         Command::Ls { address, values } => cmd::ls::run(&ctx, &address, values).await,

@@ -89,6 +89,7 @@ fn table() -> Vec<(&'static str, Check)> {
 pub(crate) fn collection_kind(template: &str) -> Option<CollectionKind> {
     keyplane_schemas::all()
         .into_iter()
+        .chain(keyplane_schemas::legacy())
         .flat_map(|schema| schema.templates())
         .find(|info| info.template.source() == template)
         .and_then(|info| info.kind)

@@ -224,6 +224,9 @@ async fn redis_lint_finds_planted_defects() {
         &["SET", "nxc:map:shop9:Alipay:default", "p2"],
         &["RPUSH", "group:1:keys:active", "99"],
         &["SREM", "key:2:groups", "1"],
+        // The old layouts: still there, waiting for their migrations.
+        &["SET", "jxt//tenants/1/meta", r#"{"id":1}"#],
+        &["HSET", "nexus:config:group:WeChat:r1", "p_1", "1"],
     ] {
         let mut cmd = redis::cmd(args[0]);
         for a in &args[1..] {
@@ -250,6 +253,8 @@ async fn redis_lint_finds_planted_defects() {
         ("dangling-index", "jxt/tenants/_index/by-code/ghost"),
         ("default-not-member", "nxc:map:shop9:Alipay:default"),
         ("key-value-mismatch", "jxt/tenants/77/meta"),
+        ("legacy-layout", "jxt//tenants/1/meta"),
+        ("legacy-layout", "nexus:config:group:WeChat:r1"),
         ("list-entry-without-object", "group:1:keys:active"),
         ("member-without-instance", "nxc:map:shop9:Alipay"),
         ("reverse-index-disagrees", "key:2:groups"),

@@ -46,6 +46,15 @@ fn schema_lists_five_and_draws_one() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["tenant", "registry", "cronix", "nxc", "balancer"]);
+    let everything = json("mem://", &["schema", "--all"]);
+    let old: Vec<&str> = everything
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["read_only"] == true)
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(old, ["tenant-legacy", "nxc-legacy"]);
     let tree = ok("mem://", &["schema", "tenant"]);
     assert!(tree.contains("{id}/"), "{tree}");
     assert!(
@@ -220,6 +229,32 @@ fn migrate_tenant_legacy_resumes() {
     ] {
         ok(&url, &["put", "--raw", key, value]);
     }
+    // The old layout is read-only: a typed put is refused and writes nothing; it reads typed.
+    let before = snapshot(&url);
+    let refused = fails(
+        &url,
+        &["put", "jxt//tenants/1/domain/primary", "b.example.com"],
+        2,
+    );
+    assert!(refused.contains("read-only"), "{refused}");
+    assert!(
+        refused.contains("kvctl migrate plan tenant-legacy"),
+        "{refused}"
+    );
+    assert_eq!(snapshot(&url), before);
+    let old = json(&url, &["get", "tenant-legacy.meta", "id=1"]);
+    assert_eq!(old["key"], "jxt//tenants/1/meta", "{old}");
+    let parsed = json(&url, &["parse", "jxt//hosts/api.example.com"]);
+    assert_eq!(parsed["schema"], "tenant-legacy", "{parsed}");
+    let schemas = json(&url, &["schema", "--all"]);
+    assert!(
+        schemas
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "tenant-legacy" && s["read_only"] == true),
+        "{schemas}"
+    );
     let first = json(
         &url,
         &["migrate", "apply", "tenant-legacy", "--batches", "0"],
@@ -228,6 +263,13 @@ fn migrate_tenant_legacy_resumes() {
     let listed = json(&url, &["migrate", "list"]);
     assert_eq!(listed[0]["name"], "tenant-legacy");
     assert_eq!(listed[0]["phase"], "new");
+    // The declaration: fifteen rows, old template to new.
+    let rows = listed[0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 15, "{listed}");
+    assert!(
+        rows.iter().any(|r| r["old"] == "jxt//tenants/{id}/ftp"
+            && r["new"] == "jxt/tenants/{id}/ftp/{username}")
+    );
     let applied = json(&url, &["migrate", "apply", "tenant-legacy"]);
     assert_eq!(applied["created"].as_u64(), Some(4), "{applied}");
     assert_eq!(json(&url, &["migrate", "list"])[0]["phase"], "applied");

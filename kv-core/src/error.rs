@@ -48,6 +48,10 @@ pub enum ErrorKind {
     LockLost,
     /// The caller may not access this object (an ownership check failed).
     Unauthorized,
+    /// A write to a key or store that is read-only: an old layout's key
+    /// ([`Template::read_only`](crate::keyspace::Template::read_only)), or a store opened
+    /// read-only. It was refused before reaching the backend; nothing was written.
+    ReadOnly,
     /// The backend cannot be reached or is overloaded; worth retrying.
     Unavailable,
     /// The operation timed out; it may or may not have been applied.
@@ -85,6 +89,7 @@ impl ErrorKind {
             ErrorKind::LeaseNotFound => "lease not found",
             ErrorKind::LockLost => "lock lost",
             ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::ReadOnly => "read-only",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Unsupported => "unsupported",

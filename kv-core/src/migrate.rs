@@ -22,11 +22,25 @@
 //! checkpoint, and one record per batch listing the items it created, which is what a
 //! rollback undoes.
 //!
+//! The old layout is best declared as read-only typed keys (`#[kv(read_only)]`, doubled
+//! separators allowed), which parse the old keys and which the typed store never writes;
+//! [`Migration::rows`] declares which old template becomes which new one.
+//!
 //! ```
 //! # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-//! use keyplane_core::migrate::{Item, Mapping, Migration, Migrator, Value};
+//! use keyplane_core::keyspace::{Key, Text};
+//! use keyplane_core::migrate::{Item, Mapping, Migration, MigrationRow, Migrator};
 //! use keyplane_core::{PutOptions, Result, Store};
 //! use std::sync::Arc;
+//!
+//! /// The old layout, as another program wrote it.
+//! #[derive(Key, Debug, Clone, PartialEq)]
+//! #[kv(template = "old//users/{id}", value = Text, read_only)]
+//! struct OldUser { id: u64 }
+//!
+//! #[derive(Key, Debug, Clone, PartialEq)]
+//! #[kv(template = "users/{id}", value = Text)]
+//! struct User { id: u64 }
 //!
 //! /// `old//users/{id}` becomes `users/{id}`, value unchanged.
 //! struct Users;
@@ -34,9 +48,14 @@
 //! impl Migration for Users {
 //!     fn name(&self) -> &str { "users" }
 //!     fn sources(&self) -> Vec<Vec<u8>> { vec![b"old//users/".to_vec()] }
+//!     fn rows(&self) -> Vec<MigrationRow> {
+//!         vec![MigrationRow::of::<OldUser, User>("bytes kept")]
+//!     }
 //!     async fn map(&self, old: &Item, _: &dyn Store) -> Result<Mapping> {
-//!         let id = &old.key[b"old//users/".len()..];
-//!         Ok(Mapping::To(vec![Item::new([&b"users/"[..], id].concat(), old.value.clone())]))
+//!         let Ok(key) = OldUser::parse(&String::from_utf8_lossy(&old.key)) else {
+//!             return Ok(Mapping::Unmappable("not a key of the old layout".into()));
+//!         };
+//!         Ok(Mapping::To(vec![Item::new(User { id: key.id }.encode(), old.value.clone())]))
 //!     }
 //! }
 //!
@@ -50,13 +69,13 @@
 //! assert_eq!(store.get(b"users/7").await?.unwrap().value, b"ada");
 //! migrator.finalize().await?;
 //! assert!(store.get(b"old//users/7").await?.is_none());
-//! # let _ = Value::Plain(vec![]);
 //! # Ok(()) }
 //! ```
 
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
 use crate::entry::validate_key;
 use crate::error::{Error, ErrorKind, Result};
+use crate::keyspace::Key;
 use crate::range::{Continuation, RangeOptions};
 use crate::retry::Backoff;
 use crate::store::Store;
@@ -161,6 +180,13 @@ pub trait Migration: Send + Sync {
     /// The prefixes the old layout's keys live under, scanned in this order.
     fn sources(&self) -> Vec<Vec<u8>>;
 
+    /// The old templates and the new templates each becomes, with how the value changes:
+    /// the migration's declaration, shown by tools (`kvctl migrate list`). Empty unless the
+    /// migration declares it.
+    fn rows(&self) -> Vec<MigrationRow> {
+        Vec::new()
+    }
+
     /// What the old item `old` becomes. `store` is there for mappings that merge several
     /// old items into one new one (they read the others); most ignore it. Called again for
     /// the same item by `plan`, `apply`, `verify` and `finalize`, so it must be
@@ -169,6 +195,29 @@ pub trait Migration: Send + Sync {
     /// # Errors
     /// Backend errors of its reads; they stop the run.
     async fn map(&self, old: &Item, store: &dyn Store) -> Result<Mapping>;
+}
+
+/// One row of a migration's declaration: an old template, the new template it becomes and
+/// how the value changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationRow {
+    /// The old template as written (`jxt//tenants/{id}/meta`).
+    pub old: &'static str,
+    /// The new template as written (`jxt/tenants/{id}/meta`).
+    pub new: &'static str,
+    /// How the value changes, in words (`bytes kept`).
+    pub change: &'static str,
+}
+
+impl MigrationRow {
+    /// The row from key type `Old` (usually read-only) to key type `New`.
+    pub fn of<Old: Key, New: Key>(change: &'static str) -> Self {
+        MigrationRow {
+            old: Old::TEMPLATE,
+            new: New::TEMPLATE,
+            change,
+        }
+    }
 }
 
 /// An old item that cannot be mapped.

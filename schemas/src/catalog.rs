@@ -23,6 +23,9 @@ pub struct Schema {
     pub summary: &'static str,
     /// The store the schema's system uses (`etcd`, `redis`...).
     pub store: &'static str,
+    /// Whether the schema is an old layout kept for reading and migrating: every template is
+    /// read-only and the typed store writes none of its keys.
+    pub read_only: bool,
     templates: fn() -> Vec<TemplateInfo>,
     parse: fn(&'static str, &str) -> Result<ParsedKey, NoMatch>,
 }
@@ -51,8 +54,28 @@ impl Schema {
             name,
             summary,
             store,
+            read_only: false,
             templates: K::templates,
             parse: parse_with::<K>,
+        }
+    }
+
+    /// The catalog entry of an old layout's keyspace `K`, whose templates are read-only.
+    ///
+    /// # Panics
+    /// When a template of `K` is not read-only (a schema bug, caught by the catalog's tests).
+    pub fn read_only<K: Keyspace>(
+        name: &'static str,
+        store: &'static str,
+        summary: &'static str,
+    ) -> Self {
+        assert!(
+            K::templates().iter().all(|t| t.template.is_read_only()),
+            "every template of the old layout `{name}` is read-only"
+        );
+        Schema {
+            read_only: true,
+            ..Schema::of::<K>(name, store, summary)
         }
     }
 
@@ -70,7 +93,7 @@ impl Schema {
     }
 }
 
-/// Every schema of the crate.
+/// Every schema of the crate's current layouts (the old layouts are [`legacy`]).
 pub fn all() -> Vec<Schema> {
     vec![
         crate::tenant::schema(),
@@ -81,19 +104,25 @@ pub fn all() -> Vec<Schema> {
     ]
 }
 
-/// The schema named `name`.
-pub fn find(name: &str) -> Option<Schema> {
-    all().into_iter().find(|s| s.name == name)
+/// The old layouts the documents replace, read-only ([`Schema::read_only`]): kept so that
+/// old data parses, shows typed and migrates.
+pub fn legacy() -> Vec<Schema> {
+    vec![crate::tenant::legacy_schema(), crate::nxc::legacy_schema()]
 }
 
-/// Parses a raw key with every schema; `Ok` with the first that matches, otherwise each
-/// schema's reason.
+/// The schema named `name`, current or old.
+pub fn find(name: &str) -> Option<Schema> {
+    all().into_iter().chain(legacy()).find(|s| s.name == name)
+}
+
+/// Parses a raw key with every schema, the current layouts first, then the old ones; `Ok`
+/// with the first that matches, otherwise each schema's reason.
 ///
 /// # Errors
 /// One `(schema name, NoMatch)` per schema when none matches.
 pub fn parse_any(raw: &str) -> Result<ParsedKey, Vec<(&'static str, NoMatch)>> {
     let mut reasons = Vec::new();
-    for schema in all() {
+    for schema in all().into_iter().chain(legacy()) {
         match schema.parse(raw) {
             Ok(parsed) => return Ok(parsed),
             Err(e) => reasons.push((schema.name, e)),

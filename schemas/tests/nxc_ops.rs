@@ -2,8 +2,8 @@
 //! case), default resolution, delete, paged listing, the encrypted pool, bad input, the
 //! example dataset.
 
-use keyplane_core::keyspace::{EncryptionKey, Keyring, ListOptions, TypedStore};
-use keyplane_core::{ErrorKind, Store};
+use keyplane_core::keyspace::{EncryptionKey, Key, Keyring, ListOptions, TypedStore};
+use keyplane_core::{CollectionOp, ErrorKind, PutOptions, Store};
 use keyplane_schemas::nxc::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -351,22 +351,42 @@ async fn legacy_layout_migrates(store: Arc<dyn Store>) {
         provider: provider.clone(),
         realm: r.clone(),
     };
+    // The legacy layout is read-only: the typed store refuses to write it.
     let hash = typed.map_at(&group);
+    let refused = hash.put(&"app_001".to_string(), &"1".to_string()).await;
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::ReadOnly);
+    // The legacy service wrote it, as redis-cli would: HSET, SADD, SET.
+    let raw = typed.store();
     for (field, value) in [("app_001", "1"), ("app_002", "1"), ("default", "app_002")] {
-        hash.put(&field.to_string(), &value.to_string())
-            .await
-            .unwrap();
+        raw.collection(CollectionOp::MapPut {
+            key: group.encode().into_bytes(),
+            field: field.into(),
+            value: value.into(),
+        })
+        .await
+        .unwrap();
     }
     let set = typed.set_at(&index);
     for p in ["app_002", "app_003"] {
-        set.add(&id(p)).await.unwrap();
+        raw.collection(CollectionOp::SetAdd {
+            key: index.encode().into_bytes(),
+            member: p.into(),
+        })
+        .await
+        .unwrap();
     }
     let config = LegacyConfigKey {
         provider: provider.clone(),
         realm: r.clone(),
         profile: id("app_001"),
     };
-    typed.put(&config, &b"ciphertext".to_vec()).await.unwrap();
+    raw.put(
+        config.encode().as_bytes(),
+        b"ciphertext",
+        PutOptions::default(),
+    )
+    .await
+    .unwrap();
 
     let done = migrate_legacy(&typed, &provider, &r).await.unwrap();
     assert_eq!(
@@ -401,12 +421,15 @@ async fn legacy_layout_migrates(store: Arc<dyn Store>) {
         provider: provider.clone(),
         realm: r2.clone(),
     });
-    bad.put(&"app_ok".to_string(), &"1".to_string())
+    for field in ["app_ok", "bad id"] {
+        raw.collection(CollectionOp::MapPut {
+            key: bad.key().to_vec(),
+            field: field.into(),
+            value: "1".into(),
+        })
         .await
         .unwrap();
-    bad.put(&"bad id".to_string(), &"1".to_string())
-        .await
-        .unwrap();
+    }
     let err = migrate_legacy(&typed, &provider, &r2).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidValue);
     assert!(

@@ -269,3 +269,144 @@ fn the_catalog_parses_tenant_keys() {
     assert_eq!(parsed.schema, "tenant");
     assert!(schema.parse("jxt/tenants/7/database/File_Storage").is_err());
 }
+
+/// The old layout of §3 is declared read-only, doubled separator included: one typed key per
+/// row, exactly the bytes the old Go client wrote, disjoint from the new layout.
+#[test]
+fn the_old_layout_is_declared_read_only_byte_for_byte() {
+    let findings = check_keyspace::<TenantLegacyKeyspace>();
+    assert!(findings.is_empty(), "{findings:#?}");
+    let templates = TenantLegacyKeyspace::templates();
+    assert_eq!(templates.len(), 15, "the fifteen rows of §3");
+    assert!(templates.iter().all(|t| t.template.is_read_only()));
+    assert!(
+        TenantKeyspace::templates()
+            .iter()
+            .all(|t| !t.template.is_read_only())
+    );
+    let code = TenantCode::new("default").unwrap();
+    let service = ServiceCode::new("evidence-command").unwrap();
+    let cases: Vec<(TenantLegacyKeyspace, &str)> = vec![
+        (
+            LegacyDatabaseKey {
+                id: 1,
+                code: service,
+            }
+            .into(),
+            "jxt//jxt/config/tenants/1/services/evidence-command/database",
+        ),
+        (LegacyMetaKey { id: 1 }.into(), "jxt//tenants/1/meta"),
+        (
+            LegacyPrimaryDomainKey { id: 1 }.into(),
+            "jxt//tenants/1/domain/primary",
+        ),
+        (
+            LegacyDomainAliasesKey { id: 1 }.into(),
+            "jxt//tenants/1/domain/aliases",
+        ),
+        (
+            LegacyInternalDomainKey { id: 1 }.into(),
+            "jxt//tenants/1/domain/internal",
+        ),
+        (LegacyFtpArrayKey { id: 1 }.into(), "jxt//tenants/1/ftp"),
+        (LegacyStorageKey { id: 1 }.into(), "jxt//tenants/1/storage"),
+        (
+            LegacyCodeIndexKey { code }.into(),
+            "jxt//tenants/by-code/default",
+        ),
+        (
+            LegacyNameIndexKey {
+                name: TenantName::new("默认租户").unwrap(),
+            }
+            .into(),
+            "jxt//tenants/by-name/%E9%BB%98%E8%AE%A4%E7%A7%9F%E6%88%B7",
+        ),
+        (
+            LegacyFtpUserIndexKey {
+                username: FtpUsername::new("default_ftp").unwrap(),
+            }
+            .into(),
+            "jxt//ftp-users/default_ftp",
+        ),
+        (
+            LegacyHostIndexKey {
+                host: HostName::new("api.example.com").unwrap(),
+            }
+            .into(),
+            "jxt//hosts/api.example.com",
+        ),
+        (LegacyResolverConfigKey {}.into(), "jxt//common/resolver"),
+        (
+            LegacyStorageDirectoryConfigKey {}.into(),
+            "jxt//common/storage-directory",
+        ),
+        (LegacyHealthSentinelKey {}.into(), "jxt//_health/sentinel"),
+        (
+            LegacyPlatformConfigKey {
+                key: PlatformConfigName::new("features").unwrap(),
+            }
+            .into(),
+            "jxt//platform/configs/features",
+        ),
+    ];
+    for (key, raw) in cases {
+        assert_eq!(key.encode(), raw);
+        assert_eq!(TenantLegacyKeyspace::parse(raw).unwrap(), key);
+        // The old and the new layout never claim each other's keys.
+        assert!(TenantKeyspace::parse(raw).is_err(), "{raw}");
+        let new = raw.replacen("jxt//", "jxt/", 1);
+        assert!(TenantLegacyKeyspace::parse(&new).is_err(), "{new}");
+    }
+    assert_eq!(LegacyTenantDir { id: 1 }.encode(), "jxt//tenants/1/");
+    // Through the catalog: the old layout parses as its own, read-only schema.
+    let parsed = keyplane_schemas::parse_any("jxt//tenants/1/meta").unwrap();
+    assert_eq!(
+        (parsed.schema, parsed.template),
+        ("tenant-legacy", "jxt//tenants/{id}/meta")
+    );
+    assert!(keyplane_schemas::find("tenant-legacy").unwrap().read_only);
+    assert!(!keyplane_schemas::find("tenant").unwrap().read_only);
+    assert!(keyplane_schemas::legacy().iter().all(|s| s.read_only));
+}
+
+#[test]
+fn the_old_layout_passes_the_invariants() {
+    assert_key_invariants::<LegacyDatabaseKey>();
+    assert_key_invariants::<LegacyMetaKey>();
+    assert_key_invariants::<LegacyFtpArrayKey>();
+    assert_key_invariants::<LegacyNameIndexKey>();
+    assert_key_invariants::<LegacyHostIndexKey>();
+    assert_key_invariants::<LegacyHealthSentinelKey>();
+    assert_prefix_invariants::<LegacyTenantDir>();
+    assert_keyspace_invariants::<TenantLegacyKeyspace>();
+}
+
+/// Nothing writes the old layout through the typed store: every write is refused before it
+/// reaches the store.
+#[tokio::test]
+async fn the_typed_store_refuses_to_write_the_old_layout() {
+    use keyplane_core::{ErrorKind, PutOptions, Store};
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(keyplane_mem::MemStore::new());
+    store
+        .put(
+            b"jxt//tenants/1/meta",
+            br#"{"id":1}"#,
+            PutOptions::default(),
+        )
+        .await
+        .unwrap();
+    let typed = keyplane_core::keyspace::TypedStore::new(store.clone());
+    let revision = store.revision().await.unwrap();
+    let err = typed
+        .put(&LegacyMetaKey { id: 1 }, &json!({"id": 2}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ReadOnly);
+    let err = typed.delete(&LegacyMetaKey { id: 1 }).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ReadOnly);
+    assert_eq!(store.revision().await.unwrap(), revision);
+    assert_eq!(
+        typed.get(&LegacyMetaKey { id: 1 }).await.unwrap(),
+        Some(json!({"id": 1}))
+    );
+}

@@ -158,6 +158,22 @@ fn field<'p>(parsed: &'p ParsedKey, name: &str) -> &'p str {
 /// The key parsed by the catalog, or the finding that it matches no template.
 fn parse(key: &str, findings: &mut Vec<Finding>) -> Option<ParsedKey> {
     match keyplane_schemas::parse_any(key) {
+        Ok(parsed) if keyplane_schemas::find(parsed.schema).is_some_and(|s| s.read_only) => {
+            // The migration of an old layout has the schema's name.
+            findings.push(Finding::new(
+                key,
+                "legacy-layout",
+                format!(
+                    "a key of the old layout {} (template {}), which the current layout replaces",
+                    parsed.schema, parsed.template
+                ),
+                format!(
+                    "migrate it: `kvctl migrate plan {0}`, then `apply`, `verify` and `finalize`",
+                    parsed.schema
+                ),
+            ));
+            None
+        }
         Ok(parsed) => Some(parsed),
         Err(reasons) => {
             findings.push(Finding::new(

@@ -152,19 +152,28 @@ async fn list(ctx: &Ctx) -> CliResult<()> {
     let store = ctx.store().await?;
     let mut rows = Vec::new();
     for (name, what) in MIGRATIONS {
-        let migrator = Migrator::new(store.clone(), migration(name)?);
-        rows.push((name, what, migrator.phase().await?));
+        let migration = migration(name)?;
+        let declared = migration.rows();
+        let migrator = Migrator::new(store.clone(), migration);
+        rows.push((name, what, migrator.phase().await?, declared));
     }
     match ctx.format {
         Format::Json => print_json(&Value::Array(
             rows.iter()
-                .map(|(name, what, phase)| {
-                    json!({ "name": name, "moves": what, "phase": phase_name(*phase) })
+                .map(|(name, what, phase, declared)| {
+                    let declared: Vec<Value> = declared
+                        .iter()
+                        .map(|r| json!({ "old": r.old, "new": r.new, "change": r.change }))
+                        .collect();
+                    json!({
+                        "name": name, "moves": what, "phase": phase_name(*phase),
+                        "rows": declared,
+                    })
                 })
                 .collect(),
         )),
         Format::Table => {
-            for (name, what, phase) in rows {
+            for (name, what, phase, _) in rows {
                 outln!("{name:<12} {:<10} {what}", phase_name(phase));
             }
         }

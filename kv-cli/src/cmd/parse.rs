@@ -38,8 +38,9 @@ pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
             Ok(())
         }
         Err(reasons) => Err(CliError::invalid(format!(
-            "key {raw:?} matches no template of the {} schemas; {}",
-            reasons.len(),
+            "key {raw:?} matches no template of the {} schemas (nor of the {} old layouts); {}",
+            keyplane_schemas::all().len(),
+            keyplane_schemas::legacy().len(),
             closest(&reasons)
         ))),
     }

@@ -31,6 +31,13 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], raw: bool) -> CliResult<()>
                 "key {key:?} belongs to no schema (see `kvctl parse`); use --raw to write it anyway"
             ))
         })?;
+        if let Some(schema) = keyplane_schemas::find(parsed.schema).filter(|s| s.read_only) {
+            return Err(CliError::invalid(format!(
+                "key {key:?} belongs to {}, an old layout that is read-only (template {}): \
+                 `kvctl migrate plan {}` moves it to the new layout; use --raw to write it anyway",
+                schema.name, parsed.template, schema.name
+            )));
+        }
         crate::values::check(parsed.template, &key, &value).map_err(|e| {
             let expected = crate::catalog::entry_of(&parsed)
                 .map(|entry| crate::catalog::short_type(entry.info.value_type))

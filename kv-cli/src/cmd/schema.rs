@@ -1,5 +1,5 @@
-//! `kvctl schema [NAME]`: the catalog, or one schema as a tree of templates with their
-//! segment rules and value types.
+//! `kvctl schema [NAME] [--all]`: the catalog (`--all`: with the old layouts, read-only), or
+//! one schema as a tree of templates with their segment rules and value types.
 
 use super::Ctx;
 use crate::catalog::{self, short_type};
@@ -7,12 +7,16 @@ use crate::error::{CliError, CliResult};
 use crate::output::{Format, print_json};
 use serde_json::json;
 
-pub(crate) fn run(ctx: &Ctx, name: Option<&str>) -> CliResult<()> {
+pub(crate) fn run(ctx: &Ctx, name: Option<&str>, all: bool) -> CliResult<()> {
     match name {
-        None => list(ctx.format),
+        None => list(ctx.format, all),
         Some(name) => {
             let schema = keyplane_schemas::find(name).ok_or_else(|| {
-                let names: Vec<&str> = keyplane_schemas::all().iter().map(|s| s.name).collect();
+                let names: Vec<&str> = keyplane_schemas::all()
+                    .iter()
+                    .chain(&keyplane_schemas::legacy())
+                    .map(|s| s.name)
+                    .collect();
                 CliError::invalid(format!(
                     "unknown schema {name:?} (schemas: {})",
                     names.join(", ")
@@ -23,8 +27,14 @@ pub(crate) fn run(ctx: &Ctx, name: Option<&str>) -> CliResult<()> {
     }
 }
 
-fn list(format: Format) -> CliResult<()> {
-    let all = keyplane_schemas::all();
+/// The current layouts; with `with_legacy`, then the old ones they replace (read-only).
+fn list(format: Format, with_legacy: bool) -> CliResult<()> {
+    let legacy = if with_legacy {
+        keyplane_schemas::legacy()
+    } else {
+        Vec::new()
+    };
+    let all: Vec<_> = keyplane_schemas::all().into_iter().chain(legacy).collect();
     match format {
         Format::Json => print_json(&json!(
             all.iter()
@@ -33,19 +43,20 @@ fn list(format: Format) -> CliResult<()> {
                     "store": s.store,
                     "summary": s.summary,
                     "templates": s.templates().len(),
+                    "read_only": s.read_only,
                 }))
                 .collect::<Vec<_>>()
         )),
         Format::Table => {
             crate::output::outln!(
-                "{:<10} {:<6} {:>9}  SUMMARY",
+                "{:<13} {:<6} {:>9}  SUMMARY",
                 "SCHEMA",
                 "STORE",
                 "TEMPLATES"
             );
             for s in all {
                 crate::output::outln!(
-                    "{:<10} {:<6} {:>9}  {}",
+                    "{:<13} {:<6} {:>9}  {}",
                     s.name,
                     s.store,
                     s.templates().len(),
@@ -64,6 +75,7 @@ fn show(format: Format, schema: keyplane_schemas::Schema) -> CliResult<()> {
             "name": schema.name,
             "store": schema.store,
             "summary": schema.summary,
+            "read_only": schema.read_only,
             "templates": entries.iter().map(|e| json!({
                 "address": e.address(),
                 "template": e.info.template.source(),
@@ -117,7 +129,7 @@ fn show(format: Format, schema: keyplane_schemas::Schema) -> CliResult<()> {
 /// a collection key.
 fn value_type(entry: &catalog::Entry) -> String {
     let codec = short_type(entry.info.value_type);
-    match crate::values::collection_kind(entry.info.template.source()) {
+    match entry.info.kind {
         Some(keyplane_core::CollectionKind::Set) => format!("SET of {codec}"),
         Some(keyplane_core::CollectionKind::Map) => format!("HASH of {codec}"),
         Some(keyplane_core::CollectionKind::List) => format!("LIST of {codec}"),

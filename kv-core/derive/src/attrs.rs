@@ -26,6 +26,9 @@ pub(crate) struct KeyAttrs {
     pub(crate) directory_of: Vec<Type>,
     /// `no_strategy`: no generated proptest strategy (the type has a hand-written one).
     pub(crate) no_strategy: bool,
+    /// `read_only`: an old layout's template, read and migrated but never written; it may
+    /// have empty segments (`jxt//tenants/{id}/meta`).
+    pub(crate) read_only: bool,
     /// `agrees = path::to::fn` (keys): `fn(&Key, &Value) -> Result<(), String>`, the check
     /// that a value repeats the key's segments it holds.
     pub(crate) agrees: Option<syn::Path>,
@@ -49,14 +52,14 @@ impl KeyAttrs {
     /// Reads every `#[kv(...)]` attribute of a key or prefix struct.
     pub(crate) fn parse(attrs: &[Attribute], target: Target) -> syn::Result<Self> {
         let mut out = KeyAttrs::default();
+        let mut template: Option<LitStr> = None;
         for attr in attrs.iter().filter(|a| a.path().is_ident("kv")) {
             attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("template") {
-                    duplicate(&out.template, &meta)?;
-                    let lit: LitStr = meta.value()?.parse()?;
-                    let template = Template::parse(&lit.value())
-                        .map_err(|message| syn::Error::new(lit.span(), message))?;
-                    out.template = Some(TemplateAttr { lit, template });
+                    duplicate(&template, &meta)?;
+                    template = Some(meta.value()?.parse()?);
+                } else if meta.path.is_ident("read_only") {
+                    out.read_only = true;
                 } else if meta.path.is_ident("no_strategy") {
                     out.no_strategy = true;
                 } else if meta.path.is_ident("hash_tag") {
@@ -92,14 +95,32 @@ impl KeyAttrs {
                     let known = match target {
                         Target::Key => {
                             "`template`, `value` (or `set`, `hash`, `list`), `hash_tag`, \
-                             `directory_of(..)`, `agrees`, `no_strategy`"
+                             `directory_of(..)`, `agrees`, `read_only`, `no_strategy`"
                         }
-                        Target::Prefix => "`template`, `key`, `hash_tag`, `no_strategy`",
+                        Target::Prefix => {
+                            "`template`, `key`, `hash_tag`, `read_only`, `no_strategy`"
+                        }
                     };
                     return Err(meta.error(format!("unknown attribute; expected {known}")));
                 }
                 Ok(())
             })?;
+        }
+        if let Some(lit) = template {
+            let parsed = Template::parse(&lit.value(), out.read_only)
+                .map_err(|message| syn::Error::new(lit.span(), message))?;
+            out.template = Some(TemplateAttr {
+                lit,
+                template: parsed,
+            });
+        }
+        if out.read_only
+            && let Some(tag) = &out.hash_tag
+        {
+            return Err(syn::Error::new(
+                tag.span(),
+                "a read-only template has no hash tag: it describes keys another program wrote",
+            ));
         }
         Ok(out)
     }

@@ -78,6 +78,20 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     } else {
         crate::strategy::fields_strategy("KeyStrategy", name, &layout.fields)
     };
+    let constructor = if attrs.read_only {
+        quote!(#ks::Template::read_only(
+            <#name as #ks::Key>::TEMPLATE,
+            #ks::TemplateKind::Key,
+            ::core::option::Option::Some(#sep_path),
+        ))
+    } else {
+        quote!(#ks::Template::with_separator(
+            <#name as #ks::Key>::TEMPLATE,
+            #ks::TemplateKind::Key,
+            #sep_path,
+            <#name as #ks::Key>::HASH_TAG,
+        ))
+    };
     Ok(quote! {
         #[automatically_derived]
         impl #ks::Key for #name {
@@ -90,12 +104,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             fn template() -> &'static #ks::Template {
                 static TEMPLATE: ::std::sync::LazyLock<#ks::Template> =
                     ::std::sync::LazyLock::new(|| {
-                        #ks::Template::with_separator(
-                            <#name as #ks::Key>::TEMPLATE,
-                            #ks::TemplateKind::Key,
-                            #sep_path,
-                            <#name as #ks::Key>::HASH_TAG,
-                        )
+                        #constructor
                         .expect(::core::concat!("template `", #text, "` was checked at compile time"))
                     });
                 &TEMPLATE

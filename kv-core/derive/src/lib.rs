@@ -39,6 +39,12 @@ fn expand(
 ///   tag, so that keys sharing it map to one slot;
 /// - `directory_of(OtherKey, ...)`: key types allowed to live under this key as if it were a
 ///   directory (the schema checker reports any other nesting);
+/// - `agrees = path::to::fn`: `fn(&Key, &Value) -> Result<(), String>`, the check that a
+///   value repeats the key's segments it holds (`Key::check_value`);
+/// - `read_only`: the template of an old layout, read, listed, watched and migrated but never
+///   written: the typed store refuses every write to its keys with `ErrorKind::ReadOnly`. Only
+///   read-only templates may have empty segments, as keys written with a doubled separator do
+///   (`jxt//tenants/{id}/meta`); they take no hash tag;
 /// - `no_strategy`: no generated `KeyStrategy` impl.
 ///
 /// The generated `write` pushes literals and encodes each field into the caller's buffer;
@@ -87,7 +93,7 @@ pub fn derive_key(input: TokenStream) -> TokenStream {
 ///
 /// Attributes (`#[kv(...)]`): `template = "..."` and `key = KeyType` (the keys listed under
 /// the prefix; its template must start with this one) are required; `hash_tag` as for keys,
-/// naming the same segment as the key's; `no_strategy` as for keys.
+/// naming the same segment as the key's; `read_only` and `no_strategy` as for keys.
 ///
 /// ```
 /// use keyplane_core::keyspace::{Key, Prefix, Text};

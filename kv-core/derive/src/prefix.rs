@@ -80,6 +80,20 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             };
         },
     };
+    let constructor = if attrs.read_only {
+        quote!(#ks::Template::read_only(
+            <#name as #ks::Prefix>::TEMPLATE,
+            #ks::TemplateKind::Prefix,
+            ::core::option::Option::Some(#sep_path),
+        ))
+    } else {
+        quote!(#ks::Template::with_separator(
+            <#name as #ks::Prefix>::TEMPLATE,
+            #ks::TemplateKind::Prefix,
+            #sep_path,
+            <#name as #ks::Prefix>::HASH_TAG,
+        ))
+    };
     Ok(quote! {
         #[automatically_derived]
         impl #ks::Prefix for #name {
@@ -89,12 +103,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             fn template() -> &'static #ks::Template {
                 static TEMPLATE: ::std::sync::LazyLock<#ks::Template> =
                     ::std::sync::LazyLock::new(|| {
-                        #ks::Template::with_separator(
-                            <#name as #ks::Prefix>::TEMPLATE,
-                            #ks::TemplateKind::Prefix,
-                            #sep_path,
-                            <#name as #ks::Prefix>::HASH_TAG,
-                        )
+                        #constructor
                         .expect(::core::concat!("template `", #text, "` was checked at compile time"))
                     });
                 &TEMPLATE

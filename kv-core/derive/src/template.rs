@@ -62,7 +62,11 @@ impl Template {
     /// Parses and checks a template's own syntax (not its variables against fields).
     ///
     /// Errors are messages meant to be shown at the template's span.
-    pub(crate) fn parse(text: &str) -> Result<Template, String> {
+    ///
+    /// `read_only` templates (an old layout's, `#[kv(read_only)]`) may have empty segments,
+    /// as keys written with a doubled separator do (`jxt//tenants/{id}/meta`); an empty
+    /// segment is the empty literal.
+    pub(crate) fn parse(text: &str, read_only: bool) -> Result<Template, String> {
         if text.is_empty() {
             return Err("empty template: a key needs at least one segment".into());
         }
@@ -94,14 +98,25 @@ impl Template {
                 "template `{text}` has an empty segment and nothing else: a key needs at least one non-empty segment"
             ));
         }
-        if let Some(i) = raw.iter().position(Vec::is_empty) {
+        if let Some(i) = raw.iter().position(Vec::is_empty)
+            && !read_only
+        {
             let s = sep_char;
             return Err(format!(
-                "template `{text}` has a doubled separator `{s}{s}` (empty segment {n}): every segment must be non-empty",
+                "template `{text}` has a doubled separator `{s}{s}` (empty segment {n}): every segment must be non-empty (an old layout that has them is declared `#[kv(read_only)]`)",
                 n = i + 1
             ));
         }
-        let segments: Vec<Vec<Part>> = raw.into_iter().map(group).collect();
+        let segments: Vec<Vec<Part>> = raw
+            .into_iter()
+            .map(|tokens| {
+                if tokens.is_empty() {
+                    vec![Part::Lit(String::new())]
+                } else {
+                    group(tokens)
+                }
+            })
+            .collect();
         let mut seen = HashSet::new();
         for (i, seg) in segments.iter().enumerate() {
             check_segment(text, sep, i, seg)?;
@@ -292,7 +307,7 @@ mod tests {
 
     #[test]
     fn parses_the_seed_layouts() {
-        let t = Template::parse("jxt/tenants/{id}/database/{service}").unwrap();
+        let t = Template::parse("jxt/tenants/{id}/database/{service}", false).unwrap();
         assert_eq!(t.sep, Sep::Slash);
         assert!(!t.leading && !t.trailing);
         assert_eq!(
@@ -306,7 +321,7 @@ mod tests {
             ]
         );
 
-        let t = Template::parse("/registry/{group}/{service}/{ip}:{port}/status").unwrap();
+        let t = Template::parse("/registry/{group}/{service}/{ip}:{port}/status", false).unwrap();
         assert!(t.leading);
         assert_eq!(t.segments[3], vec![var("ip"), lit(":"), var("port")]);
         assert_eq!(
@@ -314,30 +329,50 @@ mod tests {
             ["group", "service", "ip", "port"]
         );
 
-        let t = Template::parse("nxc:map:{realm}:{provider}").unwrap();
+        let t = Template::parse("nxc:map:{realm}:{provider}", false).unwrap();
         assert_eq!(t.sep, Sep::Colon);
         assert_eq!(t.segments.len(), 4);
 
-        assert_eq!(Template::parse("{id}").unwrap().sep, Sep::Slash);
-        assert_eq!(Template::parse("config").unwrap().sep, Sep::Slash);
+        assert_eq!(Template::parse("{id}", false).unwrap().sep, Sep::Slash);
+        assert_eq!(Template::parse("config", false).unwrap().sep, Sep::Slash);
 
-        let t = Template::parse("jxt/tenants/{id}/").unwrap();
+        let t = Template::parse("jxt/tenants/{id}/", false).unwrap();
         assert!(t.trailing);
         assert_eq!(t.segments.len(), 3);
     }
 
     #[test]
     fn literal_braces_and_affixes() {
-        let t = Template::parse("a/{{x}}/v{n}.json").unwrap();
+        let t = Template::parse("a/{{x}}/v{n}.json", false).unwrap();
         assert_eq!(t.segments[1], vec![lit("{x}")]);
         assert_eq!(t.segments[2], vec![lit("v"), var("n"), lit(".json")]);
         assert!(t.has_literal_brace());
         assert_eq!(t.segment_text(1), "{{x}}");
         assert_eq!(t.segment_text(2), "v{n}.json");
-        let t = Template::parse("nxc:{realm}:cfg:{realm_id}").unwrap();
+        let t = Template::parse("nxc:{realm}:cfg:{realm_id}", false).unwrap();
         assert_eq!(t.tag_segment("realm"), Some(1));
         assert_eq!(t.tag_segment("cfg"), Some(2));
         assert_eq!(t.tag_segment("nope"), None);
+    }
+
+    #[test]
+    fn read_only_templates_keep_empty_segments() {
+        let t = Template::parse("jxt//tenants/{id}/meta", true).unwrap();
+        assert!(!t.leading && !t.trailing);
+        assert_eq!(t.segments.len(), 5);
+        assert_eq!(t.segments[1], vec![lit("")]);
+        assert_eq!(t.segment_text(1), "");
+        let t = Template::parse("jxt//tenants/{id}/", true).unwrap();
+        assert!(t.trailing);
+        assert_eq!(t.segments.len(), 3);
+        let t = Template::parse("//a", true).unwrap();
+        assert!(t.leading);
+        assert_eq!(t.segments, vec![vec![lit("")], vec![lit("a")]]);
+        // Everything else is checked as for any template.
+        assert!(Template::parse("/", true).is_err());
+        assert!(Template::parse("a//{x}{y}", true).is_err());
+        let err = Template::parse("jxt//tenants/{id}/meta", false).unwrap_err();
+        assert!(err.contains("read_only"), "{err}");
     }
 
     #[test]
@@ -363,7 +398,7 @@ mod tests {
             ("./b", "`.`"),
         ];
         for (text, want) in cases {
-            let err = Template::parse(text).unwrap_err();
+            let err = Template::parse(text, false).unwrap_err();
             assert!(err.contains(want), "{text:?}: {err}");
         }
     }

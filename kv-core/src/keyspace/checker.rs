@@ -137,8 +137,10 @@ fn check_one(info: &TemplateInfo, naming: Option<&NamingRule>, findings: &mut Ve
             }
             // The naming rule is about names: whole literal segments. Delimiters and affixes
             // inside a mixed segment (`:` in `{ip}:{port}`, `.json`) are structure.
+            // The empty segment of an old layout's doubled separator is no name.
             if let Some(rule) = naming
                 && segment.literal().is_some()
+                && !(literal.is_empty() && template.is_read_only())
                 && !rule.allows(literal)
             {
                 push(

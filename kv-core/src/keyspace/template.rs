@@ -113,6 +113,7 @@ pub struct Template {
     pub(super) segments: Vec<TemplateSegment>,
     pub(super) hash_tag: Option<usize>,
     pub(super) var_count: usize,
+    pub(super) read_only: bool,
 }
 
 impl Template {
@@ -127,7 +128,7 @@ impl Template {
         source: impl Into<Cow<'static, str>>,
         hash_tag: Option<&str>,
     ) -> Result<Self, TemplateError> {
-        Self::parse(source.into(), TemplateKind::Key, None, hash_tag)
+        Self::parse(source.into(), TemplateKind::Key, None, hash_tag, false)
     }
 
     /// Parses the template of a prefix; it must end with the separator (`jxt/tenants/{id}/`).
@@ -138,7 +139,7 @@ impl Template {
         source: impl Into<Cow<'static, str>>,
         hash_tag: Option<&str>,
     ) -> Result<Self, TemplateError> {
-        Self::parse(source.into(), TemplateKind::Prefix, None, hash_tag)
+        Self::parse(source.into(), TemplateKind::Prefix, None, hash_tag, false)
     }
 
     /// Parses a template with an explicit separator instead of the inferred one.
@@ -151,7 +152,39 @@ impl Template {
         separator: Separator,
         hash_tag: Option<&str>,
     ) -> Result<Self, TemplateError> {
-        Self::parse(source.into(), kind, Some(separator), hash_tag)
+        Self::parse(source.into(), kind, Some(separator), hash_tag, false)
+    }
+
+    /// Parses the template of an old layout that is read and migrated but never written
+    /// again: the typed store refuses every write to its keys
+    /// ([`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly)). Unlike the other constructors,
+    /// it accepts empty segments, because old layouts have them: a client that joined a
+    /// namespace and a key starting with the separator wrote `jxt//tenants/7/meta`. An empty
+    /// segment matches exactly an empty segment of a key. The separator is inferred when
+    /// `separator` is `None`.
+    ///
+    /// ```
+    /// use keyplane_core::keyspace::{Template, TemplateKind};
+    ///
+    /// let old = Template::read_only("jxt//tenants/{id}/meta", TemplateKind::Key, None)?;
+    /// assert!(old.is_read_only());
+    /// assert_eq!(old.segments()[1].literal(), Some(""));
+    /// let [id] = old.captures("jxt//tenants/7/meta")?;
+    /// assert_eq!(id, "7");
+    /// assert!(old.captures::<1>("jxt/tenants/7/meta").is_err());
+    /// // The layouts of today keep refusing doubled separators.
+    /// assert!(Template::key("jxt//tenants/{id}/meta", None).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Template::key`], except for empty segments.
+    pub fn read_only(
+        source: impl Into<Cow<'static, str>>,
+        kind: TemplateKind,
+        separator: Option<Separator>,
+    ) -> Result<Self, TemplateError> {
+        Self::parse(source.into(), kind, separator, None, true)
     }
 
     fn parse(
@@ -159,6 +192,7 @@ impl Template {
         kind: TemplateKind,
         separator: Option<Separator>,
         hash_tag: Option<&str>,
+        read_only: bool,
     ) -> Result<Self, TemplateError> {
         let src: &str = &source;
         let err = |reason: String| TemplateError::new(src, reason);
@@ -181,13 +215,13 @@ impl Template {
             }
             (TemplateKind::Key, false) => {}
         }
-        if body.is_empty() {
+        if body.is_empty() || (read_only && body.split(sep).all(str::is_empty)) {
             return Err(err("a template needs at least one segment".into()));
         }
         let mut segments = Vec::new();
         let mut names: Vec<String> = Vec::new();
         for (index, text) in body.split(sep).enumerate() {
-            let segment = parse_segment(text, index).map_err(&err)?;
+            let segment = parse_segment(text, index, read_only).map_err(&err)?;
             for part in &segment.parts {
                 if let Part::Var(name) = part {
                     if names.contains(name) {
@@ -214,7 +248,14 @@ impl Template {
             hash_tag,
             var_count: names.len(),
             source,
+            read_only,
         })
+    }
+
+    /// Whether the template is an old layout's ([`Template::read_only`]): its keys are read,
+    /// listed, watched and migrated, never written through the typed store.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The template text as written.

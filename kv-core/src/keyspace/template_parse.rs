@@ -22,7 +22,18 @@ pub(super) fn infer_separator(src: &str) -> Separator {
     }
 }
 
-pub(super) fn parse_segment(text: &str, index: usize) -> Result<TemplateSegment, String> {
+/// Parses one segment. An empty segment is an error unless `allow_empty` (old layouts read
+/// by [`Template::read_only`](super::Template::read_only)); it is then the empty literal.
+pub(super) fn parse_segment(
+    text: &str,
+    index: usize,
+    allow_empty: bool,
+) -> Result<TemplateSegment, String> {
+    if text.is_empty() && allow_empty {
+        return Ok(TemplateSegment {
+            parts: vec![Part::Literal(String::new())],
+        });
+    }
     if text.is_empty() {
         return Err(format!(
             "segment {index} is empty (doubled or stray separator)"

@@ -7,6 +7,10 @@
 //! nexus:config:{provider}:{realm}:{profile}   LegacyConfigKey  STRING: encrypted settings
 //! ```
 //!
+//! The templates are read-only: the typed store reads, lists and watches them but never
+//! writes them ([`NxcLegacy`](super::NxcLegacy) migrates them; old data comes from the
+//! programs that wrote it).
+//!
 //! Provider comes before realm here (the new layout swaps them). The config key's
 //! `{provider}` sits where the other two have the literals `group` and `index`, so a provider
 //! of either name would make `nexus:config:group:a:b` two keys at once: legacy provider
@@ -79,7 +83,7 @@ keyplane_core::__kv_if_proptest! {
 /// `nexus:config:group:{provider}:{realm}`: the legacy HASH whose fields are the realm's
 /// profile ids, plus the field `default` naming the default one.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "nexus:config:group:{provider}:{realm}", hash = Text)]
+#[kv(template = "nexus:config:group:{provider}:{realm}", hash = Text, read_only)]
 pub struct LegacyGroupKey {
     /// The provider.
     pub provider: LegacyProvider,
@@ -90,7 +94,7 @@ pub struct LegacyGroupKey {
 /// `nexus:config:index:{provider}:{realm}`: the legacy SET of the realm's profile ids (the
 /// ownership whitelist).
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "nexus:config:index:{provider}:{realm}", set = SegmentCodec<ProfileId>)]
+#[kv(template = "nexus:config:index:{provider}:{realm}", set = SegmentCodec<ProfileId>, read_only)]
 pub struct LegacyIndexKey {
     /// The provider.
     pub provider: LegacyProvider,
@@ -101,7 +105,7 @@ pub struct LegacyIndexKey {
 /// `nexus:config:{provider}:{realm}:{profile}`: the legacy STRING of encrypted provider
 /// settings, opaque here.
 #[derive(Key, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(template = "nexus:config:{provider}:{realm}:{profile}", value = Bytes)]
+#[kv(template = "nexus:config:{provider}:{realm}:{profile}", value = Bytes, read_only)]
 pub struct LegacyConfigKey {
     /// The provider.
     pub provider: LegacyProvider,

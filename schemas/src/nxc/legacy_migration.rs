@@ -19,11 +19,11 @@
 //! unmappable the same way. The legacy keys stay until the migration is finalized.
 
 use super::keys::{DefaultProfileKey, InstanceKey, ProfileMapKey};
-use super::legacy::{LegacyGroupKey, LegacyIndexKey, NxcLegacyKeyspace};
+use super::legacy::{LegacyConfigKey, LegacyGroupKey, LegacyIndexKey, NxcLegacyKeyspace};
 use super::segments::ProfileId;
 use super::values::{InstanceParams, validate_params};
 use keyplane_core::keyspace::{Key, Keyspace};
-use keyplane_core::migrate::{Item, Mapping, Migration, Value};
+use keyplane_core::migrate::{Item, Mapping, Migration, MigrationRow, Value};
 use keyplane_core::{CollectionOp, CollectionResult, Result, Store};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -150,6 +150,23 @@ impl Migration for NxcLegacy {
 
     fn sources(&self) -> Vec<Vec<u8>> {
         vec![b"nexus:config:".to_vec()]
+    }
+
+    fn rows(&self) -> Vec<MigrationRow> {
+        vec![
+            MigrationRow::of::<LegacyGroupKey, ProfileMapKey>(
+                "HASH fields other than `default` become SET members, with the realm's index SET",
+            ),
+            MigrationRow::of::<LegacyGroupKey, DefaultProfileKey>(
+                "the `default` field's value becomes the marker STRING",
+            ),
+            MigrationRow::of::<LegacyIndexKey, ProfileMapKey>(
+                "SET members join the map (on their own when the realm has no group HASH)",
+            ),
+            MigrationRow::of::<LegacyConfigKey, InstanceKey>(
+                "the config string, decoded (a JSON object by default), becomes one HASH field per setting",
+            ),
+        ]
     }
 
     async fn map(&self, old: &Item, store: &dyn Store) -> Result<Mapping> {

@@ -71,3 +71,12 @@ pub fn schema() -> Schema {
         "three-layer config model: realm profile map (SET) + default marker, instance HASH, encrypted pool",
     )
 }
+
+/// The catalog entry of the legacy layout ([`NxcLegacyKeyspace`], read-only).
+pub fn legacy_schema() -> Schema {
+    Schema::read_only::<NxcLegacyKeyspace>(
+        "nxc-legacy",
+        "redis",
+        "the layout nxc replaces: nexus:config:group|index|{provider} (read-only; `kvctl migrate apply nxc-legacy` moves it)",
+    )
+}

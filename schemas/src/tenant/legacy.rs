@@ -24,10 +24,23 @@
 //! layout cannot decode, and any other key under `jxt//` are reported as unmappable and left
 //! alone.
 
-use super::keys::TenantKeyspace;
+use super::keys::{
+    CodeIndexKey, DatabaseConfigKey, DomainAliasesKey, FtpConfigKey, FtpUserIndexKey,
+    HealthSentinelKey, HostIndexKey, InternalDomainKey, NameIndexKey, PlatformConfigKey,
+    PrimaryDomainKey, ResolverConfigKey, StorageConfigKey, StorageDirectoryConfigKey,
+    TenantKeyspace, TenantMetaKey,
+};
+use super::legacy_keys::{
+    LegacyCodeIndexKey, LegacyDatabaseKey, LegacyDomainAliasesKey, LegacyFtpArrayKey,
+    LegacyFtpUserIndexKey, LegacyHealthSentinelKey, LegacyHostIndexKey, LegacyInternalDomainKey,
+    LegacyMetaKey, LegacyNameIndexKey, LegacyPlatformConfigKey, LegacyPrimaryDomainKey,
+    LegacyResolverConfigKey, LegacyStorageDirectoryConfigKey, LegacyStorageKey,
+    TenantLegacyKeyspace,
+};
 use super::provider::{TenantValue, decode};
-use keyplane_core::keyspace::Keyspace;
-use keyplane_core::migrate::{Item, Mapping, Migration, Value};
+use super::segments::FtpUsername;
+use keyplane_core::keyspace::{Key, Keyspace};
+use keyplane_core::migrate::{Item, Mapping, Migration, MigrationRow, Value};
 use keyplane_core::{Result, Store};
 use serde_json::Value as Json;
 
@@ -63,6 +76,9 @@ impl TenantLegacy {
     pub const NAME: &'static str = "tenant-legacy";
 }
 
+/// The value change of the rows that keep their bytes.
+const SAME: &str = "bytes kept";
+
 #[keyplane_core::async_trait]
 impl Migration for TenantLegacy {
     fn name(&self) -> &str {
@@ -73,67 +89,95 @@ impl Migration for TenantLegacy {
         vec![OLD.as_bytes().to_vec()]
     }
 
+    fn rows(&self) -> Vec<MigrationRow> {
+        vec![
+            MigrationRow::of::<LegacyDatabaseKey, DatabaseConfigKey>(
+                "bytes kept; `tenantId` and `serviceCode` added from the key when missing",
+            ),
+            MigrationRow::of::<LegacyMetaKey, TenantMetaKey>(SAME),
+            MigrationRow::of::<LegacyPrimaryDomainKey, PrimaryDomainKey>(SAME),
+            MigrationRow::of::<LegacyDomainAliasesKey, DomainAliasesKey>(SAME),
+            MigrationRow::of::<LegacyInternalDomainKey, InternalDomainKey>(SAME),
+            MigrationRow::of::<LegacyFtpArrayKey, FtpConfigKey>(
+                "the array split, one key per user; `tenantId` added from the key when missing",
+            ),
+            MigrationRow::of::<LegacyStorageKey, StorageConfigKey>(SAME),
+            MigrationRow::of::<LegacyCodeIndexKey, CodeIndexKey>(SAME),
+            MigrationRow::of::<LegacyNameIndexKey, NameIndexKey>(SAME),
+            MigrationRow::of::<LegacyFtpUserIndexKey, FtpUserIndexKey>(SAME),
+            MigrationRow::of::<LegacyHostIndexKey, HostIndexKey>(SAME),
+            MigrationRow::of::<LegacyResolverConfigKey, ResolverConfigKey>(SAME),
+            MigrationRow::of::<LegacyStorageDirectoryConfigKey, StorageDirectoryConfigKey>(SAME),
+            MigrationRow::of::<LegacyHealthSentinelKey, HealthSentinelKey>(SAME),
+            MigrationRow::of::<LegacyPlatformConfigKey, PlatformConfigKey>(SAME),
+        ]
+    }
+
     async fn map(&self, old: &Item, _: &dyn Store) -> Result<Mapping> {
         Ok(map(old))
     }
 }
 
 fn map(old: &Item) -> Mapping {
-    let Some(rel) = std::str::from_utf8(&old.key)
+    let Some(raw) = std::str::from_utf8(&old.key)
         .ok()
-        .and_then(|k| k.strip_prefix(OLD))
+        .filter(|k| k.starts_with(OLD))
     else {
         return Mapping::NotOld;
     };
     let Value::Plain(bytes) = &old.value else {
         return Mapping::Unmappable("the old layout holds plain keys only".into());
     };
-    let parts: Vec<&str> = rel.split('/').collect();
-    match parts.as_slice() {
-        ["jxt", "config", "tenants", id, "services", code, "database"] => {
-            let new = format!("jxt/tenants/{id}/database/{code}");
+    let key = match TenantLegacyKeyspace::parse(raw) {
+        Ok(key) => key,
+        Err(e) => {
+            return Mapping::Unmappable(format!(
+                "no row of the document's §3 covers this key: {e}"
+            ));
+        }
+    };
+    use TenantLegacyKeyspace as Old;
+    match key {
+        Old::Database(k) => {
+            let new = DatabaseConfigKey {
+                id: k.id,
+                service: k.code.clone(),
+            };
             let fields = [
-                ("tenantId", tenant_id(id)),
-                ("serviceCode", Json::from(*code)),
+                ("tenantId", Json::from(k.id)),
+                ("serviceCode", Json::from(k.code.as_str())),
             ];
-            with_fields(&new, bytes, &fields).map_or_else(Mapping::Unmappable, one)
+            with_fields(&new.encode(), bytes, &fields).map_or_else(Mapping::Unmappable, one)
         }
-        ["tenants", id, "ftp"] => ftp_users(id, bytes),
-        ["tenants", id, rest @ ..]
-            if matches!(
-                rest,
-                ["meta"] | ["storage"] | ["domain", "primary" | "aliases" | "internal"]
-            ) && !matches!(*id, "by-code" | "by-name") =>
-        {
-            same(&format!("jxt/tenants/{id}/{}", rest.join("/")), bytes)
-        }
-        ["tenants", "by-code", code] => same(&format!("jxt/tenants/_index/by-code/{code}"), bytes),
-        ["tenants", "by-name", name] => same(&format!("jxt/tenants/_index/by-name/{name}"), bytes),
-        ["ftp-users", user] => same(&format!("jxt/tenants/_index/ftp-user/{user}"), bytes),
-        ["hosts", host] => same(&format!("jxt/tenants/_index/host/{host}"), bytes),
-        ["common", "resolver" | "storage-directory"] | ["_health", "sentinel"] => {
-            same(&format!("jxt/{rel}"), bytes)
-        }
-        ["platform", "configs", name] => same(&format!("jxt/platform/configs/{name}"), bytes),
-        _ => Mapping::Unmappable("no row of the document's §3 covers this key".into()),
+        Old::FtpArray(k) => ftp_users(k.id, bytes),
+        Old::Meta(k) => same(&TenantMetaKey { id: k.id }, bytes),
+        Old::PrimaryDomain(k) => same(&PrimaryDomainKey { id: k.id }, bytes),
+        Old::DomainAliases(k) => same(&DomainAliasesKey { id: k.id }, bytes),
+        Old::InternalDomain(k) => same(&InternalDomainKey { id: k.id }, bytes),
+        Old::Storage(k) => same(&StorageConfigKey { id: k.id }, bytes),
+        Old::CodeIndex(k) => same(&CodeIndexKey { code: k.code }, bytes),
+        Old::NameIndex(k) => same(&NameIndexKey { name: k.name }, bytes),
+        Old::FtpUserIndex(k) => same(
+            &FtpUserIndexKey {
+                username: k.username,
+            },
+            bytes,
+        ),
+        Old::HostIndex(k) => same(&HostIndexKey { host: k.host }, bytes),
+        Old::Resolver(_) => same(&ResolverConfigKey {}, bytes),
+        Old::StorageDirectory(_) => same(&StorageDirectoryConfigKey {}, bytes),
+        Old::HealthSentinel(_) => same(&HealthSentinelKey {}, bytes),
+        Old::PlatformConfig(k) => same(&PlatformConfigKey { key: k.key }, bytes),
     }
-}
-
-/// The tenant id segment as a JSON number (a string when it is not one: the new key's
-/// check then refuses it).
-fn tenant_id(id: &str) -> Json {
-    id.parse::<u64>()
-        .map_or_else(|_| Json::from(id), Json::from)
 }
 
 fn one(item: Item) -> Mapping {
     Mapping::To(vec![item])
 }
 
-/// `bytes` unchanged under `new`, once `new` is a key of the new layout and `bytes` decode
-/// there.
-fn same(new: &str, bytes: &[u8]) -> Mapping {
-    checked(new, bytes.to_vec()).map_or_else(Mapping::Unmappable, one)
+/// `bytes` unchanged under `new`, once `bytes` decode there and agree with it.
+fn same<K: Key>(new: &K, bytes: &[u8]) -> Mapping {
+    checked(&new.encode(), bytes.to_vec()).map_or_else(Mapping::Unmappable, one)
 }
 
 /// The new item, checked: its key parses in the new layout and its value decodes there.
@@ -189,7 +233,7 @@ fn with_fields(
 }
 
 /// The old FTP array of tenant `id`, one new key per user.
-fn ftp_users(id: &str, bytes: &[u8]) -> Mapping {
+fn ftp_users(id: u64, bytes: &[u8]) -> Mapping {
     let users = match serde_json::from_slice::<Json>(bytes) {
         Ok(Json::Array(users)) => users,
         Ok(Json::Object(mut object)) => match object.remove("ftpConfigs") {
@@ -207,7 +251,15 @@ fn ftp_users(id: &str, bytes: &[u8]) -> Mapping {
         else {
             return Mapping::Unmappable("an FTP user without a `username`".into());
         };
-        let new = format!("jxt/tenants/{id}/ftp/{name}");
+        let username = match FtpUsername::new(name.clone()) {
+            Ok(username) => username,
+            Err(e) => {
+                return Mapping::Unmappable(format!(
+                    "the FTP username `{name}` is not a username of the new layout: {e}"
+                ));
+            }
+        };
+        let new = FtpConfigKey { id, username }.encode();
         if items.iter().any(|i| i.key == new.as_bytes()) {
             return Mapping::Unmappable(format!("the FTP user `{name}` appears twice"));
         }
@@ -215,7 +267,7 @@ fn ftp_users(id: &str, bytes: &[u8]) -> Mapping {
             Ok(element) => element,
             Err(e) => return Mapping::Unmappable(e.to_string()),
         };
-        match with_fields(&new, &element, &[("tenantId", tenant_id(id))]) {
+        match with_fields(&new, &element, &[("tenantId", Json::from(id))]) {
             Ok(item) => items.push(item),
             Err(reason) => return Mapping::Unmappable(format!("FTP user `{name}`: {reason}")),
         }

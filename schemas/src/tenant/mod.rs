@@ -57,8 +57,10 @@
 //! that [`delete_tenant`] has marked (meta status `deleting`) takes no more changes.
 //! [`example_tenant`] is the tenant of §6.1.
 //!
-//! Migration: [`TenantLegacy`] moves the old layout of §3 (`jxt//...`, including the old FTP
-//! array split into one key per user) into this one.
+//! Migration: the old layout of §3 (`jxt//...`) is declared read-only, doubled separator
+//! included ([`TenantLegacyKeyspace`], one typed key per row, which the typed store never
+//! writes); [`TenantLegacy`] moves it (the old FTP array split into one key per user) into
+//! this one.
 //!
 //! The layout passes the schema checker as written, with no declared exception.
 
@@ -66,6 +68,7 @@ mod delete;
 mod ftp;
 mod keys;
 mod legacy;
+mod legacy_keys;
 mod lookup;
 mod model;
 mod provider;
@@ -85,6 +88,13 @@ pub use keys::{
     StorageDirectoryConfigKey, TenantDir, TenantKeyspace, TenantMetaKey,
 };
 pub use legacy::TenantLegacy;
+pub use legacy_keys::{
+    LegacyCodeIndexKey, LegacyDatabaseKey, LegacyDomainAliasesKey, LegacyFtpArrayKey,
+    LegacyFtpUserIndexKey, LegacyHealthSentinelKey, LegacyHostIndexKey, LegacyInternalDomainKey,
+    LegacyMetaKey, LegacyNameIndexKey, LegacyPlatformConfigKey, LegacyPrimaryDomainKey,
+    LegacyResolverConfigKey, LegacyStorageDirectoryConfigKey, LegacyStorageKey, LegacyTenantDir,
+    TenantLegacyKeyspace,
+};
 pub use lookup::{
     database_config, load_tenant, put_database_config, tenant_by_code, tenant_by_ftp_user,
     tenant_by_host, tenant_by_name,
@@ -110,5 +120,14 @@ pub fn schema() -> crate::Schema {
         "tenant",
         "etcd",
         "tenant-service configuration: meta, domains, databases, FTP users, storage and their indexes under jxt/",
+    )
+}
+
+/// The catalog entry of the old layout of §3 ([`TenantLegacyKeyspace`], read-only).
+pub fn legacy_schema() -> crate::Schema {
+    crate::Schema::read_only::<TenantLegacyKeyspace>(
+        "tenant-legacy",
+        "etcd",
+        "the old tenant layout of §3 under jxt// (read-only; `kvctl migrate apply tenant-legacy` moves it)",
     )
 }

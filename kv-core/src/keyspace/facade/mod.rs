@@ -18,6 +18,7 @@ pub(crate) use watch::{common_root, parse_keyspace};
 
 use super::codec::{BuildCodec, Codec, CodecContext};
 use super::key::{Key, Prefix};
+use super::template::Template;
 use crate::entry::{Entry, LeaseId, escape_bytes};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -176,6 +177,38 @@ impl<V> Versioned<V> {
 /// The bytes of a typed key.
 pub(crate) fn key_bytes<K: Key>(key: &K) -> Vec<u8> {
     key.encode().into_bytes()
+}
+
+/// The bytes of a typed key that is about to be written, once its template is not
+/// read-only.
+///
+/// # Errors
+/// `ReadOnly` for a key of a read-only template (an old layout's, [`Template::read_only`]).
+pub(crate) fn writable_key<K: Key>(key: &K) -> Result<Vec<u8>> {
+    let bytes = key_bytes(key);
+    writable(K::template(), &bytes)?;
+    Ok(bytes)
+}
+
+/// Refuses a write to `key`, whose template is `template`, when the template is read-only.
+///
+/// # Errors
+/// `ReadOnly` naming the key and its template.
+pub(crate) fn writable(template: &Template, key: &[u8]) -> Result<()> {
+    if template.is_read_only() {
+        let what = if template.kind() == crate::keyspace::TemplateKind::Prefix {
+            "the directory belongs to a read-only template"
+        } else {
+            "the key belongs to a read-only template"
+        };
+        return Err(Error::new(
+            crate::ErrorKind::ReadOnly,
+            format!("{what} (an old layout, read and migrated but never written)"),
+        )
+        .with_context("key", escape_bytes(key))
+        .with_context("template", template.source()));
+    }
+    Ok(())
 }
 
 /// The bytes of a typed prefix, checked to end with its template's separator: a prefix that

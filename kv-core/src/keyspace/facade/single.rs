@@ -2,6 +2,7 @@
 
 use super::{
     TypedStore, ValueOf, Versioned, agreeing, decode_value, encode_value, key_bytes, prefix_bytes,
+    writable_key,
 };
 use crate::entry::LeaseId;
 use crate::error::Result;
@@ -72,8 +73,9 @@ impl TypedStore {
         opts: PutOptions,
     ) -> Result<i64> {
         let codec = self.codec::<K>()?;
+        let bytes = writable_key(key)?;
         agreeing(key, value)?;
-        let key = key_bytes(key);
+        let key = bytes;
         let bytes = encode_value(&codec, &key, value)?;
         Ok(self.store.put(&key, &bytes, opts).await?.revision)
     }
@@ -84,7 +86,7 @@ impl TypedStore {
     /// # Errors
     /// Backend errors.
     pub async fn delete<K: Key>(&self, key: &K) -> Result<DeleteResult> {
-        self.store.delete(&key_bytes(key)).await
+        self.store.delete(&writable_key(key)?).await
     }
 
     /// Whether `key` exists; reads no value.
@@ -107,6 +109,8 @@ impl TypedStore {
     /// `InvalidKey` for a prefix whose encoding does not end with its separator (it would
     /// reach into sibling directories; nothing is deleted); backend errors.
     pub async fn delete_prefix<P: Prefix>(&self, prefix: &P) -> Result<DeletePrefixResult> {
-        self.store.delete_prefix(&prefix_bytes(prefix)?).await
+        let bytes = prefix_bytes(prefix)?;
+        super::writable(P::template(), &bytes)?;
+        self.store.delete_prefix(&bytes).await
     }
 }

@@ -148,6 +148,31 @@ impl TypedTxn {
         codec
     }
 
+    /// The bytes of `key`, about to be written; `None` (the error kept for
+    /// [`commit`](Self::commit)) for a key of a read-only template.
+    fn writable<K: Key>(&mut self, key: &K) -> Option<Vec<u8>> {
+        match super::writable_key(key) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    /// Whether a collection write may go in: `check` is the handle's
+    /// [`writable`](super::collections::At::writable); its error is kept for
+    /// [`commit`](Self::commit).
+    pub(super) fn allowed(&mut self, check: Result<()>) -> bool {
+        match check {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
     /// Keeps the first error; [`commit`](Self::commit) returns it and sends nothing.
     fn fail(&mut self, error: Error) {
         self.error.get_or_insert(error);
@@ -211,7 +236,9 @@ impl TypedTxn {
     /// and the put to the success branch.
     pub fn create<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self {
         let typed = key;
-        let key = key_bytes(key);
+        let Some(key) = self.writable(key) else {
+            return self;
+        };
         if let Some(bytes) = self.encode_key::<K>(typed, &key, value) {
             self.txn.compares.push(Compare::absent(&key));
             self.push(self.writing, TxnOp::put(key, bytes));
@@ -222,7 +249,9 @@ impl TypedTxn {
     /// Puts `value` under `key` in the success branch.
     pub fn put<K: PlainKey>(&mut self, key: &K, value: &ValueOf<K>) -> &mut Self {
         let typed = key;
-        let key = key_bytes(key);
+        let Some(key) = self.writable(key) else {
+            return self;
+        };
         if let Some(bytes) = self.encode_key::<K>(typed, &key, value) {
             self.push(self.writing, TxnOp::put(key, bytes));
         }
@@ -237,7 +266,9 @@ impl TypedTxn {
         lease: LeaseId,
     ) -> &mut Self {
         let typed = key;
-        let key = key_bytes(key);
+        let Some(key) = self.writable(key) else {
+            return self;
+        };
         if let Some(bytes) = self.encode_key::<K>(typed, &key, value) {
             self.push(self.writing, TxnOp::put_with_lease(key, bytes, lease));
         }
@@ -246,13 +277,17 @@ impl TypedTxn {
 
     /// Deletes `key` in the success branch.
     pub fn delete<K: Key>(&mut self, key: &K) -> &mut Self {
-        self.push(self.writing, TxnOp::delete(key_bytes(key)));
+        if let Some(key) = self.writable(key) {
+            self.push(self.writing, TxnOp::delete(key));
+        }
         self
     }
 
     /// Deletes the directory `prefix` in the success branch.
     pub fn delete_prefix<P: Prefix>(&mut self, prefix: &P) -> &mut Self {
-        match prefix_bytes(prefix) {
+        match prefix_bytes(prefix)
+            .and_then(|bytes| super::writable(P::template(), &bytes).map(|()| bytes))
+        {
             Ok(prefix) => {
                 self.push(self.writing, TxnOp::delete_prefix(prefix));
             }

@@ -15,6 +15,9 @@ impl TypedTxn {
         set: &SetHandle<C>,
         member: &C::Value,
     ) -> Option<(Vec<u8>, Vec<u8>)> {
+        if !self.allowed(set.writable()) {
+            return None;
+        }
         let key = set.key().to_vec();
         let member = self.encode(set.codec(), &key, member)?;
         Some((key, member))
@@ -27,6 +30,9 @@ impl TypedTxn {
         field: &F::Value,
         value: &V::Value,
     ) -> Option<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+        if !self.allowed(map.writable()) {
+            return None;
+        }
         let key = map.key().to_vec();
         let field = self.encode(Ok(map.field_codec()), &key, field);
         let value = self.encode(map.value_codec(), &key, value);
@@ -75,6 +81,9 @@ impl TypedTxn {
         map: &MapHandle<F, V>,
         field: &F::Value,
     ) -> &mut Self {
+        if !self.allowed(map.writable()) {
+            return self;
+        }
         let key = map.key().to_vec();
         if let Some(field) = self.encode(Ok(map.field_codec()), &key, field) {
             let op = CollectionOp::MapDelete { key, field };
@@ -86,6 +95,9 @@ impl TypedTxn {
     /// Appends an item to the list in the branch being written (the success branch until
     /// [`or_else`](TypedTxn::or_else)).
     pub fn list_push<C: Codec>(&mut self, list: &ListHandle<C>, item: &C::Value) -> &mut Self {
+        if !self.allowed(list.writable()) {
+            return self;
+        }
         let key = list.key().to_vec();
         if let Some(value) = self.encode(list.codec(), &key, item) {
             let op = CollectionOp::ListPush { key, value };
@@ -100,6 +112,9 @@ impl TypedTxn {
         list: &ListHandle<C>,
         item: &C::Value,
     ) -> &mut Self {
+        if !self.allowed(list.writable()) {
+            return self;
+        }
         let key = list.key().to_vec();
         if let Some(value) = self.encode(list.codec(), &key, item) {
             let op = CollectionOp::ListPushFront { key, value };

@@ -38,6 +38,12 @@ impl<F: Codec, V: Codec> MapHandle<F, V> {
         &self.at.key
     }
 
+    /// `ReadOnly` when the key's template is read-only (an old layout's): writes are
+    /// refused before reaching the store.
+    pub(crate) fn writable(&self) -> Result<()> {
+        self.at.writable()
+    }
+
     /// The field codec.
     pub(crate) fn field_codec(&self) -> &F {
         &self.fields

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use crate::keyspace::codec_plain::Text;
 use crate::keyspace::key::{Key, ListKey, MapKey, SetKey};
+use crate::keyspace::template::Template;
 use crate::store::Store;
 use std::fmt;
 use std::sync::Arc;
@@ -62,6 +63,7 @@ impl TypedStore {
 pub(super) struct At {
     pub(super) store: Arc<dyn Store>,
     pub(super) key: Vec<u8>,
+    template: &'static Template,
 }
 
 impl At {
@@ -69,10 +71,19 @@ impl At {
         At {
             store: Arc::clone(&typed.store),
             key: key_bytes(key),
+            template: K::template(),
         }
     }
 
+    /// Refuses writes to a collection of a read-only template.
+    pub(super) fn writable(&self) -> Result<()> {
+        super::writable(self.template, &self.key)
+    }
+
     pub(super) async fn run(&self, op: CollectionOp) -> Result<CollectionResult> {
+        if op.is_write() {
+            self.writable()?;
+        }
         self.store.collection(op).await
     }
 

@@ -53,6 +53,12 @@ impl<C: Codec> SetHandle<C> {
         &self.at.key
     }
 
+    /// `ReadOnly` when the key's template is read-only (an old layout's): writes are
+    /// refused before reaching the store.
+    pub(crate) fn writable(&self) -> Result<()> {
+        self.at.writable()
+    }
+
     /// The member codec, or why it could not be built.
     pub(crate) fn codec(&self) -> Result<&C> {
         self.codec.as_ref().map_err(Error::clone)
