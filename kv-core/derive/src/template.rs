@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(t.segment_text(1), "");
         let t = Template::parse("jxt//tenants/{id}/", true).unwrap();
         assert!(t.trailing);
-        assert_eq!(t.segments.len(), 3);
+        assert_eq!(t.segments.len(), 4);
         let t = Template::parse("//a", true).unwrap();
         assert!(t.leading);
         assert_eq!(t.segments, vec![vec![lit("")], vec![lit("a")]]);
