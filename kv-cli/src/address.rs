@@ -40,8 +40,22 @@ impl Address {
         });
         let Some((schema, name)) = typed else {
             if !rest.is_empty() {
+                // `field=value` pairs after it: meant as a typed address, with a typo?
+                let hint = first
+                    .split_once('.')
+                    .filter(|(_, n)| !n.is_empty() && !n.contains(['/', ':']))
+                    .and_then(|(s, _)| {
+                        let names: Vec<&str> = keyplane_schemas::all()
+                            .iter()
+                            .chain(&keyplane_schemas::legacy())
+                            .map(|s| s.name)
+                            .collect();
+                        closest(s, names.iter().copied())
+                            .map(|c| format!("; no schema is named {s:?}: did you mean {c:?}?"))
+                    })
+                    .unwrap_or_default();
                 return Err(CliError::invalid(format!(
-                    "unexpected arguments after raw key {first:?}: {}",
+                    "unexpected arguments after raw key {first:?}: {}{hint}",
                     rest.join(" ")
                 )));
             }
@@ -54,8 +68,11 @@ impl Address {
                 .into_iter()
                 .map(|e| e.name)
                 .collect();
+            let hint = closest(name, names.iter().map(String::as_str))
+                .map(|c| format!("did you mean {schema}.{c}? "))
+                .unwrap_or_default();
             CliError::invalid(format!(
-                "unknown template {first:?}; {schema} has: {}",
+                "unknown template {first:?}; {hint}{schema} has: {}",
                 names.join(", ")
             ))
         })?;
@@ -66,10 +83,17 @@ impl Address {
                 .ok_or_else(|| CliError::invalid(format!("expected field=value, got {pair:?}")))?;
             if entry.info.field(field).is_none() {
                 let known: Vec<&str> = entry.info.fields.iter().map(|f| f.name).collect();
+                let hint = closest(field, known.iter().copied())
+                    .map(|c| format!("; did you mean {c}={value}?"))
+                    .unwrap_or_default();
                 return Err(CliError::invalid(format!(
-                    "{} has no field {field:?} (fields: {})",
+                    "{} has no field {field:?} (fields: {}){hint}",
                     entry.address(),
-                    known.join(", ")
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
                 )));
             }
             if fields.insert(field.to_owned(), value.to_owned()).is_some() {
@@ -205,4 +229,58 @@ fn encode_field(entry: &Entry, name: &str, value: &str) -> CliResult<String> {
         entry.address(),
         info.rule
     )))
+}
+
+/// The candidate closest to `word` by edit distance, when it is close enough to be a typo
+/// (at most a third of the word's length, and at least one edit away).
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .map(|c| (distance(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The Levenshtein distance between `a` and `b`, in characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let current = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                previous
+            } else {
+                1 + previous.min(row[j]).min(current)
+            };
+            previous = current;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod typo_tests {
+    use super::closest;
+
+    #[test]
+    fn typos_find_their_word() {
+        let names = ["meta", "database-config", "ftp-config"];
+        assert_eq!(closest("mata", names.into_iter()), Some("meta"));
+        assert_eq!(
+            closest("database-cofig", names.into_iter()),
+            Some("database-config")
+        );
+        assert_eq!(closest("zzzzzz", names.into_iter()), None);
+        assert_eq!(
+            closest("tenat", ["tenant", "nxc"].into_iter()),
+            Some("tenant")
+        );
+    }
 }

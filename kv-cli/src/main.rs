@@ -10,6 +10,7 @@ mod cmd;
 mod demo;
 mod error;
 mod output;
+mod secrets;
 mod store;
 mod tree;
 mod values;
@@ -36,7 +37,7 @@ field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templ
 /// A schema-aware command line tool for etcd, Redis, sled and in-memory stores.
 #[derive(Parser)]
 #[command(name = "kvctl", version, after_help = EXIT_CODES)]
-struct Cli {
+pub(crate) struct Cli {
     /// Store URL: mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
     /// rediss://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
     #[arg(long, env = "KVCTL_STORE", global = true)]
@@ -44,6 +45,10 @@ struct Cli {
     /// Output format.
     #[arg(long, short, value_enum, default_value = "table", global = true)]
     output: Format,
+    /// A keyring file that opens encrypted values (`get` prints them decrypted): JSON,
+    /// `{"current": ID, "keys": {ID: BASE64 of 32 bytes}}`. Keys are never printed.
+    #[arg(long, env = "KVCTL_KEYRING", global = true, value_name = "FILE")]
+    keyring: Option<String>,
     /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(long, short, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
@@ -74,6 +79,9 @@ enum Command {
         /// A raw key, or `schema.template field=value...`.
         #[arg(required = true, num_args = 1..)]
         address: Vec<String>,
+        /// Read the value as it was at this revision (a snapshot read).
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        rev: Option<i64>,
     },
     /// List the keys of a directory (a typed address's directory, or a raw prefix).
     Ls {
@@ -82,17 +90,21 @@ enum Command {
         /// Print the values too.
         #[arg(long, short = 'l')]
         values: bool,
+        /// List the directory as it was at this revision (a snapshot read).
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        rev: Option<i64>,
     },
-    /// Write one key, after checking the key and the value against the schema.
+    /// Write one key, after checking the key and the value against the schema; guarded with
+    /// --create or --if-mod-revision, leased with --lease-ttl.
     Put {
         /// The address, then the value (`-` reads it from stdin).
         #[arg(required = true, num_args = 2..)]
         args: Vec<String>,
-        /// Write a key that belongs to no schema, unchecked.
-        #[arg(long)]
-        raw: bool,
+        #[command(flatten)]
+        flags: cmd::put::PutFlags,
     },
-    /// Delete one key, or a directory with --prefix.
+    /// Delete one key (only at a mod revision with --if-mod-revision), or a directory with
+    /// --prefix.
     Rm {
         /// A raw key, or `schema.template field=value...`.
         #[arg(required = true, num_args = 1..)]
@@ -100,6 +112,9 @@ enum Command {
         /// Delete every key of the directory.
         #[arg(long)]
         prefix: bool,
+        /// Only delete the key at this mod revision; exit code 4, nothing deleted, otherwise.
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        if_mod_revision: Option<i64>,
     },
     /// Print typed events under a directory until interrupted (Ctrl-C): plain keys, and every
     /// set, map and list change (SADD, SREM, HSET, HDEL, RPUSH, LPUSH, LREM, LMOVE, DEL).
@@ -107,8 +122,12 @@ enum Command {
         /// A raw prefix, or `schema.template field=value...`.
         #[arg(required = true, num_args = 1..)]
         address: Vec<String>,
-        /// Replay from this revision (inclusive), then follow.
-        #[arg(long = "rev", visible_alias = "from-revision")]
+        /// Replay the history from this revision (inclusive), then follow.
+        #[arg(
+            long = "rev",
+            visible_alias = "from-revision",
+            allow_negative_numbers = true
+        )]
         from_revision: Option<i64>,
     },
     /// Scan the store against the schemas: unknown keys, values that do not decode,
@@ -132,6 +151,48 @@ enum Command {
         #[command(subcommand)]
         action: cmd::migrate::Action,
     },
+    /// Write every key under a prefix to stdout, one JSON object per line: key, typed
+    /// address, kind, value (text or base64) or collection members.
+    Export {
+        /// Only keys under this raw prefix.
+        prefix: Option<String>,
+        /// Record each leased key's remaining TTL (`lease_ttl`), for import to re-lease it.
+        #[arg(long)]
+        leases: bool,
+    },
+    /// Write the keys of an export back, in batched transactions; refused, writing nothing,
+    /// when a key exists (unless --overwrite).
+    Import {
+        /// The dump (`-` reads stdin).
+        file: String,
+        /// Replace keys that exist (a collection is replaced whole).
+        #[arg(long)]
+        overwrite: bool,
+    },
+    /// Copy every key under a prefix from one store to another (any two backends).
+    Copy {
+        /// The source store's URL.
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The target store's URL.
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Only keys under this raw prefix.
+        prefix: Option<String>,
+        /// Replace keys that exist in the target.
+        #[arg(long)]
+        overwrite: bool,
+        /// Copy leased keys with a new lease of their remaining TTL.
+        #[arg(long)]
+        leases: bool,
+    },
+    /// Print a shell completion script: `kvctl completions bash > /etc/bash_completion.d/kvctl`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `kvctl man | man -l -`.
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -161,6 +222,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> CliResult<()> {
+    match &cli.command {
+        Command::Completions { shell } => return cmd::help::completions(*shell),
+        Command::Man => return cmd::help::man(),
+        _ => {}
+    }
     let url = match cli.store {
         Some(url) => url,
         None => store::default_url()?,
@@ -168,15 +234,24 @@ async fn run(cli: Cli) -> CliResult<()> {
     let ctx = Ctx {
         url,
         format: cli.output,
+        keyring: cli.keyring,
     };
     match cli.command {
         Command::Demo => demo::run(&ctx).await,
         Command::Schema { name, all } => cmd::schema::run(&ctx, name.as_deref(), all),
         Command::Parse { key } => cmd::parse::run(&ctx, &key),
-        Command::Get { address } => cmd::get::run(&ctx, &address).await,
-        Command::Ls { address, values } => cmd::ls::run(&ctx, &address, values).await,
-        Command::Put { args, raw } => cmd::put::run(&ctx, &args, raw).await,
-        Command::Rm { address, prefix } => cmd::rm::run(&ctx, &address, prefix).await,
+        Command::Get { address, rev } => cmd::get::run(&ctx, &address, rev).await,
+        Command::Ls {
+            address,
+            values,
+            rev,
+        } => cmd::ls::run(&ctx, &address, values, rev).await,
+        Command::Put { args, flags } => cmd::put::run(&ctx, &args, &flags).await,
+        Command::Rm {
+            address,
+            prefix,
+            if_mod_revision,
+        } => cmd::rm::run(&ctx, &address, prefix, if_mod_revision).await,
         Command::Watch {
             address,
             from_revision,
@@ -184,6 +259,18 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Migrate { action } => cmd::migrate::run(&ctx, action).await,
         Command::Balancer { action } => cmd::balancer::run(&ctx, action).await,
         Command::Lint { prefix, fix } => cmd::lint::run(&ctx, prefix.as_deref(), fix).await,
+        Command::Export { prefix, leases } => {
+            cmd::dump::export(&ctx, prefix.as_deref(), leases).await
+        }
+        Command::Import { file, overwrite } => cmd::dump::import(&ctx, &file, overwrite).await,
+        Command::Copy {
+            from,
+            to,
+            prefix,
+            overwrite,
+            leases,
+        } => cmd::dump::copy(&ctx, &from, &to, prefix.as_deref(), overwrite, leases).await,
+        Command::Completions { .. } | Command::Man => Ok(()),
     }
 }
 

@@ -6,10 +6,28 @@ use keyplane::redis::RedisStore;
 use keyplane::{Backend, ErrorKind, OpenOptions, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a network store may take to answer the first request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long a command waits for a sled store that another process holds open.
+///
+/// sled lets one process at a time open a database (an exclusive lock on its directory).
+/// kvctl shares the default store between terminals by holding it only while a command
+/// works: `get`, `put` and the rest hold it for milliseconds, and `kvctl watch` opens it
+/// for each poll and closes it between polls ([`SLED_POLL`]). A command that finds it held
+/// tries again until this much time has passed.
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// How often `kvctl watch` on a sled store opens it and reads the events published since
+/// the last poll; the store is closed in between, so other kvctl processes can write.
+pub(crate) const SLED_POLL: Duration = Duration::from_millis(200);
+
+/// Whether `url` names a sled store (shared between processes by short opens).
+pub(crate) fn is_sled(url: &str) -> bool {
+    url.starts_with("sled://")
+}
 
 /// The default store: a sled database in the user's data directory
 /// (`$XDG_DATA_HOME/kvctl`, else `~/.local/share/kvctl`).
@@ -53,16 +71,7 @@ pub(crate) async fn open_for_listing(url: &str, prefix: &str) -> CliResult<Arc<d
 
 /// The store of `url`, and the same store as a `RedisStore` when it is one.
 async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore>>)> {
-    let options = OpenOptions::default().connect_timeout(CONNECT_TIMEOUT);
-    let backend = within(url, Backend::open_with(url, &options))
-        .await?
-        .map_err(|e| {
-            if e.kind() == ErrorKind::Config {
-                CliError::invalid(e.message().to_string())
-            } else {
-                failed(url, &e)
-            }
-        })?;
+    let backend = open_backend(url).await?;
     let redis = match &backend {
         Backend::Redis(store) => Some(store.clone()),
         _ => None,
@@ -73,6 +82,46 @@ async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore
         .await?
         .map_err(|e| failed(url, &e))?;
     Ok((store, redis))
+}
+
+/// Opens the backend of `url`, waiting up to [`LOCK_WAIT`] for a sled store that another
+/// process holds.
+async fn open_backend(url: &str) -> CliResult<Backend> {
+    let options = OpenOptions::default().connect_timeout(CONNECT_TIMEOUT);
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match within(url, Backend::open_with(url, &options)).await? {
+            Ok(backend) => return Ok(backend),
+            Err(e) if e.kind() == ErrorKind::Config => {
+                return Err(CliError::invalid(e.message().to_string()));
+            }
+            Err(e) if is_sled(url) && held_by_another_process(&e) => {
+                if started.elapsed() >= LOCK_WAIT {
+                    return Err(CliError::new(
+                        code::UNREACHABLE,
+                        format!(
+                            "store {url} is in use: another process has held it open for more \
+                             than {} s. kvctl commands share a sled store by opening it only \
+                             while they work (`kvctl watch` between polls too), so the holder is \
+                             likely a program using SledStore, which keeps it for as long as it \
+                             runs: stop it, or let that program and kvctl share the data through \
+                             etcd or Redis (--store etcd://... or redis://...)",
+                            LOCK_WAIT.as_secs()
+                        ),
+                    ));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(e) => return Err(failed(url, &e)),
+        }
+    }
+}
+
+/// Whether sled refused to open because another process holds the database's lock.
+fn held_by_another_process(e: &keyplane::Error) -> bool {
+    e.kind() == ErrorKind::Unavailable && e.message().contains("in use by another process")
 }
 
 /// Runs `work` for at most twice [`CONNECT_TIMEOUT`].

@@ -27,6 +27,12 @@ use std::time::Duration;
 /// lock from its I/O threads a moment after the last clone is dropped; `SledStore::open`
 /// waits for that, while a program opening the directory with sled itself must retry.
 ///
+/// So a `SledStore` belongs to one process at a time, for as long as it is open: processes
+/// that share live data use etcd or Redis. `kvctl` shares a sled store between its own
+/// processes (a `watch` in one terminal, `put`s in another) by holding it only while a
+/// command works and following the event log between short opens; a program that keeps the
+/// store open holds it exclusively, and `kvctl` then says so.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> keyplane_core::Result<()> {

@@ -1,28 +1,72 @@
-//! `kvctl get ADDRESS`: one key's value (pretty JSON when it is JSON) and metadata; for a key
+//! `kvctl get ADDRESS [--rev N]`: one key's value (as it was at revision N when asked) (pretty JSON when it is JSON) and metadata; for a key
 //! whose value is a collection (SET, HASH, LIST), its members.
 
 use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, entry_json, outln, print_json, typed, value_text};
-use keyplane_core::{CollectionKind, CollectionOp, CollectionResult, Store};
+use crate::secrets::Shown;
+use keyplane_core::{
+    CollectionKind, CollectionOp, CollectionResult, KeyRange, RangeOptions, Store,
+};
 use serde_json::{Value, json};
 
-pub(crate) async fn run(ctx: &Ctx, words: &[String]) -> CliResult<()> {
+pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> CliResult<()> {
+    super::check_revision(revision)?;
     let key = Address::parse(words)?.key()?;
     let store = ctx.store().await?;
     let kind = keyplane_schemas::parse_any(&key)
         .ok()
         .and_then(|p| crate::values::collection_kind(p.template));
     if let Some(kind) = kind {
+        if revision.is_some() {
+            return Err(CliError::invalid(format!(
+                "{key:?} holds a {kind:?}: a collection's members are read at the current revision only (`kvctl ls --rev N` gives its size then)"
+            )));
+        }
         return collection(ctx, store.as_ref(), &key, kind).await;
     }
-    let entry = store
-        .get(key.as_bytes())
-        .await?
-        .ok_or_else(|| CliError::not_found(format!("key {key:?} not found")))?;
+    let entry = match revision {
+        None => store.get(key.as_bytes()).await?,
+        Some(revision) => {
+            let opts =
+                RangeOptions::new(KeyRange::Key(key.as_bytes().to_vec())).at_revision(revision);
+            store.range(opts).await?.entries.into_iter().next()
+        }
+    };
+    let entry = entry.ok_or_else(|| match revision {
+        Some(revision) => {
+            CliError::not_found(format!("key {key:?} did not exist at revision {revision}"))
+        }
+        None => CliError::not_found(format!("key {key:?} not found")),
+    })?;
+    let encrypted = keyplane_schemas::parse_any(&key)
+        .ok()
+        .filter(|p| crate::secrets::is_encrypted(p.template));
+    let shown = match encrypted {
+        Some(_) => Some(crate::secrets::show(
+            &key,
+            &entry.value,
+            ctx.keyring()?.as_ref(),
+        )?),
+        None => None,
+    };
     match ctx.format {
-        Format::Json => print_json(&entry_json(&entry, true)),
+        Format::Json => {
+            let mut object = entry_json(&entry, true);
+            match &shown {
+                Some(Shown::Plain(plain)) => {
+                    object["value"] = crate::output::value_json(plain);
+                    object["decrypted"] = Value::Bool(true);
+                }
+                Some(Shown::Sealed { key_id }) => {
+                    object["value"] = Value::Null;
+                    object["encrypted"] = json!({ "key_id": key_id });
+                }
+                None => {}
+            }
+            print_json(&object);
+        }
         Format::Table => {
             outln!("key:      {key}");
             if let Some((address, fields)) = typed(&key) {
@@ -38,7 +82,13 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String]) -> CliResult<()> {
             if let Some(lease) = entry.lease {
                 outln!("lease:    {lease}");
             }
-            outln!("{}", value_text(&entry.value));
+            match &shown {
+                Some(Shown::Plain(plain)) => outln!("{}", value_text(plain)),
+                Some(Shown::Sealed { key_id }) => outln!(
+                    "(encrypted with key id {key_id}; give --keyring FILE or KVCTL_KEYRING to decrypt)"
+                ),
+                None => outln!("{}", value_text(&entry.value)),
+            }
         }
     }
     Ok(())

@@ -1,4 +1,5 @@
-//! `kvctl ls [ADDRESS]`: the keys of a directory (a typed address's directory, or a raw
+//! `kvctl ls [ADDRESS] [--rev N]`: the keys of a directory (as they were at revision N when
+//! asked) (a typed address's directory, or a raw
 //! prefix), with their types: plain values and the sets, maps and lists stored there.
 
 use super::Ctx;
@@ -8,14 +9,20 @@ use crate::output::{Format, entry_json, print_json, typed};
 use keyplane_core::{CollectionEntry, CollectionKind, Entry, RangeOptions, Store};
 use serde_json::{Value, json};
 
-pub(crate) async fn run(ctx: &Ctx, words: &[String], values: bool) -> CliResult<()> {
+pub(crate) async fn run(
+    ctx: &Ctx,
+    words: &[String],
+    values: bool,
+    revision: Option<i64>,
+) -> CliResult<()> {
+    super::check_revision(revision)?;
     let prefix = if words.is_empty() {
         String::new()
     } else {
         Address::parse(words)?.prefix()?
     };
     let store = ctx.store_for_listing(&prefix).await?;
-    let (entries, collections) = listing(store.as_ref(), &prefix, !values).await?;
+    let (entries, collections) = listing(store.as_ref(), &prefix, !values, revision).await?;
     let mut rows: Vec<(Vec<u8>, Row<'_>)> = entries
         .iter()
         .map(|e| (e.key.clone(), Row::Plain(e)))
@@ -83,11 +90,13 @@ fn collection_json(c: &CollectionEntry) -> Value {
     object
 }
 
-/// Every plain entry and collection under `prefix`, page by page.
+/// Every plain entry and collection under `prefix`, page by page, every page at one revision
+/// (`revision`, else the first page's): a snapshot, whatever is written meanwhile.
 async fn listing(
     store: &dyn Store,
     prefix: &str,
     keys_only: bool,
+    revision: Option<i64>,
 ) -> CliResult<(Vec<Entry>, Vec<CollectionEntry>)> {
     const PAGE: usize = 1000;
     let bar = crate::output::progress("keys");
@@ -97,6 +106,9 @@ async fn listing(
     if keys_only {
         opts = opts.keys_only();
     }
+    if let Some(revision) = revision {
+        opts = opts.at_revision(revision);
+    }
     let (mut entries, mut collections) = (Vec::new(), Vec::new());
     loop {
         let page = store.range(opts.clone()).await?;
@@ -104,7 +116,7 @@ async fn listing(
         entries.extend(page.entries);
         collections.extend(page.collections);
         match page.next {
-            Some(next) => opts = opts.after(next),
+            Some(next) => opts = opts.at_revision(page.revision).after(next),
             None => break,
         }
     }

@@ -1,7 +1,10 @@
 //! One file per command.
 
 pub(crate) mod balancer;
+pub(crate) mod dump;
 pub(crate) mod get;
+pub(crate) mod guard;
+pub(crate) mod help;
 pub(crate) mod lint;
 pub(crate) mod ls;
 pub(crate) mod migrate;
@@ -20,6 +23,8 @@ use std::sync::Arc;
 pub(crate) struct Ctx {
     pub(crate) url: String,
     pub(crate) format: Format,
+    /// The keyring file (`--keyring`), read when an encrypted value is shown.
+    pub(crate) keyring: Option<String>,
 }
 
 impl Ctx {
@@ -28,9 +33,30 @@ impl Ctx {
         crate::store::open(&self.url).await
     }
 
+    /// The keyring of `--keyring`, if one was given.
+    pub(crate) fn keyring(&self) -> CliResult<Option<keyplane_core::keyspace::Keyring>> {
+        self.keyring
+            .as_deref()
+            .map(crate::secrets::load)
+            .transpose()
+    }
+
     /// The store, ready to list `prefix` (see [`crate::store::open_for_listing`]).
     pub(crate) async fn store_for_listing(&self, prefix: &str) -> CliResult<Arc<dyn Store>> {
         crate::store::open_for_listing(&self.url, prefix).await
+    }
+}
+
+/// Checks a `--rev` argument.
+///
+/// # Errors
+/// Exit code 2 for a revision below 1.
+pub(crate) fn check_revision(revision: Option<i64>) -> crate::error::CliResult<()> {
+    match revision {
+        Some(n) if n < 1 => Err(crate::error::CliError::invalid(format!(
+            "--rev {n}: revisions start at 1"
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -1,15 +1,36 @@
-//! `kvctl put ADDRESS VALUE`: writes one key after checking the key against its template's
-//! segment rules and the value against its value type. Nothing is written when either fails.
+//! `kvctl put ADDRESS VALUE [--create | --if-mod-revision N] [--lease-ttl TTL]`: writes one
+//! key after checking the key against its template's segment rules and the value against its
+//! value type, under its guard. Nothing is written when any of them fails.
 
 use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, print_json};
-use keyplane_core::PutOptions;
 use serde_json::json;
 use std::io::Read;
 
-pub(crate) async fn run(ctx: &Ctx, words: &[String], raw: bool) -> CliResult<()> {
+/// The guards and lease of `kvctl put`.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct PutFlags {
+    /// Write a key that belongs to no schema, unchecked.
+    #[arg(long)]
+    pub(crate) raw: bool,
+    /// Only create: fail with exit code 4, writing nothing, when the key exists.
+    #[arg(long, conflicts_with = "if_mod_revision")]
+    pub(crate) create: bool,
+    /// Only overwrite the key at this mod revision (0: only when it does not exist); exit
+    /// code 4, nothing written, otherwise.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) if_mod_revision: Option<i64>,
+    /// Attach the key to a new lease of this TTL (30s, 1m, 500ms); the lease id is printed,
+    /// and the key goes when the lease expires.
+    #[arg(long, value_name = "TTL", value_parser = super::guard::parse_duration)]
+    pub(crate) lease_ttl: Option<std::time::Duration>,
+}
+
+pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliResult<()> {
+    let raw = flags.raw;
+    let guard = super::guard::Guard::of(flags.create, flags.if_mod_revision)?;
     let Some((value, address)) = words.split_last() else {
         return Err(CliError::invalid("put needs a key and a value"));
     };
@@ -53,14 +74,22 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], raw: bool) -> CliResult<()>
         Some(parsed.template)
     };
     let store = ctx.store().await?;
-    let result = store
-        .put(key.as_bytes(), &value, PutOptions::default())
-        .await?;
+    let done = super::guard::put(&*store, &key, &value, guard, flags.lease_ttl).await?;
+    let lease = done.lease.map(|(id, ttl)| (id.to_string(), ttl.as_secs()));
     match ctx.format {
-        Format::Json => {
-            print_json(&json!({ "key": key, "revision": result.revision, "template": checked }))
-        }
-        Format::Table => crate::output::outln!("OK {key} (revision {})", result.revision),
+        Format::Json => print_json(&json!({
+            "key": key,
+            "revision": done.revision,
+            "template": checked,
+            "lease": lease.as_ref().map(|(id, ttl)| json!({ "id": id, "ttl_seconds": ttl })),
+        })),
+        Format::Table => match &lease {
+            Some((id, ttl)) => crate::output::outln!(
+                "OK {key} (revision {}, lease {id} granted with TTL {ttl}s)",
+                done.revision
+            ),
+            None => crate::output::outln!("OK {key} (revision {})", done.revision),
+        },
     }
     Ok(())
 }

@@ -1,15 +1,25 @@
-//! `kvctl rm ADDRESS [--prefix]`: deletes one key (a plain value or a set, map or list), or
-//! every key of a directory.
+//! `kvctl rm ADDRESS [--prefix | --if-mod-revision N]`: deletes one key (a plain value or a
+//! set, map or list), only at mod revision N when asked, or every key of a directory.
 
 use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, print_json};
-use keyplane_core::{OpResult, Txn, TxnOp};
 use serde_json::json;
 
-pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<()> {
+pub(crate) async fn run(
+    ctx: &Ctx,
+    words: &[String],
+    prefix: bool,
+    if_mod_revision: Option<i64>,
+) -> CliResult<()> {
     let address = Address::parse(words)?;
+    let guard = super::guard::Guard::of(false, if_mod_revision)?;
+    if prefix && guard != super::guard::Guard::None {
+        return Err(CliError::invalid(
+            "--if-mod-revision guards one key; a directory has no mod revision of its own",
+        ));
+    }
     if prefix {
         let dir = address.prefix()?;
         if dir.is_empty() {
@@ -30,19 +40,18 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], prefix: bool) -> CliResult<
     }
     let key = address.key()?;
     let store = ctx.store().await?;
+    if guard != super::guard::Guard::None
+        && let Ok(parsed) = keyplane_schemas::parse_any(&key)
+        && let Some(kind) = crate::values::collection_kind(parsed.template)
+    {
+        return Err(CliError::invalid(format!(
+            "{key:?} holds a {kind:?}, which has no mod revision to compare: --if-mod-revision guards plain values"
+        )));
+    }
     // A transaction's delete counts what it removed: the plain key, or the set, map or list
     // at the key (which `Store::delete`, returning the previous plain entry, does not say).
-    let response = store
-        .txn(Txn::new().and_then([TxnOp::delete(key.as_bytes())]))
-        .await?;
-    let deleted = match response.results.first() {
-        Some(OpResult::Delete { deleted }) => *deleted,
-        other => {
-            return Err(CliError::from(keyplane_core::Error::internal(format!(
-                "a delete returned {other:?}"
-            ))));
-        }
-    };
+    let (existed, _) = super::guard::delete(&*store, &key, guard).await?;
+    let deleted = u64::from(existed);
     if deleted == 0 {
         return Err(CliError::not_found(format!("key {key:?} not found")));
     }

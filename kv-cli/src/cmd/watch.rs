@@ -1,5 +1,5 @@
-//! `kvctl watch ADDRESS [--from-revision N]`: live events under a directory, each key read
-//! through the catalog, until Ctrl-C.
+//! `kvctl watch ADDRESS [--rev N]`: live events under a directory, each key read through the
+//! catalog, until Ctrl-C; with `--rev`, the history from revision N first.
 
 use super::Ctx;
 use crate::address::Address;
@@ -12,7 +12,10 @@ use serde_json::json;
 pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliResult<()> {
     let prefix = Address::parse(words)?.prefix()?;
     if matches!(from, Some(n) if n < 1) {
-        return Err(CliError::invalid("--from-revision must be at least 1"));
+        return Err(CliError::invalid("--rev must be at least 1"));
+    }
+    if crate::store::is_sled(&ctx.url) {
+        return follow_sled(ctx, &prefix, from).await;
     }
     let store = ctx.store().await?;
     let mut opts = WatchOptions::prefix(prefix.as_bytes()).with_collections();
@@ -39,6 +42,66 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliRe
             },
         }
     }
+}
+
+/// `watch` on a sled store, which one process at a time may hold open: each poll opens the
+/// store, prints the events published since the last one (read from the store's event log,
+/// which persists), and closes it, so that other kvctl processes write in between. A put
+/// from another terminal shows within a poll ([`SLED_POLL`](crate::store::SLED_POLL)).
+async fn follow_sled(ctx: &Ctx, prefix: &str, from: Option<i64>) -> CliResult<()> {
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    let mut next = from;
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut interrupted => return Ok(()),
+            polled = poll_sled(ctx, prefix, next) => next = Some(polled?),
+        }
+        tokio::select! {
+            biased;
+            _ = &mut interrupted => return Ok(()),
+            () = tokio::time::sleep(crate::store::SLED_POLL) => {}
+        }
+    }
+}
+
+/// One poll: opens the store, prints the events from revision `next` (from now on when
+/// `None`) up to the store's revision, closes it; returns the next revision to read.
+async fn poll_sled(ctx: &Ctx, prefix: &str, next: Option<i64>) -> CliResult<i64> {
+    let store = ctx.store().await?;
+    let start = match next {
+        Some(next) => next,
+        None => store.revision().await? + 1,
+    };
+    let opts = WatchOptions::prefix(prefix.as_bytes())
+        .with_collections()
+        .from_revision(start)
+        .with_progress();
+    let mut stream = match store.watch(opts).await {
+        Ok(stream) => stream,
+        Err(e) => match e.kind() {
+            keyplane_core::ErrorKind::Compacted { compact_revision } if next.is_some() => {
+                // Only when following: an explicit --rev that is gone is an error.
+                eprintln!(
+                    "kvctl: the events from revision {start} to {} were compacted; following from {compact_revision}",
+                    compact_revision - 1
+                );
+                return Ok(compact_revision);
+            }
+            _ => return Err(e.into()),
+        },
+    };
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        if batch.is_progress() {
+            return Ok(batch.revision + 1);
+        }
+        for event in &batch.events {
+            print_event(ctx.format, batch.revision, event);
+        }
+    }
+    Err(CliError::new(code::UNREACHABLE, "the watch ended"))
 }
 
 fn print_event(format: Format, revision: i64, event: &Event) {
