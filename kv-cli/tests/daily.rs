@@ -328,16 +328,7 @@ fn reads_at_a_revision(url: &str) {
     let then = json(url, &["get", "--rev", &first.to_string(), key]);
     assert_eq!(then["value"]["v"], 1, "{then}");
     assert_eq!(json(url, &["get", key])["value"]["v"], 2);
-    let listed = json(
-        url,
-        &["ls", "--rev", &first.to_string(), "jxt/platform/configs/"],
-    );
-    let keys: Vec<&str> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["key"].as_str().unwrap())
-        .collect();
+    let keys = listed_keys(url, &["--rev", &first.to_string(), "jxt/platform/configs/"]);
     assert_eq!(keys, [key], "the later key did not exist then");
     fails(url, &["get", "--rev", "0", key], 2);
     // The history replays from the revision.

@@ -254,6 +254,21 @@ macro_rules! op_key {
 }
 
 impl CollectionOp {
+    /// The read of a whole collection of `kind` at `key`: its members (`SMEMBERS`), fields
+    /// (`HGETALL`) or items (`LRANGE 0 -1`).
+    pub fn read_all(key: impl Into<Vec<u8>>, kind: CollectionKind) -> Self {
+        let key = key.into();
+        match kind {
+            CollectionKind::Set => CollectionOp::SetMembers { key },
+            CollectionKind::Map => CollectionOp::MapGetAll { key },
+            CollectionKind::List => CollectionOp::ListRange {
+                key,
+                start: 0,
+                stop: -1,
+            },
+        }
+    }
+
     /// The key of the collection the op works on.
     pub fn key(&self) -> &[u8] {
         op_key!(self)

@@ -126,12 +126,31 @@ impl Value {
     }
 
     /// How many members, fields or items (1 for a plain value).
-    fn size(&self) -> usize {
+    pub fn size(&self) -> usize {
         match self {
             Value::Plain(_) => 1,
             Value::Set(m) | Value::List(m) => m.len(),
             Value::Map(f) => f.len(),
         }
+    }
+
+    /// Reads the whole collection of `kind` at `key` from `store`; `None` when it is empty
+    /// (a collection without members does not exist).
+    ///
+    /// # Errors
+    /// Backend errors; `Internal` for a result of another shape.
+    pub async fn read(store: &dyn Store, key: &[u8], kind: CollectionKind) -> Result<Option<Self>> {
+        let value = match store.collection(CollectionOp::read_all(key, kind)).await? {
+            CollectionResult::Members(m) => Value::set(m),
+            CollectionResult::Fields(f) => Value::map(f),
+            CollectionResult::Items(i) => Value::List(i),
+            other => {
+                return Err(Error::internal(format!(
+                    "a collection read answered {other:?}"
+                )));
+            }
+        };
+        Ok((value.size() > 0).then_some(value))
     }
 }
 
@@ -156,6 +175,52 @@ impl Item {
     /// A plain key holding `value`.
     pub fn plain(key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> Self {
         Item::new(key, Value::Plain(value.into()))
+    }
+
+    /// The compare that the item's key holds nothing of its kind (no plain value, or no
+    /// collection of its kind).
+    pub fn absent(&self) -> Compare {
+        match self.value.kind() {
+            None => Compare::absent(&self.key),
+            Some(kind) => Compare::collection_absent(&self.key, kind),
+        }
+    }
+
+    /// The transaction ops that write the item: a put, or one add, put or push per member,
+    /// field or item.
+    pub fn write_ops(&self) -> Vec<TxnOp> {
+        let key = &self.key;
+        match &self.value {
+            Value::Plain(v) => vec![TxnOp::put(key, v)],
+            Value::Set(members) => members
+                .iter()
+                .map(|m| {
+                    TxnOp::Collection(CollectionOp::SetAdd {
+                        key: key.clone(),
+                        member: m.clone(),
+                    })
+                })
+                .collect(),
+            Value::Map(fields) => fields
+                .iter()
+                .map(|(f, v)| {
+                    TxnOp::Collection(CollectionOp::MapPut {
+                        key: key.clone(),
+                        field: f.clone(),
+                        value: v.clone(),
+                    })
+                })
+                .collect(),
+            Value::List(items) => items
+                .iter()
+                .map(|i| {
+                    TxnOp::Collection(CollectionOp::ListPush {
+                        key: key.clone(),
+                        value: i.clone(),
+                    })
+                })
+                .collect(),
+        }
     }
 }
 
@@ -781,7 +846,7 @@ impl Migrator {
                         Some(e) => (Value::Plain(e.value.clone()), Some(e.mod_revision)),
                         None => continue,
                     },
-                    Some(kind) => match self.read_collection(key, *kind).await? {
+                    Some(kind) => match Value::read(&*self.store, key, *kind).await? {
                         Some(value) => (value, None),
                         None => continue,
                     },
@@ -876,32 +941,10 @@ impl Migrator {
                 .get(key)
                 .await?
                 .map(|e| (Value::Plain(e.value), Some(e.mod_revision)))),
-            Some(kind) => Ok(self.read_collection(key, kind).await?.map(|v| (v, None))),
+            Some(kind) => Ok(Value::read(&*self.store, key, kind)
+                .await?
+                .map(|v| (v, None))),
         }
-    }
-
-    async fn read_collection(&self, key: &[u8], kind: CollectionKind) -> Result<Option<Value>> {
-        let key = key.to_vec();
-        let op = match kind {
-            CollectionKind::Set => CollectionOp::SetMembers { key },
-            CollectionKind::Map => CollectionOp::MapGetAll { key },
-            CollectionKind::List => CollectionOp::ListRange {
-                key,
-                start: 0,
-                stop: -1,
-            },
-        };
-        let value = match self.store.collection(op).await? {
-            CollectionResult::Members(m) => Value::Set(m),
-            CollectionResult::Fields(f) => Value::Map(f),
-            CollectionResult::Items(i) => Value::List(i),
-            other => {
-                return Err(Error::internal(format!(
-                    "a collection read answered {other:?}"
-                )));
-            }
-        };
-        Ok((value.size() > 0).then_some(value))
     }
 
     /// Writes one batch: the creates, guarded by the old items' revisions and the targets'
@@ -930,8 +973,8 @@ impl Migrator {
         let mut ops = Vec::new();
         let mut created = Vec::new();
         for item in &batch.creates {
-            compares.push(absent(item));
-            ops.extend(write_ops(item));
+            compares.push(item.absent());
+            ops.extend(item.write_ops());
             created.push(Created {
                 key: hex(&item.key),
                 value: item.value.clone(),
@@ -1021,14 +1064,6 @@ impl Migrator {
     }
 }
 
-/// The compare that `item`'s key holds nothing of its kind.
-fn absent(item: &Item) -> Compare {
-    match item.value.kind() {
-        None => Compare::absent(&item.key),
-        Some(kind) => Compare::collection_absent(&item.key, kind),
-    }
-}
-
 /// One transaction's worth of old items, their creates, and what was found.
 struct Batch {
     limit: usize,
@@ -1084,42 +1119,6 @@ impl Batch {
             }
         }
         self.reads.push(read);
-    }
-}
-
-/// The ops that create `item`.
-fn write_ops(item: &Item) -> Vec<TxnOp> {
-    let key = item.key.clone();
-    match &item.value {
-        Value::Plain(v) => vec![TxnOp::put(&key, v)],
-        Value::Set(members) => members
-            .iter()
-            .map(|m| {
-                TxnOp::Collection(CollectionOp::SetAdd {
-                    key: key.clone(),
-                    member: m.clone(),
-                })
-            })
-            .collect(),
-        Value::Map(fields) => fields
-            .iter()
-            .map(|(f, v)| {
-                TxnOp::Collection(CollectionOp::MapPut {
-                    key: key.clone(),
-                    field: f.clone(),
-                    value: v.clone(),
-                })
-            })
-            .collect(),
-        Value::List(items) => items
-            .iter()
-            .map(|i| {
-                TxnOp::Collection(CollectionOp::ListPush {
-                    key: key.clone(),
-                    value: i.clone(),
-                })
-            })
-            .collect(),
     }
 }
 

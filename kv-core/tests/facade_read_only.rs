@@ -70,6 +70,11 @@ enum OldLayout {
     Host(OldHost),
 }
 
+/// Writes `value` under `key` as another program would: raw, through no schema.
+async fn raw_put(store: &dyn Store, key: &[u8], value: &[u8]) {
+    store.put(key, value, PutOptions::default()).await.unwrap();
+}
+
 fn store() -> (Arc<dyn Store>, TypedStore) {
     let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
     (store.clone(), TypedStore::new(store))
@@ -126,30 +131,9 @@ fn old_layouts_keep_the_invariants() {
 #[tokio::test]
 async fn reads_work_on_data_another_program_wrote() {
     let (store, typed) = store();
-    store
-        .put(
-            b"jxt//tenants/7/meta",
-            br#"{"id":7}"#,
-            PutOptions::default(),
-        )
-        .await
-        .unwrap();
-    store
-        .put(
-            b"jxt//tenants/7/domain/primary",
-            b"a.example.com",
-            PutOptions::default(),
-        )
-        .await
-        .unwrap();
-    store
-        .put(
-            b"jxt//tenants/70/domain/primary",
-            b"b.example.com",
-            PutOptions::default(),
-        )
-        .await
-        .unwrap();
+    raw_put(&*store, b"jxt//tenants/7/meta", br#"{"id":7}"#).await;
+    raw_put(&*store, b"jxt//tenants/7/domain/primary", b"a.example.com").await;
+    raw_put(&*store, b"jxt//tenants/70/domain/primary", b"b.example.com").await;
     assert_eq!(
         typed.get(&OldMeta { id: 7 }).await.unwrap(),
         Some(serde_json::json!({"id": 7}))
@@ -169,14 +153,7 @@ async fn reads_work_on_data_another_program_wrote() {
 #[tokio::test]
 async fn every_write_to_a_read_only_key_is_refused_and_nothing_is_written() {
     let (store, typed) = store();
-    store
-        .put(
-            b"jxt//tenants/7/meta",
-            br#"{"id":7}"#,
-            PutOptions::default(),
-        )
-        .await
-        .unwrap();
+    raw_put(&*store, b"jxt//tenants/7/meta", br#"{"id":7}"#).await;
     let before = store.revision().await.unwrap();
     let key = OldMeta { id: 7 };
     let value = serde_json::json!({"id": 8});

@@ -14,6 +14,13 @@ pub struct ParsedKey {
     pub fields: Vec<(&'static str, String)>,
 }
 
+impl ParsedKey {
+    /// Whether the key belongs to an old layout, read-only ([`Schema::read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        find(self.schema).is_some_and(|s| s.read_only)
+    }
+}
+
 /// One schema of the catalog.
 #[derive(Clone, Copy)]
 pub struct Schema {

@@ -18,64 +18,43 @@ use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, outln, print_json};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use keyplane_core::{
-    CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, KeyRange, LeaseId,
-    RangeOptions, Store, Txn, TxnOp,
-};
-use serde_json::{Value, json};
+use keyplane_core::migrate::{Item, Value};
+use keyplane_core::{Compare, KeyRange, LeaseId, RangeOptions, Store, Txn, TxnOp};
+use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
 use std::time::Duration;
 
-/// One key of a dump.
+/// One key of a dump: the key and its contents, a migration's [`Item`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Record {
-    key: Vec<u8>,
-    body: Body,
+    item: Item,
     /// Seconds left on the key's lease, when asked for.
     lease_ttl: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Body {
-    Value(Vec<u8>),
-    Set(Vec<Vec<u8>>),
-    Map(Vec<(Vec<u8>, Vec<u8>)>),
-    List(Vec<Vec<u8>>),
-}
-
-impl Body {
-    fn kind(&self) -> Option<CollectionKind> {
-        match self {
-            Body::Value(_) => None,
-            Body::Set(_) => Some(CollectionKind::Set),
-            Body::Map(_) => Some(CollectionKind::Map),
-            Body::List(_) => Some(CollectionKind::List),
-        }
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            Body::Value(_) => "value",
-            Body::Set(_) => "set",
-            Body::Map(_) => "map",
-            Body::List(_) => "list",
-        }
+/// The `kind` of a dump line.
+fn kind_name(value: &Value) -> &'static str {
+    match value {
+        Value::Plain(_) => "value",
+        Value::Set(_) => "set",
+        Value::Map(_) => "map",
+        Value::List(_) => "list",
     }
 }
 
 /// Bytes as a JSON string, or `{"base64": ...}` when they are not UTF-8.
-fn bytes_json(bytes: &[u8]) -> Value {
+fn bytes_json(bytes: &[u8]) -> Json {
     match std::str::from_utf8(bytes) {
-        Ok(text) => Value::String(text.to_owned()),
+        Ok(text) => Json::String(text.to_owned()),
         Err(_) => json!({ "base64": B64.encode(bytes) }),
     }
 }
 
-fn bytes_of(value: &Value, what: &str) -> Result<Vec<u8>, String> {
+fn bytes_of(value: &Json, what: &str) -> Result<Vec<u8>, String> {
     match value {
-        Value::String(text) => Ok(text.as_bytes().to_vec()),
-        Value::Object(o) => match o.get("base64").and_then(Value::as_str) {
+        Json::String(text) => Ok(text.as_bytes().to_vec()),
+        Json::Object(o) => match o.get("base64").and_then(Json::as_str) {
             Some(b) => B64
                 .decode(b)
                 .map_err(|e| format!("{what}: invalid base64: {e}")),
@@ -87,38 +66,44 @@ fn bytes_of(value: &Value, what: &str) -> Result<Vec<u8>, String> {
 
 impl Record {
     /// The record as one JSON line's object.
-    pub(crate) fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Json {
         let mut object = serde_json::Map::new();
-        match std::str::from_utf8(&self.key) {
+        match std::str::from_utf8(&self.item.key) {
             Ok(key) => {
-                object.insert("key".into(), Value::String(key.to_owned()));
+                object.insert("key".into(), Json::String(key.to_owned()));
                 let mut typed = json!({});
                 crate::output::add_typed_address(&mut typed, key);
-                if let Value::Object(typed) = typed {
+                if let Json::Object(typed) = typed {
                     object.extend(typed);
                 }
             }
             Err(_) => {
-                object.insert("key_base64".into(), Value::String(B64.encode(&self.key)));
+                object.insert(
+                    "key_base64".into(),
+                    Json::String(B64.encode(&self.item.key)),
+                );
             }
         }
-        object.insert("kind".into(), Value::String(self.body.name().into()));
-        match &self.body {
-            Body::Value(v) => match std::str::from_utf8(v) {
+        object.insert(
+            "kind".into(),
+            Json::String(kind_name(&self.item.value).into()),
+        );
+        match &self.item.value {
+            Value::Plain(v) => match std::str::from_utf8(v) {
                 Ok(text) => {
-                    object.insert("value".into(), Value::String(text.to_owned()));
+                    object.insert("value".into(), Json::String(text.to_owned()));
                 }
                 Err(_) => {
-                    object.insert("value_base64".into(), Value::String(B64.encode(v)));
+                    object.insert("value_base64".into(), Json::String(B64.encode(v)));
                 }
             },
-            Body::Set(members) => {
+            Value::Set(members) => {
                 object.insert(
                     "members".into(),
                     members.iter().map(|m| bytes_json(m)).collect(),
                 );
             }
-            Body::Map(entries) => {
+            Value::Map(entries) => {
                 object.insert(
                     "entries".into(),
                     entries
@@ -127,7 +112,7 @@ impl Record {
                         .collect(),
                 );
             }
-            Body::List(items) => {
+            Value::List(items) => {
                 object.insert(
                     "items".into(),
                     items.iter().map(|i| bytes_json(i)).collect(),
@@ -137,15 +122,15 @@ impl Record {
         if let Some(ttl) = self.lease_ttl {
             object.insert("lease_ttl".into(), json!(ttl));
         }
-        Value::Object(object)
+        Json::Object(object)
     }
 
     /// Parses one line's object.
-    fn from_json(value: &Value) -> Result<Self, String> {
+    fn from_json(value: &Json) -> Result<Self, String> {
         let object = value.as_object().ok_or("expected a JSON object")?;
         let key = match (object.get("key"), object.get("key_base64")) {
-            (Some(Value::String(key)), None) => key.as_bytes().to_vec(),
-            (None, Some(Value::String(b))) => B64
+            (Some(Json::String(key)), None) => key.as_bytes().to_vec(),
+            (None, Some(Json::String(b))) => B64
                 .decode(b)
                 .map_err(|e| format!("key_base64: invalid base64: {e}"))?,
             _ => return Err("expected exactly one of `key` and `key_base64`, a string".into()),
@@ -154,17 +139,17 @@ impl Record {
         let list = |name: &str| -> Result<Vec<Vec<u8>>, String> {
             object
                 .get(name)
-                .and_then(Value::as_array)
+                .and_then(Json::as_array)
                 .ok_or_else(|| format!("a {} needs `{name}`, an array", object["kind"]))?
                 .iter()
                 .enumerate()
                 .map(|(i, v)| bytes_of(v, &format!("{name}[{i}]")))
                 .collect()
         };
-        let body = match object.get("kind").and_then(Value::as_str) {
+        let contents = match object.get("kind").and_then(Json::as_str) {
             Some("value") | None => match (object.get("value"), object.get("value_base64")) {
-                (Some(Value::String(v)), None) => Body::Value(v.as_bytes().to_vec()),
-                (None, Some(Value::String(b))) => Body::Value(
+                (Some(Json::String(v)), None) => Value::Plain(v.as_bytes().to_vec()),
+                (None, Some(Json::String(b))) => Value::Plain(
                     B64.decode(b)
                         .map_err(|e| format!("value_base64: invalid base64: {e}"))?,
                 ),
@@ -180,13 +165,13 @@ impl Record {
                 if unique.len() != members.len() {
                     return Err("a set lists a member twice".into());
                 }
-                Body::Set(members)
+                Value::Set(members)
             }
-            Some("list") => Body::List(list("items")?),
+            Some("list") => Value::List(list("items")?),
             Some("map") => {
                 let entries = object
                     .get("entries")
-                    .and_then(Value::as_array)
+                    .and_then(Json::as_array)
                     .ok_or("a map needs `entries`, an array of [field, value] pairs")?;
                 let mut out = Vec::with_capacity(entries.len());
                 let mut seen = BTreeSet::new();
@@ -200,27 +185,24 @@ impl Record {
                     }
                     out.push((field, bytes_of(value, &format!("entries[{i}] value"))?));
                 }
-                Body::Map(out)
+                Value::Map(out)
             }
             Some(other) => {
                 return Err(format!("unknown kind {other:?}: value, set, map or list"));
             }
         };
-        if body.kind().is_some() && matches!(&body, Body::Set(m) | Body::List(m) if m.is_empty())
-            || matches!(&body, Body::Map(e) if e.is_empty())
-        {
+        if contents.kind().is_some() && contents.size() == 0 {
             return Err("an empty collection does not exist in a store: leave it out".into());
         }
         let lease_ttl = match object.get("lease_ttl") {
-            None | Some(Value::Null) => None,
+            None | Some(Json::Null) => None,
             Some(ttl) => match ttl.as_u64() {
                 Some(n) if n > 0 => Some(n),
                 _ => return Err("lease_ttl: expected a number of seconds above 0".into()),
             },
         };
         Ok(Record {
-            key,
-            body,
+            item: Item::new(key, contents),
             lease_ttl,
         })
     }
@@ -259,17 +241,15 @@ pub(crate) async fn read(store: &dyn Store, prefix: &str, leases: bool) -> CliRe
             };
             bar.inc(1);
             records.push(Record {
-                key: entry.key,
-                body: Body::Value(entry.value),
+                item: Item::plain(entry.key, entry.value),
                 lease_ttl,
             });
         }
         for c in page.collections {
             bar.inc(1);
-            if let Some(body) = collection(store, &c.key, c.kind).await? {
+            if let Some(value) = Value::read(store, &c.key, c.kind).await? {
                 records.push(Record {
-                    key: c.key,
-                    body,
+                    item: Item::new(c.key, value),
                     lease_ttl: None,
                 });
             }
@@ -280,48 +260,8 @@ pub(crate) async fn read(store: &dyn Store, prefix: &str, leases: bool) -> CliRe
         }
     }
     bar.finish_and_clear();
-    records.sort_by(|a, b| a.key.cmp(&b.key));
+    records.sort_by(|a, b| a.item.key.cmp(&b.item.key));
     Ok(records)
-}
-
-/// A collection's contents (`None` when it emptied since it was listed).
-async fn collection(
-    store: &dyn Store,
-    key: &[u8],
-    kind: CollectionKind,
-) -> CliResult<Option<Body>> {
-    let key = key.to_vec();
-    let op = match kind {
-        CollectionKind::Set => CollectionOp::SetMembers { key },
-        CollectionKind::Map => CollectionOp::MapGetAll { key },
-        CollectionKind::List => CollectionOp::ListRange {
-            key,
-            start: 0,
-            stop: -1,
-        },
-    };
-    let body = match store.collection(op).await? {
-        CollectionResult::Members(mut members) => {
-            members.sort();
-            Body::Set(members)
-        }
-        CollectionResult::Fields(mut fields) => {
-            fields.sort();
-            Body::Map(fields)
-        }
-        CollectionResult::Items(items) => Body::List(items),
-        other => {
-            return Err(CliError::from(keyplane_core::Error::internal(format!(
-                "reading a collection returned {other:?}"
-            ))));
-        }
-    };
-    let empty = match &body {
-        Body::Set(m) | Body::List(m) => m.is_empty(),
-        Body::Map(f) => f.is_empty(),
-        Body::Value(_) => false,
-    };
-    Ok((!empty).then_some(body))
 }
 
 /// Parses a dump, every line; blank lines are skipped.
@@ -337,14 +277,14 @@ pub(crate) fn parse(reader: impl BufRead, source: &str) -> CliResult<Vec<Record>
         if line.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(&line)
+        let value: Json = serde_json::from_str(&line)
             .map_err(|e| CliError::invalid(format!("{source}: line {n}: not JSON: {e}")))?;
         let record = Record::from_json(&value)
             .map_err(|e| CliError::invalid(format!("{source}: line {n}: {e}")))?;
-        if !seen.insert(record.key.clone()) {
+        if !seen.insert(record.item.key.clone()) {
             return Err(CliError::invalid(format!(
                 "{source}: line {n}: key {} appears twice in the dump",
-                keyplane_core::escape_bytes(&record.key)
+                keyplane_core::escape_bytes(&record.item.key)
             )));
         }
         records.push(record);
@@ -394,8 +334,8 @@ pub(crate) async fn write(
         // A collection is replaced whole: what the store holds at its key goes first.
         let deletes: Vec<TxnOp> = records
             .iter()
-            .filter(|r| r.body.kind().is_some())
-            .map(|r| TxnOp::delete(&r.key))
+            .filter(|r| r.item.value.kind().is_some())
+            .map(|r| TxnOp::delete(&r.item.key))
             .collect();
         for chunk in deletes.chunks(limit) {
             store.txn(Txn::new().and_then(chunk.to_vec())).await?;
@@ -412,7 +352,7 @@ pub(crate) async fn write(
     let mut batch = Batch::default();
     for record in records {
         let ops = ops(record, &leases);
-        let guard = (!overwrite).then(|| absent(record));
+        let guard = (!overwrite).then(|| record.item.absent());
         // Ops of one record may span batches (a large collection); its guard goes with
         // its first op.
         let mut guard = guard;
@@ -466,53 +406,14 @@ impl Batch {
     }
 }
 
-/// The compare that the record's key does not exist, as a plain value or a collection.
-fn absent(record: &Record) -> Compare {
-    match record.body.kind() {
-        None => Compare::absent(&record.key),
-        Some(kind) => Compare::size(&record.key, kind, CompareOp::Equal, 0),
-    }
-}
-
-/// The writes of one record.
+/// The writes of one record: its item's, a plain value attached to the lease of its TTL.
 fn ops(record: &Record, leases: &BTreeMap<u64, LeaseId>) -> Vec<TxnOp> {
-    let key = record.key.clone();
-    match &record.body {
-        Body::Value(value) => {
-            let lease = record.lease_ttl.and_then(|ttl| leases.get(&ttl)).copied();
-            vec![match lease {
-                Some(lease) => TxnOp::put_with_lease(&key, value, lease),
-                None => TxnOp::put(&key, value),
-            }]
+    let lease = record.lease_ttl.and_then(|ttl| leases.get(&ttl)).copied();
+    match (&record.item.value, lease) {
+        (Value::Plain(value), Some(lease)) => {
+            vec![TxnOp::put_with_lease(&record.item.key, value, lease)]
         }
-        Body::Set(members) => members
-            .iter()
-            .map(|m| {
-                TxnOp::Collection(CollectionOp::SetAdd {
-                    key: key.clone(),
-                    member: m.clone(),
-                })
-            })
-            .collect(),
-        Body::Map(entries) => entries
-            .iter()
-            .map(|(f, v)| {
-                TxnOp::Collection(CollectionOp::MapPut {
-                    key: key.clone(),
-                    field: f.clone(),
-                    value: v.clone(),
-                })
-            })
-            .collect(),
-        Body::List(items) => items
-            .iter()
-            .map(|i| {
-                TxnOp::Collection(CollectionOp::ListPush {
-                    key: key.clone(),
-                    value: i.clone(),
-                })
-            })
-            .collect(),
+        _ => record.item.write_ops(),
     }
 }
 
@@ -525,16 +426,8 @@ async fn existing(store: &dyn Store, records: &[Record], limit: usize) -> CliRes
         let compares: Vec<Compare> = chunk
             .iter()
             .flat_map(|r| {
-                [
-                    CollectionKind::Set,
-                    CollectionKind::Map,
-                    CollectionKind::List,
-                ]
-                .into_iter()
-                .filter(|k| r.body.kind() == Some(*k))
-                .map(|k| Compare::size(&r.key, k, CompareOp::Equal, 0))
-                .chain(std::iter::once(Compare::absent(&r.key)))
-                .collect::<Vec<_>>()
+                let collection = r.item.value.kind().map(|_| r.item.absent());
+                collection.into_iter().chain([Compare::absent(&r.item.key)])
             })
             .collect();
         let clear = if compares.len() <= limit {
@@ -545,7 +438,7 @@ async fn existing(store: &dyn Store, records: &[Record], limit: usize) -> CliRes
         if !clear {
             for record in chunk {
                 if exists(store, record).await? {
-                    found.push(record.key.clone());
+                    found.push(record.item.key.clone());
                 }
             }
         }
@@ -556,7 +449,7 @@ async fn existing(store: &dyn Store, records: &[Record], limit: usize) -> CliRes
 }
 
 async fn exists(store: &dyn Store, record: &Record) -> CliResult<bool> {
-    let opts = RangeOptions::new(KeyRange::Key(record.key.clone()))
+    let opts = RangeOptions::new(KeyRange::Key(record.item.key.clone()))
         .with_collections()
         .keys_only();
     let page = store.range(opts).await?;
@@ -642,28 +535,29 @@ mod tests {
     #[test]
     fn records_round_trip_through_json_lines() {
         round_trip(Record {
-            key: b"jxt/tenants/1/meta".to_vec(),
-            body: Body::Value(br#"{"id":1}"#.to_vec()),
+            item: Item::new(
+                b"jxt/tenants/1/meta".to_vec(),
+                Value::Plain(br#"{"id":1}"#.to_vec()),
+            ),
             lease_ttl: Some(30),
         });
         round_trip(Record {
-            key: vec![0xff, b'k'],
-            body: Body::Value(vec![0, 159, 146, 150]),
+            item: Item::new(vec![0xff, b'k'], Value::Plain(vec![0, 159, 146, 150])),
             lease_ttl: None,
         });
         round_trip(Record {
-            key: b"s".to_vec(),
-            body: Body::Set(vec![b"a".to_vec(), vec![0xc3]]),
+            item: Item::new(b"s".to_vec(), Value::Set(vec![b"a".to_vec(), vec![0xc3]])),
             lease_ttl: None,
         });
         round_trip(Record {
-            key: b"m".to_vec(),
-            body: Body::Map(vec![(b"f".to_vec(), vec![0xfe])]),
+            item: Item::new(b"m".to_vec(), Value::Map(vec![(b"f".to_vec(), vec![0xfe])])),
             lease_ttl: None,
         });
         round_trip(Record {
-            key: b"l".to_vec(),
-            body: Body::List(vec![b"x".to_vec(), b"x".to_vec()]),
+            item: Item::new(
+                b"l".to_vec(),
+                Value::List(vec![b"x".to_vec(), b"x".to_vec()]),
+            ),
             lease_ttl: None,
         });
     }

@@ -15,8 +15,9 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> C
     super::check_revision(revision)?;
     let key = Address::parse(words)?.key()?;
     let store = ctx.store().await?;
-    let kind = keyplane_schemas::parse_any(&key)
-        .ok()
+    let parsed = keyplane_schemas::parse_any(&key).ok();
+    let kind = parsed
+        .as_ref()
         .and_then(|p| crate::values::collection_kind(p.template));
     if let Some(kind) = kind {
         if revision.is_some() {
@@ -40,16 +41,15 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> C
         }
         None => CliError::not_found(format!("key {key:?} not found")),
     })?;
-    let encrypted = keyplane_schemas::parse_any(&key)
-        .ok()
-        .filter(|p| crate::secrets::is_encrypted(p.template));
-    let shown = match encrypted {
-        Some(_) => Some(crate::secrets::show(
+    let encrypted = parsed.is_some_and(|p| crate::secrets::is_encrypted(p.template));
+    let shown = if encrypted {
+        Some(crate::secrets::show(
             &key,
             &entry.value,
             ctx.keyring()?.as_ref(),
-        )?),
-        None => None,
+        )?)
+    } else {
+        None
     };
     match ctx.format {
         Format::Json => {
@@ -101,19 +101,12 @@ async fn collection(
     key: &str,
     kind: CollectionKind,
 ) -> CliResult<()> {
-    let raw = key.as_bytes().to_vec();
-    let (name, op) = match kind {
-        CollectionKind::Set => ("SET", CollectionOp::SetMembers { key: raw }),
-        CollectionKind::Map => ("HASH", CollectionOp::MapGetAll { key: raw }),
-        CollectionKind::List => (
-            "LIST",
-            CollectionOp::ListRange {
-                key: raw,
-                start: 0,
-                stop: -1,
-            },
-        ),
+    let name = match kind {
+        CollectionKind::Set => "SET",
+        CollectionKind::Map => "HASH",
+        CollectionKind::List => "LIST",
     };
+    let op = CollectionOp::read_all(key.as_bytes(), kind);
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let value = match store.collection(op).await? {
         CollectionResult::Members(mut members) if !members.is_empty() => {

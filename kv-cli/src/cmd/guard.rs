@@ -121,11 +121,11 @@ pub(crate) async fn put(
     })
 }
 
-/// Deletes `key` if `guard` holds; returns whether it existed and the revision.
+/// Deletes `key` if `guard` holds; returns whether it existed.
 ///
 /// # Errors
 /// Exit code 4 when the guard does not hold (nothing deleted); store errors.
-pub(crate) async fn delete(store: &dyn Store, key: &str, guard: Guard) -> CliResult<(bool, i64)> {
+pub(crate) async fn delete(store: &dyn Store, key: &str, guard: Guard) -> CliResult<bool> {
     let txn = Txn::new()
         .when(guard.compares(key.as_bytes()))
         .and_then([TxnOp::delete(key.as_bytes())])
@@ -135,7 +135,7 @@ pub(crate) async fn delete(store: &dyn Store, key: &str, guard: Guard) -> CliRes
         return Err(guard.failed(key, current(&response.results)));
     }
     match response.results.first() {
-        Some(OpResult::Delete { deleted }) => Ok((*deleted > 0, response.revision)),
+        Some(OpResult::Delete { deleted }) => Ok(*deleted > 0),
         other => Err(CliError::from(keyplane_core::Error::internal(format!(
             "a delete returned {other:?}"
         )))),

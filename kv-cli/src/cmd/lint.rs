@@ -158,7 +158,7 @@ fn field<'p>(parsed: &'p ParsedKey, name: &str) -> &'p str {
 /// The key parsed by the catalog, or the finding that it matches no template.
 fn parse(key: &str, findings: &mut Vec<Finding>) -> Option<ParsedKey> {
     match keyplane_schemas::parse_any(key) {
-        Ok(parsed) if keyplane_schemas::find(parsed.schema).is_some_and(|s| s.read_only) => {
+        Ok(parsed) if parsed.is_read_only() => {
             // The migration of an old layout has the schema's name.
             findings.push(Finding::new(
                 key,

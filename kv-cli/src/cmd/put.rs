@@ -52,11 +52,11 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliRes
                 "key {key:?} belongs to no schema (see `kvctl parse`); use --raw to write it anyway"
             ))
         })?;
-        if let Some(schema) = keyplane_schemas::find(parsed.schema).filter(|s| s.read_only) {
+        if parsed.is_read_only() {
             return Err(CliError::invalid(format!(
                 "key {key:?} belongs to {}, an old layout that is read-only (template {}): \
                  `kvctl migrate plan {}` moves it to the new layout; use --raw to write it anyway",
-                schema.name, parsed.template, schema.name
+                parsed.schema, parsed.template, parsed.schema
             )));
         }
         crate::values::check(parsed.template, &key, &value).map_err(|e| {

@@ -39,7 +39,6 @@ pub(crate) async fn run(
         return Ok(());
     }
     let key = address.key()?;
-    let store = ctx.store().await?;
     if guard != super::guard::Guard::None
         && let Ok(parsed) = keyplane_schemas::parse_any(&key)
         && let Some(kind) = crate::values::collection_kind(parsed.template)
@@ -48,11 +47,10 @@ pub(crate) async fn run(
             "{key:?} holds a {kind:?}, which has no mod revision to compare: --if-mod-revision guards plain values"
         )));
     }
+    let store = ctx.store().await?;
     // A transaction's delete counts what it removed: the plain key, or the set, map or list
     // at the key (which `Store::delete`, returning the previous plain entry, does not say).
-    let (existed, _) = super::guard::delete(&*store, &key, guard).await?;
-    let deleted = u64::from(existed);
-    if deleted == 0 {
+    if !super::guard::delete(&*store, &key, guard).await? {
         return Err(CliError::not_found(format!("key {key:?} not found")));
     }
     match ctx.format {

@@ -45,6 +45,18 @@ pub fn json(url: &str, args: &[&str]) -> Value {
     serde_json::from_str(&ok(url, &all)).expect("kvctl prints JSON")
 }
 
+/// The keys `ls ARGS -o json` lists, in its order.
+pub fn listed_keys(url: &str, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["ls"];
+    all.extend_from_slice(args);
+    json(url, &all)
+        .as_array()
+        .expect("ls prints an array")
+        .iter()
+        .map(|e| e["key"].as_str().expect("a key").to_owned())
+        .collect()
+}
+
 /// Every key of the store with its revisions and value (`ls -l -o json`).
 pub fn snapshot(url: &str) -> Value {
     json(url, &["ls", "-l"])
@@ -150,14 +162,10 @@ pub fn typed_round_trip(url: &str) {
     let text = ok(url, &["get", "jxt/tenants/10/meta"]);
     assert!(text.contains("\n  \"code\": \"t10\""), "{text}");
     // The directory of tenant 1 never holds tenant 10.
-    let listed = json(url, &["ls", "tenant.meta", "id=1"]);
-    let keys: Vec<&str> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["key"].as_str().unwrap())
-        .collect();
-    assert_eq!(keys, ["jxt/tenants/1/meta"]);
+    assert_eq!(
+        listed_keys(url, &["tenant.meta", "id=1"]),
+        ["jxt/tenants/1/meta"]
+    );
     let listed = json(url, &["ls", "tenant.meta", "id=10"]);
     assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
     ok(url, &["rm", "tenant.meta", "id=10"]);

@@ -206,6 +206,44 @@ impl Layout {
         }
     }
 
+    /// The `template()` fn of the `Key` or `Prefix` impl of `name`: the runtime template,
+    /// built once, with the separator the derive inferred (`read_only`: an old layout's,
+    /// which may have empty segments and has no hash tag).
+    pub(crate) fn template_fn(&self, name: &Ident, read_only: bool) -> TokenStream {
+        let ks = ks();
+        let sep_path = self.sep_path();
+        let text = &self.template.text;
+        let (tr, kind) = if self.prefix {
+            (quote!(#ks::Prefix), quote!(#ks::TemplateKind::Prefix))
+        } else {
+            (quote!(#ks::Key), quote!(#ks::TemplateKind::Key))
+        };
+        let constructor = if read_only {
+            quote!(#ks::Template::read_only(
+                <#name as #tr>::TEMPLATE,
+                #kind,
+                ::core::option::Option::Some(#sep_path),
+            ))
+        } else {
+            quote!(#ks::Template::with_separator(
+                <#name as #tr>::TEMPLATE,
+                #kind,
+                #sep_path,
+                <#name as #tr>::HASH_TAG,
+            ))
+        };
+        quote! {
+            fn template() -> &'static #ks::Template {
+                static TEMPLATE: ::std::sync::LazyLock<#ks::Template> =
+                    ::std::sync::LazyLock::new(|| {
+                        #constructor
+                        .expect(::core::concat!("template `", #text, "` was checked at compile time"))
+                    });
+                &TEMPLATE
+            }
+        }
+    }
+
     /// The body of `write(&self, out: &mut String)`: literals pushed as whole strings, each
     /// field encoded in place.
     pub(crate) fn write_body(&self) -> TokenStream {

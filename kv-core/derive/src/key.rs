@@ -45,7 +45,6 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     };
     let name = &input.ident;
     let lit = &layout.lit;
-    let sep_path = layout.sep_path();
     let hash_tag = match &attrs.hash_tag {
         Some(tag) => quote!(::core::option::Option::Some(#tag)),
         None => quote!(::core::option::Option::None),
@@ -61,7 +60,6 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         let (ty, name) = (&f.ty, &f.name);
         quote!(#ks::FieldInfo::of::<#ty>(#name))
     });
-    let text = &layout.template.text;
     let agrees = match &attrs.agrees {
         Some(check) => quote! {
             fn check_value(
@@ -78,20 +76,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     } else {
         crate::strategy::fields_strategy("KeyStrategy", name, &layout.fields)
     };
-    let constructor = if attrs.read_only {
-        quote!(#ks::Template::read_only(
-            <#name as #ks::Key>::TEMPLATE,
-            #ks::TemplateKind::Key,
-            ::core::option::Option::Some(#sep_path),
-        ))
-    } else {
-        quote!(#ks::Template::with_separator(
-            <#name as #ks::Key>::TEMPLATE,
-            #ks::TemplateKind::Key,
-            #sep_path,
-            <#name as #ks::Key>::HASH_TAG,
-        ))
-    };
+    let template_fn = layout.template_fn(name, attrs.read_only);
     Ok(quote! {
         #[automatically_derived]
         impl #ks::Key for #name {
@@ -101,14 +86,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             const KIND: ::core::option::Option<#krate::CollectionKind> = #kind;
             type Value = #value;
 
-            fn template() -> &'static #ks::Template {
-                static TEMPLATE: ::std::sync::LazyLock<#ks::Template> =
-                    ::std::sync::LazyLock::new(|| {
-                        #constructor
-                        .expect(::core::concat!("template `", #text, "` was checked at compile time"))
-                    });
-                &TEMPLATE
-            }
+            #template_fn
 
             fn write(&self, out: &mut ::std::string::String) {
                 #write

@@ -18,7 +18,6 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let ks = ks();
     let name = &input.ident;
     let lit = &layout.lit;
-    let sep_path = layout.sep_path();
     let hash_tag = match &attrs.hash_tag {
         Some(tag) => quote!(::core::option::Option::Some(#tag)),
         None => quote!(::core::option::Option::None),
@@ -80,34 +79,14 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             };
         },
     };
-    let constructor = if attrs.read_only {
-        quote!(#ks::Template::read_only(
-            <#name as #ks::Prefix>::TEMPLATE,
-            #ks::TemplateKind::Prefix,
-            ::core::option::Option::Some(#sep_path),
-        ))
-    } else {
-        quote!(#ks::Template::with_separator(
-            <#name as #ks::Prefix>::TEMPLATE,
-            #ks::TemplateKind::Prefix,
-            #sep_path,
-            <#name as #ks::Prefix>::HASH_TAG,
-        ))
-    };
+    let template_fn = layout.template_fn(name, attrs.read_only);
     Ok(quote! {
         #[automatically_derived]
         impl #ks::Prefix for #name {
             const TEMPLATE: &'static str = #lit;
             const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;
 
-            fn template() -> &'static #ks::Template {
-                static TEMPLATE: ::std::sync::LazyLock<#ks::Template> =
-                    ::std::sync::LazyLock::new(|| {
-                        #constructor
-                        .expect(::core::concat!("template `", #text, "` was checked at compile time"))
-                    });
-                &TEMPLATE
-            }
+            #template_fn
 
             fn write(&self, out: &mut ::std::string::String) {
                 #write

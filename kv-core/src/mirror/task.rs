@@ -136,7 +136,7 @@ impl<K: Clone, V: Clone> Lister<K, V> {
         for ids in listed.chunks(chunk) {
             let reads = ids
                 .iter()
-                .map(|(key, kind)| TxnOp::Collection(read_op(key, *kind)));
+                .map(|(key, kind)| TxnOp::Collection(CollectionOp::read_all(key.clone(), *kind)));
             let response = self.store.txn(Txn::new().and_then(reads)).await?;
             if response.results.len() != ids.len() {
                 return Err(Error::internal("a read of collections lost results"));
@@ -225,21 +225,7 @@ impl<K: Clone, V: Clone> Lister<K, V> {
     }
 }
 
-/// The read of a whole collection of `kind`.
-fn read_op(key: &[u8], kind: CollectionKind) -> CollectionOp {
-    let key = key.to_vec();
-    match kind {
-        CollectionKind::Set => CollectionOp::SetMembers { key },
-        CollectionKind::Map => CollectionOp::MapGetAll { key },
-        CollectionKind::List => CollectionOp::ListRange {
-            key,
-            start: 0,
-            stop: -1,
-        },
-    }
-}
-
-/// The contents a [`read_op`] returned.
+/// The contents a [`CollectionOp::read_all`] returned.
 fn contents(kind: CollectionKind, result: OpResult) -> Result<CollectionValue> {
     Ok(match (kind, result) {
         (CollectionKind::Set, OpResult::Collection(CollectionResult::Members(members))) => {
