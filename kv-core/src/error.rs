@@ -102,6 +102,35 @@ impl ErrorKind {
         }
     }
 
+    /// A stable `snake_case` identifier of the kind, for metric labels and log fields
+    /// (`"not_found"`, `"condition_failed"`, `"read_only"`, `"unavailable"`...).
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::AlreadyExists => "already_exists",
+            ErrorKind::ConditionFailed => "condition_failed",
+            ErrorKind::InvalidKey => "invalid_key",
+            ErrorKind::InvalidValue => "invalid_value",
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::TxnTooLarge => "txn_too_large",
+            ErrorKind::TxnConflict => "txn_conflict",
+            ErrorKind::Compacted { .. } => "compacted",
+            ErrorKind::LeaseNotFound => "lease_not_found",
+            ErrorKind::LockLost => "lock_lost",
+            ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::ReadOnly => "read_only",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Codec => "codec",
+            ErrorKind::WrongType => "wrong_type",
+            ErrorKind::Corrupted => "corrupted",
+            ErrorKind::Config => "config",
+            ErrorKind::Backend => "backend",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
     /// Whether an operation failing with this kind is, by default, worth retrying.
     pub fn is_retryable_by_default(self) -> bool {
         matches!(self, ErrorKind::Unavailable | ErrorKind::Timeout)
@@ -135,6 +164,7 @@ pub struct Error {
     kind: ErrorKind,
     message: String,
     retryable: bool,
+    unapplied: bool,
     context: Vec<(&'static str, String)>,
     source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
@@ -149,6 +179,7 @@ impl Error {
             kind,
             message: message.into(),
             retryable: kind.is_retryable_by_default(),
+            unapplied: false,
             context: Vec::new(),
             source: None,
         }
@@ -203,6 +234,22 @@ impl Error {
     pub fn set_retryable(mut self, retryable: bool) -> Self {
         self.retryable = retryable;
         self
+    }
+
+    /// Marks whether the request certainly never reached the backend (refused before it was
+    /// sent, or no connection could be made), so that it changed nothing. Such a failure of
+    /// a write may be retried without risking applying the write twice; any other failure
+    /// of a write (a timeout, a connection lost while waiting for the answer) leaves its
+    /// outcome unknown.
+    pub fn set_unapplied(mut self, unapplied: bool) -> Self {
+        self.unapplied = unapplied;
+        self
+    }
+
+    /// Whether the request certainly never reached the backend (see
+    /// [`set_unapplied`](Self::set_unapplied)): nothing was written.
+    pub fn is_unapplied(&self) -> bool {
+        self.unapplied
     }
 
     /// The kind of failure.
@@ -271,6 +318,9 @@ impl fmt::Debug for Error {
         d.field("kind", &self.kind)
             .field("message", &self.message)
             .field("retryable", &self.retryable);
+        if self.unapplied {
+            d.field("unapplied", &true);
+        }
         if !self.context.is_empty() {
             d.field("context", &self.context);
         }

@@ -56,6 +56,7 @@ use std::time::Duration;
 /// Which [`Store`] method a call is.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum Call {
     /// [`Store::revision`].
     Revision,
@@ -88,8 +89,52 @@ pub enum Call {
 }
 
 impl Call {
+    /// Every call, in declaration order.
+    pub const ALL: [Call; 14] = [
+        Call::Revision,
+        Call::Range,
+        Call::Txn,
+        Call::LeaseGrant,
+        Call::LeaseKeepAlive,
+        Call::LeaseRevoke,
+        Call::LeaseTimeToLive,
+        Call::Watch,
+        Call::Compact,
+        Call::Get,
+        Call::Put,
+        Call::Delete,
+        Call::DeletePrefix,
+        Call::Collection,
+    ];
+
+    /// The method's name (`"get"`, `"lease_grant"`...), as spans and metrics label it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::Revision => "revision",
+            Call::Range => "range",
+            Call::Txn => "txn",
+            Call::LeaseGrant => "lease_grant",
+            Call::LeaseKeepAlive => "lease_keep_alive",
+            Call::LeaseRevoke => "lease_revoke",
+            Call::LeaseTimeToLive => "lease_time_to_live",
+            Call::Watch => "watch",
+            Call::Compact => "compact",
+            Call::Get => "get",
+            Call::Put => "put",
+            Call::Delete => "delete",
+            Call::DeletePrefix => "delete_prefix",
+            Call::Collection => "collection",
+        }
+    }
+
+    /// The call's position in [`Call::ALL`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
     /// Whether the call may change the store's data (a transaction, a single-key write, a
-    /// collection operation, a compaction, a lease revoke).
+    /// collection operation, a compaction, a lease revoke). A transaction or collection
+    /// operation counts as a write whatever its ops are.
     pub fn is_write(self) -> bool {
         matches!(
             self,

@@ -13,6 +13,7 @@ mod error;
 pub mod intercept;
 mod keeper;
 pub mod keyspace;
+pub mod layer;
 mod lease;
 mod lock;
 pub mod migrate;
@@ -37,6 +38,7 @@ pub use entry::{
 pub use error::{Error, ErrorKind, Result};
 pub use keeper::LeaseKeeper;
 pub use keyspace::{Key, Keyspace, Prefix, Segment, Separator};
+pub use layer::StoreExt;
 pub use lease::{LeaseGrant, LeaseInfo};
 pub use lock::{Lock, LockGuard};
 pub use mirror::{

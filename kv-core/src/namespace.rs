@@ -57,22 +57,13 @@ impl Namespaced {
     /// `InvalidKey` for an empty prefix, one that is not a valid key, or one that leaves no
     /// room for keys.
     pub fn new(inner: Arc<dyn Store>, prefix: impl Into<Vec<u8>>) -> Result<Self> {
-        let prefix = prefix.into();
-        if prefix.is_empty() {
-            return Err(Error::invalid_key("a namespace prefix is never empty"));
+        let namespaced = NamespaceLayer::new(prefix)?.wrap(inner);
+        if namespaced.caps.max_key_bytes == 0 {
+            return Err(Error::invalid_key(
+                "the namespace prefix leaves no room for keys",
+            ));
         }
-        validate_key(&prefix)?;
-        let mut caps = inner.capabilities().clone();
-        caps.max_key_bytes = caps
-            .max_key_bytes
-            .checked_sub(prefix.len())
-            .filter(|left| *left > 0)
-            .ok_or_else(|| Error::invalid_key("the namespace prefix leaves no room for keys"))?;
-        Ok(Namespaced {
-            inner,
-            prefix,
-            caps,
-        })
+        Ok(namespaced)
     }
 
     /// The prefix.
@@ -190,6 +181,72 @@ impl Namespaced {
                 Event::Collection(event)
             }
         })
+    }
+}
+
+/// Confines a store under a key prefix: the [layer](crate::layer) form of [`Namespaced`].
+///
+/// Every key, range, compare, watch and lease-attached key the caller names gets the
+/// prefix, every key the store returns loses it, and nothing outside the prefix can be
+/// read, written or watched through it, on every backend. (`EtcdStore` also has a native
+/// `namespace` option, which prefixes keys inside the backend itself and covers its internal
+/// keys too; both confine a caller the same way.)
+///
+/// ```
+/// use keyplane_core::layer::{NamespaceLayer, StoreExt};
+/// use keyplane_core::{PutOptions, Store};
+/// use std::sync::Arc;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let shared = Arc::new(keyplane_mem::MemStore::new());
+/// let tenant = shared.clone().layer(NamespaceLayer::new("t/1/")?);
+/// tenant.put(b"meta", b"{}", PutOptions::default()).await?;
+/// assert!(shared.get(b"t/1/meta").await?.is_some());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceLayer {
+    prefix: Vec<u8>,
+}
+
+impl NamespaceLayer {
+    /// Confines under `prefix`.
+    ///
+    /// # Errors
+    /// `InvalidKey` for an empty prefix, or one that is not a valid key or leaves no room
+    /// for keys.
+    pub fn new(prefix: impl Into<Vec<u8>>) -> Result<Self> {
+        let prefix = prefix.into();
+        if prefix.is_empty() {
+            return Err(Error::invalid_key("a namespace prefix is never empty"));
+        }
+        validate_key(&prefix)?;
+        if prefix.len() >= crate::entry::MAX_KEY_LEN {
+            return Err(Error::invalid_key(
+                "the namespace prefix leaves no room for keys",
+            ));
+        }
+        Ok(NamespaceLayer { prefix })
+    }
+
+    /// `inner` under the prefix. When `inner` takes shorter keys than the prefix leaves
+    /// room for (it is itself namespaced), every key is refused with `InvalidKey`.
+    fn wrap(self, inner: Arc<dyn Store>) -> Namespaced {
+        let mut caps = inner.capabilities().clone();
+        caps.max_key_bytes = caps.max_key_bytes.saturating_sub(self.prefix.len());
+        Namespaced {
+            inner,
+            prefix: self.prefix,
+            caps,
+        }
+    }
+}
+
+impl<S: Store> crate::layer::Layer<S> for NamespaceLayer {
+    type Store = Namespaced;
+
+    fn layer(self, inner: S) -> Namespaced {
+        self.wrap(Arc::new(inner))
     }
 }
 

@@ -102,6 +102,19 @@ impl Backoff {
         Duration::from_nanos(random() % (nanos + 1))
     }
 
+    /// The delay before the next attempt after `failed` failed attempts of an operation
+    /// started at `started`, or `None` when the policy allows no more.
+    pub(crate) fn next_delay(&self, failed: u32, started: Instant) -> Option<Duration> {
+        if self.max_attempts.is_some_and(|max| failed >= max) {
+            return None;
+        }
+        let delay = self.delay(failed.saturating_sub(1));
+        match self.deadline {
+            Some(deadline) if started.elapsed() + delay > deadline => None,
+            _ => Some(delay),
+        }
+    }
+
     /// Starts counting attempts and time for one operation.
     pub fn start(&self) -> Attempts<'_> {
         Attempts {
@@ -126,21 +139,13 @@ impl Attempts<'_> {
     /// when the policy allows no more: then give up.
     pub async fn wait(&mut self) -> bool {
         self.failed = self.failed.saturating_add(1);
-        if self
-            .policy
-            .max_attempts
-            .is_some_and(|max| self.failed >= max)
-        {
-            return false;
+        match self.policy.next_delay(self.failed, self.started) {
+            Some(delay) => {
+                tokio::time::sleep(delay).await;
+                true
+            }
+            None => false,
         }
-        let delay = self.policy.delay(self.failed - 1);
-        if let Some(deadline) = self.policy.deadline
-            && self.started.elapsed() + delay > deadline
-        {
-            return false;
-        }
-        tokio::time::sleep(delay).await;
-        true
     }
 
     /// How many attempts failed so far.
@@ -200,7 +205,7 @@ where
 
 /// A random number for the jitter (no dependency: the standard library's random hasher keys,
 /// mixed with a counter).
-fn random() -> u64 {
+pub(crate) fn random() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();

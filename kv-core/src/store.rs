@@ -9,6 +9,9 @@ use crate::range::{RangeOptions, RangeResult};
 use crate::txn::{OpResult, Txn, TxnOp};
 use crate::watch::{WatchOptions, WatchStream};
 use async_trait::async_trait;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Options of a single [`Store::put`].
@@ -235,4 +238,124 @@ pub trait Store: Send + Sync + 'static {
 
 fn unexpected(op: &str, got: Option<OpResult>) -> Error {
     Error::internal(format!("{op}: unexpected transaction result {got:?}"))
+}
+
+/// The boxed future of every [`Store`] method (the shape `async_trait` gives them).
+type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// An `Arc` of a store is the store: `Arc<dyn Store>` and `Arc<MemStore>` can be wrapped in
+/// [layers](crate::layer) and passed wherever a `Store` is expected. Each method hands back
+/// the inner store's own future (no second allocation per call).
+impl<S: Store + ?Sized> Store for Arc<S> {
+    fn capabilities(&self) -> &Capabilities {
+        (**self).capabilities()
+    }
+    fn revision<'s, 'f>(&'s self) -> StoreFuture<'f, i64>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).revision()
+    }
+    fn range<'s, 'f>(&'s self, opts: RangeOptions) -> StoreFuture<'f, RangeResult>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).range(opts)
+    }
+    fn txn<'s, 'f>(&'s self, txn: Txn) -> StoreFuture<'f, crate::TxnResponse>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).txn(txn)
+    }
+    fn lease_grant<'s, 'f>(&'s self, ttl: Duration) -> StoreFuture<'f, LeaseGrant>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).lease_grant(ttl)
+    }
+    fn lease_keep_alive<'s, 'f>(&'s self, id: LeaseId) -> StoreFuture<'f, Duration>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).lease_keep_alive(id)
+    }
+    fn lease_revoke<'s, 'f>(&'s self, id: LeaseId) -> StoreFuture<'f, ()>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).lease_revoke(id)
+    }
+    fn lease_time_to_live<'s, 'f>(&'s self, id: LeaseId) -> StoreFuture<'f, LeaseInfo>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).lease_time_to_live(id)
+    }
+    fn watch<'s, 'f>(&'s self, opts: WatchOptions) -> StoreFuture<'f, WatchStream>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).watch(opts)
+    }
+    fn compact<'s, 'f>(&'s self, revision: i64) -> StoreFuture<'f, ()>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).compact(revision)
+    }
+    fn get<'s, 'k, 'f>(&'s self, key: &'k [u8]) -> StoreFuture<'f, Option<Entry>>
+    where
+        's: 'f,
+        'k: 'f,
+        Self: 'f,
+    {
+        (**self).get(key)
+    }
+    fn put<'s, 'k, 'v, 'f>(
+        &'s self,
+        key: &'k [u8],
+        value: &'v [u8],
+        opts: PutOptions,
+    ) -> StoreFuture<'f, PutResult>
+    where
+        's: 'f,
+        'k: 'f,
+        'v: 'f,
+        Self: 'f,
+    {
+        (**self).put(key, value, opts)
+    }
+    fn delete<'s, 'k, 'f>(&'s self, key: &'k [u8]) -> StoreFuture<'f, DeleteResult>
+    where
+        's: 'f,
+        'k: 'f,
+        Self: 'f,
+    {
+        (**self).delete(key)
+    }
+    fn delete_prefix<'s, 'k, 'f>(&'s self, prefix: &'k [u8]) -> StoreFuture<'f, DeletePrefixResult>
+    where
+        's: 'f,
+        'k: 'f,
+        Self: 'f,
+    {
+        (**self).delete_prefix(prefix)
+    }
+    fn collection<'s, 'f>(&'s self, op: CollectionOp) -> StoreFuture<'f, CollectionResult>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).collection(op)
+    }
 }

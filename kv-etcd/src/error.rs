@@ -12,6 +12,7 @@ pub(crate) fn map_error(op: &'static str, err: EtcdError) -> Error {
     let (kind, retryable, message) = classify(&err);
     Error::new(kind, message)
         .set_retryable(retryable)
+        .set_unapplied(request_not_sent(&err))
         .with_context("op", op)
         .with_source(err)
 }

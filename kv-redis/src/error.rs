@@ -21,7 +21,10 @@ pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
         }
         _ => classify(&err),
     };
+    // A refused connection carried no request; every other failure may have.
+    let unapplied = err.is_connection_refusal();
     Error::new(kind, message)
+        .set_unapplied(unapplied)
         .with_context("op", op)
         .with_source(err)
 }

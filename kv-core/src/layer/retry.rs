@@ -1,0 +1,239 @@
+//! [`RetryLayer`]: retries what may pass, and resumes watches.
+
+use super::{Args, Call, Layer, around_store};
+use crate::error::{Error, Result};
+use crate::retry::Backoff;
+use crate::store::Store;
+use crate::watch::{WatchOptions, WatchStream};
+use futures::StreamExt;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// Retries calls that failed with a [retryable](Error::is_retryable) error, under a
+/// [`Backoff`] (exponential, full jitter, a deadline and optionally a number of attempts).
+///
+/// What is retried:
+/// - reads (`get`, `range`, `revision`, lease queries, opening a watch, a transaction or
+///   collection operation made only of reads) and lease renewals, whenever the error is
+///   retryable;
+/// - writes only when the error says the request never reached the backend
+///   ([`Error::is_unapplied`]: a refused connection, an injected fault before the call).
+///   A write whose outcome is unknown (a timeout, a connection lost while waiting for the
+///   answer) is not retried, since it may have been applied: a second attempt could apply a
+///   non-idempotent write twice or overwrite a concurrent writer. A caller whose writes are
+///   safe to repeat opts in with [`retry_unknown_writes`](Self::retry_unknown_writes).
+///
+/// Never retried: a transaction whose compares failed (that is an answer, `Ok` with
+/// `succeeded == false`), and errors that are not retryable (bad input, `NotFound`,
+/// `Compacted`, `ReadOnly`...).
+///
+/// A watch from "now" is pinned to the revision after the store's current one when it
+/// opens; if its stream later fails with a retryable error, the watch is opened again from
+/// the revision after the last batch it delivered, under the same policy, so the consumer
+/// sees one stream with no gap and no repeat.
+///
+/// ```
+/// use keyplane_core::layer::{Fault, FaultLayer, RetryLayer, StoreExt};
+/// use keyplane_core::retry::Backoff;
+/// use keyplane_core::{PutOptions, Store};
+/// use std::time::Duration;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> keyplane_core::Result<()> {
+/// // The first two puts are refused before they reach the store; the third goes through.
+/// let store = keyplane_mem::MemStore::new()
+///     .layer(FaultLayer::new(7).with(Fault::unavailable().times(2)))
+///     .layer(RetryLayer::new(Backoff::default().initial(Duration::from_millis(1))));
+/// store.put(b"cfg/a", b"1", PutOptions::default()).await?;
+/// assert_eq!(store.inner().injected(), 2);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RetryLayer {
+    policy: Backoff,
+    unknown_writes: bool,
+}
+
+impl RetryLayer {
+    /// Retries under `policy`.
+    pub fn new(policy: Backoff) -> Self {
+        RetryLayer {
+            policy,
+            unknown_writes: false,
+        }
+    }
+
+    /// Also retry writes whose outcome is unknown (a retryable error that may have come after
+    /// the backend applied the write). Only for callers whose writes are idempotent.
+    pub fn retry_unknown_writes(mut self, retry: bool) -> Self {
+        self.unknown_writes = retry;
+        self
+    }
+}
+
+impl<S: Store> Layer<S> for RetryLayer {
+    type Store = RetryStore<S>;
+
+    fn layer(self, inner: S) -> RetryStore<S> {
+        RetryStore {
+            inner: Arc::new(inner),
+            policy: self.policy,
+            unknown_writes: self.unknown_writes,
+        }
+    }
+}
+
+/// The store a [`RetryLayer`] makes.
+#[derive(Debug)]
+pub struct RetryStore<S> {
+    inner: Arc<S>,
+    policy: Backoff,
+    unknown_writes: bool,
+}
+
+impl<S: Store> RetryStore<S> {
+    /// The wrapped store.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Backoff {
+        &self.policy
+    }
+
+    fn may_retry(&self, call: Call, args: &impl Args, error: &Error) -> bool {
+        error.is_retryable()
+            && (error.is_unapplied() || self.unknown_writes || args.target().idempotent(call))
+    }
+
+    async fn around<A, T, F, Fut>(&self, call: Call, args: A, f: F) -> Result<T>
+    where
+        A: Args,
+        F: Fn(A) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut attempts = self.policy.start();
+        loop {
+            match f(args.clone()).await {
+                Ok(answer) => return Ok(answer),
+                Err(error) if self.may_retry(call, &args, &error) => {
+                    tracing::debug!(
+                        op = call.name(),
+                        attempt = attempts.failed() + 1,
+                        %error,
+                        "retrying"
+                    );
+                    if !attempts.wait().await {
+                        return Err(attempts.exhausted(error));
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    async fn open_watch(&self, mut opts: WatchOptions) -> Result<WatchStream> {
+        if opts.start_revision.is_none() {
+            let now = self
+                .around(Call::Revision, (), |()| self.inner.revision())
+                .await?;
+            opts.start_revision = Some(now + 1);
+        }
+        let stream = self
+            .around(Call::Watch, opts.clone(), |o| self.inner.watch(o))
+            .await?;
+        Ok(resuming(
+            Resume {
+                inner: Arc::clone(&self.inner),
+                policy: self.policy.clone(),
+                opts,
+                failed: 0,
+                started: None,
+                done: false,
+            },
+            stream,
+        ))
+    }
+}
+
+around_store!(RetryStore);
+
+/// The state of a resuming watch between two items.
+struct Resume<S> {
+    inner: Arc<S>,
+    policy: Backoff,
+    /// The options to reopen with: the start revision follows the delivered batches.
+    opts: WatchOptions,
+    /// Failures since the last delivered batch, and when the first of them happened.
+    failed: u32,
+    started: Option<Instant>,
+    done: bool,
+}
+
+impl<S: Store> Resume<S> {
+    /// After a failure: `None` to try again (after the backoff's delay), or the error to end
+    /// the stream with.
+    async fn failed(&mut self, error: Error) -> Option<Error> {
+        if !error.is_retryable() {
+            self.done = true;
+            return Some(error);
+        }
+        self.failed += 1;
+        let started = *self.started.get_or_insert_with(Instant::now);
+        match self.policy.next_delay(self.failed, started) {
+            Some(delay) => {
+                tracing::debug!(
+                    attempt = self.failed,
+                    from = self.opts.start_revision,
+                    %error,
+                    "resuming watch"
+                );
+                tokio::time::sleep(delay).await;
+                None
+            }
+            None => {
+                self.done = true;
+                Some(error.with_context("attempts", self.failed))
+            }
+        }
+    }
+}
+
+fn resuming<S: Store>(state: Resume<S>, first: WatchStream) -> WatchStream {
+    futures::stream::unfold((state, Some(first)), |(mut st, mut current)| async move {
+        loop {
+            if st.done {
+                return None;
+            }
+            let stream = match current.as_mut() {
+                Some(stream) => stream,
+                None => match st.inner.watch(st.opts.clone()).await {
+                    Ok(stream) => current.insert(stream),
+                    Err(error) => match st.failed(error).await {
+                        Some(error) => return Some((Err(error), (st, None))),
+                        None => continue,
+                    },
+                },
+            };
+            match stream.next().await {
+                Some(Ok(batch)) => {
+                    st.failed = 0;
+                    st.started = None;
+                    if !batch.is_progress() {
+                        st.opts.start_revision = Some(batch.revision + 1);
+                    }
+                    return Some((Ok(batch), (st, current)));
+                }
+                Some(Err(error)) => {
+                    current = None;
+                    if let Some(error) = st.failed(error).await {
+                        return Some((Err(error), (st, None)));
+                    }
+                }
+                None => return None,
+            }
+        }
+    })
+    .boxed()
+}
