@@ -4,9 +4,9 @@
 
 mod tenant_common;
 
-use keyplane_core::intercept::{Call, Intercepted, Interceptor};
 use keyplane_core::keyspace::TypedStore;
-use keyplane_core::{Error, ErrorKind, PutOptions, Result, Store, async_trait};
+use keyplane_core::layer::{Call, Fault, FaultLayer, StoreExt};
+use keyplane_core::{ErrorKind, PutOptions, Store};
 use keyplane_mem::{MemConfig, MemStore};
 use keyplane_schemas::tenant::HostName;
 use keyplane_schemas::tenant::{
@@ -14,7 +14,6 @@ use keyplane_schemas::tenant::{
     tenant_by_ftp_user, tenant_by_host,
 };
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use tenant_common::{keys_under, tenant_keys, unique_tenant};
 use tokio::sync::Barrier;
 
@@ -173,30 +172,6 @@ async fn a_tenant_larger_than_one_transaction_is_deleted_indexes_first() {
     );
 }
 
-/// Fails transactions, as a lost connection would, once `budget` transactions have been
-/// sent.
-struct Interrupted {
-    budget: AtomicUsize,
-}
-
-#[async_trait]
-impl Interceptor for Interrupted {
-    async fn before(&self, call: Call) -> Result<()> {
-        if call != Call::Txn {
-            return Ok(());
-        }
-        let spent = self
-            .budget
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
-                left.checked_sub(1)
-            });
-        match spent {
-            Ok(_) => Ok(()),
-            Err(_) => Err(Error::new(ErrorKind::Unavailable, "connection lost")),
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_deletion_cut_off_between_transactions_is_resumed() {
     let inner = small_store(4);
@@ -225,14 +200,12 @@ async fn a_deletion_cut_off_between_transactions_is_resumed() {
     }
     let all = keys_under(inner.as_ref(), "jxt/").await;
     // 6 FTP users, 1 host, code and name: 9 index entries, in batches of at most 4.
-    let store = Arc::new(Intercepted::new(
-        inner.clone(),
-        Interrupted {
-            budget: AtomicUsize::new(2),
-        },
-    ));
-    let typed = TypedStore::new(store.clone());
-    let err = delete_tenant(&typed, t.id()).await.unwrap_err();
+    // Transactions fail, as on a lost connection, once `budget` have been sent.
+    let cut_off = |budget| {
+        let faults = FaultLayer::new(0).with(Fault::unavailable().on([Call::Txn]).after(budget));
+        TypedStore::new(Arc::new(inner.clone().layer(faults)))
+    };
+    let err = delete_tenant(&cut_off(2), t.id()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     // Cut off after the mark and the first batch: four FTP-user indexes are gone, the data
     // is whole.
@@ -243,17 +216,14 @@ async fn a_deletion_cut_off_between_transactions_is_resumed() {
     assert_eq!(dir.len(), 1 + 3 + 1 + 6);
 
     // Cut off once more after one batch, then run to the end.
-    store.interceptor().budget.store(1, Ordering::SeqCst);
-    delete_tenant(&typed, t.id()).await.unwrap_err();
+    delete_tenant(&cut_off(1), t.id()).await.unwrap_err();
     assert_eq!(
         keys_under(inner.as_ref(), "jxt/").await.len(),
         all.len() - 8
     );
-    store
-        .interceptor()
-        .budget
-        .store(usize::MAX, Ordering::SeqCst);
-    let done = delete_tenant(&typed, t.id()).await.unwrap();
+    let done = delete_tenant(&TypedStore::new(inner.clone()), t.id())
+        .await
+        .unwrap();
     // Only the name index was left: it and the data fit in one transaction.
     assert_eq!((done.indexes_deleted, done.transactions), (1, 1));
     assert_eq!(

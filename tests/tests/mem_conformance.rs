@@ -11,28 +11,19 @@ fn model_sequences_match_the_reference_model() {
 
 /// `LeaseKeeper` and `Lock` under paused time: renewals, loss after failed renewals, expiry.
 mod keeper_and_lock {
-    use keyplane_core::intercept::{Call, Intercepted, Interceptor};
-    use keyplane_core::{Error, ErrorKind, LeaseKeeper, Lock, Result, Store, async_trait};
+    use keyplane_core::layer::{Call, Fault, FaultLayer, FaultStore, StoreExt};
+    use keyplane_core::{ErrorKind, LeaseKeeper, Lock, Store};
     use keyplane_mem::MemStore;
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
 
-    /// Fails lease renewals with `Unavailable` while `down` is set, as when the server
-    /// cannot be reached.
-    #[derive(Default)]
-    struct Unreachable {
-        down: AtomicBool,
-    }
-
-    #[async_trait]
-    impl Interceptor for Unreachable {
-        async fn before(&self, call: Call) -> Result<()> {
-            if call == Call::LeaseKeepAlive && self.down.load(Ordering::SeqCst) {
-                return Err(Error::new(ErrorKind::Unavailable, "connection refused"));
-            }
-            Ok(())
-        }
+    /// A store whose lease renewals fail with `Unavailable` while its faults are on, as when
+    /// the server cannot be reached. They start off.
+    fn unreachable_renewals() -> Arc<FaultStore<MemStore>> {
+        let store = MemStore::new()
+            .layer(FaultLayer::new(0).with(Fault::unavailable().on([Call::LeaseKeepAlive])));
+        store.set_enabled(false);
+        Arc::new(store)
     }
 
     #[tokio::test(start_paused = true)]
@@ -58,10 +49,7 @@ mod keeper_and_lock {
 
     #[tokio::test(start_paused = true)]
     async fn keeper_reports_loss_after_a_ttl_of_failed_renewals() {
-        let flaky = Arc::new(Intercepted::new(
-            Arc::new(MemStore::new()),
-            Unreachable::default(),
-        ));
+        let flaky = unreachable_renewals();
         let store: Arc<dyn Store> = flaky.clone();
         let keeper = LeaseKeeper::grant(store.clone(), Duration::from_secs(3))
             .await
@@ -69,13 +57,13 @@ mod keeper_and_lock {
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert!(!keeper.is_lost());
         // A short outage is ridden out.
-        flaky.interceptor().down.store(true, Ordering::SeqCst);
+        flaky.set_enabled(true);
         tokio::time::sleep(Duration::from_secs(1)).await;
-        flaky.interceptor().down.store(false, Ordering::SeqCst);
+        flaky.set_enabled(false);
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert!(!keeper.is_lost(), "a short outage lost the lease");
         // An outage longer than the TTL loses it.
-        flaky.interceptor().down.store(true, Ordering::SeqCst);
+        flaky.set_enabled(true);
         let lost = keeper.lost().await;
         assert_eq!(lost.kind(), ErrorKind::LockLost, "{lost}");
         assert!(keeper.is_lost());
