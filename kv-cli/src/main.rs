@@ -52,6 +52,21 @@ pub(crate) struct Cli {
     /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(long, short, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// Trace every store operation on stderr: one line per operation with the backend, the
+    /// operation, its key (escaped; values never), revision, outcome and time.
+    #[arg(long, global = true)]
+    trace: bool,
+    /// Deadline of each store operation, in seconds (a watch: opening it). Reads, and writes
+    /// that never reached the store, are retried within it when the store is unreachable.
+    #[arg(
+        long,
+        env = "KVCTL_TIMEOUT",
+        global = true,
+        value_name = "SECONDS",
+        default_value = "30",
+        value_parser = parse_seconds
+    )]
+    timeout: std::time::Duration,
     #[command(subcommand)]
     command: Command,
 }
@@ -197,7 +212,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.verbose);
+    init_tracing(cli.verbose, cli.trace);
+    store::set_deadline(cli.timeout);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -274,16 +290,38 @@ async fn run(cli: Cli) -> CliResult<()> {
     }
 }
 
-fn init_tracing(verbose: u8) {
-    let default = match verbose {
+/// A positive, finite number of seconds.
+fn parse_seconds(arg: &str) -> Result<std::time::Duration, String> {
+    match arg.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => {
+            Ok(std::time::Duration::from_secs_f64(secs))
+        }
+        _ => Err(format!("{arg:?} is not a positive number of seconds")),
+    }
+}
+
+fn init_tracing(verbose: u8, trace: bool) {
+    let mut directives = match verbose {
         0 => "warn",
         1 => "info",
         _ => "debug",
-    };
+    }
+    .to_owned();
+    if trace {
+        // The spans of the store's tracing layer (and the retries' events).
+        directives.push_str(",keyplane_core::layer=debug");
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));
+    let span_events = if trace {
+        tracing_subscriber::fmt::format::FmtSpan::CLOSE
+    } else {
+        tracing_subscriber::fmt::format::FmtSpan::NONE
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_span_events(span_events)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
 }

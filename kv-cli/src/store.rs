@@ -2,11 +2,39 @@
 //! `redis://host:port/db` and `rediss://...`, each opened as an `Arc<dyn Store>`.
 
 use crate::error::{CliError, CliResult, code};
+use keyplane::layer::{RetryLayer, StoreExt, TimeoutLayer, TracingLayer};
 use keyplane::redis::RedisStore;
+use keyplane::retry::Backoff;
 use keyplane::{Backend, ErrorKind, OpenOptions, Store};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+
+/// The deadline of each store operation (`--timeout`).
+static DEADLINE: OnceLock<Duration> = OnceLock::new();
+
+/// Sets the deadline of each store operation, once, before any store is opened.
+pub(crate) fn set_deadline(deadline: Duration) {
+    let _ = DEADLINE.set(deadline);
+}
+
+/// `store` as every command uses it: each operation traced (shown with `--trace`), bounded
+/// by the `--timeout` deadline, and retried within it when the store is unreachable (reads,
+/// and writes that never reached it; a write whose outcome is unknown is reported, not
+/// repeated).
+fn layered(store: Arc<dyn Store>) -> Arc<dyn Store> {
+    let deadline = *DEADLINE.get_or_init(|| Duration::from_secs(30));
+    let retry = Backoff::default()
+        .initial(Duration::from_millis(20))
+        .max_delay(Duration::from_millis(500))
+        .deadline(Some(deadline));
+    Arc::new(
+        store
+            .layer(TracingLayer)
+            .layer(TimeoutLayer::new(deadline))
+            .layer(RetryLayer::new(retry)),
+    )
+}
 
 /// How long a network store may take to answer the first request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -76,7 +104,7 @@ async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore
         Backend::Redis(store) => Some(store.clone()),
         _ => None,
     };
-    let store = backend.into_store();
+    let store = layered(backend.into_store());
     // Both network clients may connect lazily: one request proves the store answers.
     within(url, store.revision())
         .await?

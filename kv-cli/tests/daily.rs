@@ -608,3 +608,44 @@ fn typos_in_typed_addresses_suggest_the_fix() {
     let err = fails("mem://", &["put", "tenant.meta", "id=1", "{}"], 2);
     assert!(err.contains("jxt/tenants/1/meta"), "names the key: {err}");
 }
+
+#[test]
+fn trace_shows_each_store_operation_and_the_timeout_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sled_url(&dir);
+    let put = run(&url, &["--trace", "put", "--raw", "cfg/a", "secret-value"]);
+    assert_eq!(put.code, 0, "{}", put.stderr);
+    for field in [
+        "keyplane{",
+        "backend=\"sled\"",
+        "op=\"put\"",
+        "key=cfg/a",
+        "revision=1",
+        "outcome=\"ok\"",
+        "time.busy=",
+    ] {
+        assert!(put.stderr.contains(field), "{field}: {}", put.stderr);
+    }
+    assert!(!put.stderr.contains("secret-value"), "{}", put.stderr);
+    assert!(!put.stderr.contains('\u{1b}'), "no colours off a terminal");
+    let get = run(&url, &["--trace", "get", "cfg/a"]);
+    assert_eq!(get.code, 0, "{}", get.stderr);
+    assert!(get.stdout.contains("secret-value"));
+    assert!(get.stderr.contains("op=\"get\""), "{}", get.stderr);
+    assert!(!get.stderr.contains("secret-value"), "{}", get.stderr);
+    // Without --trace, nothing about operations.
+    let quiet = run(&url, &["get", "cfg/a"]);
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+    // The deadline must be a positive number of seconds.
+    for bad in ["0", "-1", "soon", "inf"] {
+        let arg = format!("--timeout={bad}");
+        let run = run(&url, &[&arg, "get", "cfg/a"]);
+        assert_eq!(run.code, 2, "{bad}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("positive number of seconds"),
+            "{}",
+            run.stderr
+        );
+    }
+    ok(&url, &["--timeout", "0.5", "get", "cfg/a"]);
+}

@@ -48,6 +48,12 @@ pub struct EtcdConfig {
     pub tls: Option<EtcdTlsConfig>,
     /// A root every operation is confined to: keys, ranges, compares and watches are
     /// prefixed with it, and responses are stripped of it. Default: none (the whole keyspace).
+    ///
+    /// This is the native fast path of
+    /// [`NamespaceLayer`](keyplane_core::layer::NamespaceLayer), which confines any backend
+    /// the same way: here the prefix is added inside the backend, so the store's own
+    /// bookkeeping keys live under it too, and no second layer of key copies is made per
+    /// call.
     pub namespace: Option<String>,
     /// Most compares, and most ops per branch, in one transaction; must not exceed the
     /// server's `--max-txn-ops`. Default: 128, etcd's default.
@@ -121,7 +127,7 @@ impl EtcdConfig {
         }
     }
 
-    /// Confines the store to keys under `namespace`.
+    /// Confines the store to keys under `namespace` (see the `namespace` field).
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = Some(namespace.into());
         self

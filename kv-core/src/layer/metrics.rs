@@ -4,8 +4,10 @@ use super::{Answer, Args, Call, Layer, around_store};
 use crate::error::Result;
 use crate::store::Store;
 use crate::watch::{WatchOptions, WatchStream};
+use metrics::{Key, Label, Level, Metadata};
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The counter of finished operations.
@@ -25,8 +27,9 @@ pub const DURATION: &str = "keyplane_operation_duration_seconds";
 /// [`code`](crate::ErrorKind::code)). Keys are never labels (they would make the series
 /// unbounded). A watch counts once, when it opens.
 ///
-/// With no recorder installed, the facade's no-op recorder makes the cost a clock read and
-/// two label builds per call.
+/// Label sets are built once per backend, operation and outcome (and kept for the life of the
+/// program, a bounded set), so a call allocates nothing; with no recorder installed, the
+/// facade's no-op recorder makes the cost two clock reads per call.
 ///
 /// ```
 /// use keyplane_core::layer::{MetricsLayer, StoreExt};
@@ -52,16 +55,47 @@ impl<S: Store> Layer<S> for MetricsLayer {
     type Store = MetricsStore<S>;
 
     fn layer(self, inner: S) -> MetricsStore<S> {
+        let backend = inner.capabilities().backend;
         MetricsStore {
             inner: Arc::new(inner),
+            ok: Call::ALL.map(|call| labels(backend, call.name(), "ok")),
         }
     }
+}
+
+/// Where the metrics come from, for recorders that filter on it.
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// A backend, an operation and an outcome.
+type LabelValues = (&'static str, &'static str, &'static str);
+
+/// The label sets made so far: one per backend, operation and outcome.
+static LABELS: Mutex<BTreeMap<LabelValues, &[Label]>> = Mutex::new(BTreeMap::new());
+
+/// The labels of one backend, operation and outcome, made on first use.
+fn labels(
+    backend: &'static str,
+    operation: &'static str,
+    outcome: &'static str,
+) -> &'static [Label] {
+    let mut made = LABELS.lock().unwrap_or_else(|e| e.into_inner());
+    made.entry((backend, operation, outcome))
+        .or_insert_with(|| {
+            Box::leak(Box::new([
+                Label::from_static_parts("backend", backend),
+                Label::from_static_parts("operation", operation),
+                Label::from_static_parts("outcome", outcome),
+            ]))
+        })
 }
 
 /// The store a [`MetricsLayer`] makes.
 #[derive(Debug)]
 pub struct MetricsStore<S> {
     inner: Arc<S>,
+    /// The labels of each call's `ok` outcome, the common case.
+    ok: [&'static [Label]; Call::ALL.len()],
 }
 
 impl<S: Store> MetricsStore<S> {
@@ -84,13 +118,19 @@ impl<S: Store> MetricsStore<S> {
             Ok(answer) => answer.outcome(),
             Err(error) => error.kind().code(),
         };
-        let labels = [
-            ("backend", self.inner.capabilities().backend),
-            ("operation", call.name()),
-            ("outcome", outcome),
-        ];
-        metrics::counter!(OPERATIONS, &labels).increment(1);
-        metrics::histogram!(DURATION, &labels).record(elapsed.as_secs_f64());
+        let labels = if outcome == "ok" {
+            self.ok[call.index()]
+        } else {
+            labels(self.inner.capabilities().backend, call.name(), outcome)
+        };
+        metrics::with_recorder(|recorder| {
+            recorder
+                .register_counter(&Key::from_static_parts(OPERATIONS, labels), &METADATA)
+                .increment(1);
+            recorder
+                .register_histogram(&Key::from_static_parts(DURATION, labels), &METADATA)
+                .record(elapsed.as_secs_f64());
+        });
         answer
     }
 

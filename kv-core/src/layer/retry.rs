@@ -28,6 +28,9 @@ use tokio::time::Instant;
 /// `succeeded == false`), and errors that are not retryable (bad input, `NotFound`,
 /// `Compacted`, `ReadOnly`...).
 ///
+/// The policy's deadline counts from the first failure (a call that succeeds at once reads
+/// no clock).
+///
 /// A watch from "now" is pinned to the revision after the store's current one when it
 /// opens; if its stream later fails with a retryable error, the watch is opened again from
 /// the revision after the last batch it delivered, under the same policy, so the consumer
@@ -113,7 +116,18 @@ impl<S: Store> RetryStore<S> {
         F: Fn(A) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        // The first attempt costs no clock read: the policy's deadline counts from the
+        // first failure.
+        let error = match f(args.clone()).await {
+            Ok(answer) => return Ok(answer),
+            Err(error) if self.may_retry(call, &args, &error) => error,
+            Err(error) => return Err(error),
+        };
         let mut attempts = self.policy.start();
+        tracing::debug!(op = call.name(), attempt = 1, %error, "retrying");
+        if !attempts.wait().await {
+            return Err(attempts.exhausted(error));
+        }
         loop {
             match f(args.clone()).await {
                 Ok(answer) => return Ok(answer),

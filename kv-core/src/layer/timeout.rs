@@ -5,7 +5,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::store::Store;
 use crate::watch::{WatchOptions, WatchStream};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 /// Fails a call that has not finished within its deadline with an
@@ -87,9 +89,9 @@ impl<S: Store> TimeoutStore<S> {
         Fut: Future<Output = Result<T>>,
     {
         let deadline = self.layer.deadline(call);
-        match tokio::time::timeout(deadline, f(args)).await {
-            Ok(answer) => answer,
-            Err(_) => Err(Error::new(
+        match within(deadline, f(args)).await {
+            Some(answer) => answer,
+            None => Err(Error::new(
                 ErrorKind::Timeout,
                 format!("{} did not finish within {deadline:?}", call.name()),
             )
@@ -105,3 +107,18 @@ impl<S: Store> TimeoutStore<S> {
 }
 
 around_store!(TimeoutStore);
+
+/// `future`'s output, or `None` when it is still pending `deadline` after it first waited.
+/// A future that is ready at its first poll (an in-memory read) sets no timer at all.
+async fn within<T>(deadline: Duration, future: impl Future<Output = T>) -> Option<T> {
+    let mut future = std::pin::pin!(future);
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(deadline)));
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
