@@ -217,7 +217,8 @@ impl FaultLayer {
     }
 
     /// Adds a rule. Rules are checked in the order added; several may fire on one call (a
-    /// latency, then an error).
+    /// latency, then an error). A call refused by an [`unavailable`](Fault::unavailable)
+    /// rule is not seen by the rules after it.
     pub fn with(mut self, fault: Fault) -> Self {
         self.rules.push(fault);
         self
@@ -322,7 +323,11 @@ impl Shared {
                 rule,
             });
             match fault.kind {
-                Kind::Unavailable => plan.refuse = true,
+                Kind::Unavailable => {
+                    // A refused call never reaches the store: no later rule sees it.
+                    plan.refuse = true;
+                    break;
+                }
                 Kind::Timeout => plan.lose_answer = true,
                 Kind::Latency(delay) => plan.latency += delay,
                 Kind::CompareFailure => plan.fail_compares = true,
