@@ -155,6 +155,17 @@ enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Seal every encrypted value under PREFIX again with the keyring's current key (after
+    /// adding a new key as `current`), bound to its key. Only sealed values are written; a
+    /// value changed meanwhile is read again; a second run writes nothing.
+    Reencrypt {
+        /// The raw prefix, such as `nxc:pool:`.
+        prefix: String,
+        /// Also open values of the first envelope format (not bound to their key) and seal
+        /// them in the current one.
+        #[arg(long)]
+        accept_unbound: bool,
+    },
     /// The balancer's cache: `load FILE` rebuilds it from the database tables as JSON.
     Balancer {
         #[command(subcommand)]
@@ -274,6 +285,10 @@ async fn run(cli: Cli) -> CliResult<()> {
         } => cmd::watch::run(&ctx, &address, from_revision).await,
         Command::Migrate { action } => cmd::migrate::run(&ctx, action).await,
         Command::Balancer { action } => cmd::balancer::run(&ctx, action).await,
+        Command::Reencrypt {
+            prefix,
+            accept_unbound,
+        } => cmd::reencrypt::run(&ctx, &prefix, accept_unbound).await,
         Command::Lint { prefix, fix } => cmd::lint::run(&ctx, prefix.as_deref(), fix).await,
         Command::Export { prefix, leases } => {
             cmd::dump::export(&ctx, prefix.as_deref(), leases).await

@@ -83,13 +83,16 @@ pub(crate) fn show(key: &str, envelope: &[u8], keyring: Option<&Keyring>) -> Cli
         .to_owned();
     match keyring {
         None => Ok(Shown::Sealed { key_id }),
-        Some(ring) => ring.decrypt(envelope).map(Shown::Plain).map_err(|e| {
-            let ids: Vec<&str> = ring.ids().collect();
-            CliError::invalid(format!(
-                "{key}: sealed with key id {key_id:?}, which the keyring ({}) cannot open: {}",
-                ids.join(", "),
-                e.message()
-            ))
-        }),
+        Some(ring) => ring
+            .decrypt_for(key.as_bytes(), envelope)
+            .map(Shown::Plain)
+            .map_err(|e| {
+                let ids: Vec<&str> = ring.ids().collect();
+                CliError::invalid(format!(
+                    "{key}: sealed with key id {key_id:?}, which the keyring ({}) cannot open: {}",
+                    ids.join(", "),
+                    e.message()
+                ))
+            }),
     }
 }

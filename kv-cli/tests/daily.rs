@@ -492,7 +492,9 @@ fn encrypted_values_decrypt_with_a_keyring() {
     let url = sled_url(&dir);
     let secret = [7u8; 32];
     let ring = Keyring::new("ops-2026", EncryptionKey::from_bytes(secret)).unwrap();
-    let sealed = ring.encrypt(b"-----BEGIN PRIVATE KEY-----").unwrap();
+    let sealed = ring
+        .encrypt_for(b"nxc:pool:alipay:p1", b"-----BEGIN PRIVATE KEY-----")
+        .unwrap();
     // Written as the application would, through a keyring of its own.
     let store = keyplane_sled_store(&dir);
     store.put(b"nxc:pool:alipay:p1", &sealed).unwrap();
@@ -648,4 +650,81 @@ fn trace_shows_each_store_operation_and_the_timeout_is_checked() {
         );
     }
     ok(&url, &["--timeout", "0.5", "get", "cfg/a"]);
+}
+
+/// After a rotation, `reencrypt` seals every value under the prefix with the new current
+/// key; the old key can then go. A ciphertext copied to another key does not open there.
+#[test]
+fn reencrypt_after_a_rotation_and_copied_ciphertexts_refused() {
+    use base64::Engine;
+    use keyplane_core::keyspace::{EncryptionKey, Keyring};
+    let b64 = |k: [u8; 32]| base64::engine::general_purpose::STANDARD.encode(k);
+    let dir = tempfile::tempdir().unwrap();
+    let url = sled_url(&dir);
+    let (old_key, new_key) = ([1u8; 32], [2u8; 32]);
+    let old = Keyring::new("2025", EncryptionKey::from_bytes(old_key)).unwrap();
+    let raw = keyplane_sled_store(&dir);
+    for profile in ["p1", "p2"] {
+        let key = format!("nxc:pool:alipay:{profile}");
+        let sealed = old.encrypt_for(key.as_bytes(), profile.as_bytes()).unwrap();
+        raw.put(key.as_bytes(), &sealed).unwrap();
+    }
+    let write = |name: &str, body: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let both = write(
+        "both.json",
+        format!(
+            r#"{{"current": "2026", "keys": {{"2025": "{}", "2026": "{}"}}}}"#,
+            b64(old_key),
+            b64(new_key)
+        ),
+    );
+    let only_new = write(
+        "new.json",
+        format!(r#"{{"keys": {{"2026": "{}"}}}}"#, b64(new_key)),
+    );
+    // Without a keyring: refused.
+    let err = fails(&url, &["reencrypt", "nxc:pool:"], 2);
+    assert!(err.contains("--keyring"), "{err}");
+    // The new key alone cannot open the old values yet.
+    fails(
+        &url,
+        &["--keyring", &only_new, "get", "nxc:pool:alipay:p1"],
+        2,
+    );
+    let out = ok(&url, &["--keyring", &both, "reencrypt", "nxc:pool:"]);
+    assert!(
+        out.contains("re-encrypted 2 values with key id 2026"),
+        "{out}"
+    );
+    let again = json(&url, &["--keyring", &both, "reencrypt", "nxc:pool:"]);
+    assert_eq!(
+        (again["reencrypted"].as_u64(), again["current"].as_u64()),
+        (Some(0), Some(2))
+    );
+    let opened = ok(&url, &["--keyring", &only_new, "get", "nxc:pool:alipay:p2"]);
+    assert!(opened.contains("p2"), "{opened}");
+    // A ciphertext copied to another key, as a raw copy would: refused, naming the reason.
+    let doc = json(&url, &["get", "nxc:pool:alipay:p1"]);
+    assert_eq!(doc["encrypted"]["key_id"], "2026", "{doc}");
+    let copied = {
+        let out = kvctl(&url)
+            .args(["export", "nxc:pool:alipay:p1"])
+            .output()
+            .unwrap();
+        let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+        base64::engine::general_purpose::STANDARD
+            .decode(line["value_base64"].as_str().expect("binary value"))
+            .unwrap()
+    };
+    raw.put(b"nxc:pool:alipay:p3", &copied).unwrap();
+    let err = fails(
+        &url,
+        &["--keyring", &only_new, "get", "nxc:pool:alipay:p3"],
+        2,
+    );
+    assert!(err.contains("another storage key"), "{err}");
 }

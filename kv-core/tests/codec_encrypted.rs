@@ -198,3 +198,86 @@ fn debug_output_never_shows_key_material() {
     assert!(renderings[2].contains("k1") && renderings[2].contains("k2"));
     assert!(renderings[4].contains("Text"));
 }
+
+/// A value sealed in the first envelope format (the header alone authenticated, not bound to
+/// its storage key), as earlier versions wrote it.
+fn unbound(key: [u8; 32], id: &str, plaintext: &[u8]) -> Vec<u8> {
+    use aes_gcm::aead::{Aead, KeyInit, Payload};
+    let mut out = vec![
+        keyplane_core::keyspace::UNBOUND_ENVELOPE_VERSION,
+        id.len() as u8,
+    ];
+    out.extend_from_slice(id.as_bytes());
+    let nonce = [3u8; 12];
+    let sealed = aes_gcm::Aes256Gcm::new(&key.into())
+        .encrypt(
+            aes_gcm::Nonce::from_slice(&nonce),
+            Payload {
+                msg: plaintext,
+                aad: &out.clone(),
+            },
+        )
+        .unwrap();
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&sealed);
+    out
+}
+
+#[tokio::test]
+async fn reencryption_upgrades_unbound_values_with_a_keyring_that_accepts_them() {
+    use keyplane_core::keyspace::reencrypt_prefix;
+    use keyplane_core::{PutOptions, Store};
+    let store = keyplane_mem::MemStore::new();
+    let old = unbound(KEY_A, "k1", b"token");
+    store
+        .put(b"p/a", &old, PutOptions::default())
+        .await
+        .unwrap();
+    let ring = ring("k1", KEY_A);
+    // Refused by default: an unbound value opens at any key.
+    let err = ring.decrypt_for(b"p/a", &old).unwrap_err();
+    assert!(err.to_string().contains("not bound"), "{err}");
+    let err = reencrypt_prefix(&store, &ring, b"p/").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Codec);
+    assert!(err.to_string().contains("p/a"), "{err}");
+    let accepting = ring.clone().accept_unbound(true);
+    assert_eq!(accepting.decrypt_for(b"elsewhere", &old).unwrap(), b"token");
+    let report = reencrypt_prefix(&store, &accepting, b"p/").await.unwrap();
+    assert_eq!(report.reencrypted, 1);
+    let stored = store.get(b"p/a").await.unwrap().unwrap().value;
+    assert_eq!(stored[0], ENVELOPE_VERSION);
+    assert_eq!(ring.decrypt_for(b"p/a", &stored).unwrap(), b"token");
+    assert!(ring.decrypt_for(b"p/b", &stored).is_err());
+}
+
+#[test]
+fn a_value_opens_only_at_the_key_it_was_sealed_for() {
+    let ring = ring("k1", KEY_A);
+    let codec = Encrypted::new(Arc::new(ring.clone()), Text);
+    let sealed = codec
+        .encode_for(b"nxc:pool:wx:prod", &"secret".to_string())
+        .unwrap();
+    assert_eq!(
+        codec.decode_for(b"nxc:pool:wx:prod", &sealed).unwrap(),
+        "secret"
+    );
+    for other in [
+        &b"nxc:pool:wx:test"[..],
+        b"nxc:pool:wx:prod ",
+        b"",
+        b"nxc:pool:wx:pro",
+    ] {
+        let err = codec.decode_for(other, &sealed).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Codec);
+        assert!(err.to_string().contains("another storage key"), "{err}");
+    }
+    // `encode`/`decode` bind to no key, and do not open a bound value.
+    assert!(codec.decode(&sealed).is_err());
+    let unbound_here = codec.encode(&"x".to_string()).unwrap();
+    assert_eq!(codec.decode(&unbound_here).unwrap(), "x");
+    assert!(codec.decode_for(b"k", &unbound_here).is_err());
+    // The key id in the header cannot be confused with the start of the storage key.
+    let longer = Keyring::new("k1n", EncryptionKey::from_bytes(KEY_A)).unwrap();
+    let sealed = longer.encrypt_for(b"ame", b"x").unwrap();
+    assert!(ring.decrypt_for(b"name", &sealed).is_err());
+}

@@ -204,7 +204,18 @@ async fn encrypted_values_take_the_keyring_from_the_typed_store() {
     let err = other.get(&key).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Codec);
     let built: Encrypted<Json<DbConfig>> = typed.codec::<SecretKey>().unwrap();
-    assert_eq!(built.decode(&raw.value).unwrap(), db("vault.internal"));
+    assert_eq!(
+        built.decode_for(&raw.key, &raw.value).unwrap(),
+        db("vault.internal")
+    );
+    // Bound to its key: copied to another key, it does not open there.
+    assert_eq!(
+        built
+            .decode_for(b"elsewhere", &raw.value)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Codec
+    );
 }
 
 /// Without a keyring, an encrypted key is refused with `Config` before anything is sent:

@@ -141,10 +141,12 @@ async fn raw_marker_names_the_default() {
     assert_eq!(listed, BTreeSet::from([id("p_a"), id("p_z")]));
     // An instance HASH without a map entry is not owned (the IDOR check).
     let stray = f.inst("p_stray");
-    let _: i64 = f.raw(&["HSET", &stray, "sub_mchid", "999"]).await;
+    let _: i64 = f
+        .raw(&["HSET", &stray, "sub_mchid", "stray-mchid-value"])
+        .await;
     let err = f.ask(Some("p_stray")).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
-    assert!(!err.to_string().contains("999"));
+    assert!(!err.to_string().contains("stray-mchid-value"), "{err}");
 
     // A raw marker naming a profile outside the map is ignored: the smallest id.
     let marker = f.marker.clone();
@@ -507,8 +509,11 @@ async fn raw_pool_entries() {
     // A provider of its own: pool keys have no realm.
     let provider = ProviderName::new(format!("prov_{}", uuid::Uuid::new_v4().simple())).unwrap();
     let secret = "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----\n";
-    let envelope = ring.encrypt(secret.as_bytes()).unwrap();
     let sealed = format!("nxc:pool:{provider}:p_a");
+    // Sealed for its key, as the envelope format requires.
+    let envelope = ring
+        .encrypt_for(sealed.as_bytes(), secret.as_bytes())
+        .unwrap();
     let _: () = redis::cmd("SET")
         .arg(&sealed)
         .arg(&envelope)
@@ -535,5 +540,20 @@ async fn raw_pool_entries() {
         .await
         .unwrap();
     let raw: Vec<u8> = f.raw(&["GET", &plain]).await;
-    assert_eq!(ring.decrypt(&raw).unwrap(), b"rotated");
+    assert_eq!(
+        ring.decrypt_for(plain.as_bytes(), &raw).unwrap(),
+        b"rotated"
+    );
+    // Bound to its key: the same bytes copied to another pool key do not open there.
+    let copy = format!("nxc:pool:{provider}:p_c");
+    let _: () = redis::cmd("SET")
+        .arg(&copy)
+        .arg(&raw)
+        .query_async(&mut f.con)
+        .await
+        .unwrap();
+    let err = pool_secret(&typed, &provider, &id("p_c"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Codec, "{err}");
 }

@@ -10,6 +10,7 @@ pub(crate) mod ls;
 pub(crate) mod migrate;
 pub(crate) mod parse;
 pub(crate) mod put;
+pub(crate) mod reencrypt;
 pub(crate) mod rm;
 pub(crate) mod schema;
 pub(crate) mod watch;

@@ -39,6 +39,26 @@ pub trait Codec: Send + Sync + 'static {
     /// # Errors
     /// [`ErrorKind::Codec`] when the bytes are not a value.
     fn decode(&self, bytes: &[u8]) -> Result<Self::Value>;
+
+    /// Encodes a value to be stored at `key`. The typed store always calls this; a codec
+    /// whose bytes depend on where they are stored (`Encrypted` binds them to the key)
+    /// overrides it, every other codec keeps the default, [`encode`](Self::encode).
+    ///
+    /// # Errors
+    /// As [`encode`](Self::encode).
+    fn encode_for(&self, key: &[u8], value: &Self::Value) -> Result<Vec<u8>> {
+        let _ = key;
+        self.encode(value)
+    }
+
+    /// Decodes bytes read at `key` (see [`encode_for`](Self::encode_for)).
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode).
+    fn decode_for(&self, key: &[u8], bytes: &[u8]) -> Result<Self::Value> {
+        let _ = key;
+        self.decode(bytes)
+    }
 }
 
 /// A codec the typed store can build for an operation: every key's codec

@@ -9,8 +9,13 @@ use rand::RngCore;
 use std::fmt;
 use std::sync::Arc;
 
-/// The envelope format version written by this crate.
-pub const ENVELOPE_VERSION: u8 = 1;
+/// The envelope format version written by this crate: the storage key is authenticated with
+/// the value.
+pub const ENVELOPE_VERSION: u8 = 2;
+
+/// The first envelope format, which did not bind a value to its storage key. Such values open
+/// only with [`Keyring::accept_unbound`], to be re-encrypted ([`reencrypt_prefix`]).
+pub const UNBOUND_ENVELOPE_VERSION: u8 = 1;
 
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
@@ -57,23 +62,31 @@ impl fmt::Debug for EncryptionKey {
 ///
 /// Values are encrypted with the current key and decrypted with whichever key their envelope
 /// names, so a key can be rotated without rewriting stored values first: add the new key as
-/// current with [`Keyring::rotate`], keep the old one until every value has been re-written,
-/// then build the keyring without it. `Debug` shows the key ids only.
+/// current with [`Keyring::rotate`], re-encrypt the stored values ([`reencrypt_prefix`],
+/// `kvctl reencrypt`), then build the keyring without the old one. `Debug` shows the key ids
+/// only.
+///
+/// Each value is bound to the storage key it was sealed for ([`encrypt_for`](Self::encrypt_for)):
+/// the key is authenticated as associated data, so a ciphertext copied to another key fails
+/// to decrypt there.
 ///
 /// ```
 /// use keyplane_core::keyspace::{EncryptionKey, Keyring};
 /// let old = Keyring::new("2025-01", EncryptionKey::generate())?;
-/// let sealed = old.encrypt(b"token")?;
+/// let sealed = old.encrypt_for(b"nxc:pool:wx:prod", b"token")?;
 /// let new = old.clone().rotate("2026-01", EncryptionKey::generate())?;
 /// assert_eq!(new.current_id(), "2026-01");
 /// assert_eq!(Keyring::envelope_key_id(&sealed)?, "2025-01");
-/// assert_eq!(new.decrypt(&sealed)?, b"token");
+/// assert_eq!(new.decrypt_for(b"nxc:pool:wx:prod", &sealed)?, b"token");
+/// // Copied to another key, it does not open.
+/// assert!(new.decrypt_for(b"nxc:pool:wx:test", &sealed).is_err());
 /// # Ok::<(), keyplane_core::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct Keyring {
     keys: Vec<(String, Aes256Gcm)>,
     current: usize,
+    accept_unbound: bool,
 }
 
 impl Keyring {
@@ -86,6 +99,7 @@ impl Keyring {
         Ok(Keyring {
             keys: vec![(id, cipher(&key))],
             current: 0,
+            accept_unbound: false,
         })
     }
 
@@ -129,11 +143,21 @@ impl Keyring {
         self.keys.iter().map(|(id, _)| id.as_str())
     }
 
-    /// Seals `plaintext` with the current key and a fresh random nonce.
+    /// Also opens values of the first envelope format
+    /// ([`UNBOUND_ENVELOPE_VERSION`]), which are not bound to their storage key (a copy of
+    /// one to another key would open there too). Off by default; a keyring that accepts them
+    /// is meant for [`reencrypt_prefix`], which rewrites them in the current format.
+    pub fn accept_unbound(mut self, accept: bool) -> Self {
+        self.accept_unbound = accept;
+        self
+    }
+
+    /// Seals `plaintext` for the storage key `key` with the current key and a fresh random
+    /// nonce: `key` is authenticated with the value, which then opens only for that key.
     ///
     /// # Errors
     /// [`ErrorKind::Codec`] if the cipher refuses the input (longer than AES-GCM allows).
-    pub fn encrypt(&self, plaintext: &[u8]) -> Result<Vec<u8>> {
+    pub fn encrypt_for(&self, key: &[u8], plaintext: &[u8]) -> Result<Vec<u8>> {
         let (id, cipher) = &self.keys[self.current];
         let mut out = Vec::with_capacity(2 + id.len() + NONCE_LEN + plaintext.len() + TAG_LEN);
         out.push(ENVELOPE_VERSION);
@@ -147,7 +171,7 @@ impl Keyring {
                 Nonce::from_slice(&nonce),
                 Payload {
                     msg: plaintext,
-                    aad: &out[..header_len],
+                    aad: &associated(&out[..header_len], key),
                 },
             )
             .map_err(|_| codec_error("encrypted", "AES-256-GCM refused to encrypt the value"))?;
@@ -156,14 +180,24 @@ impl Keyring {
         Ok(out)
     }
 
-    /// Opens an envelope with the key it names.
+    /// Opens an envelope sealed for the storage key `key`, with the key it names.
     ///
     /// # Errors
-    /// [`ErrorKind::Codec`] for a truncated envelope, an unknown format version, a key id
-    /// this keyring does not hold, or a value that fails authentication (tampered, or sealed
-    /// by another key of the same id).
-    pub fn decrypt(&self, envelope: &[u8]) -> Result<Vec<u8>> {
+    /// [`ErrorKind::Codec`] for a truncated envelope, an unknown format version, an unbound
+    /// envelope this keyring does not [accept](Self::accept_unbound), a key id this keyring
+    /// does not hold, or a value that fails authentication (tampered, sealed with another key
+    /// of the same id, or sealed for another storage key).
+    pub fn decrypt_for(&self, key: &[u8], envelope: &[u8]) -> Result<Vec<u8>> {
         let parsed = parse_envelope(envelope)?;
+        if parsed.version == UNBOUND_ENVELOPE_VERSION && !self.accept_unbound {
+            return Err(codec_error(
+                "encrypted",
+                "the value is in the first envelope format, which is not bound to its key: \
+                 re-encrypt it (kvctl reencrypt, or reencrypt_prefix with a keyring that \
+                 accepts unbound values)",
+            )
+            .with_context("key_id", String::from_utf8_lossy(parsed.key_id)));
+        }
         let cipher = self
             .keys
             .iter()
@@ -177,21 +211,54 @@ impl Keyring {
                 .with_context("key_id", String::from_utf8_lossy(parsed.key_id))
                 .with_context("keyring", self.ids().collect::<Vec<_>>().join(","))
             })?;
+        let aad = if parsed.version == UNBOUND_ENVELOPE_VERSION {
+            parsed.header.to_vec()
+        } else {
+            associated(parsed.header, key)
+        };
         cipher
             .decrypt(
                 Nonce::from_slice(parsed.nonce),
                 Payload {
                     msg: parsed.sealed,
-                    aad: parsed.header,
+                    aad: &aad,
                 },
             )
             .map_err(|_| {
                 codec_error(
                     "encrypted",
-                    "the value failed authentication: tampered or sealed with another key",
+                    "the value failed authentication: tampered, sealed with another key, or \
+                     sealed for another storage key (copied)",
                 )
                 .with_context("key_id", String::from_utf8_lossy(parsed.key_id))
             })
+    }
+
+    /// Seals `plaintext` bound to no storage key ([`encrypt_for`](Self::encrypt_for) with an
+    /// empty key): for values kept outside a store.
+    ///
+    /// # Errors
+    /// As [`encrypt_for`](Self::encrypt_for).
+    pub fn encrypt(&self, plaintext: &[u8]) -> Result<Vec<u8>> {
+        self.encrypt_for(b"", plaintext)
+    }
+
+    /// Opens an envelope sealed by [`encrypt`](Self::encrypt) (bound to no storage key).
+    ///
+    /// # Errors
+    /// As [`decrypt_for`](Self::decrypt_for).
+    pub fn decrypt(&self, envelope: &[u8]) -> Result<Vec<u8>> {
+        self.decrypt_for(b"", envelope)
+    }
+
+    /// Whether `envelope` is sealed with the current key in the current format (nothing for
+    /// a re-encryption to do).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Codec`] for a truncated envelope or an unknown format version.
+    pub fn is_current(&self, envelope: &[u8]) -> Result<bool> {
+        let parsed = parse_envelope(envelope)?;
+        Ok(parsed.version == ENVELOPE_VERSION && parsed.key_id == self.current_id().as_bytes())
     }
 
     /// The key id an envelope names, without decrypting it (to find values that still need
@@ -215,6 +282,15 @@ impl fmt::Debug for Keyring {
     }
 }
 
+/// The associated data of a bound envelope: its header, then the storage key (the header
+/// fixes its own length, so the two never run together ambiguously).
+fn associated(header: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(header.len() + key.len());
+    aad.extend_from_slice(header);
+    aad.extend_from_slice(key);
+    aad
+}
+
 fn cipher(key: &EncryptionKey) -> Aes256Gcm {
     Aes256Gcm::new(&key.0.into())
 }
@@ -231,6 +307,7 @@ fn checked_id(id: String) -> Result<String> {
 }
 
 struct Envelope<'a> {
+    version: u8,
     header: &'a [u8],
     key_id: &'a [u8],
     nonce: &'a [u8],
@@ -246,7 +323,7 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
         .with_context("len", bytes.len())
     };
     let (&version, rest) = bytes.split_first().ok_or_else(truncated)?;
-    if version != ENVELOPE_VERSION {
+    if version != ENVELOPE_VERSION && version != UNBOUND_ENVELOPE_VERSION {
         return Err(
             codec_error("encrypted", "unknown encrypted envelope version")
                 .with_context("version", version),
@@ -260,6 +337,7 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
     let (key_id, rest) = rest.split_at(id_len);
     let (nonce, sealed) = rest.split_at(NONCE_LEN);
     Ok(Envelope {
+        version,
         header: &bytes[..2 + id_len],
         key_id,
         nonce,
@@ -280,14 +358,18 @@ fn parse_envelope(bytes: &[u8]) -> Result<Envelope<'_>> {
 ///
 /// | bytes | content |
 /// |---|---|
-/// | 1 | format version, [`ENVELOPE_VERSION`] |
+/// | 1 | format version, [`ENVELOPE_VERSION`] (2) |
 /// | 1 | length `n` of the key id (1–255) |
 /// | `n` | the key id, printable ASCII |
 /// | 12 | a random 96-bit nonce |
 /// | rest | the AES-256-GCM ciphertext of the inner codec's bytes, then the 16-byte tag |
 ///
-/// The header (version, length and key id) is authenticated as associated data: a value whose
-/// key id was rewritten fails to decrypt like any other tampered value.
+/// The header (version, length and key id) and then the storage key the value was written at
+/// are authenticated as associated data: a value whose key id was rewritten, or a ciphertext
+/// copied to another key, fails to decrypt like any other tampered value. The typed store
+/// binds each value to its key as the store it was given names it (under a
+/// [`NamespaceLayer`](crate::layer::NamespaceLayer), the key within the namespace). Used by
+/// hand, [`Codec::encode`] binds to no key; [`Codec::encode_for`] binds to the key given.
 ///
 /// ```
 /// use keyplane_core::keyspace::{Codec, Encrypted, EncryptionKey, Json, Keyring};
@@ -385,10 +467,238 @@ impl<C: Codec> Codec for Encrypted<C> {
     type Value = C::Value;
 
     fn encode(&self, value: &C::Value) -> Result<Vec<u8>> {
-        self.keyring.encrypt(&self.inner.encode(value)?)
+        self.encode_for(b"", value)
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<C::Value> {
-        self.inner.decode(&self.keyring.decrypt(bytes)?)
+        self.decode_for(b"", bytes)
+    }
+
+    fn encode_for(&self, key: &[u8], value: &C::Value) -> Result<Vec<u8>> {
+        self.keyring
+            .encrypt_for(key, &self.inner.encode_for(key, value)?)
+    }
+
+    fn decode_for(&self, key: &[u8], bytes: &[u8]) -> Result<C::Value> {
+        self.inner
+            .decode_for(key, &self.keyring.decrypt_for(key, bytes)?)
+    }
+}
+
+/// What [`reencrypt_prefix`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReencryptReport {
+    /// Plain keys read under the prefix.
+    pub scanned: u64,
+    /// Values rewritten with the current key in the current format.
+    pub reencrypted: u64,
+    /// Values already sealed with the current key in the current format (left alone).
+    pub current: u64,
+    /// Values that are not encrypted envelopes (left alone).
+    pub not_encrypted: u64,
+    /// Values another writer changed while they were being re-encrypted; each was read
+    /// again and handled (re-encrypted, or found current).
+    pub raced: u64,
+}
+
+/// How many times one key is re-read when other writers keep changing it.
+const REENCRYPT_RACES: u32 = 8;
+
+/// Re-encrypts every encrypted value under `prefix` (plain keys) with `keyring`'s current
+/// key, in the current envelope format, bound to its key. Values sealed with an older key of
+/// the keyring, and (when the keyring [accepts them](Keyring::accept_unbound)) values of the
+/// first, unbound format, are opened and sealed again; nothing else is touched.
+///
+/// Each rewrite is guarded by the value's mod revision and keeps the key's lease, so a value
+/// another writer replaced meanwhile is never overwritten: it is read again. Only sealed
+/// values are ever written, never a plaintext. It is resumable: a value already current is
+/// skipped, so running it again after an interruption finishes the job, and a second run
+/// writes nothing. Values in sets, maps and lists are not covered.
+///
+/// ```
+/// use keyplane_core::keyspace::{EncryptionKey, Keyring, reencrypt_prefix};
+/// use keyplane_core::{PutOptions, Store};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let store = keyplane_mem::MemStore::new();
+/// let old = Keyring::new("2025", EncryptionKey::generate())?;
+/// let sealed = old.encrypt_for(b"pool/wx", b"token")?;
+/// store.put(b"pool/wx", &sealed, PutOptions::default()).await?;
+///
+/// let new = old.rotate("2026", EncryptionKey::generate())?;
+/// let report = reencrypt_prefix(&store, &new, b"pool/").await?;
+/// assert_eq!(report.reencrypted, 1);
+/// let stored = store.get(b"pool/wx").await?.unwrap().value;
+/// assert_eq!(Keyring::envelope_key_id(&stored)?, "2026");
+/// assert_eq!(new.decrypt_for(b"pool/wx", &stored)?, b"token");
+/// assert_eq!(reencrypt_prefix(&store, &new, b"pool/").await?.reencrypted, 0);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// `InvalidKey` for an empty prefix; backend errors (what was re-encrypted stays so: run it
+/// again). When some values cannot be opened (a key id the keyring lacks, a failed
+/// authentication, an unbound value the keyring does not accept), every other value is still
+/// re-encrypted, then a [`ErrorKind::Codec`] error counts them and names the first few keys.
+pub async fn reencrypt_prefix<S: crate::Store + ?Sized>(
+    store: &S,
+    keyring: &Keyring,
+    prefix: &[u8],
+) -> Result<ReencryptReport> {
+    use crate::{Continuation, RangeOptions};
+    crate::validate_prefix(prefix, false)?;
+    let page_size = store.capabilities().max_txn_ops.clamp(1, 256);
+    let mut report = ReencryptReport::default();
+    let mut failed: Vec<(Vec<u8>, Error)> = Vec::new();
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let mut opts = RangeOptions::prefix(prefix).limit(page_size);
+        if let Some(last) = &after {
+            opts = opts.after(Continuation::after_key(last));
+        }
+        let page = store.range(opts).await?;
+        for entry in &page.entries {
+            report.scanned += 1;
+            if let Err(e) = reencrypt_one(store, keyring, entry.clone(), &mut report).await {
+                if e.kind() != ErrorKind::Codec {
+                    return Err(e);
+                }
+                failed.push((entry.key.clone(), e));
+            }
+        }
+        match page.entries.last() {
+            Some(last) if page.more() => after = Some(last.key.clone()),
+            _ => break,
+        }
+    }
+    if failed.is_empty() {
+        return Ok(report);
+    }
+    let first: Vec<String> = failed
+        .iter()
+        .take(5)
+        .map(|(key, _)| crate::escape_bytes(key))
+        .collect();
+    Err(codec_error(
+        "encrypted",
+        format!(
+            "{} values could not be opened with the keyring; the other {} were handled",
+            failed.len(),
+            report.scanned - failed.len() as u64
+        ),
+    )
+    .with_context("keys", first.join(", "))
+    .with_context("first_error", failed[0].1.message())
+    .with_context("reencrypted", report.reencrypted))
+}
+
+/// Re-encrypts one entry, re-reading it while other writers change it.
+async fn reencrypt_one<S: crate::Store + ?Sized>(
+    store: &S,
+    keyring: &Keyring,
+    mut entry: crate::Entry,
+    report: &mut ReencryptReport,
+) -> Result<()> {
+    use crate::{Compare, CompareOp, Txn, TxnOp};
+    for _ in 0..REENCRYPT_RACES {
+        match keyring.is_current(&entry.value) {
+            Err(_) => {
+                report.not_encrypted += 1;
+                return Ok(());
+            }
+            Ok(true) => {
+                report.current += 1;
+                return Ok(());
+            }
+            Ok(false) => {}
+        }
+        let plaintext = keyring.decrypt_for(&entry.key, &entry.value)?;
+        let sealed = keyring.encrypt_for(&entry.key, &plaintext)?;
+        let put = match entry.lease {
+            Some(lease) => TxnOp::put_with_lease(&entry.key, sealed, lease),
+            None => TxnOp::put(&entry.key, sealed),
+        };
+        let resp = store
+            .txn(
+                Txn::new()
+                    .when([Compare::mod_revision(
+                        &entry.key,
+                        CompareOp::Equal,
+                        entry.mod_revision,
+                    )])
+                    .and_then([put])
+                    .or_else([TxnOp::get(&entry.key)]),
+            )
+            .await?;
+        if resp.succeeded {
+            report.reencrypted += 1;
+            return Ok(());
+        }
+        report.raced += 1;
+        match resp.results.into_iter().next() {
+            Some(crate::OpResult::Get(Some(now))) => entry = now,
+            // Deleted meanwhile: nothing left to re-encrypt.
+            Some(crate::OpResult::Get(None)) => return Ok(()),
+            other => {
+                return Err(Error::internal(format!(
+                    "re-encryption: unexpected transaction result {other:?}"
+                )));
+            }
+        }
+    }
+    Err(Error::new(
+        ErrorKind::ConditionFailed,
+        "other writers kept changing the value while it was being re-encrypted",
+    )
+    .set_retryable(true)
+    .with_context("key", crate::escape_bytes(&entry.key)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value sealed in the first format (header-only associated data), as older versions
+    /// of this crate wrote it.
+    fn unbound(key: &EncryptionKey, id: &str, plaintext: &[u8]) -> Vec<u8> {
+        let mut out = vec![UNBOUND_ENVELOPE_VERSION, id.len() as u8];
+        out.extend_from_slice(id.as_bytes());
+        let nonce = [3u8; NONCE_LEN];
+        let sealed = cipher(key)
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plaintext,
+                    aad: &out.clone(),
+                },
+            )
+            .unwrap();
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        out
+    }
+
+    #[test]
+    fn unbound_values_open_only_when_accepted_and_re_encrypt_bound() {
+        let key = EncryptionKey::from_bytes([5; 32]);
+        let ring = Keyring::new("k1", key.clone()).unwrap();
+        let old = unbound(&key, "k1", b"token");
+        assert_eq!(Keyring::envelope_key_id(&old).unwrap(), "k1");
+        assert!(!ring.is_current(&old).unwrap());
+        let err = ring.decrypt_for(b"a", &old).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Codec);
+        assert!(err.to_string().contains("not bound"), "{err}");
+        let accepting = ring.clone().accept_unbound(true);
+        // Unbound: it opens at any key, which is what the new format forbids.
+        assert_eq!(accepting.decrypt_for(b"a", &old).unwrap(), b"token");
+        assert_eq!(accepting.decrypt_for(b"b", &old).unwrap(), b"token");
+        let bound = accepting.encrypt_for(b"a", b"token").unwrap();
+        assert!(ring.is_current(&bound).unwrap());
+        assert_eq!(ring.decrypt_for(b"a", &bound).unwrap(), b"token");
+        assert!(ring.decrypt_for(b"b", &bound).is_err());
+        // The key is not confused with the header: an id that ends where a key begins.
+        let other = Keyring::new("k1a", key).unwrap();
+        let sealed = other.encrypt_for(b"", b"x").unwrap();
+        assert!(ring.decrypt_for(b"a", &sealed).is_err());
     }
 }

@@ -80,7 +80,10 @@ pub use codec_json::Json;
 pub use codec_plain::{Bytes, Empty, Text};
 pub use codec_segment::SegmentCodec;
 #[cfg(feature = "encryption")]
-pub use encrypted::{ENVELOPE_VERSION, Encrypted, EncryptionKey, Keyring};
+pub use encrypted::{
+    ENVELOPE_VERSION, Encrypted, EncryptionKey, Keyring, ReencryptReport, UNBOUND_ENVELOPE_VERSION,
+    reencrypt_prefix,
+};
 pub use escape::{escape_into, path_escape, should_escape, unescape_strict};
 pub use facade::{
     CollectionRead, ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage, Skipped,

@@ -277,8 +277,8 @@ impl ResolverView {
         if !self.owns(realm, provider, profile) {
             return Err(unauthorized(realm, provider, profile));
         }
-        let key = PoolKey::new(provider, profile);
-        let Some((_, stored)) = self.snapshot.get_raw(key.encode().as_bytes()) else {
+        let key = PoolKey::new(provider, profile).encode();
+        let Some((_, stored)) = self.snapshot.get_raw(key.as_bytes()) else {
             return Ok(None);
         };
         let NxcValue::Pool(bytes) = &stored.value else {
@@ -286,7 +286,8 @@ impl ResolverView {
         };
         // Without a keyring: the error the live read gives.
         let codec = self.pool.as_ref().map_err(Error::clone)?;
-        codec.decode(bytes).map(Some)
+        // The secret is bound to its key.
+        codec.decode_for(key.as_bytes(), bytes).map(Some)
     }
 
     /// The keys under `nxc:` that did not parse or decode, and the collections whose keys

@@ -258,13 +258,13 @@ pub(crate) fn agreeing<K: Key>(key: &K, value: &ValueOf<K>) -> Result<()> {
 
 pub(crate) fn encode_value<C: Codec>(codec: &C, key: &[u8], value: &C::Value) -> Result<Vec<u8>> {
     codec
-        .encode(value)
+        .encode_for(key, value)
         .map_err(|e| e.with_context("key", escape_bytes(key)))
 }
 
 /// Decodes an entry's value, naming the key in the error.
 pub(crate) fn decode_value<C: Codec>(codec: &C, entry: &Entry) -> Result<C::Value> {
     codec
-        .decode(&entry.value)
+        .decode_for(&entry.key, &entry.value)
         .map_err(|e| e.with_context("key", escape_bytes(&entry.key)))
 }

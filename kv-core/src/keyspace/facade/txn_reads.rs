@@ -35,7 +35,7 @@ fn decode<C: Codec>(codec: &Result<C>, key: &[u8], bytes: &[u8]) -> Result<C::Va
     codec
         .as_ref()
         .map_err(Error::clone)?
-        .decode(bytes)
+        .decode_for(key, bytes)
         .map_err(|e| e.with_context("key", escape_bytes(key)))
 }
 

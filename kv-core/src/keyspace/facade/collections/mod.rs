@@ -93,7 +93,7 @@ impl At {
 
     pub(super) fn decode<C: Codec>(&self, codec: &C, bytes: &[u8]) -> Result<C::Value> {
         codec
-            .decode(bytes)
+            .decode_for(&self.key, bytes)
             .map_err(|e| e.with_context("key", escape_bytes(&self.key)))
     }
 
