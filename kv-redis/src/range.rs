@@ -215,7 +215,7 @@ struct Log {
 impl Log {
     /// Checks that the log still holds every revision after `from`.
     async fn open(core: &Core, from: i64) -> Result<Self> {
-        let log = core.log_start(from + 1, 1, "range").await?;
+        let log = core.log_start(from.saturating_add(1), 1, "range").await?;
         let (current, first, compacted) = (log.current, log.first, log.compacted);
         let oldest = if first > 0 { first - 1 } else { current }.max(compacted);
         check_revision(from, current, oldest)?;
