@@ -46,6 +46,12 @@ pub enum ErrorKind {
     LeaseNotFound,
     /// A lock or lease that was held has been lost.
     LockLost,
+    /// A watch's reader fell so far behind that the store stopped queueing batches for it
+    /// (the store's documented buffer, such as `MemConfig::watch_buffer`), and the watch
+    /// ended. Every batch before the error was delivered; resuming from the revision after
+    /// the last one read (which [`RetryLayer`](crate::layer::RetryLayer) does) loses
+    /// nothing while the store retains that history. Retryable.
+    Lagged,
     /// The caller may not access this object (an ownership check failed).
     Unauthorized,
     /// A write to a key or store that is read-only: an old layout's key
@@ -88,6 +94,7 @@ impl ErrorKind {
             ErrorKind::Compacted { .. } => "revision compacted",
             ErrorKind::LeaseNotFound => "lease not found",
             ErrorKind::LockLost => "lock lost",
+            ErrorKind::Lagged => "watch lagged",
             ErrorKind::Unauthorized => "unauthorized",
             ErrorKind::ReadOnly => "read-only",
             ErrorKind::Unavailable => "unavailable",
@@ -117,6 +124,7 @@ impl ErrorKind {
             ErrorKind::Compacted { .. } => "compacted",
             ErrorKind::LeaseNotFound => "lease_not_found",
             ErrorKind::LockLost => "lock_lost",
+            ErrorKind::Lagged => "lagged",
             ErrorKind::Unauthorized => "unauthorized",
             ErrorKind::ReadOnly => "read_only",
             ErrorKind::Unavailable => "unavailable",
@@ -133,7 +141,10 @@ impl ErrorKind {
 
     /// Whether an operation failing with this kind is, by default, worth retrying.
     pub fn is_retryable_by_default(self) -> bool {
-        matches!(self, ErrorKind::Unavailable | ErrorKind::Timeout)
+        matches!(
+            self,
+            ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::Lagged
+        )
     }
 }
 

@@ -27,6 +27,13 @@ pub struct MemConfig {
     pub max_txn_ops: usize,
     /// Largest value accepted, in bytes. Default: 1.5 MiB (etcd's default request size).
     pub max_value_bytes: usize,
+    /// Most batches queued for one watch whose reader has not taken them (the replay of its
+    /// start revision included). A write that would queue one more ends that watch with
+    /// [`ErrorKind::Lagged`](keyplane_core::ErrorKind::Lagged) after the queued batches,
+    /// so a reader that stops reading never grows memory without bound; resuming from the
+    /// revision after the last batch read loses nothing while the history retains it.
+    /// Default: 100 000.
+    pub watch_buffer: usize,
 }
 
 impl Default for MemConfig {
@@ -35,6 +42,7 @@ impl Default for MemConfig {
             history_retention: 10_000,
             max_txn_ops: 128,
             max_value_bytes: 1536 * 1024,
+            watch_buffer: 100_000,
         }
     }
 }

@@ -59,13 +59,13 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn new(history: usize) -> Self {
+    pub(crate) fn new(history: usize, watch_buffer: usize) -> Self {
         State {
             revision: 1,
             kv: BTreeMap::new(),
             members: BTreeMap::new(),
             leases: Leases::default(),
-            history: History::new(history),
+            history: History::new(history, watch_buffer),
         }
     }
 

@@ -64,6 +64,7 @@ impl MemStore {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::new(
                     usize::try_from(config.history_retention).unwrap_or(usize::MAX),
+                    config.watch_buffer,
                 )),
                 caps: config.capabilities(),
                 wake: Arc::new(Notify::new()),

@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn a_failing_op_rolls_back_the_ops_before_it() {
-        let mut state = State::new(10);
+        let mut state = State::new(10, 100);
         let seed = Txn::new().and_then([TxnOp::put("a", "1"), TxnOp::put("p/1", "x")]);
         seed.validate(&caps()).unwrap();
         state.txn(&seed).unwrap();

@@ -39,6 +39,8 @@ pub(crate) struct Core {
     pub(crate) sweeper_wake: Arc<Notify>,
     /// The database index, which keyspace notification channels name.
     pub(crate) db: i64,
+    /// The one follower of the event log's tail that every watch shares.
+    pub(crate) hub: Arc<crate::watch::Hub>,
 }
 
 /// The event log's state when a watch or a pinned read starts.
@@ -87,7 +89,13 @@ impl Core {
                 interval: config.reconcile_interval(),
             },
         };
+        let hub = Arc::new(crate::watch::Hub::new(
+            config.internal_prefix.as_bytes(),
+            client.clone(),
+            &config,
+        ));
         Ok(Core {
+            hub,
             con,
             client,
             prefix: config.internal_prefix.as_bytes().to_vec(),

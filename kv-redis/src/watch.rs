@@ -1,26 +1,40 @@
 //! Watches: read the event log stream (one entry `<revision>-0` per revision) with XRANGE for
-//! the replay that starts a watch and XREAD BLOCK on a dedicated connection after that; and
-//! compaction of that log (`scripts/compact.lua`).
+//! the replay that starts a watch and whenever a watch falls behind, and follow its tail with
+//! one XREAD BLOCK loop per store (the [`Hub`], on a connection of its own) whose pages every
+//! watch of the store shares; and compaction of that log (`scripts/compact.lua`).
+//!
+//! However many watches a store has, it holds one blocking connection for them: each watch
+//! is a task that takes the hub's pages (skipping what it has seen, reading the gap with
+//! XRANGE on the store's shared connection when it missed pages) and hands batches to its
+//! reader through a bounded channel.
 
 use crate::core::Core;
-use crate::core::decode::{array, corrupted, log_entry};
+use crate::core::decode::{LogEntry, array, corrupted, log_entry};
 use crate::error::map_error;
 use futures::StreamExt;
 use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use redis::aio::ConnectionManager;
 use redis::{AsyncConnectionConfig, Value};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc, watch};
 
 /// Log entries read per round trip.
 const PAGE: usize = 512;
 /// How long one XREAD blocks before it is reissued.
 const BLOCK: Duration = Duration::from_secs(2);
+/// Pages the hub keeps for watches that have not taken them yet; a watch further behind
+/// reads what it missed from the log.
+const HUB_PAGES: usize = 256;
 
 pub(crate) async fn watch(core: &Core, opts: WatchOptions) -> Result<WatchStream> {
     core.check_range(&opts.range)?;
+    // Subscribed before the replay is read: every entry appended after this point reaches
+    // the watch through the hub, every one before through the replay or a catch-up.
+    let (live, fresh) = core.hub.subscribe();
     let start = match opts.start_revision {
         Some(r) if r > 0 => r,
-        _ => core.revision().await? + 1,
+        _ => core.revision().await?.saturating_add(1),
     };
     let log = core.log_start(start, PAGE, "watch").await?;
     let (current, first, compacted) = (log.current, log.first, log.compacted);
@@ -38,14 +52,14 @@ pub(crate) async fn watch(core: &Core, opts: WatchOptions) -> Result<WatchStream
     };
     let replay = follower.accept(log.entries)?;
     let (tx, rx) = mpsc::channel(64);
-    let reader = Reader {
-        client: core.client.clone(),
+    let task = Watcher {
+        follower,
+        con: core.con.clone(),
         log: core.internal("log"),
-        retries: core.config.watch_retries,
-        response_timeout: BLOCK + core.config.response_timeout(),
-        connect_timeout: core.config.connect_timeout(),
+        hub: Arc::clone(&core.hub),
+        tx,
     };
-    tokio::spawn(reader.run(follower, replay, tx));
+    tokio::spawn(task.run(replay, live, fresh));
     Ok(futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     })
@@ -72,24 +86,50 @@ struct Follower {
 
 impl Follower {
     fn accept(&mut self, entries: Vec<Value>) -> Result<Vec<WatchBatch>> {
+        let entries = entries
+            .into_iter()
+            .map(log_entry)
+            .collect::<Result<Vec<_>>>()?;
+        match self.accept_page(&entries)? {
+            Ok(batches) => Ok(batches),
+            // Every revision has a log entry: a jump in what was read from the revision after
+            // the last one means the entries in between were trimmed before it was read; the
+            // first entry found is the oldest retained.
+            Err(found) => Err(Error::compacted(found)),
+        }
+    }
+
+    /// The batches of a page of consecutive entries, or the revision the page jumps to
+    /// (nothing taken) when it starts after the revision following the last one read: the
+    /// entries between must be read from the log first. Only the events the watch covers
+    /// are copied.
+    fn accept_page(
+        &mut self,
+        entries: &[LogEntry],
+    ) -> Result<std::result::Result<Vec<WatchBatch>, i64>> {
         let mut batches = Vec::new();
-        for raw in entries {
-            let crate::core::decode::LogEntry {
-                revision, events, ..
-            } = log_entry(raw)?;
+        let mut taken = false;
+        for entry in entries {
+            let revision = entry.revision;
             if revision <= self.last {
                 continue;
             }
             if revision != self.last + 1 {
-                // Every revision has a log entry: a jump means the entries in between were
-                // trimmed before this watch read them.
-                return Err(Error::compacted(revision));
+                if !taken {
+                    return Ok(Err(revision));
+                }
+                return Err(corrupted(format!(
+                    "the event log has no entry for revision {}",
+                    self.last + 1
+                )));
             }
+            taken = true;
             self.last = revision;
-            let events: Vec<Event> = events
-                .into_iter()
+            let events: Vec<Event> = entry
+                .events
+                .iter()
                 .filter(|e| self.opts.covers(e))
-                .map(|e| self.opts.shape(&e))
+                .map(|e| self.opts.shape(e))
                 .collect();
             if !events.is_empty() {
                 batches.push(WatchBatch { revision, events });
@@ -99,40 +139,97 @@ impl Follower {
             self.mark = None;
             batches.push(WatchBatch::progress(self.last));
         }
-        Ok(batches)
+        Ok(Ok(batches))
     }
 }
 
-/// The task behind one watch: follows the log on its own connection, reconnecting and
-/// resuming after the last revision read when the connection is lost.
-struct Reader {
+/// One page of the log's tail, as the hub read and decoded it (once for every watch), or
+/// the error that ended the hub.
+type HubPage = std::result::Result<Arc<Vec<LogEntry>>, Error>;
+
+/// The store's one follower of the log's tail: a task, started by the first watch and
+/// ended when no watch is left, that reads the log with XREAD BLOCK on a connection of its
+/// own and broadcasts each page to every watch.
+pub(crate) struct Hub {
     client: redis::Client,
     log: Vec<u8>,
+    rev: Vec<u8>,
     retries: u32,
     response_timeout: Duration,
     connect_timeout: Duration,
+    /// The running hub's sender, and whether it has found its starting revision; `None`
+    /// when no hub runs.
+    running: Mutex<Option<(broadcast::Sender<HubPage>, watch::Receiver<bool>)>>,
 }
 
-type Sender = mpsc::Sender<Result<WatchBatch>>;
-
-impl Reader {
-    async fn run(self, mut follower: Follower, replay: Vec<WatchBatch>, tx: Sender) {
-        for batch in replay {
-            if tx.send(Ok(batch)).await.is_err() {
-                return;
-            }
+impl Hub {
+    pub(crate) fn new(
+        core_prefix: &[u8],
+        client: redis::Client,
+        config: &crate::RedisConfig,
+    ) -> Self {
+        Hub {
+            client,
+            log: [core_prefix, b"log"].concat(),
+            rev: [core_prefix, b"rev"].concat(),
+            retries: config.watch_retries,
+            response_timeout: BLOCK + config.response_timeout(),
+            connect_timeout: config.connect_timeout(),
+            running: Mutex::new(None),
         }
+    }
+
+    /// A receiver of the hub's pages, starting the hub when none runs. A hub that has not
+    /// yet found where the log ends may start after entries the subscriber has not read:
+    /// then the second part is `Some`, to wait on before reading the log up to the hub's
+    /// start.
+    fn subscribe(
+        self: &Arc<Self>,
+    ) -> (broadcast::Receiver<HubPage>, Option<watch::Receiver<bool>>) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((tx, ready)) = running.as_ref() {
+            let fresh = (!*ready.borrow()).then(|| ready.clone());
+            return (tx.subscribe(), fresh);
+        }
+        let (tx, rx) = broadcast::channel(HUB_PAGES);
+        let (ready_tx, ready) = watch::channel(false);
+        *running = Some((tx.clone(), ready.clone()));
+        tokio::spawn(Arc::clone(self).run(tx, ready_tx));
+        (rx, Some(ready))
+    }
+
+    /// Whether the hub should stop: no watch is left. Decided under the lock that
+    /// [`subscribe`](Self::subscribe) takes, so a new watch never joins a stopping hub.
+    fn stop_if_unwatched(&self, tx: &broadcast::Sender<HubPage>) -> bool {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if tx.receiver_count() == 0 {
+            *running = None;
+            return true;
+        }
+        false
+    }
+
+    /// Ends the hub with `error`, which every watch receives.
+    fn fail(&self, tx: &broadcast::Sender<HubPage>, error: Error) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        *running = None;
+        let _ = tx.send(Err(error));
+    }
+
+    async fn run(self: Arc<Self>, tx: broadcast::Sender<HubPage>, ready: watch::Sender<bool>) {
         let mut con = None;
+        let mut last: Option<i64> = None;
         let mut failures = 0u32;
         loop {
-            let result = tokio::select! {
-                _ = tx.closed() => return,
-                result = self.read(&mut con, follower.last) => result,
-            };
-            let entries = match result {
+            if self.stop_if_unwatched(&tx) {
+                return;
+            }
+            match self.read(&mut con, &mut last, &ready).await {
                 Ok(entries) => {
                     failures = 0;
-                    entries
+                    if !entries.is_empty() {
+                        let _ = tx.send(Ok(Arc::new(entries)));
+                    }
                 }
                 Err(err) if err.is_retryable() && failures < self.retries => {
                     con = None;
@@ -140,38 +237,25 @@ impl Reader {
                     tracing::debug!(%err, failures, "watch connection lost; reconnecting");
                     let backoff =
                         Duration::from_millis(50 << failures.min(6)).min(Duration::from_secs(2));
-                    tokio::select! {
-                        _ = tx.closed() => return,
-                        _ = tokio::time::sleep(backoff) => continue,
-                    }
+                    tokio::time::sleep(backoff).await;
                 }
                 Err(err) => {
-                    let _ = tx.send(Err(err)).await;
-                    return;
-                }
-            };
-            match follower.accept(entries) {
-                Ok(batches) => {
-                    for batch in batches {
-                        if tx.send(Ok(batch)).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-                Err(err) => {
-                    let _ = tx.send(Err(err)).await;
+                    self.fail(&tx, err);
                     return;
                 }
             }
         }
     }
 
-    /// One XREAD BLOCK after revision `last`, connecting first when needed.
+    /// One XREAD BLOCK after revision `last` (the current revision when the hub starts,
+    /// which `ready` then announces), connecting first when needed; moves `last` to the
+    /// last entry read.
     async fn read(
         &self,
         con: &mut Option<redis::aio::MultiplexedConnection>,
-        last: i64,
-    ) -> Result<Vec<Value>> {
+        last: &mut Option<i64>,
+        ready: &watch::Sender<bool>,
+    ) -> Result<Vec<LogEntry>> {
         if con.is_none() {
             let config = AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(self.connect_timeout))
@@ -186,6 +270,19 @@ impl Reader {
         let Some(c) = con.as_mut() else {
             return Err(corrupted("no watch connection"));
         };
+        let from = match *last {
+            Some(last) => last,
+            None => {
+                let rev: Option<i64> = redis::cmd("GET")
+                    .arg(self.rev.as_slice())
+                    .query_async(c)
+                    .await
+                    .map_err(|e| unavailable(map_error("watch", e)))?;
+                *last = Some(rev.unwrap_or(0));
+                ready.send_replace(true);
+                rev.unwrap_or(0)
+            }
+        };
         let reply: Value = redis::cmd("XREAD")
             .arg("COUNT")
             .arg(PAGE)
@@ -193,17 +290,143 @@ impl Reader {
             .arg(BLOCK.as_millis() as u64)
             .arg("STREAMS")
             .arg(self.log.as_slice())
-            .arg(format!("{last}-0"))
+            .arg(format!("{from}-0"))
             .query_async(c)
             .await
             .map_err(|e| unavailable(map_error("watch", e)))?;
         // Nil on timeout; otherwise [[stream, [entries...]]].
         let mut streams = array(reply)?.into_iter();
-        match streams.next() {
-            None => Ok(Vec::new()),
+        let raw = match streams.next() {
+            None => Vec::new(),
             Some(stream) => {
                 let mut parts = array(stream)?.into_iter();
-                parts.nth(1).map(array).unwrap_or(Ok(Vec::new()))
+                parts.nth(1).map(array).unwrap_or(Ok(Vec::new()))?
+            }
+        };
+        let entries = raw.into_iter().map(log_entry).collect::<Result<Vec<_>>>()?;
+        if let Some(entry) = entries.last() {
+            *last = Some(entry.revision);
+        }
+        Ok(entries)
+    }
+}
+
+/// The task behind one watch: takes the hub's pages, reads from the log what it missed,
+/// and hands its batches to the reader.
+struct Watcher {
+    follower: Follower,
+    /// The store's shared connection, for the non-blocking reads of missed entries.
+    con: ConnectionManager,
+    log: Vec<u8>,
+    hub: Arc<Hub>,
+    tx: mpsc::Sender<Result<WatchBatch>>,
+}
+
+impl Watcher {
+    async fn run(
+        mut self,
+        replay: Vec<WatchBatch>,
+        mut live: broadcast::Receiver<HubPage>,
+        fresh: Option<watch::Receiver<bool>>,
+    ) {
+        if !self.send(replay).await {
+            return;
+        }
+        if let Some(ready) = fresh
+            && !self.join(ready).await
+        {
+            return;
+        }
+        loop {
+            let page = tokio::select! {
+                _ = self.tx.closed() => return,
+                page = live.recv() => page,
+            };
+            let caught_up = match page {
+                Ok(Ok(entries)) => match self.follower.accept_page(&entries) {
+                    Ok(Ok(batches)) => self.send(batches).await,
+                    // Pages were missed: read them from the log.
+                    Ok(Err(_)) => self.catch_up().await,
+                    Err(err) => self.end(err).await,
+                },
+                Ok(Err(err)) => self.end(err).await,
+                // Too far behind the hub: read what was missed from the log.
+                Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up().await,
+                // The hub stopped (no watch was left for a moment): join the next one.
+                Err(broadcast::error::RecvError::Closed) => {
+                    let (next, fresh) = self.hub.subscribe();
+                    live = next;
+                    match fresh {
+                        Some(ready) => self.join(ready).await,
+                        None => self.catch_up().await,
+                    }
+                }
+            };
+            if !caught_up {
+                return;
+            }
+        }
+    }
+
+    /// Joins a hub that is finding where the log ends: once it has, reads the log from the
+    /// revision after the last one read up to there (a running hub's pages hold every later
+    /// entry). False when the watch ended.
+    async fn join(&mut self, mut ready: watch::Receiver<bool>) -> bool {
+        // Its sender goes when the hub fails before starting; the hub's error follows.
+        let _ = tokio::select! {
+            _ = self.tx.closed() => return false,
+            started = ready.wait_for(|started| *started) => started.map(drop),
+        };
+        self.catch_up().await
+    }
+
+    /// Sends batches; false when the reader is gone.
+    async fn send(&self, batches: Vec<WatchBatch>) -> bool {
+        for batch in batches {
+            if self.tx.send(Ok(batch)).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Ends the watch with `err`; always false.
+    async fn end(&self, err: Error) -> bool {
+        let _ = self.tx.send(Err(err)).await;
+        false
+    }
+
+    /// Reads the log from the revision after the last one read up to its end (XRANGE, on the
+    /// shared connection); false when the watch ended.
+    async fn catch_up(&mut self) -> bool {
+        loop {
+            let from = format!("{}-0", self.follower.last.saturating_add(1));
+            let mut con = self.con.clone();
+            let reply: std::result::Result<Value, _> = redis::cmd("XRANGE")
+                .arg(self.log.as_slice())
+                .arg(from)
+                .arg("+")
+                .arg("COUNT")
+                .arg(PAGE)
+                .query_async(&mut con)
+                .await;
+            let entries = match reply.map_err(|e| unavailable(map_error("watch", e))) {
+                Ok(reply) => match array(reply) {
+                    Ok(entries) => entries,
+                    Err(err) => return self.end(err).await,
+                },
+                Err(err) => return self.end(err).await,
+            };
+            let full = entries.len() >= PAGE;
+            let batches = match self.follower.accept(entries) {
+                Ok(batches) => batches,
+                Err(err) => return self.end(err).await,
+            };
+            if !self.send(batches).await {
+                return false;
+            }
+            if !full {
+                return true;
             }
         }
     }

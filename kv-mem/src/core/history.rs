@@ -1,9 +1,11 @@
 //! Watches: the bounded event history, watcher registration, delivery and compaction.
 
+use futures::StreamExt;
 use keyplane_core::raw::emulation::{DeletedSize, Logged};
 use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
@@ -19,16 +21,49 @@ struct Change {
 
 /// A registered watch.
 ///
-/// Its channel is unbounded so that a slow watcher never blocks a writer: batches queue in
-/// memory until the stream is polled, and the watcher is dropped once its stream is.
+/// A slow watcher never blocks a writer: batches queue until the stream is polled, up to
+/// `limit` of them; a change that would queue one more ends the watch with a `Lagged`
+/// error instead. The watcher is dropped once its stream is.
 #[derive(Debug)]
 struct Watcher {
     opts: WatchOptions,
     start: i64,
     tx: mpsc::UnboundedSender<Result<WatchBatch>>,
+    /// Batches sent and not yet taken by the reader.
+    queued: Arc<AtomicUsize>,
+    limit: usize,
 }
 
 impl Watcher {
+    fn send(&self, batch: WatchBatch) -> bool {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        self.tx.send(Ok(batch)).is_ok()
+    }
+
+    /// Delivers the part of a live `change`; false when the stream is gone or fell behind.
+    fn deliver_live(&self, change: &Change) -> bool {
+        if change.revision >= self.start && self.queued.load(Ordering::SeqCst) >= self.limit {
+            if self.covers_any(change) {
+                let _ = self.tx.send(Err(Error::new(
+                    ErrorKind::Lagged,
+                    format!(
+                        "the watch's reader fell {} batches behind (MemConfig::watch_buffer); \
+                         resume from the revision after the last batch read",
+                        self.limit
+                    ),
+                )
+                .with_context("next_revision", change.revision)));
+                return false;
+            }
+            return !self.tx.is_closed();
+        }
+        self.deliver(change)
+    }
+
+    fn covers_any(&self, change: &Change) -> bool {
+        change.events.iter().any(|e| self.opts.covers(e))
+    }
+
     /// Sends the part of `change` this watcher covers; false when its stream is gone.
     fn deliver(&self, change: &Change) -> bool {
         if change.revision < self.start {
@@ -43,12 +78,10 @@ impl Watcher {
         if events.is_empty() {
             return !self.tx.is_closed();
         }
-        self.tx
-            .send(Ok(WatchBatch {
-                revision: change.revision,
-                events,
-            }))
-            .is_ok()
+        self.send(WatchBatch {
+            revision: change.revision,
+            events,
+        })
     }
 }
 
@@ -62,15 +95,18 @@ pub(crate) struct History {
     /// Revisions before this one were discarded by [`History::compact`].
     compacted: i64,
     watchers: Vec<Watcher>,
+    /// Most batches queued for one watcher ([`MemConfig::watch_buffer`](crate::MemConfig)).
+    buffer: usize,
 }
 
 impl History {
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize, buffer: usize) -> Self {
         History {
             changes: VecDeque::new(),
             capacity,
             compacted: 1,
             watchers: Vec::new(),
+            buffer: buffer.max(1),
         }
     }
 
@@ -116,7 +152,7 @@ impl History {
                 events,
                 deleted,
             });
-            self.watchers.retain(|w| w.deliver(&change));
+            self.watchers.retain(|w| w.deliver_live(&change));
             self.changes.push_back(change);
         } else {
             self.watchers.retain(|w| !w.tx.is_closed());
@@ -139,20 +175,29 @@ impl History {
             return Err(Error::compacted(from).with_context("start_revision", start));
         }
         let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
         let watcher = Watcher {
             opts: opts.clone(),
             start,
             tx,
+            queued: Arc::clone(&queued),
+            limit: self.buffer,
         };
         for change in self.changes.iter().filter(|c| c.revision >= start) {
             watcher.deliver(change);
         }
         if opts.progress {
             // Under the store's lock: every change up to `current` is queued before it.
-            let _ = watcher.tx.send(Ok(WatchBatch::progress(current)));
+            watcher.send(WatchBatch::progress(current));
         }
         self.watchers.push(watcher);
-        Ok(Box::pin(UnboundedReceiverStream::new(rx)))
+        Ok(UnboundedReceiverStream::new(rx)
+            .inspect(move |item| {
+                if item.is_ok() {
+                    queued.fetch_sub(1, Ordering::SeqCst);
+                }
+            })
+            .boxed())
     }
 
     /// Discards the events of revisions before `revision`.
@@ -208,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_dropped_watch_is_unregistered_on_the_next_change() {
-        let mut history = History::new(10);
+        let mut history = History::new(10, 100);
         let stream = history.watch(&WatchOptions::prefix("a/"), 1).unwrap();
         assert_eq!(history.watchers(), 1);
         drop(stream);
@@ -219,7 +264,7 @@ mod tests {
 
     #[test]
     fn retention_is_bounded_by_capacity_and_compaction() {
-        let mut history = History::new(3);
+        let mut history = History::new(3, 100);
         for revision in 2..=6 {
             history.record(revision, vec![put("k", revision)], Vec::new());
         }

@@ -5,9 +5,16 @@
 local P, from, count = ARGV[1], ARGV[2], ARGV[3]
 local rev = tonumber(redis.call('GET', P .. 'rev') or '0')
 local compacted = tonumber(redis.call('GET', P .. 'compacted') or '0')
-local first = redis.call('XRANGE', P .. 'log', '-', '+', 'COUNT', 1)
 local first_rev = 0
-if #first > 0 then
-  first_rev = tonumber(string.match(first[1][1], '^(%d+)'))
+local entries = {}
+-- A watch from after the current revision replays nothing, and needs no first revision:
+-- reading the log's first entry copies its whole payload (a large value costs milliseconds
+-- per call).
+if tonumber(from) <= rev then
+  local first = redis.call('XRANGE', P .. 'log', '-', '+', 'COUNT', 1)
+  if #first > 0 then
+    first_rev = tonumber(string.match(first[1][1], '^(%d+)'))
+  end
+  entries = redis.call('XRANGE', P .. 'log', from .. '-0', '+', 'COUNT', count)
 end
-return { rev, first_rev, compacted, redis.call('XRANGE', P .. 'log', from .. '-0', '+', 'COUNT', count) }
+return { rev, first_rev, compacted, entries }
