@@ -223,6 +223,30 @@ fn unbound(key: [u8; 32], id: &str, plaintext: &[u8]) -> Vec<u8> {
     out
 }
 
+#[test]
+fn unbound_values_open_only_when_accepted_and_re_encrypt_bound() {
+    let key = [5u8; 32];
+    let ring = ring("k1", key);
+    let old = unbound(key, "k1", b"token");
+    assert_eq!(Keyring::envelope_key_id(&old).unwrap(), "k1");
+    assert!(!ring.is_current(&old).unwrap());
+    let err = ring.decrypt_for(b"a", &old).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Codec);
+    assert!(err.to_string().contains("not bound"), "{err}");
+    let accepting = ring.clone().accept_unbound(true);
+    // Unbound: it opens at any key, which is what the new format forbids.
+    assert_eq!(accepting.decrypt_for(b"a", &old).unwrap(), b"token");
+    assert_eq!(accepting.decrypt_for(b"b", &old).unwrap(), b"token");
+    let bound = accepting.encrypt_for(b"a", b"token").unwrap();
+    assert!(ring.is_current(&bound).unwrap());
+    assert_eq!(ring.decrypt_for(b"a", &bound).unwrap(), b"token");
+    assert!(ring.decrypt_for(b"b", &bound).is_err());
+    // The key is not confused with the header: an id that ends where a key begins.
+    let other = Keyring::new("k1a", EncryptionKey::from_bytes(key)).unwrap();
+    let sealed = other.encrypt_for(b"", b"x").unwrap();
+    assert!(ring.decrypt_for(b"a", &sealed).is_err());
+}
+
 #[tokio::test]
 async fn reencryption_upgrades_unbound_values_with_a_keyring_that_accepts_them() {
     use keyplane_core::keyspace::reencrypt_prefix;

@@ -89,11 +89,7 @@ impl Core {
                 interval: config.reconcile_interval(),
             },
         };
-        let hub = Arc::new(crate::watch::Hub::new(
-            config.internal_prefix.as_bytes(),
-            client.clone(),
-            &config,
-        ));
+        let hub = Arc::new(crate::watch::Hub::new(client.clone(), &config));
         Ok(Core {
             hub,
             con,

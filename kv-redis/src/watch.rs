@@ -55,7 +55,6 @@ pub(crate) async fn watch(core: &Core, opts: WatchOptions) -> Result<WatchStream
     let task = Watcher {
         follower,
         con: core.con.clone(),
-        log: core.internal("log"),
         hub: Arc::clone(&core.hub),
         tx,
     };
@@ -163,15 +162,13 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    pub(crate) fn new(
-        core_prefix: &[u8],
-        client: redis::Client,
-        config: &crate::RedisConfig,
-    ) -> Self {
+    /// The hub of a store on `client` with `config` (not started until a watch needs it).
+    pub(crate) fn new(client: redis::Client, config: &crate::RedisConfig) -> Self {
+        let prefix = config.internal_prefix.as_bytes();
         Hub {
             client,
-            log: [core_prefix, b"log"].concat(),
-            rev: [core_prefix, b"rev"].concat(),
+            log: [prefix, b"log"].concat(),
+            rev: [prefix, b"rev"].concat(),
             retries: config.watch_retries,
             response_timeout: BLOCK + config.response_timeout(),
             connect_timeout: config.connect_timeout(),
@@ -317,7 +314,7 @@ struct Watcher {
     follower: Follower,
     /// The store's shared connection, for the non-blocking reads of missed entries.
     con: ConnectionManager,
-    log: Vec<u8>,
+    /// The store's hub, whose log key the missed entries are read from too.
     hub: Arc<Hub>,
     tx: mpsc::Sender<Result<WatchBatch>>,
 }
@@ -403,7 +400,7 @@ impl Watcher {
             let from = format!("{}-0", self.follower.last.saturating_add(1));
             let mut con = self.con.clone();
             let reply: std::result::Result<Value, _> = redis::cmd("XRANGE")
-                .arg(self.log.as_slice())
+                .arg(self.hub.log.as_slice())
                 .arg(from)
                 .arg("+")
                 .arg("COUNT")

@@ -46,6 +46,24 @@ pub async fn redis() -> Option<Arc<dyn Store>> {
     Some(Arc::new(store))
 }
 
+/// A fresh namespace prefix, `{tag}{uuid}{separator}`, after writing a decoy key just
+/// outside it in `inner` (`{tag}{uuid}decoy`), so that a namespace that leaks shows.
+///
+/// # Panics
+/// When the decoy cannot be written.
+pub async fn prefix_with_decoy(inner: &dyn Store, tag: &str, separator: char) -> String {
+    let root = format!("{tag}{}", uuid::Uuid::new_v4().simple());
+    inner
+        .put(
+            format!("{root}decoy").as_bytes(),
+            b"outside",
+            keyplane_core::PutOptions::default(),
+        )
+        .await
+        .expect("write the decoy outside the namespace");
+    format!("{root}{separator}")
+}
+
 /// A `RedisStore` on this test binary's shared Redis and a raw connection to the same
 /// server, for tests that read or write the store's keys as another program would (`None`
 /// as for [`redis()`]).

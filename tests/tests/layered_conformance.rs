@@ -3,24 +3,16 @@
 //! harness etcd and the harness Redis. A key of the namespace's name is written just outside
 //! the prefix first, so that a leak would show.
 
+use keyplane_core::Store;
 use keyplane_core::layer::{
     FaultLayer, MetricsLayer, NamespaceLayer, RetryLayer, StoreExt, TimeoutLayer, TracingLayer,
 };
-use keyplane_core::{PutOptions, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// `inner` under every layer, in a namespace of its own.
 async fn layered(inner: Arc<dyn Store>) -> Arc<dyn Store> {
-    let prefix = format!("ly{}/", uuid::Uuid::new_v4().simple());
-    inner
-        .put(
-            format!("{}decoy", &prefix[..prefix.len() - 1]).as_bytes(),
-            b"outside",
-            PutOptions::default(),
-        )
-        .await
-        .unwrap();
+    let prefix = keyplane_tests::backends::prefix_with_decoy(inner.as_ref(), "ly", '/').await;
     Arc::new(
         inner
             .layer(NamespaceLayer::new(prefix).unwrap())

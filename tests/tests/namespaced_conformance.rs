@@ -7,15 +7,7 @@ use std::sync::Arc;
 
 /// A namespace of its own on `inner`, after writing a decoy just outside it.
 async fn namespaced(inner: Arc<dyn Store>) -> Arc<dyn Store> {
-    let prefix = format!("ns{}:", uuid::Uuid::new_v4().simple());
-    inner
-        .put(
-            format!("{}decoy", &prefix[..prefix.len() - 1]).as_bytes(),
-            b"outside",
-            PutOptions::default(),
-        )
-        .await
-        .unwrap();
+    let prefix = keyplane_tests::backends::prefix_with_decoy(inner.as_ref(), "ns", ':').await;
     Arc::new(Namespaced::new(inner, prefix).unwrap())
 }
 

@@ -220,16 +220,13 @@ async fn run(store: &dyn Store, call: Call) -> Result<()> {
         Call::LeaseRevoke(id) => store.lease_revoke(LeaseId(id)).await,
         Call::LeaseTimeToLive(id) => store.lease_time_to_live(LeaseId(id)).await.map(drop),
         Call::Watch(r, start, flags) => {
-            let mut opts = WatchOptions {
+            let opts = WatchOptions {
                 range: r,
                 start_revision: start,
                 prev: flags & 1 != 0,
                 collections: flags & 2 != 0,
                 progress: flags & 4 != 0,
             };
-            if start.is_none() {
-                opts.start_revision = None;
-            }
             let mut watch = store.watch(opts).await?;
             // Whatever it has ready now; an error item must be typed too.
             match futures::StreamExt::next(&mut watch).now_or_never() {

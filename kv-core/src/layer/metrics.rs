@@ -3,7 +3,6 @@
 use super::{Answer, Args, Call, Layer, around_store};
 use crate::error::Result;
 use crate::store::Store;
-use crate::watch::{WatchOptions, WatchStream};
 use metrics::{Key, Label, Level, Metadata};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -132,11 +131,6 @@ impl<S: Store> MetricsStore<S> {
                 .record(elapsed.as_secs_f64());
         });
         answer
-    }
-
-    async fn open_watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        self.around(Call::Watch, opts, |o| self.inner.watch(o))
-            .await
     }
 }
 

@@ -356,9 +356,18 @@ impl Answer for WatchStream {}
 
 /// Implements [`Store`] for a layer's store type whose inherent
 /// `async fn around(&self, call, args, f)` runs `f(args)` (once or more) against the inner
-/// store, and whose inherent `async fn open_watch(&self, opts)` opens a watch.
+/// store. A watch is opened through `around` too, unless the layer names its own inherent
+/// `async fn(&self, opts)` for that: `around_store!(RetryStore, watch = open_watch)`.
 macro_rules! around_store {
     ($store:ident) => {
+        $crate::layer::around_store!(@impl $store, |this, opts| this
+            .around(Call::Watch, opts, |o| this.inner.watch(o))
+            .await);
+    };
+    ($store:ident, watch = $open:ident) => {
+        $crate::layer::around_store!(@impl $store, |this, opts| this.$open(opts).await);
+    };
+    (@impl $store:ident, |$this:ident, $opts:ident| $watch:expr) => {
         #[async_trait::async_trait]
         impl<S: Store> Store for $store<S> {
             fn capabilities(&self) -> &crate::Capabilities {
@@ -402,8 +411,9 @@ macro_rules! around_store {
                 })
                 .await
             }
-            async fn watch(&self, opts: crate::WatchOptions) -> crate::Result<crate::WatchStream> {
-                self.open_watch(opts).await
+            async fn watch(&self, $opts: crate::WatchOptions) -> crate::Result<crate::WatchStream> {
+                let $this = self;
+                $watch
             }
             async fn compact(&self, revision: i64) -> crate::Result<()> {
                 self.around(Call::Compact, revision, |r| self.inner.compact(r))

@@ -3,7 +3,6 @@
 use super::{Args, Call, Layer, around_store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::Store;
-use crate::watch::{WatchOptions, WatchStream};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -73,11 +72,6 @@ impl<S: Store> ReadOnlyStore<S> {
             return Err(error);
         }
         f(args).await
-    }
-
-    async fn open_watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        self.around(Call::Watch, opts, |o| self.inner.watch(o))
-            .await
     }
 }
 

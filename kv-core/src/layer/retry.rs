@@ -116,22 +116,13 @@ impl<S: Store> RetryStore<S> {
         F: Fn(A) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        // The first attempt costs no clock read: the policy's deadline counts from the
-        // first failure.
-        let error = match f(args.clone()).await {
-            Ok(answer) => return Ok(answer),
-            Err(error) if self.may_retry(call, &args, &error) => error,
-            Err(error) => return Err(error),
-        };
-        let mut attempts = self.policy.start();
-        tracing::debug!(op = call.name(), attempt = 1, %error, "retrying");
-        if !attempts.wait().await {
-            return Err(attempts.exhausted(error));
-        }
+        // The clock starts at the first failure: a call that succeeds at once reads none.
+        let mut attempts = None;
         loop {
             match f(args.clone()).await {
                 Ok(answer) => return Ok(answer),
                 Err(error) if self.may_retry(call, &args, &error) => {
+                    let attempts = attempts.get_or_insert_with(|| self.policy.start());
                     tracing::debug!(
                         op = call.name(),
                         attempt = attempts.failed() + 1,
@@ -171,7 +162,7 @@ impl<S: Store> RetryStore<S> {
     }
 }
 
-around_store!(RetryStore);
+around_store!(RetryStore, watch = open_watch);
 
 /// The state of a resuming watch between two items.
 struct Resume<S> {

@@ -3,7 +3,6 @@
 use super::{Args, Call, Layer, around_store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::Store;
-use crate::watch::{WatchOptions, WatchStream};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -98,11 +97,6 @@ impl<S: Store> TimeoutStore<S> {
             .with_context("op", call.name())
             .with_context("timeout_ms", deadline.as_millis())),
         }
-    }
-
-    async fn open_watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        self.around(Call::Watch, opts, |o| self.inner.watch(o))
-            .await
     }
 }
 

@@ -3,7 +3,6 @@
 use super::{Answer, Args, Call, Layer, around_store};
 use crate::error::Result;
 use crate::store::Store;
-use crate::watch::{WatchOptions, WatchStream};
 use std::future::Future;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -98,11 +97,6 @@ impl<S: Store> TracingStore<S> {
             }
         }
         answer
-    }
-
-    async fn open_watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        self.around(Call::Watch, opts, |o| self.inner.watch(o))
-            .await
     }
 }
 
