@@ -63,7 +63,10 @@ pub(crate) fn exit_code(kind: &ErrorKind) -> u8 {
         | ErrorKind::TxnTooLarge
         | ErrorKind::WrongType
         | ErrorKind::ReadOnly => code::INVALID,
-        ErrorKind::Unavailable | ErrorKind::Timeout | ErrorKind::Unauthorized => code::UNREACHABLE,
+        ErrorKind::Unavailable
+        | ErrorKind::Timeout
+        | ErrorKind::Unauthorized
+        | ErrorKind::PermissionDenied => code::UNREACHABLE,
         ErrorKind::AlreadyExists
         | ErrorKind::ConditionFailed
         | ErrorKind::TxnConflict

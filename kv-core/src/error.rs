@@ -52,8 +52,13 @@ pub enum ErrorKind {
     /// the last one read (which [`RetryLayer`](crate::layer::RetryLayer) does) loses
     /// nothing while the store retains that history. Retryable.
     Lagged,
-    /// The caller may not access this object (an ownership check failed).
+    /// The caller could not be authenticated (wrong or missing credentials), or may not
+    /// access this object (an ownership check failed).
     Unauthorized,
+    /// The backend's access control refuses the operation to the authenticated user: a key
+    /// outside an etcd role's ranges, a key pattern or command a Redis ACL user lacks. It was
+    /// refused before anything was written.
+    PermissionDenied,
     /// A write to a key or store that is read-only: an old layout's key
     /// ([`Template::read_only`](crate::keyspace::Template::read_only)), or a store opened
     /// read-only. It was refused before reaching the backend; nothing was written.
@@ -96,6 +101,7 @@ impl ErrorKind {
             ErrorKind::LockLost => "lock lost",
             ErrorKind::Lagged => "watch lagged",
             ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::PermissionDenied => "permission denied",
             ErrorKind::ReadOnly => "read-only",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Timeout => "timeout",
@@ -126,6 +132,7 @@ impl ErrorKind {
             ErrorKind::LockLost => "lock_lost",
             ErrorKind::Lagged => "lagged",
             ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::PermissionDenied => "permission_denied",
             ErrorKind::ReadOnly => "read_only",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Timeout => "timeout",

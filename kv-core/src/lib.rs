@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 mod bulk;
+mod bulk_delete;
 mod capabilities;
 pub mod changes;
 pub mod collections;
@@ -28,6 +29,7 @@ mod txn;
 mod watch;
 
 pub use bulk::{BulkLoader, BulkProgress, BulkReport};
+pub use bulk_delete::delete_prefix_in_batches;
 pub use capabilities::{Capabilities, ForeignWrites, Retention, Support};
 pub use changes::{CollectionChange, CollectionEvent, CollectionValue};
 pub use collections::{CollectionKind, CollectionOp, CollectionResult};

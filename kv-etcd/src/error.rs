@@ -80,10 +80,9 @@ fn classify_status(code: Code, message: &str) -> (ErrorKind, bool, String) {
         ErrorKind::InvalidArgument
     } else if has("key is not provided") || has("key is too long") {
         ErrorKind::InvalidKey
-    } else if has("permission denied")
-        || has("authentication failed")
-        || has("invalid auth token")
-        || has("user name is empty")
+    } else if has("permission denied") {
+        ErrorKind::PermissionDenied
+    } else if has("authentication failed") || has("invalid auth token") || has("user name is empty")
     {
         ErrorKind::Unauthorized
     } else if has("too many requests") || has("no space") {
@@ -100,7 +99,8 @@ fn classify_status(code: Code, message: &str) -> (ErrorKind, bool, String) {
                 return (ErrorKind::Unavailable, true, m);
             }
             Code::DeadlineExceeded => return (ErrorKind::Timeout, true, m),
-            Code::Unauthenticated | Code::PermissionDenied => ErrorKind::Unauthorized,
+            Code::Unauthenticated => ErrorKind::Unauthorized,
+            Code::PermissionDenied => ErrorKind::PermissionDenied,
             Code::NotFound => ErrorKind::NotFound,
             Code::InvalidArgument | Code::OutOfRange | Code::FailedPrecondition => {
                 ErrorKind::InvalidArgument
@@ -202,7 +202,7 @@ mod tests {
             (
                 Code::PermissionDenied,
                 "etcdserver: permission denied",
-                ErrorKind::Unauthorized,
+                ErrorKind::PermissionDenied,
                 false,
             ),
             (Code::Internal, "boom", ErrorKind::Backend, false),

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+mod access;
 mod collections;
 mod config;
 mod core;
@@ -11,6 +12,7 @@ mod store;
 mod txn;
 mod watch;
 
+pub use access::{Access, RolePermission};
 #[cfg(feature = "tls")]
 pub use config::EtcdTlsConfig;
 pub use config::{DEFAULT_MAX_TXN_OPS, DEFAULT_MAX_VALUE_BYTES, EtcdConfig};

@@ -27,6 +27,11 @@ pub struct RedisConfig {
     pub password: Option<String>,
     /// Database index; overrides one given in the URL.
     pub database: Option<i64>,
+    /// TLS settings for a `rediss://` URL (feature `tls`): the CA to trust instead of the
+    /// system's roots, and a client certificate for servers with `tls-auth-clients`.
+    /// Default none (the system's roots, no client certificate).
+    #[cfg(feature = "tls")]
+    pub tls: Option<RedisTlsConfig>,
     /// How long to wait for a connection, in ms. Default 5000.
     pub connect_timeout_ms: u64,
     /// How long to wait for a reply, in ms. Default 5000.
@@ -42,6 +47,14 @@ pub struct RedisConfig {
     pub history_retention: u64,
     /// Most compares, and most ops per branch, in one transaction. Default 128.
     pub max_txn_ops: usize,
+    /// Most keys (plain and collections) one transaction's prefix deletes may remove
+    /// together. A prefix delete is one Lua script, and Redis serves no other client while a
+    /// script runs (about 12 µs per key deleted); a larger one is refused with
+    /// `TxnTooLarge` before anything is written, so that no delete blocks the server near
+    /// its script time limit (`busy-reply-threshold`, 5 s by default).
+    /// [`delete_prefix_in_batches`](keyplane_core::delete_prefix_in_batches) removes a
+    /// larger prefix in atomic batches. Default 50 000 (about 0.6 s of server time).
+    pub max_prefix_delete_keys: u64,
     /// How many times in a row a watch retries a lost connection before it reports
     /// `Unavailable`. Default 20 (backing off from 50 ms to 2 s).
     pub watch_retries: u32,
@@ -70,11 +83,14 @@ impl Default for RedisConfig {
             username: None,
             password: None,
             database: None,
+            #[cfg(feature = "tls")]
+            tls: None,
             connect_timeout_ms: 5000,
             response_timeout_ms: 5000,
             internal_prefix: "__kv:".to_owned(),
             history_retention: 100_000,
             max_txn_ops: 128,
+            max_prefix_delete_keys: 50_000,
             watch_retries: 20,
             persistent: false,
             reconcile_roots: Vec::new(),
@@ -130,14 +146,23 @@ impl RedisConfig {
                 "rediss:// needs keyplane-redis to be built with the `tls` feature".to_owned(),
             ));
         }
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() && !self.url.starts_with("rediss://") {
+            return Err(config_error("TLS settings need a rediss:// URL".to_owned()));
+        }
         if self.internal_prefix.is_empty() || self.internal_prefix.contains('\0') {
             return Err(config_error(
                 "the internal prefix must be non-empty and contain no NUL".to_owned(),
             ));
         }
-        if self.history_retention == 0 || self.max_txn_ops == 0 || self.reconcile_scan_count == 0 {
+        if self.history_retention == 0
+            || self.max_txn_ops == 0
+            || self.reconcile_scan_count == 0
+            || self.max_prefix_delete_keys == 0
+        {
             return Err(config_error(
-                "history_retention, max_txn_ops and reconcile_scan_count must be at least 1"
+                "history_retention, max_txn_ops, max_prefix_delete_keys and \
+                 reconcile_scan_count must be at least 1"
                     .to_owned(),
             ));
         }
@@ -185,8 +210,8 @@ fn redact(url: &str) -> String {
 
 impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisConfig")
-            .field("url", &redact(&self.url))
+        let mut d = f.debug_struct("RedisConfig");
+        d.field("url", &redact(&self.url))
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("database", &self.database)
@@ -195,13 +220,68 @@ impl fmt::Debug for RedisConfig {
             .field("internal_prefix", &self.internal_prefix)
             .field("history_retention", &self.history_retention)
             .field("max_txn_ops", &self.max_txn_ops)
+            .field("max_prefix_delete_keys", &self.max_prefix_delete_keys)
             .field("watch_retries", &self.watch_retries)
             .field("persistent", &self.persistent)
             .field("reconcile_roots", &self.reconcile_roots)
             .field("reconcile_interval_ms", &self.reconcile_interval_ms)
             .field("keyspace_notifications", &self.keyspace_notifications)
-            .field("reconcile_scan_count", &self.reconcile_scan_count)
-            .finish()
+            .field("reconcile_scan_count", &self.reconcile_scan_count);
+        #[cfg(feature = "tls")]
+        d.field("tls", &self.tls);
+        d.finish()
+    }
+}
+
+/// TLS settings of a `rediss://` connection (feature `tls`): PEM files.
+#[cfg(feature = "tls")]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisTlsConfig {
+    /// PEM file of the CA that signed the server's certificate (instead of the system's
+    /// roots).
+    pub ca_file: Option<std::path::PathBuf>,
+    /// PEM file of the client certificate, for servers with `tls-auth-clients yes`.
+    pub cert_file: Option<std::path::PathBuf>,
+    /// PEM file of the client certificate's private key.
+    pub key_file: Option<std::path::PathBuf>,
+}
+
+#[cfg(feature = "tls")]
+impl RedisTlsConfig {
+    /// The certificates for redis-rs.
+    ///
+    /// # Errors
+    /// `Config` when a file cannot be read, or a certificate is given without its key.
+    pub(crate) fn certificates(&self) -> Result<redis::TlsCertificates> {
+        let read = |path: &std::path::Path, what: &str| {
+            std::fs::read(path).map_err(|e| {
+                Error::new(ErrorKind::Config, format!("cannot read the TLS {what}"))
+                    .with_context("path", path.display())
+                    .with_source(e)
+            })
+        };
+        let client_tls = match (&self.cert_file, &self.key_file) {
+            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+                client_cert: read(cert, "client certificate")?,
+                client_key: read(key, "client key")?,
+            }),
+            (None, None) => None,
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    "a TLS client certificate needs both cert_file and key_file",
+                ));
+            }
+        };
+        let root_cert = match &self.ca_file {
+            Some(ca) => Some(read(ca, "CA certificate")?),
+            None => None,
+        };
+        Ok(redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        })
     }
 }
 

@@ -64,7 +64,14 @@ impl Core {
     pub(crate) async fn connect(config: RedisConfig) -> Result<Core> {
         let info = config.connection_info()?;
         let db = info.redis_settings().db();
-        let client = redis::Client::open(info).map_err(|e| map_error("connect", e))?;
+        #[cfg(feature = "tls")]
+        let client = match &config.tls {
+            Some(tls) => redis::Client::build_with_tls(info, tls.certificates()?),
+            None => redis::Client::open(info),
+        };
+        #[cfg(not(feature = "tls"))]
+        let client = redis::Client::open(info);
+        let client = client.map_err(|e| map_error("connect", e))?;
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.connect_timeout()))
             .set_response_timeout(Some(config.response_timeout()))

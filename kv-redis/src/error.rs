@@ -6,19 +6,50 @@ use redis::{RedisError, ServerErrorKind};
 /// Maps a redis-rs error (including the typed error replies of this crate's scripts, whose
 /// codes start with `KV`) into a [`keyplane_core::Error`] with the error as its source.
 pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
-    let detail = err.detail().unwrap_or_default().to_owned();
+    let mut detail = err.detail().unwrap_or_default().to_owned();
+    // A MULTI/EXEC aborted by a refused command: the refusal is the error.
+    if err.kind() == redis::ErrorKind::Server(ServerErrorKind::ExecAbort)
+        && let Some(errors) = err.clone().into_server_errors()
+        && let Some((_, refused)) = errors
+            .iter()
+            .find(|(_, e)| e.kind() == Some(ServerErrorKind::NoPerm))
+    {
+        detail = refused.details().unwrap_or_default().to_owned();
+        return Error::new(
+            ErrorKind::PermissionDenied,
+            format!("Redis refused the ACL user: {detail}"),
+        )
+        .with_context("op", op)
+        .with_source(err);
+    }
     let (kind, message) = match err.code() {
         Some("KVWRONGTYPE") => (
             ErrorKind::WrongType,
             format!("transaction op {detail}, another type than the op expects"),
         ),
         Some("WRONGTYPE") => (ErrorKind::WrongType, detail),
+        Some("NOPERM") => (
+            ErrorKind::PermissionDenied,
+            format!("Redis refused the ACL user: {detail}"),
+        ),
         Some("KVLEASE") => (ErrorKind::LeaseNotFound, detail),
         Some("KVINVALID") => (ErrorKind::InvalidArgument, detail),
+        Some("KVTOOLARGE") => (
+            ErrorKind::TxnTooLarge,
+            format!(
+                "transaction op {detail} (RedisConfig::max_prefix_delete_keys); nothing was \
+                 deleted: delete_prefix_in_batches removes a larger prefix in atomic batches"
+            ),
+        ),
         Some("KVCOMPACTED") => {
             let compact_revision = detail.trim().parse().unwrap_or(0);
             return Error::compacted(compact_revision).with_context("op", op);
         }
+        // A command or key inside a script that the ACL user may not use.
+        _ if err.to_string().contains("user executing the script can't") => (
+            ErrorKind::PermissionDenied,
+            format!("Redis refused the ACL user: {err}"),
+        ),
         _ => classify(&err),
     };
     // A refused connection carried no request; every other failure may have.
@@ -45,14 +76,15 @@ fn classify(err: &RedisError) -> (ErrorKind, String) {
                 | ServerErrorKind::ReadOnly
                 | ServerErrorKind::ClusterDown,
             ) => ErrorKind::Unavailable,
-            redis::ErrorKind::Server(ServerErrorKind::NoPerm) => ErrorKind::Unauthorized,
+            redis::ErrorKind::Server(ServerErrorKind::NoPerm) => ErrorKind::PermissionDenied,
             _ => ErrorKind::Backend,
         }
     };
     let message = match kind {
         ErrorKind::Unavailable => "Redis is unreachable",
         ErrorKind::Timeout => "Redis did not answer in time",
-        ErrorKind::Unauthorized => "Redis refused the credentials or the command",
+        ErrorKind::Unauthorized => "Redis refused the credentials",
+        ErrorKind::PermissionDenied => "Redis refused the ACL user this command or key",
         ErrorKind::Config => "the Redis client configuration is invalid",
         _ => "Redis failed",
     };

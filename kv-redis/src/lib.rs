@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+mod access;
 mod config;
 mod core;
 mod error;
@@ -12,5 +13,8 @@ mod txn;
 mod watch;
 
 pub use crate::core::reconcile::ReconcileReport;
+pub use access::{RECONCILER_COMMANDS, REQUIRED_COMMANDS};
 pub use config::RedisConfig;
+#[cfg(feature = "tls")]
+pub use config::RedisTlsConfig;
 pub use store::RedisStore;

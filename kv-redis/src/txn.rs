@@ -21,7 +21,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             crate::core::reconcile::adopt_prefix(core, prefix).await?;
         }
     }
-    let args = encode(&txn);
+    let args = encode(&txn, core.config.max_prefix_delete_keys);
     let arg_refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     let reply: Value = core.run_write(&core.scripts.txn, &arg_refs, "txn").await?;
     let mut parts = array(reply)?.into_iter();
@@ -113,9 +113,11 @@ fn revision_and_prev(key: &[u8], reply: Value) -> Result<(i64, Option<Entry>)> {
     Ok((int(revision)?, opt_entry(key, prev)?))
 }
 
-/// The script's arguments after the shared ones: compares, then both branches.
-pub(crate) fn encode(txn: &Txn) -> Vec<Vec<u8>> {
-    let mut args = Vec::with_capacity(1 + 5 * txn.compares.len() + 4 * txn.success.len() + 2);
+/// The script's arguments after the shared ones: the most keys the prefix deletes may remove
+/// together, the compares, then both branches.
+pub(crate) fn encode(txn: &Txn, max_prefix_delete_keys: u64) -> Vec<Vec<u8>> {
+    let mut args = Vec::with_capacity(2 + 5 * txn.compares.len() + 4 * txn.success.len() + 2);
+    args.push(max_prefix_delete_keys.to_string().into_bytes());
     args.push(txn.compares.len().to_string().into_bytes());
     for compare in &txn.compares {
         encode_compare(compare, &mut args);

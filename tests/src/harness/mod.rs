@@ -15,10 +15,12 @@
 mod etcd;
 mod process;
 mod redis;
+mod tls;
 
 pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
 pub use process::{find_binary, servers_required};
 pub use redis::{RedisServer, redis_connection, redis_scan, shared_redis};
+pub use tls::{TestCerts, TlsEtcd, TlsRedis};
 
 /// A fresh random key root for one test, such as `t-6f1c.../`, so tests sharing a server never
 /// see each other's keys.

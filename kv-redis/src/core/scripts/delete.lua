@@ -4,6 +4,9 @@
 -- false }.
 local key = ARGV[3]
 local m, _, fix, data = inspect(key)
+if not may('DEL', key) then
+  return no_permission(1, 'delete')
+end
 if fix then
   m = fixed_meta(fix, data, absorb({ { key, fix, data } }))
 end

@@ -50,6 +50,19 @@ local function make_meta(create, rev, version, lease, value)
   return create .. ':' .. rev .. ':' .. version .. ':' .. lease .. ':' .. digest(value)
 end
 
+-- Whether the connection's ACL user may run `cmd` with `...` (servers before Redis 7 lack the
+-- check and refuse a command as it runs). Writing scripts check each write before the first
+-- one, so that a key outside the user's ACL fails the whole operation and writes nothing;
+-- reads need no check, as the first read of each key (`TYPE`) comes before any write.
+local function may(cmd, ...)
+  return not redis.acl_check_cmd or redis.acl_check_cmd(cmd, ...)
+end
+
+-- The error of op `i` that the user may not run.
+local function no_permission(i, what)
+  return redis.error_reply('NOPERM op ' .. i .. ': this user has no permission to ' .. what .. ' the key')
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -8,6 +8,9 @@ local old, t, fix, data = inspect(key)
 if t ~= 'none' and t ~= 'string' then
   return redis.error_reply('KVWRONGTYPE 1 holds a ' .. t)
 end
+if not may('SET', key, value) then
+  return no_permission(1, 'write')
+end
 local err = check_lease(1, lease)
 if err then
   return err

@@ -1,15 +1,20 @@
 -- One transaction, atomically: compares, then the chosen branch's ops. Every compare and
 -- every type is checked before the first write, so a failing transaction writes nothing.
 --
--- ARGV after the two shared ones: the compare count, four words per compare (key, target,
--- op, operand), then the success ops and the failure ops, each branch as a count followed by
--- its ops (a code and the code's fixed number of words).
+-- ARGV after the two shared ones: the most keys the branch's prefix deletes may remove
+-- together, the compare count, five words per compare (key, target, op, operand, member),
+-- then the success ops and the failure ops, each branch as a count followed by its ops (a
+-- code and the code's fixed number of words).
 
 local ARITY = { g = 1, p = 3, d = 1, D = 2, sa = 2, sr = 2, sc = 2, sm = 1, ss = 3, mp = 3, mg = 2,
   md = 2, ma = 1, lp = 2, lf = 2, lr = 2, lg = 3, lo = 1, ll = 1 }
 local KIND = { sa = 'set', sr = 'set', sc = 'set', sm = 'set', ss = 'set', mp = 'hash', mg = 'hash',
   md = 'hash', ma = 'hash', lp = 'list', lf = 'list', lr = 'list', lg = 'list', lo = 'list', ll = 'list' }
 local CREATES = { sa = true, mp = true, lp = true, lf = true }
+-- The command (and dummy arguments) whose permission each collection write needs.
+local WRITE_CHECK = { sa = { 'SADD', 'm' }, sr = { 'SREM', 'm' }, mp = { 'HSET', 'f', 'v' },
+  md = { 'HDEL', 'f' }, lp = { 'RPUSH', 'i' }, lf = { 'LPUSH', 'i' }, lr = { 'LREM', '0', 'i' },
+  lo = { 'LMOVE', '', 'LEFT', 'RIGHT' } }
 
 -- Byte-wise comparison (Lua's `<` on strings follows the server's locale).
 local function bytecmp(a, b)
@@ -42,6 +47,7 @@ local function word()
   pos = pos + 1
   return w
 end
+local MAX_PREFIX_DELETE_KEYS = tonumber(word())
 
 -- What the transaction reads of each key before its writes: metadata (false for none),
 -- type, and what another program did to it (see `inspect`; compared keys are also checked
@@ -147,7 +153,9 @@ local success_ops = read_branch()
 local failure_ops = read_branch()
 local ops = succeeded and success_ops or failure_ops
 
--- Checks, before any write: types (as they evolve through the branch) and leases.
+-- Checks, before any write: types (as they evolve through the branch), leases, and how many
+-- keys the prefix deletes would remove (the server serves nobody else while they do: a
+-- larger delete is refused rather than blocking it).
 local function type_of(key)
   local t = types[key]
   if t == nil then
@@ -156,11 +164,15 @@ local function type_of(key)
   end
   return t
 end
+local prefix_deletes = 0
 for i, op in ipairs(ops) do
   local code, key = op.code, op[1]
   if code == 'p' then
     if types[key] == nil then
       meta_of(key)
+    end
+    if not may('SET', key, op[2]) then
+      return no_permission(i, 'write')
     end
     local t = types[key]
     if t ~= 'none' and t ~= 'string' then
@@ -171,17 +183,41 @@ for i, op in ipairs(ops) do
       return err
     end
     types[key] = 'string'
+  elseif code == 'D' then
+    local n = redis.call('ZLEXCOUNT', K_IDX, op[1], op[2]) + redis.call('ZLEXCOUNT', K_CIDX, op[1], op[2])
+    prefix_deletes = prefix_deletes + n
+    if prefix_deletes > MAX_PREFIX_DELETE_KEYS then
+      return redis.error_reply('KVTOOLARGE ' .. i .. ' would delete ' .. prefix_deletes
+        .. ' keys, more than the ' .. MAX_PREFIX_DELETE_KEYS .. ' one transaction may')
+    end
+    if redis.acl_check_cmd then
+      for _, index in ipairs({ K_IDX, K_CIDX }) do
+        for _, k in ipairs(redis.call('ZRANGEBYLEX', index, op[1], op[2])) do
+          if not may('DEL', k) then
+            return no_permission(i, 'delete')
+          end
+        end
+      end
+    end
   elseif code == 'd' or code == 'g' then
     if metas[key] == nil then
       meta_of(key)
     end
     if code == 'd' then
+      if not may('DEL', key) then
+        return no_permission(i, 'delete')
+      end
       types[key] = 'none'
     end
   elseif KIND[code] then
     local t = type_of(key)
     if t ~= 'none' and t ~= KIND[code] then
       return redis.error_reply('KVWRONGTYPE ' .. i .. ' holds a ' .. t)
+    end
+    local write = WRITE_CHECK[code]
+    -- LMOVE's destination is the list itself.
+    if write and not may(write[1], key, write[2] == '' and key or write[2], unpack(write, 3)) then
+      return no_permission(i, 'write')
     end
     if CREATES[code] then
       types[key] = KIND[code]

@@ -1,0 +1,259 @@
+//! Least privilege: an etcd user whose role covers one prefix (`EtcdConfig::role_permissions`)
+//! and a Redis ACL user limited to key patterns (`RedisConfig::acl_rules`) use the whole
+//! store inside their scope, and get a typed `PermissionDenied` outside it with nothing
+//! written.
+
+use futures::StreamExt;
+use keyplane_core::{
+    CollectionOp, Compare, CompareOp, ErrorKind, PutOptions, RangeOptions, Store, Txn, TxnOp,
+    WatchOptions,
+};
+use keyplane_etcd::{Access, EtcdConfig, EtcdStore};
+use keyplane_redis::{RedisConfig, RedisStore};
+use keyplane_tests::harness::{EtcdServer, key_root, redis_connection, shared_redis};
+use std::time::Duration;
+use tokio::task::block_in_place;
+
+/// Everything a store is used for, on keys under `root`.
+async fn works_inside(store: &dyn Store, root: &str) {
+    let key = |name: &str| format!("{root}{name}").into_bytes();
+    let mut watch = store.watch(WatchOptions::prefix(root)).await.unwrap();
+    let put = store
+        .put(&key("a"), b"1", PutOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(store.get(&key("a")).await.unwrap().unwrap().value, b"1");
+    let resp = store
+        .txn(
+            Txn::new()
+                .when([Compare::mod_revision(
+                    key("a"),
+                    CompareOp::Equal,
+                    put.revision,
+                )])
+                .and_then([TxnOp::put(key("b"), b"2")]),
+        )
+        .await
+        .unwrap();
+    assert!(resp.succeeded);
+    store
+        .collection(CollectionOp::SetAdd {
+            key: key("set"),
+            member: b"m".to_vec(),
+        })
+        .await
+        .unwrap();
+    store
+        .collection(CollectionOp::ListPush {
+            key: key("list"),
+            value: b"i".to_vec(),
+        })
+        .await
+        .unwrap();
+    let lease = store.lease_grant(Duration::from_secs(30)).await.unwrap();
+    store
+        .put(&key("leased"), b"l", PutOptions::default().lease(lease.id))
+        .await
+        .unwrap();
+    store.lease_revoke(lease.id).await.unwrap();
+    let page = store
+        .range(RangeOptions::prefix(root).with_collections())
+        .await
+        .unwrap();
+    assert_eq!(page.entries.len(), 2);
+    assert_eq!(page.collections.len(), 2);
+    assert!(store.delete(&key("b")).await.unwrap().existed());
+    let batch = watch.next().await.unwrap().unwrap();
+    assert_eq!(batch.events[0].key(), key("a").as_slice());
+    let done = store.delete_prefix(root.as_bytes()).await.unwrap();
+    assert_eq!(done.deleted, 3);
+}
+
+/// Every kind of operation on `outside` (which holds a value another user wrote) fails with
+/// `PermissionDenied`, and a transaction that also writes `inside` writes nothing.
+async fn refused_outside(store: &dyn Store, outside: &str, inside: &str) {
+    let denied = |err: keyplane_core::Error| {
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err:?}");
+        assert!(!err.is_retryable(), "{err}");
+    };
+    let out = outside.as_bytes();
+    denied(store.get(out).await.unwrap_err());
+    denied(
+        store
+            .put(out, b"x", PutOptions::default())
+            .await
+            .unwrap_err(),
+    );
+    denied(store.delete(out).await.unwrap_err());
+    denied(
+        store
+            .range(RangeOptions::prefix(outside))
+            .await
+            .unwrap_err(),
+    );
+    denied(
+        store
+            .collection(CollectionOp::SetAdd {
+                key: [out, b"-set"].concat(),
+                member: b"m".to_vec(),
+            })
+            .await
+            .unwrap_err(),
+    );
+    let before = store.revision().await.unwrap();
+    let mixed = Txn::new().and_then([TxnOp::put(inside.as_bytes(), b"in"), TxnOp::put(out, b"x")]);
+    denied(store.txn(mixed).await.unwrap_err());
+    let mixed = Txn::new().and_then([
+        TxnOp::put(inside.as_bytes(), b"in"),
+        TxnOp::delete_prefix(out),
+    ]);
+    denied(store.txn(mixed).await.unwrap_err());
+    assert!(store.get(inside.as_bytes()).await.unwrap().is_none());
+    assert_eq!(store.revision().await.unwrap(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_etcd_role_on_one_prefix() {
+    let Some(server) = block_in_place(EtcdServer::start) else {
+        return;
+    };
+    let config = EtcdConfig::new([server.endpoint()]);
+    let mut admin = etcd_client::Client::connect([server.endpoint()], None)
+        .await
+        .unwrap();
+    admin.put("other/secret", "s", None).await.unwrap();
+    admin.role_add("root").await.unwrap();
+    admin.user_add("root", "rootpw", None).await.unwrap();
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.role_add("app").await.unwrap();
+    for perm in config.role_permissions(b"app/") {
+        let kind = match perm.access {
+            Access::Read => etcd_client::PermissionType::Read,
+            Access::ReadWrite => etcd_client::PermissionType::Readwrite,
+        };
+        let mut grant = etcd_client::Permission::new(kind, perm.key);
+        if !perm.range_end.is_empty() {
+            grant = grant.with_range_end(perm.range_end);
+        }
+        admin.role_grant_permission("app", grant).await.unwrap();
+    }
+    admin.user_add("app", "apppw", None).await.unwrap();
+    admin.user_grant_role("app", "app").await.unwrap();
+    admin.auth_enable().await.unwrap();
+
+    let store = EtcdStore::connect(config.auth("app", "apppw"))
+        .await
+        .unwrap();
+    works_inside(&store, "app/in/").await;
+    refused_outside(&store, "other/secret", "app/in/txn").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_acl_user_on_key_patterns() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("acl");
+    let user = format!("app-{}", uuid::Uuid::new_v4().simple());
+    let config = RedisConfig::new(server.url());
+    let rules = config.acl_rules(&[&format!("{root}in/*")]);
+    let mut admin = redis_connection(&server.url()).await;
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(&user)
+        .arg("on")
+        .arg(">apppw")
+        .arg(rules.split(' ').collect::<Vec<_>>())
+        // Keys the user may read and not write.
+        .arg(format!("%R~{root}ro/*"))
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    // Another user's key, written through a store of its own.
+    let outside = format!("{root}out/secret");
+    let read_only = format!("{root}ro/shared");
+    let other = RedisStore::connect(config.clone()).await.unwrap();
+    for key in [&outside, &read_only] {
+        other
+            .put(key.as_bytes(), b"s", PutOptions::default())
+            .await
+            .unwrap();
+    }
+
+    let store = RedisStore::connect(RedisConfig {
+        username: Some(user.clone()),
+        password: Some("apppw".to_owned()),
+        ..config
+    })
+    .await
+    .unwrap();
+    let inside = format!("{root}in/");
+    works_inside(&store, &inside).await;
+    refused_outside(&store, &outside, &format!("{inside}txn")).await;
+    // A key the user may read and not write: a transaction writing it and a key in scope is
+    // refused before its first write (Redis would have run the first SET, then refused the
+    // second, had the script not checked every write first).
+    assert_eq!(
+        store
+            .get(read_only.as_bytes())
+            .await
+            .unwrap()
+            .unwrap()
+            .value,
+        b"s"
+    );
+    let before = store.revision().await.unwrap();
+    for second in [
+        TxnOp::put(read_only.as_bytes(), b"x"),
+        TxnOp::delete(read_only.as_bytes()),
+        TxnOp::Collection(CollectionOp::SetAdd {
+            key: format!("{root}ro/set").into_bytes(),
+            member: b"m".to_vec(),
+        }),
+    ] {
+        let txn = Txn::new().and_then([
+            TxnOp::put(format!("{inside}first").as_bytes(), b"1"),
+            second,
+        ]);
+        let err = store.txn(txn).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err:?}");
+    }
+    let err = store
+        .put(read_only.as_bytes(), b"x", PutOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err:?}");
+    assert!(
+        store
+            .get(format!("{inside}first").as_bytes())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(store.revision().await.unwrap(), before);
+
+    // A prefix delete reaching a key of the user's scope and one outside it deletes neither.
+    store
+        .put(
+            format!("{inside}kept").as_bytes(),
+            b"k",
+            PutOptions::default(),
+        )
+        .await
+        .unwrap();
+    let err = store.delete_prefix(root.as_bytes()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(
+        store
+            .get(format!("{inside}kept").as_bytes())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let value: Option<String> = redis::cmd("GET")
+        .arg(&outside)
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(value.as_deref(), Some("s"));
+}

@@ -1,0 +1,150 @@
+//! TLS for real: an etcd member that requires client certificates and a Redis server with
+//! `tls-port` and `tls-auth-clients yes`, with certificates made in the test. The stores
+//! connect with the CA and a client certificate; a wrong CA or a missing client certificate
+//! is refused with a clear `Unavailable` error, and never reaches the data.
+
+use futures::StreamExt;
+use keyplane_core::{Error, ErrorKind, PutOptions, Store, WatchOptions};
+use keyplane_etcd::{EtcdConfig, EtcdStore, EtcdTlsConfig};
+use keyplane_redis::{RedisConfig, RedisStore, RedisTlsConfig};
+use keyplane_tests::harness::{TestCerts, TlsEtcd, TlsRedis, key_root};
+use tokio::task::block_in_place;
+
+/// Writes, reads and watches one key over the TLS connection.
+async fn round_trip(store: &dyn Store) {
+    let root = key_root("tls");
+    let key = format!("{root}k");
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    store
+        .put(key.as_bytes(), b"secret", PutOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(key.as_bytes()).await.unwrap().unwrap().value,
+        b"secret"
+    );
+    let batch = watch.next().await.unwrap().unwrap();
+    assert_eq!(batch.events[0].key(), key.as_bytes());
+}
+
+/// The error, with its sources, as one line.
+fn chain(err: &Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        text.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    text
+}
+
+/// A refused TLS connection: `Unavailable` (or `PermissionDenied`), saying why.
+fn refused(err: Error) {
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::Unavailable | ErrorKind::PermissionDenied
+        ),
+        "{}",
+        chain(&err)
+    );
+    let text = chain(&err).to_lowercase();
+    assert!(
+        ["certificate", "tls", "handshake", "unknownca", "alert"]
+            .iter()
+            .any(|w| text.contains(w)),
+        "the error says it is about TLS: {text}"
+    );
+}
+
+fn etcd_tls(certs: &TestCerts, ca: &str, client: bool) -> EtcdTlsConfig {
+    EtcdTlsConfig {
+        ca_file: Some(certs.path(ca)),
+        cert_file: client.then(|| certs.path("client.pem")),
+        key_file: client.then(|| certs.path("client-key.pem")),
+        domain: Some("localhost".to_owned()),
+    }
+}
+
+fn etcd_config(server: &TlsEtcd, tls: EtcdTlsConfig) -> EtcdConfig {
+    let mut config = EtcdConfig::new([server.endpoint()]);
+    config.tls = Some(tls);
+    config.retries = 0;
+    config.connect_timeout_ms = 2_000;
+    config.request_timeout_ms = 2_000;
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_with_client_certificates() {
+    let certs = TestCerts::new();
+    let Some(server) = block_in_place(|| TlsEtcd::start(&certs)) else {
+        return;
+    };
+    let store = EtcdStore::connect(etcd_config(&server, etcd_tls(&certs, "ca.pem", true)))
+        .await
+        .unwrap();
+    round_trip(&store).await;
+
+    for tls in [
+        etcd_tls(&certs, "other-ca.pem", true),
+        etcd_tls(&certs, "ca.pem", false),
+    ] {
+        let answer = match EtcdStore::connect(etcd_config(&server, tls)).await {
+            Ok(store) => store.get(b"any").await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        refused(answer.unwrap_err());
+    }
+}
+
+fn redis_config(server: &TlsRedis, certs: &TestCerts, ca: &str, client: bool) -> RedisConfig {
+    RedisConfig {
+        tls: Some(RedisTlsConfig {
+            ca_file: Some(certs.path(ca)),
+            cert_file: client.then(|| certs.path("client.pem")),
+            key_file: client.then(|| certs.path("client-key.pem")),
+        }),
+        connect_timeout_ms: 2_000,
+        response_timeout_ms: 2_000,
+        ..RedisConfig::new(server.url())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_with_client_certificates() {
+    let certs = TestCerts::new();
+    let Some(server) = block_in_place(|| TlsRedis::start(&certs)) else {
+        return;
+    };
+    let store = RedisStore::connect(redis_config(&server, &certs, "ca.pem", true))
+        .await
+        .unwrap();
+    round_trip(&store).await;
+
+    for (ca, client) in [("other-ca.pem", true), ("ca.pem", false)] {
+        let answer = match RedisStore::connect(redis_config(&server, &certs, ca, client)).await {
+            Ok(store) => store.get(b"any").await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        refused(answer.unwrap_err());
+    }
+    // A plain connection to the TLS port gets nowhere either.
+    let plain = server.url().replace("rediss://", "redis://");
+    let answer = match RedisStore::connect(RedisConfig {
+        connect_timeout_ms: 2_000,
+        response_timeout_ms: 2_000,
+        ..RedisConfig::new(plain)
+    })
+    .await
+    {
+        Ok(store) => store.get(b"any").await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    let err = answer.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Timeout),
+        "{}",
+        chain(&err)
+    );
+}
