@@ -126,6 +126,8 @@ fn is_transient(message: &str) -> bool {
         "stopped",
         "h2 protocol error",
         "error reading a body",
+        // The transport dropped the request (a member went away mid-call).
+        "operation was canceled",
     ]
     .iter()
     .any(|s| message.contains(s))
@@ -204,6 +206,12 @@ mod tests {
                 "etcdserver: permission denied",
                 ErrorKind::PermissionDenied,
                 false,
+            ),
+            (
+                Code::Cancelled,
+                "operation was canceled",
+                ErrorKind::Unavailable,
+                true,
             ),
             (Code::Internal, "boom", ErrorKind::Backend, false),
         ];
