@@ -19,7 +19,7 @@ use sled::Tree;
 use sled::transaction::{TransactionResult, Transactional};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{Notify, watch};
@@ -127,6 +127,10 @@ pub(crate) struct Core {
     pub(crate) compact_floor: AtomicI64,
     /// The latest revision watchers may see: committed and, under `FlushOnCommit`, durable.
     pub(crate) published: watch::Sender<i64>,
+    /// Writer sections whose commits may not be on disk yet (counted from before their sled
+    /// transaction until after their flush), under `FlushOnCommit`: a read that may have
+    /// seen one flushes before answering (see [`Core::settle`]).
+    pub(crate) unflushed: AtomicUsize,
     /// Wakes the lease expiry task (a lease was granted or renewed, or the store closed).
     pub(crate) expiry_wake: Arc<Notify>,
     /// Released after the database is dropped.
@@ -154,6 +158,15 @@ impl Drop for Unpublished<'_> {
             }
             self.inner.publish(Some(rev));
         }
+    }
+}
+
+/// One writer section counted in [`Core::unflushed`] until dropped (after its flush).
+struct Unflushed<'a>(&'a Core);
+
+impl Drop for Unflushed<'_> {
+    fn drop(&mut self) {
+        self.0.unflushed.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -189,9 +202,39 @@ impl Core {
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
     ) -> Result<T> {
-        let (out, commits) = self.write_locked(f);
-        self.finish(commits).await?;
+        let (out, wrote) = self.write_unsettled(f).await?;
+        if !wrote {
+            // What the section read (compares, reads) may be another writer's commit that is
+            // not on disk yet.
+            self.settle().await?;
+        }
         out
+    }
+
+    /// [`Core::write`] for a section whose result no caller reads (the lease expiry task):
+    /// it does not wait for other writers' flushes. Also says whether it wrote.
+    pub(crate) async fn write_unsettled<T>(
+        &self,
+        f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
+    ) -> Result<(Result<T>, bool)> {
+        let (out, commits, unflushed) = self.write_locked(f);
+        let wrote = commits.wrote;
+        self.finish(commits, unflushed).await?;
+        Ok((out, wrote))
+    }
+
+    /// Makes durable every write a read may have seen, before the read answers: under
+    /// `FlushOnCommit`, when some writer section is between its commit and the end of its
+    /// flush, the read flushes too (sled's flush writes out every commit made before it), so
+    /// nothing a read returns can be lost by a crash. Otherwise free.
+    pub(crate) async fn settle(&self) -> Result<()> {
+        if self.config.durability == Durability::FlushOnCommit
+            && self.unflushed.load(Ordering::SeqCst) > 0
+        {
+            self.flush().await
+        } else {
+            Ok(())
+        }
     }
 
     /// [`Core::write`] for the synchronous open path.
@@ -199,7 +242,7 @@ impl Core {
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
     ) -> Result<T> {
-        let (out, commits) = self.write_locked(f);
+        let (out, commits, _unflushed) = self.write_locked(f);
         if commits.wrote && self.config.durability == Durability::FlushOnCommit {
             self.db.flush().map_err(map_error)?;
         }
@@ -210,15 +253,20 @@ impl Core {
     fn write_locked<T>(
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
-    ) -> (Result<T>, Commits) {
+    ) -> (Result<T>, Commits, Unflushed<'_>) {
         let mut commits = Commits::default();
         let mut w = self.lock_writer();
+        // Counted before the first commit can become visible to a reader.
+        self.unflushed.fetch_add(1, Ordering::SeqCst);
+        let unflushed = Unflushed(self);
         let out =
             expire_due(self, &mut w, &mut commits).and_then(|()| f(self, &mut w, &mut commits));
-        (out, commits)
+        (out, commits, unflushed)
     }
 
-    async fn finish(&self, commits: Commits) -> Result<()> {
+    /// Flushes (per the durability) and publishes a section's commits; `_unflushed` is
+    /// released after the flush, also when the future is dropped during it.
+    async fn finish(&self, commits: Commits, _unflushed: Unflushed<'_>) -> Result<()> {
         let mut pending = Unpublished {
             inner: self,
             revision: commits.revision,
@@ -425,6 +473,7 @@ pub(crate) fn open(
         revision: AtomicI64::new(revision),
         compact_floor: AtomicI64::new(compact_floor),
         published: watch::Sender::new(revision),
+        unflushed: AtomicUsize::new(0),
         expiry_wake: Arc::new(Notify::new()),
         config,
         _claim: claim,

@@ -96,7 +96,7 @@ pub(crate) fn spawn_expiry(inner: &Arc<Core>, runtime: &tokio::runtime::Handle) 
         loop {
             let next = {
                 let Some(inner) = weak.upgrade() else { return };
-                if let Err(err) = inner.write(|_, _, _| Ok(())).await {
+                if let Err(err) = inner.write_unsettled(|_, _, _| Ok(())).await {
                     tracing::warn!(error = %err, "sled store: expiring leases failed");
                 }
                 inner.lock_writer().leases.next_deadline()

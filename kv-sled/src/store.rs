@@ -20,7 +20,8 @@ use std::time::Duration;
 /// ([`SledConfig::history_retention`]). Leases are stored as wall-clock deadlines and
 /// expire while the store is open (a background task) and when it is reopened. With the
 /// default [`Durability::FlushOnCommit`](crate::Durability::FlushOnCommit) an acknowledged
-/// write survives `kill -9`.
+/// write survives `kill -9`, and so does every value a read returned: a read that runs while
+/// a write is committed but not yet flushed flushes before it answers.
 ///
 /// Cloning is cheap and shares the open database. The directory is locked while open: a
 /// second open, from this or another process, fails with `Unavailable`. sled releases the
@@ -150,16 +151,23 @@ impl Store for SledStore {
         &self.inner.caps
     }
 
+    // Reads answer only with what a crash cannot take back (`Core::settle`).
     async fn revision(&self) -> Result<i64> {
-        Ok(self.inner.revision())
+        let revision = self.inner.revision();
+        self.inner.settle().await?;
+        Ok(revision)
     }
 
     async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
-        range::range(&self.inner, &opts)
+        let page = range::range(&self.inner, &opts)?;
+        self.inner.settle().await?;
+        Ok(page)
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        range::get(&self.inner, key)
+        let entry = range::get(&self.inner, key)?;
+        self.inner.settle().await?;
+        Ok(entry)
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
@@ -179,7 +187,9 @@ impl Store for SledStore {
     }
 
     async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
-        lease::time_to_live(&self.inner, id)
+        let info = lease::time_to_live(&self.inner, id)?;
+        self.inner.settle().await?;
+        Ok(info)
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
