@@ -109,6 +109,8 @@ pub(crate) struct Commits {
     wrote: bool,
     /// The newest revision committed, to publish to watchers once durable.
     revision: Option<i64>,
+    /// The section is counted in [`Core::unflushed`] (from before its first commit).
+    counted: bool,
 }
 
 /// An open store.
@@ -127,9 +129,9 @@ pub(crate) struct Core {
     pub(crate) compact_floor: AtomicI64,
     /// The latest revision watchers may see: committed and, under `FlushOnCommit`, durable.
     pub(crate) published: watch::Sender<i64>,
-    /// Writer sections whose commits may not be on disk yet (counted from before their sled
-    /// transaction until after their flush), under `FlushOnCommit`: a read that may have
-    /// seen one flushes before answering (see [`Core::settle`]).
+    /// Writer sections whose commits may not be on disk yet (counted from before their first
+    /// sled transaction until after their flush): under `FlushOnCommit`, a read that may
+    /// have seen one flushes before answering (see [`Core::settle`]).
     pub(crate) unflushed: AtomicUsize,
     /// Wakes the lease expiry task (a lease was granted or renewed, or the store closed).
     pub(crate) expiry_wake: Arc<Notify>,
@@ -217,9 +219,9 @@ impl Core {
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
     ) -> Result<(Result<T>, bool)> {
-        let (out, commits, unflushed) = self.write_locked(f);
+        let (out, commits) = self.write_locked(f);
         let wrote = commits.wrote;
-        self.finish(commits, unflushed).await?;
+        self.finish(commits).await?;
         Ok((out, wrote))
     }
 
@@ -242,7 +244,8 @@ impl Core {
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
     ) -> Result<T> {
-        let (out, commits, _unflushed) = self.write_locked(f);
+        let (out, commits) = self.write_locked(f);
+        let _unflushed = commits.counted.then_some(Unflushed(self));
         if commits.wrote && self.config.durability == Durability::FlushOnCommit {
             self.db.flush().map_err(map_error)?;
         }
@@ -253,20 +256,19 @@ impl Core {
     fn write_locked<T>(
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
-    ) -> (Result<T>, Commits, Unflushed<'_>) {
+    ) -> (Result<T>, Commits) {
         let mut commits = Commits::default();
         let mut w = self.lock_writer();
-        // Counted before the first commit can become visible to a reader.
-        self.unflushed.fetch_add(1, Ordering::SeqCst);
-        let unflushed = Unflushed(self);
         let out =
             expire_due(self, &mut w, &mut commits).and_then(|()| f(self, &mut w, &mut commits));
-        (out, commits, unflushed)
+        (out, commits)
     }
 
-    /// Flushes (per the durability) and publishes a section's commits; `_unflushed` is
-    /// released after the flush, also when the future is dropped during it.
-    async fn finish(&self, commits: Commits, _unflushed: Unflushed<'_>) -> Result<()> {
+    /// Flushes (per the durability) and publishes a section's commits, and then stops
+    /// counting it in [`Core::unflushed`] (also when the future is dropped during the flush).
+    async fn finish(&self, commits: Commits) -> Result<()> {
+        // Declared first, so dropped last: after `pending` has flushed.
+        let _unflushed = commits.counted.then_some(Unflushed(self));
         let mut pending = Unpublished {
             inner: self,
             revision: commits.revision,
@@ -329,6 +331,11 @@ impl Core {
             .events
             .as_deref()
             .map(|events| encode_events(events, &plan.deleted));
+        if !commits.counted {
+            // Counted before the commit can become visible to a reader.
+            self.unflushed.fetch_add(1, Ordering::SeqCst);
+            commits.counted = true;
+        }
         let t = &self.trees;
         {
             let _gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
@@ -507,9 +514,14 @@ fn open_db(config: &sled::Config) -> Result<sled::Db> {
     }
 }
 
-/// The directories open in this process: a second open of one fails at once, without
-/// waiting for sled's lock.
-static OPEN_PATHS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+/// The directories open in this process, each with whether every handle to its store is
+/// gone (the store is closing: a background task may still hold it for a moment). A second
+/// open of a directory whose store has handles fails at once, without waiting for sled's
+/// lock; one whose store is closing waits for it to close.
+static OPEN_PATHS: Mutex<BTreeMap<PathBuf, bool>> = Mutex::new(BTreeMap::new());
+
+/// How long an open waits for a store of the same directory that is closing.
+const CLOSING_WAIT: Duration = Duration::from_secs(5);
 
 /// This process's claim on a database directory, released when the store is dropped.
 pub(crate) struct PathClaim(PathBuf);
@@ -530,16 +542,33 @@ impl PathClaim {
             )
             .with_source(e)
         })?;
-        let mut open = OPEN_PATHS.lock().unwrap_or_else(PoisonError::into_inner);
-        if !open.insert(path.clone()) {
-            return Err(Error::new(
-                ErrorKind::Unavailable,
-                "the sled database directory is already open in this process; share the \
-                 open SledStore (it is cheap to clone) instead of opening it twice",
-            )
-            .set_retryable(false));
+        let started = Instant::now();
+        loop {
+            let mut open = OPEN_PATHS.lock().unwrap_or_else(PoisonError::into_inner);
+            match open.get(&path) {
+                None => {
+                    open.insert(path.clone(), false);
+                    return Ok(PathClaim(path));
+                }
+                Some(true) if started.elapsed() < CLOSING_WAIT => {}
+                Some(_) => {
+                    return Err(Error::new(
+                        ErrorKind::Unavailable,
+                        "the sled database directory is already open in this process; share \
+                         the open SledStore (it is cheap to clone) instead of opening it twice",
+                    )
+                    .set_retryable(false));
+                }
+            }
+            drop(open);
+            std::thread::sleep(Duration::from_millis(2));
         }
-        Ok(PathClaim(path))
+    }
+
+    /// The handle that marks the directory's store as closing when the last
+    /// [`SledStore`](crate::SledStore) clone is dropped.
+    pub(crate) fn handle(&self) -> OpenHandle {
+        OpenHandle(self.0.clone())
     }
 }
 
@@ -549,6 +578,23 @@ impl Drop for PathClaim {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.0);
+    }
+}
+
+/// Held (shared) by every [`SledStore`](crate::SledStore) clone: dropping the last one marks
+/// the store as closing, so that an open of the same directory waits for the store's
+/// background tasks to let go of it instead of failing.
+pub(crate) struct OpenHandle(PathBuf);
+
+impl Drop for OpenHandle {
+    fn drop(&mut self) {
+        if let Some(closing) = OPEN_PATHS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(&self.0)
+        {
+            *closing = true;
+        }
     }
 }
 

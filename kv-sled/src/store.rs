@@ -54,6 +54,8 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct SledStore {
     inner: Arc<Core>,
+    /// Marks the store as closing once the last clone is dropped.
+    _handle: Arc<core::OpenHandle>,
 }
 
 impl SledStore {
@@ -108,7 +110,11 @@ impl SledStore {
     fn start(config: SledConfig, temp_dir: Option<tempfile::TempDir>) -> Result<Self> {
         let (inner, runtime) = core::open(config, temp_dir)?;
         lease::spawn_expiry(&inner, &runtime);
-        Ok(SledStore { inner })
+        let handle = Arc::new(inner._claim.handle());
+        Ok(SledStore {
+            inner,
+            _handle: handle,
+        })
     }
 
     /// The configuration the store was opened with.
