@@ -35,7 +35,7 @@ fn parse() -> Result<Args, String> {
         match arg.as_str() {
             "--minutes" => {
                 args.minutes = value()?.parse().map_err(|e| format!("--minutes: {e}"))?;
-                if !(args.minutes > 0.0) {
+                if !args.minutes.is_finite() || args.minutes <= 0.0 {
                     return Err("--minutes must be positive".into());
                 }
             }
@@ -46,12 +46,18 @@ fn parse() -> Result<Args, String> {
                 } else {
                     v.split(',').map(String::from).collect()
                 };
-                if let Some(bad) = args.backends.iter().find(|b| !BACKENDS.contains(&b.as_str())) {
+                if let Some(bad) = args
+                    .backends
+                    .iter()
+                    .find(|b| !BACKENDS.contains(&b.as_str()))
+                {
                     return Err(format!("unknown backend {bad}\n{USAGE}"));
                 }
             }
             "--seed" => args.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
-            "--clients" => args.clients = value()?.parse().map_err(|e| format!("--clients: {e}"))?,
+            "--clients" => {
+                args.clients = value()?.parse().map_err(|e| format!("--clients: {e}"))?
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }

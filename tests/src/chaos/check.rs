@@ -77,11 +77,12 @@ fn effects(op: &Op) -> Option<(i64, Vec<Vec<String>>)> {
         | (Call::LeasePut { key, value, .. }, Ret::Leased(_, r)) => {
             Some((*r, vec![put(key, value, *r)]))
         }
-        (Call::PutPair { keys, value }, Ret::Written(r)) => Some((
-            *r,
-            vec![put(&keys[0], value, *r), put(&keys[1], value, *r)],
-        )),
-        (Call::Delete { key }, Ret::Deleted(true, r)) => Some((*r, vec![vec![format!("del,{key}")]])),
+        (Call::PutPair { keys, value }, Ret::Written(r)) => {
+            Some((*r, vec![put(&keys[0], value, *r), put(&keys[1], value, *r)]))
+        }
+        (Call::Delete { key }, Ret::Deleted(true, r)) => {
+            Some((*r, vec![vec![format!("del,{key}")]]))
+        }
         (Call::SetAdd { key, member }, Ret::Changed(true, r)) => {
             Some((*r, vec![vec![format!("sadd,{key},{member}")]]))
         }
@@ -136,7 +137,12 @@ impl Delivered {
 
 /// Resolves the unknown writes from the watches: applied (seen at a revision), or without
 /// effect (not seen while the main watch covered everything). Returns (resolved, dropped).
-fn resolve(ops: &mut [Op], delivered: &Delivered, claimed: &HashSet<i64>, complete: bool) -> (usize, usize) {
+fn resolve(
+    ops: &mut [Op],
+    delivered: &Delivered,
+    claimed: &HashSet<i64>,
+    complete: bool,
+) -> (usize, usize) {
     let (mut resolved, mut dropped) = (0, 0);
     for op in ops.iter_mut() {
         if !matches!(op.outcome, Outcome::Unknown(_)) || !op.call.is_write() {
@@ -145,7 +151,9 @@ fn resolve(ops: &mut [Op], delivered: &Delivered, claimed: &HashSet<i64>, comple
         let seen = match &op.call {
             Call::Put { key, value }
             | Call::Cas { key, value, .. }
-            | Call::LeasePut { key, value, .. } => delivered.puts.get(&(key.clone(), value.clone())),
+            | Call::LeasePut { key, value, .. } => {
+                delivered.puts.get(&(key.clone(), value.clone()))
+            }
             Call::PutPair { keys, value } => delivered.puts.get(&(keys[0].clone(), value.clone())),
             _ => None,
         };
@@ -316,10 +324,10 @@ fn describe(ops: &[Op], key: &str, longest: &[u64], stuck: u64) -> String {
             let complete = if op.complete == NEVER {
                 "never".to_string()
             } else {
-                format!("{:.3}s", op.complete as f64 / 1e9)
+                format!("{:.6}s", op.complete as f64 / 1e9)
             };
             format!(
-                "#{} client {} [{:.3}s, {complete}] {} -> {}",
+                "#{} client {} [{:.6}s, {complete}] {} -> {}",
                 op.id,
                 op.client,
                 op.invoke as f64 / 1e9,
@@ -339,12 +347,15 @@ fn describe(ops: &[Op], key: &str, longest: &[u64], stuck: u64) -> String {
     }
     if let Some(stuck_op) = by_id.get(&stuck) {
         text.push_str("\n      concurrent with it:");
-        for op in ops.iter().filter(|op| {
-            op.id != stuck
-                && op.call.keys().contains(&key)
-                && op.invoke <= stuck_op.complete
-                && op.complete >= stuck_op.invoke
-        }).take(8)
+        for op in ops
+            .iter()
+            .filter(|op| {
+                op.id != stuck
+                    && op.call.keys().contains(&key)
+                    && op.invoke <= stuck_op.complete
+                    && op.complete >= stuck_op.invoke
+            })
+            .take(8)
         {
             text.push_str(&format!("\n        {}", show(op.id)));
         }
@@ -407,7 +418,10 @@ pub fn analyse(records: &[Record], layout: &Layout, end: Option<i64>, budget: u6
         operations: ops.len(),
         segments: segments.len(),
         batches: segments.iter().map(|s| s.batches.len()).sum(),
-        faults: records.iter().filter(|r| matches!(r, Record::Fault { .. })).count(),
+        faults: records
+            .iter()
+            .filter(|r| matches!(r, Record::Fault { .. }))
+            .count(),
         ..Analysis::default()
     };
     for op in &ops {

@@ -30,9 +30,20 @@ async fn pause_within(rng: &mut StdRng, range: std::ops::Range<Duration>, until:
 
 /// Redis faults until `until`: kill -9 then restart (the AOF with `appendfsync always`
 /// brings back every acknowledged write), or SIGSTOP for up to 3 s then SIGCONT.
-pub async fn redis(server: &mut RedisServer, recorder: &Recorder, rng: &mut StdRng, until: Instant) {
+pub async fn redis(
+    server: &mut RedisServer,
+    recorder: &Recorder,
+    rng: &mut StdRng,
+    until: Instant,
+) {
     loop {
-        if !pause_within(rng, Duration::from_millis(1500)..Duration::from_millis(3500), until).await {
+        if !pause_within(
+            rng,
+            Duration::from_millis(1500)..Duration::from_millis(3500),
+            until,
+        )
+        .await
+        {
             return;
         }
         if rng.random_bool(0.5) {
@@ -43,7 +54,10 @@ pub async fn redis(server: &mut RedisServer, recorder: &Recorder, rng: &mut StdR
         } else if let Some(pid) = server.pid() {
             recorder.fault("redis: SIGSTOP, then SIGCONT");
             signal(pid, "STOP");
-            tokio::time::sleep(rng.random_range(Duration::from_millis(300)..Duration::from_secs(3))).await;
+            tokio::time::sleep(
+                rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),
+            )
+            .await;
             signal(pid, "CONT");
         }
     }
@@ -57,7 +71,9 @@ pub async fn etcd_leader(endpoints: &[String]) -> Option<usize> {
             let options = etcd_client::ConnectOptions::new()
                 .with_connect_timeout(Duration::from_millis(500))
                 .with_timeout(Duration::from_millis(500));
-            let mut client = etcd_client::Client::connect([endpoint], Some(options)).await.ok()?;
+            let mut client = etcd_client::Client::connect([endpoint], Some(options))
+                .await
+                .ok()?;
             let status = client.status().await.ok()?;
             Some(status.header().map(|h| h.member_id()) == Some(status.leader()))
         };
@@ -71,9 +87,20 @@ pub async fn etcd_leader(endpoints: &[String]) -> Option<usize> {
 /// etcd faults on a 3-member cluster until `until`: the leader killed with SIGKILL and
 /// restarted, a member paused with SIGSTOP for up to 3 s, or a follower killed and
 /// restarted.
-pub async fn etcd(cluster: &mut EtcdCluster, recorder: &Recorder, rng: &mut StdRng, until: Instant) {
+pub async fn etcd(
+    cluster: &mut EtcdCluster,
+    recorder: &Recorder,
+    rng: &mut StdRng,
+    until: Instant,
+) {
     loop {
-        if !pause_within(rng, Duration::from_millis(1500)..Duration::from_millis(3500), until).await {
+        if !pause_within(
+            rng,
+            Duration::from_millis(1500)..Duration::from_millis(3500),
+            until,
+        )
+        .await
+        {
             return;
         }
         let endpoints = cluster.endpoints();
@@ -82,14 +109,20 @@ pub async fn etcd(cluster: &mut EtcdCluster, recorder: &Recorder, rng: &mut StdR
             (0, Some(leader)) => {
                 recorder.fault(format!("etcd: kill -9 leader m{leader}, then restart"));
                 block_in_place(|| cluster.kill(leader));
-                tokio::time::sleep(rng.random_range(Duration::from_millis(200)..Duration::from_secs(2))).await;
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(200)..Duration::from_secs(2)),
+                )
+                .await;
                 block_in_place(|| cluster.restart(leader));
             }
             (1, Some(leader)) => {
                 let follower = (leader + rng.random_range(1..cluster.len())) % cluster.len();
                 recorder.fault(format!("etcd: kill -9 follower m{follower}, then restart"));
                 block_in_place(|| cluster.kill(follower));
-                tokio::time::sleep(rng.random_range(Duration::from_millis(200)..Duration::from_secs(2))).await;
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(200)..Duration::from_secs(2)),
+                )
+                .await;
                 block_in_place(|| cluster.restart(follower));
             }
             _ => {
@@ -97,10 +130,17 @@ pub async fn etcd(cluster: &mut EtcdCluster, recorder: &Recorder, rng: &mut StdR
                 let Some(pid) = cluster.pid(member) else {
                     continue;
                 };
-                let role = if leader == Some(member) { "leader" } else { "member" };
+                let role = if leader == Some(member) {
+                    "leader"
+                } else {
+                    "member"
+                };
                 recorder.fault(format!("etcd: SIGSTOP {role} m{member}, then SIGCONT"));
                 signal(pid, "STOP");
-                tokio::time::sleep(rng.random_range(Duration::from_millis(300)..Duration::from_secs(3))).await;
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),
+                )
+                .await;
                 signal(pid, "CONT");
             }
         }

@@ -419,7 +419,10 @@ impl Call {
             "cas" => Call::Cas {
                 key: s(1)?,
                 expect: parse_opt(words.get(2)?),
-                revision: parse_opt(words.get(3)?).map(|r| r.parse()).transpose().ok()?,
+                revision: parse_opt(words.get(3)?)
+                    .map(|r| r.parse())
+                    .transpose()
+                    .ok()?,
                 value: s(4)?,
             },
             "sadd" => Call::SetAdd {

@@ -65,9 +65,7 @@ impl KeyCall {
             KeyCall::SetRemove(bit, changed) => {
                 agrees(changed, state & bit != 0).then_some(state & !bit)
             }
-            KeyCall::SetContains(bit, present) => {
-                (present == (state & bit != 0)).then_some(state)
-            }
+            KeyCall::SetContains(bit, present) => (present == (state & bit != 0)).then_some(state),
             KeyCall::SetMembers(members) => (members == state).then_some(state),
         }
     }

@@ -161,7 +161,7 @@ pub async fn settle(
 
 /// Runs the workload on `store` while `faults` runs (it must stop at `until` and leave the
 /// store reachable), settles, and checks everything recorded.
-async fn exercise<F>(
+pub async fn exercise<F>(
     backend: &'static str,
     store: Arc<dyn Store>,
     workload: Workload,
@@ -214,9 +214,8 @@ where
     }
     let (end, extra) = settle(&store, &workload, &watchers, main).await;
     let _ = tokio::time::timeout(Duration::from_secs(10), bookmarks).await;
-    let mut analysis = block_in_place(|| {
-        analyse(&recorder.records(), &workload.layout, end, settings.budget)
-    });
+    let mut analysis =
+        block_in_place(|| analyse(&recorder.records(), &workload.layout, end, settings.budget));
     analysis.anomalies.extend(extra);
     Report {
         backend,
@@ -240,13 +239,20 @@ pub async fn memory(settings: &Settings) -> Report {
     let work = workload(&root, Duration::from_secs(5), Duration::from_millis(4));
     let switch = Arc::clone(&faulty);
     let rec = Arc::clone(&recorder);
-    let mut report = exercise("memory", store, work, settings, recorder, move |until| async move {
-        tokio::time::sleep_until(until.into()).await;
-        switch.set_enabled(false);
-        for injection in switch.injections() {
-            rec.fault(format!("memory: injected fault on {:?}", injection.call));
-        }
-    })
+    let mut report = exercise(
+        "memory",
+        store,
+        work,
+        settings,
+        recorder,
+        move |until| async move {
+            tokio::time::sleep_until(until.into()).await;
+            switch.set_enabled(false);
+            for injection in switch.injections() {
+                rec.fault(format!("memory: injected fault on {:?}", injection.call));
+            }
+        },
+    )
     .await;
     report.analysis.faults = faulty.injected();
     report
@@ -267,13 +273,24 @@ pub async fn redis(settings: &Settings) -> Option<Report> {
             .expect("connect to the chaos Redis"),
     );
     let recorder = Arc::new(Recorder::new());
-    let work = workload(&key_root("chaos"), Duration::from_secs(10), Duration::from_millis(2));
+    let work = workload(
+        &key_root("chaos"),
+        Duration::from_secs(10),
+        Duration::from_millis(2),
+    );
     let mut rng = StdRng::seed_from_u64(settings.seed ^ 0x7ed15);
     let rec = Arc::clone(&recorder);
     let server = &mut server;
-    let report = exercise("redis", store, work, settings, recorder, move |until| async move {
-        faults::redis(server, &rec, &mut rng, until).await;
-    })
+    let report = exercise(
+        "redis",
+        store,
+        work,
+        settings,
+        recorder,
+        move |until| async move {
+            faults::redis(server, &rec, &mut rng, until).await;
+        },
+    )
     .await;
     Some(report)
 }
@@ -292,13 +309,24 @@ pub async fn etcd(settings: &Settings) -> Option<Report> {
             .expect("connect to the chaos etcd cluster"),
     );
     let recorder = Arc::new(Recorder::new());
-    let work = workload(&key_root("chaos"), Duration::from_secs(10), Duration::from_millis(2));
+    let work = workload(
+        &key_root("chaos"),
+        Duration::from_secs(10),
+        Duration::from_millis(2),
+    );
     let mut rng = StdRng::seed_from_u64(settings.seed ^ 0xe7cd);
     let rec = Arc::clone(&recorder);
     let cluster = &mut cluster;
-    let report = exercise("etcd", store, work, settings, recorder, move |until| async move {
-        faults::etcd(cluster, &rec, &mut rng, until).await;
-    })
+    let report = exercise(
+        "etcd",
+        store,
+        work,
+        settings,
+        recorder,
+        move |until| async move {
+            faults::etcd(cluster, &rec, &mut rng, until).await;
+        },
+    )
     .await;
     Some(report)
 }

@@ -80,7 +80,11 @@ pub fn child() -> ! {
             Arc::clone(&watchers),
             seed ^ u64::from(round),
         ));
-        let work = Arc::new(workload(&root, Duration::from_secs(10), Duration::from_millis(2)));
+        let work = Arc::new(workload(
+            &root,
+            Duration::from_secs(10),
+            Duration::from_millis(2),
+        ));
         for i in 0..clients {
             let id = round * 16 + i;
             tokio::spawn(client(
@@ -165,7 +169,11 @@ fn round(
         .iter()
         .filter_map(|line| line.parse::<Record>().ok())
         .map(|mut record| {
-            let base = if record.is_completion() { ready } else { spawned };
+            let base = if record.is_completion() {
+                ready
+            } else {
+                spawned
+            };
             let at = record.at_mut();
             *at = at.saturating_add(base);
             record
@@ -221,9 +229,7 @@ pub async fn sled(settings: &Settings, exe: &Path) -> Report {
         let lifetime = rng
             .random_range(Duration::from_millis(1000)..Duration::from_millis(4000))
             .min(until.saturating_duration_since(Instant::now()) + Duration::from_millis(200));
-        let records = block_in_place(|| {
-            round(&children, n, start, settings, &recorder, lifetime)
-        });
+        let records = block_in_place(|| round(&children, n, start, settings, &recorder, lifetime));
         start = resume_from(&records, start);
         recorder.extend(records);
         n += 1;
@@ -234,7 +240,12 @@ pub async fn sled(settings: &Settings, exe: &Path) -> Report {
     let work = workload(&root, Duration::from_secs(10), Duration::from_millis(2));
     let start = match start {
         Some(start) => start,
-        None => retry(Duration::from_secs(10), || store.revision()).await.unwrap_or(0) + 1,
+        None => {
+            retry(Duration::from_secs(10), || store.revision())
+                .await
+                .unwrap_or(0)
+                + 1
+        }
     };
     let watchers = Watchers::new(start, u32::MAX / 2);
     let main = tokio::spawn(main_watch(
@@ -245,7 +256,8 @@ pub async fn sled(settings: &Settings, exe: &Path) -> Report {
         Instant::now() + Duration::from_secs(180),
     ));
     let (end, extra) = settle(&store, &work, &watchers, main).await;
-    let mut analysis = block_in_place(|| analyse(&recorder.records(), &work.layout, end, settings.budget));
+    let mut analysis =
+        block_in_place(|| analyse(&recorder.records(), &work.layout, end, settings.budget));
     analysis.anomalies.extend(extra);
     Report {
         backend: "sled",

@@ -267,7 +267,8 @@ pub fn check(
             }
             let batch = map.get(&w.revision);
             for alternatives in &w.events {
-                let found = batch.is_some_and(|events| alternatives.iter().any(|a| events.contains(a)));
+                let found =
+                    batch.is_some_and(|events| alternatives.iter().any(|a| events.contains(a)));
                 if !found {
                     anomalies.push(format!(
                         "watch reliable: segment {} (from {}, up to {}) lacks {} of op {} at \
@@ -285,8 +286,10 @@ pub fn check(
         }
     }
     // Atomic: a pair write's two puts arrive together.
-    let pair_value: HashMap<&str, &[String; 2]> =
-        pairs.iter().map(|(value, keys)| (value.as_str(), keys)).collect();
+    let pair_value: HashMap<&str, &[String; 2]> = pairs
+        .iter()
+        .map(|(value, keys)| (value.as_str(), keys))
+        .collect();
     for s in segments {
         for b in &s.batches {
             for e in &b.events {
@@ -350,7 +353,12 @@ mod tests {
         let segments = [
             segment(1, true, 1, &[(2, &["put,a,x,2"]), (3, &["del,a"])]),
             segment(2, true, 4, &[(5, &["put,a,y,5", "put,b,y,5"])]),
-            segment(3, false, 3, &[(3, &["del,a"]), (5, &["put,b,y,5", "put,a,y,5"])]),
+            segment(
+                3,
+                false,
+                3,
+                &[(3, &["del,a"]), (5, &["put,b,y,5", "put,a,y,5"])],
+            ),
         ];
         let expected = [put(1, "a", "x", 2), put(2, "a", "y", 5)];
         let pairs = [("y".to_string(), ["a".to_string(), "b".to_string()])];
@@ -360,8 +368,17 @@ mod tests {
 
     #[test]
     fn a_gap_is_not_reliable() {
-        let segments = [segment(1, true, 1, &[(2, &["put,a,x,2"]), (4, &["put,a,z,4"])])];
-        let expected = [put(1, "a", "x", 2), put(2, "a", "y", 3), put(3, "a", "z", 4)];
+        let segments = [segment(
+            1,
+            true,
+            1,
+            &[(2, &["put,a,x,2"]), (4, &["put,a,z,4"])],
+        )];
+        let expected = [
+            put(1, "a", "x", 2),
+            put(2, "a", "y", 3),
+            put(3, "a", "z", 4),
+        ];
         let anomalies = check(&segments, &expected, &[]);
         assert_eq!(anomalies.len(), 1, "{anomalies:?}");
         assert!(anomalies[0].starts_with("watch reliable"), "{anomalies:?}");
@@ -369,10 +386,21 @@ mod tests {
 
     #[test]
     fn out_of_order_and_duplicate_batches_are_reported() {
-        let segments = [segment(1, true, 1, &[(3, &["put,a,x,3"]), (3, &["put,a,x,3"]), (2, &["del,a"])])];
+        let segments = [segment(
+            1,
+            true,
+            1,
+            &[(3, &["put,a,x,3"]), (3, &["put,a,x,3"]), (2, &["del,a"])],
+        )];
         let anomalies = check(&segments, &[], &[]);
-        assert!(anomalies.iter().any(|a| a.starts_with("watch ordered")), "{anomalies:?}");
-        assert!(anomalies.iter().any(|a| a.starts_with("watch unique")), "{anomalies:?}");
+        assert!(
+            anomalies.iter().any(|a| a.starts_with("watch ordered")),
+            "{anomalies:?}"
+        );
+        assert!(
+            anomalies.iter().any(|a| a.starts_with("watch unique")),
+            "{anomalies:?}"
+        );
     }
 
     #[test]
@@ -382,21 +410,37 @@ mod tests {
             segment(2, true, 2, &[(2, &["put,a,x,2"])]),
         ];
         let anomalies = check(&repeat, &[], &[]);
-        assert!(anomalies.iter().any(|a| a.starts_with("watch resumable")), "{anomalies:?}");
+        assert!(
+            anomalies.iter().any(|a| a.starts_with("watch resumable")),
+            "{anomalies:?}"
+        );
         assert_eq!(main_coverage(&repeat), None);
     }
 
     #[test]
     fn a_split_transaction_or_a_bookmark_that_disagrees_is_reported() {
-        let split = [segment(1, true, 1, &[(2, &["put,a,v,2"]), (3, &["put,b,v,3"])])];
+        let split = [segment(
+            1,
+            true,
+            1,
+            &[(2, &["put,a,v,2"]), (3, &["put,b,v,3"])],
+        )];
         let pairs = [("v".to_string(), ["a".to_string(), "b".to_string()])];
         let anomalies = check(&split, &[], &pairs);
-        assert!(anomalies.iter().any(|a| a.starts_with("watch atomic")), "{anomalies:?}");
+        assert!(
+            anomalies.iter().any(|a| a.starts_with("watch atomic")),
+            "{anomalies:?}"
+        );
         let bookmark = [
             segment(1, true, 1, &[(2, &["put,a,x,2"]), (3, &["put,a,y,3"])]),
             segment(2, false, 2, &[(3, &["put,a,y,3"])]),
         ];
         let anomalies = check(&bookmark, &[], &[]);
-        assert!(anomalies.iter().any(|a| a.starts_with("watch bookmarkable")), "{anomalies:?}");
+        assert!(
+            anomalies
+                .iter()
+                .any(|a| a.starts_with("watch bookmarkable")),
+            "{anomalies:?}"
+        );
     }
 }

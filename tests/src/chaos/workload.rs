@@ -76,7 +76,8 @@ pub async fn execute(store: &dyn Store, call: &Call) -> Result<Ret, Error> {
             Ok(Ret::Written(r.revision))
         }
         Call::PutPair { keys, value } => {
-            let txn = Txn::new().and_then([TxnOp::put(&keys[0], value), TxnOp::put(&keys[1], value)]);
+            let txn =
+                Txn::new().and_then([TxnOp::put(&keys[0], value), TxnOp::put(&keys[1], value)]);
             Ok(Ret::Written(store.txn(txn).await?.revision))
         }
         Call::Delete { key } => {
@@ -94,7 +95,9 @@ pub async fn execute(store: &dyn Store, call: &Call) -> Result<Ret, Error> {
                 (None, Some(v)) => Compare::value(key, CompareOp::Equal, v),
                 (None, None) => Compare::absent(key),
             };
-            let txn = Txn::new().when([compare]).and_then([TxnOp::put(key, value)]);
+            let txn = Txn::new()
+                .when([compare])
+                .and_then([TxnOp::put(key, value)]);
             let resp = store.txn(txn).await?;
             Ok(Ret::Cas(resp.succeeded, resp.revision))
         }
@@ -130,7 +133,9 @@ pub async fn execute(store: &dyn Store, call: &Call) -> Result<Ret, Error> {
                 key: key.as_bytes().to_vec(),
             };
             match store.collection(op).await? {
-                CollectionResult::Members(m) => Ok(Ret::Members(m.iter().map(|m| text(m)).collect())),
+                CollectionResult::Members(m) => {
+                    Ok(Ret::Members(m.iter().map(|m| text(m)).collect()))
+                }
                 other => Err(unexpected(other)),
             }
         }
@@ -255,7 +260,8 @@ pub async fn client(
         let op_id = (u64::from(id) << 32) | n;
         n += 1;
         recorder.invoke(op_id, id, &call);
-        let outcome = match tokio::time::timeout(workload.op_timeout, execute(&*store, &call)).await {
+        let outcome = match tokio::time::timeout(workload.op_timeout, execute(&*store, &call)).await
+        {
             Ok(Ok(ret)) => Outcome::Ok(ret),
             Ok(Err(e)) => failure(&e, call.is_write()),
             Err(_) if call.is_write() => Outcome::Unknown("the client stopped waiting".into()),
@@ -342,7 +348,11 @@ pub async fn main_watch(
             at: recorder.now(),
             reason,
         };
-        let opened = tokio::time::timeout(Duration::from_secs(10), store.watch(options(&prefix, start))).await;
+        let opened = tokio::time::timeout(
+            Duration::from_secs(10),
+            store.watch(options(&prefix, start)),
+        )
+        .await;
         let mut stream = match opened {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
@@ -410,7 +420,8 @@ pub async fn bookmark_watch(
 ) {
     let mut rng = StdRng::seed_from_u64(seed);
     while !shared.stop.load(Ordering::SeqCst) {
-        tokio::time::sleep(rng.random_range(Duration::from_millis(500)..Duration::from_secs(2))).await;
+        tokio::time::sleep(rng.random_range(Duration::from_millis(500)..Duration::from_secs(2)))
+            .await;
         let start = {
             let recent = shared.recent.lock().unwrap_or_else(|e| e.into_inner());
             if recent.is_empty() {
@@ -432,7 +443,8 @@ pub async fn bookmark_watch(
             reason: reason.to_string(),
         };
         let Ok(Ok(mut stream)) =
-            tokio::time::timeout(Duration::from_secs(5), store.watch(options(&prefix, start))).await
+            tokio::time::timeout(Duration::from_secs(5), store.watch(options(&prefix, start)))
+                .await
         else {
             recorder.record(end("open failed"));
             continue;
