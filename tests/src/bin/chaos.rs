@@ -13,7 +13,7 @@ const USAGE: &str = "usage: chaos [--minutes N] [--backend all|memory|sled|etcd|
                      [--seed N] [--clients N]";
 const BACKENDS: [&str; 4] = ["memory", "sled", "etcd", "redis"];
 /// The part of each backend's share of the time taken by start-up, lease expiry and checks.
-const OVERHEAD: Duration = Duration::from_secs(12);
+const OVERHEAD: Duration = Duration::from_secs(4);
 
 struct Args {
     minutes: f64,
@@ -67,6 +67,7 @@ fn parse() -> Result<Args, String> {
 
 fn print(report: &Report) {
     println!("{}", report.line());
+    println!("{}", report.faults_line());
     for anomaly in &report.analysis.anomalies {
         println!("  ANOMALY {anomaly}");
     }

@@ -55,6 +55,8 @@ pub struct Analysis {
     pub dropped: usize,
     /// Faults recorded.
     pub faults: usize,
+    /// How many faults of each kind (the description without member names and numbers).
+    pub fault_kinds: BTreeMap<String, usize>,
     /// Watch segments.
     pub segments: usize,
     /// Watch batches received.
@@ -424,6 +426,15 @@ pub fn analyse(records: &[Record], layout: &Layout, end: Option<i64>, budget: u6
             .count(),
         ..Analysis::default()
     };
+    for record in records {
+        if let Record::Fault { what, .. } = record {
+            let kind: Vec<&str> = what
+                .split(' ')
+                .filter(|w| *w == "-9" || !w.contains(|c: char| c.is_ascii_digit()))
+                .collect();
+            *a.fault_kinds.entry(kind.join(" ")).or_default() += 1;
+        }
+    }
     for op in &ops {
         match op.outcome {
             Outcome::Ok(_) => a.ok += 1,

@@ -67,6 +67,17 @@ impl Report {
             self.wall.as_secs_f64()
         )
     }
+
+    /// The faults by kind, one line.
+    pub fn faults_line(&self) -> String {
+        let kinds: Vec<String> = self
+            .analysis
+            .fault_kinds
+            .iter()
+            .map(|(kind, n)| format!("{n} x {kind}"))
+            .collect();
+        format!("  faults: {}", kinds.join("; "))
+    }
 }
 
 /// The workload of a run under `root`.

@@ -161,7 +161,7 @@ fn round(
     }
     let ready = recorder.now();
     std::thread::sleep(lifetime);
-    recorder.fault(format!("sled: kill -9 the writing process (round {round})"));
+    recorder.fault("sled: kill -9 the writing process, then start another");
     child.kill().expect("SIGKILL the child");
     child.wait().expect("reap the child");
     let lines = reader.join().expect("the reader thread");
