@@ -2,9 +2,10 @@
 //! other and against real time, the watch properties, operations of unknown outcome resolved
 //! from what the watches delivered, per-key linearizability, and the leases.
 
-use super::history::{Call, NEVER, Nanos, Op, Outcome, Record, Ret, operations};
+use super::history::{Call, NEVER, Op, Outcome, Record, Ret, operations};
 use super::linearizability::{self, KeyCall, KeyOp, Verdict};
-use super::watch::{self, Expected, Segment};
+use super::resolve::{Delivered, resolve};
+use super::watch::{self, Expected};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The keys a run's clients use, under one root.
@@ -96,101 +97,6 @@ fn effects(op: &Op) -> Option<(i64, Vec<Vec<String>>)> {
     }
 }
 
-/// What the watches delivered, indexed for resolving unknown writes.
-#[derive(Default)]
-struct Delivered {
-    /// (key, value) to (revision, earliest receipt).
-    puts: HashMap<(String, String), (i64, Nanos)>,
-    /// Other events (`del,KEY`, `sadd,KEY,M`, `srem,KEY,M`, `cdel,KEY`) to their revisions.
-    others: HashMap<String, HashSet<i64>>,
-}
-
-impl Delivered {
-    fn new(segments: &[Segment]) -> Self {
-        let mut d = Delivered::default();
-        for s in segments {
-            for b in &s.batches {
-                for e in &b.events {
-                    if let Some(rest) = e.strip_prefix("put,") {
-                        let parts: Vec<&str> = rest.split(',').collect();
-                        if parts.len() == 3 {
-                            let slot = d
-                                .puts
-                                .entry((parts[0].to_string(), parts[1].to_string()))
-                                .or_insert((b.revision, b.at));
-                            slot.1 = slot.1.min(b.at);
-                        }
-                    } else {
-                        d.others.entry(e.clone()).or_default().insert(b.revision);
-                    }
-                }
-            }
-        }
-        d
-    }
-
-    /// Whether an event `text` was delivered at a revision no acknowledged write claims.
-    fn unclaimed(&self, text: &str, claimed: &HashSet<i64>) -> bool {
-        self.others
-            .get(text)
-            .is_some_and(|revs| revs.iter().any(|r| !claimed.contains(r)))
-    }
-}
-
-/// Resolves the unknown writes from the watches: applied (seen at a revision), or without
-/// effect (not seen while the main watch covered everything). Returns (resolved, dropped).
-fn resolve(
-    ops: &mut [Op],
-    delivered: &Delivered,
-    claimed: &HashSet<i64>,
-    complete: bool,
-) -> (usize, usize) {
-    let (mut resolved, mut dropped) = (0, 0);
-    for op in ops.iter_mut() {
-        if !matches!(op.outcome, Outcome::Unknown(_)) || !op.call.is_write() {
-            continue;
-        }
-        let seen = match &op.call {
-            Call::Put { key, value }
-            | Call::Cas { key, value, .. }
-            | Call::LeasePut { key, value, .. } => {
-                delivered.puts.get(&(key.clone(), value.clone()))
-            }
-            Call::PutPair { keys, value } => delivered.puts.get(&(keys[0].clone(), value.clone())),
-            _ => None,
-        };
-        if let Some(&(revision, at)) = seen {
-            op.outcome = Outcome::Ok(match &op.call {
-                Call::Cas { .. } => Ret::Cas(true, revision),
-                Call::LeasePut { .. } => Ret::Leased(0, revision),
-                _ => Ret::Written(revision),
-            });
-            op.complete = at.max(op.invoke);
-            resolved += 1;
-            continue;
-        }
-        let effect_seen = match &op.call {
-            Call::Put { .. } | Call::Cas { .. } | Call::LeasePut { .. } | Call::PutPair { .. } => {
-                false
-            }
-            Call::Delete { key } => delivered.unclaimed(&format!("del,{key}"), claimed),
-            Call::SetAdd { key, member } => {
-                delivered.unclaimed(&format!("sadd,{key},{member}"), claimed)
-            }
-            Call::SetRemove { key, member } => {
-                delivered.unclaimed(&format!("srem,{key},{member}"), claimed)
-                    || delivered.unclaimed(&format!("cdel,{key}"), claimed)
-            }
-            _ => true,
-        };
-        if complete && !effect_seen {
-            op.outcome = Outcome::Fail("no effect: the complete watch never delivered it".into());
-            dropped += 1;
-        }
-    }
-    (resolved, dropped)
-}
-
 /// Revisions of acknowledged writes: unique, and increasing with real time.
 fn check_revisions(ops: &[Op], anomalies: &mut Vec<String>) {
     let mut writes: Vec<(&Op, i64)> = ops
@@ -233,11 +139,12 @@ fn check_revisions(ops: &[Op], anomalies: &mut Vec<String>) {
     }
 }
 
-/// The per-key histories of the registers and sets.
-fn key_histories(ops: &[Op], layout: &Layout) -> BTreeMap<String, (Vec<KeyOp>, Vec<String>)> {
-    let mut out: BTreeMap<String, (Vec<KeyOp>, Vec<String>)> = BTreeMap::new();
+/// The per-key histories of the registers and sets. A register's values are numbered from
+/// 1 in the order they appear (0 stands for absent).
+fn key_histories(ops: &[Op], layout: &Layout) -> BTreeMap<String, Vec<KeyOp>> {
+    let mut out: BTreeMap<String, (Vec<KeyOp>, HashMap<String, u32>)> = BTreeMap::new();
     for key in layout.registers.iter().chain(&layout.sets) {
-        out.insert(key.clone(), (Vec::new(), vec![String::new()]));
+        out.insert(key.clone(), (Vec::new(), HashMap::new()));
     }
     let bit = |member: &str| {
         layout
@@ -258,12 +165,9 @@ fn key_histories(ops: &[Op], layout: &Layout) -> BTreeMap<String, (Vec<KeyOp>, V
             let Some((history, values)) = out.get_mut(key) else {
                 continue;
             };
-            let mut id = |v: &str| match values.iter().position(|x| x == v) {
-                Some(i) => i as u32,
-                None => {
-                    values.push(v.to_string());
-                    (values.len() - 1) as u32
-                }
+            let mut id = |v: &str| {
+                let next = u32::try_from(values.len() + 1).unwrap_or(u32::MAX);
+                *values.entry(v.to_string()).or_insert(next)
             };
             let call = match (&op.call, ret) {
                 (Call::Get { .. }, Some(Ret::Got(seen))) => {
@@ -315,7 +219,9 @@ fn key_histories(ops: &[Op], layout: &Layout) -> BTreeMap<String, (Vec<KeyOp>, V
             });
         }
     }
-    out
+    out.into_iter()
+        .map(|(key, (history, _))| (key, history))
+        .collect()
 }
 
 /// Describes a violation: the operation that could not be placed and those around it.
@@ -493,7 +399,7 @@ pub fn analyse(records: &[Record], layout: &Layout, end: Option<i64>, budget: u6
             ));
         }
     }
-    for (key, (history, _)) in key_histories(&ops, layout) {
+    for (key, history) in key_histories(&ops, layout) {
         match linearizability::check(&history, 0, budget) {
             Verdict::Linearizable => {}
             Verdict::Violation { longest, stuck } => {

@@ -38,6 +38,8 @@ pub mod check;
 pub mod faults;
 pub mod history;
 pub mod linearizability;
+mod lines;
+mod resolve;
 pub mod run;
 pub mod sled;
 pub mod watch;

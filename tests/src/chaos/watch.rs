@@ -16,6 +16,10 @@ use super::history::{Nanos, Record};
 use keyplane_core::{CollectionChange, Event, WatchBatch};
 use std::collections::{BTreeMap, HashMap};
 
+/// The reason recorded for a watch stream that ended without an error, which the contract
+/// forbids ("a watch never just ends").
+pub const ENDED_SILENTLY: &str = "the stream ended without an error";
+
 /// An event as one line-safe word: `put,KEY,VALUE,MOD_REVISION`, `del,KEY`,
 /// `sadd,KEY,MEMBER`, `srem,KEY,MEMBER`, `cdel,KEY` (a collection deleted), or
 /// `other,KEY`.
@@ -170,6 +174,14 @@ pub fn check(
     let mut anomalies = Vec::new();
     let mut by_revision: Vec<BTreeMap<i64, Vec<String>>> = Vec::new();
     for s in segments {
+        if s.end.as_deref() == Some(ENDED_SILENTLY) {
+            anomalies.push(format!(
+                "watch reliable: segment {} (from {}) ended without an error after revision {}",
+                s.id,
+                s.start,
+                s.last()
+            ));
+        }
         let mut previous = s.start - 1;
         let mut map = BTreeMap::new();
         for b in &s.batches {

@@ -3,7 +3,7 @@
 
 use super::check::Layout;
 use super::history::{Call, Outcome, Record, Recorder, Ret};
-use super::watch::batch_record;
+use super::watch::{ENDED_SILENTLY, batch_record};
 use futures::StreamExt;
 use keyplane_core::{
     CollectionOp, CollectionResult, Compare, CompareOp, Error, ErrorKind, OpResult, PutOptions,
@@ -404,10 +404,6 @@ pub async fn main_watch(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
-
-/// The reason recorded for a watch that ended without an error (which the contract
-/// forbids).
-pub const ENDED_SILENTLY: &str = "the stream ended without an error";
 
 /// Opens watches from revisions the main watch delivered, every second or few, and reads
 /// each until it reaches where the main watch was when it opened (or a few seconds pass).
