@@ -84,6 +84,7 @@ async fn run(stale_reads: bool, drop_batches: bool) -> Analysis {
         clients: 4,
         seed: 7,
         budget: 2_000_000,
+        flush_sled_reads: false,
     };
     let work = workload(
         &key_root("chaos"),

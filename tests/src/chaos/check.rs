@@ -376,7 +376,7 @@ pub fn analyse(records: &[Record], layout: &Layout, end: Option<i64>, budget: u6
         _ => false,
     };
     let delivered = Delivered::new(&segments);
-    let (resolved, dropped) = resolve(&mut ops, &delivered, &claimed, complete);
+    let (resolved, dropped) = resolve(&mut ops, &delivered, &claimed, complete, &mut a.anomalies);
     a.resolved = resolved;
     a.dropped = dropped;
     // A read's mod revision is the revision of the write of the value it read.

@@ -55,8 +55,18 @@ pub(super) fn resolve(
     delivered: &Delivered,
     claimed: &HashSet<i64>,
     complete: bool,
+    anomalies: &mut Vec<String>,
 ) -> (usize, usize) {
     let (mut resolved, mut dropped) = (0, 0);
+    // Who read which value of which key.
+    let mut read: HashMap<(String, String), u64> = HashMap::new();
+    for op in ops.iter() {
+        if let (Call::Get { key }, Outcome::Ok(Ret::Got(Some((value, _))))) =
+            (&op.call, &op.outcome)
+        {
+            read.entry((key.clone(), value.clone())).or_insert(op.id);
+        }
+    }
     for op in ops.iter_mut() {
         if !matches!(op.outcome, Outcome::Unknown(_)) || !op.call.is_write() {
             continue;
@@ -95,6 +105,25 @@ pub(super) fn resolve(
             _ => true,
         };
         if complete && !effect_seen {
+            let reader = match &op.call {
+                Call::Put { key, value }
+                | Call::Cas { key, value, .. }
+                | Call::LeasePut { key, value, .. } => read.get(&(key.clone(), value.clone())),
+                Call::PutPair { keys, value } => read
+                    .get(&(keys[0].clone(), value.clone()))
+                    .or_else(|| read.get(&(keys[1].clone(), value.clone()))),
+                _ => None,
+            };
+            if let Some(reader) = reader {
+                // Left unknown: the linearizability check judges the rest.
+                anomalies.push(format!(
+                    "lost write: op {reader} read the value of op {} ({}), whose outcome was \
+                     unknown ({}), but the watch, complete over the run, never delivered that \
+                     write: it was visible, then lost (or the watch missed it)",
+                    op.id, op.call, op.outcome
+                ));
+                continue;
+            }
             op.outcome = Outcome::Fail("no effect: the complete watch never delivered it".into());
             dropped += 1;
         }

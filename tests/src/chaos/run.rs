@@ -31,6 +31,9 @@ pub struct Settings {
     pub seed: u64,
     /// Step budget of the linearizability search per key.
     pub budget: u64,
+    /// Sled clients flush the store after every read before it counts: the workaround of
+    /// the known anomaly described in [`sled`](super::sled).
+    pub flush_sled_reads: bool,
 }
 
 /// What one backend's run showed.
@@ -87,6 +90,21 @@ pub fn workload(root: &str, op_timeout: Duration, pace: Duration) -> Workload {
         lease_ttl: Duration::from_secs(2),
         pace,
         op_timeout,
+        read_barrier: None,
+    }
+}
+
+/// Writes `records` to `$KV_CHAOS_RECORDS/<backend>.records`, one line each, when that
+/// variable names a directory: the raw material behind an anomaly.
+pub fn save(backend: &str, records: &[super::history::Record]) {
+    let Some(dir) = std::env::var_os("KV_CHAOS_RECORDS") else {
+        return;
+    };
+    let path = std::path::Path::new(&dir).join(format!("{backend}.records"));
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text)) {
+        Ok(()) => println!("chaos: {backend}: records saved in {}", path.display()),
+        Err(e) => eprintln!("chaos: cannot save the records in {}: {e}", path.display()),
     }
 }
 
@@ -225,8 +243,9 @@ where
     }
     let (end, extra) = settle(&store, &workload, &watchers, main).await;
     let _ = tokio::time::timeout(Duration::from_secs(10), bookmarks).await;
-    let mut analysis =
-        block_in_place(|| analyse(&recorder.records(), &workload.layout, end, settings.budget));
+    let records = recorder.records();
+    save(backend, &records);
+    let mut analysis = block_in_place(|| analyse(&records, &workload.layout, end, settings.budget));
     analysis.anomalies.extend(extra);
     Report {
         backend,

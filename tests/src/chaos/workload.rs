@@ -16,8 +16,13 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Awaited after every read that succeeded, before the read counts as answered (an error
+/// makes the read fail).
+pub type ReadBarrier =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, keyplane_core::Result<()>> + Send + Sync>;
+
 /// What the clients of a run do.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Workload {
     /// The keys.
     pub layout: Layout,
@@ -28,6 +33,9 @@ pub struct Workload {
     /// A client gives up waiting for an answer after this long (the outcome is then
     /// unknown for a write).
     pub op_timeout: Duration,
+    /// Awaited after each successful read, when set: the sled run's workaround of a known
+    /// anomaly (see [`sled`](super::sled)).
+    pub read_barrier: Option<ReadBarrier>,
 }
 
 /// How a failed call ended: certainly not applied, or unknown for a write that may have
