@@ -1,6 +1,8 @@
-//! The child process of the SledStore crash tests (tests/tests/sled_crash.rs): it opens the
-//! store in `KV_SLED_CHILD_DIR` and, by `KV_SLED_CHILD_MODE`, either makes acknowledged writes
-//! until it is killed (`write`, `write-buffered`) or holds the store open (`hold`).
+//! The child process of the SledStore crash tests (tests/tests/sled_crash.rs,
+//! tests/tests/sled_known_anomaly.rs): it opens the store in `KV_SLED_CHILD_DIR` and, by
+//! `KV_SLED_CHILD_MODE`, either makes acknowledged writes until it is killed (`write`,
+//! `write-buffered`), holds the store open (`hold`), or has one writer count up one key while
+//! readers print what they read (`race`).
 
 use keyplane_core::{Compare, PutOptions, Store, Txn, TxnOp};
 use keyplane_sled::{Durability, SledConfig, SledStore};
@@ -9,6 +11,39 @@ use std::time::Duration;
 const DIR_VAR: &str = "KV_SLED_CHILD_DIR";
 const MODE_VAR: &str = "KV_SLED_CHILD_MODE";
 const ROUND_VAR: &str = "KV_SLED_CHILD_ROUND";
+
+/// One writer puts 1, 2, 3... to `race/{round}` while three readers get it, each printing
+/// `READ n` when it reads a new value, until the process is killed.
+async fn race(store: SledStore, round: usize) -> ! {
+    let store = std::sync::Arc::new(store);
+    let key = format!("race/{round}");
+    for _ in 0..3 {
+        let (store, key) = (std::sync::Arc::clone(&store), key.clone());
+        tokio::spawn(async move {
+            let mut last = Vec::new();
+            loop {
+                if let Some(entry) = store.get(key.as_bytes()).await.unwrap()
+                    && entry.value != last
+                {
+                    println!("READ {}", String::from_utf8_lossy(&entry.value));
+                    last = entry.value;
+                }
+                tokio::task::yield_now().await;
+            }
+        });
+    }
+    for n in 1u64.. {
+        store
+            .put(
+                key.as_bytes(),
+                n.to_string().as_bytes(),
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    unreachable!("the writer counts until the process is killed")
+}
 
 /// The child process: `write` makes acknowledged writes until killed, printing one `ACK` line
 /// after each returns; `write-buffered` does the same with buffered durability; `hold` opens
@@ -32,6 +67,9 @@ fn main() {
         println!("\nREADY");
         if mode == "hold" {
             std::future::pending::<()>().await;
+        }
+        if mode == "race" {
+            race(store, round).await;
         }
         for i in 0.. {
             let value = format!("v{round}.{i}");

@@ -359,6 +359,17 @@ pub fn operations(records: &[Record]) -> Vec<Op> {
     ops
 }
 
+impl Ret {
+    /// Whether the operation wrote (created a revision).
+    pub fn wrote(&self) -> bool {
+        match self {
+            Ret::Written(_) | Ret::Leased(..) => true,
+            Ret::Deleted(changed, _) | Ret::Cas(changed, _) | Ret::Changed(changed, _) => *changed,
+            Ret::Got(_) | Ret::Contains(_) | Ret::Members(_) => false,
+        }
+    }
+}
+
 impl Call {
     /// The keys the call touches.
     pub fn keys(&self) -> Vec<&str> {

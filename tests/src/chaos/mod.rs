@@ -26,6 +26,12 @@
 //!   ordered, unique, atomic, bookmarkable, reliable and resumable ([`watch`]); a leased key
 //!   never disappears before its TTL and always does after it, with a delete event.
 //!
+//! The binary `chaos` (`cargo xtask chaos`) runs each backend for its share of
+//! `--minutes`, prints a line per backend and every anomaly with the operations involved,
+//! and closes with `chaos: N operations, M faults, K anomalies`. With `KV_CHAOS_RECORDS=DIR`
+//! it saves each backend's records there, one line each. SledStore has a known anomaly,
+//! worked around by `--flush-sled-reads` (see [`sled`]).
+//!
 //! **Redis persistence**: the run's server uses the AOF with `appendfsync always`, which
 //! fsyncs every write before Redis answers, so a `kill -9` loses no acknowledged write.
 //! With `appendfsync everysec` (Redis's default when the AOF is on) Redis promises only

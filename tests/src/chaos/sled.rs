@@ -13,8 +13,9 @@
 //! then gone without a delete), and the watch, which only sees flushed revisions, never
 //! delivers it: the checks report a "lost write" and a linearizability anomaly on that key.
 //! `--flush-sled-reads` works around it on the client side: each sled client flushes the
-//! store after every read before the read counts, so no acknowledged read sees a write that
-//! a crash can still lose. `cargo xtask test` runs with it; `cargo xtask chaos` without.
+//! store after every operation that wrote nothing (a read, a failed compare, a delete of an
+//! absent key) before it counts, so no acknowledged answer rests on a write that a crash can
+//! still lose. `cargo xtask test` runs with it; `cargo xtask chaos` without.
 //!
 //! The child's times are on its own clock: the parent reads them as starting when it
 //! spawned the child (for invocations, so they can only be earlier than the truth) or when

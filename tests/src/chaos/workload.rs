@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Awaited after every read that succeeded, before the read counts as answered (an error
-/// makes the read fail).
+/// Awaited after every operation that succeeded without writing (a read, a compare that
+/// failed, a delete of an absent key...), before it counts as answered (an error makes it
+/// fail).
 pub type ReadBarrier =
     Arc<dyn Fn() -> futures::future::BoxFuture<'static, keyplane_core::Result<()>> + Send + Sync>;
 
@@ -33,7 +34,7 @@ pub struct Workload {
     /// A client gives up waiting for an answer after this long (the outcome is then
     /// unknown for a write).
     pub op_timeout: Duration,
-    /// Awaited after each successful read, when set: the sled run's workaround of a known
+    /// Awaited after each successful operation that wrote nothing, when set: the sled run's workaround of a known
     /// anomaly (see [`sled`](super::sled)).
     pub read_barrier: Option<ReadBarrier>,
 }
@@ -268,8 +269,16 @@ pub async fn client(
         let op_id = (u64::from(id) << 32) | n;
         n += 1;
         recorder.invoke(op_id, id, &call);
-        let outcome = match tokio::time::timeout(workload.op_timeout, execute(&*store, &call)).await
-        {
+        let run = async {
+            let ret = execute(&*store, &call).await?;
+            // A write that changed nothing (a failed compare, a delete of an absent key) read
+            // the state as much as a get did.
+            if let Some(barrier) = workload.read_barrier.as_ref().filter(|_| !ret.wrote()) {
+                barrier().await?;
+            }
+            Ok::<_, Error>(ret)
+        };
+        let outcome = match tokio::time::timeout(workload.op_timeout, run).await {
             Ok(Ok(ret)) => Outcome::Ok(ret),
             Ok(Err(e)) => failure(&e, call.is_write()),
             Err(_) if call.is_write() => Outcome::Unknown("the client stopped waiting".into()),
