@@ -47,12 +47,12 @@ pub async fn redis(
             return;
         }
         if rng.random_bool(0.5) {
-            recorder.fault("redis: kill -9, then restart");
+            recorder.fault("redis: kill -9 then restart");
             block_in_place(|| server.kill());
             tokio::time::sleep(rng.random_range(Duration::ZERO..Duration::from_millis(1500))).await;
             block_in_place(|| server.restart());
         } else if let Some(pid) = server.pid() {
-            recorder.fault("redis: SIGSTOP, then SIGCONT");
+            recorder.fault("redis: SIGSTOP then SIGCONT");
             signal(pid, "STOP");
             tokio::time::sleep(
                 rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),

@@ -278,8 +278,11 @@ pub async fn memory(settings: &Settings) -> Report {
         move |until| async move {
             tokio::time::sleep_until(until.into()).await;
             switch.set_enabled(false);
+            // In the order the rules were added to the layer.
+            let rules = ["latency", "refused call", "answer lost", "watch dropped"];
             for injection in switch.injections() {
-                rec.fault(format!("memory: injected fault on {:?}", injection.call));
+                let rule = rules.get(injection.rule).unwrap_or(&"fault");
+                rec.fault(format!("memory: {rule} on {:?}", injection.call));
             }
         },
     )
