@@ -307,7 +307,7 @@ fn check_leases(ops: &[Op], delivered: &Delivered, complete: bool, anomalies: &m
         let deleted = delivered
             .others
             .get(&format!("del,{key}"))
-            .is_some_and(|revs| revs.iter().any(|r| r > revision));
+            .is_some_and(|revs| revs.keys().any(|r| r > revision));
         if complete && !deleted {
             anomalies.push(format!(
                 "lease: the watch never delivered the delete of {key} (op {}) after its lease expired",

@@ -1,7 +1,9 @@
 //! Operations of unknown outcome, settled from what the watches delivered: a write the
 //! watch delivered happened at its revision, no later than the watch received it; a write it
 //! never delivered, while the main watch covered the whole run without a gap, had no effect
-//! (it was not applied, or it changed nothing).
+//! (it was not applied, or it changed nothing). A delete or set write, whose events do not
+//! name their writer, had no effect when no event it could have made (one no acknowledged
+//! write claims, received after the operation was invoked) was delivered.
 
 use super::history::{Call, Nanos, Op, Outcome, Ret};
 use super::watch::Segment;
@@ -12,8 +14,9 @@ use std::collections::{HashMap, HashSet};
 pub(super) struct Delivered {
     /// (key, value) to (revision, earliest receipt).
     pub(super) puts: HashMap<(String, String), (i64, Nanos)>,
-    /// Other events (`del,KEY`, `sadd,KEY,M`, `srem,KEY,M`, `cdel,KEY`) to their revisions.
-    pub(super) others: HashMap<String, HashSet<i64>>,
+    /// Other events (`del,KEY`, `sadd,KEY,M`, `srem,KEY,M`, `cdel,KEY`) to their revisions
+    /// and earliest receipts.
+    pub(super) others: HashMap<String, HashMap<i64, Nanos>>,
 }
 
 impl Delivered {
@@ -32,7 +35,13 @@ impl Delivered {
                             slot.1 = slot.1.min(b.at);
                         }
                     } else {
-                        d.others.entry(e.clone()).or_default().insert(b.revision);
+                        let at = d
+                            .others
+                            .entry(e.clone())
+                            .or_default()
+                            .entry(b.revision)
+                            .or_insert(b.at);
+                        *at = (*at).min(b.at);
                     }
                 }
             }
@@ -40,11 +49,14 @@ impl Delivered {
         d
     }
 
-    /// Whether an event `text` was delivered at a revision no acknowledged write claims.
-    fn unclaimed(&self, text: &str, claimed: &HashSet<i64>) -> bool {
-        self.others
-            .get(text)
-            .is_some_and(|revs| revs.iter().any(|r| !claimed.contains(r)))
+    /// Whether an event `text` was delivered at a revision no acknowledged write claims,
+    /// and received after `after` (an event received before an operation was invoked
+    /// happened before it, so it is not that operation's).
+    fn unclaimed(&self, text: &str, claimed: &HashSet<i64>, after: Nanos) -> bool {
+        self.others.get(text).is_some_and(|revs| {
+            revs.iter()
+                .any(|(r, at)| !claimed.contains(r) && *at >= after)
+        })
     }
 }
 
@@ -94,13 +106,13 @@ pub(super) fn resolve(
             Call::Put { .. } | Call::Cas { .. } | Call::LeasePut { .. } | Call::PutPair { .. } => {
                 false
             }
-            Call::Delete { key } => delivered.unclaimed(&format!("del,{key}"), claimed),
+            Call::Delete { key } => delivered.unclaimed(&format!("del,{key}"), claimed, op.invoke),
             Call::SetAdd { key, member } => {
-                delivered.unclaimed(&format!("sadd,{key},{member}"), claimed)
+                delivered.unclaimed(&format!("sadd,{key},{member}"), claimed, op.invoke)
             }
             Call::SetRemove { key, member } => {
-                delivered.unclaimed(&format!("srem,{key},{member}"), claimed)
-                    || delivered.unclaimed(&format!("cdel,{key}"), claimed)
+                delivered.unclaimed(&format!("srem,{key},{member}"), claimed, op.invoke)
+                    || delivered.unclaimed(&format!("cdel,{key}"), claimed, op.invoke)
             }
             _ => true,
         };
