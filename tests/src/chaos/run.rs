@@ -282,7 +282,7 @@ pub async fn memory(settings: &Settings) -> Report {
             let rules = ["latency", "refused call", "answer lost", "watch dropped"];
             for injection in switch.injections() {
                 let rule = rules.get(injection.rule).unwrap_or(&"fault");
-                rec.fault(format!("memory: {rule} on {:?}", injection.call));
+                rec.fault(format!("memory: {rule}"));
             }
         },
     )
