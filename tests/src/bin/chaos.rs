@@ -99,7 +99,8 @@ fn main() -> ExitCode {
         flush_sled_reads: args.flush_sled_reads,
     };
     println!(
-        "chaos: {} for {:.0} s each, {} clients, seed {} (rerun with --seed {})",
+        "chaos: {} for {:.0} s each, {} clients, seed {} (--seed {} repeats the clients' and \
+         the faults' choices; timing still varies)",
         args.backends.join(", "),
         settings.duration.as_secs_f64(),
         settings.clients,
