@@ -3,8 +3,13 @@
 //! - `setup`: installs what plain cargo commands and the tests need (`protoc`, `etcd`,
 //!   `redis-server`), once per machine;
 //! - `demo`: the main job on the embedded default store;
-//! - `test`: formatting, lints and every test against real `etcd` and `redis-server`;
-//! - `bench`: the criterion benchmarks against real servers.
+//! - `test`: formatting, lints and every test against real `etcd` and `redis-server`, then a
+//!   two-minute chaos run;
+//! - `bench`: the criterion benchmarks against real servers;
+//! - `chaos`: concurrent clients on every backend under injected faults (kill -9,
+//!   SIGSTOP/SIGCONT, restarts, etcd leader loss), their histories checked for
+//!   linearizability and the watch properties; closes with
+//!   `chaos: N operations, M faults, K anomalies` and fails on any anomaly.
 //!
 //! Each command first makes sure what it needs is there. The programs come from the
 //! distribution's packages (`protobuf-compiler`, `etcd-server`, `redis-server`), installed with
@@ -17,12 +22,16 @@ mod install;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench> [args...]
+const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
 
   setup        install protoc, etcd and redis-server, so that plain cargo commands work
   demo         run the demo on the embedded default store
-  test         cargo fmt --check, clippy -D warnings, cargo doc, and every test against real servers
-  bench [ARGS] criterion benchmarks against real servers (ARGS go to `cargo bench`)";
+  test         cargo fmt --check, clippy -D warnings, cargo doc, every test against real servers,
+               and a two-minute chaos run
+  bench [ARGS] criterion benchmarks against real servers (ARGS go to `cargo bench`)
+  chaos [--minutes N] [--backend all|memory|sled|etcd|redis] [--seed N]
+               random concurrent operations under injected faults on every backend, checked
+               for linearizability and the watch properties (default: 2 minutes in all)";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -33,6 +42,7 @@ fn main() -> ExitCode {
         Some("demo") => demo(&rest),
         Some("test") => test(&rest),
         Some("bench") => bench(&rest),
+        Some("chaos") => chaos(&rest),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -134,6 +144,34 @@ fn test(args: &[String]) -> Result<(), String> {
         "cargo test",
         cargo(&protoc)
             .args(["test", "--workspace"])
+            .args(args)
+            .env("KV_REQUIRE_SERVERS", "1"),
+    )?;
+    let args = ["--minutes", "2"].map(String::from);
+    run_chaos(&protoc, &args)
+}
+
+fn chaos(args: &[String]) -> Result<(), String> {
+    let protoc = install::protoc()?;
+    install::ensure(&install::SERVERS)?;
+    run_chaos(&protoc, args)
+}
+
+/// The chaos binary of `keyplane-tests` (a debug build: the test build already has its
+/// dependencies), with servers required.
+fn run_chaos(protoc: &Option<String>, args: &[String]) -> Result<(), String> {
+    run(
+        "chaos",
+        cargo(protoc)
+            .args([
+                "run",
+                "--quiet",
+                "-p",
+                "keyplane-tests",
+                "--bin",
+                "chaos",
+                "--",
+            ])
             .args(args)
             .env("KV_REQUIRE_SERVERS", "1"),
     )

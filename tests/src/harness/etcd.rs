@@ -201,6 +201,11 @@ impl EtcdCluster {
         self.members.is_empty()
     }
 
+    /// Member `i`'s process id, while it runs (for fault tests that pause it).
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i].process.as_ref().map(|p| p.pid())
+    }
+
     /// Kills member `i` with SIGKILL.
     pub fn kill(&mut self, i: usize) {
         self.members[i].kill();

@@ -91,6 +91,11 @@ impl ServerProcess {
         })
     }
 
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether the process has exited.
     pub(crate) fn exited(&mut self) -> bool {
         !matches!(self.child.try_wait(), Ok(None))

@@ -100,6 +100,11 @@ impl RedisServer {
         self.port
     }
 
+    /// The server's process id, while it runs (for fault tests that pause it).
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(|p| p.pid())
+    }
+
     /// Kills the server with SIGKILL.
     pub fn kill(&mut self) {
         if let Some(mut p) = self.process.take() {

@@ -1,0 +1,148 @@
+//! The faults of each server backend: processes killed with SIGKILL and restarted, paused
+//! with SIGSTOP and resumed with SIGCONT, the etcd leader killed. Each runs until its
+//! deadline and leaves every process running.
+
+use super::history::Recorder;
+use crate::harness::{EtcdCluster, RedisServer};
+use rand::Rng;
+use rand::rngs::StdRng;
+use std::time::{Duration, Instant};
+use tokio::task::block_in_place;
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid` with `kill(1)`.
+pub fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        eprintln!("chaos: kill -{signal} {pid} failed");
+    }
+}
+
+/// Sleeps a random time in `range`, but not past `until`; false when `until` has passed.
+async fn pause_within(rng: &mut StdRng, range: std::ops::Range<Duration>, until: Instant) -> bool {
+    let wanted = rng.random_range(range);
+    let left = until.saturating_duration_since(Instant::now());
+    tokio::time::sleep(wanted.min(left)).await;
+    Instant::now() < until
+}
+
+/// Redis faults until `until`: kill -9 then restart (the AOF with `appendfsync always`
+/// brings back every acknowledged write), or SIGSTOP for up to 3 s then SIGCONT.
+pub async fn redis(
+    server: &mut RedisServer,
+    recorder: &Recorder,
+    rng: &mut StdRng,
+    until: Instant,
+) {
+    loop {
+        if !pause_within(
+            rng,
+            Duration::from_millis(1500)..Duration::from_millis(3500),
+            until,
+        )
+        .await
+        {
+            return;
+        }
+        if rng.random_bool(0.5) {
+            recorder.fault("redis: kill -9 then restart");
+            block_in_place(|| server.kill());
+            tokio::time::sleep(rng.random_range(Duration::ZERO..Duration::from_millis(1500))).await;
+            block_in_place(|| server.restart());
+        } else if let Some(pid) = server.pid() {
+            recorder.fault("redis: SIGSTOP then SIGCONT");
+            signal(pid, "STOP");
+            tokio::time::sleep(
+                rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),
+            )
+            .await;
+            signal(pid, "CONT");
+        }
+    }
+}
+
+/// The index of the member that reports itself leader, asking each member in turn (a
+/// paused or dead member does not answer within the second it is given).
+pub async fn etcd_leader(endpoints: &[String]) -> Option<usize> {
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        let ask = async {
+            let options = etcd_client::ConnectOptions::new()
+                .with_connect_timeout(Duration::from_millis(500))
+                .with_timeout(Duration::from_millis(500));
+            let mut client = etcd_client::Client::connect([endpoint], Some(options))
+                .await
+                .ok()?;
+            let status = client.status().await.ok()?;
+            Some(status.header().map(|h| h.member_id()) == Some(status.leader()))
+        };
+        if let Ok(Some(true)) = tokio::time::timeout(Duration::from_secs(1), ask).await {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// etcd faults on a 3-member cluster until `until`: the leader killed with SIGKILL and
+/// restarted, a member paused with SIGSTOP for up to 3 s, or a follower killed and
+/// restarted.
+pub async fn etcd(
+    cluster: &mut EtcdCluster,
+    recorder: &Recorder,
+    rng: &mut StdRng,
+    until: Instant,
+) {
+    loop {
+        if !pause_within(
+            rng,
+            Duration::from_millis(1500)..Duration::from_millis(3500),
+            until,
+        )
+        .await
+        {
+            return;
+        }
+        let endpoints = cluster.endpoints();
+        let leader = etcd_leader(&endpoints).await;
+        match (rng.random_range(0..3), leader) {
+            (0, Some(leader)) => {
+                recorder.fault(format!("etcd: kill -9 leader m{leader}, then restart"));
+                block_in_place(|| cluster.kill(leader));
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(200)..Duration::from_secs(2)),
+                )
+                .await;
+                block_in_place(|| cluster.restart(leader));
+            }
+            (1, Some(leader)) => {
+                let follower = (leader + rng.random_range(1..cluster.len())) % cluster.len();
+                recorder.fault(format!("etcd: kill -9 follower m{follower}, then restart"));
+                block_in_place(|| cluster.kill(follower));
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(200)..Duration::from_secs(2)),
+                )
+                .await;
+                block_in_place(|| cluster.restart(follower));
+            }
+            _ => {
+                let member = rng.random_range(0..cluster.len());
+                let Some(pid) = cluster.pid(member) else {
+                    continue;
+                };
+                let role = if leader == Some(member) {
+                    "leader"
+                } else {
+                    "member"
+                };
+                recorder.fault(format!("etcd: SIGSTOP {role} m{member}, then SIGCONT"));
+                signal(pid, "STOP");
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),
+                )
+                .await;
+                signal(pid, "CONT");
+            }
+        }
+    }
+}
