@@ -17,9 +17,8 @@
 use super::check::analyse;
 use super::history::{Record, Recorder};
 use super::run::{Report, Settings, retry, save, settle, workload};
-use super::workload::{ReadBarrier, Watchers, bookmark_watch, client, main_watch};
+use super::workload::{Watchers, bookmark_watch, client, main_watch};
 use crate::harness::key_root;
-use futures::FutureExt;
 use keyplane_core::Store;
 use keyplane_sled::{SledConfig, SledStore};
 use rand::rngs::StdRng;
