@@ -1,7 +1,7 @@
 //! TLS for real: an etcd member that requires client certificates and a Redis server with
 //! `tls-port` and `tls-auth-clients yes`, with certificates made in the test. The stores
-//! connect with the CA and a client certificate; a wrong CA or a missing client certificate
-//! is refused with a clear `Unavailable` error, and never reaches the data.
+//! connect with the CA and a client certificate; a wrong CA (named in the error) or a
+//! missing client certificate is refused with `Unavailable`, and never reaches the data.
 
 use futures::StreamExt;
 use keyplane_core::{Error, ErrorKind, PutOptions, Store, WatchOptions};
@@ -38,8 +38,11 @@ fn chain(err: &Error) -> String {
     text
 }
 
-/// A refused TLS connection: `Unavailable` (or `PermissionDenied`), saying why.
-fn refused(err: Error) {
+/// A refused TLS connection: `Unavailable` (or `PermissionDenied`); with `says_why`, its
+/// sources name the TLS failure. A server that refuses a connection without a client
+/// certificate does so after the client's side of a TLS 1.3 handshake is done, so the client
+/// may see only a closed connection: that case checks the kind alone.
+fn refused(err: Error, says_why: bool) {
     assert!(
         matches!(
             err.kind(),
@@ -48,6 +51,9 @@ fn refused(err: Error) {
         "{}",
         chain(&err)
     );
+    if !says_why {
+        return;
+    }
     let text = chain(&err).to_lowercase();
     assert!(
         ["certificate", "tls", "handshake", "unknownca", "alert"]
@@ -86,15 +92,15 @@ async fn etcd_with_client_certificates() {
         .unwrap();
     round_trip(&store).await;
 
-    for tls in [
-        etcd_tls(&certs, "other-ca.pem", true),
-        etcd_tls(&certs, "ca.pem", false),
+    for (tls, says_why) in [
+        (etcd_tls(&certs, "other-ca.pem", true), true),
+        (etcd_tls(&certs, "ca.pem", false), false),
     ] {
         let answer = match EtcdStore::connect(etcd_config(&server, tls)).await {
             Ok(store) => store.get(b"any").await.map(|_| ()),
             Err(e) => Err(e),
         };
-        refused(answer.unwrap_err());
+        refused(answer.unwrap_err(), says_why);
     }
 }
 
@@ -127,7 +133,7 @@ async fn redis_with_client_certificates() {
             Ok(store) => store.get(b"any").await.map(|_| ()),
             Err(e) => Err(e),
         };
-        refused(answer.unwrap_err());
+        refused(answer.unwrap_err(), client);
     }
     // A plain connection to the TLS port gets nowhere either.
     let plain = server.url().replace("rediss://", "redis://");
