@@ -6,9 +6,9 @@
 
 use keyplane_core::{ErrorKind, LeaseId, RangeOptions, Store};
 use keyplane_sled::{SledConfig, SledStore};
+use keyplane_tests::harness::complete_lines;
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
@@ -57,25 +57,16 @@ impl ChildProcess {
     }
 }
 
-/// Reads newline-terminated lines (a line cut by the kill is not an acknowledgement).
+/// The complete lines the child printed (a line cut by the kill is not an acknowledgement).
 fn read_lines(stdout: ChildStdout, ready: mpsc::Sender<()>) -> Vec<String> {
-    let mut reader = BufReader::new(stdout);
     let mut lines = Vec::new();
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => return lines,
-            Ok(_) if buf.last() != Some(&b'\n') => return lines,
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-                if line.ends_with("READY") {
-                    ready.send(()).ok();
-                }
-                lines.push(line);
-            }
+    complete_lines(stdout, |line| {
+        if line.ends_with("READY") {
+            ready.send(()).ok();
         }
-    }
+        lines.push(line);
+    });
+    lines
 }
 
 /// Everything the children acknowledged so far.

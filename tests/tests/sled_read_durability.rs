@@ -10,8 +10,8 @@
 
 use keyplane_core::Store;
 use keyplane_sled::{SledConfig, SledStore};
+use keyplane_tests::harness::complete_lines;
 use rand::Rng;
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -31,21 +31,14 @@ fn race(dir: &std::path::Path, round: usize, millis: u64) -> u64 {
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut highest = 0;
-        let mut reader = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        while let Ok(n) = reader.read_until(b'\n', &mut buf) {
-            if n == 0 || buf.last() != Some(&b'\n') {
-                break;
-            }
-            let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+        complete_lines(stdout, |line| {
             if let Some(n) = line
                 .strip_prefix("READ ")
                 .and_then(|n| n.parse::<u64>().ok())
             {
                 highest = highest.max(n);
             }
-            buf.clear();
-        }
+        });
         highest
     });
     std::thread::sleep(Duration::from_millis(millis));

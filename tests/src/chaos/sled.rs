@@ -18,12 +18,11 @@ use super::check::analyse;
 use super::history::{Record, Recorder};
 use super::run::{Report, Settings, retry, save, settle, workload};
 use super::workload::{Watchers, bookmark_watch, client, main_watch};
-use crate::harness::key_root;
+use crate::harness::{complete_lines, key_root};
 use keyplane_core::Store;
 use keyplane_sled::{SledConfig, SledStore};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, mpsc};
@@ -144,24 +143,14 @@ fn round(
     let (ready_tx, ready_rx) = mpsc::channel();
     let reader = std::thread::spawn(move || {
         let mut lines = Vec::new();
-        let mut reader = BufReader::new(stdout);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf) {
-                // A line cut by the kill is not a record.
-                Ok(0) | Err(_) => return lines,
-                Ok(_) if buf.last() != Some(&b'\n') => return lines,
-                Ok(_) => {
-                    let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-                    if line == READY {
-                        ready_tx.send(()).ok();
-                    } else {
-                        lines.push(line);
-                    }
-                }
+        complete_lines(stdout, |line| {
+            if line == READY {
+                ready_tx.send(()).ok();
+            } else {
+                lines.push(line);
             }
-        }
+        });
+        lines
     });
     if ready_rx.recv_timeout(Duration::from_secs(60)).is_err() {
         child.kill().ok();

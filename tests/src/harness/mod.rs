@@ -18,7 +18,7 @@ mod redis;
 mod tls;
 
 pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
-pub use process::{find_binary, servers_required};
+pub use process::{complete_lines, find_binary, servers_required};
 pub use redis::{RedisServer, redis_connection, redis_scan, shared_redis};
 pub use tls::{TestCerts, TlsEtcd, TlsRedis};
 

@@ -177,3 +177,20 @@ pub(crate) fn exchange(port: u16, request: &[u8]) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// Calls `each` with every complete line a child process prints on `out` (without its line
+/// end), until the stream ends. A last line without its newline was cut by a kill, so it is
+/// not passed on: what a killed child printed in full is what it acknowledged.
+pub fn complete_lines(out: impl std::io::Read, mut each: impl FnMut(String)) {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(out);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if buf.last() != Some(&b'\n') => return,
+            Ok(_) => each(String::from_utf8_lossy(&buf).trim_end().to_string()),
+        }
+    }
+}
