@@ -6,6 +6,7 @@ use redis::{RedisError, ServerErrorKind};
 /// Maps a redis-rs error (including the typed error replies of this crate's scripts, whose
 /// codes start with `KV`) into a [`keyplane_core::Error`] with the error as its source.
 pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
+    let mut code = err.code().map(str::to_owned);
     let mut detail = err.detail().unwrap_or_default().to_owned();
     // A MULTI/EXEC aborted by a refused command: the refusal is the error.
     if err.kind() == redis::ErrorKind::Server(ServerErrorKind::ExecAbort)
@@ -14,15 +15,10 @@ pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
             .iter()
             .find(|(_, e)| e.kind() == Some(ServerErrorKind::NoPerm))
     {
+        code = Some("NOPERM".to_owned());
         detail = refused.details().unwrap_or_default().to_owned();
-        return Error::new(
-            ErrorKind::PermissionDenied,
-            format!("Redis refused the ACL user: {detail}"),
-        )
-        .with_context("op", op)
-        .with_source(err);
     }
-    let (kind, message) = match err.code() {
+    let (kind, message) = match code.as_deref() {
         Some("KVWRONGTYPE") => (
             ErrorKind::WrongType,
             format!("transaction op {detail}, another type than the op expects"),
