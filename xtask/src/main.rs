@@ -5,7 +5,9 @@
 //! - `demo`: the main job on the embedded default store;
 //! - `test`: formatting, lints and every test against real `etcd` and `redis-server`, then a
 //!   two-minute chaos run;
-//! - `bench`: the criterion benchmarks against real servers;
+//! - `bench`: the performance report, every measure against its raw client in one run, printed
+//!   as a table and written to `target/bench/report.json` (`--quick`: short samples;
+//!   `--only WORD`: some sections); `bench criterion [ARGS]` runs the criterion benchmarks;
 //! - `chaos`: concurrent clients on every backend under injected faults (kill -9,
 //!   SIGSTOP/SIGCONT, restarts, etcd leader loss), their histories checked for
 //!   linearizability and the watch properties; closes with
@@ -28,7 +30,11 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
   demo         run the demo on the embedded default store
   test         cargo fmt --check, clippy -D warnings, cargo doc, every test against real servers,
                and a two-minute chaos run
-  bench [ARGS] criterion benchmarks against real servers (ARGS go to `cargo bench`)
+  bench [--quick] [--only WORD]
+               the performance report against real servers: a table, and
+               target/bench/report.json (--quick: short samples, under ten minutes)
+  bench criterion [ARGS]
+               the criterion benchmarks (ARGS go to `cargo bench`)
   chaos [--minutes N] [--backend all|memory|sled|etcd|redis] [--seed N]
                random concurrent operations under injected faults on every backend, checked
                for linearizability and the watch properties (default: 2 minutes in all)";
@@ -180,11 +186,30 @@ fn run_chaos(protoc: &Option<String>, args: &[String]) -> Result<(), String> {
 fn bench(args: &[String]) -> Result<(), String> {
     let protoc = install::protoc()?;
     install::ensure(&install::SERVERS)?;
-    run(
-        "cargo bench",
-        cargo(&protoc)
-            .args(["bench", "-p", "keyplane-tests"])
-            .args(args)
-            .env("KV_REQUIRE_SERVERS", "1"),
-    )
+    let mut command = cargo(&protoc);
+    command.args(["bench", "-p", "keyplane-tests"]);
+    match args.split_first() {
+        Some((first, rest)) if first == "criterion" => {
+            for bench in CRITERION_BENCHES {
+                command.args(["--bench", bench]);
+            }
+            command.args(rest);
+        }
+        _ => {
+            command.args(["--bench", "report", "--"]).args(args);
+        }
+    }
+    run("cargo bench", command.env("KV_REQUIRE_SERVERS", "1"))
 }
+
+/// The criterion benchmarks of `keyplane-tests` (the report is a bench of its own).
+const CRITERION_BENCHES: [&str; 8] = [
+    "collections",
+    "etcd",
+    "keyspace",
+    "layers",
+    "mirror",
+    "redis",
+    "redis_reconcile",
+    "sled",
+];

@@ -1,0 +1,400 @@
+//! Throughput under concurrency: 1, 16 and 64 tasks each calling get, put or a 2-key
+//! compare-and-set in a loop, ours against the raw client driven the same way (one redis-rs
+//! multiplexed connection; one etcd-client channel), on the default multi-thread runtime. At
+//! 64 tasks get and put are also measured on a current-thread runtime and the worse ratio is
+//! reported. Then the balancer's round-robin pick against a raw `LMOVE` under 64 tasks.
+
+use crate::measure::{
+    Budget, Goal, Measure, Report, current_thread, multi_thread, paired_throughput,
+};
+use crate::single::{VALUE, etcd_clients, load, redis_store, spread};
+use etcd_client::{
+    Compare as EtcdCompare, CompareOp as EtcdCompareOp, Txn as EtcdTxn, TxnOp as EtcdOp,
+};
+use keyplane_core::keyspace::{Key, TypedStore};
+use keyplane_core::{Compare, CompareOp, OpResult, PutOptions, Store, Txn, TxnOp};
+use keyplane_schemas::balancer::{ApiKeyRecord, Balancer, BalancerRoot, KeyStatus, LoadedKey};
+use keyplane_tests::harness::{EtcdServer, RedisServer, redis_connection};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+const TASKS: [usize; 3] = [1, 16, 64];
+
+/// The value each task's compare-and-set expects next, per task.
+fn expectations() -> Arc<Vec<Mutex<Vec<u8>>>> {
+    Arc::new((0..64).map(|_| Mutex::new(b"0".to_vec())).collect())
+}
+
+fn cas_keys(side: &str, t: usize) -> (String, String) {
+    (
+        format!("bench/cas/{side}/{t}/a"),
+        format!("bench/cas/{side}/{t}/b"),
+    )
+}
+
+/// Reports one figure per task count for `kind` (get, put, cas), ours against raw.
+fn goal(kind: &str, tasks: usize) -> Goal {
+    if tasks == 64 && kind != "2-key CAS" {
+        Goal::AtLeast(0.8)
+    } else {
+        Goal::Info
+    }
+}
+
+/// The ops of one backend, built on the runtime that drives them.
+trait Backend: Send + Sync + 'static {
+    fn get(&self, t: usize, i: u64) -> impl Future<Output = ()> + Send;
+    fn put(&self, t: usize, i: u64) -> impl Future<Output = ()> + Send;
+    fn cas(&self, t: usize, expected: &Mutex<Vec<u8>>, i: u64) -> impl Future<Output = ()> + Send;
+}
+
+/// Measures get, put and CAS throughput of `ours` against `raw` with `tasks` tasks.
+async fn measure<O: Backend, R: Backend>(
+    budget: Budget,
+    backend: &str,
+    ours: Arc<O>,
+    raw: Arc<R>,
+    tasks: usize,
+    kinds: &[&str],
+) -> Vec<Measure> {
+    let mut out = Vec::new();
+    for &kind in kinds {
+        let (o, r) = match kind {
+            "get" => {
+                let (ours, raw) = (ours.clone(), raw.clone());
+                paired_throughput(
+                    budget,
+                    tasks,
+                    Arc::new(move |t, i| {
+                        let ours = ours.clone();
+                        async move { ours.get(t, i).await }
+                    }),
+                    Arc::new(move |t, i| {
+                        let raw = raw.clone();
+                        async move { raw.get(t, i).await }
+                    }),
+                )
+                .await
+            }
+            "put" => {
+                let (ours, raw) = (ours.clone(), raw.clone());
+                paired_throughput(
+                    budget,
+                    tasks,
+                    Arc::new(move |t, i| {
+                        let ours = ours.clone();
+                        async move { ours.put(t, i).await }
+                    }),
+                    Arc::new(move |t, i| {
+                        let raw = raw.clone();
+                        async move { raw.put(t, i).await }
+                    }),
+                )
+                .await
+            }
+            _ => {
+                let (ours, raw) = (ours.clone(), raw.clone());
+                let (eo, er) = (expectations(), expectations());
+                paired_throughput(
+                    budget,
+                    tasks,
+                    Arc::new(move |t, i| {
+                        let (ours, eo) = (ours.clone(), eo.clone());
+                        async move { ours.cas(t, &eo[t], i).await }
+                    }),
+                    Arc::new(move |t, i| {
+                        let (raw, er) = (raw.clone(), er.clone());
+                        async move { raw.cas(t, &er[t], i).await }
+                    }),
+                )
+                .await
+            }
+        };
+        let kind_name = if kind == "cas" { "2-key CAS" } else { kind };
+        out.push(Measure::new(
+            format!("{backend} {kind_name} throughput, {tasks} tasks"),
+            o,
+            r,
+            "ops/s",
+            goal(kind_name, tasks),
+        ));
+    }
+    out
+}
+
+/// Runs the task counts on a multi-thread runtime, and 64 tasks of get and put on a
+/// current-thread one too (the worse ratio is reported).
+fn run_all<O, R, F, Fut>(budget: Budget, report: &mut Report, backend: &str, make: F)
+where
+    O: Backend,
+    R: Backend,
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = (Arc<O>, Arc<R>)>,
+{
+    let rt = multi_thread();
+    let mut at_64 = Vec::new();
+    for tasks in TASKS {
+        let figures = rt.block_on(async {
+            let (ours, raw) = make().await;
+            measure(budget, backend, ours, raw, tasks, &["get", "put", "cas"]).await
+        });
+        for m in figures {
+            if tasks == 64 && !m.name.contains("CAS") {
+                at_64.push(m);
+            } else {
+                report.add(m.note("multi-thread runtime"));
+            }
+        }
+    }
+    let current = current_thread().block_on(async {
+        let (ours, raw) = make().await;
+        measure(budget, backend, ours, raw, 64, &["get", "put"]).await
+    });
+    for (m, c) in at_64.into_iter().zip(current) {
+        let (worse, runtime) = if c.ratio() < m.ratio() {
+            (c, "current-thread")
+        } else {
+            (m, "multi-thread")
+        };
+        report.add(worse.note(format!("worse of two runtimes: {runtime}")));
+    }
+}
+
+struct OursStore<S>(S);
+
+impl<S: Store + Send + Sync + 'static> Backend for OursStore<S> {
+    async fn get(&self, t: usize, i: u64) {
+        let k = spread(t as u64 * 1_000_003 + i);
+        self.0.get(k.as_bytes()).await.unwrap().unwrap();
+    }
+
+    async fn put(&self, t: usize, i: u64) {
+        let k = format!("bench/tp/ours/{t}/{}", i % 100);
+        self.0
+            .put(k.as_bytes(), &VALUE, PutOptions::default())
+            .await
+            .unwrap();
+    }
+
+    async fn cas(&self, t: usize, expected: &Mutex<Vec<u8>>, i: u64) {
+        let (a, b) = cas_keys("ours", t);
+        let want = expected.lock().unwrap().clone();
+        let new = format!("{t}-{i}");
+        let resp = self
+            .0
+            .txn(
+                Txn::new()
+                    .when([Compare::value(&a, CompareOp::Equal, &want)])
+                    .and_then([TxnOp::put(&a, &new), TxnOp::put(&b, &new)])
+                    .or_else([TxnOp::get(&a)]),
+            )
+            .await
+            .unwrap();
+        *expected.lock().unwrap() = if resp.succeeded {
+            new.into_bytes()
+        } else {
+            match &resp.results[0] {
+                OpResult::Get(Some(e)) => e.value.clone(),
+                _ => Vec::new(),
+            }
+        };
+    }
+}
+
+struct RawRedis {
+    con: redis::aio::MultiplexedConnection,
+    cas: redis::Script,
+}
+
+/// The raw compare-and-set: one script that compares the first key's value and sets both.
+const RAW_CAS: &str = "local cur = redis.call('GET', KEYS[1]) \
+    if cur == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) \
+    redis.call('SET', KEYS[2], ARGV[2]) return {1, ARGV[2]} end \
+    return {0, cur or ''}";
+
+impl Backend for RawRedis {
+    async fn get(&self, t: usize, i: u64) {
+        let k = spread(t as u64 * 1_000_003 + i);
+        let v: Vec<u8> = redis::cmd("GET")
+            .arg(k)
+            .query_async(&mut self.con.clone())
+            .await
+            .unwrap();
+        assert!(!v.is_empty());
+    }
+
+    async fn put(&self, t: usize, i: u64) {
+        let k = format!("bench/tp/raw/{t}/{}", i % 100);
+        let _: () = redis::cmd("SET")
+            .arg(k)
+            .arg(&VALUE[..])
+            .query_async(&mut self.con.clone())
+            .await
+            .unwrap();
+    }
+
+    async fn cas(&self, t: usize, expected: &Mutex<Vec<u8>>, i: u64) {
+        let (a, b) = cas_keys("raw", t);
+        let want = expected.lock().unwrap().clone();
+        let new = format!("{t}-{i}");
+        let (_, value): (i64, Vec<u8>) = self
+            .cas
+            .key(a)
+            .key(b)
+            .arg(want)
+            .arg(&new)
+            .invoke_async(&mut self.con.clone())
+            .await
+            .unwrap();
+        *expected.lock().unwrap() = value;
+    }
+}
+
+struct RawEtcd(etcd_client::KvClient);
+
+impl Backend for RawEtcd {
+    async fn get(&self, t: usize, i: u64) {
+        let k = spread(t as u64 * 1_000_003 + i);
+        let resp = self.0.clone().get(k, None).await.unwrap();
+        assert!(!resp.kvs().is_empty());
+    }
+
+    async fn put(&self, t: usize, i: u64) {
+        let k = format!("bench/tp/raw/{t}/{}", i % 100);
+        self.0.clone().put(k, VALUE.to_vec(), None).await.unwrap();
+    }
+
+    async fn cas(&self, t: usize, expected: &Mutex<Vec<u8>>, i: u64) {
+        let (a, b) = cas_keys("raw", t);
+        let want = expected.lock().unwrap().clone();
+        let new = format!("{t}-{i}");
+        let txn = EtcdTxn::new()
+            .when([EtcdCompare::value(a.clone(), EtcdCompareOp::Equal, want)])
+            .and_then([
+                EtcdOp::put(a.clone(), new.clone(), None),
+                EtcdOp::put(b, new.clone(), None),
+            ])
+            .or_else([EtcdOp::get(a, None)]);
+        let resp = self.0.clone().txn(txn).await.unwrap();
+        *expected.lock().unwrap() = if resp.succeeded() {
+            new.into_bytes()
+        } else {
+            match resp.op_responses().into_iter().next() {
+                Some(etcd_client::TxnOpResponse::Get(g)) => g
+                    .kvs()
+                    .first()
+                    .map(|kv| kv.value().to_vec())
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            }
+        };
+    }
+}
+
+/// Sets every task's compare-and-set keys to the expected start value, "0".
+async fn seed_cas(store: &dyn Store) {
+    for side in ["ours", "raw"] {
+        let ops = (0..64).flat_map(|t| {
+            let (a, b) = cas_keys(side, t);
+            [TxnOp::put(a, "0"), TxnOp::put(b, "0")]
+        });
+        store.txn(Txn::new().and_then(ops)).await.unwrap();
+    }
+}
+
+pub fn redis(budget: Budget, report: &mut Report) {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    multi_thread().block_on(async { load(&redis_store(&server).await).await });
+    let server = &server;
+    run_all(budget, report, "redis", || async move {
+        let store = redis_store(server).await;
+        seed_cas(&store).await;
+        let raw = RawRedis {
+            con: redis_connection(&server.url()).await,
+            cas: redis::Script::new(RAW_CAS),
+        };
+        (Arc::new(OursStore(store)), Arc::new(raw))
+    });
+    balancer(budget, report, server);
+}
+
+pub fn etcd(budget: Budget, report: &mut Report) {
+    let Some(server) = EtcdServer::start() else {
+        return;
+    };
+    multi_thread().block_on(async { load(&etcd_clients(&server).await.0).await });
+    let server = &server;
+    run_all(budget, report, "etcd", || async move {
+        let (store, raw) = etcd_clients(server).await;
+        seed_cas(&store).await;
+        (Arc::new(OursStore(store)), Arc::new(RawEtcd(raw)))
+    });
+}
+
+/// The balancer's pick (`Balancer::pick`, LMOVE in the store's script path) on group 1,
+/// against a raw `LMOVE list list LEFT RIGHT` on group 2's list, 64 tasks each.
+fn balancer(budget: Budget, report: &mut Report, server: &RedisServer) {
+    let (ours, raw) = multi_thread().block_on(async {
+        let store = Arc::new(redis_store(server).await);
+        let typed = TypedStore::new(store.clone());
+        let root = BalancerRoot::new("bench").unwrap();
+        let cache = Balancer::with_root(&typed, root).unwrap();
+        let keys: Vec<LoadedKey> = (1..=20)
+            .map(|id| LoadedKey {
+                id,
+                record: ApiKeyRecord {
+                    api_key: format!("sk-bench-{id:04}"),
+                    status: KeyStatus::Active,
+                },
+                groups: vec![if id <= 10 { 1 } else { 2 }],
+            })
+            .collect();
+        cache.load_keys(&keys).await.unwrap();
+        let list = format!("bench:{}", cache.active_key(2).encode());
+        let con = redis_connection(&server.url()).await;
+        let len: usize = redis::cmd("LLEN")
+            .arg(&list)
+            .query_async(&mut con.clone())
+            .await
+            .unwrap();
+        assert_eq!(len, 10, "the raw side rotates group 2's list");
+        let cache = Arc::new(cache);
+        paired_throughput(
+            budget,
+            64,
+            Arc::new(move |_, _| {
+                let cache = cache.clone();
+                async move {
+                    cache.pick(1).await.unwrap().unwrap();
+                }
+            }),
+            Arc::new(move |_, _| {
+                let (mut con, list) = (con.clone(), list.clone());
+                async move {
+                    let id: Option<String> = redis::cmd("LMOVE")
+                        .arg(&list)
+                        .arg(&list)
+                        .arg("LEFT")
+                        .arg("RIGHT")
+                        .query_async(&mut con)
+                        .await
+                        .unwrap();
+                    assert!(id.is_some());
+                }
+            }),
+        )
+        .await
+    });
+    report.add(
+        Measure::new(
+            "redis balancer pick vs raw LMOVE, 64 tasks",
+            ours,
+            raw,
+            "ops/s",
+            Goal::Info,
+        )
+        .note("multi-thread runtime"),
+    );
+}

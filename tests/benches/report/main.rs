@@ -1,0 +1,87 @@
+//! The performance report: every measure of the library against its raw client (or against
+//! its own baseline) in one run, printed as a table and written to
+//! `target/bench/report.json` (and `report.md`).
+//!
+//! `cargo xtask bench` runs it in full; `cargo xtask bench --quick` with short samples (every
+//! measure, under ten minutes on a 2-core machine). `--only WORD` runs the sections whose
+//! name contains WORD (`keyspace`, `redis`, `etcd`, `sled`, `memory`, `scale`).
+//!
+//! The JSON is `{"quick", "elapsed_seconds", "cpus", "measures": [{"name", "ours", "raw",
+//! "unit", "ratio", "target", "goal", "met", "note"}]}`: `ratio` is `ours / raw`; `goal` says
+//! whether the ratio must be `at_most` or `at_least` the `target` (`none`: no target, `met`
+//! true); `met` is a boolean.
+
+mod concurrency;
+mod keyspace;
+mod measure;
+mod memory;
+mod scale;
+mod single;
+mod sled_writes;
+
+use measure::{Budget, Report};
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+use std::alloc::System;
+use std::time::Instant;
+
+/// The system allocator, counting what is allocated: the memory measures read it.
+#[global_allocator]
+static ALLOCATOR: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Bytes allocated and not yet freed by this process.
+pub fn live_bytes() -> isize {
+    let stats = ALLOCATOR.stats();
+    stats.bytes_allocated as isize - stats.bytes_deallocated as isize + stats.bytes_reallocated
+}
+
+type Section = (&'static str, fn(Budget, &mut Report));
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let only: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "--only")
+        .map(|w| w[1].as_str())
+        .collect();
+    let budget = Budget::new(quick);
+    let sections: [Section; 8] = [
+        ("keyspace", keyspace::run),
+        ("redis single", single::redis),
+        ("etcd single", single::etcd),
+        ("redis concurrency", concurrency::redis),
+        ("etcd concurrency", concurrency::etcd),
+        ("sled", sled_writes::run),
+        ("memory", memory::run),
+        ("scale", scale::run),
+    ];
+    let started = Instant::now();
+    let mut report = Report::default();
+    for (name, section) in sections {
+        if !only.is_empty() && !only.iter().any(|o| name.contains(o)) {
+            continue;
+        }
+        println!("== {name} ({:.0} s)", started.elapsed().as_secs_f64());
+        section(budget, &mut report);
+    }
+    let elapsed = started.elapsed();
+    let table = report.table();
+    println!("\n{table}");
+    let missed = report.measures.iter().filter(|m| !m.met()).count();
+    println!(
+        "{} measures, {} targets missed, {:.0} s{}",
+        report.measures.len(),
+        missed,
+        elapsed.as_secs_f64(),
+        if quick { " (quick)" } else { "" }
+    );
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("bench");
+    std::fs::create_dir_all(&dir).expect("create target/bench");
+    let json = serde_json::to_string_pretty(&report.json(quick, elapsed)).expect("json");
+    std::fs::write(dir.join("report.json"), json + "\n").expect("write report.json");
+    std::fs::write(dir.join("report.md"), table).expect("write report.md");
+    println!("written: {}", dir.join("report.json").display());
+}

@@ -1,0 +1,350 @@
+//! What a measure is, how the report prints and saves them, and the two ways figures are
+//! taken: paired latencies (ours and raw alternating, so both sides see the same load) and
+//! throughput over a fixed time with N tasks.
+
+use serde_json::json;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long the figures are sampled.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// `--quick`: short samples, for checking that every measure runs.
+    pub quick: bool,
+    /// Rounds of a paired latency comparison (each round times a batch of each side).
+    pub rounds: usize,
+    /// Operations per side per round.
+    pub batch: usize,
+    /// Length of one throughput sample.
+    pub sample: Duration,
+    /// Throughput samples per side (alternating).
+    pub samples: usize,
+}
+
+impl Budget {
+    pub fn new(quick: bool) -> Self {
+        if quick {
+            Budget {
+                quick,
+                rounds: 15,
+                batch: 40,
+                sample: Duration::from_millis(300),
+                samples: 3,
+            }
+        } else {
+            Budget {
+                quick,
+                rounds: 41,
+                batch: 100,
+                sample: Duration::from_secs(1),
+                samples: 5,
+            }
+        }
+    }
+}
+
+/// Which way a ratio must go.
+#[derive(Debug, Clone, Copy)]
+pub enum Goal {
+    /// `ours / raw` at most this (times, sizes).
+    AtMost(f64),
+    /// `ours / raw` at least this (rates).
+    AtLeast(f64),
+    /// No target: the figure is reported for what it says.
+    Info,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone)]
+pub struct Measure {
+    pub name: String,
+    pub ours: f64,
+    pub raw: f64,
+    pub unit: &'static str,
+    pub goal: Goal,
+    /// What `raw` is, when the name does not say it.
+    pub note: String,
+}
+
+impl Measure {
+    pub fn new(
+        name: impl Into<String>,
+        ours: f64,
+        raw: f64,
+        unit: &'static str,
+        goal: Goal,
+    ) -> Self {
+        Measure {
+            name: name.into(),
+            ours,
+            raw,
+            unit,
+            goal,
+            note: String::new(),
+        }
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.note = note.into();
+        self
+    }
+
+    pub fn ratio(&self) -> f64 {
+        if self.raw == 0.0 {
+            f64::NAN
+        } else {
+            self.ours / self.raw
+        }
+    }
+
+    fn target(&self) -> Option<f64> {
+        match self.goal {
+            Goal::AtMost(t) | Goal::AtLeast(t) => Some(t),
+            Goal::Info => None,
+        }
+    }
+
+    /// Whether the target is met (a measure without one has nothing to miss).
+    pub fn met(&self) -> bool {
+        let r = self.ratio();
+        match self.goal {
+            Goal::AtMost(t) => r <= t,
+            Goal::AtLeast(t) => r >= t,
+            Goal::Info => true,
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let finite = |x: f64| if x.is_finite() { json!(x) } else { json!(null) };
+        json!({
+            "name": self.name,
+            "ours": finite(self.ours),
+            "raw": finite(self.raw),
+            "unit": self.unit,
+            "ratio": finite(self.ratio()),
+            "target": self.target(),
+            "goal": match self.goal {
+                Goal::AtMost(_) => "at_most",
+                Goal::AtLeast(_) => "at_least",
+                Goal::Info => "none",
+            },
+            "met": self.met(),
+            "note": self.note,
+        })
+    }
+}
+
+/// Every measure taken, printed as each is taken and as one table at the end.
+#[derive(Default)]
+pub struct Report {
+    pub measures: Vec<Measure>,
+}
+
+impl Report {
+    pub fn add(&mut self, m: Measure) {
+        println!(
+            "  {:<58} {:>12} {:>12} {:>7} {}",
+            m.name,
+            fmt(m.ours),
+            fmt(m.raw),
+            format!("{:.2}x", m.ratio()),
+            if m.met() { "" } else { "(target missed)" }
+        );
+        self.measures.push(m);
+    }
+
+    /// The table, as Markdown (the README shows it).
+    pub fn table(&self) -> String {
+        let mut out = String::from(
+            "| measure | ours | raw | unit | ratio | target | met |\n|---|---:|---:|---|---:|---:|:-:|\n",
+        );
+        for m in &self.measures {
+            let target = match m.goal {
+                Goal::AtMost(t) => format!("≤ {t}×"),
+                Goal::AtLeast(t) => format!("≥ {t}×"),
+                Goal::Info => "—".to_owned(),
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {:.2}× | {} | {} |\n",
+                m.name,
+                fmt(m.ours),
+                fmt(m.raw),
+                m.unit,
+                m.ratio(),
+                target,
+                if m.met() { "yes" } else { "**no**" }
+            ));
+        }
+        out
+    }
+
+    pub fn json(&self, quick: bool, elapsed: Duration) -> serde_json::Value {
+        json!({
+            "quick": quick,
+            "elapsed_seconds": elapsed.as_secs(),
+            "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+            "measures": self.measures.iter().map(Measure::json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// A figure with about four significant digits.
+pub fn fmt(x: f64) -> String {
+    if !x.is_finite() {
+        "—".to_owned()
+    } else if x >= 100_000.0 {
+        format!("{x:.0}")
+    } else if x >= 100.0 {
+        format!("{x:.1}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(|a, b| a.total_cmp(b));
+    xs[xs.len() / 2]
+}
+
+/// Median microseconds per call of `ours` and of `raw`: each round times a batch of one, then
+/// a batch of the other (which goes first alternates), so both sides share the machine's
+/// load of the moment.
+pub async fn paired_us(
+    budget: Budget,
+    mut ours: impl AsyncFnMut(u64),
+    mut raw: impl AsyncFnMut(u64),
+) -> (f64, f64) {
+    let mut o = Vec::with_capacity(budget.rounds);
+    let mut r = Vec::with_capacity(budget.rounds);
+    let mut i = 0u64;
+    // One untimed warm-up batch each.
+    for _ in 0..budget.batch {
+        ours(i).await;
+        raw(i).await;
+        i += 1;
+    }
+    for round in 0..budget.rounds {
+        for side in 0..2 {
+            let ours_turn = (side == 0) == (round % 2 == 0);
+            let started = Instant::now();
+            for _ in 0..budget.batch {
+                if ours_turn {
+                    ours(i).await;
+                } else {
+                    raw(i).await;
+                }
+                i += 1;
+            }
+            let us = started.elapsed().as_secs_f64() * 1e6 / budget.batch as f64;
+            if ours_turn { &mut o } else { &mut r }.push(us);
+        }
+    }
+    (median(o), median(r))
+}
+
+/// [`paired_us`] for synchronous code, in nanoseconds per call, with `batch` calls per
+/// round.
+pub fn paired_ns(
+    budget: Budget,
+    batch: usize,
+    mut ours: impl FnMut(u64),
+    mut raw: impl FnMut(u64),
+) -> (f64, f64) {
+    let mut o = Vec::new();
+    let mut r = Vec::new();
+    for i in 0..batch as u64 {
+        ours(i);
+        raw(i);
+    }
+    for round in 0..budget.rounds {
+        for side in 0..2 {
+            let ours_turn = (side == 0) == (round % 2 == 0);
+            let started = Instant::now();
+            for i in 0..batch as u64 {
+                if ours_turn { ours(i) } else { raw(i) }
+            }
+            let ns = started.elapsed().as_secs_f64() * 1e9 / batch as f64;
+            if ours_turn { &mut o } else { &mut r }.push(ns);
+        }
+    }
+    (median(o), median(r))
+}
+
+/// Operations per second of `tasks` tasks each calling `op(task, i)` in a loop for
+/// `budget.sample`, spawned on the current runtime. Each task checks the clock itself: an
+/// operation that never yields (a buffered sled write) would keep a timer from firing.
+pub async fn throughput<F, Fut>(budget: Budget, tasks: usize, op: Arc<F>) -> f64
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let count = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + budget.sample;
+    let mut handles = Vec::with_capacity(tasks);
+    for t in 0..tasks {
+        let (count, op) = (count.clone(), op.clone());
+        handles.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            while Instant::now() < deadline {
+                op(t, i).await;
+                i += 1;
+            }
+            count.fetch_add(i, Ordering::Relaxed);
+        }));
+    }
+    for h in handles {
+        h.await.expect("a throughput task panicked");
+    }
+    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Median throughput of `ours` and of `raw` with `tasks` tasks, samples alternating.
+pub async fn paired_throughput<F, Fut, G, Gut>(
+    budget: Budget,
+    tasks: usize,
+    ours: Arc<F>,
+    raw: Arc<G>,
+) -> (f64, f64)
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+    G: Fn(usize, u64) -> Gut + Send + Sync + 'static,
+    Gut: Future<Output = ()> + Send + 'static,
+{
+    let mut o = Vec::new();
+    let mut r = Vec::new();
+    for s in 0..budget.samples {
+        if s % 2 == 0 {
+            o.push(throughput(budget, tasks, ours.clone()).await);
+            r.push(throughput(budget, tasks, raw.clone()).await);
+        } else {
+            r.push(throughput(budget, tasks, raw.clone()).await);
+            o.push(throughput(budget, tasks, ours.clone()).await);
+        }
+    }
+    (median(o), median(r))
+}
+
+/// A multi-thread runtime with the default number of workers (the machine's cores).
+pub fn multi_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A current-thread runtime.
+pub fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}

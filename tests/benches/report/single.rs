@@ -1,0 +1,313 @@
+//! Single operations, one caller, against the raw client on the same server: Redis get (many
+//! keys and one hot key), put (overwrites and new keys), a 10-op transaction and a 100-key
+//! range; etcd get, put, a 10-put transaction and a 100-key range. Each is measured on a
+//! multi-thread and on a current-thread runtime, each with its own connections; the worse
+//! ratio of the two is reported.
+
+use crate::measure::{Budget, Goal, Measure, Report, current_thread, multi_thread, paired_us};
+use etcd_client::{GetOptions, KvClient, Txn as EtcdTxn, TxnOp as EtcdOp};
+use keyplane_core::{BulkLoader, PutOptions, RangeOptions, Store, Txn, TxnOp};
+use keyplane_etcd::{EtcdConfig, EtcdStore};
+use keyplane_redis::{RedisConfig, RedisStore};
+use keyplane_tests::harness::{EtcdServer, RedisServer, redis_connection};
+use redis::aio::MultiplexedConnection;
+use std::future::Future;
+
+/// Keys loaded for the reads.
+pub const KEYS: u64 = 10_000;
+pub const VALUE: [u8; 64] = [b'v'; 64];
+
+pub fn key(i: u64) -> String {
+    format!("bench/k/{:07}", i % KEYS)
+}
+
+/// A key among the loaded ones, spread over the key space.
+pub fn spread(i: u64) -> String {
+    key(i.wrapping_mul(7919))
+}
+
+/// The 100 keys of one range: `bench/k/00050xx`.
+pub const RANGE_PREFIX: &str = "bench/k/00050";
+
+/// Loads `bench/k/0000000..KEYS` through `store`.
+pub async fn load(store: &dyn Store) {
+    BulkLoader::new(store)
+        .concurrency(8)
+        .load((0..KEYS).map(|i| (key(i).into_bytes(), VALUE.to_vec())))
+        .await
+        .expect("load");
+}
+
+/// Runs `measure` on both runtimes and reports, per figure, the runtime whose ratio is worse.
+fn on_both_runtimes<F, Fut>(report: &mut Report, measure: F)
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: Future<Output = Vec<Measure>>,
+{
+    let multi = multi_thread().block_on(measure("multi-thread"));
+    let current = current_thread().block_on(measure("current-thread"));
+    for (m, c) in multi.into_iter().zip(current) {
+        let worse = match m.goal {
+            Goal::AtLeast(_) if c.ratio() < m.ratio() => c,
+            Goal::AtLeast(_) => m,
+            _ if c.ratio() > m.ratio() => c,
+            _ => m,
+        };
+        let runtime = worse.note.clone();
+        report.add(worse.note(format!("worse of two runtimes: {runtime}")));
+    }
+}
+
+pub async fn redis_store(server: &RedisServer) -> RedisStore {
+    RedisStore::connect(RedisConfig::new(server.url()))
+        .await
+        .expect("connect")
+}
+
+pub fn redis(budget: Budget, report: &mut Report) {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    multi_thread().block_on(async { load(&redis_store(&server).await).await });
+    let server = &server;
+    on_both_runtimes(report, |runtime| async move {
+        let store = redis_store(server).await;
+        let con = redis_connection(&server.url()).await;
+        redis_ops(budget, &store, &con, runtime).await
+    });
+}
+
+async fn redis_ops(
+    budget: Budget,
+    store: &RedisStore,
+    con: &MultiplexedConnection,
+    runtime: &'static str,
+) -> Vec<Measure> {
+    let at_most = |name: &str, (ours, raw): (f64, f64), target: f64| {
+        Measure::new(
+            format!("redis {name}"),
+            ours,
+            raw,
+            "µs",
+            Goal::AtMost(target),
+        )
+        .note(runtime)
+    };
+    let raw_get = async |k: String| {
+        let v: Vec<u8> = redis::cmd("GET")
+            .arg(k)
+            .query_async(&mut con.clone())
+            .await
+            .unwrap();
+        assert!(!v.is_empty());
+    };
+    let raw_set = async |k: String| {
+        let _: () = redis::cmd("SET")
+            .arg(k)
+            .arg(&VALUE[..])
+            .query_async(&mut con.clone())
+            .await
+            .unwrap();
+    };
+    let put = async |k: String| {
+        store
+            .put(k.as_bytes(), &VALUE, PutOptions::default())
+            .await
+            .unwrap();
+    };
+    let mut out = Vec::new();
+    let get = paired_us(
+        budget,
+        async |i| {
+            store.get(spread(i).as_bytes()).await.unwrap().unwrap();
+        },
+        async |i| raw_get(spread(i)).await,
+    )
+    .await;
+    out.push(at_most("get vs GET (10,000 keys)", get, 1.15));
+    let hot = paired_us(
+        budget,
+        async |_| {
+            store.get(key(4242).as_bytes()).await.unwrap().unwrap();
+        },
+        async |_| raw_get(key(4242)).await,
+    )
+    .await;
+    out.push(at_most("get vs GET (one hot key)", hot, 1.15));
+    let overwrite = paired_us(
+        budget,
+        async |i| put(format!("bench/put/ours/{}", i % 1000)).await,
+        async |i| raw_set(format!("bench/put/raw/{}", i % 1000)).await,
+    )
+    .await;
+    out.push(at_most(
+        "put vs SET (overwrites, 1,000 keys)",
+        overwrite,
+        1.5,
+    ));
+    let fresh = paired_us(
+        budget,
+        async |i| put(format!("bench/new/ours/{runtime}/{i}")).await,
+        async |i| raw_set(format!("bench/new/raw/{runtime}/{i}")).await,
+    )
+    .await;
+    out.push(at_most("put vs SET (new keys)", fresh, 1.5));
+    let txn = paired_us(
+        budget,
+        async |i| {
+            let ops = (0..10).map(|j| TxnOp::put(format!("bench/txn/ours/{}/{j}", i % 100), VALUE));
+            store.txn(Txn::new().and_then(ops)).await.unwrap();
+        },
+        async |i| {
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            for j in 0..10 {
+                pipe.set(format!("bench/txn/raw/{}/{j}", i % 100), &VALUE[..])
+                    .ignore();
+            }
+            let _: () = pipe.query_async(&mut con.clone()).await.unwrap();
+        },
+    )
+    .await;
+    out.push(at_most("txn of 10 puts vs MULTI/EXEC", txn, 1.5));
+    let range = paired_us(
+        budget,
+        async |_| {
+            let page = store
+                .range(RangeOptions::prefix(RANGE_PREFIX))
+                .await
+                .unwrap();
+            assert_eq!(page.entries.len(), 100);
+        },
+        async |_| {
+            // The raw way to read 100 keys of a known prefix: list them, then MGET.
+            let keys =
+                keyplane_tests::harness::redis_scan(&mut con.clone(), &format!("{RANGE_PREFIX}*"))
+                    .await;
+            assert_eq!(keys.len(), 100);
+            let values: Vec<Vec<u8>> = redis::cmd("MGET")
+                .arg(&keys)
+                .query_async(&mut con.clone())
+                .await
+                .unwrap();
+            assert_eq!(values.len(), 100);
+        },
+    )
+    .await;
+    out.push(
+        Measure::new(
+            "redis range of 100 keys vs SCAN MATCH + MGET",
+            range.0,
+            range.1,
+            "µs",
+            Goal::Info,
+        )
+        .note(runtime),
+    );
+    out
+}
+
+pub async fn etcd_clients(server: &EtcdServer) -> (EtcdStore, KvClient) {
+    let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]))
+        .await
+        .expect("connect");
+    let raw = etcd_client::Client::connect([server.endpoint()], None)
+        .await
+        .expect("connect the raw client")
+        .kv_client();
+    (store, raw)
+}
+
+pub fn etcd(budget: Budget, report: &mut Report) {
+    let Some(server) = EtcdServer::start() else {
+        return;
+    };
+    multi_thread().block_on(async { load(&etcd_clients(&server).await.0).await });
+    let server = &server;
+    on_both_runtimes(report, |runtime| async move {
+        let (store, raw) = etcd_clients(server).await;
+        etcd_ops(budget, &store, &raw, runtime).await
+    });
+}
+
+async fn etcd_ops(
+    budget: Budget,
+    store: &EtcdStore,
+    raw: &KvClient,
+    runtime: &'static str,
+) -> Vec<Measure> {
+    let at_most = |name: &str, (ours, raw): (f64, f64)| {
+        Measure::new(format!("etcd {name}"), ours, raw, "µs", Goal::AtMost(1.10)).note(runtime)
+    };
+    let mut out = Vec::new();
+    let get = paired_us(
+        budget,
+        async |i| {
+            store.get(spread(i).as_bytes()).await.unwrap().unwrap();
+        },
+        async |i| {
+            let resp = raw.clone().get(spread(i), None).await.unwrap();
+            assert!(!resp.kvs().is_empty());
+        },
+    )
+    .await;
+    out.push(at_most("get vs raw get", get));
+    let put = paired_us(
+        budget,
+        async |i| {
+            let k = format!("bench/put/ours/{}", i % 1000);
+            store
+                .put(k.as_bytes(), &VALUE, PutOptions::default())
+                .await
+                .unwrap();
+        },
+        async |i| {
+            let k = format!("bench/put/raw/{}", i % 1000);
+            raw.clone().put(k, VALUE.to_vec(), None).await.unwrap();
+        },
+    )
+    .await;
+    out.push(at_most("put vs raw put", put));
+    let txn = paired_us(
+        budget,
+        async |i| {
+            let ops = (0..10).map(|j| TxnOp::put(format!("bench/txn/ours/{}/{j}", i % 100), VALUE));
+            store.txn(Txn::new().and_then(ops)).await.unwrap();
+        },
+        async |i| {
+            let ops: Vec<EtcdOp> = (0..10)
+                .map(|j| {
+                    EtcdOp::put(
+                        format!("bench/txn/raw/{}/{j}", i % 100),
+                        VALUE.to_vec(),
+                        None,
+                    )
+                })
+                .collect();
+            raw.clone().txn(EtcdTxn::new().and_then(ops)).await.unwrap();
+        },
+    )
+    .await;
+    out.push(at_most("txn of 10 puts vs raw txn", txn));
+    let range = paired_us(
+        budget,
+        async |_| {
+            let page = store
+                .range(RangeOptions::prefix(RANGE_PREFIX))
+                .await
+                .unwrap();
+            assert_eq!(page.entries.len(), 100);
+        },
+        async |_| {
+            let resp = raw
+                .clone()
+                .get(RANGE_PREFIX, Some(GetOptions::new().with_prefix()))
+                .await
+                .unwrap();
+            assert_eq!(resp.kvs().len(), 100);
+        },
+    )
+    .await;
+    out.push(at_most("range of 100 keys vs raw prefix get", range));
+    out
+}

@@ -1,0 +1,194 @@
+//! The sled write path: sequential put against the floor of any atomic multi-tree write in
+//! sled (a raw transaction over four trees writing a data and a log record, SledStore's record
+//! sizes), get against a raw `Tree::get`, group commit (16 concurrent writers against one,
+//! buffered and flush-on-commit), and the cost of log pruning (a put in a store past its
+//! default retention against one whose retention is never reached).
+
+use crate::measure::{Budget, Goal, Measure, Report, multi_thread, paired_us, throughput};
+use crate::single::{KEYS, VALUE, key, load, spread};
+use keyplane_core::{PutOptions, Store};
+use keyplane_sled::{Durability, SledConfig, SledStore};
+use sled::transaction::{TransactionResult, Transactional};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+fn buffered() -> Durability {
+    Durability::Buffered {
+        flush_interval: FLUSH_EVERY,
+    }
+}
+
+fn open(dir: &tempfile::TempDir, durability: Durability, retention: u64) -> SledStore {
+    SledStore::open(
+        SledConfig::new(dir.path())
+            .durability(durability)
+            .history_retention(retention),
+    )
+    .expect("open sled")
+}
+
+pub fn run(budget: Budget, report: &mut Report) {
+    let rt = multi_thread();
+    rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir, buffered(), SledConfig::DEFAULT_HISTORY_RETENTION);
+        load(&store).await;
+        let raw_dir = tempfile::tempdir().unwrap();
+        let raw = sled::Config::new()
+            .path(raw_dir.path())
+            .cache_capacity(SledConfig::DEFAULT_CACHE_CAPACITY)
+            .flush_every_ms(Some(FLUSH_EVERY.as_millis() as u64))
+            .open()
+            .unwrap();
+        let trees: Vec<sled::Tree> = ["data", "meta", "log", "leases"]
+            .iter()
+            .map(|name| raw.open_tree(name).unwrap())
+            .collect();
+        for i in 0..KEYS {
+            trees[0].insert(key(i), &VALUE[..]).unwrap();
+        }
+        // SledStore's record sizes for an overwrite: the entry header on the data record, the
+        // event with the new and the previous entry in the log.
+        let (record, event) = ([b'v'; 64 + 32], [b'e'; 240]);
+        let revision = AtomicU64::new(1);
+        let (ours, raw_us) = paired_us(
+            budget,
+            async |i| {
+                store
+                    .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
+                    .await
+                    .unwrap();
+            },
+            async |i| {
+                let (k, rev) = (
+                    spread(i),
+                    revision.fetch_add(1, Ordering::Relaxed).to_be_bytes(),
+                );
+                let res: TransactionResult<()> = (&trees[0], &trees[1], &trees[2], &trees[3])
+                    .transaction(|(data, _, log, _)| {
+                        data.insert(k.as_bytes(), &record[..])?;
+                        log.insert(&rev, &event[..])?;
+                        Ok(())
+                    });
+                res.unwrap();
+            },
+        )
+        .await;
+        report.add(
+            Measure::new(
+                "sled put vs raw 4-tree sled transaction",
+                ours,
+                raw_us,
+                "µs",
+                Goal::AtMost(2.0),
+            )
+            .note("buffered durability, 10,000 keys, overwrites"),
+        );
+        let (ours, raw_us) = paired_us(
+            budget,
+            async |i| {
+                store.get(spread(i).as_bytes()).await.unwrap().unwrap();
+            },
+            async |i| {
+                trees[0].get(spread(i)).unwrap().unwrap();
+            },
+        )
+        .await;
+        report.add(Measure::new(
+            "sled get vs raw Tree::get",
+            ours,
+            raw_us,
+            "µs",
+            Goal::AtMost(1.3),
+        ));
+    });
+
+    for (name, durability) in [
+        ("buffered", buffered()),
+        ("flush-on-commit", Durability::FlushOnCommit),
+    ] {
+        let (many, one) = rt.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Arc::new(open(
+                &dir,
+                durability,
+                SledConfig::DEFAULT_HISTORY_RETENTION,
+            ));
+            let put = |store: Arc<SledStore>| {
+                Arc::new(move |t: usize, i: u64| {
+                    let store = store.clone();
+                    async move {
+                        let k = format!("bench/gc/{t}/{}", i % 100);
+                        store
+                            .put(k.as_bytes(), &VALUE, PutOptions::default())
+                            .await
+                            .unwrap();
+                    }
+                })
+            };
+            let mut many = Vec::new();
+            let mut one = Vec::new();
+            // Samples alternate between 16 writers and one, like a paired comparison.
+            for _ in 0..budget.samples {
+                many.push(throughput(budget, 16, put(store.clone())).await);
+                one.push(throughput(budget, 1, put(store.clone())).await);
+            }
+            (crate::measure::median(many), crate::measure::median(one))
+        });
+        report.add(
+            Measure::new(
+                format!("sled 16 concurrent writers vs 1 ({name})"),
+                many,
+                one,
+                "puts/s",
+                Goal::AtLeast(5.0),
+            )
+            .note("raw: the same store's sequential put throughput"),
+        );
+    }
+
+    let (pruned, unpruned) = rt.block_on(async {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let pruning = open(&a, buffered(), SledConfig::DEFAULT_HISTORY_RETENTION);
+        let keeping = open(&b, buffered(), u64::MAX / 4);
+        // Past the default retention: every further put has log records to prune.
+        let past = SledConfig::DEFAULT_HISTORY_RETENTION + 2_000;
+        for store in [&pruning, &keeping] {
+            for i in 0..past {
+                store
+                    .put(key(i).as_bytes(), &VALUE, PutOptions::default())
+                    .await
+                    .unwrap();
+            }
+        }
+        paired_us(
+            budget,
+            async |i| {
+                pruning
+                    .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
+                    .await
+                    .unwrap();
+            },
+            async |i| {
+                keeping
+                    .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
+                    .await
+                    .unwrap();
+            },
+        )
+        .await
+    });
+    report.add(
+        Measure::new(
+            "sled put with log pruning vs without",
+            pruned,
+            unpruned,
+            "µs",
+            Goal::AtMost(1.25),
+        )
+        .note("default retention (10,000 revisions), past it; raw: retention never reached"),
+    );
+}
