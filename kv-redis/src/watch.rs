@@ -329,9 +329,13 @@ impl Watcher {
         if !self.send(replay).await {
             return;
         }
-        if let Some(ready) = fresh
-            && !self.join(ready).await
-        {
+        // The replay is one page: the rest of the backlog is read from the log now, not when
+        // the next write wakes the hub (a running hub's pages hold only later entries).
+        let caught_up = match fresh {
+            Some(ready) => self.join(ready).await,
+            None => self.catch_up().await,
+        };
+        if !caught_up {
             return;
         }
         loop {

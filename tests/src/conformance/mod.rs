@@ -220,6 +220,7 @@ macro_rules! conformance_suite {
             watch::watch_prefix_one_batch_per_txn,
             watch::watch_is_ordered_without_gaps,
             watch::watch_resumes_from_revision,
+            watch::watch_replays_a_long_backlog,
             watch::watch_from_a_future_revision,
             watch::watch_prev_values,
             watch::watch_from_compacted_revision,

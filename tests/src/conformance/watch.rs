@@ -387,3 +387,37 @@ pub async fn watch_progress_marks_the_catch_up(store: Arc<dyn Store>) {
     let r6 = put(&*store, &key(&root, "dir/e"), "6").await;
     assert_eq!(next_batch(&mut watch).await.revision, r6);
 }
+
+/// A watch from further back than a page of history (over a thousand revisions) delivers the
+/// whole backlog with no later write to wake it, also while another watch of the same store
+/// is running.
+pub async fn watch_replays_a_long_backlog(store: Arc<dyn Store>) {
+    const WRITES: usize = 1_200;
+    let root = root();
+    let mut running = store
+        .watch(WatchOptions::prefix(key(&root, "other/")))
+        .await
+        .unwrap();
+    let other = put(&*store, &key(&root, "other/x"), "v").await;
+    assert_eq!(next_batch(&mut running).await.revision, other);
+    let first = put(&*store, &key(&root, "k/0"), "v").await;
+    futures::stream::iter(1..WRITES)
+        .map(|i| {
+            let (store, k) = (Arc::clone(&store), key(&root, format!("k/{i}")));
+            async move { put(&*store, &k, "v").await }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<i64>>()
+        .await;
+    let mut replay = store
+        .watch(WatchOptions::prefix(key(&root, "k/")).from_revision(first))
+        .await
+        .unwrap();
+    let batches = collect_events(&mut replay, WRITES).await;
+    assert_eq!(batches[0].revision, first);
+    assert!(
+        batches.windows(2).all(|w| w[0].revision < w[1].revision),
+        "the replay is ordered"
+    );
+    drop(running);
+}
