@@ -41,7 +41,10 @@ pub struct RedisConfig {
     /// Default `__kv:`.
     pub internal_prefix: String,
     /// How many revisions of history the event log keeps, for watches that resume from an
-    /// earlier revision and reads at a past revision. Default 100 000. (Formerly
+    /// earlier revision and reads at a past revision. Default 10 000, as the sled and
+    /// in-memory stores. Each retained revision holds its events, values included, in Redis
+    /// memory: about 180 bytes for a put of a 100-byte value, so 1.8 MB at the default. A
+    /// watch that falls further behind gets `Compacted` and lists again. (Formerly
     /// `watch_retention`, still accepted by serde.)
     #[serde(alias = "watch_retention")]
     pub history_retention: u64,
@@ -88,7 +91,7 @@ impl Default for RedisConfig {
             connect_timeout_ms: 5000,
             response_timeout_ms: 5000,
             internal_prefix: "__kv:".to_owned(),
-            history_retention: 100_000,
+            history_retention: 10_000,
             max_txn_ops: 128,
             max_prefix_delete_keys: 50_000,
             watch_retries: 20,

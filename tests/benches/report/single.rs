@@ -75,6 +75,115 @@ pub fn redis(budget: Budget, report: &mut Report) {
         let con = redis_connection(&server.url()).await;
         redis_ops(budget, &store, &con, runtime).await
     });
+    multi_thread().block_on(redis_cpu(budget, report, server));
+}
+
+/// The Redis server's CPU time (user and system, as `INFO cpu` reports it), in µs.
+async fn server_cpu_us(con: &mut MultiplexedConnection) -> f64 {
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query_async(con)
+        .await
+        .unwrap();
+    let field = |name: &str| -> f64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("a cpu field in INFO")
+    };
+    (field("used_cpu_user:") + field("used_cpu_sys:")) * 1e6
+}
+
+/// Server CPU per operation of `op`, run `n` times by 16 tasks at once.
+async fn cpu_per_op<F, Fut>(con: &MultiplexedConnection, n: u64, op: F) -> f64
+where
+    F: Fn(u64) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    use futures::StreamExt;
+    let before = server_cpu_us(&mut con.clone()).await;
+    futures::stream::iter(0..n)
+        .map(op)
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+    (server_cpu_us(&mut con.clone()).await - before) / n as f64
+}
+
+/// Where the time of a Redis operation goes on the server: its CPU per get, put and 10-put
+/// transaction, ours against raw (16 callers at once, so the figures are not dominated by
+/// one round trip per call).
+async fn redis_cpu(budget: Budget, report: &mut Report, server: &RedisServer) {
+    let store = redis_store(server).await;
+    let con = redis_connection(&server.url()).await;
+    let n = if budget.quick { 5_000 } else { 20_000 };
+    let (store, con) = (&store, &con);
+    let get = (
+        cpu_per_op(con, n, async |i| {
+            store.get(spread(i).as_bytes()).await.unwrap().unwrap();
+        })
+        .await,
+        cpu_per_op(con, n, async |i| {
+            let _: Vec<u8> = redis::cmd("GET")
+                .arg(spread(i))
+                .query_async(&mut con.clone())
+                .await
+                .unwrap();
+        })
+        .await,
+    );
+    let put = (
+        cpu_per_op(con, n, async |i| {
+            let k = format!("bench/cpu/ours/{}", i % 1000);
+            store
+                .put(k.as_bytes(), &VALUE, PutOptions::default())
+                .await
+                .unwrap();
+        })
+        .await,
+        cpu_per_op(con, n, async |i| {
+            let _: () = redis::cmd("SET")
+                .arg(format!("bench/cpu/raw/{}", i % 1000))
+                .arg(&VALUE[..])
+                .query_async(&mut con.clone())
+                .await
+                .unwrap();
+        })
+        .await,
+    );
+    let txn = (
+        cpu_per_op(con, n / 10, async |i| {
+            let ops = (0..10).map(|j| TxnOp::put(format!("bench/cpu/ours/{}/{j}", i % 100), VALUE));
+            store.txn(Txn::new().and_then(ops)).await.unwrap();
+        })
+        .await,
+        cpu_per_op(con, n / 10, async |i| {
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            for j in 0..10 {
+                pipe.set(format!("bench/cpu/raw/{}/{j}", i % 100), &VALUE[..])
+                    .ignore();
+            }
+            let _: () = pipe.query_async(&mut con.clone()).await.unwrap();
+        })
+        .await,
+    );
+    for (name, (ours, raw)) in [
+        ("get vs GET", get),
+        ("put vs SET", put),
+        ("txn of 10 puts vs MULTI/EXEC", txn),
+    ] {
+        report.add(
+            Measure::new(
+                format!("redis server CPU per {name}"),
+                ours,
+                raw,
+                "µs",
+                Goal::Info,
+            )
+            .note("INFO cpu (user + system) per operation, 16 callers at once"),
+        );
+    }
 }
 
 async fn redis_ops(
