@@ -206,3 +206,34 @@ impl Store for SledStore {
         watch::compact(&self.inner, revision).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keyplane_core::{Compare, CompareOp, PutOptions, TxnOp};
+    use std::sync::atomic::Ordering;
+
+    /// Sections that commit nothing (the open, a transaction whose compare fails, a read)
+    /// leave no writer counted as unflushed: a count below zero would wrap, and every read
+    /// under flush-on-commit would then flush.
+    #[tokio::test]
+    async fn sections_without_commits_leave_nothing_counted() {
+        let store = SledStore::temporary().unwrap();
+        let unflushed = || store.inner.unflushed.load(Ordering::SeqCst);
+        assert_eq!(unflushed(), 0, "after the open");
+        store.put(b"k", b"1", PutOptions::default()).await.unwrap();
+        assert_eq!(unflushed(), 0, "after a put");
+        let resp = store
+            .txn(
+                Txn::new()
+                    .when([Compare::value("k", CompareOp::Equal, "2")])
+                    .and_then([TxnOp::put("k", "3")]),
+            )
+            .await
+            .unwrap();
+        assert!(!resp.succeeded);
+        assert_eq!(unflushed(), 0, "after a transaction that wrote nothing");
+        store.get(b"k").await.unwrap();
+        assert_eq!(unflushed(), 0, "after a read");
+    }
+}
