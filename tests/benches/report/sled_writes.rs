@@ -97,13 +97,44 @@ pub fn run(budget: Budget, report: &mut Report) {
             },
         )
         .await;
-        report.add(Measure::new(
-            "sled get vs raw Tree::get",
-            ours,
-            raw_us,
-            "µs",
-            Goal::AtMost(1.3),
-        ));
+        report.add(
+            Measure::new(
+                "sled get vs raw Tree::get (buffered)",
+                ours,
+                raw_us,
+                "µs",
+                Goal::AtMost(1.3),
+            )
+            .note("10,000 keys"),
+        );
+        // The default durability: a read flushes only while a write may be unflushed.
+        let flushing_dir = tempfile::tempdir().unwrap();
+        let flushing = open(
+            &flushing_dir,
+            Durability::FlushOnCommit,
+            SledConfig::DEFAULT_HISTORY_RETENTION,
+        );
+        load(&flushing).await;
+        let (ours, raw_us) = paired_us(
+            budget,
+            async |i| {
+                flushing.get(spread(i).as_bytes()).await.unwrap().unwrap();
+            },
+            async |i| {
+                trees[0].get(spread(i)).unwrap().unwrap();
+            },
+        )
+        .await;
+        report.add(
+            Measure::new(
+                "sled get vs raw Tree::get (flush-on-commit)",
+                ours,
+                raw_us,
+                "µs",
+                Goal::AtMost(1.3),
+            )
+            .note("10,000 keys, no write in flight"),
+        );
     });
 
     for (name, durability) in [
