@@ -53,7 +53,67 @@ enum KeyRead {
     Foreign,
 }
 
+/// Values up to this size are read by [`read_key_fast`] first.
+const FAST_READ_MAX: usize = 64 << 10;
+
 async fn read_key(core: &Core, key: &[u8]) -> Result<KeyRead> {
+    if let Some(read) = read_key_fast(core, key).await? {
+        return Ok(read);
+    }
+    read_key_atomic(core, key).await
+}
+
+/// A read without MULTI/EXEC: the metadata, then the value, pipelined. Every script writes a
+/// key's value and its metadata together, and the metadata holds the value's digest, so a
+/// value whose digest is the one of the metadata read just before is the value that
+/// metadata was written with: the pair is the key as it was when the metadata was read, a
+/// moment within the call. A key that is absent at both reads is absent when the value was
+/// read (any metadata then without a value is another program's delete, which reads as
+/// absent too). `None` for anything else (digests differ, no digest, a collection, another
+/// program's string, a large value), which the atomic read settles.
+async fn read_key_fast(core: &Core, key: &[u8]) -> Result<Option<KeyRead>> {
+    let mut pipe = redis::pipe();
+    pipe.cmd("HGET")
+        .arg(core.meta_key.as_slice())
+        .arg(key)
+        .cmd("GET")
+        .arg(key)
+        .ignore_errors();
+    let mut con = core.con.clone();
+    let reply: Vec<Value> = pipe
+        .query_async(&mut con)
+        .await
+        .map_err(|e| map_error("get", e))?;
+    let mut parts = reply.into_iter();
+    let (Some(meta), Some(value)) = (parts.next(), parts.next()) else {
+        return Err(corrupted("a get reply has metadata and a value"));
+    };
+    Ok(match (meta, value) {
+        (Value::Nil, Value::Nil) => Some(KeyRead::Absent),
+        (Value::BulkString(meta), Value::BulkString(value))
+            if value.len() <= FAST_READ_MAX && digest_matches(&meta, &value) =>
+        {
+            Some(KeyRead::Entry(entry(key.to_vec(), value, &meta)?))
+        }
+        _ => None,
+    })
+}
+
+/// Whether metadata `meta` records the digest of `value`: the first 16 hex digits of its
+/// SHA-1, as the scripts write it.
+fn digest_matches(meta: &[u8], value: &[u8]) -> bool {
+    let Some(recorded) = meta.rsplit(|&b| b == b':').next() else {
+        return false;
+    };
+    if recorded.len() != 16 || meta.iter().filter(|&&b| b == b':').count() != 4 {
+        return false;
+    }
+    let hex = sha1_smol::Sha1::from(value).digest().to_string();
+    hex.as_bytes()[..16] == *recorded
+}
+
+/// A read of the metadata and the value in one MULTI/EXEC.
+async fn read_key_atomic(core: &Core, key: &[u8]) -> Result<KeyRead> {
     let mut pipe = redis::pipe();
     pipe.atomic()
         .cmd("HGET")

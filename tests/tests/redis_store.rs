@@ -534,3 +534,60 @@ async fn a_watch_reports_unavailable_once_its_retries_are_exhausted() {
         "the stream ends after its error"
     );
 }
+
+/// Calls of `cmd` the server has served, from `INFO commandstats`.
+async fn command_calls(con: &mut redis::aio::MultiplexedConnection, cmd: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(con)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A get of a key the store wrote, or of an absent key, is one pipelined HGET and GET, no
+/// MULTI (the value's digest in its metadata vouches for the pair); another program's
+/// overwrite of the value fails the digest and is read in one MULTI/EXEC, as written.
+#[tokio::test]
+async fn a_get_needs_no_multi_unless_another_program_wrote_the_value() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = RedisStore::from_url(&server.url()).await.unwrap();
+    let mut con = raw(&server.url()).await;
+    let root = key_root("fastget");
+    let key = format!("{root}k");
+    store
+        .put(key.as_bytes(), b"value one", PutOptions::default())
+        .await
+        .unwrap();
+    let multi = command_calls(&mut con, "multi").await;
+    let entry = store.get(key.as_bytes()).await.unwrap().unwrap();
+    assert_eq!(entry.value, b"value one");
+    assert_eq!(entry.version, 1);
+    assert_eq!(
+        store.get(format!("{root}absent").as_bytes()).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        command_calls(&mut con, "multi").await,
+        multi,
+        "no MULTI for these"
+    );
+
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("written by another program")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let entry = store.get(key.as_bytes()).await.unwrap().unwrap();
+    assert_eq!(entry.value, b"written by another program");
+    assert!(
+        command_calls(&mut con, "multi").await > multi,
+        "a value whose digest differs is read atomically"
+    );
+}
