@@ -281,7 +281,7 @@ impl Core {
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
     ) -> Result<T> {
         let (out, commits) = self.write_locked(f);
-        let _unflushed = commits.counted.then_some(Unflushed(self));
+        let _unflushed = commits.counted.then(|| Unflushed(self));
         if commits.wrote && self.config.durability == Durability::FlushOnCommit {
             self.db.flush().map_err(map_error)?;
         }
@@ -304,7 +304,7 @@ impl Core {
     /// counting it in [`Core::unflushed`] (also when the future is dropped during the flush).
     async fn finish(&self, commits: Commits) -> Result<()> {
         // Declared first, so dropped last: after `pending` has flushed.
-        let _unflushed = commits.counted.then_some(Unflushed(self));
+        let _unflushed = commits.counted.then(|| Unflushed(self));
         let mut pending = Unpublished {
             inner: self,
             revision: commits.revision,
