@@ -291,3 +291,186 @@ impl Drop for InFlight<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SledConfig;
+    use futures::StreamExt;
+    use keyplane_core::{Compare, CompareOp, ErrorKind, LeaseId, TxnOp, WatchOptions};
+    use std::time::Duration;
+
+    impl Queue {
+        fn len(&self) -> usize {
+            self.lock().jobs.len()
+        }
+
+        /// A leader has taken every queued job.
+        fn taken(&self) -> bool {
+            let waiting = self.lock();
+            waiting.leader_active && waiting.jobs.is_empty()
+        }
+    }
+
+    fn open(dir: &tempfile::TempDir) -> Arc<Core> {
+        crate::core::open(SledConfig::new(dir.path()), None)
+            .unwrap()
+            .0
+    }
+
+    fn put(key: &str, value: &str) -> Txn {
+        Txn::new().and_then([TxnOp::put(key, value)])
+    }
+
+    fn spawn_txn(core: &Arc<Core>, txn: Txn) -> tokio::task::JoinHandle<Result<TxnResponse>> {
+        let core = core.clone();
+        tokio::spawn(async move { crate::txn::txn(&core, txn).await })
+    }
+
+    /// Waits until `n` jobs are queued.
+    async fn queued(core: &Core, n: usize) {
+        while core.group.len() < n {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    type Task = tokio::task::JoinHandle<Result<TxnResponse>>;
+
+    /// Holds the writer mutex while a first transaction leads a group of its own, blocked
+    /// on the mutex: the transactions submitted until the guard is dropped form the next
+    /// group, in order. Returns the guard and the first transaction's task.
+    async fn hold_groups(core: &Arc<Core>) -> (MutexGuard<'_, Writer>, Task) {
+        let writer = core.lock_writer();
+        let first = spawn_txn(core, put("group/first", "0"));
+        while !core.group.taken() {
+            tokio::task::yield_now().await;
+        }
+        (writer, first)
+    }
+
+    /// Submits `txns` one after another into the held group.
+    async fn queue(core: &Arc<Core>, txns: Vec<Txn>) -> Vec<Task> {
+        let mut tasks = Vec::new();
+        for txn in txns {
+            tasks.push(spawn_txn(core, txn));
+            queued(core, tasks.len()).await;
+        }
+        tasks
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_job_gets_its_error_and_the_rest_of_its_group_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = open(&dir);
+        let missing = LeaseId(0x7777);
+        let (writer, first) = hold_groups(&core).await;
+        let rest = queue(
+            &core,
+            vec![
+                put("group/a", "1"),
+                Txn::new().and_then([TxnOp::put_with_lease("group/b", "1", missing)]),
+                // Sees the put of `group/a` planned before it in the group.
+                Txn::new()
+                    .when([Compare::version("group/a", CompareOp::Equal, 1)])
+                    .and_then([TxnOp::put("group/c", "1"), TxnOp::get("group/a")]),
+                // Changes nothing: answers at the revision the group reached before it.
+                Txn::new().when([Compare::absent("group/a")]),
+                put("group/a", "2"),
+            ],
+        )
+        .await;
+        drop(writer);
+        assert_eq!(first.await.unwrap().unwrap().revision, 1);
+        let mut results = Vec::new();
+        for task in rest {
+            results.push(task.await.unwrap());
+        }
+        assert_eq!(results[0].as_ref().unwrap().revision, 2);
+        assert_eq!(
+            results[1].as_ref().unwrap_err().kind(),
+            ErrorKind::LeaseNotFound
+        );
+        let cas = results[2].as_ref().unwrap();
+        assert!(cas.succeeded);
+        assert_eq!(cas.revision, 3);
+        let read = cas.results[1].clone();
+        assert!(
+            matches!(read, keyplane_core::OpResult::Get(Some(e)) if e.value == b"1" && e.mod_revision == 2)
+        );
+        let none = results[3].as_ref().unwrap();
+        assert!(!none.succeeded);
+        assert_eq!(none.revision, 3);
+        assert_eq!(results[4].as_ref().unwrap().revision, 4);
+
+        assert_eq!(core.revision(), 4);
+        let a = crate::range::get(&core, b"group/a").unwrap().unwrap();
+        assert_eq!(
+            (a.value.as_slice(), a.version, a.create_revision),
+            (&b"2"[..], 2, 2)
+        );
+        assert!(crate::range::get(&core, b"group/b").unwrap().is_none());
+        crate::check::check(&core).unwrap();
+        let mut watch =
+            crate::watch::watch(&core, WatchOptions::prefix("group/").from_revision(1)).unwrap();
+        for revision in 1..=4 {
+            let batch = watch.next().await.unwrap().unwrap();
+            assert_eq!(batch.revision, revision);
+            assert_eq!(batch.events.len(), 1);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_leader_dropped_while_it_flushes_finishes_its_group_and_hands_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = open(&dir);
+        let mut watch =
+            crate::watch::watch(&core, WatchOptions::prefix("group/").from_revision(1)).unwrap();
+        let (writer, leader) = hold_groups(&core).await;
+        let followers: Vec<_> = (0..8)
+            .map(|i| spawn_txn(&core, put(&format!("group/f{i}"), "1")))
+            .collect();
+        queued(&core, followers.len()).await;
+        // Cancelled at its first await: the flush of its group.
+        leader.abort();
+        drop(writer);
+        assert!(leader.await.unwrap_err().is_cancelled());
+        let mut revisions = Vec::new();
+        for follower in followers {
+            revisions.push(follower.await.unwrap().unwrap().revision);
+        }
+        revisions.sort_unstable();
+        assert_eq!(revisions, (2..=9).collect::<Vec<_>>());
+        for revision in 1..=9 {
+            let batch = tokio::time::timeout(Duration::from_secs(10), watch.next())
+                .await
+                .expect("every revision is published")
+                .unwrap()
+                .unwrap();
+            assert_eq!(batch.revision, revision);
+        }
+        // The leadership was not left behind.
+        let after = crate::txn::txn(&core, put("group/after", "1"))
+            .await
+            .unwrap();
+        assert_eq!(after.revision, 10);
+        assert_eq!(core.unflushed.load(Ordering::SeqCst), 0);
+        crate::check::check(&core).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn jobs_whose_callers_are_gone_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = open(&dir);
+        let (writer, first) = hold_groups(&core).await;
+        let mut tasks = queue(&core, vec![put("group/gone", "1"), put("group/kept", "1")])
+            .await
+            .into_iter();
+        let (gone, kept) = (tasks.next().unwrap(), tasks.next().unwrap());
+        gone.abort();
+        assert!(gone.await.unwrap_err().is_cancelled());
+        drop(writer);
+        assert_eq!(first.await.unwrap().unwrap().revision, 1);
+        assert_eq!(kept.await.unwrap().unwrap().revision, 2);
+        assert!(crate::range::get(&core, b"group/gone").unwrap().is_none());
+    }
+}
