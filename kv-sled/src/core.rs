@@ -235,7 +235,9 @@ impl Core {
     }
 
     /// Runs `f` under the writer mutex, after expiring due leases, and returns its result
-    /// once its commits are flushed (per the durability) and published.
+    /// once its commits are flushed (per the durability) and published: the path of the
+    /// writes that are not transactions (leases, compaction). Transactions are committed in
+    /// groups ([`group`]), serialized with these sections by the same mutex.
     pub(crate) async fn write<T>(
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,

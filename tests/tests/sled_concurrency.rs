@@ -147,7 +147,7 @@ async fn contended_compare_and_set(durability: Durability) {
         assert_eq!(entry.version, revisions.len() as i64 + 1);
     }
     // The watch sees every increment once, in order, each value one more than the last.
-    let mut last = vec![0u64; COUNTERS];
+    let mut last = [0u64; COUNTERS];
     for expected in start + 1..=start + total {
         let batch = tokio::time::timeout(Duration::from_secs(20), watch.next())
             .await
