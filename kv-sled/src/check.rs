@@ -14,6 +14,7 @@ use std::sync::PoisonError;
 pub(crate) fn check(inner: &Core) -> Result<()> {
     // Hold off writers so that the trees are read in one state.
     let w = inner.lock_writer();
+    let _pruning = inner.pruning.lock().unwrap_or_else(PoisonError::into_inner);
     let _gate = inner.gate.write().unwrap_or_else(PoisonError::into_inner);
     let t = &inner.trees;
     let revision = inner.revision();

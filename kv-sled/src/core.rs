@@ -1,11 +1,14 @@
 //! The shared state of an open store and the machinery every operation uses: opening a
 //! database directory (sled's lock, the layout version, the state recovered from the trees);
-//! the one path every write takes (under the writer mutex, one sled transaction over the four
+//! the path every write takes (under the writer mutex, one sled transaction over the four
 //! trees, then the flush the durability asks for, then publication to watchers), which first
-//! expires the leases that are due; and the data tree as the emulation's ordered state. The
-//! layout of the trees and the encoding of their records are in [`codec`].
+//! expires the leases that are due; the removal of log records past the retained history;
+//! and the data tree as the emulation's ordered state. Transactions take that path in
+//! groups ([`group`]). The layout of the trees and the encoding of their records are in
+//! [`codec`].
 
 pub(crate) mod codec;
+pub(crate) mod group;
 
 use crate::config::{Durability, SledConfig};
 use crate::core::codec::{
@@ -20,12 +23,15 @@ use sled::transaction::{TransactionResult, Transactional};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{Notify, watch};
 
-/// Log records below the retained history are removed in batches of at least this many.
-const PRUNE_BATCH: i64 = 256;
+/// Log records below the retained history are removed, off the write path, once at least
+/// this many accumulate.
+const PRUNE_BATCH: i64 = 1024;
+/// Most log records one pruning step removes before it lets the store go.
+const PRUNE_STEP: i64 = 4096;
 
 /// The four trees of the layout (see [`codec`]).
 pub(crate) struct Trees {
@@ -83,8 +89,6 @@ pub(crate) struct Writer {
     pub(crate) leases: LeaseIndex,
     /// The last lease id granted.
     pub(crate) lease_seq: i64,
-    /// The first revision still physically in the log tree.
-    pub(crate) log_floor: i64,
 }
 
 /// The writes of one sled transaction.
@@ -100,6 +104,28 @@ pub(crate) struct Plan {
     pub(crate) events: Option<Vec<Event>>,
     /// The sizes of the collections the transaction deletes, logged with its events.
     pub(crate) deleted: Vec<DeletedSize>,
+}
+
+/// The writes of one sled transaction: one [`Plan`], or a group's plans merged in order.
+#[derive(Debug, Default)]
+pub(crate) struct Writes {
+    /// Data tree writes, at most one per key.
+    data: Vec<PhysicalWrite>,
+    /// Leases tree writes: `Some` inserts, `None` removes.
+    leases: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Meta tree inserts.
+    meta: Vec<(&'static [u8], Vec<u8>)>,
+    /// The log records of the revisions it commits, ascending from the next revision.
+    log: Vec<(i64, Vec<u8>)>,
+}
+
+impl Writes {
+    fn is_empty(&self) -> bool {
+        self.data.is_empty()
+            && self.leases.is_empty()
+            && self.meta.is_empty()
+            && self.log.is_empty()
+    }
 }
 
 /// What the writes of one writer-mutex section need afterwards.
@@ -120,6 +146,8 @@ pub(crate) struct Core {
     pub(crate) db: sled::Db,
     pub(crate) trees: Trees,
     pub(crate) writer: Mutex<Writer>,
+    /// The transactions waiting for a group commit.
+    pub(crate) group: group::Queue,
     /// Range reads hold it shared, commits exclusively, so a page never shows half a
     /// transaction (sled's own iteration is not isolated from transactions).
     pub(crate) gate: RwLock<()>,
@@ -135,6 +163,13 @@ pub(crate) struct Core {
     pub(crate) unflushed: AtomicUsize,
     /// Wakes the lease expiry task (a lease was granted or renewed, or the store closed).
     pub(crate) expiry_wake: Arc<Notify>,
+    /// The first revision still physically in the log tree.
+    pub(crate) log_floor: AtomicI64,
+    /// Held while log records are removed.
+    pub(crate) pruning: Mutex<()>,
+    /// Wakes the pruning task (log records past the retention accumulated, or the store
+    /// closed).
+    pub(crate) prune_wake: Arc<Notify>,
     /// Released after the database is dropped.
     pub(crate) _claim: PathClaim,
     /// The directory of a [`SledStore::temporary`](crate::SledStore::temporary) store,
@@ -175,6 +210,7 @@ impl Drop for Unflushed<'_> {
 impl Drop for Core {
     fn drop(&mut self) {
         self.expiry_wake.notify_one();
+        self.prune_wake.notify_one();
     }
 }
 
@@ -199,7 +235,9 @@ impl Core {
     }
 
     /// Runs `f` under the writer mutex, after expiring due leases, and returns its result
-    /// once its commits are flushed (per the durability) and published.
+    /// once its commits are flushed (per the durability) and published: the path of the
+    /// writes that are not transactions (leases, compaction). Transactions are committed in
+    /// groups ([`group`]), serialized with these sections by the same mutex.
     pub(crate) async fn write<T>(
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
@@ -306,7 +344,7 @@ impl Core {
             .map_err(map_error)
     }
 
-    fn publish(&self, revision: Option<i64>) {
+    pub(crate) fn publish(&self, revision: Option<i64>) {
         if let Some(rev) = revision {
             self.published.send_if_modified(|current| {
                 let newer = rev > *current;
@@ -322,15 +360,23 @@ impl Core {
     /// after it (the next revision when `plan.events` is `Some`).
     pub(crate) fn commit(&self, w: &mut Writer, plan: Plan, commits: &mut Commits) -> Result<i64> {
         let current = self.revision();
-        let rev = if plan.events.is_some() {
-            current + 1
-        } else {
-            current
+        let log = match &plan.events {
+            Some(events) => vec![(current + 1, encode_events(events, &plan.deleted))],
+            None => Vec::new(),
         };
-        let record = plan
-            .events
-            .as_deref()
-            .map(|events| encode_events(events, &plan.deleted));
+        let writes = Writes {
+            data: plan.data,
+            leases: plan.leases,
+            meta: plan.meta,
+            log,
+        };
+        self.apply(w, writes, commits)?;
+        Ok(self.revision())
+    }
+
+    /// Applies `writes` as one sled transaction over the four trees and moves the revision
+    /// to its last log record. The writer mutex is held (`_w`).
+    fn apply(&self, _w: &mut Writer, writes: Writes, commits: &mut Commits) -> Result<()> {
         if !commits.counted {
             // Counted before the commit can become visible to a reader.
             self.unflushed.fetch_add(1, Ordering::SeqCst);
@@ -341,7 +387,7 @@ impl Core {
             let _gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
             let res: TransactionResult<()> =
                 (&t.data, &t.meta, &t.log, &t.leases).transaction(|(data, meta, log, leases)| {
-                    for write in &plan.data {
+                    for write in &writes.data {
                         match write {
                             PhysicalWrite::Put { key, value } => {
                                 data.insert(key.as_slice(), value.as_slice())?;
@@ -351,46 +397,74 @@ impl Core {
                             }
                         }
                     }
-                    for (key, value) in &plan.leases {
+                    for (key, value) in &writes.leases {
                         match value {
                             Some(value) => leases.insert(key.as_slice(), value.as_slice())?,
                             None => leases.remove(key.as_slice())?,
                         };
                     }
-                    for (key, value) in &plan.meta {
+                    for (key, value) in &writes.meta {
                         meta.insert(*key, value.as_slice())?;
                     }
-                    if let Some(record) = &record {
-                        log.insert(&be(rev), record.as_slice())?;
+                    for (rev, record) in &writes.log {
+                        log.insert(&be(*rev), record.as_slice())?;
                     }
                     Ok(())
                 });
             res.map_err(map_txn)?;
-            self.revision.store(rev, Ordering::Release);
+            if let Some(&(rev, _)) = writes.log.last() {
+                self.revision.store(rev, Ordering::Release);
+            }
         }
         commits.wrote = true;
-        if plan.events.is_some() {
+        if let Some(&(rev, _)) = writes.log.last() {
             commits.revision = Some(rev);
-            self.prune(w, PRUNE_BATCH)?;
-        }
-        Ok(rev)
-    }
-
-    /// Removes log records below the retained history once at least `batch` of them
-    /// accumulate. They are already invisible; removing them is not part of any transaction.
-    pub(crate) fn prune(&self, w: &mut Writer, batch: i64) -> Result<()> {
-        let oldest = self.oldest();
-        while oldest - w.log_floor >= batch.max(1) {
-            let to = oldest.min(w.log_floor + 4096);
-            let mut remove = sled::Batch::default();
-            for rev in w.log_floor..to {
-                remove.remove(&be(rev));
+            if self.oldest() - self.log_floor.load(Ordering::Acquire) >= PRUNE_BATCH {
+                self.prune_wake.notify_one();
             }
-            self.trees.log.apply_batch(remove).map_err(map_error)?;
-            w.log_floor = to;
         }
         Ok(())
     }
+
+    /// Removes log records below the retained history, at most [`PRUNE_STEP`] of them, once
+    /// at least `batch` accumulate; says whether more are left. They are already invisible;
+    /// removing them is not part of any transaction. They go one by one, oldest first, so
+    /// the log stays contiguous (also after a crash) and writers are never held up for long.
+    pub(crate) fn prune(&self, batch: i64) -> Result<bool> {
+        let _pruning = self.pruning.lock().unwrap_or_else(PoisonError::into_inner);
+        let oldest = self.oldest();
+        let mut floor = self.log_floor.load(Ordering::Acquire);
+        if oldest - floor < batch.max(1) {
+            return Ok(false);
+        }
+        let to = oldest.min(floor + PRUNE_STEP);
+        while floor < to {
+            self.trees.log.remove(be(floor)).map_err(map_error)?;
+            floor += 1;
+            self.log_floor.store(floor, Ordering::Release);
+        }
+        Ok(to < oldest)
+    }
+}
+
+/// Starts the task that removes log records past the retained history, off the write path.
+/// It holds the store weakly and ends when the store is dropped.
+pub(crate) fn spawn_pruner(inner: &Arc<Core>, runtime: &tokio::runtime::Handle) {
+    let weak: Weak<Core> = Arc::downgrade(inner);
+    let wake = inner.prune_wake.clone();
+    runtime.spawn(async move {
+        loop {
+            let Some(inner) = weak.upgrade() else { return };
+            let pruned = tokio::task::spawn_blocking(move || inner.prune(PRUNE_BATCH)).await;
+            match pruned {
+                Ok(Ok(true)) => continue,
+                Ok(Ok(false)) => {}
+                Ok(Err(err)) => tracing::warn!(error = %err, "sled store: pruning the log failed"),
+                Err(err) => tracing::warn!(error = %err, "sled store: the pruning task failed"),
+            }
+            wake.notified().await;
+        }
+    });
 }
 
 /// Most compares, and most ops per branch, in one transaction.
@@ -471,17 +545,17 @@ pub(crate) fn open(
         caps,
         db,
         trees,
-        writer: Mutex::new(Writer {
-            leases,
-            lease_seq,
-            log_floor,
-        }),
+        writer: Mutex::new(Writer { leases, lease_seq }),
+        group: group::Queue::default(),
         gate: RwLock::new(()),
         revision: AtomicI64::new(revision),
         compact_floor: AtomicI64::new(compact_floor),
         published: watch::Sender::new(revision),
         unflushed: AtomicUsize::new(0),
         expiry_wake: Arc::new(Notify::new()),
+        log_floor: AtomicI64::new(log_floor),
+        pruning: Mutex::new(()),
+        prune_wake: Arc::new(Notify::new()),
         config,
         _claim: claim,
         _temp_dir: temp_dir,

@@ -15,7 +15,9 @@ use std::time::Duration;
 ///
 /// Data, metadata, the event log and leases live in four sled trees, and every write
 /// transaction is one sled transaction across them, so a crash never leaves half of one.
-/// Writers are serialized; reads run concurrently. The event log is on disk: a watch resumes
+/// Writers are serialized, and transactions submitted concurrently are committed in groups:
+/// one sled transaction and one flush for all of them, each keeping its own compares,
+/// results and revision. Reads run concurrently. The event log is on disk: a watch resumes
 /// after a restart from any revision still retained
 /// ([`SledConfig::history_retention`]). Leases are stored as wall-clock deadlines and
 /// expire while the store is open (a background task) and when it is reopened. With the
@@ -110,6 +112,7 @@ impl SledStore {
     fn start(config: SledConfig, temp_dir: Option<tempfile::TempDir>) -> Result<Self> {
         let (inner, runtime) = core::open(config, temp_dir)?;
         lease::spawn_expiry(&inner, &runtime);
+        core::spawn_pruner(&inner, &runtime);
         let handle = Arc::new(inner._claim.handle());
         Ok(SledStore {
             inner,

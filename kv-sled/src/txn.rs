@@ -1,8 +1,10 @@
-//! Transactions: compares, then one branch of ops planned against the data tree through an
-//! overlay (so later ops see earlier ones), committed as one sled transaction.
+//! Transactions: compares, then one branch of ops planned through an overlay (so later ops
+//! see earlier ones) against the data as the earlier transactions of its group left it,
+//! committed with the rest of the group as one sled transaction.
 
 use crate::core::codec::{attachment_key, decode_entry, encode_entry};
-use crate::core::{Commits, Core, Plan, TreeState, Writer};
+use crate::core::group::{GroupData, GroupState};
+use crate::core::{Core, Plan, Writer};
 use keyplane_core::raw::emulation::{
     OrderedState, Overlay, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
     compares_hold,
@@ -10,24 +12,23 @@ use keyplane_core::raw::emulation::{
 use keyplane_core::{
     Entry, Error, ErrorKind, Event, LeaseId, MAX_KEY_LEN, OpResult, Result, Txn, TxnOp, TxnResponse,
 };
+use std::sync::Arc;
 
-/// Validates a transaction and commits it through the one write path.
-pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
+/// Validates a transaction and commits it with the group it joins.
+pub(crate) async fn txn(core: &Arc<Core>, txn: Txn) -> Result<TxnResponse> {
     txn.validate(&core.caps)?;
-    core.write(|inner, w, commits| run(inner, w, commits, &txn))
-        .await
+    core.submit(txn, plan).await
 }
 
-/// Runs a validated transaction under the writer mutex.
-fn run(inner: &Core, w: &mut Writer, commits: &mut Commits, txn: &Txn) -> Result<TxnResponse> {
-    let data = TreeState(&inner.trees.data);
-    let succeeded = compares_hold(&txn.compares, &data, |key| read_entry(&data, key))?;
+/// Plans a validated transaction as a job of its group, under the writer mutex.
+fn plan(w: &Writer, group: &mut GroupState<'_>, txn: &Txn) -> Result<TxnResponse> {
+    let data = group.data();
+    let succeeded = compares_hold(&txn.compares, data, |key| read_entry(data, key))?;
     let ops = txn.branch(succeeded);
-    let rev = inner.revision() + 1;
     let mut planner = Planner {
         w,
-        rev,
-        overlay: Overlay::new(&data),
+        rev: group.revision() + 1,
+        overlay: Overlay::new(data),
         plan: Plan::default(),
         events: Vec::new(),
     };
@@ -45,11 +46,11 @@ fn run(inner: &Core, w: &mut Writer, commits: &mut Commits, txn: &Txn) -> Result
     plan.deleted = overlay.deleted_sizes(&collection_events)?;
     events.extend(collection_events.into_iter().map(Event::Collection));
     let revision = if overlay.is_empty() {
-        inner.revision()
+        group.revision()
     } else {
         plan.data = overlay.into_writes();
         plan.events = Some(events);
-        inner.commit(w, plan, commits)?
+        group.add(plan)
     };
     Ok(TxnResponse {
         succeeded,
@@ -65,15 +66,15 @@ fn read_entry(state: &impl OrderedState, key: &[u8]) -> Result<Option<Entry>> {
         .transpose()
 }
 
-struct Planner<'a, 'w> {
+struct Planner<'a, 'g, 'w> {
     w: &'w Writer,
     rev: i64,
-    overlay: Overlay<'a, TreeState<'a>>,
+    overlay: Overlay<'g, GroupData<'a>>,
     plan: Plan,
     events: Vec<Event>,
 }
 
-impl Planner<'_, '_> {
+impl Planner<'_, '_, '_> {
     fn op(&mut self, op: &TxnOp) -> Result<OpResult> {
         match op {
             TxnOp::Get { key } => Ok(OpResult::Get(read_entry(&self.overlay, key)?)),

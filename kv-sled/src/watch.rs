@@ -147,7 +147,8 @@ pub(crate) async fn compact(inner: &Core, revision: i64) -> Result<()> {
             plan.meta.push((COMPACT_KEY, be(revision).to_vec()));
             inner.commit(w, plan, commits)?;
             inner.compact_floor.store(revision, Ordering::Release);
-            inner.prune(w, 1)
+            while inner.prune(1)? {}
+            Ok(())
         })
         .await
 }

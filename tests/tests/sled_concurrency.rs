@@ -1,10 +1,13 @@
 //! SledStore under concurrent writers: one revision per transaction, watchers see every
-//! revision exactly once and in order, and collections stay consistent with plain keys.
+//! revision exactly once and in order, compares stay exact when transactions are committed
+//! in groups, and collections stay consistent with plain keys.
 
 use futures::StreamExt;
 use keyplane_core::{
-    CollectionOp, CollectionResult, PutOptions, RangeOptions, Store, WatchOptions,
+    CollectionOp, CollectionResult, Compare, CompareOp, Event, PutOptions, RangeOptions, Store,
+    Txn, TxnOp, WatchOptions,
 };
+use keyplane_sled::Durability;
 use keyplane_sled::{SledConfig, SledStore};
 use std::time::Duration;
 use tempfile::TempDir;
@@ -57,6 +60,126 @@ async fn concurrent_writers_give_watchers_every_revision_once_in_order() {
     }
     assert_eq!(seen, (1..=total).collect::<Vec<_>>());
     store.check_consistency().unwrap();
+}
+
+const CAS_WRITERS: usize = 16;
+const COUNTERS: usize = 4;
+const CAS_ATTEMPTS: usize = 40;
+
+/// Compare-and-set increments: read a counter, then write its value plus one if its mod
+/// revision is still the one read. Returns the revisions of the increments that succeeded,
+/// by counter.
+async fn increment(store: SledStore, writer: usize) -> Vec<Vec<i64>> {
+    let mut won = vec![Vec::new(); COUNTERS];
+    for attempt in 0..CAS_ATTEMPTS {
+        let counter = (writer + attempt) % COUNTERS;
+        let key = format!("cas/{counter}");
+        let current = store.get(key.as_bytes()).await.unwrap().unwrap();
+        let value: u64 = String::from_utf8(current.value).unwrap().parse().unwrap();
+        let resp = store
+            .txn(
+                Txn::new()
+                    .when([Compare::mod_revision(
+                        &key,
+                        CompareOp::Equal,
+                        current.mod_revision,
+                    )])
+                    .and_then([TxnOp::put(&key, (value + 1).to_string())]),
+            )
+            .await
+            .unwrap();
+        if resp.succeeded {
+            won[counter].push(resp.revision);
+        } else {
+            assert!(resp.revision >= current.mod_revision);
+        }
+    }
+    won
+}
+
+async fn contended_compare_and_set(durability: Durability) {
+    let dir = TempDir::new().unwrap();
+    let store = SledStore::open(SledConfig::new(dir.path()).durability(durability)).unwrap();
+    for counter in 0..COUNTERS {
+        store
+            .put(
+                format!("cas/{counter}").as_bytes(),
+                b"0",
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let start = store.revision().await.unwrap();
+    let mut watch = store
+        .watch(WatchOptions::prefix("cas/").from_revision(start + 1))
+        .await
+        .unwrap();
+    let writers: Vec<_> = (0..CAS_WRITERS)
+        .map(|w| tokio::spawn(increment(store.clone(), w)))
+        .collect();
+    let mut won = vec![Vec::new(); COUNTERS];
+    for writer in writers {
+        for (counter, revisions) in writer.await.unwrap().into_iter().enumerate() {
+            won[counter].extend(revisions);
+        }
+    }
+    let mut revisions: Vec<i64> = won.iter().flatten().copied().collect();
+    revisions.sort_unstable();
+    let total = revisions.len() as i64;
+    assert!(total >= COUNTERS as i64, "some increments succeed");
+    assert_eq!(
+        revisions,
+        (start + 1..=start + total).collect::<Vec<_>>(),
+        "every successful increment has its own revision, with none in between"
+    );
+    for (counter, revisions) in won.iter().enumerate() {
+        let entry = store
+            .get(format!("cas/{counter}").as_bytes())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(entry.value).unwrap(),
+            revisions.len().to_string(),
+            "counter {counter} counts its successful increments"
+        );
+        assert_eq!(entry.version, revisions.len() as i64 + 1);
+    }
+    // The watch sees every increment once, in order, each value one more than the last.
+    let mut last = [0u64; COUNTERS];
+    for expected in start + 1..=start + total {
+        let batch = tokio::time::timeout(Duration::from_secs(20), watch.next())
+            .await
+            .expect("every revision reaches the watcher")
+            .unwrap()
+            .unwrap();
+        assert_eq!(batch.revision, expected);
+        let [Event::Put { entry, .. }] = batch.events.as_slice() else {
+            panic!("one put per increment: {batch:?}");
+        };
+        let counter: usize = std::str::from_utf8(&entry.key["cas/".len()..])
+            .unwrap()
+            .parse()
+            .unwrap();
+        let value: u64 = std::str::from_utf8(&entry.value).unwrap().parse().unwrap();
+        assert_eq!(value, last[counter] + 1);
+        last[counter] = value;
+    }
+    store.check_consistency().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contended_compare_and_set_stays_exact_with_flush_on_commit() {
+    contended_compare_and_set(Durability::FlushOnCommit).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contended_compare_and_set_stays_exact_buffered() {
+    contended_compare_and_set(Durability::Buffered {
+        flush_interval: Duration::from_millis(50),
+    })
+    .await;
 }
 
 #[tokio::test]
