@@ -2,8 +2,8 @@
 //! database directory (sled's lock, the layout version, the state recovered from the trees);
 //! the path every write takes (under the writer mutex, one sled transaction over the four
 //! trees, then the flush the durability asks for, then publication to watchers), which first
-//! expires the leases that are due; the removal of log records past the retained history;
-//! and the data tree as the emulation's ordered state. Transactions take that path in
+//! expires the leases that are due, and after it removes log records past the retained
+//! history; and the data tree as the emulation's ordered state. Transactions take that path in
 //! groups ([`group`]). The layout of the trees and the encoding of their records are in
 //! [`codec`].
 
@@ -23,14 +23,13 @@ use sled::transaction::{TransactionResult, Transactional};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{Notify, watch};
 
-/// Log records below the retained history are removed, off the write path, once at least
-/// this many accumulate.
-const PRUNE_BATCH: i64 = 1024;
-/// Most log records one pruning step removes before it lets the store go.
+/// Log records below the retained history are removed in batches of at least this many.
+const PRUNE_BATCH: i64 = 256;
+/// Most log records one pruning batch removes.
 const PRUNE_STEP: i64 = 4096;
 
 /// The four trees of the layout (see [`codec`]).
@@ -167,9 +166,6 @@ pub(crate) struct Core {
     pub(crate) log_floor: AtomicI64,
     /// Held while log records are removed.
     pub(crate) pruning: Mutex<()>,
-    /// Wakes the pruning task (log records past the retention accumulated, or the store
-    /// closed).
-    pub(crate) prune_wake: Arc<Notify>,
     /// Released after the database is dropped.
     pub(crate) _claim: PathClaim,
     /// The directory of a [`SledStore::temporary`](crate::SledStore::temporary) store,
@@ -210,7 +206,6 @@ impl Drop for Unflushed<'_> {
 impl Drop for Core {
     fn drop(&mut self) {
         self.expiry_wake.notify_one();
-        self.prune_wake.notify_one();
     }
 }
 
@@ -419,52 +414,31 @@ impl Core {
         commits.wrote = true;
         if let Some(&(rev, _)) = writes.log.last() {
             commits.revision = Some(rev);
-            if self.oldest() - self.log_floor.load(Ordering::Acquire) >= PRUNE_BATCH {
-                self.prune_wake.notify_one();
-            }
+            self.prune(PRUNE_BATCH)?;
         }
         Ok(())
     }
 
-    /// Removes log records below the retained history, at most [`PRUNE_STEP`] of them, once
-    /// at least `batch` accumulate; says whether more are left. They are already invisible;
-    /// removing them is not part of any transaction. They go one by one, oldest first, so
-    /// the log stays contiguous (also after a crash) and writers are never held up for long.
-    pub(crate) fn prune(&self, batch: i64) -> Result<bool> {
+    /// Removes log records below the retained history once at least `batch` of them
+    /// accumulate, in batches of at most [`PRUNE_STEP`]. They are already invisible;
+    /// removing them is not part of any transaction. Called by writers (under the writer
+    /// mutex, after their commit) and by compaction.
+    pub(crate) fn prune(&self, batch: i64) -> Result<()> {
         let _pruning = self.pruning.lock().unwrap_or_else(PoisonError::into_inner);
         let oldest = self.oldest();
         let mut floor = self.log_floor.load(Ordering::Acquire);
-        if oldest - floor < batch.max(1) {
-            return Ok(false);
-        }
-        let to = oldest.min(floor + PRUNE_STEP);
-        while floor < to {
-            self.trees.log.remove(be(floor)).map_err(map_error)?;
-            floor += 1;
+        while oldest - floor >= batch.max(1) {
+            let to = oldest.min(floor + PRUNE_STEP);
+            let mut remove = sled::Batch::default();
+            for rev in floor..to {
+                remove.remove(&be(rev));
+            }
+            self.trees.log.apply_batch(remove).map_err(map_error)?;
+            floor = to;
             self.log_floor.store(floor, Ordering::Release);
         }
-        Ok(to < oldest)
+        Ok(())
     }
-}
-
-/// Starts the task that removes log records past the retained history, off the write path.
-/// It holds the store weakly and ends when the store is dropped.
-pub(crate) fn spawn_pruner(inner: &Arc<Core>, runtime: &tokio::runtime::Handle) {
-    let weak: Weak<Core> = Arc::downgrade(inner);
-    let wake = inner.prune_wake.clone();
-    runtime.spawn(async move {
-        loop {
-            let Some(inner) = weak.upgrade() else { return };
-            let pruned = tokio::task::spawn_blocking(move || inner.prune(PRUNE_BATCH)).await;
-            match pruned {
-                Ok(Ok(true)) => continue,
-                Ok(Ok(false)) => {}
-                Ok(Err(err)) => tracing::warn!(error = %err, "sled store: pruning the log failed"),
-                Err(err) => tracing::warn!(error = %err, "sled store: the pruning task failed"),
-            }
-            wake.notified().await;
-        }
-    });
 }
 
 /// Most compares, and most ops per branch, in one transaction.
@@ -555,7 +529,6 @@ pub(crate) fn open(
         expiry_wake: Arc::new(Notify::new()),
         log_floor: AtomicI64::new(log_floor),
         pruning: Mutex::new(()),
-        prune_wake: Arc::new(Notify::new()),
         config,
         _claim: claim,
         _temp_dir: temp_dir,

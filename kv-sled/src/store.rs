@@ -112,7 +112,6 @@ impl SledStore {
     fn start(config: SledConfig, temp_dir: Option<tempfile::TempDir>) -> Result<Self> {
         let (inner, runtime) = core::open(config, temp_dir)?;
         lease::spawn_expiry(&inner, &runtime);
-        core::spawn_pruner(&inner, &runtime);
         let handle = Arc::new(inner._claim.handle());
         Ok(SledStore {
             inner,

@@ -147,8 +147,7 @@ pub(crate) async fn compact(inner: &Core, revision: i64) -> Result<()> {
             plan.meta.push((COMPACT_KEY, be(revision).to_vec()));
             inner.commit(w, plan, commits)?;
             inner.compact_floor.store(revision, Ordering::Release);
-            while inner.prune(1)? {}
-            Ok(())
+            inner.prune(1)
         })
         .await
 }
