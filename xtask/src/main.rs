@@ -7,7 +7,8 @@
 //!   two-minute chaos run;
 //! - `bench`: the performance report, every measure against its raw client in one run, printed
 //!   as a table and written to `target/bench/report.json` (`--quick`: short samples;
-//!   `--only WORD`: some sections); `bench criterion [ARGS]` runs the criterion benchmarks;
+//!   `--only WORD`: some sections); `bench criterion [ARGS]` runs the other benchmarks
+//!   (collections, layers, mirror, the Redis reconciler);
 //! - `chaos`: concurrent clients on every backend under injected faults (kill -9,
 //!   SIGSTOP/SIGCONT, restarts, etcd leader loss), their histories checked for
 //!   linearizability and the watch properties; closes with
@@ -34,7 +35,8 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
                the performance report against real servers: a table, and
                target/bench/report.json (--quick: short samples, under ten minutes)
   bench criterion [ARGS]
-               the criterion benchmarks (ARGS go to `cargo bench`)
+               the other benchmarks: collections, layers, mirror, the Redis reconciler
+               (ARGS go to `cargo bench`)
   chaos [--minutes N] [--backend all|memory|sled|etcd|redis] [--seed N]
                random concurrent operations under injected faults on every backend, checked
                for linearizability and the watch properties (default: 2 minutes in all)";
@@ -202,14 +204,6 @@ fn bench(args: &[String]) -> Result<(), String> {
     run("cargo bench", command.env("KV_REQUIRE_SERVERS", "1"))
 }
 
-/// The criterion benchmarks of `keyplane-tests` (the report is a bench of its own).
-const CRITERION_BENCHES: [&str; 8] = [
-    "collections",
-    "etcd",
-    "keyspace",
-    "layers",
-    "mirror",
-    "redis",
-    "redis_reconcile",
-    "sled",
-];
+/// The other benchmarks of `keyplane-tests`, beside the report: collections, layers, the
+/// mirror and the Redis reconciler.
+const CRITERION_BENCHES: [&str; 4] = ["collections", "layers", "mirror", "redis_reconcile"];
