@@ -72,22 +72,7 @@ async fn read_key(core: &Core, key: &[u8]) -> Result<KeyRead> {
 /// absent too). `None` for anything else (digests differ, no digest, a collection, another
 /// program's string, a large value), which the atomic read settles.
 async fn read_key_fast(core: &Core, key: &[u8]) -> Result<Option<KeyRead>> {
-    let mut pipe = redis::pipe();
-    pipe.cmd("HGET")
-        .arg(core.meta_key.as_slice())
-        .arg(key)
-        .cmd("GET")
-        .arg(key)
-        .ignore_errors();
-    let mut con = core.con.clone();
-    let reply: Vec<Value> = pipe
-        .query_async(&mut con)
-        .await
-        .map_err(|e| map_error("get", e))?;
-    let mut parts = reply.into_iter();
-    let (Some(meta), Some(value)) = (parts.next(), parts.next()) else {
-        return Err(corrupted("a get reply has metadata and a value"));
-    };
+    let (meta, value) = read_meta_and_value(core, key, false).await?;
     Ok(match (meta, value) {
         (Value::Nil, Value::Nil) => Some(KeyRead::Absent),
         (Value::BulkString(meta), Value::BulkString(value))
@@ -112,27 +97,35 @@ fn digest_matches(meta: &[u8], value: &[u8]) -> bool {
     hex.as_bytes()[..16] == *recorded
 }
 
-/// A read of the metadata and the value in one MULTI/EXEC.
-async fn read_key_atomic(core: &Core, key: &[u8]) -> Result<KeyRead> {
+/// The replies of HGET of a key's metadata and GET of its value, pipelined, in one
+/// MULTI/EXEC when `atomic`. A key without metadata may hold a collection, which makes GET
+/// fail: its error is the second reply.
+async fn read_meta_and_value(core: &Core, key: &[u8], atomic: bool) -> Result<(Value, Value)> {
     let mut pipe = redis::pipe();
-    pipe.atomic()
-        .cmd("HGET")
+    if atomic {
+        pipe.atomic();
+    }
+    pipe.cmd("HGET")
         .arg(core.meta_key.as_slice())
         .arg(key)
         .cmd("GET")
         .arg(key)
-        // A key without metadata may hold a collection, which makes GET fail; that reply is
-        // ignored below, since such a key is not a plain entry.
         .ignore_errors();
     let mut con = core.con.clone();
-    let reply: Value = pipe
+    let reply: Vec<Value> = pipe
         .query_async(&mut con)
         .await
         .map_err(|e| map_error("get", e))?;
-    let mut parts = array(reply)?.into_iter();
-    let (Some(meta), Some(value)) = (parts.next(), parts.next()) else {
-        return Err(corrupted("a get reply has metadata and a value"));
-    };
+    let mut parts = reply.into_iter();
+    match (parts.next(), parts.next()) {
+        (Some(meta), Some(value)) => Ok((meta, value)),
+        _ => Err(corrupted("a get reply has metadata and a value")),
+    }
+}
+
+/// A read of the metadata and the value in one MULTI/EXEC.
+async fn read_key_atomic(core: &Core, key: &[u8]) -> Result<KeyRead> {
+    let (meta, value) = read_meta_and_value(core, key, true).await?;
     let Some(meta) = opt_bytes(reply_or_error(meta)?)? else {
         // Without metadata: a collection (its GET failed) is not a plain entry; a string is
         // another program's.
