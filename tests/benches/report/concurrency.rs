@@ -46,7 +46,40 @@ trait Backend: Send + Sync + 'static {
     fn get(&self, t: usize, i: u64) -> impl Future<Output = ()> + Send;
     fn put(&self, t: usize, i: u64) -> impl Future<Output = ()> + Send;
     fn cas(&self, t: usize, expected: &Mutex<Vec<u8>>, i: u64) -> impl Future<Output = ()> + Send;
+
+    /// Operation `kind` ("get", "put" or "cas") of task `t`.
+    fn op(
+        &self,
+        kind: &'static str,
+        t: usize,
+        expected: &Mutex<Vec<u8>>,
+        i: u64,
+    ) -> impl Future<Output = ()> + Send {
+        async move {
+            match kind {
+                "get" => self.get(t, i).await,
+                "put" => self.put(t, i).await,
+                _ => self.cas(t, expected, i).await,
+            }
+        }
+    }
 }
+
+/// The loop body of `tasks` tasks running `kind` on `backend`, each with its own expected
+/// value for the compare-and-set.
+fn task_op<B: Backend>(
+    backend: Arc<B>,
+    kind: &'static str,
+) -> Arc<impl Fn(usize, u64) -> OpFuture + Send + Sync> {
+    let expected = expectations();
+    Arc::new(move |t, i| {
+        let (backend, expected) = (backend.clone(), expected.clone());
+        Box::pin(async move { backend.op(kind, t, &expected[t], i).await }) as OpFuture
+    })
+}
+
+/// One call of a throughput loop.
+type OpFuture = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Measures get, put and CAS throughput of `ours` against `raw` with `tasks` tasks.
 async fn measure<O: Backend, R: Backend>(
@@ -55,61 +88,17 @@ async fn measure<O: Backend, R: Backend>(
     ours: Arc<O>,
     raw: Arc<R>,
     tasks: usize,
-    kinds: &[&str],
+    kinds: &[&'static str],
 ) -> Vec<Measure> {
     let mut out = Vec::new();
     for &kind in kinds {
-        let (o, r) = match kind {
-            "get" => {
-                let (ours, raw) = (ours.clone(), raw.clone());
-                paired_throughput(
-                    budget,
-                    tasks,
-                    Arc::new(move |t, i| {
-                        let ours = ours.clone();
-                        async move { ours.get(t, i).await }
-                    }),
-                    Arc::new(move |t, i| {
-                        let raw = raw.clone();
-                        async move { raw.get(t, i).await }
-                    }),
-                )
-                .await
-            }
-            "put" => {
-                let (ours, raw) = (ours.clone(), raw.clone());
-                paired_throughput(
-                    budget,
-                    tasks,
-                    Arc::new(move |t, i| {
-                        let ours = ours.clone();
-                        async move { ours.put(t, i).await }
-                    }),
-                    Arc::new(move |t, i| {
-                        let raw = raw.clone();
-                        async move { raw.put(t, i).await }
-                    }),
-                )
-                .await
-            }
-            _ => {
-                let (ours, raw) = (ours.clone(), raw.clone());
-                let (eo, er) = (expectations(), expectations());
-                paired_throughput(
-                    budget,
-                    tasks,
-                    Arc::new(move |t, i| {
-                        let (ours, eo) = (ours.clone(), eo.clone());
-                        async move { ours.cas(t, &eo[t], i).await }
-                    }),
-                    Arc::new(move |t, i| {
-                        let (raw, er) = (raw.clone(), er.clone());
-                        async move { raw.cas(t, &er[t], i).await }
-                    }),
-                )
-                .await
-            }
-        };
+        let (o, r) = paired_throughput(
+            budget,
+            tasks,
+            task_op(ours.clone(), kind),
+            task_op(raw.clone(), kind),
+        )
+        .await;
         let kind_name = if kind == "cas" { "2-key CAS" } else { kind };
         out.push(Measure::new(
             format!("{backend} {kind_name} throughput, {tasks} tasks"),
