@@ -226,6 +226,21 @@ impl Core {
     }
 }
 
+/// The digest that a key's metadata keeps of the value the store wrote: the first 16 hex
+/// digits of its SHA-1, as `digest` in `scripts/lib.lua` computes it for values another
+/// program wrote. The client computes it for its own writes, so that the single-threaded
+/// server does not.
+pub(crate) fn value_digest(value: &[u8]) -> [u8; 16] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let sha = sha1_smol::Sha1::from(value).digest().bytes();
+    let mut out = [0; 16];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(sha) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0xf)];
+    }
+    out
+}
+
 /// The lex bounds of every key starting with `prefix`, for ZRANGEBYLEX.
 pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let min = [b"[".as_slice(), prefix].concat();
@@ -234,4 +249,15 @@ pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
         None => b"+".to_vec(),
     };
     (min, max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_digest;
+
+    #[test]
+    fn the_digest_is_the_first_16_hex_digits_of_sha1() {
+        assert_eq!(&value_digest(b"abc"), b"a9993e364706816a");
+        assert_eq!(&value_digest(b""), b"da39a3ee5e6b4b0d");
+    }
 }

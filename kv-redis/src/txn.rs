@@ -3,7 +3,7 @@
 //! dedicated scripts that share the transaction script's helpers.
 
 use crate::core::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
-use crate::core::{Core, prefix_lex_bounds};
+use crate::core::{Core, prefix_lex_bounds, value_digest};
 use keyplane_core::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget,
     Continuation, DeleteResult, Entry, OpResult, PutOptions, PutResult, Result, Txn, TxnOp,
@@ -80,10 +80,11 @@ pub(crate) async fn put(
     core.caps.validate_value(value)?;
     let lease = opts.lease.map_or(0, |l| l.0).to_string();
     let want_prev: &[u8] = if opts.prev { b"1" } else { b"0" };
+    let digest = value_digest(value);
     let reply: Value = core
         .run_write(
             &core.scripts.put,
-            &[key, value, lease.as_bytes(), want_prev],
+            &[key, value, lease.as_bytes(), want_prev, &digest],
             "put",
         )
         .await?;
@@ -116,7 +117,7 @@ fn revision_and_prev(key: &[u8], reply: Value) -> Result<(i64, Option<Entry>)> {
 /// The script's arguments after the shared ones: the most keys the prefix deletes may remove
 /// together, the compares, then both branches.
 pub(crate) fn encode(txn: &Txn, max_prefix_delete_keys: u64) -> Vec<Vec<u8>> {
-    let mut args = Vec::with_capacity(2 + 5 * txn.compares.len() + 4 * txn.success.len() + 2);
+    let mut args = Vec::with_capacity(2 + 5 * txn.compares.len() + 5 * txn.success.len() + 2);
     args.push(max_prefix_delete_keys.to_string().into_bytes());
     args.push(txn.compares.len().to_string().into_bytes());
     for compare in &txn.compares {
@@ -176,7 +177,7 @@ fn encode_op(op: &TxnOp, args: &mut Vec<Vec<u8>>) {
         TxnOp::Get { key } => push(&[b"g", key]),
         TxnOp::Put { key, value, lease } => {
             let lease = lease.map_or(0, |l| l.0).to_string();
-            push(&[b"p", key, value, lease.as_bytes()])
+            push(&[b"p", key, value, lease.as_bytes(), &value_digest(value)])
         }
         TxnOp::Delete { key } => push(&[b"d", key]),
         TxnOp::DeletePrefix { prefix } => {

@@ -40,7 +40,9 @@ local function meta_lease(m)
   return l
 end
 
--- The digest of a value kept in its metadata.
+-- The digest of a value kept in its metadata. The client sends the digest of the values it
+-- writes (the same function: `value_digest` in core.rs), so that the server computes only
+-- those of values other programs wrote.
 local function digest(value)
   return string.sub(redis.sha1hex(value), 1, 16)
 end
@@ -79,13 +81,17 @@ end
 -- field, so a transaction of any size is one XADD.
 local events = {}
 
--- `<decimal length>:` for each length, formatted once per run (Lua formats a number as a
--- float, which costs more than the rest of an event).
-local LEN = setmetatable({}, { __index = function(t, n)
-  local s = n .. ':'
-  t[n] = s
-  return s
-end })
+-- Numbers formatted once per run (Lua formats a number as a float, which costs more than the
+-- rest of building an event): `LEN[n]` is `<n>:`, an event field's length, and `DECIMAL[n]`
+-- the decimal text of n.
+local function formatted(suffix)
+  return setmetatable({}, { __index = function(t, n)
+    local s = n .. suffix
+    t[n] = s
+    return s
+  end })
+end
+local LEN, DECIMAL = formatted(':'), formatted('')
 
 local function push_event(kind, key, value, meta, prev_value, prev_meta)
   prev_value, prev_meta = prev_value or '', prev_meta or ''
@@ -171,16 +177,17 @@ local function check_lease(i, lease)
   return nil
 end
 
--- Records the put of the plain key `key` at revision `rev` (a string), attached to `lease` ('0' for
--- none): moves its lease attachment and pushes its put event. `old` is its metadata before
--- the write (nil when it had none) and `prev_value` its value then; the caller has checked the
--- type and the lease, and writes the value and the metadata this returns (and adds the key to
--- the index when `old` is nil), so that a transaction writes all of its puts together.
-local function record_put(key, value, lease, old, prev_value, rev)
+-- Records the put of the plain key `key` at revision `rev` (a string), attached to `lease`
+-- ('0' for none): moves its lease attachment and pushes its put event. `hash` is the value's
+-- digest (the client computes it: see `digest`), `old` the key's metadata before the write
+-- (nil when it had none) and `prev_value` its value then; the caller has checked the type and
+-- the lease, and writes the value and the metadata this returns (and adds the key to the
+-- index when `old` is nil), so that a transaction writes all of its puts together.
+local function record_put(key, value, hash, lease, old, prev_value, rev)
   local create, version, old_lease = rev, 1, '0'
   if old then
     local c, v, l = string.match(old, '^(%d+):%d+:(%d+):(%-?%d+)')
-    create, version, old_lease = c, v + 1, l
+    create, version, old_lease = c, DECIMAL[v + 1], l
   end
   if old_lease ~= '0' and old_lease ~= lease then
     redis.call('SREM', lease_set(old_lease), key)
@@ -188,7 +195,7 @@ local function record_put(key, value, lease, old, prev_value, rev)
   if lease ~= '0' then
     redis.call('SADD', lease_set(lease), key)
   end
-  local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease .. ':' .. digest(value)
+  local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease .. ':' .. hash
   push_event('p', key, value, m, prev_value, old)
   return m
 end

@@ -1,9 +1,9 @@
 -- `Store::put` of one plain key: the single-op transaction without its decoding and branch
--- bookkeeping. ARGV after the two shared ones: key, value, lease id ('0' for none), and '1'
--- to return the previous entry. Checks the permission and the lease before the first write;
+-- bookkeeping. ARGV after the two shared ones: key, value, lease id ('0' for none), '1' to
+-- return the previous entry, and the value's digest. Checks the permission and the lease before the first write;
 -- what another program did to the key is reconciled first, at a revision of its own. Returns
 -- { revision, { previous value, previous meta } or false }.
-local key, value, lease, want_prev = ARGV[3], ARGV[4], ARGV[5], ARGV[6] == '1'
+local key, value, lease, want_prev, hash = ARGV[3], ARGV[4], ARGV[5], ARGV[6] == '1', ARGV[7]
 local old = redis.call('HGET', K_META, key)
 if not may('SET', key, value) then
   return no_permission(1, 'write')
@@ -30,7 +30,7 @@ elseif old and not prev then
   old = nil
 end
 local rev = redis.call('INCR', K_REV)
-local m = record_put(key, value, lease, old, prev or '', tostring(rev))
+local m = record_put(key, value, hash, lease, old, prev or '', tostring(rev))
 redis.call('HSET', K_META, key, m)
 if not old then
   redis.call('ZADD', K_IDX, 0, key)

@@ -6,7 +6,8 @@
 -- then the success ops and the failure ops, each branch as a count followed by its ops (a
 -- code and the code's fixed number of words).
 
-local ARITY = { g = 1, p = 3, d = 1, D = 2, sa = 2, sr = 2, sc = 2, sm = 1, ss = 3, mp = 3, mg = 2,
+-- The words after each code (a put's: key, value, lease, and the value's digest).
+local ARITY = { g = 1, p = 4, d = 1, D = 2, sa = 2, sr = 2, sc = 2, sm = 1, ss = 3, mp = 3, mg = 2,
   md = 2, ma = 1, lp = 2, lf = 2, lr = 2, lg = 3, lo = 1, ll = 1 }
 -- What the collection ops need, built by the first one (every table costs every run, and
 -- most transactions have no collection op): each op's Redis type, whether it creates the
@@ -354,7 +355,7 @@ for i, p in ipairs(ops) do
       prev = redis.call('GET', key)
     end
     old = old or nil
-    local m = record_put(key, a2, a3, old, prev or '', rev_text)
+    local m = record_put(key, a2, ARGV[p + 4], a3, old, prev or '', rev_text)
     local n = #put_values
     put_values[n + 1], put_values[n + 2] = key, a2
     put_metas[n + 1], put_metas[n + 2] = key, m
