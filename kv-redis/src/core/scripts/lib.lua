@@ -213,14 +213,18 @@ local TYPE_OF_TAG = { s = 'set', m = 'hash', l = 'list' }
 --   ll item | lx item count | lo item | sD size, mD size, lD size (deleted)
 -- A collection the revision leaves empty logs one D (nothing when it did not exist before).
 -- A D carries the size the collection had before the revision, `csize[id]`, so that reads
--- at a past revision can rewind a listing through the delete.
-local corder, cgroups, cexisted, csize = {}, {}, {}, {}
+-- at a past revision can rewind a listing through the delete. The tables exist once a
+-- collection is touched (most runs touch none, and every table costs every run).
+local corder, cgroups, cexisted, csize
 local SIZE_OF_TAG = { s = 'SCARD', m = 'HLEN', l = 'LLEN' }
 
 -- Notes that the collection of `tag` at `key` is about to be written (call it before the
 -- write, so that whether it existed is known).
 local function ctouch(key, tag)
   local id = tag .. key
+  if not corder then
+    corder, cgroups, cexisted, csize = {}, {}, {}, {}
+  end
   if cgroups[id] == nil then
     cgroups[id] = {}
     corder[#corder + 1] = { id, key, tag }
@@ -243,7 +247,7 @@ end
 
 -- Moves the collection changes into the revision's events.
 local function flush_collections()
-  if #corder == 0 then
+  if not corder then
     return
   end
   for _, c in ipairs(corder) do
@@ -258,7 +262,7 @@ local function flush_collections()
       end
     end
   end
-  corder, cgroups, cexisted, csize = {}, {}, {}, {}
+  corder, cgroups, cexisted, csize = nil, nil, nil, nil
 end
 
 -- Deletes the plain key or the collection at `key`, whoever wrote the collection; returns 1
