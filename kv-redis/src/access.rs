@@ -38,6 +38,7 @@ pub const REQUIRED_COMMANDS: &[&str] = &[
     "lrange",
     "lrem",
     "mget",
+    "mset",
     "pexpire",
     "rpush",
     "sadd",

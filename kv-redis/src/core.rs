@@ -16,7 +16,7 @@ use crate::core::scripts::Scripts;
 use crate::error::map_error;
 use keyplane_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{FromRedisValue, Script, Value};
+use redis::{Cmd, FromRedisValue, Script, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -157,16 +157,11 @@ impl Core {
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
-        let mut invocation = script.prepare_invoke();
-        invocation.arg(self.prefix.as_slice());
+        let mut call = self.script_call(script);
         for arg in args {
-            invocation.arg(*arg);
+            call.arg(*arg);
         }
-        let mut con = self.con.clone();
-        invocation
-            .invoke_async(&mut con)
-            .await
-            .map_err(|e| map_error(op, e))
+        self.invoke(script, &call, op).await
     }
 
     /// Runs a writing script: the prefix, the log retention, then `args`.
@@ -176,11 +171,49 @@ impl Core {
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
-        let retention = self.config.history_retention.to_string();
-        let mut all: Vec<&[u8]> = Vec::with_capacity(args.len() + 1);
-        all.push(retention.as_bytes());
-        all.extend_from_slice(args);
-        self.run(script, &all, op).await
+        let mut call = self.write_call(script);
+        for arg in args {
+            call.arg(*arg);
+        }
+        self.invoke(script, &call, op).await
+    }
+
+    /// The run of `script` (EVALSHA, no keys) with the prefix as its first argument, for the
+    /// caller to add the rest of its arguments to, in one buffer, and send with `invoke`.
+    pub(crate) fn script_call(&self, script: &Script) -> Cmd {
+        let mut call = redis::cmd("EVALSHA");
+        call.arg(script.get_hash())
+            .arg(0)
+            .arg(self.prefix.as_slice());
+        call
+    }
+
+    /// The run of a writing script: the prefix, then the log retention.
+    pub(crate) fn write_call(&self, script: &Script) -> Cmd {
+        let mut call = self.script_call(script);
+        call.arg(self.config.history_retention);
+        call
+    }
+
+    /// Sends a script run from `script_call`, loading the script first when the server does
+    /// not have it (a restarted server, or one whose scripts were flushed).
+    pub(crate) async fn invoke<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        call: &Cmd,
+        op: &'static str,
+    ) -> Result<T> {
+        let mut con = self.con.clone();
+        let reply = match call.query_async(&mut con).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                match script.load_async(&mut con).await {
+                    Ok(_) => call.query_async(&mut con).await,
+                    Err(e) => Err(e),
+                }
+            }
+            reply => reply,
+        };
+        reply.map_err(|e| map_error(op, e))
     }
 
     /// Where the event log stands, read atomically with its entries from revision `from` on
@@ -226,6 +259,21 @@ impl Core {
     }
 }
 
+/// The digest that a key's metadata keeps of the value the store wrote: the first 16 hex
+/// digits of its SHA-1, as `digest` in `scripts/lib.lua` computes it for values another
+/// program wrote. The client computes it for its own writes, so that the single-threaded
+/// server does not.
+pub(crate) fn value_digest(value: &[u8]) -> [u8; 16] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let sha = sha1_smol::Sha1::from(value).digest().bytes();
+    let mut out = [0; 16];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(sha) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0xf)];
+    }
+    out
+}
+
 /// The lex bounds of every key starting with `prefix`, for ZRANGEBYLEX.
 pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let min = [b"[".as_slice(), prefix].concat();
@@ -234,4 +282,15 @@ pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
         None => b"+".to_vec(),
     };
     (min, max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_digest;
+
+    #[test]
+    fn the_digest_is_the_first_16_hex_digits_of_sha1() {
+        assert_eq!(&value_digest(b"abc"), b"a9993e364706816a");
+        assert_eq!(&value_digest(b""), b"da39a3ee5e6b4b0d");
+    }
 }

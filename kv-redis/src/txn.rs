@@ -3,13 +3,13 @@
 //! dedicated scripts that share the transaction script's helpers.
 
 use crate::core::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
-use crate::core::{Core, prefix_lex_bounds};
+use crate::core::{Core, prefix_lex_bounds, value_digest};
 use keyplane_core::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget,
     Continuation, DeleteResult, Entry, OpResult, PutOptions, PutResult, Result, Txn, TxnOp,
     TxnResponse,
 };
-use redis::Value;
+use redis::{Cmd, Value};
 
 pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
     txn.validate(&core.caps)?;
@@ -21,9 +21,9 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             crate::core::reconcile::adopt_prefix(core, prefix).await?;
         }
     }
-    let args = encode(&txn, core.config.max_prefix_delete_keys);
-    let arg_refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-    let reply: Value = core.run_write(&core.scripts.txn, &arg_refs, "txn").await?;
+    let mut call = core.write_call(&core.scripts.txn);
+    encode(&txn, core.config.max_prefix_delete_keys, &mut call);
+    let reply: Value = core.invoke(&core.scripts.txn, &call, "txn").await?;
     let mut parts = array(reply)?.into_iter();
     let (Some(succeeded), Some(revision), Some(results)) =
         (parts.next(), parts.next(), parts.next())
@@ -80,10 +80,11 @@ pub(crate) async fn put(
     core.caps.validate_value(value)?;
     let lease = opts.lease.map_or(0, |l| l.0).to_string();
     let want_prev: &[u8] = if opts.prev { b"1" } else { b"0" };
+    let digest = value_digest(value);
     let reply: Value = core
         .run_write(
             &core.scripts.put,
-            &[key, value, lease.as_bytes(), want_prev],
+            &[key, value, lease.as_bytes(), want_prev, &digest],
             "put",
         )
         .await?;
@@ -113,28 +114,25 @@ fn revision_and_prev(key: &[u8], reply: Value) -> Result<(i64, Option<Entry>)> {
     Ok((int(revision)?, opt_entry(key, prev)?))
 }
 
-/// The script's arguments after the shared ones: the most keys the prefix deletes may remove
-/// together, the compares, then both branches.
-pub(crate) fn encode(txn: &Txn, max_prefix_delete_keys: u64) -> Vec<Vec<u8>> {
-    let mut args = Vec::with_capacity(2 + 5 * txn.compares.len() + 4 * txn.success.len() + 2);
-    args.push(max_prefix_delete_keys.to_string().into_bytes());
-    args.push(txn.compares.len().to_string().into_bytes());
+/// Adds the script's arguments after the shared ones to `call`: the most keys the prefix
+/// deletes may remove together, the compares, then both branches.
+pub(crate) fn encode(txn: &Txn, max_prefix_delete_keys: u64, call: &mut Cmd) {
+    call.arg(max_prefix_delete_keys).arg(txn.compares.len());
     for compare in &txn.compares {
-        encode_compare(compare, &mut args);
+        encode_compare(compare, call);
     }
     for branch in [&txn.success, &txn.failure] {
-        args.push(branch.len().to_string().into_bytes());
+        call.arg(branch.len());
         for op in branch {
-            encode_op(op, &mut args);
+            encode_op(op, call);
         }
     }
-    args
 }
 
 /// Five words per compare: key, target, op, operand, and the member or field of a
 /// collection compare (empty otherwise). A collection target names the Redis type it
 /// reads: `M`/`S` (member count, size) followed by `s`, `h` or `l`.
-fn encode_compare(compare: &Compare, args: &mut Vec<Vec<u8>>) {
+fn encode_compare(compare: &Compare, call: &mut Cmd) {
     let tag = |kind: &CollectionKind| match kind {
         CollectionKind::Set => 's',
         CollectionKind::Map => 'h',
@@ -161,22 +159,24 @@ fn encode_compare(compare: &Compare, args: &mut Vec<Vec<u8>>) {
         CompareOp::Greater => ">",
         CompareOp::Less => "<",
     };
-    args.extend([
-        compare.key.clone(),
-        target.into_bytes(),
-        op.as_bytes().to_vec(),
-        operand,
-        member,
-    ]);
+    call.arg(&compare.key)
+        .arg(target)
+        .arg(op)
+        .arg(operand)
+        .arg(member);
 }
 
-fn encode_op(op: &TxnOp, args: &mut Vec<Vec<u8>>) {
-    let mut push = |words: &[&[u8]]| args.extend(words.iter().map(|w| w.to_vec()));
+fn encode_op(op: &TxnOp, call: &mut Cmd) {
+    let mut push = |words: &[&[u8]]| {
+        for word in words {
+            call.arg(*word);
+        }
+    };
     match op {
         TxnOp::Get { key } => push(&[b"g", key]),
         TxnOp::Put { key, value, lease } => {
             let lease = lease.map_or(0, |l| l.0).to_string();
-            push(&[b"p", key, value, lease.as_bytes()])
+            push(&[b"p", key, value, lease.as_bytes(), &value_digest(value)])
         }
         TxnOp::Delete { key } => push(&[b"d", key]),
         TxnOp::DeletePrefix { prefix } => {

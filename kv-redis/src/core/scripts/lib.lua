@@ -40,7 +40,9 @@ local function meta_lease(m)
   return l
 end
 
--- The digest of a value kept in its metadata.
+-- The digest of a value kept in its metadata. The client sends the digest of the values it
+-- writes (the same function: `value_digest` in core.rs), so that the server computes only
+-- those of values other programs wrote.
 local function digest(value)
   return string.sub(redis.sha1hex(value), 1, 16)
 end
@@ -53,7 +55,7 @@ end
 -- Whether the connection's ACL user may run `cmd` with `...` (servers before Redis 7 lack the
 -- check and refuse a command as it runs). Writing scripts check each write before the first
 -- one, so that a key outside the user's ACL fails the whole operation and writes nothing;
--- reads need no check, as the first read of each key (`TYPE`) comes before any write.
+-- reads need no check, as each key is first read (`MGET`, `TYPE`) before any write.
 local function may(cmd, ...)
   return not redis.acl_check_cmd or redis.acl_check_cmd(cmd, ...)
 end
@@ -79,10 +81,22 @@ end
 -- field, so a transaction of any size is one XADD.
 local events = {}
 
+-- Numbers formatted once per run (Lua formats a number as a float, which costs more than the
+-- rest of building an event): `LEN[n]` is `<n>:`, an event field's length, and `DECIMAL[n]`
+-- the decimal text of n.
+local function formatted(suffix)
+  return setmetatable({}, { __index = function(t, n)
+    local s = n .. suffix
+    t[n] = s
+    return s
+  end })
+end
+local LEN, DECIMAL = formatted(':'), formatted('')
+
 local function push_event(kind, key, value, meta, prev_value, prev_meta)
   prev_value, prev_meta = prev_value or '', prev_meta or ''
-  events[#events + 1] = kind .. #key .. ':' .. key .. #value .. ':' .. value .. #meta .. ':' .. meta
-    .. #prev_value .. ':' .. prev_value .. #prev_meta .. ':' .. prev_meta
+  events[#events + 1] = kind .. LEN[#key] .. key .. LEN[#value] .. value .. LEN[#meta] .. meta
+    .. LEN[#prev_value] .. prev_value .. LEN[#prev_meta] .. prev_meta
 end
 
 -- Drops the metadata, index entry and lease attachment of a plain key with metadata `m`.
@@ -116,6 +130,7 @@ end
 --   replaced it with another type);
 --   'change', { value, metadata }: with `deep`, a string whose digest differs from the one
 --   in its metadata (another program overwrote it).
+-- With `deep`, a string's value comes last when it needs no fix.
 local function inspect(key, deep)
   local m = redis.call('HGET', K_META, key)
   local t = redis.call('TYPE', key)['ok']
@@ -129,6 +144,7 @@ local function inspect(key, deep)
       if d ~= '' and d ~= digest(value) then
         return m, t, 'change', { value, m }
       end
+      return m, t, nil, nil, value
     end
     return m, t
   end
@@ -161,31 +177,27 @@ local function check_lease(i, lease)
   return nil
 end
 
--- Writes the plain key `key` at revision `rev`, attached to `lease` ('0' for none), recording
--- its put event. `old` is its metadata before the write (nil when it had none); the caller has
--- checked the type and the lease. Returns the previous value (nil when `old` is nil).
-local function put_plain(key, value, lease, old, rev)
-  local prev_value = nil
+-- Records the put of the plain key `key` at revision `rev` (a string), attached to `lease`
+-- ('0' for none): moves its lease attachment and pushes its put event. `hash` is the value's
+-- digest (the client computes it: see `digest`), `old` the key's metadata before the write
+-- (nil when it had none) and `prev_value` its value then; the caller has checked the type and
+-- the lease, and writes the value and the metadata this returns (and adds the key to the
+-- index when `old` is nil), so that a transaction writes all of its puts together.
+local function record_put(key, value, hash, lease, old, prev_value, rev)
   local create, version, old_lease = rev, 1, '0'
   if old then
-    local c, _, v, l = parse_meta(old)
-    create, version, old_lease = c, v + 1, l
-    -- The write and the previous value (for the event) in one call.
-    prev_value = redis.call('SET', key, value, 'GET') or ''
-  else
-    redis.call('SET', key, value)
-    redis.call('ZADD', K_IDX, 0, key)
+    local c, v, l = string.match(old, '^(%d+):%d+:(%d+):(%-?%d+)')
+    create, version, old_lease = c, DECIMAL[v + 1], l
   end
   if old_lease ~= '0' and old_lease ~= lease then
     redis.call('SREM', lease_set(old_lease), key)
   end
-  local m = make_meta(create, rev, version, lease, value)
-  redis.call('HSET', K_META, key, m)
   if lease ~= '0' then
     redis.call('SADD', lease_set(lease), key)
   end
-  push_event('p', key, value, m, prev_value, old or '')
-  return prev_value
+  local m = create .. ':' .. rev .. ':' .. version .. ':' .. lease .. ':' .. hash
+  push_event('p', key, value, m, prev_value, old)
+  return m
 end
 
 -- The Redis types of collections, with their kind tags (as kv-core's `CollectionKind::tag`).
@@ -201,14 +213,18 @@ local TYPE_OF_TAG = { s = 'set', m = 'hash', l = 'list' }
 --   ll item | lx item count | lo item | sD size, mD size, lD size (deleted)
 -- A collection the revision leaves empty logs one D (nothing when it did not exist before).
 -- A D carries the size the collection had before the revision, `csize[id]`, so that reads
--- at a past revision can rewind a listing through the delete.
-local corder, cgroups, cexisted, csize = {}, {}, {}, {}
+-- at a past revision can rewind a listing through the delete. The tables exist once a
+-- collection is touched (most runs touch none, and every table costs every run).
+local corder, cgroups, cexisted, csize
 local SIZE_OF_TAG = { s = 'SCARD', m = 'HLEN', l = 'LLEN' }
 
 -- Notes that the collection of `tag` at `key` is about to be written (call it before the
 -- write, so that whether it existed is known).
 local function ctouch(key, tag)
   local id = tag .. key
+  if not corder then
+    corder, cgroups, cexisted, csize = {}, {}, {}, {}
+  end
   if cgroups[id] == nil then
     cgroups[id] = {}
     corder[#corder + 1] = { id, key, tag }
@@ -231,6 +247,9 @@ end
 
 -- Moves the collection changes into the revision's events.
 local function flush_collections()
+  if not corder then
+    return
+  end
   for _, c in ipairs(corder) do
     local id, key, tag = c[1], c[2], c[3]
     if redis.call('TYPE', key)['ok'] ~= TYPE_OF_TAG[tag] then
@@ -243,7 +262,7 @@ local function flush_collections()
       end
     end
   end
-  corder, cgroups, cexisted, csize = {}, {}, {}, {}
+  corder, cgroups, cexisted, csize = nil, nil, nil, nil
 end
 
 -- Deletes the plain key or the collection at `key`, whoever wrote the collection; returns 1
