@@ -93,8 +93,7 @@ fn digest_matches(meta: &[u8], value: &[u8]) -> bool {
     if recorded.len() != 16 || meta.iter().filter(|&&b| b == b':').count() != 4 {
         return false;
     }
-    let hex = sha1_smol::Sha1::from(value).digest().to_string();
-    hex.as_bytes()[..16] == *recorded
+    crate::core::value_digest(value) == *recorded
 }
 
 /// The replies of HGET of a key's metadata and GET of its value, pipelined, in one
