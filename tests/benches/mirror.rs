@@ -5,7 +5,7 @@
 //! a 100,000-key initial listing.
 //!
 //! Not a criterion bench: each figure is the median of several rounds, printed as one table.
-//! Run with `cargo xtask bench -- --bench mirror` (real servers) or
+//! Run with `cargo xtask bench criterion --bench mirror` (real servers) or
 //! `cargo bench -p keyplane-tests --bench mirror`.
 
 use keyplane_core::intercept::{Call, Intercepted, Interceptor};

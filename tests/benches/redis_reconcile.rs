@@ -9,7 +9,7 @@
 //! - latency from another program's `SET` to the watch event: median and p99, with keyspace
 //!   notifications and with the periodic scan alone.
 //!
-//! `cargo xtask bench -- --bench redis_reconcile` (or `cargo bench -p keyplane-tests --bench
+//! `cargo xtask bench criterion --bench redis_reconcile` (or `cargo bench -p keyplane-tests --bench
 //! redis_reconcile`); `KV_BENCH_QUICK=1` takes fewer samples.
 
 use futures::StreamExt;

@@ -192,8 +192,11 @@ fn bench(args: &[String]) -> Result<(), String> {
     command.args(["bench", "-p", "keyplane-tests"]);
     match args.split_first() {
         Some((first, rest)) if first == "criterion" => {
-            for bench in CRITERION_BENCHES {
-                command.args(["--bench", bench]);
+            // All of them, unless the arguments name some.
+            if !rest.iter().any(|a| a == "--bench") {
+                for bench in CRITERION_BENCHES {
+                    command.args(["--bench", bench]);
+                }
             }
             command.args(rest);
         }
