@@ -173,27 +173,6 @@ pub(crate) struct Core {
     pub(crate) _temp_dir: Option<tempfile::TempDir>,
 }
 
-/// A committed revision not yet published. When the writing future is dropped while it
-/// flushes, the flush completes here, blocking, and the revision is published: watchers never
-/// stall on a cancelled write.
-struct Unpublished<'a> {
-    inner: &'a Core,
-    revision: Option<i64>,
-}
-
-impl Drop for Unpublished<'_> {
-    fn drop(&mut self) {
-        if let Some(rev) = self.revision.take() {
-            if self.inner.config.durability == Durability::FlushOnCommit
-                && let Err(err) = self.inner.db.flush()
-            {
-                tracing::warn!(error = %err, "sled store: flushing a cancelled write failed");
-            }
-            self.inner.publish(Some(rev));
-        }
-    }
-}
-
 /// One writer section counted in [`Core::unflushed`] until dropped (after its flush).
 struct Unflushed<'a>(&'a Core);
 
@@ -298,23 +277,18 @@ impl Core {
     }
 
     /// Flushes (per the durability) and publishes a section's commits, and then stops
-    /// counting it in [`Core::unflushed`] (also when the future is dropped during the flush).
+    /// counting it in [`Core::unflushed`] (also when the future is dropped during the flush),
+    /// as a group's are ([`group::InFlight`]).
     async fn finish(&self, commits: Commits) -> Result<()> {
-        // Declared first, so dropped last: after `pending` has flushed.
-        let _unflushed = commits.counted.then(|| Unflushed(self));
-        let mut pending = Unpublished {
-            inner: self,
-            revision: commits.revision,
-        };
-        let flushed = if commits.wrote && self.config.durability == Durability::FlushOnCommit {
+        let must_flush = commits.wrote && self.config.durability == Durability::FlushOnCommit;
+        let mut in_flight = group::InFlight::section(self, commits, must_flush);
+        let flushed = if must_flush {
             // Flushing outside the writer mutex lets concurrent writers share one fsync.
             self.flush().await
         } else {
             Ok(())
         };
-        // Published even when the flush failed: the revision is committed and readable, and
-        // holding it back would stall every watch.
-        self.publish(pending.revision.take());
+        in_flight.flushed = Some(flushed.clone());
         flushed
     }
 

@@ -256,15 +256,31 @@ impl Drop for Leadership {
     }
 }
 
-/// A committed group not yet answered. Dropped, it finishes the flush (blocking, when the
-/// leader's future was dropped while it flushed), publishes the group's revision, stops
-/// counting it in [`Core::unflushed`] and answers its jobs.
-struct InFlight<'a> {
+/// A committed group, or another writer section, not yet answered. Dropped, it finishes the
+/// flush (blocking, when the future that was flushing was dropped: watchers never stall on a
+/// cancelled write), publishes the revision, stops counting the section in
+/// [`Core::unflushed`] and answers the group's jobs.
+pub(crate) struct InFlight<'a> {
     core: &'a Core,
     answers: Vec<(oneshot::Sender<Reply>, Result<TxnResponse>)>,
     commits: Commits,
     must_flush: bool,
-    flushed: Option<Result<()>>,
+    /// The flush's outcome, once it is done.
+    pub(crate) flushed: Option<Result<()>>,
+}
+
+impl<'a> InFlight<'a> {
+    /// A writer section without jobs (leases, compaction): `must_flush` when it wrote under
+    /// `FlushOnCommit`.
+    pub(crate) fn section(core: &'a Core, commits: Commits, must_flush: bool) -> Self {
+        InFlight {
+            core,
+            answers: Vec::new(),
+            commits,
+            must_flush,
+            flushed: None,
+        }
+    }
 }
 
 impl Drop for InFlight<'_> {
@@ -272,7 +288,13 @@ impl Drop for InFlight<'_> {
         let core = self.core;
         let flushed = match self.flushed.take() {
             Some(flushed) => flushed,
-            None if self.must_flush => core.db.flush().map(drop).map_err(map_error),
+            None if self.must_flush => {
+                let flushed = core.db.flush().map(drop).map_err(map_error);
+                if let Err(err) = &flushed {
+                    tracing::warn!(error = %err, "sled store: flushing a cancelled write failed");
+                }
+                flushed
+            }
             None => Ok(()),
         };
         // Published even when the flush failed: the revision is committed and readable, and
