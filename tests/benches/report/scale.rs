@@ -5,6 +5,7 @@
 //! range reads, sled batches / a prefix scan).
 
 use crate::measure::{Budget, Goal, Measure, Report, median, multi_thread};
+use crate::single::{RANGE_PREFIX, VALUE, range_100};
 use etcd_client::{GetOptions, KvClient, TxnOp as EtcdOp};
 use futures::StreamExt;
 use keyplane_core::{BulkLoader, PutOptions, RangeOptions, Store, WatchOptions};
@@ -19,8 +20,6 @@ use std::time::Instant;
 const SMALL: u64 = 10_000;
 const LARGE: u64 = 1_000_000;
 const REVISIONS: u64 = 10_000;
-const VALUE: [u8; 64] = [b'v'; 64];
-const RANGE_PREFIX: &str = "bench/k/00050";
 /// History kept by the stores of this section (the watch resumes 10,000 revisions back).
 const RETENTION: u64 = 20_000;
 
@@ -66,11 +65,7 @@ async fn figures(budget: Budget, store: Arc<dyn Store>, n: u64) -> Figures {
     for _ in 0..rounds {
         let started = Instant::now();
         for _ in 0..20 {
-            let page = store
-                .range(RangeOptions::prefix(RANGE_PREFIX))
-                .await
-                .unwrap();
-            assert_eq!(page.entries.len(), 100);
+            range_100(store.as_ref()).await;
         }
         ranges.push(started.elapsed().as_secs_f64() * 1e6 / 20.0);
     }

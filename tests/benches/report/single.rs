@@ -29,6 +29,15 @@ pub fn spread(i: u64) -> String {
 /// The 100 keys of one range: `bench/k/00050xx`.
 pub const RANGE_PREFIX: &str = "bench/k/00050";
 
+/// Reads the 100 keys under [`RANGE_PREFIX`] through `store`.
+pub async fn range_100(store: &dyn Store) {
+    let page = store
+        .range(RangeOptions::prefix(RANGE_PREFIX))
+        .await
+        .unwrap();
+    assert_eq!(page.entries.len(), 100);
+}
+
 /// Loads `bench/k/0000000..KEYS` through `store`.
 pub async fn load(store: &dyn Store) {
     BulkLoader::new(store)
@@ -281,13 +290,7 @@ async fn redis_ops(
     out.push(at_most("txn of 10 puts vs MULTI/EXEC", txn, 1.5));
     let range = paired_us(
         budget,
-        async |_| {
-            let page = store
-                .range(RangeOptions::prefix(RANGE_PREFIX))
-                .await
-                .unwrap();
-            assert_eq!(page.entries.len(), 100);
-        },
+        async |_| range_100(store).await,
         async |_| {
             // The raw way to read 100 keys of a known prefix: list them, then MGET.
             let keys =
@@ -400,13 +403,7 @@ async fn etcd_ops(
     out.push(at_most("txn of 10 puts vs raw txn", txn));
     let range = paired_us(
         budget,
-        async |_| {
-            let page = store
-                .range(RangeOptions::prefix(RANGE_PREFIX))
-                .await
-                .unwrap();
-            assert_eq!(page.entries.len(), 100);
-        },
+        async |_| range_100(store).await,
         async |_| {
             let resp = raw
                 .clone()
