@@ -9,7 +9,7 @@
 //! `cargo bench -p keyplane-tests --bench mirror`.
 
 use keyplane_core::intercept::{Call, Intercepted, Interceptor};
-use keyplane_core::keyspace::{Key, Prefix, Text, TypedStore};
+use keyplane_core::keyspace::{Key, TypedStore};
 use keyplane_core::{BulkLoader, MirrorSnapshot, Result, Store};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,20 +24,9 @@ fn resident_bytes() -> i64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-keyplane_core::text_segment!(Root, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
-
-#[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "{root}/item/{id}", value = Text)]
-struct ItemKey {
-    root: Root,
-    id: u64,
-}
-
-#[derive(Prefix, Debug, Clone, PartialEq)]
-#[kv(template = "{root}/item/", key = ItemKey)]
-struct Items {
-    root: Root,
-}
+#[path = "common/items.rs"]
+mod items;
+use items::{ItemKey, Items, Root};
 
 /// Keys of the listing and memory figures.
 const LISTED: u64 = 100_000;

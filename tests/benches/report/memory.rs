@@ -8,7 +8,7 @@
 use crate::live_bytes;
 use crate::measure::{Budget, Goal, Measure, Report, multi_thread};
 use futures::StreamExt;
-use keyplane_core::keyspace::{Key, Prefix, Text, TypedStore};
+use keyplane_core::keyspace::{Key, TypedStore};
 use keyplane_core::{BulkLoader, PutOptions, Store};
 use keyplane_mem::MemStore;
 use keyplane_redis::{RedisConfig, RedisStore};
@@ -72,20 +72,9 @@ async fn redis_per_key(retention: Option<u64>) -> Option<(f64, f64)> {
     Some((ours, raw))
 }
 
-keyplane_core::text_segment!(Root, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
-
-#[derive(Key, Debug, Clone, PartialEq)]
-#[kv(template = "{root}/item/{id}", value = Text)]
-struct ItemKey {
-    root: Root,
-    id: u64,
-}
-
-#[derive(Prefix, Debug, Clone, PartialEq)]
-#[kv(template = "{root}/item/", key = ItemKey)]
-struct Items {
-    root: Root,
-}
+#[path = "../common/items.rs"]
+mod items;
+use items::{ItemKey, Items, Root};
 
 fn item(i: u64) -> (Vec<u8>, Vec<u8>) {
     (format!("bench/item/{i}").into_bytes(), VALUE.to_vec())
