@@ -38,6 +38,23 @@ pub async fn range_100(store: &dyn Store) {
     assert_eq!(page.entries.len(), 100);
 }
 
+/// A transaction of 10 puts through `store`: keys `{prefix}/{i % 100}/0..10`.
+async fn txn_of_10(store: &dyn Store, prefix: &str, i: u64) {
+    let ops = (0..10).map(|j| TxnOp::put(format!("{prefix}/{}/{j}", i % 100), VALUE));
+    store.txn(Txn::new().and_then(ops)).await.unwrap();
+}
+
+/// The raw counterpart of [`txn_of_10`] on Redis: MULTI, 10 SETs, EXEC.
+async fn multi_exec_of_10(con: &MultiplexedConnection, prefix: &str, i: u64) {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    for j in 0..10 {
+        pipe.set(format!("{prefix}/{}/{j}", i % 100), &VALUE[..])
+            .ignore();
+    }
+    let _: () = pipe.query_async(&mut con.clone()).await.unwrap();
+}
+
 /// Loads `bench/k/0000000..KEYS` through `store`.
 pub async fn load(store: &dyn Store) {
     BulkLoader::new(store)
@@ -162,18 +179,11 @@ async fn redis_cpu(budget: Budget, report: &mut Report, server: &RedisServer) {
     );
     let txn = (
         cpu_per_op(con, n / 10, async |i| {
-            let ops = (0..10).map(|j| TxnOp::put(format!("bench/cpu/ours/{}/{j}", i % 100), VALUE));
-            store.txn(Txn::new().and_then(ops)).await.unwrap();
+            txn_of_10(store, "bench/cpu/ours", i).await
         })
         .await,
         cpu_per_op(con, n / 10, async |i| {
-            let mut pipe = redis::pipe();
-            pipe.atomic();
-            for j in 0..10 {
-                pipe.set(format!("bench/cpu/raw/{}/{j}", i % 100), &VALUE[..])
-                    .ignore();
-            }
-            let _: () = pipe.query_async(&mut con.clone()).await.unwrap();
+            multi_exec_of_10(con, "bench/cpu/raw", i).await
         })
         .await,
     );
@@ -272,19 +282,8 @@ async fn redis_ops(
     out.push(at_most("put vs SET (new keys)", fresh, 1.5));
     let txn = paired_us(
         budget,
-        async |i| {
-            let ops = (0..10).map(|j| TxnOp::put(format!("bench/txn/ours/{}/{j}", i % 100), VALUE));
-            store.txn(Txn::new().and_then(ops)).await.unwrap();
-        },
-        async |i| {
-            let mut pipe = redis::pipe();
-            pipe.atomic();
-            for j in 0..10 {
-                pipe.set(format!("bench/txn/raw/{}/{j}", i % 100), &VALUE[..])
-                    .ignore();
-            }
-            let _: () = pipe.query_async(&mut con.clone()).await.unwrap();
-        },
+        async |i| txn_of_10(store, "bench/txn/ours", i).await,
+        async |i| multi_exec_of_10(con, "bench/txn/raw", i).await,
     )
     .await;
     out.push(at_most("txn of 10 puts vs MULTI/EXEC", txn, 1.5));
@@ -382,10 +381,7 @@ async fn etcd_ops(
     out.push(at_most("put vs raw put", put));
     let txn = paired_us(
         budget,
-        async |i| {
-            let ops = (0..10).map(|j| TxnOp::put(format!("bench/txn/ours/{}/{j}", i % 100), VALUE));
-            store.txn(Txn::new().and_then(ops)).await.unwrap();
-        },
+        async |i| txn_of_10(store, "bench/txn/ours", i).await,
         async |i| {
             let ops: Vec<EtcdOp> = (0..10)
                 .map(|j| {
