@@ -8,6 +8,7 @@ use crate::core::reconcile::glob_prefix;
 /// exactly these, on its key patterns and the store's internal prefix.
 pub const REQUIRED_COMMANDS: &[&str] = &[
     // Sent by the client.
+    "fcall",
     "evalsha",
     "script|load",
     "get",
@@ -82,7 +83,7 @@ impl RedisConfig {
     ///
     /// ```
     /// let rules = keyplane_redis::RedisConfig::default().acl_rules(&["nxc:*"]);
-    /// assert!(rules.starts_with("resetkeys ~nxc:* ~__kv:* resetchannels -@all +evalsha "));
+    /// assert!(rules.starts_with("resetkeys ~nxc:* ~__kv:* resetchannels -@all +fcall +evalsha "));
     /// ```
     pub fn acl_rules(&self, key_patterns: &[&str]) -> String {
         let mut rules = vec!["resetkeys".to_owned()];

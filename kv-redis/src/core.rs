@@ -12,12 +12,13 @@ pub(crate) mod scripts;
 
 use crate::config::RedisConfig;
 use crate::core::decode::{array, corrupted, int};
-use crate::core::scripts::Scripts;
+use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
 use keyplane_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Cmd, FromRedisValue, Script, Value};
+use redis::{Cmd, FromRedisValue, RedisError, Value};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -32,6 +33,9 @@ pub(crate) struct Core {
     pub(crate) config: RedisConfig,
     pub(crate) caps: Capabilities,
     pub(crate) scripts: Scripts,
+    /// Whether scripts run as the functions of the library (`FCALL`), else by `EVALSHA`:
+    /// see [`scripts`]. Cleared for good when the server stops serving the library.
+    pub(crate) functions: AtomicBool,
     pub(crate) prefix: Vec<u8>,
     /// The metadata hash, `prefix` + `meta`, read directly by `get`.
     pub(crate) meta_key: Vec<u8>,
@@ -97,6 +101,8 @@ impl Core {
             },
         };
         let hub = Arc::new(crate::watch::Hub::new(client.clone(), &config));
+        let scripts = Scripts::new();
+        let functions = config.functions && serves_functions(&mut con.clone(), &scripts).await?;
         Ok(Core {
             hub,
             con,
@@ -105,7 +111,8 @@ impl Core {
             meta_key: [config.internal_prefix.as_bytes(), b"meta"].concat(),
             config,
             caps,
-            scripts: Scripts::new(),
+            scripts,
+            functions: AtomicBool::new(functions),
             sweeper_wake: Arc::new(Notify::new()),
             db,
         })
@@ -153,7 +160,7 @@ impl Core {
     /// Runs a script with the prefix as its first argument, then `args`.
     pub(crate) async fn run<T: FromRedisValue>(
         &self,
-        script: &Script,
+        script: &Lua,
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
@@ -167,7 +174,7 @@ impl Core {
     /// Runs a writing script: the prefix, the log retention, then `args`.
     pub(crate) async fn run_write<T: FromRedisValue>(
         &self,
-        script: &Script,
+        script: &Lua,
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
@@ -178,36 +185,71 @@ impl Core {
         self.invoke(script, &call, op).await
     }
 
-    /// The run of `script` (EVALSHA, no keys) with the prefix as its first argument, for the
-    /// caller to add the rest of its arguments to, in one buffer, and send with `invoke`.
-    pub(crate) fn script_call(&self, script: &Script) -> Cmd {
-        let mut call = redis::cmd("EVALSHA");
-        call.arg(script.get_hash())
-            .arg(0)
-            .arg(self.prefix.as_slice());
+    /// The run of `script` (`FCALL` or `EVALSHA`, no keys) with the prefix as its first
+    /// argument, for the caller to add the rest of its arguments to, in one buffer, and send
+    /// with `invoke`.
+    pub(crate) fn script_call(&self, script: &Lua) -> Cmd {
+        let mut call = if self.functions.load(Ordering::Relaxed) {
+            let mut call = redis::cmd("FCALL");
+            call.arg(&script.function);
+            call
+        } else {
+            let mut call = redis::cmd("EVALSHA");
+            call.arg(script.script.get_hash());
+            call
+        };
+        call.arg(0).arg(self.prefix.as_slice());
         call
     }
 
     /// The run of a writing script: the prefix, then the log retention.
-    pub(crate) fn write_call(&self, script: &Script) -> Cmd {
+    pub(crate) fn write_call(&self, script: &Lua) -> Cmd {
         let mut call = self.script_call(script);
         call.arg(self.config.history_retention);
         call
     }
 
-    /// Sends a script run from `script_call`, loading the script first when the server does
-    /// not have it (a restarted server, or one whose scripts were flushed).
+    /// Sends a script run from `script_call`. A function the server lacks (a restarted
+    /// server without persistence, or one whose functions were flushed) is loaded and called
+    /// again; a server that no longer serves the library (the user lost the permission to
+    /// call or load it) gets the script by `EVALSHA` from then on. A function refused
+    /// because the server is out of memory runs once more by `EVALSHA`, which Redis checks
+    /// at the script's first write instead of before it starts, so that deletes, which free
+    /// memory, still run. A script the server lacks is loaded and sent again.
     pub(crate) async fn invoke<T: FromRedisValue>(
         &self,
-        script: &Script,
+        script: &Lua,
         call: &Cmd,
         op: &'static str,
     ) -> Result<T> {
         let mut con = self.con.clone();
-        let reply = match call.query_async(&mut con).await {
+        let mut reply = call.query_async(&mut con).await;
+        if is_fcall(call) {
+            let mut eval = false;
+            if let Err(e) = &reply {
+                if function_missing(e) {
+                    match load_library(&mut con).await {
+                        Ok(()) => reply = call.query_async(&mut con).await,
+                        Err(_) => {
+                            self.functions.store(false, Ordering::Relaxed);
+                            eval = true;
+                        }
+                    }
+                } else if refused_fcall(e) {
+                    self.functions.store(false, Ordering::Relaxed);
+                    eval = true;
+                } else if e.code() == Some("OOM") {
+                    eval = true;
+                }
+            }
+            if eval {
+                reply = as_evalsha(script, call).query_async(&mut con).await;
+            }
+        }
+        let reply = match reply {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                match script.load_async(&mut con).await {
-                    Ok(_) => call.query_async(&mut con).await,
+                match script.script.load_async(&mut con).await {
+                    Ok(_) => as_evalsha(script, call).query_async(&mut con).await,
                     Err(e) => Err(e),
                 }
             }
@@ -257,6 +299,80 @@ impl Core {
             .map_err(|e| map_error("revision", e))?;
         Ok(rev.unwrap_or(0))
     }
+}
+
+/// Whether the server serves the function library to this connection's user: the library's
+/// `hello` function answers, or the library loads. Servers before Redis 7 (no `FCALL`), users
+/// who may not call it, or users who may not load it when it is missing answer no.
+///
+/// # Errors
+/// `Unavailable` when the server cannot be reached.
+async fn serves_functions(con: &mut ConnectionManager, scripts: &Scripts) -> Result<bool> {
+    let hello: redis::RedisResult<i64> = redis::cmd("FCALL")
+        .arg(&scripts.hello)
+        .arg(0)
+        .query_async(con)
+        .await;
+    match hello {
+        Ok(_) => Ok(true),
+        Err(e) if function_missing(&e) => Ok(load_library(con).await.is_ok()),
+        Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() => {
+            Err(map_error("connect", e))
+        }
+        Err(_) => Ok(false),
+    }
+}
+
+/// Loads the function library; one that is already loaded (by another store) counts as
+/// loaded.
+async fn load_library(con: &mut ConnectionManager) -> redis::RedisResult<()> {
+    let library = scripts::library();
+    let loaded: redis::RedisResult<String> = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(&library.code)
+        .query_async(con)
+        .await;
+    match loaded {
+        Err(e) if !e.detail().unwrap_or_default().contains("already exists") => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `call` is an `FCALL`.
+fn is_fcall(call: &Cmd) -> bool {
+    matches!(call.args_iter().next(), Some(redis::Arg::Simple(b"FCALL")))
+}
+
+/// Whether the server answered that the function does not exist.
+fn function_missing(e: &RedisError) -> bool {
+    e.code() == Some("ERR")
+        && e.detail()
+            .unwrap_or_default()
+            .starts_with("Function not found")
+}
+
+/// Whether the server refused `FCALL` itself: it does not know the command, or the user may
+/// not run it (not an error a function returned, which names no command).
+fn refused_fcall(e: &RedisError) -> bool {
+    let detail = e.detail().unwrap_or_default().to_ascii_lowercase();
+    match e.code() {
+        Some("NOPERM") => detail.contains("'fcall'"),
+        Some("ERR") => detail.starts_with("unknown command") && detail.contains("fcall"),
+        _ => false,
+    }
+}
+
+/// The `EVALSHA` form of an `FCALL` (or `EVALSHA`) from `script_call`: the same keys and
+/// arguments.
+fn as_evalsha(script: &Lua, call: &Cmd) -> Cmd {
+    let mut eval = redis::cmd("EVALSHA");
+    eval.arg(script.script.get_hash());
+    for arg in call.args_iter().skip(2) {
+        if let redis::Arg::Simple(arg) = arg {
+            eval.arg(arg);
+        }
+    }
+    eval
 }
 
 /// The digest that a key's metadata keeps of the value the store wrote: the first 16 hex

@@ -18,3 +18,17 @@ pub use config::RedisConfig;
 #[cfg(feature = "tls")]
 pub use config::RedisTlsConfig;
 pub use store::RedisStore;
+
+/// The Lua function library the store loads into Redis 7 (see [`RedisConfig::functions`]):
+/// `#!lua name=keyplane_<version>` and its functions, for an administrator to load once
+/// (`redis-cli -x FUNCTION LOAD < library.lua`) where the store's ACL user may call the
+/// library but not load it. The version is the first 12 hex digits of the SHA-1 of the
+/// library's text, so that stores built from different versions of this crate share a
+/// server, each with its own library.
+///
+/// ```
+/// assert!(keyplane_redis::function_library().starts_with("#!lua name=keyplane_"));
+/// ```
+pub fn function_library() -> &'static str {
+    &crate::core::scripts::library().code
+}

@@ -1,5 +1,8 @@
--- Shared by every writing script. ARGV[1] is the internal prefix, ARGV[2] the number of
--- revisions the event log retains.
+-- Shared by every writing script, which starts with `begin(ARGV)`: ARGV[1] is the internal
+-- prefix, ARGV[2] the number of revisions the event log retains. The same text serves both
+-- ways the store runs its scripts: each script alone (EVALSHA), this library before it; or
+-- every script as a function of one library (FUNCTION LOAD once, then FCALL), where what this
+-- file declares lives between calls, so that `begin` sets each call's state afresh.
 --
 -- Layout under the prefix P:
 --   P.."rev"      string: the store revision
@@ -19,10 +22,7 @@
 -- Redis is the source of truth for what exists: a plain string at a user key without
 -- metadata was written by another program, and the first script that touches it adopts it
 -- (metadata, index, and a put event at a revision of its own) before acting on it.
-local P = ARGV[1]
-local RETENTION = tonumber(ARGV[2])
-local K_REV, K_META, K_IDX, K_CIDX, K_LOG = P .. 'rev', P .. 'meta', P .. 'idx', P .. 'cidx', P .. 'log'
-local K_LEASES, K_LTTL = P .. 'leases', P .. 'lttl'
+local P, RETENTION, K_REV, K_META, K_IDX, K_CIDX, K_LOG, K_LEASES, K_LTTL
 
 local function lease_set(id)
   return P .. 'lk:' .. id
@@ -81,17 +81,21 @@ end
 -- field, so a transaction of any size is one XADD.
 local events = {}
 
--- Numbers formatted once per run (Lua formats a number as a float, which costs more than the
--- rest of building an event): `LEN[n]` is `<n>:`, an event field's length, and `DECIMAL[n]`
--- the decimal text of n.
+-- Numbers formatted once (Lua formats a number as a float, which costs more than the rest of
+-- building an event): `LEN[n]` is `<n>:`, an event field's length, and `DECIMAL[n]` the
+-- decimal text of n. A function library keeps them between calls, up to FORMATTED_MAX
+-- numbers (`begin` starts afresh past it).
+local FORMATTED_MAX = 4096
+local formatted_count = 0
 local function formatted(suffix)
   return setmetatable({}, { __index = function(t, n)
     local s = n .. suffix
     t[n] = s
+    formatted_count = formatted_count + 1
     return s
   end })
 end
-local LEN, DECIMAL = formatted(':'), formatted('')
+local LEN, DECIMAL
 
 local function push_event(kind, key, value, meta, prev_value, prev_meta)
   prev_value, prev_meta = prev_value or '', prev_meta or ''
@@ -364,4 +368,21 @@ local function sweep_expired(now, max)
   end
   events = {}
   return #ids
+end
+
+-- Sets the state of a call from its arguments: the prefix and the names under it, the
+-- retention, and an empty revision (a function library keeps these between calls, and a call
+-- that failed may have left events behind).
+local function begin(argv)
+  if argv[1] ~= P then
+    P = argv[1]
+    K_REV, K_META, K_IDX, K_CIDX, K_LOG = P .. 'rev', P .. 'meta', P .. 'idx', P .. 'cidx', P .. 'log'
+    K_LEASES, K_LTTL = P .. 'leases', P .. 'lttl'
+  end
+  RETENTION = tonumber(argv[2])
+  if not LEN or formatted_count > FORMATTED_MAX then
+    LEN, DECIMAL, formatted_count = formatted(':'), formatted(''), 0
+  end
+  events = {}
+  corder, cgroups, cexisted, csize = nil, nil, nil, nil
 end
