@@ -230,6 +230,7 @@ impl Core {
                 if function_missing(e) {
                     match load_library(&mut con).await {
                         Ok(()) => reply = call.query_async(&mut con).await,
+                        Err(e) if unreachable(&e) => reply = Err(e),
                         Err(_) => {
                             self.functions.store(false, Ordering::Relaxed);
                             eval = true;
@@ -315,12 +316,20 @@ async fn serves_functions(con: &mut ConnectionManager, scripts: &Scripts) -> Res
         .await;
     match hello {
         Ok(_) => Ok(true),
-        Err(e) if function_missing(&e) => Ok(load_library(con).await.is_ok()),
-        Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() => {
-            Err(map_error("connect", e))
-        }
+        Err(e) if function_missing(&e) => match load_library(con).await {
+            Ok(()) => Ok(true),
+            Err(e) if unreachable(&e) => Err(map_error("connect", e)),
+            Err(_) => Ok(false),
+        },
+        Err(e) if unreachable(&e) => Err(map_error("connect", e)),
         Err(_) => Ok(false),
     }
+}
+
+/// Whether `e` says nothing of the server's answer (the connection failed or timed out), as
+/// opposed to a refusal.
+fn unreachable(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
 }
 
 /// Loads the function library; one that is already loaded (by another store) counts as
