@@ -18,7 +18,9 @@ use std::time::Duration;
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RedisConfig {
-    /// `redis://host:port[/db]`, or `rediss://` for TLS (crate feature `tls`). Default
+    /// `redis://host:port[/db]`, `rediss://` for TLS (crate feature `tls`), or
+    /// `redis+cluster://[user:password@]host:port,host:port...` for a Redis Cluster (its seed
+    /// nodes; see the crate documentation for what the store does on a cluster). Default
     /// `redis://127.0.0.1:6379`.
     pub url: String,
     /// ACL user name; overrides one given in the URL.
@@ -148,7 +150,7 @@ impl RedisConfig {
         let config_error = |message: String| Error::new(ErrorKind::Config, message);
         if !(self.url.starts_with("redis://") || self.url.starts_with("rediss://")) {
             return Err(config_error(format!(
-                "a Redis URL starts with redis:// or rediss://, got {:?}",
+                "a Redis URL starts with redis://, rediss:// or redis+cluster://, got {:?}",
                 redact(&self.url)
             )));
         }
@@ -161,6 +163,108 @@ impl RedisConfig {
         if self.tls.is_some() && !self.url.starts_with("rediss://") {
             return Err(config_error("TLS settings need a rediss:// URL".to_owned()));
         }
+        self.check()?;
+        let info = self.url.as_str().into_connection_info().map_err(|e| {
+            Error::new(ErrorKind::Config, "the Redis URL does not parse")
+                .with_context("url", redact(&self.url))
+                .with_source(e)
+        })?;
+        let mut settings = info.redis_settings().clone();
+        if let Some(user) = &self.username {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = &self.password {
+            settings = settings.set_password(password);
+        }
+        if let Some(db) = self.database {
+            settings = settings.set_db(db);
+        }
+        Ok(info.set_redis_settings(settings))
+    }
+
+    /// Whether the URL names a Redis Cluster: `redis+cluster://`.
+    pub fn is_cluster(&self) -> bool {
+        self.url.starts_with(CLUSTER_SCHEME)
+    }
+
+    /// The seed nodes of a `redis+cluster://[user:password@]host:port,host:port...` URL, and
+    /// the credentials (the configuration's own override the URL's).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for a node that does not parse, a database other than 0 (a
+    /// cluster has one), TLS settings (not supported on a cluster), reconcile roots (the
+    /// reconciler does not run on a cluster), or the checks of a single server's URL.
+    pub(crate) fn cluster_nodes(
+        &self,
+    ) -> Result<(Vec<redis::ConnectionInfo>, Option<String>, Option<String>)> {
+        use redis::IntoConnectionInfo;
+        let config_error = |message: String| Error::new(ErrorKind::Config, message);
+        let Some(rest) = self.url.strip_prefix(CLUSTER_SCHEME) else {
+            return Err(config_error("not a redis+cluster:// URL".to_owned()));
+        };
+        self.check()?;
+        if self.database.is_some_and(|db| db != 0) {
+            return Err(config_error(
+                "a Redis Cluster has database 0 only".to_owned(),
+            ));
+        }
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() {
+            return Err(config_error(
+                "TLS is not supported on Redis Cluster".to_owned(),
+            ));
+        }
+        if self.internal_prefix.contains(['{', '}']) {
+            return Err(config_error(
+                "on Redis Cluster the internal prefix must contain no brace (the store adds \
+                 each group's hash tag to it)"
+                    .to_owned(),
+            ));
+        }
+        if !self.reconcile_roots.is_empty() {
+            return Err(config_error(
+                "the reconciler does not run on Redis Cluster: reconcile_roots must be empty"
+                    .to_owned(),
+            ));
+        }
+        let (credentials, hosts) = match rest.rsplit_once('@') {
+            Some((credentials, hosts)) => (Some(credentials), hosts),
+            None => (None, rest),
+        };
+        let (mut username, mut password) = match credentials.map(|c| c.split_once(':')) {
+            Some(Some((user, password))) => (
+                (!user.is_empty()).then(|| user.to_owned()),
+                Some(password.to_owned()),
+            ),
+            Some(None) => (credentials.map(str::to_owned), None),
+            None => (None, None),
+        };
+        username = self.username.clone().or(username);
+        password = self.password.clone().or(password);
+        let nodes = hosts
+            .split(',')
+            .map(|host| {
+                let host = host.trim_end_matches('/');
+                if host.is_empty() || host.contains('/') {
+                    return Err(config_error(format!(
+                        "a cluster node is host:port, got {host:?}"
+                    )));
+                }
+                format!("redis://{host}")
+                    .into_connection_info()
+                    .map_err(|e| {
+                        Error::new(ErrorKind::Config, "a cluster node does not parse")
+                            .with_context("node", host.to_owned())
+                            .with_source(e)
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((nodes, username, password))
+    }
+
+    /// The checks every URL shares: the internal prefix, the sizes, the reconcile roots.
+    fn check(&self) -> Result<()> {
+        let config_error = |message: String| Error::new(ErrorKind::Config, message);
         if self.internal_prefix.is_empty() || self.internal_prefix.contains('\0') {
             return Err(config_error(
                 "the internal prefix must be non-empty and contain no NUL".to_owned(),
@@ -186,24 +290,12 @@ impl RedisConfig {
                 "the reconcile root {root:?} lies under the internal prefix"
             )));
         }
-        let info = self.url.as_str().into_connection_info().map_err(|e| {
-            Error::new(ErrorKind::Config, "the Redis URL does not parse")
-                .with_context("url", redact(&self.url))
-                .with_source(e)
-        })?;
-        let mut settings = info.redis_settings().clone();
-        if let Some(user) = &self.username {
-            settings = settings.set_username(user);
-        }
-        if let Some(password) = &self.password {
-            settings = settings.set_password(password);
-        }
-        if let Some(db) = self.database {
-            settings = settings.set_db(db);
-        }
-        Ok(info.set_redis_settings(settings))
+        Ok(())
     }
 }
+
+/// The scheme of a Redis Cluster URL.
+const CLUSTER_SCHEME: &str = "redis+cluster://";
 
 /// The URL with any password replaced by `***`.
 fn redact(url: &str) -> String {
@@ -237,7 +329,8 @@ impl fmt::Debug for RedisConfig {
             .field("reconcile_roots", &self.reconcile_roots)
             .field("reconcile_interval_ms", &self.reconcile_interval_ms)
             .field("keyspace_notifications", &self.keyspace_notifications)
-            .field("reconcile_scan_count", &self.reconcile_scan_count);
+            .field("reconcile_scan_count", &self.reconcile_scan_count)
+            .field("functions", &self.functions);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.finish()

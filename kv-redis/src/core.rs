@@ -10,12 +10,13 @@ pub(crate) mod decode;
 pub(crate) mod reconcile;
 pub(crate) mod scripts;
 
+use crate::con::{Con, Dial};
 use crate::config::RedisConfig;
 use crate::core::decode::{array, corrupted, int};
 use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
 use keyplane_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
 use redis::{Cmd, FromRedisValue, RedisError, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,16 +27,20 @@ use tokio::sync::Notify;
 /// the single-threaded server inside a script).
 const MAX_VALUE_BYTES: usize = 16 << 20;
 
-/// What the store's operations and its background tasks share.
+/// What the store's operations and its background tasks share. On a Redis Cluster each
+/// co-location group has a `Core` of its own ([`Core::group`]): the same connection, with the
+/// group's internal prefix, under which its revision, metadata, index, log and leases live.
 pub(crate) struct Core {
-    pub(crate) con: ConnectionManager,
-    pub(crate) client: redis::Client,
+    pub(crate) con: Con,
+    pub(crate) dial: Dial,
     pub(crate) config: RedisConfig,
     pub(crate) caps: Capabilities,
-    pub(crate) scripts: Scripts,
+    pub(crate) scripts: Arc<Scripts>,
     /// Whether scripts run as the functions of the library (`FCALL`), else by `EVALSHA`:
     /// see [`scripts`]. Cleared for good when the server stops serving the library.
-    pub(crate) functions: AtomicBool,
+    pub(crate) functions: Arc<AtomicBool>,
+    /// The prefix of this core's internal keys: the configured internal prefix, followed on
+    /// a cluster by the group's hash tag and `:`.
     pub(crate) prefix: Vec<u8>,
     /// The metadata hash, `prefix` + `meta`, read directly by `get`.
     pub(crate) meta_key: Vec<u8>,
@@ -60,30 +65,48 @@ pub(crate) struct LogStart {
 }
 
 impl Core {
-    /// Connects to the Redis server of `config` (a connection manager that reconnects) and
-    /// derives the capabilities from the configuration.
+    /// Connects to the Redis server or cluster of `config` (a connection that reconnects)
+    /// and derives the capabilities from the configuration.
     ///
     /// # Errors
     /// As [`RedisStore::connect`](crate::RedisStore::connect).
     pub(crate) async fn connect(config: RedisConfig) -> Result<Core> {
-        let info = config.connection_info()?;
-        let db = info.redis_settings().db();
-        #[cfg(feature = "tls")]
-        let client = match &config.tls {
-            Some(tls) => redis::Client::build_with_tls(info, tls.certificates()?),
-            None => redis::Client::open(info),
+        let (con, dial, db) = if config.is_cluster() {
+            let (nodes, username, password) = config.cluster_nodes()?;
+            let dial = Dial::Cluster {
+                nodes,
+                username,
+                password,
+            };
+            let client = dial
+                .cluster_client(config.connect_timeout(), config.response_timeout())
+                .map_err(|e| map_error("connect", e))?;
+            let con = client
+                .get_async_connection()
+                .await
+                .map_err(|e| map_error("connect", e))?;
+            (Con::Cluster(con), dial, 0)
+        } else {
+            let info = config.connection_info()?;
+            let db = info.redis_settings().db();
+            #[cfg(feature = "tls")]
+            let client = match &config.tls {
+                Some(tls) => redis::Client::build_with_tls(info, tls.certificates()?),
+                None => redis::Client::open(info),
+            };
+            #[cfg(not(feature = "tls"))]
+            let client = redis::Client::open(info);
+            let client = client.map_err(|e| map_error("connect", e))?;
+            let manager_config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(config.connect_timeout()))
+                .set_response_timeout(Some(config.response_timeout()))
+                .set_number_of_retries(3);
+            let con = client
+                .get_connection_manager_with_config(manager_config)
+                .await
+                .map_err(|e| map_error("connect", e))?;
+            (Con::Manager(con), Dial::Single(client), db)
         };
-        #[cfg(not(feature = "tls"))]
-        let client = redis::Client::open(info);
-        let client = client.map_err(|e| map_error("connect", e))?;
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout()))
-            .set_response_timeout(Some(config.response_timeout()))
-            .set_number_of_retries(3);
-        let con = client
-            .get_connection_manager_with_config(manager_config)
-            .await
-            .map_err(|e| map_error("connect", e))?;
         let caps = Capabilities {
             backend: "redis",
             max_txn_ops: config.max_txn_ops,
@@ -100,22 +123,46 @@ impl Core {
                 interval: config.reconcile_interval(),
             },
         };
-        let hub = Arc::new(crate::watch::Hub::new(client.clone(), &config));
-        let scripts = Scripts::new();
+        let prefix = config.internal_prefix.as_bytes().to_vec();
+        let scripts = Arc::new(Scripts::new());
         let functions = config.functions && serves_functions(&mut con.clone(), &scripts).await?;
         Ok(Core {
-            hub,
+            hub: Arc::new(crate::watch::Hub::new(dial.clone(), &prefix, &config)),
             con,
-            client,
-            prefix: config.internal_prefix.as_bytes().to_vec(),
-            meta_key: [config.internal_prefix.as_bytes(), b"meta"].concat(),
+            dial,
+            meta_key: [prefix.as_slice(), b"meta"].concat(),
+            prefix,
             config,
             caps,
             scripts,
-            functions: AtomicBool::new(functions),
+            functions: Arc::new(AtomicBool::new(functions)),
             sweeper_wake: Arc::new(Notify::new()),
             db,
         })
+    }
+
+    /// The core of the co-location group whose hash tag is `tag` (on a cluster): the same
+    /// connection and scripts, with the internal prefix `{internal prefix}{tag}:`, so that
+    /// every internal key of the group hashes to the slot of its user keys.
+    pub(crate) fn group(&self, tag: &[u8]) -> Core {
+        let prefix = [self.config.internal_prefix.as_bytes(), b"{", tag, b"}:"].concat();
+        Core {
+            hub: Arc::new(crate::watch::Hub::new(
+                self.dial.clone(),
+                &prefix,
+                &self.config,
+            )),
+            con: self.con.clone(),
+            dial: self.dial.clone(),
+            meta_key: [prefix.as_slice(), b"meta"].concat(),
+            prefix,
+            config: self.config.clone(),
+            caps: self.caps.clone(),
+            scripts: Arc::clone(&self.scripts),
+            functions: Arc::clone(&self.functions),
+            sweeper_wake: Arc::new(Notify::new()),
+            db: self.db,
+        }
     }
 
     /// The name of an internal key: the prefix and `name`.
@@ -127,7 +174,7 @@ impl Core {
 
     /// Whether a reconciler root covers `key` (never one under the internal prefix).
     pub(crate) fn in_roots(&self, key: &[u8]) -> bool {
-        !key.starts_with(&self.prefix)
+        !key.starts_with(self.config.internal_prefix.as_bytes())
             && self
                 .config
                 .reconcile_roots
@@ -137,11 +184,12 @@ impl Core {
 
     /// Rejects user keys under the internal prefix.
     pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
-        if key.starts_with(&self.prefix) {
+        let reserved = self.config.internal_prefix.as_bytes();
+        if key.starts_with(reserved) {
             return Err(
                 Error::invalid_key("keys under the store's internal prefix are reserved")
                     .with_context("key", keyplane_core::escape_bytes(key))
-                    .with_context("prefix", keyplane_core::escape_bytes(&self.prefix)),
+                    .with_context("prefix", keyplane_core::escape_bytes(reserved)),
             );
         }
         Ok(())
@@ -198,7 +246,10 @@ impl Core {
             call.arg(script.script.get_hash());
             call
         };
-        call.arg(0).arg(self.prefix.as_slice());
+        // The revision key, declared so that a cluster routes the call to the group's slot.
+        call.arg(1)
+            .arg(self.internal("rev"))
+            .arg(self.prefix.as_slice());
         call
     }
 
@@ -308,7 +359,7 @@ impl Core {
 ///
 /// # Errors
 /// `Unavailable` when the server cannot be reached.
-async fn serves_functions(con: &mut ConnectionManager, scripts: &Scripts) -> Result<bool> {
+async fn serves_functions(con: &mut Con, scripts: &Scripts) -> Result<bool> {
     let hello: redis::RedisResult<i64> = redis::cmd("FCALL")
         .arg(&scripts.hello)
         .arg(0)
@@ -334,7 +385,7 @@ fn unreachable(e: &RedisError) -> bool {
 
 /// Loads the function library; one that is already loaded (by another store) counts as
 /// loaded.
-async fn load_library(con: &mut ConnectionManager) -> redis::RedisResult<()> {
+async fn load_library(con: &mut Con) -> redis::RedisResult<()> {
     let library = scripts::library();
     let loaded: redis::RedisResult<String> = redis::cmd("FUNCTION")
         .arg("LOAD")

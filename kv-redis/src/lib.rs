@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 mod access;
+mod con;
 mod config;
 mod core;
 mod error;

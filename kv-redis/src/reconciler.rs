@@ -215,7 +215,13 @@ async fn subscribe(core: &Core) -> Result<PubSubStream> {
     if !notifications_on(core).await? {
         enable_notifications(core).await?;
     }
-    let connect = core.client.get_async_pubsub();
+    let Some(client) = core.dial.single() else {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "the reconciler does not run on Redis Cluster",
+        ));
+    };
+    let connect = client.get_async_pubsub();
     let mut pubsub = tokio::time::timeout(core.config.connect_timeout(), connect)
         .await
         .map_err(|_| Error::new(ErrorKind::Timeout, "subscribing to notifications timed out"))?

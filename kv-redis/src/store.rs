@@ -6,10 +6,12 @@ use crate::config::RedisConfig;
 use crate::core::Core;
 use crate::core::reconcile::ReconcileReport;
 use keyplane_core::{
-    Capabilities, DeleteResult, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult,
-    RangeOptions, RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
+    Capabilities, DeleteResult, Entry, Error, ErrorKind, KeyRange, LeaseGrant, LeaseId, LeaseInfo,
+    PutOptions, PutResult, RangeOptions, RangeResult, Result, Store, Txn, TxnOp, TxnResponse,
+    WatchOptions, WatchStream, escape_bytes,
 };
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
@@ -20,7 +22,14 @@ use tokio::task::JoinHandle;
 /// sorted set swept by a background task of every client. The layout is described in the
 /// crate documentation.
 pub struct RedisStore {
+    /// The store's core: on one server, the only one; on a cluster, the one the groups'
+    /// cores are made from.
     core: Arc<Core>,
+    /// On a cluster, the core of each co-location group used so far, by hash tag.
+    groups: Option<Mutex<HashMap<Vec<u8>, Arc<Core>>>>,
+    /// The hash tag of the one group a store from [`RedisStore::group`] serves (its `core`
+    /// is that group's).
+    bound: Option<Vec<u8>>,
     sweeper: JoinHandle<()>,
     /// The background reconciler, when the configuration has roots.
     reconciler: Option<JoinHandle<()>>,
@@ -36,8 +45,14 @@ impl RedisStore {
     /// server cannot be reached or refuses the credentials.
     pub async fn connect(config: RedisConfig) -> Result<Self> {
         let core = Arc::new(Core::connect(config).await?);
+        let cluster = core.config.is_cluster();
+        // On a cluster, leases are not offered (see `group_of`), so nothing needs sweeping.
         let sweeper = tokio::spawn(crate::lease::sweep_loop(
-            Arc::downgrade(&core),
+            if cluster {
+                std::sync::Weak::new()
+            } else {
+                Arc::downgrade(&core)
+            },
             core.sweeper_wake.clone(),
         ));
         let id = format!("{:016x}", rand_id());
@@ -45,6 +60,8 @@ impl RedisStore {
             .then(|| tokio::spawn(crate::reconciler::run(Arc::downgrade(&core), id.clone())));
         Ok(RedisStore {
             core,
+            groups: cluster.then(|| Mutex::new(HashMap::new())),
+            bound: None,
             sweeper,
             reconciler,
             id,
@@ -69,6 +86,9 @@ impl RedisStore {
     /// `InvalidKey` for a prefix under the internal prefix; backend errors (what was
     /// reconciled before the error stays reconciled).
     pub async fn reconcile(&self, prefix: &[u8]) -> Result<ReconcileReport> {
+        if self.groups.is_some() || self.bound.is_some() {
+            return Err(on_cluster("reconcile"));
+        }
         crate::core::reconcile::reconcile(&self.core, prefix).await
     }
 
@@ -81,10 +101,208 @@ impl RedisStore {
         Self::connect(RedisConfig::new(url)).await
     }
 
+    /// On a Redis Cluster, the store of the one co-location group whose hash tag is `tag`:
+    /// the whole contract (ranges and watches of the group, transactions, leases, the
+    /// group's revision and compaction) over the group's own revision sequence, metadata,
+    /// index, event log and leases, all in the slot of `tag`. Every key it writes must carry
+    /// the hash tag (`{tag}`); ranges and watches see the group's keys only.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> keyplane_core::Result<()> {
+    /// use keyplane_core::{PutOptions, Store};
+    /// let cluster =
+    ///     keyplane_redis::RedisStore::from_url("redis+cluster://10.0.0.5:7000,10.0.0.6:7000")
+    ///         .await?;
+    /// let eu = cluster.group(b"eu")?;
+    /// eu.put(b"nxc:map:{eu}:aws", b"...", PutOptions::default()).await?;
+    /// let revision = eu.revision().await?; // the group's revision
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// `Unsupported` on a single server (whose store already serves everything), and on a
+    /// store that is itself one group's; `InvalidKey` for an empty tag or one holding `}`.
+    pub fn group(&self, tag: &[u8]) -> Result<RedisStore> {
+        if self.groups.is_none() {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "groups are a Redis Cluster store's; this store serves the whole server",
+            ));
+        }
+        if tag.is_empty() || tag.contains(&b'}') {
+            return Err(
+                Error::invalid_key("a hash tag is non-empty and holds no `}`")
+                    .with_context("tag", escape_bytes(tag)),
+            );
+        }
+        let core = self.core_of(Some(tag), "group")?;
+        let sweeper = tokio::spawn(crate::lease::sweep_loop(
+            Arc::downgrade(&core),
+            core.sweeper_wake.clone(),
+        ));
+        Ok(RedisStore {
+            core,
+            groups: None,
+            bound: Some(tag.to_vec()),
+            sweeper,
+            reconciler: None,
+            id: format!("{:016x}", rand_id()),
+        })
+    }
+
     /// The configuration the store was connected with.
     pub fn config(&self) -> &RedisConfig {
         &self.core.config
     }
+}
+
+impl RedisStore {
+    /// The core that serves keys of `group` (`None`: the whole store): the store's own on one
+    /// server; on a cluster, the group's, made on first use.
+    ///
+    /// # Errors
+    /// On a cluster, `Unsupported` for an operation over the whole store (`group` `None`,
+    /// named by `op`).
+    fn core_of(&self, group: Option<&[u8]>, op: &'static str) -> Result<Arc<Core>> {
+        let Some(groups) = &self.groups else {
+            return Ok(Arc::clone(&self.core));
+        };
+        let Some(tag) = group else {
+            return Err(on_cluster(op));
+        };
+        let mut groups = groups.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(Arc::clone(
+            groups
+                .entry(tag.to_vec())
+                .or_insert_with(|| Arc::new(self.core.group(tag))),
+        ))
+    }
+
+    /// The core of the group of `key` (on a cluster, its hash tag).
+    ///
+    /// # Errors
+    /// On a cluster, `InvalidKey` for a key without a hash tag.
+    fn core_of_key(&self, key: &[u8]) -> Result<Arc<Core>> {
+        if let Some(bound) = &self.bound {
+            self.check_in_group(bound, key)?;
+        }
+        if self.groups.is_none() {
+            return Ok(Arc::clone(&self.core));
+        }
+        let tag = group_tag(key).ok_or_else(|| untagged(key))?;
+        self.core_of(Some(tag), "key")
+    }
+
+    /// Checks that `key` carries the hash tag `bound` of the group this store serves.
+    fn check_in_group(&self, bound: &[u8], key: &[u8]) -> Result<()> {
+        if group_tag(key) == Some(bound) {
+            return Ok(());
+        }
+        Err(Error::invalid_key(
+            "this store serves one co-location group: its keys carry the group's hash tag",
+        )
+        .with_context("key", escape_bytes(key))
+        .with_context("group", escape_bytes(bound)))
+    }
+
+    /// The core of the one group every key of `range` belongs to (on a cluster: a key with a
+    /// hash tag, a prefix holding a whole hash tag, or an interval whose bounds share one).
+    ///
+    /// # Errors
+    /// On a cluster, `Unsupported` for a range over more than one group.
+    fn core_of_range(&self, range: &KeyRange, op: &'static str) -> Result<Arc<Core>> {
+        if self.groups.is_none() {
+            return Ok(Arc::clone(&self.core));
+        }
+        let shared = match range {
+            KeyRange::Key(key) => group_tag(key),
+            KeyRange::Prefix(prefix) => group_tag(prefix),
+            KeyRange::Interval {
+                start,
+                end: Some(end),
+            } => {
+                let common = start.iter().zip(end).take_while(|(a, b)| a == b).count();
+                group_tag(&start[..common])
+            }
+            KeyRange::Interval { end: None, .. } => None,
+        };
+        self.core_of(shared, op)
+    }
+
+    /// The core of the one group a transaction's keys belong to.
+    ///
+    /// # Errors
+    /// On a cluster, `InvalidArgument` for a transaction over two groups or none, `InvalidKey`
+    /// for a key without a hash tag; nothing is sent.
+    fn core_of_txn(&self, txn: &Txn) -> Result<Arc<Core>> {
+        if self.groups.is_none() && self.bound.is_none() {
+            return Ok(Arc::clone(&self.core));
+        }
+        let keys = txn.compares.iter().map(|c| c.key.as_slice()).chain(
+            txn.success.iter().chain(&txn.failure).map(|op| match op {
+                TxnOp::Get { key } | TxnOp::Put { key, .. } | TxnOp::Delete { key } => {
+                    key.as_slice()
+                }
+                TxnOp::DeletePrefix { prefix } => prefix.as_slice(),
+                TxnOp::Collection(c) => c.key(),
+            }),
+        );
+        let mut group: Option<&[u8]> = None;
+        for key in keys {
+            if let Some(bound) = &self.bound {
+                self.check_in_group(bound, key)?;
+                continue;
+            }
+            let tag = group_tag(key).ok_or_else(|| untagged(key))?;
+            match group {
+                Some(g) if g != tag => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        "on Redis Cluster a transaction stays within one co-location group \
+                         (one hash tag); nothing was sent",
+                    )
+                    .with_context("group", escape_bytes(g))
+                    .with_context("other_group", escape_bytes(tag)));
+                }
+                _ => group = Some(tag),
+            }
+        }
+        if self.bound.is_some() {
+            return Ok(Arc::clone(&self.core));
+        }
+        if group.is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "on Redis Cluster a transaction needs a key, whose hash tag names its group",
+            ));
+        }
+        self.core_of(group, "txn")
+    }
+}
+
+/// The hash tag of `key`: what Redis Cluster hashes it by, when it has one.
+fn group_tag(key: &[u8]) -> Option<&[u8]> {
+    keyplane_core::keyspace::redis_hash_tag(key)
+}
+
+/// The error of a key without a hash tag on a cluster.
+fn untagged(key: &[u8]) -> Error {
+    Error::invalid_key(
+        "on Redis Cluster every key needs a hash tag (`{group}`) naming its co-location group; \
+         a schema declares it beside the template",
+    )
+    .with_context("key", escape_bytes(key))
+}
+
+/// The error of an operation over the whole store, or over several groups, on a cluster.
+fn on_cluster(op: &'static str) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        "on Redis Cluster this store serves one co-location group at a time: keys, ranges and \
+         watches within one hash tag, transactions within one group; revisions, leases and \
+         compaction are each group's (RedisStore::group), and reconciliation is not offered",
+    )
+    .with_context("op", op)
 }
 
 impl Drop for RedisStore {
@@ -111,50 +329,56 @@ impl Store for RedisStore {
     }
 
     async fn revision(&self) -> Result<i64> {
-        crate::range::revision(&self.core).await
+        crate::range::revision(&*self.core_of(None, "revision")?).await
     }
 
     async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
-        crate::range::range(&self.core, opts).await
+        let core = self.core_of_range(&opts.range, "range")?;
+        crate::range::range(&core, opts).await
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        crate::range::get(&self.core, key).await
+        crate::range::get(&*self.core_of_key(key)?, key).await
     }
 
     async fn put(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<PutResult> {
-        crate::txn::put(&self.core, key, value, opts).await
+        if opts.lease.is_some() && self.groups.is_some() {
+            return Err(on_cluster("put with a lease"));
+        }
+        crate::txn::put(&*self.core_of_key(key)?, key, value, opts).await
     }
 
     async fn delete(&self, key: &[u8]) -> Result<DeleteResult> {
-        crate::txn::delete(&self.core, key).await
+        crate::txn::delete(&*self.core_of_key(key)?, key).await
     }
 
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        crate::txn::txn(&self.core, txn).await
+        let core = self.core_of_txn(&txn)?;
+        crate::txn::txn(&core, txn).await
     }
 
     async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
-        crate::lease::grant(&self.core, ttl).await
+        crate::lease::grant(&*self.core_of(None, "lease_grant")?, ttl).await
     }
 
     async fn lease_keep_alive(&self, id: LeaseId) -> Result<Duration> {
-        crate::lease::keep_alive(&self.core, id).await
+        crate::lease::keep_alive(&*self.core_of(None, "lease_keep_alive")?, id).await
     }
 
     async fn lease_revoke(&self, id: LeaseId) -> Result<()> {
-        crate::lease::revoke(&self.core, id).await
+        crate::lease::revoke(&*self.core_of(None, "lease_revoke")?, id).await
     }
 
     async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
-        crate::lease::time_to_live(&self.core, id).await
+        crate::lease::time_to_live(&*self.core_of(None, "lease_time_to_live")?, id).await
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        crate::watch::watch(&self.core, opts).await
+        let core = self.core_of_range(&opts.range, "watch")?;
+        crate::watch::watch(&core, opts).await
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {
-        crate::watch::compact(&self.core, revision).await
+        crate::watch::compact(&*self.core_of(None, "compact")?, revision).await
     }
 }

@@ -8,13 +8,13 @@
 //! XRANGE on the store's shared connection when it missed pages) and hands batches to its
 //! reader through a bounded channel.
 
+use crate::con::Con;
 use crate::core::Core;
 use crate::core::decode::{LogEntry, array, corrupted, log_entry};
 use crate::error::map_error;
 use futures::StreamExt;
 use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
-use redis::aio::ConnectionManager;
-use redis::{AsyncConnectionConfig, Value};
+use redis::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, watch};
@@ -150,7 +150,7 @@ type HubPage = std::result::Result<Arc<Vec<LogEntry>>, Error>;
 /// ended when no watch is left, that reads the log with XREAD BLOCK on a connection of its
 /// own and broadcasts each page to every watch.
 pub(crate) struct Hub {
-    client: redis::Client,
+    dial: crate::con::Dial,
     log: Vec<u8>,
     rev: Vec<u8>,
     retries: u32,
@@ -162,11 +162,11 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    /// The hub of a store on `client` with `config` (not started until a watch needs it).
-    pub(crate) fn new(client: redis::Client, config: &crate::RedisConfig) -> Self {
-        let prefix = config.internal_prefix.as_bytes();
+    /// The hub of the log under the internal `prefix` of a store connecting by `dial` with
+    /// `config` (not started until a watch needs it).
+    pub(crate) fn new(dial: crate::con::Dial, prefix: &[u8], config: &crate::RedisConfig) -> Self {
         Hub {
-            client,
+            dial,
             log: [prefix, b"log"].concat(),
             rev: [prefix, b"rev"].concat(),
             retries: config.watch_retries,
@@ -249,17 +249,14 @@ impl Hub {
     /// last entry read.
     async fn read(
         &self,
-        con: &mut Option<redis::aio::MultiplexedConnection>,
+        con: &mut Option<crate::con::Con>,
         last: &mut Option<i64>,
         ready: &watch::Sender<bool>,
     ) -> Result<Vec<LogEntry>> {
         if con.is_none() {
-            let config = AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(self.connect_timeout))
-                .set_response_timeout(Some(self.response_timeout));
             let fresh = self
-                .client
-                .get_multiplexed_async_connection_with_config(&config)
+                .dial
+                .dedicated(self.connect_timeout, self.response_timeout)
                 .await
                 .map_err(|e| unavailable(map_error("watch", e)))?;
             *con = Some(fresh);
@@ -313,7 +310,7 @@ impl Hub {
 struct Watcher {
     follower: Follower,
     /// The store's shared connection, for the non-blocking reads of missed entries.
-    con: ConnectionManager,
+    con: Con,
     /// The store's hub, whose log key the missed entries are read from too.
     hub: Arc<Hub>,
     tx: mpsc::Sender<Result<WatchBatch>>,

@@ -5,7 +5,7 @@
 //! [`on_every_backend!`](crate::on_every_backend) turns one `async fn(Arc<dyn Store>)` into a
 //! test per backend.
 
-use crate::harness::{redis_connection, shared_etcd, shared_redis};
+use crate::harness::{redis_connection, shared_etcd, shared_redis, shared_redis_cluster};
 use keyplane_core::Store;
 use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_mem::MemStore;
@@ -44,6 +44,22 @@ pub async fn redis() -> Option<Arc<dyn Store>> {
         .await
         .expect("connect to the harness Redis");
     Some(Arc::new(store))
+}
+
+/// A `RedisStore` of one fresh co-location group on this test binary's shared Redis
+/// Cluster ([`RedisStore::group`]), under a namespace that puts the group's hash tag in front
+/// of every key (`{<uuid>}/`), so that any key a test writes is in the group.
+pub async fn redis_cluster_group() -> Option<Arc<dyn Store>> {
+    use keyplane_core::StoreExt;
+    let cluster = shared_redis_cluster().await?;
+    let store = RedisStore::from_url(&cluster.url())
+        .await
+        .expect("connect to the harness Redis Cluster");
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let group = store.group(tag.as_bytes()).expect("a group of the cluster");
+    let namespace = keyplane_core::layer::NamespaceLayer::new(format!("{{{tag}}}/"))
+        .expect("a namespace of the group");
+    Some(Arc::new(group.layer(namespace)))
 }
 
 /// A fresh namespace prefix, `{tag}{uuid}{separator}`, after writing a decoy key just

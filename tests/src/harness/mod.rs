@@ -19,7 +19,9 @@ mod tls;
 
 pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
 pub use process::{complete_lines, find_binary, servers_required};
-pub use redis::{RedisServer, redis_connection, redis_scan, shared_redis};
+pub use redis::{
+    RedisCluster, RedisServer, redis_connection, redis_scan, shared_redis, shared_redis_cluster,
+};
 pub use tls::{TestCerts, TlsEtcd, TlsRedis};
 
 /// A fresh random key root for one test, such as `t-6f1c.../`, so tests sharing a server never

@@ -12,6 +12,8 @@ pub struct RedisServer {
     dir: tempfile::TempDir,
     port: u16,
     aof: bool,
+    /// Whether the server runs as a Redis Cluster node (`--cluster-enabled yes`).
+    cluster: bool,
     process: Option<ServerProcess>,
 }
 
@@ -29,6 +31,10 @@ impl RedisServer {
     }
 
     fn start_with(aof: bool) -> Option<Self> {
+        Self::start_node(aof, false)
+    }
+
+    fn start_node(aof: bool, cluster: bool) -> Option<Self> {
         let binary = require_binary("redis-server", "redis-server")?;
         let mut dir = tempfile::Builder::new()
             .prefix("kv-redis-")
@@ -39,8 +45,9 @@ impl RedisServer {
             let mut server = RedisServer {
                 binary: binary.clone(),
                 dir,
-                port: free_port(),
+                port: if cluster { cluster_port() } else { free_port() },
                 aof,
+                cluster,
                 process: None,
             };
             match server.launch() {
@@ -78,6 +85,19 @@ impl RedisServer {
             cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
         } else {
             cmd.args(["--appendonly", "no"]);
+        }
+        if self.cluster {
+            cmd.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+                // Replicas sync at once (not 5 s later), so that the cluster is ready sooner.
+                "--repl-diskless-sync-delay",
+                "0",
+            ]);
         }
         let log = self.dir.path().join("redis.log");
         let mut process =
@@ -164,4 +184,185 @@ pub async fn shared_redis() -> Option<&'static RedisServer> {
     static SERVER: OnceLock<Option<RedisServer>> = OnceLock::new();
     // Start-up blocks for up to a second or two, once per test binary.
     SERVER.get_or_init(RedisServer::start).as_ref()
+}
+
+/// A free loopback port whose cluster bus port (the port + 10000) is free too.
+fn cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        if port < 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A Redis Cluster on loopback: 3 masters holding the 16384 slots in three ranges, each with
+/// one replica, every node a `redis-server --cluster-enabled yes` with its own directory.
+/// Fault tests kill a master and watch its replica take over.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts 3 masters and 3 replicas, joins them and waits until every node reports
+    /// `cluster_state:ok` and knows all six. `None` (after a SKIP line) when `redis-server` is
+    /// missing and servers are not required.
+    ///
+    /// # Panics
+    /// When the cluster does not form within 30 s.
+    pub fn start() -> Option<Self> {
+        let mut nodes = Vec::new();
+        for _ in 0..6 {
+            nodes.push(RedisServer::start_node(false, true)?);
+        }
+        let cluster = RedisCluster { nodes };
+        if let Err(e) = cluster.form() {
+            panic!("the Redis cluster did not form: {e}");
+        }
+        Some(cluster)
+    }
+
+    fn form(&self) -> redis::RedisResult<()> {
+        let ranges = [(0, 5460), (5461, 10922), (10923, 16383)];
+        for (node, (first, last)) in self.nodes.iter().zip(ranges) {
+            let () = redis::cmd("CLUSTER")
+                .arg("ADDSLOTSRANGE")
+                .arg(first)
+                .arg(last)
+                .query(&mut node.sync_connection()?)?;
+        }
+        let mut first = self.nodes[0].sync_connection()?;
+        for node in &self.nodes[1..] {
+            let () = redis::cmd("CLUSTER")
+                .arg("MEET")
+                .arg("127.0.0.1")
+                .arg(node.port)
+                .query(&mut first)?;
+        }
+        self.wait(|con| Ok(cluster_nodes(con)?.lines().count() == 6))?;
+        for i in 0..3 {
+            let id: String = redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(&mut self.nodes[i].sync_connection()?)?;
+            let mut replica = self.nodes[i + 3].sync_connection()?;
+            // The replica may not have learnt of its master yet: retry until it has.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let done: redis::RedisResult<()> = redis::cmd("CLUSTER")
+                    .arg("REPLICATE")
+                    .arg(&id)
+                    .query(&mut replica);
+                match done {
+                    Ok(()) => break,
+                    Err(e) if std::time::Instant::now() > deadline => return Err(e),
+                    Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        }
+        self.wait(|con| {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(con)?;
+            let nodes = cluster_nodes(con)?;
+            let replication: String = redis::cmd("INFO").arg("replication").query(con)?;
+            // A replica is ready once it has synced with its master (one that has not could
+            // not take over).
+            let synced = replication.contains("role:master")
+                || replication.contains("master_link_status:up");
+            Ok(info.contains("cluster_state:ok")
+                && synced
+                && nodes.lines().filter(|l| l.contains("slave")).count() == 3
+                && nodes.lines().all(|l| l.contains(" connected")))
+        })
+    }
+
+    /// Waits until `ready` holds on every live node, for up to 30 s.
+    fn wait(
+        &self,
+        mut ready: impl FnMut(&mut redis::Connection) -> redis::RedisResult<bool>,
+    ) -> redis::RedisResult<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut all = true;
+            for node in self.nodes.iter().filter(|n| n.process.is_some()) {
+                let mut con = node.sync_connection()?;
+                if !ready(&mut con)? {
+                    all = false;
+                    break;
+                }
+            }
+            if all {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "the cluster did not settle within 30 s",
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The cluster's URL: `redis+cluster://` and the masters' addresses, comma-separated.
+    pub fn url(&self) -> String {
+        let seeds: Vec<String> = self.nodes[..3]
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", seeds.join(","))
+    }
+
+    /// The URL of each node (`redis://127.0.0.1:PORT`), the three masters first.
+    pub fn node_urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    /// The node `i` (0 to 2 are the first masters, 3 to 5 their replicas).
+    pub fn node(&mut self, i: usize) -> &mut RedisServer {
+        &mut self.nodes[i]
+    }
+
+    /// Kills node `i`, a master, and waits until its replica has taken over its slots and the
+    /// cluster is `ok` again.
+    ///
+    /// # Panics
+    /// When no replica takes over within 30 s.
+    pub fn fail_over(&mut self, i: usize) {
+        self.nodes[i].kill();
+        let port = self.nodes[i].port;
+        let settled = self.wait(|con| {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(con)?;
+            let nodes = cluster_nodes(con)?;
+            let dead = nodes
+                .lines()
+                .find(|l| l.contains(&format!("127.0.0.1:{port}@")))
+                .is_none_or(|l| l.contains("fail"));
+            Ok(info.contains("cluster_state:ok") && dead)
+        });
+        if let Err(e) = settled {
+            let seen = self.nodes[(i + 1) % 3]
+                .sync_connection()
+                .and_then(|mut con| cluster_nodes(&mut con))
+                .unwrap_or_default();
+            panic!("no replica took over from node {i}: {e}\n{seen}");
+        }
+    }
+}
+
+/// `CLUSTER NODES`, as seen from `con`.
+fn cluster_nodes(con: &mut redis::Connection) -> redis::RedisResult<String> {
+    redis::cmd("CLUSTER").arg("NODES").query(con)
+}
+
+impl RedisServer {
+    /// A blocking connection to the server (the cluster harness forms clusters with it).
+    fn sync_connection(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(self.url())?.get_connection()
+    }
+}
+
+/// The Redis cluster shared by every test of this test binary, started on first use.
+pub async fn shared_redis_cluster() -> Option<&'static RedisCluster> {
+    static CLUSTER: OnceLock<Option<RedisCluster>> = OnceLock::new();
+    // Forming the cluster blocks for a few seconds, once per test binary.
+    CLUSTER.get_or_init(RedisCluster::start).as_ref()
 }

@@ -1,0 +1,130 @@
+//! The connection every operation sends on: one Redis server (a connection manager that
+//! reconnects) or a Redis Cluster (redis-rs' cluster connection, which follows `MOVED` and
+//! `ASK` and refreshes its slot map after a failover), behind one [`ConnectionLike`]; and
+//! [`Dial`], which opens connections of their own (for the watch hub's blocking reads).
+
+use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use std::time::Duration;
+
+/// A connection to one server or to a cluster.
+#[derive(Clone)]
+pub(crate) enum Con {
+    /// The store's shared connection to one server.
+    Manager(ConnectionManager),
+    /// A connection of its own to one server.
+    Multiplexed(MultiplexedConnection),
+    /// A connection to a cluster, routing each command by its key's slot.
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Con {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Con::Manager(c) => c.req_packed_command(cmd),
+            Con::Multiplexed(c) => c.req_packed_command(cmd),
+            Con::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Con::Manager(c) => c.req_packed_commands(cmd, offset, count),
+            Con::Multiplexed(c) => c.req_packed_commands(cmd, offset, count),
+            Con::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Con::Manager(c) => c.get_db(),
+            Con::Multiplexed(c) => c.get_db(),
+            Con::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// What opens new connections: the client of one server, or the seed nodes and credentials
+/// of a cluster.
+#[derive(Clone)]
+pub(crate) enum Dial {
+    Single(redis::Client),
+    Cluster {
+        nodes: Vec<redis::ConnectionInfo>,
+        username: Option<String>,
+        password: Option<String>,
+    },
+}
+
+impl Dial {
+    /// A connection of its own (not shared with the store's operations).
+    pub(crate) async fn dedicated(
+        &self,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> RedisResult<Con> {
+        match self {
+            Dial::Single(client) => {
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(connect_timeout))
+                    .set_response_timeout(Some(response_timeout));
+                Ok(Con::Multiplexed(
+                    client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?,
+                ))
+            }
+            Dial::Cluster { .. } => Ok(Con::Cluster(
+                self.cluster_client(connect_timeout, response_timeout)?
+                    .get_async_connection()
+                    .await?,
+            )),
+        }
+    }
+
+    /// The client of the cluster, with these timeouts.
+    pub(crate) fn cluster_client(
+        &self,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> RedisResult<ClusterClient> {
+        let Dial::Cluster {
+            nodes,
+            username,
+            password,
+        } = self
+        else {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "not a cluster",
+            )));
+        };
+        let mut builder = ClusterClient::builder(nodes.clone())
+            .connection_timeout(connect_timeout)
+            .response_timeout(response_timeout)
+            .retries(6);
+        if let Some(username) = username {
+            builder = builder.username(username);
+        }
+        if let Some(password) = password {
+            builder = builder.password(password);
+        }
+        builder.build()
+    }
+
+    /// The client of one server, for the reconciler's keyspace notifications (`None` on a
+    /// cluster, where the reconciler does not run).
+    pub(crate) fn single(&self) -> Option<&redis::Client> {
+        match self {
+            Dial::Single(client) => Some(client),
+            Dial::Cluster { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! RedisStore on Redis Cluster: the harness's 3-master, 3-replica cluster on loopback.
+
+use keyplane_tests::harness::RedisCluster;
+
+/// What `CLUSTER INFO` or `CLUSTER NODES` says on node `url`.
+fn ask(url: &str, what: &str) -> String {
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+    redis::cmd("CLUSTER").arg(what).query(&mut con).unwrap()
+}
+
+#[test]
+fn the_harness_forms_a_cluster_whose_replica_takes_over_a_killed_master() {
+    let Some(mut cluster) = RedisCluster::start() else {
+        return;
+    };
+    let urls = cluster.node_urls();
+    assert!(cluster.url().starts_with("redis+cluster://127.0.0.1:"));
+    for url in &urls {
+        assert!(ask(url, "INFO").contains("cluster_state:ok"), "{url}");
+    }
+    let nodes = ask(&urls[1], "NODES");
+    assert_eq!(nodes.lines().filter(|l| l.contains("master")).count(), 3);
+    assert_eq!(nodes.lines().filter(|l| l.contains("slave")).count(), 3);
+
+    cluster.fail_over(0);
+    let nodes = ask(&urls[1], "NODES");
+    let replica_port = urls[3].rsplit(':').next().unwrap();
+    let promoted = nodes
+        .lines()
+        .find(|l| l.contains(&format!("127.0.0.1:{replica_port}@")))
+        .unwrap();
+    assert!(promoted.contains("master"), "{nodes}");
+    assert!(promoted.contains("0-5460"), "{nodes}");
+}
+
+/// The whole conformance suite on stores of one co-location group each
+/// ([`RedisStore::group`](keyplane_redis::RedisStore::group)), every key under the group's
+/// hash tag.
+mod group_conformance {
+    keyplane_tests::conformance_suite!(keyplane_tests::backends::redis_cluster_group);
+}
+
+use keyplane_core::keyspace::redis_key_slot;
+use keyplane_core::{ErrorKind, KeyRange, PutOptions, RangeOptions, Store, Txn, TxnOp};
+use keyplane_redis::RedisStore;
+use keyplane_tests::harness::shared_redis_cluster;
+
+/// Every key `SCAN` finds on the node of `url`.
+fn scan_node(url: &str) -> Vec<Vec<u8>> {
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let mut keys = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, page): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(1000)
+            .query(&mut con)
+            .unwrap();
+        keys.extend(page);
+        if next == 0 {
+            return keys;
+        }
+        cursor = next;
+    }
+}
+
+/// Keys of several groups through one store: each group's data and internal keys sit in its
+/// tag's slot, in the grouped layout (`__kv:{tag}:rev`, `meta`, `idx`, `log`), on the master
+/// that serves the slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_group_keeps_its_layout_in_its_own_slot() {
+    let Some(cluster) = shared_redis_cluster().await else {
+        return;
+    };
+    let store = RedisStore::from_url(&cluster.url()).await.unwrap();
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let realms: Vec<String> = (0..6).map(|i| format!("{run}-{i}")).collect();
+    for realm in &realms {
+        for provider in ["aws", "gcp"] {
+            let key = format!("nxc:map:{{{realm}}}:{provider}");
+            store
+                .put(key.as_bytes(), provider.as_bytes(), PutOptions::default())
+                .await
+                .unwrap();
+        }
+        let key = format!("nxc:map:{{{realm}}}:aws");
+        let entry = store.get(key.as_bytes()).await.unwrap().unwrap();
+        assert_eq!((entry.value.as_slice(), entry.version), (&b"aws"[..], 1));
+        // Each group counts its own revisions.
+        assert_eq!(entry.mod_revision, 1);
+    }
+    let mut seen = Vec::new();
+    for url in &cluster.node_urls()[..3] {
+        seen.extend(scan_node(url));
+    }
+    for realm in &realms {
+        let slot = redis_key_slot(realm.as_bytes());
+        let mine: Vec<&Vec<u8>> = seen
+            .iter()
+            .filter(|k| k.windows(realm.len()).any(|w| w == realm.as_bytes()))
+            .collect();
+        for key in &mine {
+            assert_eq!(
+                redis_key_slot(key),
+                slot,
+                "{}",
+                String::from_utf8_lossy(key)
+            );
+        }
+        let names: Vec<String> = mine
+            .iter()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect();
+        for expected in [
+            format!("nxc:map:{{{realm}}}:aws"),
+            format!("nxc:map:{{{realm}}}:gcp"),
+            format!("__kv:{{{realm}}}:rev"),
+            format!("__kv:{{{realm}}}:meta"),
+            format!("__kv:{{{realm}}}:idx"),
+            format!("__kv:{{{realm}}}:log"),
+        ] {
+            assert!(names.contains(&expected), "{expected} not in {names:?}");
+        }
+    }
+}
+
+/// What the store refuses on a cluster, before sending anything: a key without a hash tag, a
+/// transaction over two groups, a range over several groups, and the store-wide operations
+/// (which a group's store offers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_over_more_than_one_group_are_refused() {
+    let Some(cluster) = shared_redis_cluster().await else {
+        return;
+    };
+    let store = RedisStore::from_url(&cluster.url()).await.unwrap();
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let (a, b) = (format!("{{{run}a}}/k"), format!("{{{run}b}}/k"));
+
+    let err = store
+        .put(b"untagged", b"v", PutOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidKey, "{err:?}");
+
+    let txn = Txn::new().and_then([
+        TxnOp::put(a.as_bytes(), b"1"),
+        TxnOp::put(b.as_bytes(), b"2"),
+    ]);
+    let err = store.txn(txn).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err:?}");
+    assert_eq!(
+        store.get(a.as_bytes()).await.unwrap(),
+        None,
+        "nothing was written"
+    );
+
+    // One group's transaction and range work.
+    let txn = Txn::new().and_then([
+        TxnOp::put(a.as_bytes(), b"1"),
+        TxnOp::put(format!("{{{run}a}}/j").as_bytes(), b"2"),
+    ]);
+    assert!(store.txn(txn).await.unwrap().succeeded);
+    let page = store
+        .range(RangeOptions::prefix(format!("{{{run}a}}/")))
+        .await
+        .unwrap();
+    assert_eq!(page.entries.len(), 2);
+
+    for err in [
+        store
+            .range(RangeOptions::prefix(format!("{{{run}")))
+            .await
+            .unwrap_err(),
+        store.revision().await.unwrap_err(),
+        store
+            .lease_grant(std::time::Duration::from_secs(5))
+            .await
+            .unwrap_err(),
+        store.compact(1).await.unwrap_err(),
+        store
+            .range(RangeOptions::new(KeyRange::Interval {
+                start: format!("{{{run}a}}").into_bytes(),
+                end: None,
+            }))
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{err:?}");
+    }
+
+    // A group's store offers them, on its own keys only.
+    let group = store.group(format!("{run}a").as_bytes()).unwrap();
+    assert_eq!(group.revision().await.unwrap(), 1);
+    let err = group
+        .put(b.as_bytes(), b"x", PutOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidKey, "{err:?}");
+    assert!(store.group(b"").is_err());
+    assert!(store.group(b"a}b").is_err());
+}
