@@ -39,6 +39,7 @@ field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templ
 #[command(name = "kvctl", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
     /// Store URL: mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
+    /// redis+cluster://HOST:PORT[,HOST:PORT...],
     /// rediss://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
     #[arg(long, env = "KVCTL_STORE", global = true)]
     store: Option<String>,

@@ -91,7 +91,8 @@ pub(crate) async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
 /// As [`open`]; backend errors of the reconcile.
 pub(crate) async fn open_for_listing(url: &str, prefix: &str) -> CliResult<Arc<dyn Store>> {
     let (store, redis) = open_any(url).await?;
-    if let Some(redis) = redis {
+    // The reconciler does not run on Redis Cluster.
+    if let Some(redis) = redis.filter(|r| !r.config().is_cluster()) {
         redis.reconcile(prefix.as_bytes()).await?;
     }
     Ok(store)

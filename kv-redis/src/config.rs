@@ -86,6 +86,18 @@ pub struct RedisConfig {
     /// it is missing, and runs its scripts by `EVALSHA` when the server has no functions or
     /// the user may not call the library (or load it while it is missing). Default `true`.
     pub functions: bool,
+    /// How many replicas must acknowledge each write before the store reports it done: after
+    /// every writing script the store sends `WAIT wait_replicas wait_timeout_ms` to the
+    /// master that ran it. Redis replicates asynchronously, so without it a write
+    /// acknowledged just before its master dies can be lost in the failover; with it, such a
+    /// write is on that many replicas, and a replica that takes over holds it. A write that
+    /// reached fewer replicas in time is applied on the master and fails with `Timeout`
+    /// (it may yet be lost). `WAIT` holds the connection it is sent on, which the store's
+    /// operations share, for as long as the replicas take. Default 0 (no wait).
+    pub wait_replicas: u32,
+    /// How long, in ms, a write waits for `wait_replicas` replicas. At least 1 (0 would wait
+    /// forever) and less than `response_timeout_ms`. Default 1000.
+    pub wait_timeout_ms: u64,
 }
 
 impl Default for RedisConfig {
@@ -110,6 +122,8 @@ impl Default for RedisConfig {
             keyspace_notifications: true,
             reconcile_scan_count: 1000,
             functions: true,
+            wait_replicas: 0,
+            wait_timeout_ms: 1000,
         }
     }
 }
@@ -281,6 +295,13 @@ impl RedisConfig {
                     .to_owned(),
             ));
         }
+        if self.wait_replicas > 0
+            && (self.wait_timeout_ms == 0 || self.wait_timeout_ms >= self.response_timeout_ms)
+        {
+            return Err(config_error(
+                "wait_timeout_ms must be at least 1 and less than response_timeout_ms".to_owned(),
+            ));
+        }
         if let Some(root) = self
             .reconcile_roots
             .iter()
@@ -330,7 +351,9 @@ impl fmt::Debug for RedisConfig {
             .field("reconcile_interval_ms", &self.reconcile_interval_ms)
             .field("keyspace_notifications", &self.keyspace_notifications)
             .field("reconcile_scan_count", &self.reconcile_scan_count)
-            .field("functions", &self.functions);
+            .field("functions", &self.functions)
+            .field("wait_replicas", &self.wait_replicas)
+            .field("wait_timeout_ms", &self.wait_timeout_ms);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.finish()
@@ -454,5 +477,45 @@ mod tests {
         assert_eq!(settings.username(), Some("app"));
         assert_eq!(settings.password(), Some("new"));
         assert_eq!(settings.db(), 5);
+    }
+
+    #[test]
+    fn cluster_urls_name_seed_nodes_and_credentials() {
+        let config = RedisConfig::new("redis+cluster://app:pw@10.0.0.1:7000,10.0.0.2:7001");
+        assert!(config.is_cluster());
+        let (nodes, user, password) = config.cluster_nodes().unwrap();
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[1].addr().to_string(), "10.0.0.2:7001");
+        assert_eq!(
+            (user.as_deref(), password.as_deref()),
+            (Some("app"), Some("pw"))
+        );
+        let config = RedisConfig {
+            password: Some("other".to_owned()),
+            ..RedisConfig::new("redis+cluster://10.0.0.1:7000")
+        };
+        let (_, user, password) = config.cluster_nodes().unwrap();
+        assert_eq!((user, password.as_deref()), (None, Some("other")));
+        assert!(!RedisConfig::new("redis://10.0.0.1").is_cluster());
+        for bad in [
+            RedisConfig::new("redis+cluster://"),
+            RedisConfig::new("redis+cluster://10.0.0.1:7000,,10.0.0.2:7000"),
+            RedisConfig::new("redis+cluster://10.0.0.1:7000/2"),
+            RedisConfig {
+                database: Some(2),
+                ..RedisConfig::new("redis+cluster://10.0.0.1:7000")
+            },
+            RedisConfig {
+                internal_prefix: "__kv{x}:".to_owned(),
+                ..RedisConfig::new("redis+cluster://10.0.0.1:7000")
+            },
+            RedisConfig {
+                reconcile_roots: vec!["nxc:".to_owned()],
+                ..RedisConfig::new("redis+cluster://10.0.0.1:7000")
+            },
+        ] {
+            let err = bad.cluster_nodes().unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Config, "{bad:?}");
+        }
     }
 }

@@ -15,7 +15,9 @@ use crate::config::RedisConfig;
 use crate::core::decode::{array, corrupted, int};
 use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
-use keyplane_core::{Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Support};
+use keyplane_core::{
+    Capabilities, Error, ErrorKind, ForeignWrites, KeyRange, Result, Retention, Support,
+};
 use redis::aio::ConnectionManagerConfig;
 use redis::{Cmd, FromRedisValue, RedisError, Value};
 use std::sync::Arc;
@@ -219,7 +221,8 @@ impl Core {
         self.invoke(script, &call, op).await
     }
 
-    /// Runs a writing script: the prefix, the log retention, then `args`.
+    /// Runs a writing script: the prefix, the log retention, then `args`; then waits for the
+    /// replicas, when configured.
     pub(crate) async fn run_write<T: FromRedisValue>(
         &self,
         script: &Lua,
@@ -230,7 +233,73 @@ impl Core {
         for arg in args {
             call.arg(*arg);
         }
-        self.invoke(script, &call, op).await
+        let reply = self.invoke(script, &call, op).await?;
+        self.wait_for_replicas(op).await?;
+        Ok(reply)
+    }
+
+    /// After a write, waits until [`RedisConfig::wait_replicas`] replicas of the master that
+    /// ran it have acknowledged it (`WAIT`, sent to that master), when configured.
+    ///
+    /// # Errors
+    /// `Timeout` when fewer replicas acknowledged it within `wait_timeout_ms` (the write is
+    /// applied on the master).
+    pub(crate) async fn wait_for_replicas(&self, op: &'static str) -> Result<()> {
+        let wanted = self.config.wait_replicas;
+        if wanted == 0 {
+            return Ok(());
+        }
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(wanted).arg(self.config.wait_timeout_ms);
+        let acked: i64 = match &self.con {
+            Con::Cluster(con) => {
+                use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+                let slot = keyplane_core::keyspace::redis_key_slot(&self.internal("rev"));
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                    Route::new(slot, SlotAddr::Master),
+                ));
+                // Right after a failover the client may still take the old master, now a
+                // replica, for the slot's master (the write itself followed a MOVED): ask
+                // again once it has learnt the new slot map.
+                let mut attempt = 0u64;
+                loop {
+                    let reply = con
+                        .clone()
+                        .route_command(wait.clone(), route.clone())
+                        .await
+                        .map_err(|e| map_error(op, e))?;
+                    match reply {
+                        Value::ServerError(e)
+                            if attempt < 20
+                                && e.details().is_some_and(|d| d.contains("replica")) =>
+                        {
+                            attempt += 1;
+                            tokio::time::sleep(Duration::from_millis(25 * attempt)).await;
+                        }
+                        reply => {
+                            break redis::from_redis_value(reply)
+                                .map_err(|e| map_error(op, e.into()))?;
+                        }
+                    }
+                }
+            }
+            con => wait
+                .query_async(&mut con.clone())
+                .await
+                .map_err(|e| map_error(op, e))?,
+        };
+        if acked < i64::from(wanted) {
+            return Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the write was applied on the master and acknowledged by {acked} of the \
+                     {wanted} replicas RedisConfig::wait_replicas asks for within \
+                     wait_timeout_ms: a failover could lose it"
+                ),
+            )
+            .with_context("op", op));
+        }
+        Ok(())
     }
 
     /// The run of `script` (`FCALL` or `EVALSHA`, no keys) with the prefix as its first

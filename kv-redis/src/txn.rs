@@ -24,6 +24,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
     let mut call = core.write_call(&core.scripts.txn);
     encode(&txn, core.config.max_prefix_delete_keys, &mut call);
     let reply: Value = core.invoke(&core.scripts.txn, &call, "txn").await?;
+    core.wait_for_replicas("txn").await?;
     let mut parts = array(reply)?.into_iter();
     let (Some(succeeded), Some(revision), Some(results)) =
         (parts.next(), parts.next(), parts.next())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 /// The URL forms [`open()`] takes, for error messages.
 const FORMS: &str = "mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
-                     redis://HOST:PORT/DB or rediss://...";
+                     redis://HOST:PORT/DB, rediss://... or redis+cluster://HOST:PORT[,HOST:PORT...]";
 
 /// A store opened from a URL, as its own type: for the backend-specific API (a Redis
 /// reconcile, an etcd mirror) beside the contract. [`Backend::into_store`] gives the
@@ -21,7 +21,7 @@ pub enum Backend {
     /// `etcd://...`
     #[cfg(feature = "etcd")]
     Etcd(keyplane_etcd::EtcdStore),
-    /// `redis://...` or `rediss://...`
+    /// `redis://...`, `rediss://...` or `redis+cluster://...`
     #[cfg(feature = "redis")]
     Redis(Arc<keyplane_redis::RedisStore>),
 }
@@ -35,8 +35,9 @@ impl std::fmt::Debug for Backend {
 impl Backend {
     /// Opens the store of `url`: `mem://` (a new, empty in-process store), `sled://PATH`
     /// (the directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]` with the
-    /// options of `EtcdConfig::from_url`, `redis://HOST:PORT/DB` or `rediss://...` (with
-    /// the `tls` feature).
+    /// options of `EtcdConfig::from_url`, `redis://HOST:PORT/DB`, `rediss://...` (with
+    /// the `tls` feature) or `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis Cluster's
+    /// seed nodes).
     ///
     /// # Errors
     /// `Config` for a URL of no known form, or of a backend whose feature is not enabled;
@@ -78,7 +79,7 @@ impl Backend {
                 ))
             }
             #[cfg(feature = "redis")]
-            "redis" | "rediss" => {
+            "redis" | "rediss" | "redis+cluster" => {
                 let mut config = keyplane_redis::RedisConfig::new(url);
                 if let Some(timeout) = options.connect_timeout {
                     config.connect_timeout_ms = millis(timeout);
@@ -91,7 +92,7 @@ impl Backend {
             #[cfg(not(feature = "etcd"))]
             "etcd" => Err(not_built(url, "etcd")),
             #[cfg(not(feature = "redis"))]
-            "redis" | "rediss" => Err(not_built(url, "redis")),
+            "redis" | "rediss" | "redis+cluster" => Err(not_built(url, "redis")),
             other => Err(invalid(
                 url,
                 &format!("unknown scheme {other:?}; expected {FORMS}"),

@@ -591,3 +591,46 @@ async fn a_get_needs_no_multi_unless_another_program_wrote_the_value() {
         "a value whose digest differs is read atomically"
     );
 }
+
+/// With `wait_replicas`, a write that no replica acknowledges in time is applied on the master
+/// and reported as `Timeout`; a wait that could never end is refused when connecting.
+#[tokio::test]
+async fn a_write_no_replica_acknowledges_in_time_is_a_timeout() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("wait");
+    let config = RedisConfig {
+        wait_replicas: 1,
+        wait_timeout_ms: 50,
+        ..RedisConfig::new(server.url())
+    };
+    let store = RedisStore::connect(config.clone()).await.unwrap();
+    let key = format!("{root}k");
+    let err = store
+        .put(key.as_bytes(), b"v", PutOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
+    assert_eq!(
+        store.get(key.as_bytes()).await.unwrap().unwrap().value,
+        b"v"
+    );
+    let err = store
+        .txn(Txn::new().and_then([TxnOp::delete(key.as_bytes())]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
+    assert_eq!(store.get(key.as_bytes()).await.unwrap(), None);
+
+    for wait_timeout_ms in [0, config.response_timeout_ms] {
+        let err = RedisStore::connect(RedisConfig {
+            wait_timeout_ms,
+            ..config.clone()
+        })
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(err.kind(), ErrorKind::Config, "{err:?}");
+    }
+}

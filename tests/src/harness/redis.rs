@@ -321,22 +321,26 @@ impl RedisCluster {
         &mut self.nodes[i]
     }
 
-    /// Kills node `i`, a master, and waits until its replica has taken over its slots and the
-    /// cluster is `ok` again.
+    /// Kills node `i`, one of the first three masters, and waits until its replica (node
+    /// `i + 3`) has taken over its slots and every live node sees the cluster `ok` again.
     ///
     /// # Panics
     /// When no replica takes over within 30 s.
     pub fn fail_over(&mut self, i: usize) {
         self.nodes[i].kill();
         let port = self.nodes[i].port;
+        let replica = self.nodes[i + 3].url();
         let settled = self.wait(|con| {
             let info: String = redis::cmd("CLUSTER").arg("INFO").query(con)?;
             let nodes = cluster_nodes(con)?;
+            // Failed for good (`fail`), not merely suspected (`fail?`).
             let dead = nodes
                 .lines()
                 .find(|l| l.contains(&format!("127.0.0.1:{port}@")))
-                .is_none_or(|l| l.contains("fail"));
-            Ok(info.contains("cluster_state:ok") && dead)
+                .is_none_or(|l| l.contains("fail") && !l.contains("fail?"));
+            let mut replica = redis::Client::open(replica.as_str())?.get_connection()?;
+            let role: String = redis::cmd("INFO").arg("replication").query(&mut replica)?;
+            Ok(info.contains("cluster_state:ok") && dead && role.contains("role:master"))
         });
         if let Err(e) = settled {
             let seen = self.nodes[(i + 1) % 3]
@@ -344,6 +348,31 @@ impl RedisCluster {
                 .and_then(|mut con| cluster_nodes(&mut con))
                 .unwrap_or_default();
             panic!("no replica took over from node {i}: {e}\n{seen}");
+        }
+    }
+}
+
+impl RedisCluster {
+    /// Starts node `i` again (after [`RedisCluster::fail_over`]): it rejoins as a replica of
+    /// the master that took over, and this waits until it has synced.
+    ///
+    /// # Panics
+    /// When it does not rejoin within 30 s.
+    pub fn restart(&mut self, i: usize) {
+        self.nodes[i].restart();
+        let settled = self.wait(|con| {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(con)?;
+            let replication: String = redis::cmd("INFO").arg("replication").query(con)?;
+            let synced = replication.contains("role:master")
+                || replication.contains("master_link_status:up");
+            Ok(info.contains("cluster_state:ok")
+                && synced
+                && cluster_nodes(con)?
+                    .lines()
+                    .all(|l| l.contains(" connected")))
+        });
+        if let Err(e) = settled {
+            panic!("node {i} did not rejoin: {e}");
         }
     }
 }
