@@ -27,6 +27,11 @@
 //! mirror of `nxc:` with its sets and hashes; its views resolve exactly as
 //! [`resolve_profile`] does, without a round trip.
 //!
+//! On Redis Cluster the layout is [`NxcClusterKeyspace`], the same templates with each
+//! key's co-location group declared as its hash tag: the realm for the map, the marker and the
+//! instances (`nxc:map:{shop-1}:Alipay`), so that every profile operation is one slot's
+//! transaction, and the profile for a pool secret (`nxc:pool:Alipay:{app_001}`).
+//!
 //! The legacy layout the document replaces (`nexus:config:group|index:{provider}:{realm}`,
 //! `nexus:config:{provider}:{realm}:{profile}`) is its own keyspace, [`NxcLegacyKeyspace`];
 //! [`NxcLegacy`] migrates the whole legacy layout (every group, index and config string,
@@ -34,6 +39,7 @@
 //! one-realm, one-shot form of the document's §5.2 script.
 
 mod cache;
+mod cluster;
 mod example;
 mod keys;
 mod legacy;
@@ -46,6 +52,10 @@ mod segments;
 mod values;
 
 pub use cache::{NxcValue, ResolverCache, ResolverView};
+pub use cluster::{
+    ClusterDefaultProfileKey, ClusterInstanceKey, ClusterPoolKey, ClusterProfileMapKey,
+    NxcClusterKeyspace,
+};
 pub use example::{NxcExample, write_example};
 pub use keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileMapKey};
 pub use legacy::{
