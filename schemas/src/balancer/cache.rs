@@ -70,6 +70,29 @@ impl Balancer {
         })
     }
 
+    /// The cache under `root` on Redis Cluster: every key gets the root as a hash tag in front
+    /// (`{gemini}:key:7`, `{gemini}:group:3:keys:active`), so that the whole cache is one
+    /// co-location group, in one slot.
+    ///
+    /// Why one group: the cache is M:N, and the operations that keep its invariant write
+    /// across it in one transaction: [`set_status`](Balancer::set_status) and
+    /// [`remove_key`](Balancer::remove_key) touch the key's object and reverse index and the
+    /// active list of every group it is linked to, [`link`](Balancer::link) a key's and a
+    /// group's keys together. No grouping by key or by group keeps those transactions within
+    /// one slot; a cache of thousands of API keys fits one slot easily, and several caches
+    /// (several roots) spread over the cluster.
+    ///
+    /// # Errors
+    /// `InvalidKey` when the root leaves no room for keys.
+    pub fn with_cluster_root(typed: &TypedStore, root: BalancerRoot) -> Result<Self> {
+        let namespaced = Namespaced::new(typed.store().clone(), format!("{{{root}}}:"))?;
+        Ok(Balancer {
+            typed: TypedStore::new(Arc::new(namespaced)),
+            root: Some(root),
+            pick_queue: Arc::new(tokio::sync::Mutex::new(())),
+        })
+    }
+
     /// The root, when the cache has one.
     pub fn root(&self) -> Option<&BalancerRoot> {
         self.root.as_ref()

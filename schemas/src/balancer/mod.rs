@@ -10,7 +10,9 @@
 //! Redis with the Go service that writes them. Several caches in one store each take a root
 //! instead ([`Balancer::with_root`]: `gemini:key:7`...), which a
 //! [`Namespaced`](keyplane_core::Namespaced) store adds and removes, so the templates stay
-//! the document's. Ids are `u64` (the database's `uint` primary keys). The key object is
+//! the document's. On Redis Cluster, [`Balancer::with_cluster_root`] makes the root a hash tag
+//! (`{gemini}:key:7`): the whole cache is one co-location group, so that its M:N transactions
+//! stay in one slot. Ids are `u64` (the database's `uint` primary keys). The key object is
 //! the directory of its reverse index (`key:{id}` / `key:{id}:groups`), the document's own
 //! nesting, declared on [`BalancerKeyspace`].
 //!

@@ -4,13 +4,14 @@
 //!
 //! `cargo xtask bench` runs it in full; `cargo xtask bench --quick` with short samples (every
 //! measure, under ten minutes on a 2-core machine). `--only WORD` runs the sections whose
-//! name contains WORD (`keyspace`, `redis`, `etcd`, `sled`, `memory`, `scale`).
+//! name contains WORD (`keyspace`, `redis`, `etcd`, `cluster`, `sled`, `memory`, `scale`).
 //!
 //! The JSON is `{"quick", "elapsed_seconds", "cpus", "measures": [{"name", "ours", "raw",
 //! "unit", "ratio", "target", "goal", "met", "note"}]}`: `ratio` is `ours / raw`; `goal` says
 //! whether the ratio must be `at_most` or `at_least` the `target` (`none`: no target, `met`
 //! true); `met` is a boolean.
 
+mod cluster;
 mod concurrency;
 mod keyspace;
 mod measure;
@@ -45,12 +46,13 @@ fn main() {
         .map(|w| w[1].as_str())
         .collect();
     let budget = Budget::new(quick);
-    let sections: [Section; 8] = [
+    let sections: [Section; 9] = [
         ("keyspace", keyspace::run),
         ("redis single", single::redis),
         ("etcd single", single::etcd),
         ("redis concurrency", concurrency::redis),
         ("etcd concurrency", concurrency::etcd),
+        ("redis cluster", cluster::run),
         ("sled", sled_writes::run),
         ("memory", memory::run),
         ("scale", scale::run),
