@@ -40,6 +40,21 @@ pub enum ForeignWrites {
     },
 }
 
+/// How far one transaction, range or watch may reach, and what a revision counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sharding {
+    /// One store: one revision sequence over every key, and a transaction, range or watch
+    /// may cover any keys.
+    Unsharded,
+    /// Co-location groups, each named by its keys' Redis Cluster hash tag (the bytes between
+    /// a key's first `{` and the next `}`): every key needs one; a transaction stays within
+    /// one group (`InvalidArgument` otherwise, nothing sent); a range or watch is served when
+    /// its keys are in one group; each group counts its own revisions, and what spans the
+    /// whole store (its revision, leases, compaction) is each group's own store's (a Redis
+    /// Cluster store: `RedisStore::group`).
+    HashTagGroups,
+}
+
 /// A backend's features and limits. Every backend implements the whole contract; this says how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
@@ -68,6 +83,8 @@ pub struct Capabilities {
     pub persistent: bool,
     /// When ranges and watches see writes made by other programs.
     pub foreign_writes: ForeignWrites,
+    /// How far a transaction, range or watch may reach.
+    pub sharding: Sharding,
 }
 
 impl Capabilities {
@@ -105,7 +122,8 @@ impl Capabilities {
     /// #   watch_retention: keyplane_core::Retention::Revisions(1000),
     /// #   txn: keyplane_core::Support::Native, leases: keyplane_core::Support::Native,
     /// #   watch: keyplane_core::Support::Native, collections: keyplane_core::Support::Native,
-    /// #   persistent: false, foreign_writes: keyplane_core::ForeignWrites::Immediate } }
+    /// #   persistent: false, foreign_writes: keyplane_core::ForeignWrites::Immediate,
+    /// #   sharding: keyplane_core::Sharding::Unsharded } }
     /// assert_eq!(caps.round_ttl(Duration::from_millis(1500)).unwrap(), Duration::from_secs(2));
     /// ```
     pub fn round_ttl(&self, ttl: Duration) -> Result<Duration> {

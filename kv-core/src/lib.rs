@@ -30,7 +30,7 @@ mod watch;
 
 pub use bulk::{BulkLoader, BulkProgress, BulkReport};
 pub use bulk_delete::delete_prefix_in_batches;
-pub use capabilities::{Capabilities, ForeignWrites, Retention, Support};
+pub use capabilities::{Capabilities, ForeignWrites, Retention, Sharding, Support};
 pub use changes::{CollectionChange, CollectionEvent, CollectionValue};
 pub use collections::{CollectionKind, CollectionOp, CollectionResult};
 pub use election::{Election, Leader, Leadership};

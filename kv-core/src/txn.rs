@@ -565,6 +565,7 @@ mod tests {
             collections: Support::Native,
             persistent: false,
             foreign_writes: crate::ForeignWrites::Immediate,
+            sharding: crate::Sharding::Unsharded,
         }
     }
 

@@ -76,6 +76,7 @@ impl Core {
             collections: Support::Emulated,
             persistent: true,
             foreign_writes: keyplane_core::ForeignWrites::Immediate,
+            sharding: keyplane_core::Sharding::Unsharded,
         };
         // etcd's own client accepts responses up to 2 GiB: a large range, or the events of one
         // large transaction (never split across watch responses), must not fail on the

@@ -64,6 +64,7 @@ impl MemConfig {
             collections: Support::Emulated,
             persistent: false,
             foreign_writes: keyplane_core::ForeignWrites::Immediate,
+            sharding: keyplane_core::Sharding::Unsharded,
         }
     }
 }

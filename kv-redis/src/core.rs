@@ -16,7 +16,7 @@ use crate::core::decode::{array, corrupted, int};
 use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
 use keyplane_core::{
-    Capabilities, Error, ErrorKind, ForeignWrites, KeyRange, Result, Retention, Support,
+    Capabilities, Error, ErrorKind, ForeignWrites, KeyRange, Result, Retention, Sharding, Support,
 };
 use redis::aio::ConnectionManagerConfig;
 use redis::{Cmd, FromRedisValue, RedisError, Value};
@@ -124,6 +124,11 @@ impl Core {
             foreign_writes: ForeignWrites::Reconciled {
                 interval: config.reconcile_interval(),
             },
+            sharding: if config.is_cluster() {
+                Sharding::HashTagGroups
+            } else {
+                Sharding::Unsharded
+            },
         };
         let prefix = config.internal_prefix.as_bytes().to_vec();
         let scripts = Arc::new(Scripts::new());
@@ -159,7 +164,11 @@ impl Core {
             meta_key: [prefix.as_slice(), b"meta"].concat(),
             prefix,
             config: self.config.clone(),
-            caps: self.caps.clone(),
+            // A group's own store is unsharded: its whole contract is the group's.
+            caps: Capabilities {
+                sharding: Sharding::Unsharded,
+                ..self.caps.clone()
+            },
             scripts: Arc::clone(&self.scripts),
             functions: Arc::clone(&self.functions),
             sweeper_wake: Arc::new(Notify::new()),

@@ -488,6 +488,7 @@ pub(crate) fn open(
         collections: Support::Emulated,
         persistent: true,
         foreign_writes: keyplane_core::ForeignWrites::Immediate,
+        sharding: keyplane_core::Sharding::Unsharded,
     };
     let inner = Arc::new(Core {
         caps,

@@ -41,7 +41,7 @@ mod group_conformance {
 }
 
 use keyplane_core::keyspace::redis_key_slot;
-use keyplane_core::{ErrorKind, KeyRange, PutOptions, RangeOptions, Store, Txn, TxnOp};
+use keyplane_core::{ErrorKind, KeyRange, PutOptions, RangeOptions, Sharding, Store, Txn, TxnOp};
 use keyplane_redis::RedisStore;
 use keyplane_tests::harness::shared_redis_cluster;
 
@@ -134,6 +134,7 @@ async fn operations_over_more_than_one_group_are_refused() {
         return;
     };
     let store = RedisStore::from_url(&cluster.url()).await.unwrap();
+    assert_eq!(store.capabilities().sharding, Sharding::HashTagGroups);
     let run = uuid::Uuid::new_v4().simple().to_string();
     let (a, b) = (format!("{{{run}a}}/k"), format!("{{{run}b}}/k"));
 
@@ -191,6 +192,7 @@ async fn operations_over_more_than_one_group_are_refused() {
 
     // A group's store offers them, on its own keys only.
     let group = store.group(format!("{run}a").as_bytes()).unwrap();
+    assert_eq!(group.capabilities().sharding, Sharding::Unsharded);
     assert_eq!(group.revision().await.unwrap(), 1);
     let err = group
         .put(b.as_bytes(), b"x", PutOptions::default())
