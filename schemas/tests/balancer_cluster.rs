@@ -8,19 +8,8 @@ use keyplane_core::Store;
 use keyplane_core::keyspace::{TypedStore, redis_key_slot};
 use keyplane_redis::RedisStore;
 use keyplane_schemas::balancer::*;
-use keyplane_tests::harness::shared_redis_cluster;
-use redis::cluster_async::ClusterConnection;
+use keyplane_tests::harness::{redis_lrange, shared_redis_cluster};
 use std::sync::Arc;
-
-async fn lrange(con: &mut ClusterConnection, key: &str) -> Vec<String> {
-    redis::cmd("LRANGE")
-        .arg(key)
-        .arg(0)
-        .arg(-1)
-        .query_async(con)
-        .await
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cache_is_one_group_in_one_slot() {
@@ -38,7 +27,10 @@ async fn the_cache_is_one_group_in_one_slot() {
         .await
         .unwrap();
     let active = format!("{{{root}}}:group:2:keys:active");
-    assert_eq!(lrange(&mut con, &active).await, ["4", "5", "6", "7", "8"]);
+    assert_eq!(
+        redis_lrange(&mut con, &active).await,
+        ["4", "5", "6", "7", "8"]
+    );
     let status: String = redis::cmd("HGET")
         .arg(format!("{{{root}}}:key:4"))
         .arg("status")
@@ -49,18 +41,21 @@ async fn the_cache_is_one_group_in_one_slot() {
 
     // A pick rotates the group's list.
     assert_eq!(cache.pick(2).await.unwrap(), Some(4));
-    assert_eq!(lrange(&mut con, &active).await, ["5", "6", "7", "8", "4"]);
+    assert_eq!(
+        redis_lrange(&mut con, &active).await,
+        ["5", "6", "7", "8", "4"]
+    );
 
     // Disabling key 4 fans out to both of its groups' lists, in one transaction.
     cache.set_status(4, KeyStatus::Disabled).await.unwrap();
-    assert_eq!(lrange(&mut con, &active).await, ["5", "6", "7", "8"]);
+    assert_eq!(redis_lrange(&mut con, &active).await, ["5", "6", "7", "8"]);
     assert_eq!(
-        lrange(&mut con, &format!("{{{root}}}:group:1:keys:active")).await,
+        redis_lrange(&mut con, &format!("{{{root}}}:group:1:keys:active")).await,
         ["1", "2", "3", "5"]
     );
     // Removing key 5: every list, the reverse index and the object.
     assert!(cache.remove_key(5).await.unwrap());
-    assert_eq!(lrange(&mut con, &active).await, ["6", "7", "8"]);
+    assert_eq!(redis_lrange(&mut con, &active).await, ["6", "7", "8"]);
     assert_eq!(cache.key(5).await.unwrap(), None);
     assert!(cache.groups_of(5).await.unwrap().is_empty());
 

@@ -4,6 +4,7 @@
 
 use keyplane_core::keyspace::TypedStore;
 use keyplane_schemas::balancer::*;
+use keyplane_tests::harness::redis_lrange;
 
 async fn query<T: redis::FromRedisValue>(
     con: &mut redis::aio::MultiplexedConnection,
@@ -11,16 +12,6 @@ async fn query<T: redis::FromRedisValue>(
     key: &str,
 ) -> T {
     redis::cmd(cmd).arg(key).query_async(con).await.unwrap()
-}
-
-async fn lrange(con: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<String> {
-    redis::cmd("LRANGE")
-        .arg(key)
-        .arg(0)
-        .arg(-1)
-        .query_async(con)
-        .await
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,7 +41,10 @@ async fn balancer_keys_are_native_redis_types() {
         ]
     );
     // LRANGE group:{id}:keys:active 0 -1 → the group's key ids in rotation order
-    assert_eq!(lrange(&mut con, &active).await, ["4", "5", "6", "7", "8"]);
+    assert_eq!(
+        redis_lrange(&mut con, &active).await,
+        ["4", "5", "6", "7", "8"]
+    );
     // SMEMBERS key:{id}:groups → the key's groups
     let mut groups: Vec<String> = query(&mut con, "SMEMBERS", &reverse).await;
     groups.sort();
@@ -58,7 +52,10 @@ async fn balancer_keys_are_native_redis_types() {
 
     // A pick is an LMOVE: the head goes to the tail.
     assert_eq!(cache.pick(2).await.unwrap(), Some(4));
-    assert_eq!(lrange(&mut con, &active).await, ["5", "6", "7", "8", "4"]);
+    assert_eq!(
+        redis_lrange(&mut con, &active).await,
+        ["5", "6", "7", "8", "4"]
+    );
 
     // Disabling key 4 fans out to both of its groups' lists.
     cache.set_status(4, KeyStatus::Disabled).await.unwrap();
@@ -69,9 +66,9 @@ async fn balancer_keys_are_native_redis_types() {
         .await
         .unwrap();
     assert_eq!(status, "disabled");
-    assert_eq!(lrange(&mut con, &active).await, ["5", "6", "7", "8"]);
+    assert_eq!(redis_lrange(&mut con, &active).await, ["5", "6", "7", "8"]);
     assert_eq!(
-        lrange(&mut con, &format!("{root}:group:1:keys:active")).await,
+        redis_lrange(&mut con, &format!("{root}:group:1:keys:active")).await,
         ["1", "2", "3", "5"]
     );
 }
@@ -100,7 +97,7 @@ async fn without_a_root_the_keys_are_the_documents_bytes() {
     let t: String = query(&mut con, "TYPE", "key:1").await;
     assert_eq!(t, "hash");
     assert_eq!(
-        lrange(&mut con, "group:3:keys:active").await,
+        redis_lrange(&mut con, "group:3:keys:active").await,
         ["7", "8", "9", "10", "11"]
     );
     assert_eq!(cache.active_keys(3).await.unwrap(), [7, 8, 9, 10, 11]);
@@ -142,8 +139,17 @@ async fn repair_fixes_raw_redis_corruption() {
     assert_eq!(report.duplicates, [(1, 2)]);
     assert_eq!(report.strays, [(3, 11)]);
     assert_eq!(report.missing, [(2, 6)]);
-    assert_eq!(lrange(&mut con, &group(1)).await, ["1", "2", "3", "4", "5"]);
-    assert_eq!(lrange(&mut con, &group(2)).await, ["4", "5", "7", "8", "6"]);
-    assert_eq!(lrange(&mut con, &group(3)).await, ["7", "8", "9", "10"]);
+    assert_eq!(
+        redis_lrange(&mut con, &group(1)).await,
+        ["1", "2", "3", "4", "5"]
+    );
+    assert_eq!(
+        redis_lrange(&mut con, &group(2)).await,
+        ["4", "5", "7", "8", "6"]
+    );
+    assert_eq!(
+        redis_lrange(&mut con, &group(3)).await,
+        ["7", "8", "9", "10"]
+    );
     assert!(cache.repair().await.unwrap().clean());
 }

@@ -319,3 +319,10 @@ async fn a_replica_takes_over_and_the_watch_resumes_without_gap_or_duplicate() {
         "{nodes}"
     );
 }
+
+/// The model-based property test on a group's store: random operation sequences give the
+/// reference model's results.
+#[test]
+fn group_sequences_match_the_reference_model() {
+    keyplane_tests::model::check(keyplane_tests::backends::redis_cluster_group, 128);
+}

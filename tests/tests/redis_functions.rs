@@ -5,21 +5,10 @@
 
 use keyplane_core::{ErrorKind, PutOptions, Store, Txn, TxnOp};
 use keyplane_redis::{RedisConfig, RedisStore, function_library};
-use keyplane_tests::harness::{RedisServer, key_root, redis_connection as raw};
+use keyplane_tests::harness::{
+    RedisServer, key_root, redis_command_calls, redis_connection as raw,
+};
 use redis::aio::MultiplexedConnection;
-
-/// Calls of `cmd` the server has served, from `INFO commandstats`.
-async fn calls(con: &mut MultiplexedConnection, cmd: &str) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(con)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 /// The names of the function libraries the server holds.
 async fn libraries(con: &mut MultiplexedConnection) -> Vec<String> {
@@ -85,10 +74,14 @@ async fn scripts_run_as_one_library_loaded_again_after_a_flush() {
     let store = RedisStore::from_url(&server.url()).await.unwrap();
     assert_eq!(libraries(&mut con).await, vec![library_name()]);
     let root = key_root("fn");
-    let fcalls = calls(&mut con, "fcall").await;
+    let fcalls = redis_command_calls(&mut con, "fcall").await;
     use_store(&store, &root).await;
-    assert!(calls(&mut con, "fcall").await >= fcalls + 2);
-    assert_eq!(calls(&mut con, "evalsha").await, 0, "no script by SHA");
+    assert!(redis_command_calls(&mut con, "fcall").await >= fcalls + 2);
+    assert_eq!(
+        redis_command_calls(&mut con, "evalsha").await,
+        0,
+        "no script by SHA"
+    );
 
     // Another program flushes every function: the next call loads the library again.
     let () = redis::cmd("FUNCTION")
@@ -110,7 +103,7 @@ async fn scripts_run_as_one_library_loaded_again_after_a_flush() {
             .version,
         3
     );
-    assert_eq!(calls(&mut con, "evalsha").await, 0);
+    assert_eq!(redis_command_calls(&mut con, "evalsha").await, 0);
 
     // A second store finds the library loaded.
     let second = RedisStore::from_url(&server.url()).await.unwrap();
@@ -131,8 +124,8 @@ async fn with_functions_off_scripts_run_by_sha() {
     .await
     .unwrap();
     use_store(&store, &key_root("nofn")).await;
-    assert!(calls(&mut con, "evalsha").await >= 2);
-    assert_eq!(calls(&mut con, "fcall").await, 0);
+    assert!(redis_command_calls(&mut con, "evalsha").await >= 2);
+    assert_eq!(redis_command_calls(&mut con, "fcall").await, 0);
     assert!(libraries(&mut con).await.is_empty());
 }
 
@@ -174,9 +167,9 @@ async fn a_user_who_may_call_but_not_load_the_library_uses_it_once_an_administra
     // No library, and the user may not load one: scripts run by SHA.
     let store = store_as(&server, &user).await;
     assert!(libraries(&mut con).await.is_empty());
-    let evalsha = calls(&mut con, "evalsha").await;
+    let evalsha = redis_command_calls(&mut con, "evalsha").await;
     use_store(&store, &format!("{root}a/")).await;
-    assert!(calls(&mut con, "evalsha").await >= evalsha + 2);
+    assert!(redis_command_calls(&mut con, "evalsha").await >= evalsha + 2);
 
     // An administrator loads it (as `redis-cli -x FUNCTION LOAD` would): a store of the same
     // user calls it.
@@ -189,12 +182,12 @@ async fn a_user_who_may_call_but_not_load_the_library_uses_it_once_an_administra
     assert_eq!(loaded, library_name());
     let store = store_as(&server, &user).await;
     let (evalsha, fcalls) = (
-        calls(&mut con, "evalsha").await,
-        calls(&mut con, "fcall").await,
+        redis_command_calls(&mut con, "evalsha").await,
+        redis_command_calls(&mut con, "fcall").await,
     );
     use_store(&store, &format!("{root}b/")).await;
-    assert_eq!(calls(&mut con, "evalsha").await, evalsha);
-    assert!(calls(&mut con, "fcall").await >= fcalls + 2);
+    assert_eq!(redis_command_calls(&mut con, "evalsha").await, evalsha);
+    assert!(redis_command_calls(&mut con, "fcall").await >= fcalls + 2);
 
     // The user loses the right to call functions: the store goes on by SHA.
     let () = redis::cmd("ACL")
@@ -205,7 +198,7 @@ async fn a_user_who_may_call_but_not_load_the_library_uses_it_once_an_administra
         .await
         .unwrap();
     use_store(&store, &format!("{root}c/")).await;
-    assert!(calls(&mut con, "evalsha").await >= evalsha + 2);
+    assert!(redis_command_calls(&mut con, "evalsha").await >= evalsha + 2);
 }
 
 /// Redis refuses a function that may write before it starts when memory is over

@@ -8,7 +8,9 @@ use keyplane_core::{
     Txn, TxnOp, WatchOptions,
 };
 use keyplane_redis::{RedisConfig, RedisStore};
-use keyplane_tests::harness::{RedisServer, key_root, redis_connection as raw, shared_redis};
+use keyplane_tests::harness::{
+    RedisServer, key_root, redis_command_calls, redis_connection as raw, shared_redis,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -535,19 +537,6 @@ async fn a_watch_reports_unavailable_once_its_retries_are_exhausted() {
     );
 }
 
-/// Calls of `cmd` the server has served, from `INFO commandstats`.
-async fn command_calls(con: &mut redis::aio::MultiplexedConnection, cmd: &str) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(con)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 /// A get of a key the store wrote, or of an absent key, is one pipelined HGET and GET, no
 /// MULTI (the value's digest in its metadata vouches for the pair); another program's
 /// overwrite of the value fails the digest and is read in one MULTI/EXEC, as written.
@@ -564,7 +553,7 @@ async fn a_get_needs_no_multi_unless_another_program_wrote_the_value() {
         .put(key.as_bytes(), b"value one", PutOptions::default())
         .await
         .unwrap();
-    let multi = command_calls(&mut con, "multi").await;
+    let multi = redis_command_calls(&mut con, "multi").await;
     let entry = store.get(key.as_bytes()).await.unwrap().unwrap();
     assert_eq!(entry.value, b"value one");
     assert_eq!(entry.version, 1);
@@ -573,7 +562,7 @@ async fn a_get_needs_no_multi_unless_another_program_wrote_the_value() {
         None
     );
     assert_eq!(
-        command_calls(&mut con, "multi").await,
+        redis_command_calls(&mut con, "multi").await,
         multi,
         "no MULTI for these"
     );
@@ -587,7 +576,7 @@ async fn a_get_needs_no_multi_unless_another_program_wrote_the_value() {
     let entry = store.get(key.as_bytes()).await.unwrap().unwrap();
     assert_eq!(entry.value, b"written by another program");
     assert!(
-        command_calls(&mut con, "multi").await > multi,
+        redis_command_calls(&mut con, "multi").await > multi,
         "a value whose digest differs is read atomically"
     );
 }

@@ -157,6 +157,36 @@ pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
         .expect("connect a raw Redis client")
 }
 
+/// Calls of `cmd` the server has served, from `INFO commandstats` (0 before the first).
+///
+/// # Panics
+/// When the server cannot be asked.
+pub async fn redis_command_calls(con: &mut redis::aio::MultiplexedConnection, cmd: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(con)
+        .await
+        .expect("INFO commandstats");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The items of the list at `key` (`LRANGE key 0 -1`), on a server or a cluster.
+///
+/// # Panics
+/// When the server cannot be asked or the key holds no list.
+pub async fn redis_lrange(con: &mut impl redis::aio::ConnectionLike, key: &str) -> Vec<String> {
+    redis::cmd("LRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query_async(con)
+        .await
+        .expect("LRANGE")
+}
+
 /// Every key `SCAN ... MATCH pattern` finds, as `redis-cli --scan --pattern` lists them.
 pub async fn redis_scan(con: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
     let mut keys = Vec::new();
