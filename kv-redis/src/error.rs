@@ -65,8 +65,12 @@ fn classify(err: &RedisError) -> (ErrorKind, String) {
         match err.kind() {
             redis::ErrorKind::AuthenticationFailed => ErrorKind::Unauthorized,
             redis::ErrorKind::InvalidClientConfig => ErrorKind::Config,
+            // A slot that moved (a failover, a resharding) past the client's redirections:
+            // the command was not run, and runs once the client knows the new slot map.
             redis::ErrorKind::Server(
                 ServerErrorKind::BusyLoading
+                | ServerErrorKind::Moved
+                | ServerErrorKind::Ask
                 | ServerErrorKind::TryAgain
                 | ServerErrorKind::MasterDown
                 | ServerErrorKind::ReadOnly
@@ -85,4 +89,35 @@ fn classify(err: &RedisError) -> (ErrorKind, String) {
         _ => "Redis failed",
     };
     (kind, message.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::map_error;
+    use keyplane_core::ErrorKind;
+
+    /// The error a server reply `resp` (RESP bytes) becomes.
+    fn reply_error(resp: &[u8]) -> keyplane_core::Error {
+        let redis::Value::ServerError(e) = redis::parse_redis_value(resp).unwrap() else {
+            panic!("not an error reply");
+        };
+        map_error("watch", e.into())
+    }
+
+    #[test]
+    fn a_moved_slot_is_unavailable_and_retryable() {
+        for resp in [
+            &b"-MOVED 352 127.0.0.1:7000\r\n"[..],
+            b"-ASK 352 127.0.0.1:7000\r\n",
+            b"-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+        ] {
+            let err = reply_error(resp);
+            assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+            assert!(err.is_retryable());
+        }
+        assert_eq!(
+            reply_error(b"-ERR syntax error\r\n").kind(),
+            ErrorKind::Backend
+        );
+    }
 }
