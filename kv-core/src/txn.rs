@@ -337,6 +337,15 @@ impl TxnOp {
         }
     }
 
+    /// The key the op acts on: its key, a prefix delete's prefix, a collection's key.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            TxnOp::Get { key } | TxnOp::Put { key, .. } | TxnOp::Delete { key } => key,
+            TxnOp::DeletePrefix { prefix } => prefix,
+            TxnOp::Collection(c) => c.key(),
+        }
+    }
+
     /// Whether the op writes.
     pub fn is_write(&self) -> bool {
         match self {
@@ -388,6 +397,24 @@ impl Txn {
     /// An empty transaction (no compares: the success branch runs).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Every key the transaction names: each compare's, then each op's of both branches
+    /// ([`TxnOp::key`]), in order, repeats included.
+    ///
+    /// ```
+    /// use keyplane_core::{Compare, Txn, TxnOp};
+    /// let txn = Txn::new()
+    ///     .when([Compare::absent("a")])
+    ///     .and_then([TxnOp::delete_prefix("b/")])
+    ///     .or_else([TxnOp::get("a")]);
+    /// assert_eq!(txn.keys().collect::<Vec<_>>(), [&b"a"[..], b"b/", b"a"]);
+    /// ```
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.compares
+            .iter()
+            .map(|c| c.key.as_slice())
+            .chain(self.success.iter().chain(&self.failure).map(TxnOp::key))
     }
 
     /// Adds compares.

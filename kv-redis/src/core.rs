@@ -46,12 +46,25 @@ pub(crate) struct Core {
     pub(crate) prefix: Vec<u8>,
     /// The metadata hash, `prefix` + `meta`, read directly by `get`.
     pub(crate) meta_key: Vec<u8>,
+    /// The revision counter, `prefix` + `rev`: every script run declares it as its key.
+    pub(crate) rev_key: Vec<u8>,
     /// Wakes the lease sweeper when a lease is granted.
     pub(crate) sweeper_wake: Arc<Notify>,
     /// The database index, which keyspace notification channels name.
     pub(crate) db: i64,
     /// The one follower of the event log's tail that every watch shares.
     pub(crate) hub: Arc<crate::watch::Hub>,
+}
+
+/// What every core of one store shares, whatever its internal prefix.
+struct Shared {
+    con: Con,
+    dial: Dial,
+    config: RedisConfig,
+    caps: Capabilities,
+    scripts: Arc<Scripts>,
+    functions: Arc<AtomicBool>,
+    db: i64,
 }
 
 /// The event log's state when a watch or a pinned read starts.
@@ -130,22 +143,19 @@ impl Core {
                 Sharding::Unsharded
             },
         };
-        let prefix = config.internal_prefix.as_bytes().to_vec();
         let scripts = Arc::new(Scripts::new());
         let functions = config.functions && serves_functions(&mut con.clone(), &scripts).await?;
-        Ok(Core {
-            hub: Arc::new(crate::watch::Hub::new(dial.clone(), &prefix, &config)),
+        let shared = Shared {
             con,
             dial,
-            meta_key: [prefix.as_slice(), b"meta"].concat(),
-            prefix,
             config,
             caps,
             scripts,
             functions: Arc::new(AtomicBool::new(functions)),
-            sweeper_wake: Arc::new(Notify::new()),
             db,
-        })
+        };
+        let prefix = shared.config.internal_prefix.as_bytes().to_vec();
+        Ok(Core::under(shared, prefix))
     }
 
     /// The core of the co-location group whose hash tag is `tag` (on a cluster): the same
@@ -153,16 +163,9 @@ impl Core {
     /// every internal key of the group hashes to the slot of its user keys.
     pub(crate) fn group(&self, tag: &[u8]) -> Core {
         let prefix = [self.config.internal_prefix.as_bytes(), b"{", tag, b"}:"].concat();
-        Core {
-            hub: Arc::new(crate::watch::Hub::new(
-                self.dial.clone(),
-                &prefix,
-                &self.config,
-            )),
+        let shared = Shared {
             con: self.con.clone(),
             dial: self.dial.clone(),
-            meta_key: [prefix.as_slice(), b"meta"].concat(),
-            prefix,
             config: self.config.clone(),
             // A group's own store is unsharded: its whole contract is the group's.
             caps: Capabilities {
@@ -171,8 +174,36 @@ impl Core {
             },
             scripts: Arc::clone(&self.scripts),
             functions: Arc::clone(&self.functions),
-            sweeper_wake: Arc::new(Notify::new()),
             db: self.db,
+        };
+        Core::under(shared, prefix)
+    }
+
+    /// The core of `shared` whose internal keys are under `prefix`, with the names derived
+    /// from it and a watch hub of its own.
+    fn under(shared: Shared, prefix: Vec<u8>) -> Core {
+        let Shared {
+            con,
+            dial,
+            config,
+            caps,
+            scripts,
+            functions,
+            db,
+        } = shared;
+        Core {
+            hub: Arc::new(crate::watch::Hub::new(dial.clone(), &prefix, &config)),
+            con,
+            dial,
+            meta_key: [prefix.as_slice(), b"meta"].concat(),
+            rev_key: [prefix.as_slice(), b"rev"].concat(),
+            prefix,
+            config,
+            caps,
+            scripts,
+            functions,
+            sweeper_wake: Arc::new(Notify::new()),
+            db,
         }
     }
 
@@ -263,7 +294,7 @@ impl Core {
         let acked: i64 = match &self.con {
             Con::Cluster(con) => {
                 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-                let slot = keyplane_core::keyspace::redis_key_slot(&self.internal("rev"));
+                let slot = keyplane_core::keyspace::redis_key_slot(&self.rev_key);
                 let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
                     Route::new(slot, SlotAddr::Master),
                 ));
@@ -311,8 +342,8 @@ impl Core {
         Ok(())
     }
 
-    /// The run of `script` (`FCALL` or `EVALSHA`, no keys) with the prefix as its first
-    /// argument, for the caller to add the rest of its arguments to, in one buffer, and send
+    /// The run of `script` (`FCALL` or `EVALSHA`, its one key the revision counter) with the
+    /// prefix as its first argument, for the caller to add the rest of its arguments to, in one buffer, and send
     /// with `invoke`.
     pub(crate) fn script_call(&self, script: &Lua) -> Cmd {
         let mut call = if self.functions.load(Ordering::Relaxed) {
@@ -326,7 +357,7 @@ impl Core {
         };
         // The revision key, declared so that a cluster routes the call to the group's slot.
         call.arg(1)
-            .arg(self.internal("rev"))
+            .arg(self.rev_key.as_slice())
             .arg(self.prefix.as_slice());
         call
     }
@@ -423,7 +454,7 @@ impl Core {
     pub(crate) async fn revision(&self) -> Result<i64> {
         let mut con = self.con.clone();
         let rev: Option<i64> = redis::cmd("GET")
-            .arg(self.internal("rev"))
+            .arg(self.rev_key.as_slice())
             .query_async(&mut con)
             .await
             .map_err(|e| map_error("revision", e))?;

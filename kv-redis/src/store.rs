@@ -7,7 +7,7 @@ use crate::core::Core;
 use crate::core::reconcile::ReconcileReport;
 use keyplane_core::{
     Capabilities, DeleteResult, Entry, Error, ErrorKind, KeyRange, LeaseGrant, LeaseId, LeaseInfo,
-    PutOptions, PutResult, RangeOptions, RangeResult, Result, Store, Txn, TxnOp, TxnResponse,
+    PutOptions, PutResult, RangeOptions, RangeResult, Result, Store, Txn, TxnResponse,
     WatchOptions, WatchStream, escape_bytes,
 };
 use std::collections::HashMap;
@@ -30,7 +30,9 @@ pub struct RedisStore {
     /// The hash tag of the one group a store from [`RedisStore::group`] serves (its `core`
     /// is that group's).
     bound: Option<Vec<u8>>,
-    sweeper: JoinHandle<()>,
+    /// The lease sweeper, on a store that offers leases (not the cluster's store, whose
+    /// groups' stores sweep their own).
+    sweeper: Option<JoinHandle<()>>,
     /// The background reconciler, when the configuration has roots.
     reconciler: Option<JoinHandle<()>>,
     /// This store's id in the reconciler's leader election.
@@ -46,15 +48,7 @@ impl RedisStore {
     pub async fn connect(config: RedisConfig) -> Result<Self> {
         let core = Arc::new(Core::connect(config).await?);
         let cluster = core.config.is_cluster();
-        // On a cluster, leases are not offered (see `group_of`), so nothing needs sweeping.
-        let sweeper = tokio::spawn(crate::lease::sweep_loop(
-            if cluster {
-                std::sync::Weak::new()
-            } else {
-                Arc::downgrade(&core)
-            },
-            core.sweeper_wake.clone(),
-        ));
+        let sweeper = (!cluster).then(|| sweep(&core));
         let id = format!("{:016x}", rand_id());
         let reconciler = (!core.config.reconcile_roots.is_empty())
             .then(|| tokio::spawn(crate::reconciler::run(Arc::downgrade(&core), id.clone())));
@@ -86,7 +80,7 @@ impl RedisStore {
     /// `InvalidKey` for a prefix under the internal prefix; backend errors (what was
     /// reconciled before the error stays reconciled).
     pub async fn reconcile(&self, prefix: &[u8]) -> Result<ReconcileReport> {
-        if self.groups.is_some() || self.bound.is_some() {
+        if self.core.config.is_cluster() {
             return Err(on_cluster("reconcile"));
         }
         crate::core::reconcile::reconcile(&self.core, prefix).await
@@ -136,15 +130,11 @@ impl RedisStore {
             );
         }
         let core = self.core_of(Some(tag), "group")?;
-        let sweeper = tokio::spawn(crate::lease::sweep_loop(
-            Arc::downgrade(&core),
-            core.sweeper_wake.clone(),
-        ));
         Ok(RedisStore {
+            sweeper: Some(sweep(&core)),
             core,
             groups: None,
             bound: Some(tag.to_vec()),
-            sweeper,
             reconciler: None,
             id: format!("{:016x}", rand_id()),
         })
@@ -235,20 +225,11 @@ impl RedisStore {
     /// On a cluster, `InvalidArgument` for a transaction over two groups or none, `InvalidKey`
     /// for a key without a hash tag; nothing is sent.
     fn core_of_txn(&self, txn: &Txn) -> Result<Arc<Core>> {
-        if self.groups.is_none() && self.bound.is_none() {
+        if !self.core.config.is_cluster() {
             return Ok(Arc::clone(&self.core));
         }
-        let keys = txn.compares.iter().map(|c| c.key.as_slice()).chain(
-            txn.success.iter().chain(&txn.failure).map(|op| match op {
-                TxnOp::Get { key } | TxnOp::Put { key, .. } | TxnOp::Delete { key } => {
-                    key.as_slice()
-                }
-                TxnOp::DeletePrefix { prefix } => prefix.as_slice(),
-                TxnOp::Collection(c) => c.key(),
-            }),
-        );
         let mut group: Option<&[u8]> = None;
-        for key in keys {
+        for key in txn.keys() {
             if let Some(bound) = &self.bound {
                 self.check_in_group(bound, key)?;
                 continue;
@@ -307,13 +288,23 @@ fn on_cluster(op: &'static str) -> Error {
 
 impl Drop for RedisStore {
     fn drop(&mut self) {
-        self.sweeper.abort();
+        if let Some(sweeper) = &self.sweeper {
+            sweeper.abort();
+        }
         if let Some(reconciler) = self.reconciler.take() {
             reconciler.abort();
             // Hands the leader key over at once rather than after it expires.
             crate::reconciler::resign(&self.core, &self.id);
         }
     }
+}
+
+/// Starts the lease sweeper of `core`'s leases (it ends with the core).
+fn sweep(core: &Arc<Core>) -> JoinHandle<()> {
+    tokio::spawn(crate::lease::sweep_loop(
+        Arc::downgrade(core),
+        core.sweeper_wake.clone(),
+    ))
 }
 
 /// A random 64-bit id (the std hasher's random keys, no extra dependency).

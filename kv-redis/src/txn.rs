@@ -53,19 +53,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
 }
 
 fn check_keys(core: &Core, txn: &Txn) -> Result<()> {
-    for compare in &txn.compares {
-        core.check_key(&compare.key)?;
-    }
-    for op in txn.success.iter().chain(&txn.failure) {
-        match op {
-            TxnOp::Get { key } | TxnOp::Put { key, .. } | TxnOp::Delete { key } => {
-                core.check_key(key)?
-            }
-            TxnOp::DeletePrefix { prefix } => core.check_key(prefix)?,
-            TxnOp::Collection(c) => core.check_key(c.key())?,
-        }
-    }
-    Ok(())
+    txn.keys().try_for_each(|key| core.check_key(key))
 }
 
 /// One put through `scripts/put.lua`: the same checks, revision, metadata, index, lease and

@@ -134,14 +134,7 @@ impl<'a> Target<'a> {
             Target::Key(key) => each(key),
             Target::Range(range) => each(range_key(range)),
             Target::Collection(op) => each(op.key()),
-            Target::Txn(txn) => {
-                txn.compares.iter().any(|c| each(&c.key))
-                    || txn
-                        .success
-                        .iter()
-                        .chain(&txn.failure)
-                        .any(|op| each(op_key(op)))
-            }
+            Target::Txn(txn) => txn.keys().any(each),
             Target::Nothing | Target::Lease(_) | Target::Revision(_) => false,
         }
     }
@@ -151,14 +144,6 @@ fn range_key(range: &KeyRange) -> &[u8] {
     match range {
         KeyRange::Key(key) | KeyRange::Prefix(key) => key,
         KeyRange::Interval { start, .. } => start,
-    }
-}
-
-fn op_key(op: &TxnOp) -> &[u8] {
-    match op {
-        TxnOp::Get { key } | TxnOp::Put { key, .. } | TxnOp::Delete { key } => key,
-        TxnOp::DeletePrefix { prefix } => prefix,
-        TxnOp::Collection(c) => c.key(),
     }
 }
 
@@ -180,9 +165,9 @@ impl fmt::Display for Target<'_> {
                 let ops = txn.success.len() + txn.failure.len();
                 match txn.success.first().or(txn.failure.first()) {
                     Some(op) if ops > 1 => {
-                        write!(f, "{} (+{} ops)", escape_bytes(op_key(op)), ops - 1)
+                        write!(f, "{} (+{} ops)", escape_bytes(op.key()), ops - 1)
                     }
-                    Some(op) => f.write_str(&escape_bytes(op_key(op))),
+                    Some(op) => f.write_str(&escape_bytes(op.key())),
                     None => Ok(()),
                 }
             }

@@ -290,17 +290,12 @@ impl RedisCluster {
             }
         }
         self.wait(|con| {
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(con)?;
-            let nodes = cluster_nodes(con)?;
-            let replication: String = redis::cmd("INFO").arg("replication").query(con)?;
-            // A replica is ready once it has synced with its master (one that has not could
-            // not take over).
-            let synced = replication.contains("role:master")
-                || replication.contains("master_link_status:up");
-            Ok(info.contains("cluster_state:ok")
-                && synced
-                && nodes.lines().filter(|l| l.contains("slave")).count() == 3
-                && nodes.lines().all(|l| l.contains(" connected")))
+            Ok(settled(con)?
+                && cluster_nodes(con)?
+                    .lines()
+                    .filter(|l| l.contains("slave"))
+                    .count()
+                    == 3)
         })
     }
 
@@ -359,8 +354,8 @@ impl RedisCluster {
     pub fn fail_over(&mut self, i: usize) {
         self.nodes[i].kill();
         let port = self.nodes[i].port;
-        let replica = self.nodes[i + 3].url();
-        let settled = self.wait(|con| {
+        let replica = &self.nodes[i + 3];
+        let taken_over = self.wait(|con| {
             let info: String = redis::cmd("CLUSTER").arg("INFO").query(con)?;
             let nodes = cluster_nodes(con)?;
             // Failed for good (`fail`), not merely suspected (`fail?`).
@@ -368,11 +363,12 @@ impl RedisCluster {
                 .lines()
                 .find(|l| l.contains(&format!("127.0.0.1:{port}@")))
                 .is_none_or(|l| l.contains("fail") && !l.contains("fail?"));
-            let mut replica = redis::Client::open(replica.as_str())?.get_connection()?;
-            let role: String = redis::cmd("INFO").arg("replication").query(&mut replica)?;
+            let role: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut replica.sync_connection()?)?;
             Ok(info.contains("cluster_state:ok") && dead && role.contains("role:master"))
         });
-        if let Err(e) = settled {
+        if let Err(e) = taken_over {
             let seen = self.nodes[(i + 1) % 3]
                 .sync_connection()
                 .and_then(|mut con| cluster_nodes(&mut con))
@@ -380,9 +376,7 @@ impl RedisCluster {
             panic!("no replica took over from node {i}: {e}\n{seen}");
         }
     }
-}
 
-impl RedisCluster {
     /// Starts node `i` again (after [`RedisCluster::fail_over`]): it rejoins as a replica of
     /// the master that took over, and this waits until it has synced.
     ///
@@ -390,21 +384,25 @@ impl RedisCluster {
     /// When it does not rejoin within 30 s.
     pub fn restart(&mut self, i: usize) {
         self.nodes[i].restart();
-        let settled = self.wait(|con| {
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(con)?;
-            let replication: String = redis::cmd("INFO").arg("replication").query(con)?;
-            let synced = replication.contains("role:master")
-                || replication.contains("master_link_status:up");
-            Ok(info.contains("cluster_state:ok")
-                && synced
-                && cluster_nodes(con)?
-                    .lines()
-                    .all(|l| l.contains(" connected")))
-        });
-        if let Err(e) = settled {
+        if let Err(e) = self.wait(settled) {
             panic!("node {i} did not rejoin: {e}");
         }
     }
+}
+
+/// Whether the node of `con` sees the cluster settled: `ok`, every node it knows connected,
+/// and itself a master or a replica that has synced with its master (one that has not could
+/// not take over).
+fn settled(con: &mut redis::Connection) -> redis::RedisResult<bool> {
+    let info: String = redis::cmd("CLUSTER").arg("INFO").query(con)?;
+    let replication: String = redis::cmd("INFO").arg("replication").query(con)?;
+    let synced =
+        replication.contains("role:master") || replication.contains("master_link_status:up");
+    Ok(info.contains("cluster_state:ok")
+        && synced
+        && cluster_nodes(con)?
+            .lines()
+            .all(|l| l.contains(" connected")))
 }
 
 /// `CLUSTER NODES`, as seen from `con`.
