@@ -48,10 +48,24 @@ pub enum Sharding {
     Unsharded,
     /// Co-location groups, each named by its keys' Redis Cluster hash tag (the bytes between
     /// a key's first `{` and the next `}`): every key needs one; a transaction stays within
-    /// one group (`InvalidArgument` otherwise, nothing sent); a range or watch is served when
-    /// its keys are in one group; each group counts its own revisions, and what spans the
-    /// whole store (its revision, leases, compaction) is each group's own store's (a Redis
-    /// Cluster store: `RedisStore::group`).
+    /// one group (`InvalidArgument` otherwise, nothing sent); each group counts its own
+    /// revisions, and what spans the whole store (its revision, leases, compaction) is each
+    /// group's own store's (a Redis Cluster store: `RedisStore::group`).
+    ///
+    /// Ranges and watches may span groups, per group:
+    /// - a range names the revision each group was read at in
+    ///   [`RangeResult::groups`](crate::RangeResult::groups) (its `revision` is `0`), merges
+    ///   the groups' keys in key order and reads every later page of the same groups at the
+    ///   same revisions: one consistent view per group, none across groups. It cannot be
+    ///   pinned to one revision;
+    /// - a watch delivers each group's batches in that group's order, each carrying its
+    ///   [`group`](crate::WatchBatch::group) and the group's revision, interleaving groups as
+    ///   they come; it starts from now or from [group starts](crate::WatchOptions::group_starts)
+    ///   (a [`WatchPosition`](crate::WatchPosition) taken from a range or from delivered
+    ///   batches), never from one revision; a group that appears later is delivered from its
+    ///   first revision.
+    ///
+    /// A range or watch within one group is exact, and names that group too.
     HashTagGroups,
 }
 

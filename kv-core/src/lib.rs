@@ -51,6 +51,6 @@ pub use namespace::Namespaced;
 pub use range::{CollectionEntry, Continuation, KeyRange, RangeOptions, RangeResult};
 pub use store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};
-pub use watch::{Event, WatchBatch, WatchOptions, WatchStream};
+pub use watch::{Event, GroupRevisions, WatchBatch, WatchOptions, WatchPosition, WatchStream};
 
 pub use async_trait::async_trait;

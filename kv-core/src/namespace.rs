@@ -137,6 +137,7 @@ impl Namespaced {
                 self.strip(c.key)?
             },
             revision: c.revision,
+            groups: c.groups,
         })
     }
 
@@ -342,6 +343,7 @@ impl Store for Namespaced {
                         .into_iter()
                         .map(|e| this.event(e))
                         .collect::<Result<_>>()?,
+                    group: batch.group,
                 })
             })
             .boxed())

@@ -18,6 +18,7 @@
 use crate::collections::CollectionKind;
 use crate::entry::{Entry, prefix_end, validate_key, validate_prefix};
 use crate::error::{Error, Result};
+use crate::watch::GroupRevisions;
 
 /// Which keys a range read or a watch covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -105,6 +106,7 @@ impl KeyRange {
 pub struct Continuation {
     pub(crate) key: Vec<u8>,
     pub(crate) revision: Option<i64>,
+    pub(crate) groups: Option<GroupRevisions>,
 }
 
 impl Continuation {
@@ -116,6 +118,7 @@ impl Continuation {
         Continuation {
             key,
             revision: None,
+            groups: None,
         }
     }
 
@@ -126,6 +129,7 @@ impl Continuation {
         Continuation {
             key: start.into(),
             revision: None,
+            groups: None,
         }
     }
 
@@ -133,6 +137,18 @@ impl Continuation {
     pub fn at_revision(mut self, revision: i64) -> Self {
         self.revision = Some(revision);
         self
+    }
+
+    /// The same continuation, for a range spanning co-location groups: the next page reads
+    /// each of these groups at its revision here (and no group not named).
+    pub fn at_group_revisions(mut self, groups: GroupRevisions) -> Self {
+        self.groups = Some(groups);
+        self
+    }
+
+    /// For a range spanning co-location groups, the revision each group is read at.
+    pub fn group_revisions(&self) -> Option<&GroupRevisions> {
+        self.groups.as_ref()
     }
 
     /// The first key the next page may contain.
@@ -338,8 +354,15 @@ pub struct RangeResult {
     pub count: u64,
     /// Where the next page starts, when there are more keys after this page.
     pub next: Option<Continuation>,
-    /// The store revision the page was read at.
+    /// The store revision the page was read at (`0` for a read spanning co-location
+    /// groups, which has [`groups`](Self::groups) instead).
     pub revision: i64,
+    /// On a store sharded into groups
+    /// ([`Sharding::HashTagGroups`](crate::Sharding::HashTagGroups)), the revision each
+    /// group was read at; `None` on an unsharded store. Every group the store had when the
+    /// read began is named (a group with no key in the range too); a later page reads the
+    /// same groups at the same revisions.
+    pub groups: Option<GroupRevisions>,
 }
 
 impl RangeResult {
@@ -351,6 +374,7 @@ impl RangeResult {
             count,
             next: None,
             revision,
+            groups: None,
         }
     }
 
@@ -367,6 +391,7 @@ impl RangeResult {
             collections: Vec::new(),
             next,
             revision,
+            groups: None,
         }
     }
 

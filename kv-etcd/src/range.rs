@@ -61,6 +61,7 @@ async fn range_plain(core: &Core, opts: RangeOptions) -> Result<RangeResult> {
                 Some(revision) => revision,
                 None => revision(core).await?,
             },
+            groups: None,
         });
     }
     let mut get = GetOptions::new().with_range(range_end);

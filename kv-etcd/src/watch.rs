@@ -59,6 +59,7 @@ struct Watcher {
 
 pub(crate) async fn watch(core: &Arc<Core>, opts: WatchOptions) -> Result<WatchStream> {
     opts.range.validate()?;
+    opts.check_starts(false)?;
     if let Some(rev) = opts.start_revision
         && rev < 1
     {
@@ -269,10 +270,7 @@ impl Watcher {
             }
             match ready.back_mut() {
                 Some(batch) if batch.revision == revision => batch.events.append(events),
-                _ => ready.push_back(WatchBatch {
-                    revision,
-                    events: std::mem::take(events),
-                }),
+                _ => ready.push_back(WatchBatch::new(revision, std::mem::take(events))),
             }
         };
         for ev in resp.events() {
@@ -319,10 +317,7 @@ impl Watcher {
             };
             match self.ready.back_mut() {
                 Some(batch) if batch.revision == revision => batch.events.push(event),
-                _ => self.ready.push_back(WatchBatch {
-                    revision,
-                    events: vec![event],
-                }),
+                _ => self.ready.push_back(WatchBatch::new(revision, vec![event])),
             }
         }
         if let Some(last) = seen {

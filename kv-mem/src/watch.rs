@@ -6,6 +6,7 @@ use keyplane_core::{Result, WatchOptions, WatchStream};
 /// A watch of `opts.range` from `opts.start_revision` (or from now).
 pub(crate) fn watch(shared: &Shared, opts: WatchOptions) -> Result<WatchStream> {
     opts.range.validate()?;
+    opts.check_starts(false)?;
     let mut state = shared.state()?;
     let current = state.revision;
     state.history.watch(&opts, current)

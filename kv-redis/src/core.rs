@@ -54,6 +54,17 @@ pub(crate) struct Core {
     pub(crate) db: i64,
     /// The one follower of the event log's tail that every watch shares.
     pub(crate) hub: Arc<crate::watch::Hub>,
+    /// On a cluster, a group's entry in the registry of groups, made before its first write.
+    registration: Option<Registration>,
+}
+
+/// A co-location group's entry in the cluster's registry of groups (the set
+/// `{internal prefix}groups`), which ranges and watches spanning groups read: added by every
+/// store before its first write to the group, so that a group with data is always named there.
+struct Registration {
+    registry: Vec<u8>,
+    tag: Vec<u8>,
+    done: AtomicBool,
 }
 
 /// What every core of one store shares, whatever its internal prefix.
@@ -176,7 +187,36 @@ impl Core {
             functions: Arc::clone(&self.functions),
             db: self.db,
         };
-        Core::under(shared, prefix)
+        let mut core = Core::under(shared, prefix);
+        core.registration = Some(Registration {
+            registry: self.internal("groups"),
+            tag: tag.to_vec(),
+            done: AtomicBool::new(false),
+        });
+        core
+    }
+
+    /// Adds this core's group to the registry of groups, once per core, before its first
+    /// write (nothing to do off a cluster).
+    ///
+    /// # Errors
+    /// Backend errors: the write is then not sent.
+    pub(crate) async fn register(&self, op: &'static str) -> Result<()> {
+        let Some(reg) = &self.registration else {
+            return Ok(());
+        };
+        if reg.done.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut con = self.con.clone();
+        let _: i64 = redis::cmd("SADD")
+            .arg(reg.registry.as_slice())
+            .arg(reg.tag.as_slice())
+            .query_async(&mut con)
+            .await
+            .map_err(|e| map_error(op, e))?;
+        reg.done.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The core of `shared` whose internal keys are under `prefix`, with the names derived
@@ -204,6 +244,7 @@ impl Core {
             functions,
             sweeper_wake: Arc::new(Notify::new()),
             db,
+            registration: None,
         }
     }
 
@@ -269,6 +310,7 @@ impl Core {
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
+        self.register(op).await?;
         let mut call = self.write_call(script);
         for arg in args {
             call.arg(*arg);

@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 mod access;
+mod cluster;
 mod con;
 mod config;
 mod core;

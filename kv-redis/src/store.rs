@@ -2,6 +2,7 @@
 //! accessors, the background tasks it owns (lease sweeper, reconciler), and the `Store` impl,
 //! whose every method is one call into an op file.
 
+use crate::cluster::Groups;
 use crate::config::RedisConfig;
 use crate::core::Core;
 use crate::core::reconcile::ReconcileReport;
@@ -10,8 +11,7 @@ use keyplane_core::{
     PutOptions, PutResult, RangeOptions, RangeResult, Result, Store, Txn, TxnResponse,
     WatchOptions, WatchStream, escape_bytes,
 };
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
@@ -25,8 +25,8 @@ pub struct RedisStore {
     /// The store's core: on one server, the only one; on a cluster, the one the groups'
     /// cores are made from.
     core: Arc<Core>,
-    /// On a cluster, the core of each co-location group used so far, by hash tag.
-    groups: Option<Mutex<HashMap<Vec<u8>, Arc<Core>>>>,
+    /// On a cluster, the co-location groups.
+    groups: Option<Arc<Groups>>,
     /// The hash tag of the one group a store from [`RedisStore::group`] serves (its `core`
     /// is that group's).
     bound: Option<Vec<u8>>,
@@ -53,8 +53,8 @@ impl RedisStore {
         let reconciler = (!core.config.reconcile_roots.is_empty())
             .then(|| tokio::spawn(crate::reconciler::run(Arc::downgrade(&core), id.clone())));
         Ok(RedisStore {
+            groups: cluster.then(|| Arc::new(Groups::new(Arc::clone(&core)))),
             core,
-            groups: cluster.then(|| Mutex::new(HashMap::new())),
             bound: None,
             sweeper,
             reconciler,
@@ -160,12 +160,7 @@ impl RedisStore {
         let Some(tag) = group else {
             return Err(on_cluster(op));
         };
-        let mut groups = groups.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(Arc::clone(
-            groups
-                .entry(tag.to_vec())
-                .or_insert_with(|| Arc::new(self.core.group(tag))),
-        ))
+        Ok(groups.core(tag))
     }
 
     /// The core of the group of `key` (on a cluster, its hash tag).
@@ -195,17 +190,15 @@ impl RedisStore {
         .with_context("group", escape_bytes(bound)))
     }
 
-    /// The core of the one group every key of `range` belongs to (on a cluster: a key with a
-    /// hash tag, a prefix holding a whole hash tag, or an interval whose bounds share one).
+    /// On a cluster, where `range` reaches: the one group every key of it belongs to (a key
+    /// with a hash tag, a prefix holding a whole hash tag, or an interval whose bounds share
+    /// one), or `None` for a range that may span groups.
     ///
     /// # Errors
-    /// On a cluster, `Unsupported` for a range over more than one group.
-    fn core_of_range(&self, range: &KeyRange, op: &'static str) -> Result<Arc<Core>> {
-        if self.groups.is_none() {
-            return Ok(Arc::clone(&self.core));
-        }
-        let shared = match range {
-            KeyRange::Key(key) => group_tag(key),
+    /// `InvalidKey` for a single key without a hash tag.
+    fn group_of_range(range: &KeyRange) -> Result<Option<&[u8]>> {
+        Ok(match range {
+            KeyRange::Key(key) => Some(group_tag(key).ok_or_else(|| untagged(key))?),
             KeyRange::Prefix(prefix) => group_tag(prefix),
             KeyRange::Interval {
                 start,
@@ -215,8 +208,7 @@ impl RedisStore {
                 group_tag(&start[..common])
             }
             KeyRange::Interval { end: None, .. } => None,
-        };
-        self.core_of(shared, op)
+        })
     }
 
     /// The core of the one group a transaction's keys belong to.
@@ -279,9 +271,9 @@ fn untagged(key: &[u8]) -> Error {
 fn on_cluster(op: &'static str) -> Error {
     Error::new(
         ErrorKind::Unsupported,
-        "on Redis Cluster this store serves one co-location group at a time: keys, ranges and \
-         watches within one hash tag, transactions within one group; revisions, leases and \
-         compaction are each group's (RedisStore::group), and reconciliation is not offered",
+        "on Redis Cluster each co-location group (hash tag) counts its own revisions: \
+         revisions, leases and compaction are each group's (RedisStore::group), and \
+         reconciliation is not offered",
     )
     .with_context("op", op)
 }
@@ -324,8 +316,18 @@ impl Store for RedisStore {
     }
 
     async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
-        let core = self.core_of_range(&opts.range, "range")?;
-        crate::range::range(&core, opts).await
+        let Some(groups) = &self.groups else {
+            return crate::range::range(&self.core, opts).await;
+        };
+        opts.validate()?;
+        match Self::group_of_range(&opts.range)?.map(<[u8]>::to_vec) {
+            Some(tag) => {
+                let mut page = crate::range::range(&groups.core(&tag), opts).await?;
+                page.groups = Some([(tag, page.revision)].into());
+                Ok(page)
+            }
+            None => crate::cluster::range(groups, opts).await,
+        }
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
@@ -365,8 +367,16 @@ impl Store for RedisStore {
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        let core = self.core_of_range(&opts.range, "watch")?;
-        crate::watch::watch(&core, opts).await
+        let Some(groups) = &self.groups else {
+            opts.check_starts(false)?;
+            return crate::watch::watch(&self.core, opts).await;
+        };
+        opts.range.validate()?;
+        opts.check_starts(true)?;
+        match Self::group_of_range(&opts.range)? {
+            Some(tag) => crate::cluster::watch_group(groups, tag, &opts).await,
+            None => crate::cluster::watch(Arc::clone(groups), opts).await,
+        }
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {

@@ -21,6 +21,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             crate::core::reconcile::adopt_prefix(core, prefix).await?;
         }
     }
+    core.register("txn").await?;
     let mut call = core.write_call(&core.scripts.txn);
     encode(&txn, core.config.max_prefix_delete_keys, &mut call);
     let reply: Value = core.invoke(&core.scripts.txn, &call, "txn").await?;

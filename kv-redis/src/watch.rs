@@ -131,7 +131,7 @@ impl Follower {
                 .map(|e| self.opts.shape(e))
                 .collect();
             if !events.is_empty() {
-                batches.push(WatchBatch { revision, events });
+                batches.push(WatchBatch::new(revision, events));
             }
         }
         if self.mark.is_some_and(|mark| self.last >= mark) {

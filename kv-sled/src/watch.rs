@@ -18,6 +18,7 @@ const READ_BATCH: usize = 256;
 
 pub(crate) fn watch(inner: &Arc<Core>, opts: WatchOptions) -> Result<WatchStream> {
     opts.range.validate()?;
+    opts.check_starts(false)?;
     let next = match opts.start_revision {
         Some(rev) if rev > 0 => rev,
         _ => inner.revision() + 1,
@@ -119,7 +120,7 @@ impl Cursor {
                 .map(|e| self.opts.shape(&e))
                 .collect();
             if !events.is_empty() {
-                self.ready.push_back(WatchBatch { revision, events });
+                self.ready.push_back(WatchBatch::new(revision, events));
             }
             self.next = revision + 1;
         }

@@ -223,6 +223,7 @@ async fn run(store: &dyn Store, call: Call) -> Result<()> {
             let opts = WatchOptions {
                 range: r,
                 start_revision: start,
+                group_starts: None,
                 prev: flags & 1 != 0,
                 collections: flags & 2 != 0,
                 progress: flags & 4 != 0,

@@ -41,7 +41,9 @@ mod group_conformance {
 }
 
 use keyplane_core::keyspace::redis_key_slot;
-use keyplane_core::{ErrorKind, KeyRange, PutOptions, RangeOptions, Sharding, Store, Txn, TxnOp};
+use keyplane_core::{
+    ErrorKind, KeyRange, PutOptions, RangeOptions, Sharding, Store, Txn, TxnOp, WatchOptions,
+};
 use keyplane_redis::RedisStore;
 use keyplane_tests::harness::shared_redis_cluster;
 
@@ -126,8 +128,8 @@ async fn each_group_keeps_its_layout_in_its_own_slot() {
 }
 
 /// What the store refuses on a cluster, before sending anything: a key without a hash tag, a
-/// transaction over two groups, a range over several groups, and the store-wide operations
-/// (which a group's store offers).
+/// transaction over two groups, a read spanning groups pinned to one revision, and the
+/// store-wide operations (which a group's store offers).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operations_over_more_than_one_group_are_refused() {
     let Some(cluster) = shared_redis_cluster().await else {
@@ -169,26 +171,33 @@ async fn operations_over_more_than_one_group_are_refused() {
     assert_eq!(page.entries.len(), 2);
 
     for err in [
-        store
-            .range(RangeOptions::prefix(format!("{{{run}")))
-            .await
-            .unwrap_err(),
         store.revision().await.unwrap_err(),
         store
             .lease_grant(std::time::Duration::from_secs(5))
             .await
             .unwrap_err(),
         store.compact(1).await.unwrap_err(),
-        store
-            .range(RangeOptions::new(KeyRange::Interval {
-                start: format!("{{{run}a}}").into_bytes(),
-                end: None,
-            }))
-            .await
-            .unwrap_err(),
     ] {
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{err:?}");
     }
+    // Reads spanning groups cannot be pinned to one revision, nor watched from one.
+    let spanning = format!("{{{run}");
+    let err = store
+        .range(RangeOptions::prefix(&spanning).at_revision(1))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err:?}");
+    let err = store
+        .watch(WatchOptions::prefix(&spanning).from_revision(1))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err:?}");
+    let err = store
+        .range(RangeOptions::new(KeyRange::Key(b"untagged".to_vec())))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidKey, "{err:?}");
 
     // A group's store offers them, on its own keys only.
     let group = store.group(format!("{run}a").as_bytes()).unwrap();
@@ -325,4 +334,291 @@ async fn a_replica_takes_over_and_the_watch_resumes_without_gap_or_duplicate() {
 #[test]
 fn group_sequences_match_the_reference_model() {
     keyplane_tests::model::check(keyplane_tests::backends::redis_cluster_group, 128);
+}
+
+/// Writes `keys` (each `(group, name)`) as `{root}/{group}/name` = `name`, each group in its
+/// own transaction; returns the keys written, in key order.
+async fn write_in_groups(store: &RedisStore, root: &str, keys: &[(&str, &str)]) -> Vec<String> {
+    let mut written = Vec::new();
+    for (group, name) in keys {
+        let key = format!("{root}/{{{root}-{group}}}/{name}");
+        store
+            .put(key.as_bytes(), name.as_bytes(), PutOptions::default())
+            .await
+            .unwrap();
+        written.push(key);
+    }
+    written.sort();
+    written
+}
+
+fn keys_of(page: &keyplane_core::RangeResult) -> Vec<String> {
+    page.entries
+        .iter()
+        .map(|e| String::from_utf8(e.key.clone()).unwrap())
+        .collect()
+}
+
+/// A range spanning groups: every group's keys merged in key order, paged by the limit, each
+/// group read at its own revision (named in `groups`), and every later page at the first
+/// page's revisions, so writes between pages (in a listed group or in a new one) stay out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_spanning_groups_is_merged_in_key_order_and_paged_consistently() {
+    let Some(cluster) = shared_redis_cluster().await else {
+        return;
+    };
+    let store = RedisStore::from_url(&cluster.url()).await.unwrap();
+    let root = format!("span{}", uuid::Uuid::new_v4().simple());
+    let mut spec = Vec::new();
+    let names: Vec<String> = (0..20).map(|i| format!("k{i:02}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        spec.push((["a", "b", "c", "d", "e"][i % 5], name.as_str()));
+    }
+    let expected = write_in_groups(&store, &root, &spec).await;
+    // A key outside the range, in a group of its own.
+    store
+        .put(
+            format!("{root}x/{{{root}-a}}/z").as_bytes(),
+            b"out",
+            PutOptions::default(),
+        )
+        .await
+        .unwrap();
+
+    let prefix = format!("{root}/");
+    let all = store.range(RangeOptions::prefix(&prefix)).await.unwrap();
+    assert_eq!(keys_of(&all), expected);
+    assert!(!all.more());
+    let groups = all
+        .groups
+        .clone()
+        .expect("a spanning read names its groups");
+    for g in ["a", "b", "c", "d", "e"] {
+        // Four keys per group, one per revision; the group `a` also holds the key outside.
+        let expected_rev = if g == "a" { 5 } else { 4 };
+        assert_eq!(
+            groups.get(format!("{root}-{g}").as_bytes()),
+            Some(&expected_rev),
+            "{groups:?}"
+        );
+    }
+    let counted = store
+        .range(RangeOptions::prefix(&prefix).count_only())
+        .await
+        .unwrap();
+    assert_eq!(counted.count, 20);
+
+    // Paged by 3: the first page fixes each group's revision.
+    let first = store
+        .range(RangeOptions::prefix(&prefix).limit(3))
+        .await
+        .unwrap();
+    assert_eq!(keys_of(&first), expected[..3]);
+    // Written between pages: an overwrite, a new key in a listed group, a new group.
+    store
+        .put(expected[10].as_bytes(), b"changed", PutOptions::default())
+        .await
+        .unwrap();
+    write_in_groups(&store, &root, &[("b", "k05a"), ("new", "k07a")]).await;
+    let mut paged = keys_of(&first);
+    let mut next = first.next.clone();
+    while let Some(after) = next {
+        let page = store
+            .range(RangeOptions::prefix(&prefix).limit(3).after(after))
+            .await
+            .unwrap();
+        assert!(page.entries.len() <= 3);
+        assert_eq!(
+            page.groups, first.groups,
+            "every page reads the same groups"
+        );
+        for e in &page.entries {
+            assert_eq!(e.value, e.key.rsplit(|&b| b == b'/').next().unwrap());
+        }
+        paged.extend(keys_of(&page));
+        next = page.next;
+    }
+    assert_eq!(paged, expected, "one consistent view across pages");
+
+    // A read from scratch sees them, keys only.
+    let now = store
+        .range(RangeOptions::prefix(&prefix).keys_only())
+        .await
+        .unwrap();
+    assert_eq!(now.entries.len(), 22);
+    assert!(now.entries.iter().all(|e| e.value.is_empty()));
+    assert!(
+        now.groups
+            .unwrap()
+            .contains_key(format!("{root}-new").as_bytes())
+    );
+
+    // Collections of every group are listed too.
+    store
+        .collection(keyplane_core::CollectionOp::SetAdd {
+            key: format!("{root}/{{{root}-c}}/set").into_bytes(),
+            member: b"m".to_vec(),
+        })
+        .await
+        .unwrap();
+    let listed = store
+        .range(RangeOptions::prefix(&prefix).with_collections().limit(100))
+        .await
+        .unwrap();
+    assert_eq!(listed.collections.len(), 1);
+    assert_eq!(listed.entries.len(), 22);
+    assert_eq!(listed.count, 23);
+}
+
+/// Waits for the next batch of `watch`.
+async fn next_batch(watch: &mut keyplane_core::WatchStream) -> keyplane_core::WatchBatch {
+    use futures::StreamExt;
+    tokio::time::timeout(std::time::Duration::from_secs(20), watch.next())
+        .await
+        .expect("a batch in time")
+        .expect("the watch goes on")
+        .expect("no error")
+}
+
+/// A watch spanning groups, from a listing's position: every later change of every group
+/// (and of a group that appears after the watch opened), each batch tagged with its group at
+/// that group's revision, in each group's order; resumed from the position its batches
+/// moved, it delivers exactly what came after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_spanning_groups_tags_each_batch_and_resumes_per_group() {
+    use keyplane_core::WatchPosition;
+    let Some(cluster) = shared_redis_cluster().await else {
+        return;
+    };
+    let store = RedisStore::from_url(&cluster.url()).await.unwrap();
+    let root = format!("wspan{}", uuid::Uuid::new_v4().simple());
+    let prefix = format!("{root}/");
+    write_in_groups(&store, &root, &[("a", "1"), ("b", "1"), ("a", "2")]).await;
+    let listed = store.range(RangeOptions::prefix(&prefix)).await.unwrap();
+    let mut position = WatchPosition::after_range(&listed);
+    assert_eq!(position.group(format!("{root}-a").as_bytes()), Some(3));
+
+    // Written after the listing, before the watch: still delivered.
+    write_in_groups(&store, &root, &[("b", "2")]).await;
+    let mut watch = store
+        .watch(WatchOptions::prefix(&prefix).from_position(&position))
+        .await
+        .unwrap();
+    // After the watch opened: a listed group, and a group the registry did not have.
+    write_in_groups(&store, &root, &[("a", "3"), ("c", "1"), ("c", "2")]).await;
+    let mut seen: Vec<(String, i64, String)> = Vec::new();
+    while seen.len() < 4 {
+        let batch = next_batch(&mut watch).await;
+        position.record(&batch);
+        let group = String::from_utf8(batch.group.clone().expect("tagged")).unwrap();
+        for event in &batch.events {
+            let key = String::from_utf8(event.key().to_vec()).unwrap();
+            seen.push((group.clone(), batch.revision, key));
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        vec![
+            (format!("{root}-a"), 3, format!("{root}/{{{root}-a}}/3")),
+            (format!("{root}-b"), 2, format!("{root}/{{{root}-b}}/2")),
+            (format!("{root}-c"), 1, format!("{root}/{{{root}-c}}/1")),
+            (format!("{root}-c"), 2, format!("{root}/{{{root}-c}}/2")),
+        ]
+    );
+    // Each group's order holds within the merged stream.
+    let cs: Vec<i64> = seen
+        .iter()
+        .filter(|s| s.0.ends_with("-c"))
+        .map(|s| s.1)
+        .collect();
+    assert_eq!(cs, vec![1, 2]);
+    drop(watch);
+
+    // Resumed from where the batches left it: only what came since, once.
+    write_in_groups(&store, &root, &[("c", "3"), ("d", "1"), ("a", "4")]).await;
+    let mut resumed = store
+        .watch(WatchOptions::prefix(&prefix).from_position(&position))
+        .await
+        .unwrap();
+    let mut again = Vec::new();
+    while again.len() < 3 {
+        let batch = next_batch(&mut resumed).await;
+        let group = String::from_utf8(batch.group.clone().unwrap()).unwrap();
+        again.push((group, batch.revision));
+    }
+    again.sort();
+    assert_eq!(
+        again,
+        vec![
+            (format!("{root}-a"), 4),
+            (format!("{root}-c"), 3),
+            (format!("{root}-d"), 1),
+        ]
+    );
+}
+
+/// A spanning watch from now sees the changes of every group after it opened, a group new
+/// since included; through the retry layer too (which finds each group's position by a count
+/// of the range, since the store has no one revision).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spanning_watch_from_now_finds_new_groups_through_the_retry_layer() {
+    use keyplane_core::StoreExt;
+    use keyplane_core::layer::RetryLayer;
+    let Some(cluster) = shared_redis_cluster().await else {
+        return;
+    };
+    let store = RedisStore::from_url(&cluster.url()).await.unwrap();
+    let root = format!("wnow{}", uuid::Uuid::new_v4().simple());
+    let prefix = format!("{root}/");
+    write_in_groups(&store, &root, &[("a", "old")]).await;
+    let layered = RedisStore::from_url(&cluster.url())
+        .await
+        .unwrap()
+        .layer(RetryLayer::default());
+    let mut plain = store.watch(WatchOptions::prefix(&prefix)).await.unwrap();
+    let mut retried = layered.watch(WatchOptions::prefix(&prefix)).await.unwrap();
+    write_in_groups(&store, &root, &[("a", "new"), ("fresh", "one")]).await;
+    for watch in [&mut plain, &mut retried] {
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            let batch = next_batch(watch).await;
+            got.push((
+                String::from_utf8(batch.group.unwrap()).unwrap(),
+                batch.revision,
+            ));
+        }
+        got.sort();
+        assert_eq!(
+            got,
+            vec![(format!("{root}-a"), 2), (format!("{root}-fresh"), 1)]
+        );
+    }
+}
+
+/// A watch or range within one group on the cluster store names its group too, and its
+/// position resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_within_one_group_names_it() {
+    use keyplane_core::WatchPosition;
+    let Some(cluster) = shared_redis_cluster().await else {
+        return;
+    };
+    let store = RedisStore::from_url(&cluster.url()).await.unwrap();
+    let root = format!("one{}", uuid::Uuid::new_v4().simple());
+    write_in_groups(&store, &root, &[("a", "1"), ("a", "2")]).await;
+    let prefix = format!("{root}/{{{root}-a}}/");
+    let listed = store.range(RangeOptions::prefix(&prefix)).await.unwrap();
+    assert_eq!(listed.revision, 2);
+    let tag = format!("{root}-a").into_bytes();
+    assert_eq!(listed.groups, Some([(tag.clone(), 2)].into()));
+    let position = WatchPosition::after_range(&listed);
+    write_in_groups(&store, &root, &[("a", "3")]).await;
+    let mut watch = store
+        .watch(WatchOptions::prefix(&prefix).from_position(&position))
+        .await
+        .unwrap();
+    let batch = next_batch(&mut watch).await;
+    assert_eq!((batch.group, batch.revision), (Some(tag), 3));
 }

@@ -1,10 +1,12 @@
 //! [`RetryLayer`]: retries what may pass, and resumes watches.
 
 use super::{Args, Call, Layer, around_store};
+use crate::capabilities::Sharding;
 use crate::error::{Error, Result};
+use crate::range::RangeOptions;
 use crate::retry::Backoff;
 use crate::store::Store;
-use crate::watch::{WatchOptions, WatchStream};
+use crate::watch::{WatchOptions, WatchPosition, WatchStream};
 use futures::StreamExt;
 use std::future::Future;
 use std::sync::Arc;
@@ -139,11 +141,21 @@ impl<S: Store> RetryStore<S> {
     }
 
     async fn open_watch(&self, mut opts: WatchOptions) -> Result<WatchStream> {
-        if opts.start_revision.is_none() {
-            let now = self
-                .around(Call::Revision, (), |()| self.inner.revision())
-                .await?;
-            opts.start_revision = Some(now + 1);
+        if opts.start_revision.is_none() && opts.group_starts.is_none() {
+            if self.inner.capabilities().sharding == Sharding::Unsharded {
+                let now = self
+                    .around(Call::Revision, (), |()| self.inner.revision())
+                    .await?;
+                opts.start_revision = Some(now + 1);
+            } else {
+                // Each group counts its own revisions: a count of the range names every
+                // group's current one.
+                let count = RangeOptions::new(opts.range.clone()).count_only();
+                let read = self
+                    .around(Call::Range, count, |o| self.inner.range(o))
+                    .await?;
+                opts = opts.from_position(&WatchPosition::after_range(&read));
+            }
         }
         let stream = self
             .around(Call::Watch, opts.clone(), |o| self.inner.watch(o))
@@ -191,6 +203,7 @@ impl<S: Store> Resume<S> {
                 tracing::debug!(
                     attempt = self.failed,
                     from = self.opts.start_revision,
+                    groups = self.opts.group_starts.as_ref().map_or(0, |g| g.len()),
                     %error,
                     "resuming watch"
                 );
@@ -226,7 +239,12 @@ fn resuming<S: Store>(state: Resume<S>, first: WatchStream) -> WatchStream {
                     st.failed = 0;
                     st.started = None;
                     if !batch.is_progress() {
-                        st.opts.start_revision = Some(batch.revision + 1);
+                        let mut position = WatchPosition {
+                            next: st.opts.start_revision,
+                            groups: st.opts.group_starts.take(),
+                        };
+                        position.record(&batch);
+                        st.opts = st.opts.from_position(&position);
                     }
                     return Some((Ok(batch), (st, current)));
                 }

@@ -78,10 +78,7 @@ impl Watcher {
         if events.is_empty() {
             return !self.tx.is_closed();
         }
-        self.send(WatchBatch {
-            revision: change.revision,
-            events,
-        })
+        self.send(WatchBatch::new(change.revision, events))
     }
 }
 

@@ -226,6 +226,7 @@ macro_rules! conformance_suite {
             watch::watch_from_compacted_revision,
             watch::watch_prefix_isolation,
             watch::watch_interval,
+            watch::watch_resumes_from_a_position,
             watch::watch_progress_marks_the_catch_up,
             write::put_returns_prev,
             write::delete_returns_prev,

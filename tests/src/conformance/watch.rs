@@ -298,6 +298,7 @@ pub async fn watch_interval(store: Arc<dyn Store>) {
     let opts = WatchOptions {
         range,
         start_revision: None,
+        group_starts: None,
         prev: false,
         collections: false,
         progress: false,
@@ -420,4 +421,41 @@ pub async fn watch_replays_a_long_backlog(store: Arc<dyn Store>) {
         "the replay is ordered"
     );
     drop(running);
+}
+
+/// List, then watch from the listing's [`WatchPosition`]: every change after the listing,
+/// none it holds; the position moved by the batches resumes a later watch exactly. An
+/// unsharded store names no group and refuses group starts.
+pub async fn watch_resumes_from_a_position(store: Arc<dyn Store>) {
+    use keyplane_core::{ErrorKind, RangeOptions, Sharding, WatchPosition};
+    let root = root();
+    let prefix = key(&root, "");
+    put(&*store, &key(&root, "a"), "1").await;
+    let listed = store.range(RangeOptions::prefix(&prefix)).await.unwrap();
+    assert_eq!(listed.entries.len(), 1);
+    let mut position = WatchPosition::after_range(&listed);
+    let r2 = put(&*store, &key(&root, "b"), "2").await;
+    let mut watch = store
+        .watch(WatchOptions::prefix(&prefix).from_position(&position))
+        .await
+        .unwrap();
+    let batch = next_batch(&mut watch).await;
+    assert_eq!(batch.revision, r2, "{batch:?}");
+    position.record(&batch);
+    drop(watch);
+    let r3 = put(&*store, &key(&root, "c"), "3").await;
+    let mut resumed = store
+        .watch(WatchOptions::prefix(&prefix).from_position(&position))
+        .await
+        .unwrap();
+    let batch = next_batch(&mut resumed).await;
+    assert_eq!(batch.revision, r3, "{batch:?}");
+    assert_eq!(batch.events[0].key(), key(&root, "c").as_slice());
+    if store.capabilities().sharding == Sharding::Unsharded {
+        assert_eq!((listed.groups, batch.group), (None, None));
+        let mut opts = WatchOptions::prefix(&prefix);
+        opts.group_starts = Some([(b"g".to_vec(), 1)].into());
+        let err = watch_error(&*store, opts).await;
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err:?}");
+    }
 }

@@ -94,6 +94,7 @@ pub fn merge_page(
             collections: Vec::new(),
             next: None,
             revision,
+            groups: None,
         };
     }
     let mut next = None;
@@ -118,6 +119,7 @@ pub fn merge_page(
         collections,
         next,
         revision,
+        groups: None,
     }
 }
 

@@ -159,6 +159,7 @@ pub fn rewind(
             entries: Vec::new(),
             next: None,
             revision,
+            groups: None,
         };
     }
     let mut next = None;
@@ -176,6 +177,7 @@ pub fn rewind(
         entries,
         next: next.map(|c| c.at_revision(revision)),
         revision,
+        groups: None,
     }
 }
 
