@@ -45,11 +45,8 @@ impl Address {
                     .split_once('.')
                     .filter(|(_, n)| !n.is_empty() && !n.contains(['/', ':']))
                     .and_then(|(s, _)| {
-                        let names: Vec<&str> = keyplane_schemas::all()
-                            .iter()
-                            .chain(&keyplane_schemas::legacy())
-                            .map(|s| s.name)
-                            .collect();
+                        let names: Vec<&str> =
+                            keyplane_schemas::every().iter().map(|s| s.name).collect();
                         closest(s, names.iter().copied())
                             .map(|c| format!("; no schema is named {s:?}: did you mean {c:?}?"))
                     })

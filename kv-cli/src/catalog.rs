@@ -37,9 +37,14 @@ pub(crate) fn short_name(schema: &str, type_name: &str) -> String {
             kebab.push(c);
         }
     }
-    // An old layout's keys are `Legacy...Key`: `tenant-legacy.meta`, not `.legacy-meta`.
-    let kebab = match (schema.ends_with("-legacy"), kebab.strip_prefix("legacy-")) {
-        (true, Some(rest)) if !rest.is_empty() => rest.to_owned(),
+    // An old layout's keys are `Legacy...Key`: `tenant-legacy.meta`, not `.legacy-meta`; a
+    // cluster variant's are `Cluster...Key`: `nxc-cluster.profile-map`.
+    let kebab = match (schema.rsplit_once('-'), kebab.split_once('-')) {
+        (Some((_, variant)), Some((first, rest)))
+            if first == variant && matches!(variant, "legacy" | "cluster") && !rest.is_empty() =>
+        {
+            rest.to_owned()
+        }
         _ => kebab,
     };
     match kebab.strip_prefix(schema).and_then(|r| r.strip_prefix('-')) {
@@ -113,14 +118,15 @@ mod tests {
         assert_eq!(short_name("tenant-legacy", "x::LegacyMetaKey"), "meta");
         assert_eq!(short_name("nxc-legacy", "x::LegacyGroupKey"), "group");
         assert_eq!(short_name("tenant", "x::LegacyMetaKey"), "legacy-meta");
+        assert_eq!(
+            short_name("nxc-cluster", "x::ClusterProfileMapKey"),
+            "profile-map"
+        );
     }
 
     #[test]
     fn short_names_are_unique_within_each_schema() {
-        for schema in keyplane_schemas::all()
-            .into_iter()
-            .chain(keyplane_schemas::legacy())
-        {
+        for schema in keyplane_schemas::every().into_iter() {
             let mut seen = HashSet::new();
             for entry in entries(schema) {
                 assert!(seen.insert(entry.name.clone()), "{} twice", entry.address());

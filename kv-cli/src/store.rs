@@ -106,10 +106,16 @@ async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore
         _ => None,
     };
     let store = layered(backend.into_store());
-    // Both network clients may connect lazily: one request proves the store answers.
-    within(url, store.revision())
-        .await?
-        .map_err(|e| failed(url, &e))?;
+    // Both network clients may connect lazily: one request proves the store answers. A
+    // store sharded into groups has no one revision: a read of one key proves it instead.
+    let probe = async {
+        if store.capabilities().sharding == keyplane_core::Sharding::Unsharded {
+            store.revision().await.map(drop)
+        } else {
+            store.get(b"{kvctl}:probe").await.map(drop)
+        }
+    };
+    within(url, probe).await?.map_err(|e| failed(url, &e))?;
     Ok((store, redis))
 }
 

@@ -87,9 +87,8 @@ fn table() -> Vec<(&'static str, Check)> {
 /// The collection kind a schema declares for a template (`#[kv(set = ..)]`, `hash`, `list`),
 /// `None` for a plain value.
 pub(crate) fn collection_kind(template: &str) -> Option<CollectionKind> {
-    keyplane_schemas::all()
+    keyplane_schemas::every()
         .into_iter()
-        .chain(keyplane_schemas::legacy())
         .flat_map(|schema| schema.templates())
         .find(|info| info.template.source() == template)
         .and_then(|info| info.kind)

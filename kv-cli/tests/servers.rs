@@ -300,3 +300,199 @@ fn run_fix(url: &str) -> usize {
         .filter(|f| f["fixed"] == true)
         .count()
 }
+
+/// `kvctl demo` on the harness's Redis Cluster (3 masters, 3 replicas), twice: the Redis
+/// systems in their grouped layout (nxc by realm and profile, the balancer as one group
+/// under `{demo}:`), the etcd systems skipped, the tree read across groups; the second run
+/// writes nothing. A `SCAN` of each master (what `redis-cli -c --scan` shows) finds every
+/// key of a group in its tag's slot, on the master serving it, beside the group's own
+/// `__kv:{tag}:` keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_demo_shows_the_grouped_layout() {
+    use keyplane_core::keyspace::{redis_hash_tag, redis_key_slot};
+    let Some(cluster) = keyplane_tests::harness::shared_redis_cluster().await else {
+        return;
+    };
+    let url = cluster.url();
+    let first = json(&url, &["demo"]);
+    let steps = first["steps"].as_array().expect("steps");
+    let written: Vec<(&str, bool)> = steps
+        .iter()
+        .map(|s| (s["schema"].as_str().unwrap(), s["written"] == true))
+        .collect();
+    assert_eq!(
+        written,
+        [
+            ("tenant", false),
+            ("registry", false),
+            ("cronix", false),
+            ("nxc", true),
+            ("balancer", true)
+        ],
+        "{first}"
+    );
+    assert!(
+        first["revision"].as_i64() > first["revision_before"].as_i64(),
+        "{first}"
+    );
+    let keys: Vec<(String, String)> = first["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["key"].as_str().unwrap().to_owned(),
+                k["type"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for (key, ty) in [
+        (
+            "nxc:map:{test_realm}:Alipay:default",
+            "nxc-cluster.default-profile",
+        ),
+        ("nxc:pool:Alipay:{app_001}", "nxc-cluster.pool"),
+        ("nxc:pool:Alipay:{app_002}", "nxc-cluster.pool"),
+    ] {
+        assert!(
+            keys.contains(&(key.to_owned(), ty.to_owned())),
+            "{key} {ty} in {keys:?}"
+        );
+    }
+    assert_eq!(
+        keys.iter()
+            .filter(|(k, _)| k.starts_with("{demo}:"))
+            .count(),
+        25,
+        "{keys:?}"
+    );
+
+    let second = json(&url, &["demo"]);
+    assert_eq!(second["revision"], second["revision_before"], "{second}");
+    assert_eq!(second["revision"], first["revision"], "{second}");
+    assert!(
+        second["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["written"] == false),
+        "{second}"
+    );
+    // The typed tree lists across groups, and typed reads name the cluster variant.
+    let text = ok(&url, &["demo"]);
+    assert!(text.contains("nothing changed"), "{text}");
+    let marker = ok(
+        &url,
+        &[
+            "get",
+            "nxc-cluster.default-profile",
+            "realm=test_realm",
+            "provider=Alipay",
+        ],
+    );
+    assert!(marker.contains("app_001"), "{marker}");
+
+    // Each master holds whole groups: every key in its tag's slot, beside its group's keys.
+    let mut seen = Vec::new();
+    for node in &cluster.node_urls()[..3] {
+        let client = redis::Client::open(node.as_str()).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        seen.extend(keyplane_tests::harness::redis_scan(&mut con, "*").await);
+    }
+    for expected in [
+        "nxc:map:{test_realm}:Alipay",
+        "nxc:map:{test_realm}:Alipay:default",
+        "nxc:inst:{test_realm}:Alipay:app_001",
+        "nxc:inst:{test_realm}:Alipay:app_002",
+        "nxc:pool:Alipay:{app_001}",
+        "{demo}:key:4",
+        "{demo}:key:4:groups",
+        "{demo}:group:2:keys:active",
+        "__kv:{test_realm}:rev",
+        "__kv:{test_realm}:log",
+        "__kv:{app_001}:idx",
+        "__kv:{demo}:cidx",
+        "__kv:groups",
+    ] {
+        assert!(seen.iter().any(|k| k == expected), "{expected} in {seen:?}");
+    }
+    for key in seen
+        .iter()
+        .filter(|k| k.contains("test_realm") || k.contains("{demo}"))
+    {
+        let tag = redis_hash_tag(key.as_bytes()).expect("a tagged key");
+        assert!(tag == b"test_realm" || tag == b"demo", "{key}");
+        assert_eq!(redis_key_slot(key.as_bytes()), redis_key_slot(tag), "{key}");
+    }
+}
+
+/// `kvctl watch` across co-location groups on Redis Cluster: groups that appear while it
+/// runs are followed, and each event names its group and the group's revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_watch_follows_new_groups() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some(cluster) = keyplane_tests::harness::shared_redis_cluster().await else {
+        return;
+    };
+    let url = cluster.url();
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let prefix = format!("cw{run}/");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
+        .args(["--store", &url, "-o", "json", "watch", &prefix])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kvctl starts");
+    // Until the watch shows one: a put in a new group each time (the watch may not be open
+    // for the first ones).
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (stop, url, prefix, run) = (stop.clone(), url.clone(), prefix.clone(), run.clone());
+        std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let key = format!("{prefix}{{{run}-{i}}}/k");
+                ok(&url, &["put", "--raw", &key, "v"]);
+                i += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        })
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let line = rx.recv_timeout(std::time::Duration::from_secs(60));
+    stop.store(true, Ordering::Relaxed);
+    let wrote = writer.join();
+    let line = match line {
+        Ok(line) => line.expect("readable stdout"),
+        Err(e) => {
+            let _ = child.kill();
+            panic!("no event within a minute ({e}); the writer: {wrote:?}");
+        }
+    };
+    wrote.unwrap();
+    let event: serde_json::Value = serde_json::from_str(&line).expect("one JSON event per line");
+    assert_eq!(event["event"], "PUT", "{event}");
+    let group = event["group"].as_str().expect("the event names its group");
+    assert!(group.starts_with(&format!("{run}-")), "{event}");
+    assert_eq!(
+        event["revision"], 1,
+        "a new group's first revision: {event}"
+    );
+    assert_eq!(event["key"], format!("{prefix}{{{group}}}/k"), "{event}");
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    assert_eq!(child.wait().expect("kvctl ends").code(), Some(0));
+}

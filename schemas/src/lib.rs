@@ -8,7 +8,7 @@ pub mod nxc;
 pub mod registry;
 pub mod tenant;
 
-pub use catalog::{ParsedKey, Schema, all, find, legacy, parse_any};
+pub use catalog::{ParsedKey, Schema, all, every, find, legacy, parse_any, variants};
 
 /// Decodes `bytes` with the codec of key type `K`, built without state: how the readers
 /// decode each template of a keyspace mirror.

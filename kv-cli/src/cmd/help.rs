@@ -9,10 +9,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser};
 fn address_words() -> Vec<&'static str> {
     let mut words = std::collections::BTreeSet::new();
     let mut fields = std::collections::BTreeSet::new();
-    for schema in keyplane_schemas::all()
-        .into_iter()
-        .chain(keyplane_schemas::legacy())
-    {
+    for schema in keyplane_schemas::every().into_iter() {
         for entry in crate::catalog::entries(schema) {
             words.insert(entry.address());
             for field in &entry.info.fields {
@@ -35,9 +32,8 @@ fn choices(words: &[&'static str]) -> PossibleValuesParser {
 /// Prints the completion script of `shell`.
 pub(crate) fn completions(shell: clap_complete::Shell) -> CliResult<()> {
     let addresses = address_words();
-    let schemas: Vec<&'static str> = keyplane_schemas::all()
+    let schemas: Vec<&'static str> = keyplane_schemas::every()
         .into_iter()
-        .chain(keyplane_schemas::legacy())
         .map(|s| s.name)
         .collect();
     // Only the script's command gets the choices: the parser itself takes raw keys too.

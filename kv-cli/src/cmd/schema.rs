@@ -12,11 +12,7 @@ pub(crate) fn run(ctx: &Ctx, name: Option<&str>, all: bool) -> CliResult<()> {
         None => list(ctx.format, all),
         Some(name) => {
             let schema = keyplane_schemas::find(name).ok_or_else(|| {
-                let names: Vec<&str> = keyplane_schemas::all()
-                    .iter()
-                    .chain(&keyplane_schemas::legacy())
-                    .map(|s| s.name)
-                    .collect();
+                let names: Vec<&str> = keyplane_schemas::every().iter().map(|s| s.name).collect();
                 CliError::invalid(format!(
                     "unknown schema {name:?} (schemas: {})",
                     names.join(", ")
@@ -27,14 +23,14 @@ pub(crate) fn run(ctx: &Ctx, name: Option<&str>, all: bool) -> CliResult<()> {
     }
 }
 
-/// The current layouts; with `with_legacy`, then the old ones they replace (read-only).
+/// The current layouts; with `with_legacy`, then the old ones they replace (read-only) and
+/// the deployment variants (Redis Cluster).
 fn list(format: Format, with_legacy: bool) -> CliResult<()> {
-    let legacy = if with_legacy {
-        keyplane_schemas::legacy()
+    let all = if with_legacy {
+        keyplane_schemas::every()
     } else {
-        Vec::new()
+        keyplane_schemas::all()
     };
-    let all: Vec<_> = keyplane_schemas::all().into_iter().chain(legacy).collect();
     match format {
         Format::Json => print_json(&json!(
             all.iter()

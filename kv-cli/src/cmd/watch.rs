@@ -34,7 +34,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliRe
             next = stream.next() => match next {
                 Some(Ok(batch)) => {
                     for event in &batch.events {
-                        print_event(ctx.format, batch.revision, event);
+                        print_event(ctx.format, batch.revision, batch.group.as_deref(), event);
                     }
                 }
                 Some(Err(e)) => return Err(e.into()),
@@ -98,13 +98,16 @@ async fn poll_sled(ctx: &Ctx, prefix: &str, next: Option<i64>) -> CliResult<i64>
             return Ok(batch.revision + 1);
         }
         for event in &batch.events {
-            print_event(ctx.format, batch.revision, event);
+            print_event(ctx.format, batch.revision, None, event);
         }
     }
     Err(CliError::new(code::UNREACHABLE, "the watch ended"))
 }
 
-fn print_event(format: Format, revision: i64, event: &Event) {
+/// Prints one event at `revision`; on a store sharded into co-location groups, `group` names
+/// the group whose revision it is (`{group}@revision` in the table).
+fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Event) {
+    let group = group.map(|g| String::from_utf8_lossy(g).into_owned());
     let key = String::from_utf8_lossy(event.key()).into_owned();
     let typed = typed(&key);
     let (kind, value, detail) = match event {
@@ -121,9 +124,7 @@ fn print_event(format: Format, revision: i64, event: &Event) {
                     .map(|(n, v)| (n.to_owned(), json!(v)))
                     .collect::<serde_json::Map<_, _>>()
             });
-            crate::output::outln!(
-                "{}",
-                json!({
+            let mut object = json!({
                     "revision": revision,
                     "event": kind,
                     "key": key,
@@ -131,8 +132,11 @@ fn print_event(format: Format, revision: i64, event: &Event) {
                     "fields": fields,
                     "value": value.map(|v| value_json(v)),
                     "member": detail.map(|d| value_json(&d)),
-                })
-            );
+            });
+            if let Some(group) = group {
+                object["group"] = json!(group);
+            }
+            crate::output::outln!("{object}");
         }
         Format::Table => {
             let typed = typed
@@ -148,6 +152,10 @@ fn print_event(format: Format, revision: i64, event: &Event) {
                 .map(|v| format!("  {}", value_json(v)))
                 .unwrap_or_default();
             let value = format!("{detail}{value}");
+            let revision = match &group {
+                Some(group) => format!("{{{group}}}@{revision}"),
+                None => revision.to_string(),
+            };
             crate::output::outln!("{revision:>6} {kind:<6} {key}{typed}{value}");
         }
     }

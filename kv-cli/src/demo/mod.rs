@@ -17,6 +17,7 @@ use crate::cmd::{Ctx, scan};
 use crate::error::CliResult;
 use crate::output::{Format, print_json, typed};
 use keyplane_core::keyspace::TypedStore;
+use keyplane_core::{RangeOptions, Sharding, Store};
 use serde_json::json;
 use std::time::Duration;
 
@@ -43,6 +44,16 @@ impl Step {
         }
     }
 
+    /// Not written on this store: `why`.
+    fn skipped(schema: &'static str, why: &'static str) -> Self {
+        Step {
+            schema,
+            written: false,
+            what: why,
+            collections: Vec::new(),
+        }
+    }
+
     fn present(schema: &'static str, what: &'static str) -> Self {
         Step {
             schema,
@@ -53,28 +64,52 @@ impl Step {
     }
 }
 
+/// Why the etcd systems are not written to Redis Cluster.
+const NO_TAG: &str = "an etcd system, whose keys carry no hash tag (Redis Cluster needs one)";
+
 pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
     let store = ctx.store().await?;
     let typed_store = TypedStore::new(store.clone());
-    let before = store.revision().await?;
+    let sharded = store.capabilities().sharding != Sharding::Unsharded;
+    let before = revisions(store.as_ref()).await?;
     let bar = crate::output::steps(5, "writing the example dataset");
     let mut steps = Vec::new();
     bar.set_message("tenant");
-    steps.push(tenant::write(&typed_store).await?);
+    steps.push(if sharded {
+        Step::skipped("tenant", NO_TAG)
+    } else {
+        tenant::write(&typed_store).await?
+    });
     bar.inc(1);
     bar.set_message("registry");
-    steps.push(registry::write(&typed_store).await?);
+    steps.push(if sharded {
+        Step::skipped("registry", NO_TAG)
+    } else {
+        registry::write(&typed_store).await?
+    });
     bar.inc(1);
     bar.set_message("cronix");
-    steps.push(cronix::write(&typed_store).await?);
+    steps.push(if sharded {
+        Step::skipped("cronix", NO_TAG)
+    } else {
+        cronix::write(&typed_store).await?
+    });
     bar.inc(1);
     bar.set_message("nxc");
-    steps.push(nxc::write(&typed_store).await?);
+    steps.push(if sharded {
+        nxc::write_cluster(&typed_store).await?
+    } else {
+        nxc::write(&typed_store).await?
+    });
     bar.inc(1);
     bar.set_message("balancer");
-    steps.push(balancer::write(&typed_store).await?);
+    steps.push(if sharded {
+        balancer::write_cluster(&typed_store).await?
+    } else {
+        balancer::write(&typed_store).await?
+    });
     bar.finish_and_clear();
-    let after = store.revision().await?;
+    let after = revisions(store.as_ref()).await?;
     let entries = scan(store.as_ref(), "", true).await?;
     let mut keys: Vec<(String, String)> = entries
         .iter()
@@ -90,7 +125,9 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
     for schema in keyplane_schemas::all() {
         let count = keys
             .iter()
-            .filter(|(_, a)| a.split('.').next() == Some(schema.name))
+            .filter(|(_, a)| {
+                a.split('.').next().map(|s| s.trim_end_matches("-cluster")) == Some(schema.name)
+            })
             .count();
         per_schema.push((schema.name, count));
     }
@@ -108,7 +145,14 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
         Format::Table => {
             crate::output::out!("{}", crate::tree::render(&keys));
             crate::output::outln!();
-            crate::output::outln!("store {} at revision {after}", ctx.url);
+            if sharded {
+                crate::output::outln!(
+                    "store {} at revision {after} (the sum of its co-location groups')",
+                    ctx.url
+                );
+            } else {
+                crate::output::outln!("store {} at revision {after}", ctx.url);
+            }
             for step in &steps {
                 let count = per_schema
                     .iter()
@@ -116,6 +160,8 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
                     .map_or(0, |c| c.1);
                 let verb = if step.written {
                     "written"
+                } else if step.what == NO_TAG {
+                    "skipped"
                 } else {
                     "already present"
                 };
@@ -138,4 +184,15 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
         }
     }
     Ok(())
+}
+
+/// The store's revision; on a store sharded into co-location groups, which has none, the sum
+/// of its groups' revisions (what a count of the whole keyspace reads), which grows by one
+/// per transaction as a revision does.
+async fn revisions(store: &dyn Store) -> keyplane_core::Result<i64> {
+    if store.capabilities().sharding == Sharding::Unsharded {
+        return store.revision().await;
+    }
+    let read = store.range(RangeOptions::prefix("").count_only()).await?;
+    Ok(read.groups.map_or(0, |groups| groups.values().sum()))
 }

@@ -5,7 +5,8 @@ use super::Step;
 use keyplane_core::keyspace::{EncryptionKey, Key, Keyring, ListOptions, TypedStore};
 use keyplane_core::{CollectionOp, CollectionResult};
 use keyplane_schemas::nxc::{
-    DefaultProfileKey, ProfileMapKey, ProviderName, RealmId, list_profiles, write_example,
+    ClusterProfileMapKey, DefaultProfileKey, ProfileMapKey, ProviderName, RealmId, list_profiles,
+    write_cluster_example, write_example,
 };
 use std::sync::Arc;
 
@@ -56,6 +57,42 @@ pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
         schema: "nxc",
         written,
         what,
+        collections,
+    })
+}
+
+/// On Redis Cluster: the same realm in nxc's cluster variant (`nxc:map:{test_realm}:Alipay`,
+/// grouped by realm; pool secrets grouped by profile).
+pub(crate) async fn write_cluster(store: &TypedStore) -> keyplane_core::Result<Step> {
+    let realm = RealmId::new("test_realm").map_err(invalid)?;
+    let provider = ProviderName::new("Alipay").map_err(invalid)?;
+    let map = ClusterProfileMapKey::new(&realm, &provider);
+    let written = if store.exists(&map.default_marker()).await? {
+        false
+    } else {
+        let keyring = Arc::new(Keyring::new("demo-1", EncryptionKey::from_bytes(DEMO_KEY))?);
+        write_cluster_example(&store.clone().with_codec_state(keyring), &realm).await?;
+        true
+    };
+    let mut profiles = store.set_at(&map).members().await?;
+    profiles.sort();
+    let names: Vec<String> = profiles.iter().map(|p| p.to_string()).collect();
+    let mut collections = vec![(
+        map.encode(),
+        format!("nxc-cluster.profile-map  SET {{{}}}", names.join(", ")),
+    )];
+    for profile in &profiles {
+        let key = map.instance(profile);
+        let fields = store.map_at(&key).all().await?.len();
+        collections.push((
+            key.encode(),
+            format!("nxc-cluster.instance  HASH ({fields} fields)"),
+        ));
+    }
+    Ok(Step {
+        schema: "nxc",
+        written,
+        what: "realm {test_realm} (one group), provider Alipay, profiles app_001 (default) and app_002",
         collections,
     })
 }

@@ -56,7 +56,7 @@ pub use cluster::{
     ClusterDefaultProfileKey, ClusterInstanceKey, ClusterPoolKey, ClusterProfileMapKey,
     NxcClusterKeyspace,
 };
-pub use example::{NxcExample, write_example};
+pub use example::{NxcExample, write_cluster_example, write_example};
 pub use keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileMapKey};
 pub use legacy::{
     LegacyConfigKey, LegacyGroupKey, LegacyIndexKey, LegacyProvider, NxcLegacyKeyspace,
@@ -79,6 +79,15 @@ pub fn schema() -> Schema {
         "nxc",
         "redis",
         "three-layer config model: realm profile map (SET) + default marker, instance HASH, encrypted pool",
+    )
+}
+
+/// The catalog entry of the cluster variant ([`NxcClusterKeyspace`]).
+pub fn cluster_schema() -> Schema {
+    Schema::of::<NxcClusterKeyspace>(
+        "nxc-cluster",
+        "redis-cluster",
+        "nxc on Redis Cluster: the document's templates grouped by realm (map, marker, instance) and by profile (pool)",
     )
 }
 

@@ -423,7 +423,7 @@ pub async fn watch_replays_a_long_backlog(store: Arc<dyn Store>) {
     drop(running);
 }
 
-/// List, then watch from the listing's [`WatchPosition`]: every change after the listing,
+/// List, then watch from the listing's [`WatchPosition`](keyplane_core::WatchPosition): every change after the listing,
 /// none it holds; the position moved by the batches resumes a later watch exactly. An
 /// unsharded store names no group and refuses group starts.
 pub async fn watch_resumes_from_a_position(store: Arc<dyn Store>) {
