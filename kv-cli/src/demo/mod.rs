@@ -147,8 +147,10 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
             crate::output::outln!();
             if sharded {
                 crate::output::outln!(
-                    "store {} at revision {after} (the sum of its co-location groups')",
-                    ctx.url
+                    "store {}: the demo's co-location groups at revision {after} (the sum of \
+                     {{{}}}'s)",
+                    ctx.url,
+                    DEMO_GROUPS.join("}, {")
                 );
             } else {
                 crate::output::outln!("store {} at revision {after}", ctx.url);
@@ -186,13 +188,27 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
     Ok(())
 }
 
+/// The co-location groups the demo writes on a store sharded into groups: nxc's realm and
+/// its two profiles' pools, and the balancer's cache.
+const DEMO_GROUPS: [&str; 4] = ["test_realm", "app_001", "app_002", "demo"];
+
 /// The store's revision; on a store sharded into co-location groups, which has none, the sum
-/// of its groups' revisions (what a count of the whole keyspace reads), which grows by one
-/// per transaction as a revision does.
+/// of the demo's groups' revisions, which grows by one per transaction of the demo (and not
+/// with what other programs write elsewhere in the store).
 async fn revisions(store: &dyn Store) -> keyplane_core::Result<i64> {
     if store.capabilities().sharding == Sharding::Unsharded {
         return store.revision().await;
     }
-    let read = store.range(RangeOptions::prefix("").count_only()).await?;
-    Ok(read.groups.map_or(0, |groups| groups.values().sum()))
+    let mut sum = 0;
+    for tag in DEMO_GROUPS {
+        // A prefix holding the whole tag lies in the group: its read names the group's revision.
+        let read = store
+            .range(RangeOptions::prefix(format!("{{{tag}}}")).count_only())
+            .await?;
+        sum += read
+            .groups
+            .and_then(|groups| groups.get(tag.as_bytes()).copied())
+            .unwrap_or(0);
+    }
+    Ok(sum)
 }
