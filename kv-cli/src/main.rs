@@ -40,7 +40,7 @@ field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templ
 pub(crate) struct Cli {
     /// Store URL: mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
     /// redis+cluster://HOST:PORT[,HOST:PORT...],
-    /// rediss://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
+    /// rediss://..., rediss+cluster://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
     #[arg(long, env = "KVCTL_STORE", global = true)]
     store: Option<String>,
     /// Output format.

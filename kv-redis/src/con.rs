@@ -60,6 +60,9 @@ pub(crate) enum Dial {
         nodes: Vec<redis::ConnectionInfo>,
         username: Option<String>,
         password: Option<String>,
+        /// The CA and client certificate of a cluster whose nodes speak TLS.
+        #[cfg(feature = "tls")]
+        certificates: Option<redis::TlsCertificates>,
     },
 }
 
@@ -99,6 +102,8 @@ impl Dial {
             nodes,
             username,
             password,
+            #[cfg(feature = "tls")]
+            certificates,
         } = self
         else {
             return Err(redis::RedisError::from((
@@ -115,6 +120,10 @@ impl Dial {
         }
         if let Some(password) = password {
             builder = builder.password(password);
+        }
+        #[cfg(feature = "tls")]
+        if let Some(certificates) = certificates {
+            builder = builder.certs(certificates.clone());
         }
         builder.build()
     }

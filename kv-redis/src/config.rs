@@ -20,8 +20,8 @@ use std::time::Duration;
 pub struct RedisConfig {
     /// `redis://host:port[/db]`, `rediss://` for TLS (crate feature `tls`), or
     /// `redis+cluster://[user:password@]host:port,host:port...` for a Redis Cluster (its seed
-    /// nodes; see the crate documentation for what the store does on a cluster). Default
-    /// `redis://127.0.0.1:6379`.
+    /// nodes; see the crate documentation for what the store does on a cluster), and
+    /// `rediss+cluster://` for one over TLS. Default `redis://127.0.0.1:6379`.
     pub url: String,
     /// ACL user name; overrides one given in the URL.
     pub username: Option<String>,
@@ -29,8 +29,9 @@ pub struct RedisConfig {
     pub password: Option<String>,
     /// Database index; overrides one given in the URL.
     pub database: Option<i64>,
-    /// TLS settings for a `rediss://` URL (feature `tls`): the CA to trust instead of the
-    /// system's roots, and a client certificate for servers with `tls-auth-clients`.
+    /// TLS settings for a `rediss://` or `rediss+cluster://` URL (feature `tls`): the CA to
+    /// trust instead of the system's roots, and a client certificate for servers with
+    /// `tls-auth-clients`.
     /// Default none (the system's roots, no client certificate).
     #[cfg(feature = "tls")]
     pub tls: Option<RedisTlsConfig>,
@@ -196,25 +197,32 @@ impl RedisConfig {
         Ok(info.set_redis_settings(settings))
     }
 
-    /// Whether the URL names a Redis Cluster: `redis+cluster://`.
+    /// Whether the URL names a Redis Cluster: `redis+cluster://` or `rediss+cluster://`.
     pub fn is_cluster(&self) -> bool {
-        self.url.starts_with(CLUSTER_SCHEME)
+        self.url.starts_with(CLUSTER_SCHEME) || self.url.starts_with(TLS_CLUSTER_SCHEME)
     }
 
-    /// The seed nodes of a `redis+cluster://[user:password@]host:port,host:port...` URL, and
-    /// the credentials (the configuration's own override the URL's).
+    /// The seed nodes of a `redis+cluster://[user:password@]host:port,host:port...` URL (or
+    /// `rediss+cluster://`, whose nodes speak TLS), and the credentials (the configuration's
+    /// own override the URL's).
     ///
     /// # Errors
     /// [`ErrorKind::Config`] for a node that does not parse, a database other than 0 (a
-    /// cluster has one), TLS settings (not supported on a cluster), reconcile roots (the
-    /// reconciler does not run on a cluster), or the checks of a single server's URL.
+    /// cluster has one), TLS without the `tls` feature or TLS settings without TLS, reconcile
+    /// roots (the reconciler does not run on a cluster), or the checks of a single server's
+    /// URL.
     pub(crate) fn cluster_nodes(
         &self,
     ) -> Result<(Vec<redis::ConnectionInfo>, Option<String>, Option<String>)> {
         use redis::IntoConnectionInfo;
         let config_error = |message: String| Error::new(ErrorKind::Config, message);
-        let Some(rest) = self.url.strip_prefix(CLUSTER_SCHEME) else {
-            return Err(config_error("not a redis+cluster:// URL".to_owned()));
+        let (rest, node_scheme) = match (
+            self.url.strip_prefix(CLUSTER_SCHEME),
+            self.url.strip_prefix(TLS_CLUSTER_SCHEME),
+        ) {
+            (Some(rest), _) => (rest, "redis"),
+            (_, Some(rest)) => (rest, "rediss"),
+            _ => return Err(config_error("not a redis+cluster:// URL".to_owned())),
         };
         self.check()?;
         if self.database.is_some_and(|db| db != 0) {
@@ -222,10 +230,16 @@ impl RedisConfig {
                 "a Redis Cluster has database 0 only".to_owned(),
             ));
         }
-        #[cfg(feature = "tls")]
-        if self.tls.is_some() {
+        if node_scheme == "rediss" && !cfg!(feature = "tls") {
             return Err(config_error(
-                "TLS is not supported on Redis Cluster".to_owned(),
+                "rediss+cluster:// needs keyplane-redis to be built with the `tls` feature"
+                    .to_owned(),
+            ));
+        }
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() && node_scheme != "rediss" {
+            return Err(config_error(
+                "TLS settings need a rediss+cluster:// URL".to_owned(),
             ));
         }
         if self.internal_prefix.contains(['{', '}']) {
@@ -264,7 +278,7 @@ impl RedisConfig {
                         "a cluster node is host:port, got {host:?}"
                     )));
                 }
-                format!("redis://{host}")
+                format!("{node_scheme}://{host}")
                     .into_connection_info()
                     .map_err(|e| {
                         Error::new(ErrorKind::Config, "a cluster node does not parse")
@@ -317,6 +331,8 @@ impl RedisConfig {
 
 /// The scheme of a Redis Cluster URL.
 const CLUSTER_SCHEME: &str = "redis+cluster://";
+/// The scheme of a Redis Cluster URL whose nodes speak TLS.
+const TLS_CLUSTER_SCHEME: &str = "rediss+cluster://";
 
 /// The URL with any password replaced by `***`.
 fn redact(url: &str) -> String {
@@ -516,6 +532,33 @@ mod tests {
         ] {
             let err = bad.cluster_nodes().unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Config, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tls_cluster_urls_name_tls_nodes() {
+        let config = RedisConfig::new("rediss+cluster://10.0.0.1:7000,10.0.0.2:7001");
+        assert!(config.is_cluster());
+        let nodes = config.cluster_nodes();
+        if cfg!(feature = "tls") {
+            let (nodes, _, _) = nodes.unwrap();
+            assert!(
+                nodes
+                    .iter()
+                    .all(|n| n.addr().to_string().contains("10.0.0."))
+            );
+            assert_eq!(nodes.len(), 2);
+        } else {
+            assert_eq!(nodes.unwrap_err().kind(), ErrorKind::Config);
+        }
+        #[cfg(feature = "tls")]
+        {
+            let plain_with_tls = RedisConfig {
+                tls: Some(RedisTlsConfig::default()),
+                ..RedisConfig::new("redis+cluster://10.0.0.1:7000")
+            };
+            let err = plain_with_tls.cluster_nodes().unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Config);
         }
     }
 }

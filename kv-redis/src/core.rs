@@ -103,6 +103,11 @@ impl Core {
                 nodes,
                 username,
                 password,
+                #[cfg(feature = "tls")]
+                certificates: match &config.tls {
+                    Some(tls) => Some(tls.certificates()?),
+                    None => None,
+                },
             };
             let client = dial
                 .cluster_client(config.connect_timeout(), config.response_timeout())

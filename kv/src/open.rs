@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 /// The URL forms [`open()`] takes, for error messages.
 const FORMS: &str = "mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
-                     redis://HOST:PORT/DB, rediss://... or redis+cluster://HOST:PORT[,HOST:PORT...]";
+                     redis://HOST:PORT/DB, rediss://..., redis+cluster://HOST:PORT[,HOST:PORT...] \
+                     or rediss+cluster://...";
 
 /// A store opened from a URL, as its own type: for the backend-specific API (a Redis
 /// reconcile, an etcd mirror) beside the contract. [`Backend::into_store`] gives the
@@ -21,7 +22,7 @@ pub enum Backend {
     /// `etcd://...`
     #[cfg(feature = "etcd")]
     Etcd(keyplane_etcd::EtcdStore),
-    /// `redis://...`, `rediss://...` or `redis+cluster://...`
+    /// `redis://...`, `rediss://...`, `redis+cluster://...` or `rediss+cluster://...`
     #[cfg(feature = "redis")]
     Redis(Arc<keyplane_redis::RedisStore>),
 }
@@ -36,8 +37,8 @@ impl Backend {
     /// Opens the store of `url`: `mem://` (a new, empty in-process store), `sled://PATH`
     /// (the directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]` with the
     /// options of `EtcdConfig::from_url`, `redis://HOST:PORT/DB`, `rediss://...` (with
-    /// the `tls` feature) or `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis Cluster's
-    /// seed nodes).
+    /// the `tls` feature), `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis Cluster's
+    /// seed nodes) or `rediss+cluster://...` (over TLS, with the `tls` feature).
     ///
     /// # Errors
     /// `Config` for a URL of no known form, or of a backend whose feature is not enabled;
@@ -79,7 +80,7 @@ impl Backend {
                 ))
             }
             #[cfg(feature = "redis")]
-            "redis" | "rediss" | "redis+cluster" => {
+            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
                 let mut config = keyplane_redis::RedisConfig::new(url);
                 if let Some(timeout) = options.connect_timeout {
                     config.connect_timeout_ms = millis(timeout);
@@ -92,7 +93,7 @@ impl Backend {
             #[cfg(not(feature = "etcd"))]
             "etcd" => Err(not_built(url, "etcd")),
             #[cfg(not(feature = "redis"))]
-            "redis" | "rediss" | "redis+cluster" => Err(not_built(url, "redis")),
+            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => Err(not_built(url, "redis")),
             other => Err(invalid(
                 url,
                 &format!("unknown scheme {other:?}; expected {FORMS}"),

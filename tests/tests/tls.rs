@@ -154,3 +154,62 @@ async fn redis_with_client_certificates() {
         chain(&err)
     );
 }
+
+fn cluster_config(url: String, certs: &TestCerts, ca: &str) -> RedisConfig {
+    RedisConfig {
+        tls: Some(RedisTlsConfig {
+            ca_file: Some(certs.path(ca)),
+            cert_file: Some(certs.path("client.pem")),
+            key_file: Some(certs.path("client-key.pem")),
+        }),
+        connect_timeout_ms: 2_000,
+        response_timeout_ms: 2_000,
+        ..RedisConfig::new(url)
+    }
+}
+
+/// A Redis Cluster whose nodes speak only TLS (to clients, replicas and each other) and
+/// require client certificates: `rediss+cluster://` with the CA and a client certificate
+/// serves keys, transactions, a watch spanning groups and a range spanning them; a wrong CA
+/// is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_over_tls() {
+    use keyplane_core::RangeOptions;
+    let certs = TestCerts::new();
+    let Some(cluster) = block_in_place(|| keyplane_tests::harness::RedisCluster::start_tls(&certs))
+    else {
+        return;
+    };
+    let url = cluster.url();
+    assert!(url.starts_with("rediss+cluster://"), "{url}");
+    let store = RedisStore::connect(cluster_config(url.clone(), &certs, "ca.pem"))
+        .await
+        .unwrap();
+    let mut watch = store.watch(WatchOptions::prefix("tls/")).await.unwrap();
+    for group in ["a", "b", "c"] {
+        let key = format!("tls/{{{group}}}/k");
+        store
+            .put(key.as_bytes(), group.as_bytes(), PutOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            store.get(key.as_bytes()).await.unwrap().unwrap().value,
+            group.as_bytes()
+        );
+    }
+    let listed = store.range(RangeOptions::prefix("tls/")).await.unwrap();
+    assert_eq!(listed.entries.len(), 3);
+    let mut groups = Vec::new();
+    while groups.len() < 3 {
+        let batch = watch.next().await.unwrap().unwrap();
+        groups.push(batch.group.unwrap());
+    }
+    groups.sort();
+    assert_eq!(groups, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+
+    let answer = match RedisStore::connect(cluster_config(url, &certs, "other-ca.pem")).await {
+        Ok(store) => store.get(b"{a}any").await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    refused(answer.unwrap_err(), true);
+}

@@ -14,7 +14,19 @@ pub struct RedisServer {
     aof: bool,
     /// Whether the server runs as a Redis Cluster node (`--cluster-enabled yes`).
     cluster: bool,
+    /// A cluster node that speaks TLS to clients, replicas and the other nodes.
+    tls: Option<NodeTls>,
     process: Option<ServerProcess>,
+}
+
+/// The TLS side of a cluster node: its certificates (`ca.pem`, `server.pem`,
+/// `server-key.pem`, and `client.pem`/`client-key.pem`, which it presents to the nodes it
+/// connects to), its TLS port, and its cluster bus port. Its plain port stays open for the
+/// harness's own administration.
+struct NodeTls {
+    certs: PathBuf,
+    port: u16,
+    bus: u16,
 }
 
 impl RedisServer {
@@ -31,10 +43,10 @@ impl RedisServer {
     }
 
     fn start_with(aof: bool) -> Option<Self> {
-        Self::start_node(aof, false)
+        Self::start_node(aof, false, None)
     }
 
-    fn start_node(aof: bool, cluster: bool) -> Option<Self> {
+    fn start_node(aof: bool, cluster: bool, tls: Option<&super::TestCerts>) -> Option<Self> {
         let binary = require_binary("redis-server", "redis-server")?;
         let mut dir = tempfile::Builder::new()
             .prefix("kv-redis-")
@@ -48,6 +60,11 @@ impl RedisServer {
                 port: if cluster { cluster_port() } else { free_port() },
                 aof,
                 cluster,
+                tls: tls.map(|certs| NodeTls {
+                    certs: certs.path(""),
+                    port: free_port(),
+                    bus: free_port(),
+                }),
                 process: None,
             };
             match server.launch() {
@@ -98,6 +115,21 @@ impl RedisServer {
                 "--repl-diskless-sync-delay",
                 "0",
             ]);
+        }
+        if let Some(tls) = &self.tls {
+            cmd.args(["--tls-port", &tls.port.to_string()])
+                .args(["--cluster-port", &tls.bus.to_string()])
+                .args(["--tls-cluster", "yes", "--tls-replication", "yes"])
+                .args(["--tls-auth-clients", "yes"]);
+            for (option, file) in [
+                ("--tls-ca-cert-file", "ca.pem"),
+                ("--tls-cert-file", "server.pem"),
+                ("--tls-key-file", "server-key.pem"),
+                ("--tls-client-cert-file", "client.pem"),
+                ("--tls-client-key-file", "client-key.pem"),
+            ] {
+                cmd.arg(option).arg(tls.certs.join(file));
+            }
         }
         let log = self.dir.path().join("redis.log");
         let mut process =
@@ -241,9 +273,24 @@ impl RedisCluster {
     /// # Panics
     /// When the cluster does not form within 30 s.
     pub fn start() -> Option<Self> {
+        Self::start_with(None)
+    }
+
+    /// [`RedisCluster::start`], every node speaking only TLS to clients, replicas and the
+    /// other nodes (`tls-cluster`, `tls-replication`), with the certificates of `certs` and
+    /// client certificates required: the store connects with `rediss+cluster://`
+    /// ([`RedisCluster::url`]).
+    ///
+    /// # Panics
+    /// As [`RedisCluster::start`].
+    pub fn start_tls(certs: &super::TestCerts) -> Option<Self> {
+        Self::start_with(Some(certs))
+    }
+
+    fn start_with(tls: Option<&super::TestCerts>) -> Option<Self> {
         let mut nodes = Vec::new();
         for _ in 0..6 {
-            nodes.push(RedisServer::start_node(false, true)?);
+            nodes.push(RedisServer::start_node(false, true, tls)?);
         }
         let cluster = RedisCluster { nodes };
         if let Err(e) = cluster.form() {
@@ -263,11 +310,13 @@ impl RedisCluster {
         }
         let mut first = self.nodes[0].sync_connection()?;
         for node in &self.nodes[1..] {
-            let () = redis::cmd("CLUSTER")
-                .arg("MEET")
-                .arg("127.0.0.1")
-                .arg(node.port)
-                .query(&mut first)?;
+            let mut meet = redis::cmd("CLUSTER");
+            meet.arg("MEET").arg("127.0.0.1");
+            match &node.tls {
+                Some(tls) => meet.arg(tls.port).arg(tls.bus),
+                None => meet.arg(node.port),
+            };
+            let () = meet.query(&mut first)?;
         }
         self.wait(|con| Ok(cluster_nodes(con)?.lines().count() == 6))?;
         for i in 0..3 {
@@ -327,16 +376,23 @@ impl RedisCluster {
         }
     }
 
-    /// The cluster's URL: `redis+cluster://` and the masters' addresses, comma-separated.
+    /// The cluster's URL: `redis+cluster://` (`rediss+cluster://` with TLS) and the masters'
+    /// addresses, comma-separated.
     pub fn url(&self) -> String {
         let seeds: Vec<String> = self.nodes[..3]
             .iter()
-            .map(|n| format!("127.0.0.1:{}", n.port))
+            .map(|n| format!("127.0.0.1:{}", n.tls.as_ref().map_or(n.port, |t| t.port)))
             .collect();
-        format!("redis+cluster://{}", seeds.join(","))
+        let scheme = if self.nodes[0].tls.is_some() {
+            "rediss+cluster"
+        } else {
+            "redis+cluster"
+        };
+        format!("{scheme}://{}", seeds.join(","))
     }
 
-    /// The URL of each node (`redis://127.0.0.1:PORT`), the three masters first.
+    /// The URL of each node (`redis://127.0.0.1:PORT`, its plain port also on a TLS
+    /// cluster), the three masters first.
     pub fn node_urls(&self) -> Vec<String> {
         self.nodes.iter().map(RedisServer::url).collect()
     }
