@@ -622,3 +622,64 @@ async fn a_read_within_one_group_names_it() {
     let batch = next_batch(&mut watch).await;
     assert_eq!((batch.group, batch.revision), (Some(tag), 3));
 }
+
+/// What another program writes straight to a cluster (`redis-cli -c SET`, `SADD`): point reads
+/// see it at once, and a `get` adopts a string into its group's index, after which ranges
+/// list it; a collection is read natively; deletes remove what it wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_programs_keys_are_read_and_deleted_on_a_cluster() {
+    let Some(cluster) = shared_redis_cluster().await else {
+        return;
+    };
+    let store = RedisStore::from_url(&cluster.url()).await.unwrap();
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let prefix = format!("raw:{{{run}}}:");
+    let (plain, set) = (format!("{prefix}plain"), format!("{prefix}set"));
+    let mut raw = redis::cluster::ClusterClient::new(vec![cluster.node_urls()[0].clone()])
+        .unwrap()
+        .get_async_connection()
+        .await
+        .unwrap();
+    let () = redis::cmd("SET")
+        .arg(&plain)
+        .arg("from-go")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("SADD")
+        .arg(&set)
+        .arg("m1")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+
+    let entry = store.get(plain.as_bytes()).await.unwrap().unwrap();
+    assert_eq!(entry.value, b"from-go");
+    let page = store.range(RangeOptions::prefix(&prefix)).await.unwrap();
+    assert_eq!(page.entries.len(), 1, "adopted by the get: {page:?}");
+    let members = store
+        .collection(keyplane_core::CollectionOp::SetMembers {
+            key: set.clone().into_bytes(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        members,
+        keyplane_core::CollectionResult::Members(vec![b"m1".to_vec()])
+    );
+
+    assert!(store.delete(plain.as_bytes()).await.unwrap().existed());
+    store.delete(set.as_bytes()).await.unwrap();
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(&plain)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0);
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(&set)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0);
+}
