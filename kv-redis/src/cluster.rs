@@ -6,6 +6,7 @@
 
 use crate::core::Core;
 use crate::error::map_error;
+use crate::watch::unavailable;
 use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
 use keyplane_core::{
@@ -54,25 +55,25 @@ impl Groups {
         )
     }
 
-    /// Every group in the registry.
+    /// Every group in the registry (a connection failure is retryable).
     async fn registered(&self, op: &'static str) -> Result<BTreeSet<Vec<u8>>> {
         let mut con = self.base.con.clone();
         let tags: Vec<Vec<u8>> = redis::cmd("SMEMBERS")
             .arg(self.registry.as_slice())
             .query_async(&mut con)
             .await
-            .map_err(|e| map_error(op, e))?;
+            .map_err(|e| unavailable(map_error(op, e)))?;
         Ok(tags.into_iter().collect())
     }
 
-    /// How many groups the registry holds.
+    /// How many groups the registry holds (a connection failure is retryable).
     async fn registered_count(&self, op: &'static str) -> Result<u64> {
         let mut con = self.base.con.clone();
         redis::cmd("SCARD")
             .arg(self.registry.as_slice())
             .query_async(&mut con)
             .await
-            .map_err(|e| map_error(op, e))
+            .map_err(|e| unavailable(map_error(op, e)))
     }
 }
 
@@ -268,9 +269,11 @@ pub(crate) async fn watch(groups: Arc<Groups>, opts: WatchOptions) -> Result<Wat
         streams.push(open_group(&groups, tag, &opts, start_of(&opts, tag)).await?);
     }
     let (tx, rx) = mpsc::channel(64);
+    let retries = groups.base.config.watch_retries;
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(DISCOVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failures = 0u32;
         loop {
             tokio::select! {
                 _ = tx.closed() => return,
@@ -281,11 +284,15 @@ pub(crate) async fn watch(groups: Arc<Groups>, opts: WatchOptions) -> Result<Wat
                     }
                 }
                 _ = tick.tick() => {
-                    match discover(&groups, &opts, &prefix, &mut known, &mut count).await {
-                        Ok(found) => {
-                            for stream in found {
-                                streams.push(stream);
-                            }
+                    match discover(&groups, &opts, &prefix, &mut known, &mut count, &mut streams)
+                        .await
+                    {
+                        Ok(()) => failures = 0,
+                        // The registry's master may be failing over: read it again at the
+                        // next tick (what was not found yet is found then).
+                        Err(err) if err.is_retryable() && failures < retries => {
+                            failures += 1;
+                            tracing::debug!(%err, failures, "group discovery failed; retrying");
                         }
                         Err(err) => {
                             let _ = tx.send(Err(err)).await;
@@ -302,28 +309,34 @@ pub(crate) async fn watch(groups: Arc<Groups>, opts: WatchOptions) -> Result<Wat
     .boxed())
 }
 
-/// The watches of the groups that appeared in the registry since it was last read, each
-/// from its first revision (all of its changes came after the watch began).
+/// Adds to `streams` the watch of each group that appeared in the registry since it was last
+/// read, each from its first revision (all of its changes came after the watch began). On an
+/// error, the groups found so far are followed, and `count` stays, so that the next call
+/// reads the registry again for the rest.
 async fn discover(
     groups: &Groups,
     opts: &WatchOptions,
     prefix: &[u8],
     known: &mut BTreeSet<Vec<u8>>,
     count: &mut u64,
-) -> Result<Vec<Tagged>> {
+    streams: &mut SelectAll<Tagged>,
+) -> Result<()> {
     let now = groups.registered_count("watch").await?;
     if now == *count {
-        return Ok(Vec::new());
+        return Ok(());
     }
-    *count = now;
-    let mut found = Vec::new();
     for tag in groups.registered("watch").await? {
         if tag.starts_with(prefix) && !known.contains(&tag) {
-            found.push(open_group(groups, &tag, opts, Some(1)).await?);
+            streams.push(
+                open_group(groups, &tag, opts, Some(1))
+                    .await
+                    .map_err(unavailable)?,
+            );
             known.insert(tag);
         }
     }
-    Ok(found)
+    *count = now;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -432,7 +432,7 @@ impl Watcher {
 
 /// Connection failures of a watch are retried; a restarting server answers LOADING, which is
 /// retried too.
-fn unavailable(err: Error) -> Error {
+pub(crate) fn unavailable(err: Error) -> Error {
     match err.kind() {
         ErrorKind::Unavailable | ErrorKind::Timeout => err.set_retryable(true),
         _ => err,

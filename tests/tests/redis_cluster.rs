@@ -228,15 +228,24 @@ async fn a_replica_takes_over_and_the_watch_resumes_without_gap_or_duplicate() {
     })
     .await
     .unwrap();
-    // A group whose slot the first master serves.
+    // A group whose slot the third master serves, which also serves the registry of groups
+    // (`__kv:groups`, slot 14921): the spanning watch's reads of the registry fail during the
+    // takeover too.
+    assert!(redis_key_slot(b"__kv:groups") >= 10923);
     let tag = (0..)
         .map(|i| format!("failover-{i}"))
-        .find(|t| redis_key_slot(t.as_bytes()) <= 5460)
+        .find(|t| redis_key_slot(t.as_bytes()) >= 10923)
         .unwrap();
     let group = store.group(tag.as_bytes()).unwrap();
     let prefix = format!("{{{tag}}}/");
     let mut watch = group
         .watch(keyplane_core::WatchOptions::prefix(&prefix))
+        .await
+        .unwrap();
+    // A watch spanning groups too, on the cluster's store: it finds the group through the
+    // registry, and follows it through the takeover.
+    let mut spanning = store
+        .watch(keyplane_core::WatchOptions::prefix(""))
         .await
         .unwrap();
 
@@ -255,9 +264,9 @@ async fn a_replica_takes_over_and_the_watch_resumes_without_gap_or_duplicate() {
     }
     let cluster = tokio::task::spawn_blocking(move || {
         let mut cluster = cluster;
-        cluster.fail_over(0);
+        cluster.fail_over(2);
         // Back as the new master's replica, so that writes can be acknowledged again.
-        cluster.restart(0);
+        cluster.restart(2);
         cluster
     })
     .await
@@ -319,12 +328,24 @@ async fn a_replica_takes_over_and_the_watch_resumes_without_gap_or_duplicate() {
             "revision {revision} missing: {seen:?}"
         );
     }
+    // So does the spanning watch, each batch of the group's.
+    let mut across = Vec::new();
+    while across.last().copied().unwrap_or(0) < last {
+        let batch = tokio::time::timeout(std::time::Duration::from_secs(30), spanning.next())
+            .await
+            .expect("the spanning watch goes on after the takeover")
+            .expect("the spanning watch does not end")
+            .expect("the spanning watch reports no error");
+        assert_eq!(batch.group.as_deref(), Some(tag.as_bytes()));
+        across.push(batch.revision);
+    }
+    assert_eq!(across, seen, "the same revisions, once each, in order");
     // The replica that took over is the master, the old master its replica.
-    let nodes = ask(&cluster.node_urls()[3], "NODES");
+    let nodes = ask(&cluster.node_urls()[5], "NODES");
     assert!(
         nodes
             .lines()
-            .any(|l| l.contains("myself,master") && l.contains("0-5460")),
+            .any(|l| l.contains("myself,master") && l.contains("10923-16383")),
         "{nodes}"
     );
 }
