@@ -21,6 +21,7 @@ pub const REQUIRED_COMMANDS: &[&str] = &[
     "exec",
     "ping",
     "select",
+    "wait",
     // Run inside the scripts.
     "del",
     "exists",
@@ -68,13 +69,17 @@ pub const REQUIRED_COMMANDS: &[&str] = &[
 pub const RECONCILER_COMMANDS: &[&str] =
     &["config|get", "config|set", "psubscribe", "punsubscribe"];
 
+/// What a store on Redis Cluster adds: the cluster client reads the slot map
+/// (`CLUSTER SLOTS`) when it connects and after a `MOVED`. Every node needs the ACL user.
+pub const CLUSTER_COMMANDS: &[&str] = &["cluster|slots"];
+
 impl RedisConfig {
     /// The rules of an ACL user (`ACL SETUSER name on >password RULES`) that may use a store
     /// of this configuration on the keys matching `key_patterns` (Redis glob patterns, such
     /// as `nxc:*`) and nothing else: those patterns and the internal prefix's keys,
     /// [`REQUIRED_COMMANDS`] (and [`RECONCILER_COMMANDS`] with the keyspace channels of
-    /// the reconcile roots when the reconciler follows notifications), no other command
-    /// and no other channel.
+    /// the reconcile roots when the reconciler follows notifications, and
+    /// [`CLUSTER_COMMANDS`] on a cluster), no other command and no other channel.
     ///
     /// Outside them every operation fails with
     /// [`ErrorKind::PermissionDenied`](keyplane_core::ErrorKind::PermissionDenied), and
@@ -92,6 +97,9 @@ impl RedisConfig {
         rules.push("resetchannels".to_owned());
         rules.push("-@all".to_owned());
         rules.extend(REQUIRED_COMMANDS.iter().map(|c| format!("+{c}")));
+        if self.is_cluster() {
+            rules.extend(CLUSTER_COMMANDS.iter().map(|c| format!("+{c}")));
+        }
         if !self.reconcile_roots.is_empty() && self.keyspace_notifications {
             rules.extend(RECONCILER_COMMANDS.iter().map(|c| format!("+{c}")));
             let db = self.database.unwrap_or(0);
@@ -161,6 +169,9 @@ mod tests {
         assert!(rules.starts_with("resetkeys ~app:* ~jxt/* ~k\\*v:* resetchannels -@all +"));
         assert!(rules.contains(" +evalsha "));
         assert!(!rules.contains("config"));
+        assert!(!rules.contains("cluster"));
+        let cluster = RedisConfig::new("redis+cluster://10.0.0.1:7000").acl_rules(&["nxc:*"]);
+        assert!(cluster.ends_with(" +cluster|slots"), "{cluster}");
         let config = RedisConfig {
             reconcile_roots: vec!["nxc:".to_owned()],
             database: Some(2),

@@ -15,7 +15,7 @@ mod txn;
 mod watch;
 
 pub use crate::core::reconcile::ReconcileReport;
-pub use access::{RECONCILER_COMMANDS, REQUIRED_COMMANDS};
+pub use access::{CLUSTER_COMMANDS, RECONCILER_COMMANDS, REQUIRED_COMMANDS};
 pub use config::RedisConfig;
 #[cfg(feature = "tls")]
 pub use config::RedisTlsConfig;

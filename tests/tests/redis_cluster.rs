@@ -704,3 +704,64 @@ async fn another_programs_keys_are_read_and_deleted_on_a_cluster() {
         .unwrap();
     assert_eq!(exists, 0);
 }
+
+/// A least-privilege ACL user on every node (`RedisConfig::acl_rules` for a cluster: the
+/// key patterns, the internal prefix, the store's commands and `CLUSTER SLOTS`) runs the
+/// store on the cluster, spanning reads and `WAIT` included; a key outside its patterns is
+/// refused with nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_least_privilege_user_runs_the_store_on_a_cluster() {
+    use futures::StreamExt;
+    let Some(cluster) = shared_redis_cluster().await else {
+        return;
+    };
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let user = format!("app{run}");
+    let url = cluster.url();
+    let rules = keyplane_redis::RedisConfig::new(url.clone()).acl_rules(&["acl:*"]);
+    for node in cluster.node_urls() {
+        let mut con = redis::Client::open(node).unwrap().get_connection().unwrap();
+        let mut setuser = redis::cmd("ACL");
+        setuser.arg("SETUSER").arg(&user).arg("on").arg(">pw");
+        for rule in rules.split(' ') {
+            setuser.arg(rule);
+        }
+        let () = setuser.query(&mut con).unwrap();
+    }
+    let store = RedisStore::connect(keyplane_redis::RedisConfig {
+        username: Some(user.clone()),
+        password: Some("pw".to_owned()),
+        wait_replicas: 1,
+        wait_timeout_ms: 2000,
+        ..keyplane_redis::RedisConfig::new(url)
+    })
+    .await
+    .unwrap();
+    let prefix = format!("acl:{run}/");
+    let mut watch = store.watch(WatchOptions::prefix(&prefix)).await.unwrap();
+    for group in ["a", "b"] {
+        let key = format!("{prefix}{{{run}{group}}}/k");
+        store
+            .put(key.as_bytes(), b"v", PutOptions::default())
+            .await
+            .unwrap();
+    }
+    let page = store.range(RangeOptions::prefix(&prefix)).await.unwrap();
+    assert_eq!(page.entries.len(), 2);
+    for _ in 0..2 {
+        let batch = tokio::time::timeout(std::time::Duration::from_secs(20), watch.next())
+            .await
+            .expect("a batch")
+            .expect("the watch goes on")
+            .expect("no error");
+        assert!(batch.group.is_some());
+    }
+    let outside = format!("other:{{{run}a}}/k");
+    let err = store
+        .put(outside.as_bytes(), b"v", PutOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err:?}");
+    let group = store.group(format!("{run}a").as_bytes()).unwrap();
+    assert_eq!(group.revision().await.unwrap(), 1, "nothing was written");
+}
