@@ -13,6 +13,7 @@ mod output;
 mod secrets;
 mod store;
 mod tree;
+mod ui;
 mod values;
 
 use clap::{Parser, Subcommand};
@@ -145,6 +146,16 @@ enum Command {
             allow_negative_numbers = true
         )]
         from_revision: Option<i64>,
+    },
+    /// Serve a schema-aware browser of the store on loopback: prints the URL to open, with
+    /// its access token; read-only unless --write.
+    Ui {
+        /// The address to listen on (port 0: any free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Allow edits, creation from a template's form, and deletes.
+        #[arg(long)]
+        write: bool,
     },
     /// Scan the store against the schemas: unknown keys, values that do not decode,
     /// collections of the wrong kind, key/value disagreements, dangling references.
@@ -284,6 +295,7 @@ async fn run(cli: Cli) -> CliResult<()> {
             address,
             from_revision,
         } => cmd::watch::run(&ctx, &address, from_revision).await,
+        Command::Ui { listen, write } => ui::run(&ctx, listen, write).await,
         Command::Migrate { action } => cmd::migrate::run(&ctx, action).await,
         Command::Balancer { action } => cmd::balancer::run(&ctx, action).await,
         Command::Reencrypt {

@@ -54,7 +54,7 @@ pub(crate) fn load(path: &str) -> CliResult<Keyring> {
 
 /// Whether values of `template` are sealed by an `Encrypted` codec.
 pub(crate) fn is_encrypted(template: &str) -> bool {
-    keyplane_schemas::all()
+    keyplane_schemas::every()
         .into_iter()
         .flat_map(|s| s.templates())
         .any(|t| t.template.source() == template && t.value_type.contains("Encrypted<"))

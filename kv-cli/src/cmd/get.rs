@@ -15,7 +15,45 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> C
     super::check_revision(revision)?;
     let key = Address::parse(words)?.key()?;
     let store = ctx.store().await?;
-    let parsed = keyplane_schemas::parse_any(&key).ok();
+    let keyring = ctx.keyring()?;
+    let described = describe(store.as_ref(), &key, revision, keyring.as_ref()).await?;
+    match ctx.format {
+        Format::Json => print_json(&described.json(&key)),
+        Format::Table => described.print(&key),
+    }
+    Ok(())
+}
+
+/// What `get` found at a key: a plain entry (with its encrypted value opened or not), or a
+/// collection's members.
+pub(crate) enum Described {
+    Plain {
+        entry: keyplane_core::Entry,
+        /// For a template whose values are encrypted: the plaintext, or the key id.
+        shown: Option<Shown>,
+    },
+    Collection {
+        /// `SET`, `HASH` or `LIST`.
+        name: &'static str,
+        /// The members (sorted), fields or items.
+        value: Value,
+    },
+}
+
+/// Reads `key` as `get` shows it: a collection's members when its template holds one, else
+/// the entry (at `revision` when given), an encrypted value opened with `keyring` when one
+/// is given.
+///
+/// # Errors
+/// Exit code 5 when the key (or collection) is not there; 2 for a collection read at a
+/// revision, or an encrypted value the keyring cannot open; backend errors.
+pub(crate) async fn describe(
+    store: &dyn Store,
+    key: &str,
+    revision: Option<i64>,
+    keyring: Option<&keyplane_core::keyspace::Keyring>,
+) -> CliResult<Described> {
+    let parsed = keyplane_schemas::parse_any(key).ok();
     let kind = parsed
         .as_ref()
         .and_then(|p| crate::values::collection_kind(p.template));
@@ -25,7 +63,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> C
                 "{key:?} holds a {kind:?}: a collection's members are read at the current revision only (`kvctl ls --rev N` gives its size then)"
             )));
         }
-        return collection(ctx, store.as_ref(), &key, kind).await;
+        return collection(store, key, kind).await;
     }
     let entry = match revision {
         None => store.get(key.as_bytes()).await?,
@@ -43,64 +81,81 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> C
     })?;
     let encrypted = parsed.is_some_and(|p| crate::secrets::is_encrypted(p.template));
     let shown = if encrypted {
-        Some(crate::secrets::show(
-            &key,
-            &entry.value,
-            ctx.keyring()?.as_ref(),
-        )?)
+        Some(crate::secrets::show(key, &entry.value, keyring)?)
     } else {
         None
     };
-    match ctx.format {
-        Format::Json => {
-            let mut object = entry_json(&entry, true);
-            match &shown {
-                Some(Shown::Plain(plain)) => {
-                    object["value"] = crate::output::value_json(plain);
-                    object["decrypted"] = Value::Bool(true);
+    Ok(Described::Plain { entry, shown })
+}
+
+impl Described {
+    /// The JSON `get -o json` prints.
+    pub(crate) fn json(&self, key: &str) -> Value {
+        match self {
+            Described::Plain { entry, shown } => {
+                let mut object = entry_json(entry, true);
+                match shown {
+                    Some(Shown::Plain(plain)) => {
+                        object["value"] = crate::output::value_json(plain);
+                        object["decrypted"] = Value::Bool(true);
+                    }
+                    Some(Shown::Sealed { key_id }) => {
+                        object["value"] = Value::Null;
+                        object["encrypted"] = json!({ "key_id": key_id });
+                    }
+                    None => {}
                 }
-                Some(Shown::Sealed { key_id }) => {
-                    object["value"] = Value::Null;
-                    object["encrypted"] = json!({ "key_id": key_id });
-                }
-                None => {}
+                object
             }
-            print_json(&object);
-        }
-        Format::Table => {
-            outln!("key:      {key}");
-            if let Some((address, fields)) = typed(&key) {
-                let fields: Vec<String> = fields.iter().map(|(n, v)| format!("{n}={v}")).collect();
-                outln!("type:     {address} {}", fields.join(" "));
-            }
-            outln!(
-                "revision: create {} mod {} version {}",
-                entry.create_revision,
-                entry.mod_revision,
-                entry.version
-            );
-            if let Some(lease) = entry.lease {
-                outln!("lease:    {lease}");
-            }
-            match &shown {
-                Some(Shown::Plain(plain)) => outln!("{}", value_text(plain)),
-                Some(Shown::Sealed { key_id }) => outln!(
-                    "(encrypted with key id {key_id}; give --keyring FILE or KVCTL_KEYRING to decrypt)"
-                ),
-                None => outln!("{}", value_text(&entry.value)),
+            Described::Collection { name, value } => {
+                let address = typed(key).map(|(a, _)| a).unwrap_or_default();
+                json!({ "key": key, "type": address, "collection": name, "value": value })
             }
         }
     }
-    Ok(())
+
+    /// The text `get` prints.
+    fn print(&self, key: &str) {
+        match self {
+            Described::Plain { entry, shown } => {
+                outln!("key:      {key}");
+                if let Some((address, fields)) = typed(key) {
+                    let fields: Vec<String> =
+                        fields.iter().map(|(n, v)| format!("{n}={v}")).collect();
+                    outln!("type:     {address} {}", fields.join(" "));
+                }
+                outln!(
+                    "revision: create {} mod {} version {}",
+                    entry.create_revision,
+                    entry.mod_revision,
+                    entry.version
+                );
+                if let Some(lease) = entry.lease {
+                    outln!("lease:    {lease}");
+                }
+                match shown {
+                    Some(Shown::Plain(plain)) => outln!("{}", value_text(plain)),
+                    Some(Shown::Sealed { key_id }) => outln!(
+                        "(encrypted with key id {key_id}; give --keyring FILE or KVCTL_KEYRING to decrypt)"
+                    ),
+                    None => outln!("{}", value_text(&entry.value)),
+                }
+            }
+            Described::Collection { name, value } => {
+                let address = typed(key).map(|(a, _)| a).unwrap_or_default();
+                outln!("key:      {key}");
+                outln!("type:     {address} ({name})");
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(value).unwrap_or_default()
+                );
+            }
+        }
+    }
 }
 
-/// Prints a collection: a SET's members, a HASH's fields, a LIST's items.
-async fn collection(
-    ctx: &Ctx,
-    store: &dyn Store,
-    key: &str,
-    kind: CollectionKind,
-) -> CliResult<()> {
+/// A collection's members: a SET's (sorted), a HASH's fields, a LIST's items.
+async fn collection(store: &dyn Store, key: &str, kind: CollectionKind) -> CliResult<Described> {
     let name = match kind {
         CollectionKind::Set => "SET",
         CollectionKind::Map => "HASH",
@@ -128,19 +183,5 @@ async fn collection(
             )));
         }
     };
-    let address = typed(key).map(|(a, _)| a).unwrap_or_default();
-    match ctx.format {
-        Format::Json => {
-            print_json(&json!({ "key": key, "type": address, "collection": name, "value": value }))
-        }
-        Format::Table => {
-            outln!("key:      {key}");
-            outln!("type:     {address} ({name})");
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            );
-        }
-    }
-    Ok(())
+    Ok(Described::Collection { name, value })
 }

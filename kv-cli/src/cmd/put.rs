@@ -47,31 +47,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliRes
     let checked = if raw {
         None
     } else {
-        let parsed = keyplane_schemas::parse_any(&key).map_err(|_| {
-            CliError::invalid(format!(
-                "key {key:?} belongs to no schema (see `kvctl parse`); use --raw to write it anyway"
-            ))
-        })?;
-        if parsed.is_read_only() {
-            return Err(CliError::invalid(format!(
-                "key {key:?} belongs to {}, an old layout that is read-only (template {}): \
-                 `kvctl migrate plan {}` moves it to the new layout; use --raw to write it anyway",
-                parsed.schema, parsed.template, parsed.schema
-            )));
-        }
-        crate::values::check(parsed.template, &key, &value).map_err(|e| {
-            let expected = crate::catalog::entry_of(&parsed)
-                .map(|entry| crate::catalog::short_type(entry.info.value_type))
-                .unwrap_or_default();
-            let detail = std::error::Error::source(&e)
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default();
-            CliError::invalid(format!(
-                "invalid value for {key}: expected {expected}: {}{detail}",
-                e.message()
-            ))
-        })?;
-        Some(parsed.template)
+        Some(check(&key, &value)?)
     };
     let store = ctx.store().await?;
     let done = super::guard::put(&*store, &key, &value, guard, flags.lease_ttl).await?;
@@ -92,4 +68,38 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliRes
         },
     }
     Ok(())
+}
+
+/// Checks a write of `value` at `key` as `put` does without `--raw`: the key belongs to a
+/// current schema's template (not an old, read-only layout) and the value to its value type.
+/// Returns the template.
+///
+/// # Errors
+/// Exit code 2, with the text `put` prints, when any check fails.
+pub(crate) fn check(key: &str, value: &[u8]) -> CliResult<&'static str> {
+    let parsed = keyplane_schemas::parse_any(key).map_err(|_| {
+        CliError::invalid(format!(
+            "key {key:?} belongs to no schema (see `kvctl parse`); use --raw to write it anyway"
+        ))
+    })?;
+    if parsed.is_read_only() {
+        return Err(CliError::invalid(format!(
+            "key {key:?} belongs to {}, an old layout that is read-only (template {}): \
+             `kvctl migrate plan {}` moves it to the new layout; use --raw to write it anyway",
+            parsed.schema, parsed.template, parsed.schema
+        )));
+    }
+    crate::values::check(parsed.template, key, value).map_err(|e| {
+        let expected = crate::catalog::entry_of(&parsed)
+            .map(|entry| crate::catalog::short_type(entry.info.value_type))
+            .unwrap_or_default();
+        let detail = std::error::Error::source(&e)
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        CliError::invalid(format!(
+            "invalid value for {key}: expected {expected}: {}{detail}",
+            e.message()
+        ))
+    })?;
+    Ok(parsed.template)
 }

@@ -67,24 +67,7 @@ fn list(format: Format, with_legacy: bool) -> CliResult<()> {
 fn show(format: Format, schema: keyplane_schemas::Schema) -> CliResult<()> {
     let entries = catalog::entries(schema);
     if format == Format::Json {
-        print_json(&json!({
-            "name": schema.name,
-            "store": schema.store,
-            "summary": schema.summary,
-            "read_only": schema.read_only,
-            "templates": entries.iter().map(|e| json!({
-                "address": e.address(),
-                "template": e.info.template.source(),
-                "key_type": short_type(e.info.type_name),
-                "value_type": value_type(e),
-                "fields": e.info.fields.iter().map(|f| json!({
-                    "name": f.name,
-                    "type": short_type(f.type_name),
-                    "rule": f.rule,
-                    "ordered": f.ordered,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        }));
+        print_json(&schema_json(schema));
         return Ok(());
     }
     crate::output::outln!("{} ({}): {}", schema.name, schema.store, schema.summary);
@@ -119,6 +102,30 @@ fn show(format: Format, schema: keyplane_schemas::Schema) -> CliResult<()> {
         }
     }
     Ok(())
+}
+
+/// A schema as `schema NAME -o json` prints it: name, store, summary, and each template
+/// with its address, key and value types, and fields.
+pub(crate) fn schema_json(schema: keyplane_schemas::Schema) -> serde_json::Value {
+    let entries = catalog::entries(schema);
+    json!({
+        "name": schema.name,
+        "store": schema.store,
+        "summary": schema.summary,
+        "read_only": schema.read_only,
+        "templates": entries.iter().map(|e| json!({
+            "address": e.address(),
+            "template": e.info.template.source(),
+            "key_type": short_type(e.info.type_name),
+            "value_type": value_type(e),
+            "fields": e.info.fields.iter().map(|f| json!({
+                "name": f.name,
+                "type": short_type(f.type_name),
+                "rule": f.rule,
+                "ordered": f.ordered,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// The value type as stored: the codec, or `SET of`/`HASH of`/`LIST of` its member codec for

@@ -118,24 +118,7 @@ fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Even
     let value = value.as_ref();
     match format {
         Format::Json => {
-            let (address, fields) = typed.unzip();
-            let fields = fields.map(|f| {
-                f.into_iter()
-                    .map(|(n, v)| (n.to_owned(), json!(v)))
-                    .collect::<serde_json::Map<_, _>>()
-            });
-            let mut object = json!({
-                    "revision": revision,
-                    "event": kind,
-                    "key": key,
-                    "type": address,
-                    "fields": fields,
-                    "value": value.map(|v| value_json(v)),
-                    "member": detail.map(|d| value_json(&d)),
-            });
-            if let Some(group) = group {
-                object["group"] = json!(group);
-            }
+            let object = event_json(revision, group.as_deref(), event);
             crate::output::outln!("{object}");
         }
         Format::Table => {
@@ -159,6 +142,36 @@ fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Even
             crate::output::outln!("{revision:>6} {kind:<6} {key}{typed}{value}");
         }
     }
+}
+
+/// One event as `watch -o json` prints it: revision, event name (`PUT`, `DELETE`, `SADD`...),
+/// key, typed address and fields, value, member, and the group on a sharded store.
+pub(crate) fn event_json(revision: i64, group: Option<&str>, event: &Event) -> serde_json::Value {
+    let key = String::from_utf8_lossy(event.key()).into_owned();
+    let (kind, value, detail) = match event {
+        Event::Put { entry, .. } => ("PUT", Some(entry.value.clone()), None),
+        Event::Delete { .. } => ("DELETE", None, None),
+        Event::Collection(c) => collection_change(&c.change),
+    };
+    let (address, fields) = typed(&key).unzip();
+    let fields = fields.map(|f| {
+        f.into_iter()
+            .map(|(n, v)| (n.to_owned(), json!(v)))
+            .collect::<serde_json::Map<_, _>>()
+    });
+    let mut object = json!({
+        "revision": revision,
+        "event": kind,
+        "key": key,
+        "type": address,
+        "fields": fields,
+        "value": value.map(|v| value_json(&v)),
+        "member": detail.map(|d| value_json(&d)),
+    });
+    if let Some(group) = group {
+        object["group"] = json!(group);
+    }
+    object
 }
 
 /// The Redis-style name of a collection change, the value it sets (map put) and the member,

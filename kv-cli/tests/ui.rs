@@ -1,0 +1,444 @@
+//! `kvctl ui` over HTTP: every endpoint needs the token, a read-only server refuses writes
+//! with nothing written, writes are checked exactly as `kvctl put` checks them (the same
+//! error text), and the event stream delivers a change another kvctl process made. On a
+//! temporary sled store, which the server opens per request so that other processes write
+//! in between, and on the harness's Redis.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `kvctl ui`, killed when dropped.
+struct Server {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+    token: String,
+}
+
+impl Server {
+    fn start(url: &str, write: bool) -> Server {
+        let mut args = vec!["--store", url, "ui"];
+        if write {
+            args.push("--write");
+        }
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
+            .args(&args)
+            .env_remove("KVCTL_STORE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("kvctl ui starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the URL line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"));
+        let rest = url.strip_prefix("http://").unwrap();
+        let (addr, query) = rest.split_once("/?token=").unwrap();
+        assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+        assert_eq!(query.len(), 64, "a 256-bit token: {query}");
+        Server {
+            child,
+            addr: addr.to_owned(),
+            token: query.to_owned(),
+        }
+    }
+
+    /// Sends a request (with the token unless `token` is false); returns status and body.
+    fn call(&self, method: &str, path: &str, body: Option<&Value>, token: bool) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let auth = if token {
+            format!("X-Kvctl-Token: {}\r\n", self.token)
+        } else {
+            String::new()
+        };
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, body.to_owned())
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let (status, body) = self.call("GET", path, None, true);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    /// The error text of a failed call, with its status.
+    fn fails(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+        let (status, text) = self.call(method, path, body, true);
+        assert!(status >= 400, "{method} {path}: {status} {text}");
+        let error: Value = serde_json::from_str(&text).unwrap();
+        (status, error["error"].as_str().unwrap().to_owned())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sled_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let url = format!("sled://{}", dir.path().join("db").display());
+    (dir, url)
+}
+
+fn enc(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[test]
+fn every_request_needs_the_token() {
+    let (_dir, url) = sled_store();
+    ok(&url, &["demo"]);
+    let server = Server::start(&url, true);
+    for (method, path) in [
+        ("GET", "/"),
+        ("GET", "/api/info"),
+        ("GET", "/api/tree?prefix="),
+        ("GET", "/api/key?key=jxt/tenants/1/meta"),
+        ("GET", "/api/search?q=x"),
+        ("GET", "/api/schema"),
+        ("GET", "/api/events?prefix="),
+        ("PUT", "/api/key"),
+        ("POST", "/api/key"),
+        ("DELETE", "/api/key?key=jxt/tenants/1/meta"),
+    ] {
+        let (status, body) = server.call(method, path, None, false);
+        assert_eq!(status, 401, "{method} {path}: {body}");
+        let wrong = format!(
+            "{path}{}token=0000",
+            if path.contains('?') { "&" } else { "?" }
+        );
+        let (status, _) = server.call(method, &wrong, None, false);
+        assert_eq!(status, 401, "{method} {wrong}");
+    }
+    // Nothing was deleted.
+    assert!(ok(&url, &["get", "tenant.meta", "id=1"]).contains("默认租户"));
+    // With the token in the query, as the page's URL carries it.
+    let (status, page) = server.call("GET", &format!("/?token={}", server.token), None, false);
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>kvctl ui</title>"));
+}
+
+#[test]
+fn reads_show_the_tree_a_key_search_and_the_schemas() {
+    let (_dir, url) = sled_store();
+    ok(&url, &["demo"]);
+    let server = Server::start(&url, false);
+    let info = server.get("/api/info");
+    assert_eq!(
+        (info["backend"].as_str(), info["write"].as_bool()),
+        (Some("sled"), Some(false))
+    );
+
+    let root = server.get("/api/tree?prefix=");
+    let names: Vec<&str> = root["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["/", "group:", "jxt/", "key:", "nxc:"]);
+    let tenant = server.get("/api/tree?prefix=jxt/tenants/1/");
+    let meta = tenant["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "meta")
+        .unwrap();
+    assert_eq!(meta["type"], "tenant.meta");
+    assert_eq!(meta["path"], "jxt/tenants/1/meta");
+    // Paged: one child per page, each page's `next` leading to the following one.
+    let mut seen = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let path = match &next {
+            Some(after) => format!(
+                "/api/tree?prefix=jxt/tenants/1/&limit=1&after={}",
+                enc(after)
+            ),
+            None => "/api/tree?prefix=jxt/tenants/1/&limit=1".to_owned(),
+        };
+        let page = server.get(&path);
+        assert!(page["children"].as_array().unwrap().len() <= 1);
+        seen.extend(
+            page["children"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].clone()),
+        );
+        match page["next"].as_str() {
+            Some(n) => next = Some(n.to_owned()),
+            None => break,
+        }
+    }
+    let all: Vec<Value> = tenant["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].clone())
+        .collect();
+    assert_eq!(seen, all);
+
+    let key = server.get("/api/key?key=jxt/tenants/1/meta");
+    assert_eq!(key["type"], "tenant.meta");
+    assert_eq!(key["template"], "jxt/tenants/{id}/meta");
+    assert_eq!(key["fields"]["id"], "1");
+    assert_eq!(key["value"]["name"], "默认租户");
+    assert!(key["mod_revision"].as_i64().unwrap() >= 1);
+    // The same document `kvctl get -o json` prints, plus the template.
+    let got = json(&url, &["get", "tenant.meta", "id=1"]);
+    assert_eq!(key["value"], got["value"]);
+    assert_eq!(key["mod_revision"], got["mod_revision"]);
+
+    // A collection: members as a table's rows.
+    let set = server.get("/api/key?key=nxc:map:test_realm:Alipay");
+    assert_eq!(set["collection"], "SET");
+    assert_eq!(set["value"], json!(["app_001", "app_002"]));
+    // An encrypted value without a keyring: shown as encrypted, never as bytes.
+    let pool = server.get("/api/key?key=nxc:pool:Alipay:app_001");
+    assert_eq!(pool["value"], Value::Null);
+    assert_eq!(pool["encrypted"]["key_id"], "demo-1");
+
+    let found = server.get(&format!("/api/search?q={}", enc("tenant.meta id=1")));
+    assert_eq!(found["key"], "jxt/tenants/1/meta");
+    assert_eq!(found["dir"], "jxt/tenants/1/");
+    let found = server.get(&format!("/api/search?q={}", enc("jxt/tenants/")));
+    assert_eq!(
+        (found["key"].clone(), found["dir"].as_str()),
+        (Value::Null, Some("jxt/tenants/"))
+    );
+    let (status, error) = server.fails(
+        "GET",
+        &format!("/api/search?q={}", enc("tenant.nope id=1")),
+        None,
+    );
+    assert_eq!(status, 400);
+    assert!(error.contains("unknown template"), "{error}");
+    let (status, _) = server.fails("GET", "/api/key?key=jxt/tenants/9/meta", None);
+    assert_eq!(status, 404);
+
+    let schemas = server.get("/api/schema");
+    let names: Vec<&str> = schemas
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.starts_with(&["tenant", "registry", "cronix", "nxc", "balancer"]),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn a_read_only_server_refuses_every_write_and_writes_nothing() {
+    let (_dir, url) = sled_store();
+    ok(&url, &["demo"]);
+    let before = snapshot(&url);
+    let server = Server::start(&url, false);
+    let meta = json!({ "key": "jxt/tenants/1/meta", "value": tenant_meta(1) });
+    let create =
+        json!({ "template": "tenant.meta", "fields": { "id": "7" }, "value": tenant_meta(7) });
+    for (method, path, body) in [
+        ("PUT", "/api/key", Some(&meta)),
+        ("POST", "/api/key", Some(&create)),
+        ("DELETE", "/api/key?key=jxt/tenants/1/meta", None),
+    ] {
+        let (status, error) = server.fails(method, path, body);
+        assert_eq!(status, 403, "{method}");
+        assert!(error.contains("read-only"), "{error}");
+    }
+    assert_eq!(snapshot(&url), before);
+}
+
+#[test]
+fn writes_are_checked_as_kvctl_put_checks_them() {
+    let (_dir, url) = sled_store();
+    ok(&url, &["demo"]);
+    let server = Server::start(&url, true);
+
+    // An invalid value: the error `kvctl put` prints, and nothing written.
+    let before = snapshot(&url);
+    let bad = "{\"id\":1,\"code\":";
+    let (status, error) = server.fails(
+        "PUT",
+        "/api/key",
+        Some(&json!({ "key": "jxt/tenants/1/meta", "value": bad })),
+    );
+    assert_eq!(status, 400);
+    let cli = run(&url, &["put", "tenant.meta", "id=1", bad]);
+    assert_eq!(cli.code, 2);
+    assert_eq!(format!("kvctl: {error}"), cli.stderr.trim_end());
+    // A key that belongs to no schema.
+    let (status, error) = server.fails(
+        "PUT",
+        "/api/key",
+        Some(&json!({ "key": "no/schema", "value": "x" })),
+    );
+    assert_eq!(status, 400);
+    let cli = run(&url, &["put", "no/schema", "x"]);
+    assert_eq!(format!("kvctl: {error}"), cli.stderr.trim_end());
+    // A bad field in the create form, as `kvctl put` says it of a typed address.
+    let (status, error) = server.fails(
+        "POST",
+        "/api/key",
+        Some(
+            &json!({ "template": "tenant.meta", "fields": { "id": "x" }, "value": tenant_meta(7) }),
+        ),
+    );
+    assert_eq!(status, 400);
+    let cli = run(&url, &["put", "tenant.meta", "id=x", &tenant_meta(7)]);
+    assert_eq!(format!("kvctl: {error}"), cli.stderr.trim_end());
+    assert_eq!(snapshot(&url), before);
+
+    // An edit at the revision the page showed; a second one at that stale revision is a
+    // conflict with nothing written.
+    let shown = server.get("/api/key?key=jxt/tenants/1/meta");
+    let rev = shown["mod_revision"].as_i64().unwrap();
+    let edit = |name: &str| {
+        json!({
+            "key": "jxt/tenants/1/meta",
+            "value": tenant_meta(1).replace("Tenant 1", name),
+            "mod_revision": rev,
+        })
+    };
+    let (status, body) = server.call("PUT", "/api/key", Some(&edit("Edited")), true);
+    assert_eq!(status, 200, "{body}");
+    let (status, error) = server.fails("PUT", "/api/key", Some(&edit("Stale")));
+    assert_eq!(status, 409, "{error}");
+    assert!(ok(&url, &["get", "tenant.meta", "id=1"]).contains("Edited"));
+
+    // Create from a template's fields; creating it again is a conflict.
+    let create =
+        json!({ "template": "tenant.meta", "fields": { "id": "7" }, "value": tenant_meta(7) });
+    let (status, body) = server.call("POST", "/api/key", Some(&create), true);
+    assert_eq!(status, 200, "{body}");
+    let created: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(created["key"], "jxt/tenants/7/meta");
+    let (status, _) = server.fails("POST", "/api/key", Some(&create));
+    assert_eq!(status, 409);
+
+    // Delete, then it is gone.
+    let (status, body) = server.call("DELETE", "/api/key?key=jxt/tenants/7/meta", None, true);
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = server.fails("DELETE", "/api/key?key=jxt/tenants/7/meta", None);
+    assert_eq!(status, 404);
+    fails(&url, &["get", "tenant.meta", "id=7"], 1);
+}
+
+/// Reads server-sent events until one `change` message arrives; returns its data.
+fn next_change(reader: &mut impl BufRead) -> Value {
+    next_event(reader, "change")
+}
+
+/// Reads server-sent events until one named `name` arrives; returns its data.
+fn next_event(reader: &mut impl BufRead, name: &str) -> Value {
+    let mut event = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        let line = line.trim_end();
+        if let Some(name) = line.strip_prefix("event: ") {
+            event = name.to_owned();
+        } else if let Some(data) = line.strip_prefix("data: ")
+            && event == name
+        {
+            return serde_json::from_str(data).unwrap();
+        }
+    }
+}
+
+/// Opens the event stream; returns the reader once the headers are read.
+fn events(server: &Server) -> BufReader<TcpStream> {
+    let mut stream = TcpStream::connect(&server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /api/events?prefix=jxt/&token={} HTTP/1.1\r\nHost: {}\r\n\r\n",
+        server.token, server.addr
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    assert!(status.contains(" 200 "), "{status}");
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            return reader;
+        }
+    }
+}
+
+fn live_changes_reach_the_page(url: &str) {
+    ok(url, &["demo"]);
+    let server = Server::start(url, false);
+    let mut reader = events(&server);
+    // Every change from here on reaches the stream.
+    next_event(&mut reader, "ready");
+    ok(url, &["put", "tenant.meta", "id=101", &tenant_meta(101)]);
+    let change = next_change(&mut reader);
+    assert_eq!(change["event"], "PUT", "{change}");
+    assert_eq!(change["type"], "tenant.meta");
+    assert_eq!(change["key"], "jxt/tenants/101/meta");
+    assert_eq!(change["value"]["id"], 101);
+    ok(url, &["rm", "tenant.meta", "id=101"]);
+    let gone = next_change(&mut reader);
+    assert_eq!(gone["event"], "DELETE", "{gone}");
+    assert_eq!(gone["key"], "jxt/tenants/101/meta");
+}
+
+#[test]
+fn live_changes_of_another_process_on_sled() {
+    let (_dir, url) = sled_store();
+    live_changes_reach_the_page(&url);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_changes_of_another_process_on_redis() {
+    let Some(server) = keyplane_tests::harness::shared_redis().await else {
+        return;
+    };
+    let url = format!("{}/5", server.url());
+    tokio::task::spawn_blocking(move || live_changes_reach_the_page(&url))
+        .await
+        .unwrap();
+}
