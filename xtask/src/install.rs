@@ -56,6 +56,23 @@ pub const SERVERS: [Tool; 2] = [
     },
 ];
 
+/// The browser the web-page tests drive: Chromium, headless, through ChromeDriver's WebDriver
+/// endpoint.
+pub const BROWSER: [Tool; 2] = [
+    Tool {
+        bin: "chromium",
+        packages: &["chromium"],
+        companion: None,
+        needed_by: "the browser tests",
+    },
+    Tool {
+        bin: "chromedriver",
+        packages: &["chromium-driver"],
+        companion: None,
+        needed_by: "the browser tests",
+    },
+];
+
 /// The `PROTOC` to give the cargo commands xtask runs: `None` when the environment's
 /// `PROTOC` or a `protoc` on `PATH` serves. A missing one is installed from the
 /// distribution's packages where that is possible (root on Debian or Ubuntu), else linked from

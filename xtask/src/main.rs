@@ -1,10 +1,10 @@
 //! Project commands, run as `cargo xtask <command>`:
 //!
 //! - `setup`: installs what plain cargo commands and the tests need (`protoc`, `etcd`,
-//!   `redis-server`), once per machine;
+//!   `redis-server`, `chromium`, `chromedriver`), once per machine;
 //! - `demo`: the main job on the embedded default store;
-//! - `test`: formatting, lints and every test against real `etcd` and `redis-server`, then a
-//!   two-minute chaos run;
+//! - `test`: formatting, lints and every test against real `etcd`, `redis-server` and a
+//!   headless Chromium, then a two-minute chaos run;
 //! - `bench`: the performance report, every measure against its raw client in one run, printed
 //!   as a table and written to `target/bench/report.json` (`--quick`: short samples;
 //!   `--only WORD`: some sections); `bench criterion [ARGS]` runs the other benchmarks
@@ -15,9 +15,9 @@
 //!   `chaos: N operations, M faults, K anomalies` and fails on any anomaly.
 //!
 //! Each command first makes sure what it needs is there. The programs come from the
-//! distribution's packages (`protobuf-compiler`, `etcd-server`, `redis-server`), installed with
-//! apt-get when running as root on Debian or Ubuntu; otherwise the exact command to run is
-//! printed. Where no `protoc` can be installed, the one of the `protoc-bin-vendored` crate is
+//! distribution's packages (`protobuf-compiler`, `etcd-server`, `redis-server`, `chromium`,
+//! `chromium-driver`), installed with apt-get when running as root on Debian or Ubuntu;
+//! otherwise the exact command to run is printed. Where no `protoc` can be installed, the one of the `protoc-bin-vendored` crate is
 //! linked into `$CARGO_HOME/bin` when that is on `PATH`, and failing that is handed to the
 //! commands xtask runs itself (as `PROTOC`).
 
@@ -27,10 +27,11 @@ use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
 
-  setup        install protoc, etcd and redis-server, so that plain cargo commands work
+  setup        install protoc, etcd, redis-server, chromium and chromedriver, so that plain
+               cargo commands work
   demo         run the demo on the embedded default store
-  test         cargo fmt --check, clippy -D warnings, cargo doc, every test against real servers,
-               and a two-minute chaos run
+  test         cargo fmt --check, clippy -D warnings, cargo doc, every test against real servers
+               and a headless Chromium, and a two-minute chaos run
   bench [--quick] [--only WORD]
                the performance report against real servers: a table, and
                target/bench/report.json (--quick: short samples, under ten minutes)
@@ -76,15 +77,18 @@ fn cargo(protoc: &Option<String>) -> Command {
     cmd
 }
 
-/// Installs what plain cargo commands (`protoc`) and the tests (`etcd`, `redis-server`)
-/// need, and says where each is.
+/// Installs what plain cargo commands (`protoc`) and the tests (`etcd`, `redis-server`,
+/// `chromium`, `chromedriver`) need, and says where each is.
 fn setup() -> Result<(), String> {
     let protoc = install::protoc();
     let servers = install::ensure(&install::SERVERS);
+    let browser = install::ensure(&install::BROWSER);
     let mut tools = vec![install::PROTOC];
     tools.extend(install::SERVERS);
+    tools.extend(install::BROWSER);
     install::report(&tools);
     servers?;
+    browser?;
     if protoc?.is_some() {
         return Err("no protoc on PATH for plain cargo commands (see above)".into());
     }
@@ -127,6 +131,7 @@ fn demo(args: &[String]) -> Result<(), String> {
 fn test(args: &[String]) -> Result<(), String> {
     let protoc = install::protoc()?;
     install::ensure(&install::SERVERS)?;
+    install::ensure(&install::BROWSER)?;
     run(
         "cargo fmt --check",
         cargo(&protoc).args(["fmt", "--all", "--check"]),

@@ -1,5 +1,6 @@
 //! Real `etcd` and `redis-server` processes for tests: free loopback ports, temporary data
 //! directories, readiness checks, kill and restart on demand, and a 3-member etcd cluster.
+//! [`Browser`] drives a headless Chromium through `chromedriver`, for tests of web pages.
 //!
 //! A test binary shares one server of each kind across its tests ([`shared_etcd`],
 //! [`shared_redis`]); each test isolates itself with its own key root. Fault tests start servers
@@ -12,11 +13,13 @@
 //! Every server process is paired with a watchdog that kills it when the test process exits,
 //! so servers shared through statics (never dropped) do not outlive their test binary.
 
+mod browser;
 mod etcd;
 mod process;
 mod redis;
 mod tls;
 
+pub use browser::Browser;
 pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
 pub use process::{complete_lines, find_binary, servers_required};
 pub use redis::{

@@ -53,25 +53,53 @@ pub(crate) struct ServerProcess {
     child: Child,
     watchdog: Option<Child>,
     log: PathBuf,
+    /// Whether the process leads a process group of its own, killed as a whole.
+    group: bool,
 }
 
 impl ServerProcess {
     /// Spawns `cmd`, appending its output to `log`; `data_dir` is removed by the watchdog if
     /// the test process exits while the server runs.
-    pub(crate) fn spawn(mut cmd: Command, log: &Path, data_dir: &Path) -> std::io::Result<Self> {
+    pub(crate) fn spawn(cmd: Command, log: &Path, data_dir: &Path) -> std::io::Result<Self> {
+        Self::spawn_with(cmd, log, data_dir, false)
+    }
+
+    /// Spawns `cmd` as [`ServerProcess::spawn`] does, as the leader of a process group of its
+    /// own: a kill, the watchdog's included, ends the whole group, so that the programs it
+    /// started (a browser started by its driver) end with it.
+    pub(crate) fn spawn_group(cmd: Command, log: &Path, data_dir: &Path) -> std::io::Result<Self> {
+        Self::spawn_with(cmd, log, data_dir, true)
+    }
+
+    fn spawn_with(
+        mut cmd: Command,
+        log: &Path,
+        data_dir: &Path,
+        group: bool,
+    ) -> std::io::Result<Self> {
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(log)?;
         let err = out.try_clone()?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+        #[cfg(unix)]
+        if group {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
         let child = cmd.spawn()?;
         // The watchdog polls the test process and kills the server once it is gone. It ends
         // quietly when the server exits first (a kill or restart by the test itself).
+        let target = if group {
+            format!("-{}", child.id())
+        } else {
+            child.id().to_string()
+        };
         let script = format!(
             "while kill -0 {parent} 2>/dev/null && kill -0 {child} 2>/dev/null; do sleep 0.5; done; \
              if ! kill -0 {parent} 2>/dev/null; then \
-               kill -9 {child} 2>/dev/null; sleep 0.2; rm -rf \"$0\"; fi",
+               kill -9 {target} 2>/dev/null; sleep 0.2; rm -rf \"$0\"; fi",
             parent = std::process::id(),
             child = child.id()
         );
@@ -88,6 +116,7 @@ impl ServerProcess {
             child,
             watchdog,
             log: log.to_path_buf(),
+            group,
         })
     }
 
@@ -108,8 +137,17 @@ impl ServerProcess {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
-    /// Kills the process (SIGKILL) and reaps it.
+    /// Kills the process (SIGKILL), with its process group when it leads one, and reaps it.
     pub(crate) fn kill(&mut self) {
+        if self.group && matches!(self.child.try_wait(), Ok(None)) {
+            // `--` before the negative id: without it, procps's kill takes it for options.
+            let _ = Command::new("kill")
+                .args(["-s", "KILL", "--", &format!("-{}", self.child.id())])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         if let Some(mut w) = self.watchdog.take() {
