@@ -6,107 +6,12 @@
 
 mod common;
 
+use common::server::Server;
 use common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-/// A running `kvctl ui`, killed when dropped.
-struct Server {
-    child: Child,
-    /// `127.0.0.1:PORT`.
-    addr: String,
-    token: String,
-}
-
-impl Server {
-    fn start(url: &str, write: bool) -> Server {
-        let mut args = vec!["--store", url, "ui"];
-        if write {
-            args.push("--write");
-        }
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
-            .args(&args)
-            .env_remove("KVCTL_STORE")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("kvctl ui starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("the URL line");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"));
-        let rest = url.strip_prefix("http://").unwrap();
-        let (addr, query) = rest.split_once("/?token=").unwrap();
-        assert!(addr.starts_with("127.0.0.1:"), "{addr}");
-        assert_eq!(query.len(), 64, "a 256-bit token: {query}");
-        Server {
-            child,
-            addr: addr.to_owned(),
-            token: query.to_owned(),
-        }
-    }
-
-    /// Sends a request (with the token unless `token` is false); returns status and body.
-    fn call(&self, method: &str, path: &str, body: Option<&Value>, token: bool) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let auth = if token {
-            format!("X-Kvctl-Token: {}\r\n", self.token)
-        } else {
-            String::new()
-        };
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-        (status, body.to_owned())
-    }
-
-    fn get(&self, path: &str) -> Value {
-        let (status, body) = self.call("GET", path, None, true);
-        assert_eq!(status, 200, "GET {path}: {body}");
-        serde_json::from_str(&body).unwrap()
-    }
-
-    /// The error text of a failed call, with its status.
-    fn fails(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
-        let (status, text) = self.call(method, path, body, true);
-        assert!(status >= 400, "{method} {path}: {status} {text}");
-        let error: Value = serde_json::from_str(&text).unwrap();
-        (status, error["error"].as_str().unwrap().to_owned())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn sled_store() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let url = format!("sled://{}", dir.path().join("db").display());
-    (dir, url)
-}
 
 fn enc(text: &str) -> String {
     text.bytes()
@@ -121,7 +26,7 @@ fn enc(text: &str) -> String {
 
 #[test]
 fn every_request_needs_the_token() {
-    let (_dir, url) = sled_store();
+    let (_dir, url) = common::server::sled_store();
     ok(&url, &["demo"]);
     let server = Server::start(&url, true);
     for (method, path) in [
@@ -155,7 +60,7 @@ fn every_request_needs_the_token() {
 
 #[test]
 fn reads_show_the_tree_a_key_search_and_the_schemas() {
-    let (_dir, url) = sled_store();
+    let (_dir, url) = common::server::sled_store();
     ok(&url, &["demo"]);
     let server = Server::start(&url, false);
     let info = server.get("/api/info");
@@ -267,7 +172,7 @@ fn reads_show_the_tree_a_key_search_and_the_schemas() {
 
 #[test]
 fn a_read_only_server_refuses_every_write_and_writes_nothing() {
-    let (_dir, url) = sled_store();
+    let (_dir, url) = common::server::sled_store();
     ok(&url, &["demo"]);
     let before = snapshot(&url);
     let server = Server::start(&url, false);
@@ -288,7 +193,7 @@ fn a_read_only_server_refuses_every_write_and_writes_nothing() {
 
 #[test]
 fn writes_are_checked_as_kvctl_put_checks_them() {
-    let (_dir, url) = sled_store();
+    let (_dir, url) = common::server::sled_store();
     ok(&url, &["demo"]);
     let server = Server::start(&url, true);
 
@@ -428,7 +333,7 @@ fn live_changes_reach_the_page(url: &str) {
 
 #[test]
 fn live_changes_of_another_process_on_sled() {
-    let (_dir, url) = sled_store();
+    let (_dir, url) = common::server::sled_store();
     live_changes_reach_the_page(&url);
 }
 

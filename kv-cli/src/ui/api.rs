@@ -130,19 +130,13 @@ pub(super) async fn search(State(ui): State<Arc<Ui>>, Query(q): Query<SearchQuer
     Ok(Json(json!({ "prefix": prefix, "dir": dir, "key": key })))
 }
 
-/// Whether `key` holds a plain value or a collection.
+/// Whether `key` holds what its template says: a plain value, or a non-empty collection.
 async fn exists(store: &dyn keyplane_core::Store, key: &str) -> crate::error::CliResult<bool> {
-    if store.get(key.as_bytes()).await?.is_some() {
-        return Ok(true);
+    match describe(store, key, None, None).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.code == crate::error::code::NOT_FOUND => Ok(false),
+        Err(e) => Err(e),
     }
-    let listed = store
-        .range(
-            keyplane_core::RangeOptions::new(keyplane_core::KeyRange::Key(key.as_bytes().to_vec()))
-                .with_collections()
-                .count_only(),
-        )
-        .await?;
-    Ok(listed.count > 0)
 }
 
 /// `GET /api/schema`: every schema as `kvctl schema NAME -o json` shows it, the current

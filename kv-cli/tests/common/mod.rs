@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod server;
+
 use assert_cmd::Command;
 use serde_json::Value;
 

@@ -1,0 +1,116 @@
+//! A running `kvctl ui` for the UI tests, and a temporary sled store for it.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A fresh sled store in a temporary directory: the directory and the store URL.
+pub fn sled_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let url = format!("sled://{}", dir.path().join("db").display());
+    (dir, url)
+}
+
+/// A running `kvctl ui`, killed when dropped.
+pub struct Server {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    pub token: String,
+}
+
+impl Server {
+    pub fn start(url: &str, write: bool) -> Server {
+        let mut args = vec!["--store", url, "ui"];
+        if write {
+            args.push("--write");
+        }
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
+            .args(&args)
+            .env_remove("KVCTL_STORE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("kvctl ui starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the URL line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"));
+        let rest = url.strip_prefix("http://").unwrap();
+        let (addr, query) = rest.split_once("/?token=").unwrap();
+        assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+        assert_eq!(query.len(), 64, "a 256-bit token: {query}");
+        Server {
+            child,
+            addr: addr.to_owned(),
+            token: query.to_owned(),
+        }
+    }
+
+    /// Sends a request (with the token unless `token` is false); returns status and body.
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        token: bool,
+    ) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let auth = if token {
+            format!("X-Kvctl-Token: {}\r\n", self.token)
+        } else {
+            String::new()
+        };
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, body.to_owned())
+    }
+
+    pub fn get(&self, path: &str) -> Value {
+        let (status, body) = self.call("GET", path, None, true);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    /// The error text of a failed call, with its status.
+    pub fn fails(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+        let (status, text) = self.call(method, path, body, true);
+        assert!(status >= 400, "{method} {path}: {status} {text}");
+        let error: Value = serde_json::from_str(&text).unwrap();
+        (status, error["error"].as_str().unwrap().to_owned())
+    }
+}
+
+impl Server {
+    /// The page's URL, with the token.
+    pub fn page_url(&self) -> String {
+        format!("http://{}/?token={}", self.addr, self.token)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
