@@ -241,4 +241,53 @@ mod tests {
         assert_eq!(all.len(), 250);
         assert!(all.windows(2).all(|w| w[0] < w[1]));
     }
+
+    /// Counts the range reads that reach the store.
+    #[derive(Default)]
+    struct Reads(std::sync::atomic::AtomicUsize);
+
+    #[keyplane_core::async_trait]
+    impl keyplane_core::intercept::Interceptor for Reads {
+        async fn before(&self, call: keyplane_core::intercept::Call) -> keyplane_core::Result<()> {
+            if call == keyplane_core::intercept::Call::Range {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            Ok(())
+        }
+    }
+
+    /// Writes `keys` in transactions of 100 puts.
+    async fn load(store: &dyn Store, keys: impl Iterator<Item = String>) {
+        let keys: Vec<String> = keys.collect();
+        for chunk in keys.chunks(100) {
+            let txn = keyplane_core::Txn::new()
+                .and_then(chunk.iter().map(|k| keyplane_core::TxnOp::put(k.as_bytes(), b"v")));
+            store.txn(txn).await.unwrap();
+        }
+    }
+
+    /// A level under 100,000 keys costs a read per page of keys, or per directory: never a
+    /// read of every key.
+    #[tokio::test]
+    async fn a_level_over_100_000_keys_reads_a_page_not_the_level() {
+        use keyplane_core::intercept::Intercepted;
+        use std::sync::atomic::Ordering;
+        let store = Intercepted::new(std::sync::Arc::new(MemStore::new()), Reads::default());
+        load(&store, (0..100_000).map(|i| format!("big/{i:06}"))).await;
+        load(&store, (0..100_000).map(|i| format!("deep/{}/{i:06}", i % 10))).await;
+        let reads = || store.interceptor().0.swap(0, Ordering::SeqCst);
+        reads();
+
+        let (page, next) = children(&store, "big/", None, 100).await.unwrap();
+        assert_eq!(page.len(), 100);
+        assert_eq!(reads(), 1, "one read of 101 keys");
+        let (page, _) = children(&store, "big/", next.as_deref(), 100).await.unwrap();
+        assert_eq!(page[0]["name"], "000100");
+        assert_eq!(reads(), 1);
+
+        let (dirs, next) = children(&store, "deep/", None, 100).await.unwrap();
+        assert_eq!(dirs.len(), 10);
+        assert_eq!(next, None);
+        assert_eq!(reads(), 11, "a read per directory, and one finding no more");
+    }
 }
