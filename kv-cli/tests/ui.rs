@@ -347,3 +347,46 @@ async fn live_changes_of_another_process_on_redis() {
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_changes_of_another_process_on_etcd() {
+    let Some(server) = keyplane_tests::harness::shared_etcd().await else {
+        return;
+    };
+    let endpoint = server.endpoint();
+    let host = endpoint
+        .strip_prefix("http://")
+        .unwrap_or(&endpoint)
+        .to_owned();
+    let url = format!(
+        "etcd://{host}?namespace={}",
+        keyplane_tests::harness::key_root("ui")
+    );
+    tokio::task::spawn_blocking(move || live_changes_reach_the_page(&url))
+        .await
+        .unwrap();
+}
+
+/// With `--keyring`, an encrypted value shows decrypted; the key never appears.
+#[test]
+fn a_keyring_opens_encrypted_values() {
+    use base64::Engine;
+    let (dir, url) = common::server::sled_store();
+    ok(&url, &["demo"]);
+    let demo_key =
+        base64::engine::general_purpose::STANDARD.encode(b"kvctl-demo-key-not-for-real-use!");
+    let file = dir.path().join("keyring.json");
+    std::fs::write(&file, format!(r#"{{"keys": {{"demo-1": "{demo_key}"}}}}"#)).unwrap();
+    let server = Server::start_with(&url, &["--keyring", file.to_str().unwrap()]);
+    assert_eq!(server.get("/api/info")["keyring"], true);
+    let pool = server.get("/api/key?key=nxc:pool:Alipay:app_001");
+    assert_eq!(pool["decrypted"], true);
+    assert!(
+        pool["value"]
+            .as_str()
+            .unwrap()
+            .contains("BEGIN PRIVATE KEY"),
+        "{pool}"
+    );
+    assert!(!pool.to_string().contains(&demo_key));
+}

@@ -260,8 +260,11 @@ mod tests {
     async fn load(store: &dyn Store, keys: impl Iterator<Item = String>) {
         let keys: Vec<String> = keys.collect();
         for chunk in keys.chunks(100) {
-            let txn = keyplane_core::Txn::new()
-                .and_then(chunk.iter().map(|k| keyplane_core::TxnOp::put(k.as_bytes(), b"v")));
+            let txn = keyplane_core::Txn::new().and_then(
+                chunk
+                    .iter()
+                    .map(|k| keyplane_core::TxnOp::put(k.as_bytes(), b"v")),
+            );
             store.txn(txn).await.unwrap();
         }
     }
@@ -274,14 +277,20 @@ mod tests {
         use std::sync::atomic::Ordering;
         let store = Intercepted::new(std::sync::Arc::new(MemStore::new()), Reads::default());
         load(&store, (0..100_000).map(|i| format!("big/{i:06}"))).await;
-        load(&store, (0..100_000).map(|i| format!("deep/{}/{i:06}", i % 10))).await;
+        load(
+            &store,
+            (0..100_000).map(|i| format!("deep/{}/{i:06}", i % 10)),
+        )
+        .await;
         let reads = || store.interceptor().0.swap(0, Ordering::SeqCst);
         reads();
 
         let (page, next) = children(&store, "big/", None, 100).await.unwrap();
         assert_eq!(page.len(), 100);
         assert_eq!(reads(), 1, "one read of 101 keys");
-        let (page, _) = children(&store, "big/", next.as_deref(), 100).await.unwrap();
+        let (page, _) = children(&store, "big/", next.as_deref(), 100)
+            .await
+            .unwrap();
         assert_eq!(page[0]["name"], "000100");
         assert_eq!(reads(), 1);
 

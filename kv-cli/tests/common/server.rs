@@ -23,10 +23,13 @@ pub struct Server {
 
 impl Server {
     pub fn start(url: &str, write: bool) -> Server {
+        Server::start_with(url, if write { &["--write"] } else { &[] })
+    }
+
+    /// `kvctl --store URL ui ARGS...` (global options such as `--keyring` go after `ui` too).
+    pub fn start_with(url: &str, extra: &[&str]) -> Server {
         let mut args = vec!["--store", url, "ui"];
-        if write {
-            args.push("--write");
-        }
+        args.extend_from_slice(extra);
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
             .args(&args)
             .env_remove("KVCTL_STORE")
