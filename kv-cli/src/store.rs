@@ -188,17 +188,3 @@ fn unreachable(url: &str, why: &str, code: u8) -> CliError {
 fn brief(e: &keyplane_core::Error) -> String {
     format!("{}: {}", e.kind(), e.message())
 }
-
-/// The store URL for display: a password in it replaced by `***`.
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.rsplit_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => url.to_owned(),
-    }
-}

@@ -37,7 +37,7 @@ pub use election::{Election, Leader, Leadership};
 pub use entry::{
     Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix,
 };
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Result, redact_url};
 pub use keeper::LeaseKeeper;
 pub use keyspace::{Key, Keyspace, Prefix, Segment, Separator};
 pub use layer::StoreExt;

@@ -166,7 +166,7 @@ impl RedisConfig {
         if !(self.url.starts_with("redis://") || self.url.starts_with("rediss://")) {
             return Err(config_error(format!(
                 "a Redis URL starts with redis://, rediss:// or redis+cluster://, got {:?}",
-                redact(&self.url)
+                keyplane_core::redact_url(&self.url)
             )));
         }
         if self.url.starts_with("rediss://") && !cfg!(feature = "tls") {
@@ -181,7 +181,7 @@ impl RedisConfig {
         self.check()?;
         let info = self.url.as_str().into_connection_info().map_err(|e| {
             Error::new(ErrorKind::Config, "the Redis URL does not parse")
-                .with_context("url", redact(&self.url))
+                .with_context("url", keyplane_core::redact_url(&self.url))
                 .with_source(e)
         })?;
         let mut settings = info.redis_settings().clone();
@@ -334,24 +334,10 @@ const CLUSTER_SCHEME: &str = "redis+cluster://";
 /// The scheme of a Redis Cluster URL whose nodes speak TLS.
 const TLS_CLUSTER_SCHEME: &str = "rediss+cluster://";
 
-/// The URL with any password replaced by `***`.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.rsplit_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => url.to_owned(),
-    }
-}
-
 impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("RedisConfig");
-        d.field("url", &redact(&self.url))
+        d.field("url", &keyplane_core::redact_url(&self.url))
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("database", &self.database)
