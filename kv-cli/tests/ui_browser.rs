@@ -159,6 +159,44 @@ fn the_page_browses_edits_and_follows_the_demo_data() {
     browser.wait_for(&format!("return !{}", node("jxt/tenants/1/meta")), WAIT);
     fails(&url, &["get", "tenant.meta", "id=1"], 1);
     browser.screenshot(&shot("after-delete.png"));
+
+    // Create from a template's form: a bad field is refused as kvctl put refuses it, then
+    // the key is created.
+    browser.click("#tab-create");
+    browser.eval(
+        "const s = document.querySelector('#c-template'); s.value = 'tenant.meta'; \
+         s.dispatchEvent(new Event('change')); return true",
+    );
+    browser.wait_for(
+        "return !!document.querySelector('#c-fields input[data-field=\"id\"]')",
+        WAIT,
+    );
+    let fill = |id: &str| {
+        browser.eval(&format!(
+            "document.querySelector('#c-fields input[data-field=\"id\"]').value = {}; \
+             document.querySelector('#c-value').value = {}; return true",
+            js(id),
+            js(&tenant_meta(8))
+        ));
+    };
+    fill("x");
+    browser.click("#c-submit");
+    let refused = browser.wait_for(
+        "const e = document.querySelector('#c-error.error'); return e && e.innerText ? e.innerText : null",
+        WAIT,
+    );
+    let cli = run(&url, &["put", "tenant.meta", "id=x", &tenant_meta(8)]);
+    assert_eq!(
+        format!("kvctl: {}", refused.as_str().unwrap()),
+        cli.stderr.trim_end()
+    );
+    fill("8");
+    browser.click("#c-submit");
+    browser.wait_for(
+        "const e = document.querySelector('#c-error.ok'); return !!e && e.innerText.startsWith('created jxt/tenants/8/meta')",
+        WAIT,
+    );
+    assert!(ok(&url, &["get", "tenant.meta", "id=8"]).contains("Tenant 8"));
 }
 
 #[test]
