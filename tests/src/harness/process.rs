@@ -99,7 +99,7 @@ impl ServerProcess {
         let script = format!(
             "while kill -0 {parent} 2>/dev/null && kill -0 {child} 2>/dev/null; do sleep 0.5; done; \
              if ! kill -0 {parent} 2>/dev/null; then \
-               kill -9 {target} 2>/dev/null; sleep 0.2; rm -rf \"$0\"; fi",
+               kill -s KILL -- {target} 2>/dev/null; sleep 0.2; rm -rf \"$0\"; fi",
             parent = std::process::id(),
             child = child.id()
         );
