@@ -289,14 +289,14 @@ fn next_event(reader: &mut impl BufRead, name: &str) -> Value {
 }
 
 /// Opens the event stream; returns the reader once the headers are read.
-fn events(server: &Server) -> BufReader<TcpStream> {
+fn events(server: &Server, prefix: &str) -> BufReader<TcpStream> {
     let mut stream = TcpStream::connect(&server.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     write!(
         stream,
-        "GET /api/events?prefix=jxt/&token={} HTTP/1.1\r\nHost: {}\r\n\r\n",
+        "GET /api/events?prefix={prefix}&token={} HTTP/1.1\r\nHost: {}\r\n\r\n",
         server.token, server.addr
     )
     .unwrap();
@@ -316,7 +316,7 @@ fn events(server: &Server) -> BufReader<TcpStream> {
 fn live_changes_reach_the_page(url: &str) {
     ok(url, &["demo"]);
     let server = Server::start(url, false);
-    let mut reader = events(&server);
+    let mut reader = events(&server, "jxt/");
     // Every change from here on reaches the stream.
     next_event(&mut reader, "ready");
     ok(url, &["put", "tenant.meta", "id=101", &tenant_meta(101)]);
@@ -389,4 +389,43 @@ fn a_keyring_opens_encrypted_values() {
         "{pool}"
     );
     assert!(!pool.to_string().contains(&demo_key));
+}
+
+/// On Redis Cluster: the tree is read across co-location groups, a key of the cluster
+/// variant shows its typed address, and a change in a group reaches the page with its group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_reads_a_redis_cluster_across_groups() {
+    let Some(cluster) = keyplane_tests::harness::shared_redis_cluster().await else {
+        return;
+    };
+    let url = cluster.url();
+    tokio::task::spawn_blocking(move || {
+        ok(&url, &["demo"]);
+        let server = Server::start(&url, false);
+        assert_eq!(server.get("/api/info")["sharded"], true);
+        let root = server.get("/api/tree?prefix=");
+        let names: Vec<&str> = root["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"nxc:") && names.contains(&"{demo}:"),
+            "{names:?}"
+        );
+        let marker = server.get("/api/key?key=nxc:map:%7Btest_realm%7D:Alipay:default");
+        assert_eq!(marker["type"], "nxc-cluster.default-profile");
+        assert_eq!(marker["value"], "app_001");
+
+        let mut reader = events(&server, "");
+        next_event(&mut reader, "ready");
+        let key = format!("ui:{{{}}}:k", uuid::Uuid::new_v4().simple());
+        ok(&url, &["put", "--raw", &key, "v"]);
+        let change = next_change(&mut reader);
+        assert_eq!(change["key"], key.as_str(), "{change}");
+        assert!(change["group"].is_string(), "{change}");
+    })
+    .await
+    .unwrap();
 }

@@ -42,18 +42,27 @@ pub(crate) struct Ui {
     write: bool,
     /// The access token.
     token: String,
-    /// The store, opened once; `None` on sled, which is opened for each request so that
-    /// other kvctl processes can use it in between.
+    /// The store, opened once; `None` on sled, which is open only while requests use it, so
+    /// that other kvctl processes can use it in between.
     shared: Option<Arc<dyn Store>>,
+    /// On sled, the store while some request holds it: requests at the same time share one
+    /// open (sled lets a process open a database once).
+    in_use: tokio::sync::Mutex<std::sync::Weak<dyn Store>>,
 }
 
 impl Ui {
     /// The store for one request.
     async fn store(&self) -> CliResult<Arc<dyn Store>> {
-        match &self.shared {
-            Some(store) => Ok(Arc::clone(store)),
-            None => crate::store::open(&self.url).await,
+        if let Some(store) = &self.shared {
+            return Ok(Arc::clone(store));
         }
+        let mut in_use = self.in_use.lock().await;
+        if let Some(store) = in_use.upgrade() {
+            return Ok(store);
+        }
+        let store = crate::store::open(&self.url).await?;
+        *in_use = Arc::downgrade(&store);
+        Ok(store)
     }
 
     /// The keyring of `--keyring`, if one was given.
@@ -102,6 +111,7 @@ pub(crate) async fn run(ctx: &Ctx, listen: SocketAddr, write: bool) -> CliResult
         write,
         token,
         shared,
+        in_use: tokio::sync::Mutex::new(std::sync::Weak::<keyplane::mem::MemStore>::new()),
     });
     let listener = tokio::net::TcpListener::bind(listen)
         .await
