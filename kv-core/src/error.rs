@@ -357,6 +357,27 @@ impl std::error::Error for Error {
     }
 }
 
+/// A store URL fit for messages and logs: the password of its `user:password@` part replaced
+/// by `***`.
+///
+/// ```
+/// use keyplane_core::redact_url;
+/// assert_eq!(redact_url("redis://app:s3cret@10.0.0.5:6379/0"), "redis://app:***@10.0.0.5:6379/0");
+/// assert_eq!(redact_url("sled:///var/lib/app"), "sled:///var/lib/app");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.rsplit_once('@') {
+        Some((credentials, host)) => {
+            let user = credentials.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:***@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,26 +403,5 @@ mod tests {
         assert_eq!(clone.chain(), err.chain());
         assert!(!Error::invalid_key("empty").is_retryable());
         assert_eq!(Error::compacted(7).compact_revision(), Some(7));
-    }
-}
-
-/// A store URL fit for messages and logs: the password of its `user:password@` part replaced
-/// by `***`.
-///
-/// ```
-/// use keyplane_core::redact_url;
-/// assert_eq!(redact_url("redis://app:s3cret@10.0.0.5:6379/0"), "redis://app:***@10.0.0.5:6379/0");
-/// assert_eq!(redact_url("sled:///var/lib/app"), "sled:///var/lib/app");
-/// ```
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.rsplit_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => url.to_owned(),
     }
 }
