@@ -154,9 +154,14 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
     }
 }
 
-/// Whether sled refused to open because another process holds the database's lock.
+/// Whether sled refused to open because another process holds the database's lock, or an
+/// earlier open in this process is still closing.
 fn held_by_another_process(e: &keyplane::Error) -> bool {
-    e.kind() == ErrorKind::Unavailable && e.message().contains("in use by another process")
+    e.kind() == ErrorKind::Unavailable
+        && (e.message().contains("in use by another process")
+            // This process's previous open, still closing: the watch task of a poll that
+            // just ended (`kvctl watch`, `kvctl ui`) lets go of it within milliseconds.
+            || e.message().contains("already open in this process"))
 }
 
 /// Runs `work` for at most twice [`CONNECT_TIMEOUT`].

@@ -24,6 +24,16 @@ fn enc(text: &str) -> String {
         .collect()
 }
 
+/// The names of the children of a level of the tree.
+fn child_names(level: &Value) -> Vec<String> {
+    level["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 #[test]
 fn every_request_needs_the_token() {
     let (_dir, url) = common::server::sled_store();
@@ -70,13 +80,7 @@ fn reads_show_the_tree_a_key_search_and_the_schemas() {
     );
 
     let root = server.get("/api/tree?prefix=");
-    let names: Vec<&str> = root["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["/", "group:", "jxt/", "key:", "nxc:"]);
+    assert_eq!(child_names(&root), ["/", "group:", "jxt/", "key:", "nxc:"]);
     let tenant = server.get("/api/tree?prefix=jxt/tenants/1/");
     let meta = tenant["children"]
         .as_array()

@@ -60,16 +60,24 @@ fn edit(browser: &Browser, text: &str) {
     ));
 }
 
-#[test]
-fn the_page_browses_edits_and_follows_the_demo_data() {
-    let (_dir, url) = sled_store();
+/// The page of `kvctl ui` (`--write` when `write`) on a fresh sled store holding the demo
+/// data, loaded in a browser: the store's directory and URL, the browser, the server. `None`
+/// when no browser can run here and servers are not required.
+fn demo_page(write: bool) -> Option<(tempfile::TempDir, String, Browser, Server)> {
+    let (dir, url) = sled_store();
     ok(&url, &["demo"]);
-    let Some(browser) = Browser::start() else {
-        return;
-    };
-    let server = Server::start(&url, true);
+    let browser = Browser::start()?;
+    let server = Server::start(&url, write);
     browser.goto(&server.page_url());
     browser.wait_for("return document.body.dataset.ready === '1'", WAIT);
+    Some((dir, url, browser, server))
+}
+
+#[test]
+fn the_page_browses_edits_and_follows_the_demo_data() {
+    let Some((_dir, url, browser, _server)) = demo_page(true) else {
+        return;
+    };
     browser.wait_for("return document.body.dataset.live === '1'", WAIT);
     assert_eq!(browser.eval(&text_of("#mode")).as_str(), Some("read-write"));
 
@@ -201,14 +209,9 @@ fn the_page_browses_edits_and_follows_the_demo_data() {
 
 #[test]
 fn search_and_the_schema_view() {
-    let (_dir, url) = sled_store();
-    ok(&url, &["demo"]);
-    let Some(browser) = Browser::start() else {
+    let Some((_dir, _url, browser, _server)) = demo_page(false) else {
         return;
     };
-    let server = Server::start(&url, false);
-    browser.goto(&server.page_url());
-    browser.wait_for("return document.body.dataset.ready === '1'", WAIT);
     assert_eq!(browser.eval(&text_of("#mode")).as_str(), Some("read-only"));
     // Read-only: no create tab, no edit box.
     assert_eq!(

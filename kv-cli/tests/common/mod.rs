@@ -106,14 +106,7 @@ pub fn demo_twice(url: &str, own_revision: bool) {
         assert_eq!(second["revision"], second["revision_before"], "{second}");
         assert_eq!(second["revision"], first["revision"], "{second}");
     }
-    assert!(
-        second["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|s| s["written"] == false),
-        "{second}"
-    );
+    assert_nothing_written(&second);
     assert_eq!(snapshot(url), before);
     // Tenant 1 is the fifteen keys of the tenant document's §6.1.
     let keys: Vec<String> = second["keys"]
@@ -141,6 +134,18 @@ pub fn demo_twice(url: &str, own_revision: bool) {
         1
     );
     assert_eq!(keys.iter().filter(|k| k.starts_with("group:")).count(), 3);
+}
+
+/// Checks that a `demo -o json` run wrote none of its steps.
+pub fn assert_nothing_written(run: &Value) {
+    assert!(
+        run["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["written"] == false),
+        "{run}"
+    );
 }
 
 /// Typed put, get, ls and rm, with tenant 1 and tenant 10 side by side.
