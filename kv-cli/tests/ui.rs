@@ -272,35 +272,48 @@ fn writes_are_checked_as_kvctl_put_checks_them() {
 
 /// Reads server-sent events until one `change` message arrives; returns its data.
 fn next_change(reader: &mut impl BufRead) -> Value {
-    next_event(reader, "change")
+    next_event(reader, "change").0
 }
 
-/// Reads server-sent events until one named `name` arrives; returns its data.
-fn next_event(reader: &mut impl BufRead, name: &str) -> Value {
-    let mut event = String::new();
+/// Reads server-sent events until one named `name` arrives; returns its data and its event
+/// id, if it has one.
+fn next_event(reader: &mut impl BufRead, name: &str) -> (Value, Option<String>) {
+    let (mut event, mut id, mut data) = (String::new(), None, None);
     loop {
         let mut line = String::new();
         assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
         let line = line.trim_end();
-        if let Some(name) = line.strip_prefix("event: ") {
-            event = name.to_owned();
-        } else if let Some(data) = line.strip_prefix("data: ")
-            && event == name
-        {
-            return serde_json::from_str(data).unwrap();
+        if line.is_empty() {
+            // The end of a message.
+            if event == name
+                && let Some(data) = data.take()
+            {
+                return (data, id);
+            }
+            (event, id, data) = (String::new(), None, None);
+        } else if let Some(value) = line.strip_prefix("event: ") {
+            event = value.to_owned();
+        } else if let Some(value) = line.strip_prefix("id: ") {
+            id = Some(value.to_owned());
+        } else if let Some(value) = line.strip_prefix("data: ") {
+            data = Some(serde_json::from_str(value).unwrap());
         }
     }
 }
 
-/// Opens the event stream; returns the reader once the headers are read.
-fn events(server: &Server, prefix: &str) -> BufReader<TcpStream> {
+/// Opens the event stream (from `last_id` when given, as a reconnecting browser does);
+/// returns the reader once the headers are read.
+fn events_from(server: &Server, prefix: &str, last_id: Option<&str>) -> BufReader<TcpStream> {
     let mut stream = TcpStream::connect(&server.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
+    let resume = last_id
+        .map(|id| format!("Last-Event-ID: {id}\r\n"))
+        .unwrap_or_default();
     write!(
         stream,
-        "GET /api/events?prefix={prefix}&token={} HTTP/1.1\r\nHost: {}\r\n\r\n",
+        "GET /api/events?prefix={prefix}&token={} HTTP/1.1\r\nHost: {}\r\n{resume}\r\n",
         server.token, server.addr
     )
     .unwrap();
@@ -317,12 +330,20 @@ fn events(server: &Server, prefix: &str) -> BufReader<TcpStream> {
     }
 }
 
+fn events(server: &Server, prefix: &str) -> BufReader<TcpStream> {
+    events_from(server, prefix, None)
+}
+
 fn live_changes_reach_the_page(url: &str) {
     ok(url, &["demo"]);
     let server = Server::start(url, false);
     let mut reader = events(&server, "jxt/");
     // Every change from here on reaches the stream.
-    next_event(&mut reader, "ready");
+    let (_, start) = next_event(&mut reader, "ready");
+    assert!(
+        start.is_some(),
+        "the ready message carries the starting position"
+    );
     ok(url, &["put", "tenant.meta", "id=101", &tenant_meta(101)]);
     let change = next_change(&mut reader);
     assert_eq!(change["event"], "PUT", "{change}");
@@ -330,9 +351,25 @@ fn live_changes_reach_the_page(url: &str) {
     assert_eq!(change["key"], "jxt/tenants/101/meta");
     assert_eq!(change["value"]["id"], 101);
     ok(url, &["rm", "tenant.meta", "id=101"]);
-    let gone = next_change(&mut reader);
+    let (gone, position) = next_event(&mut reader, "change");
     assert_eq!(gone["event"], "DELETE", "{gone}");
     assert_eq!(gone["key"], "jxt/tenants/101/meta");
+    // The stream is lost; a change happens meanwhile; the page reconnects from the last
+    // position it had: it gets that change, and nothing it already had.
+    let position = position.expect("a batch's last message carries the position");
+    drop(reader);
+    ok(url, &["put", "tenant.meta", "id=102", &tenant_meta(102)]);
+    let mut resumed = events_from(&server, "jxt/", Some(&position));
+    let (ready, at) = next_event(&mut resumed, "ready");
+    assert_eq!(
+        (ready["ready"].as_bool(), at.as_deref()),
+        (Some(true), Some(position.as_str()))
+    );
+    let missed = next_change(&mut resumed);
+    assert_eq!(
+        (missed["event"].as_str(), missed["key"].as_str()),
+        (Some("PUT"), Some("jxt/tenants/102/meta"))
+    );
 }
 
 #[test]

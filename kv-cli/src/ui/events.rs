@@ -1,14 +1,20 @@
 //! `GET /api/events?prefix=P`: live changes under a prefix as server-sent events, one JSON
 //! event per message as `kvctl watch -o json` prints it (plain keys and collection changes).
 //!
+//! Every batch's last message, and the `ready` message, carry the stream's position as their
+//! event id (`r<next revision>`, or on a store sharded into groups `g` and each group's next
+//! revision as JSON). A browser that lost the stream reconnects with that id as
+//! `Last-Event-ID`, and the stream goes on from there: nothing missed, nothing repeated.
+//!
 //! On sled, which one process at a time may hold, the store is opened for each poll
 //! ([`SLED_POLL`](crate::store::SLED_POLL)) and closed in between, as `kvctl watch` does.
 
 use super::Ui;
 use axum::extract::{Query, State};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
-use keyplane_core::WatchOptions;
+use keyplane_core::{RangeOptions, Sharding, Store, WatchOptions, WatchPosition};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::convert::Infallible;
@@ -21,55 +27,170 @@ pub(super) struct EventsQuery {
     prefix: String,
 }
 
+/// One server-sent message: its name, its data, and the position after it when it ends a
+/// batch.
+struct Message {
+    name: &'static str,
+    data: Value,
+    id: Option<String>,
+}
+
+impl Message {
+    fn named(name: &'static str, data: Value) -> Self {
+        Message {
+            name,
+            data,
+            id: None,
+        }
+    }
+}
+
 /// The stream of changes under the prefix: a `ready` message once every later change will
 /// be sent, then `change` messages, and an `error` message before it ends when the watch
-/// fails.
+/// fails. With a `Last-Event-ID` header, it goes on from that position.
 pub(super) async fn events(
     State(ui): State<Arc<Ui>>,
+    headers: HeaderMap,
     Query(q): Query<EventsQuery>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let (tx, rx) = mpsc::channel::<Value>(256);
-    tokio::spawn(follow(ui, q.prefix, tx));
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(decode);
+    let (tx, rx) = mpsc::channel::<Message>(256);
+    tokio::spawn(follow(ui, q.prefix, resume, tx));
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        let item = rx.recv().await?;
-        let name = if item.get("error").is_some() {
-            "error"
-        } else if item.get("ready").is_some() {
-            "ready"
-        } else {
-            "change"
-        };
-        Some((
-            Ok(SseEvent::default().event(name).data(item.to_string())),
-            rx,
-        ))
+        let message = rx.recv().await?;
+        let mut event = SseEvent::default()
+            .event(message.name)
+            .data(message.data.to_string());
+        if let Some(id) = message.id {
+            event = event.id(id);
+        }
+        Some((Ok(event), rx))
     });
     Sse::new(stream.boxed()).keep_alive(KeepAlive::default())
 }
 
-/// Sends every change under `prefix` from now on until the page goes away; an error
-/// message when the watch fails.
-async fn follow(ui: Arc<Ui>, prefix: String, tx: mpsc::Sender<Value>) {
+/// A position as an event id.
+fn encode(position: &WatchPosition) -> String {
+    match &position.groups {
+        Some(groups) => {
+            let groups: serde_json::Map<String, Value> = groups
+                .iter()
+                .map(|(g, r)| (String::from_utf8_lossy(g).into_owned(), json!(r)))
+                .collect();
+            format!("g{}", Value::Object(groups))
+        }
+        None => format!("r{}", position.next.unwrap_or(1)),
+    }
+}
+
+/// The position of an event id, if it is one.
+fn decode(id: &str) -> Option<WatchPosition> {
+    if let Some(next) = id.strip_prefix('r') {
+        return Some(WatchPosition {
+            next: Some(next.parse().ok().filter(|n: &i64| *n >= 1)?),
+            groups: None,
+        });
+    }
+    let groups: serde_json::Map<String, Value> =
+        serde_json::from_str(id.strip_prefix('g')?).ok()?;
+    let groups = groups
+        .into_iter()
+        .map(|(g, r)| Some((g.into_bytes(), r.as_i64().filter(|r| *r >= 1)?)))
+        .collect::<Option<_>>()?;
+    Some(WatchPosition {
+        next: None,
+        groups: Some(groups),
+    })
+}
+
+/// Where a stream without a position starts: after the store's revision, or each group's.
+async fn now(store: &dyn Store, prefix: &str) -> crate::error::CliResult<WatchPosition> {
+    if store.capabilities().sharding == Sharding::Unsharded {
+        return Ok(WatchPosition {
+            next: Some(store.revision().await? + 1),
+            groups: None,
+        });
+    }
+    let read = store
+        .range(RangeOptions::prefix(prefix.as_bytes()).count_only())
+        .await?;
+    Ok(WatchPosition::after_range(&read))
+}
+
+/// Sends every change under `prefix` from `resume` (or from now) until the page goes away;
+/// an error message when the watch fails.
+async fn follow(
+    ui: Arc<Ui>,
+    prefix: String,
+    resume: Option<WatchPosition>,
+    tx: mpsc::Sender<Message>,
+) {
     let result = if ui.shared.is_some() {
-        follow_live(&ui, &prefix, &tx).await
+        follow_live(&ui, &prefix, resume, &tx).await
     } else {
-        follow_polling(&ui, &prefix, &tx).await
+        follow_polling(&ui, &prefix, resume, &tx).await
     };
     if let Err(e) = result {
-        let _ = tx.send(json!({ "error": e.to_string() })).await;
+        let _ = tx
+            .send(Message::named("error", json!({ "error": e.to_string() })))
+            .await;
     }
+}
+
+/// Sends the change messages of `batch`, the last one with the position after it; false
+/// when the page went away.
+async fn send_batch(
+    tx: &mpsc::Sender<Message>,
+    position: &mut WatchPosition,
+    batch: &keyplane_core::WatchBatch,
+) -> bool {
+    position.record(batch);
+    let group = batch.group.as_deref().map(String::from_utf8_lossy);
+    let last = batch.events.len().saturating_sub(1);
+    for (i, event) in batch.events.iter().enumerate() {
+        let data = crate::cmd::watch::event_json(batch.revision, group.as_deref(), event);
+        let message = Message {
+            name: "change",
+            data,
+            id: (i == last).then(|| encode(position)),
+        };
+        if tx.send(message).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Sends the `ready` message, with the starting position; false when the page went away.
+async fn send_ready(tx: &mpsc::Sender<Message>, position: &WatchPosition) -> bool {
+    let ready = Message {
+        name: "ready",
+        data: json!({ "ready": true }),
+        id: Some(encode(position)),
+    };
+    tx.send(ready).await.is_ok()
 }
 
 /// A watch on the store opened once.
 async fn follow_live(
     ui: &Ui,
     prefix: &str,
-    tx: &mpsc::Sender<Value>,
+    resume: Option<WatchPosition>,
+    tx: &mpsc::Sender<Message>,
 ) -> crate::error::CliResult<()> {
     let store = ui.store().await?;
-    let opts = WatchOptions::prefix(prefix.as_bytes()).with_collections();
+    let mut position = match resume {
+        Some(position) => position,
+        None => now(store.as_ref(), prefix).await?,
+    };
+    let opts = WatchOptions::prefix(prefix.as_bytes())
+        .with_collections()
+        .from_position(&position);
     let mut stream = store.watch(opts).await?;
-    if tx.send(json!({ "ready": true })).await.is_err() {
+    if !send_ready(tx, &position).await {
         return Ok(());
     }
     loop {
@@ -83,13 +204,8 @@ async fn follow_live(
                 "the watch ended",
             ));
         };
-        let batch = batch?;
-        let group = batch.group.as_deref().map(String::from_utf8_lossy);
-        for event in &batch.events {
-            let object = crate::cmd::watch::event_json(batch.revision, group.as_deref(), event);
-            if tx.send(object).await.is_err() {
-                return Ok(());
-            }
+        if !send_batch(tx, &mut position, &batch?).await {
+            return Ok(());
         }
     }
 }
@@ -99,10 +215,14 @@ async fn follow_live(
 async fn follow_polling(
     ui: &Ui,
     prefix: &str,
-    tx: &mpsc::Sender<Value>,
+    resume: Option<WatchPosition>,
+    tx: &mpsc::Sender<Message>,
 ) -> crate::error::CliResult<()> {
-    let mut next = ui.store().await?.revision().await? + 1;
-    if tx.send(json!({ "ready": true })).await.is_err() {
+    let mut position = match resume {
+        Some(position) => position,
+        None => now(ui.store().await?.as_ref(), prefix).await?,
+    };
+    if !send_ready(tx, &position).await {
         return Ok(());
     }
     loop {
@@ -110,26 +230,57 @@ async fn follow_polling(
             let store = ui.store().await?;
             let opts = WatchOptions::prefix(prefix.as_bytes())
                 .with_collections()
-                .from_revision(next)
+                .from_position(&position)
                 .with_progress();
             let mut stream = store.watch(opts).await?;
             while let Some(batch) = stream.next().await {
                 let batch = batch?;
-                next = next.max(batch.revision + 1);
                 if batch.is_progress() {
+                    position.record(&batch);
                     break;
                 }
-                for event in &batch.events {
-                    let object = crate::cmd::watch::event_json(batch.revision, None, event);
-                    if tx.send(object).await.is_err() {
-                        return Ok(());
-                    }
+                if !send_batch(tx, &mut position, &batch).await {
+                    return Ok(());
                 }
             }
         }
         tokio::select! {
             _ = tx.closed() => return Ok(()),
             () = tokio::time::sleep(crate::store::SLED_POLL) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_round_trip_through_event_ids() {
+        let plain = WatchPosition {
+            next: Some(42),
+            groups: None,
+        };
+        assert_eq!(encode(&plain), "r42");
+        assert_eq!(decode("r42"), Some(plain));
+        let grouped = WatchPosition {
+            next: None,
+            groups: Some([(b"eu".to_vec(), 3), (b"us".to_vec(), 1)].into()),
+        };
+        assert_eq!(decode(&encode(&grouped)), Some(grouped));
+        for bad in [
+            "",
+            "x",
+            "r",
+            "r0",
+            "r-1",
+            "rabc",
+            "g",
+            "g[]",
+            "g{\"a\":0}",
+            "g{\"a\":\"1\"}",
+        ] {
+            assert_eq!(decode(bad), None, "{bad}");
         }
     }
 }
