@@ -63,6 +63,29 @@ impl KeyRange {
         }
     }
 
+    /// The bytes every key of this range starts with: the key, the prefix, or what an
+    /// interval's bounds share (nothing for an interval unbounded above).
+    ///
+    /// ```
+    /// use keyplane_core::KeyRange;
+    /// let range = KeyRange::Interval { start: b"app/a1".to_vec(), end: Some(b"app/b".to_vec()) };
+    /// assert_eq!(range.shared_prefix(), b"app/");
+    /// ```
+    pub fn shared_prefix(&self) -> &[u8] {
+        match self {
+            KeyRange::Key(key) => key,
+            KeyRange::Prefix(prefix) => prefix,
+            KeyRange::Interval {
+                start,
+                end: Some(end),
+            } => {
+                let common = start.iter().zip(end).take_while(|(a, b)| a == b).count();
+                &start[..common]
+            }
+            KeyRange::Interval { end: None, .. } => &[],
+        }
+    }
+
     /// Whether `key` lies in this range (reserved keys, starting with NUL, never do).
     pub fn contains(&self, key: &[u8]) -> bool {
         if key.first() == Some(&0) {

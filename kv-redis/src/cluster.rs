@@ -9,6 +9,7 @@ use crate::error::map_error;
 use crate::watch::unavailable;
 use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
+use keyplane_core::raw::emulation::cut_page;
 use keyplane_core::{
     Continuation, Error, GroupRevisions, KeyRange, RangeOptions, RangeResult, Result, WatchBatch,
     WatchOptions, WatchStream,
@@ -80,18 +81,7 @@ impl Groups {
 /// Which groups a range may reach: the keys of a group all hold `{tag}` at their first `{`,
 /// so a range whose keys share a first `{` names the start of every tag it may reach.
 fn tag_start(range: &KeyRange) -> &[u8] {
-    let shared: &[u8] = match range {
-        KeyRange::Key(key) => key,
-        KeyRange::Prefix(prefix) => prefix,
-        KeyRange::Interval {
-            start,
-            end: Some(end),
-        } => {
-            let common = start.iter().zip(end).take_while(|(a, b)| a == b).count();
-            &start[..common]
-        }
-        KeyRange::Interval { end: None, .. } => &[],
-    };
+    let shared = range.shared_prefix();
     match shared.iter().position(|&b| b == b'{') {
         Some(open) => &shared[open + 1..],
         None => &[],
@@ -101,8 +91,8 @@ fn tag_start(range: &KeyRange) -> &[u8] {
 /// A range over several groups: every group it may reach (those in the registry when the
 /// first page is read, each at its current revision; on a later page, the same groups at the
 /// same revisions) read from the same start, merged in key order and cut at the limit.
+/// `opts` is validated by the caller.
 pub(crate) async fn range(groups: &Groups, opts: RangeOptions) -> Result<RangeResult> {
-    opts.validate()?;
     if opts.revision.is_some() {
         return Err(Error::invalid_argument(
             "a range spanning co-location groups is read at each group's revision: it cannot \
@@ -184,22 +174,14 @@ fn merge(opts: &RangeOptions, pages: Vec<RangeResult>, revisions: GroupRevisions
         result.entries.sort_by(|a, b| a.key.cmp(&b.key));
         // One key holds one Redis type: no two collections share a key.
         result.collections.sort_by(|a, b| a.key.cmp(&b.key));
-        let keys: BTreeSet<&[u8]> = result
-            .entries
-            .iter()
-            .map(|e| e.key.as_slice())
-            .chain(result.collections.iter().map(|c| c.key.as_slice()))
-            .collect();
-        let cut = match opts.limit {
-            Some(limit) if keys.len() > limit => keys.iter().nth(limit - 1).map(|k| k.to_vec()),
-            _ if more => keys.last().map(|k| k.to_vec()),
-            _ => None,
-        };
-        if let Some(cut) = cut {
-            result.entries.retain(|e| e.key <= cut);
-            result.collections.retain(|c| c.key <= cut);
-            result.next = Some(Continuation::after_key(&cut).at_group_revisions(revisions.clone()));
-        }
+        let cut = cut_page(
+            opts.limit,
+            more,
+            &mut result.entries,
+            &mut result.collections,
+        );
+        result.next =
+            cut.map(|cut| Continuation::after_key(&cut).at_group_revisions(revisions.clone()));
         result.count = (result.entries.len() + result.collections.len()) as u64;
     }
     result.groups = Some(revisions);
@@ -247,9 +229,8 @@ fn start_of(opts: &WatchOptions, tag: &[u8]) -> Option<i64> {
 
 /// A watch over several groups: each group in the registry (and each one the starts name)
 /// from its start, and every group that appears later from its first revision, merged as
-/// their batches come.
+/// their batches come. `opts` is validated by the caller.
 pub(crate) async fn watch(groups: Arc<Groups>, opts: WatchOptions) -> Result<WatchStream> {
-    opts.range.validate()?;
     if opts.start_revision.is_some() {
         return Err(Error::invalid_argument(
             "a watch spanning co-location groups starts from each group's position \

@@ -197,18 +197,11 @@ impl RedisStore {
     /// # Errors
     /// `InvalidKey` for a single key without a hash tag.
     fn group_of_range(range: &KeyRange) -> Result<Option<&[u8]>> {
-        Ok(match range {
-            KeyRange::Key(key) => Some(group_tag(key).ok_or_else(|| untagged(key))?),
-            KeyRange::Prefix(prefix) => group_tag(prefix),
-            KeyRange::Interval {
-                start,
-                end: Some(end),
-            } => {
-                let common = start.iter().zip(end).take_while(|(a, b)| a == b).count();
-                group_tag(&start[..common])
-            }
-            KeyRange::Interval { end: None, .. } => None,
-        })
+        let tag = group_tag(range.shared_prefix());
+        match range {
+            KeyRange::Key(key) if tag.is_none() => Err(untagged(key)),
+            _ => Ok(tag),
+        }
     }
 
     /// The core of the one group a transaction's keys belong to.

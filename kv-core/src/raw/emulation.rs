@@ -45,7 +45,7 @@ mod overlay;
 mod rewind;
 
 pub use apply::apply;
-pub use listing::{list_collections, merge_page};
+pub use listing::{cut_page, list_collections, merge_page};
 pub use overlay::Overlay;
 pub use rewind::{DeletedSize, Logged, Touched, check_revision, rewind, rewind_with_collections};
 

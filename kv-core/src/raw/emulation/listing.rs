@@ -77,6 +77,34 @@ pub fn list_collections(
     Ok(out)
 }
 
+/// Cuts a page of plain entries and collections after its `limit`-th distinct key (a key's
+/// entry and collections together), when more keys than that were read, or after its last
+/// key when the sources say `more` follow; returns the last key kept, where the next page
+/// starts after. Nothing is cut without a limit.
+pub fn cut_page(
+    limit: Option<usize>,
+    more: bool,
+    entries: &mut Vec<Entry>,
+    collections: &mut Vec<CollectionEntry>,
+) -> Option<Vec<u8>> {
+    let limit = limit?;
+    let keys: BTreeSet<&[u8]> = entries
+        .iter()
+        .map(|e| e.key.as_slice())
+        .chain(collections.iter().map(|c| c.key.as_slice()))
+        .collect();
+    let cut = if keys.len() > limit {
+        keys.into_iter().nth(limit - 1)?.to_vec()
+    } else if more {
+        keys.last()?.to_vec()
+    } else {
+        return None;
+    };
+    entries.retain(|e| e.key <= cut);
+    collections.retain(|c| c.key <= cut);
+    Some(cut)
+}
+
 /// One page of `opts` at `revision` from the plain entries and the collections read for it,
 /// each ascending and, for a limited read, at most `limit + 1` per source (the plain keys,
 /// each kind of collection): the first `limit` distinct keys, a key's entry and collections
@@ -97,22 +125,8 @@ pub fn merge_page(
             groups: None,
         };
     }
-    let mut next = None;
-    if let Some(limit) = opts.limit {
-        let keys: BTreeSet<&[u8]> = entries
-            .iter()
-            .map(|e| e.key.as_slice())
-            .chain(collections.iter().map(|c| c.key.as_slice()))
-            .collect();
-        let cut = (keys.len() > limit)
-            .then(|| keys.into_iter().nth(limit - 1).map(<[u8]>::to_vec))
-            .flatten();
-        if let Some(cut) = cut {
-            entries.retain(|e| e.key <= cut);
-            collections.retain(|c| c.key <= cut);
-            next = Some(Continuation::after_key(&cut).at_revision(revision));
-        }
-    }
+    let next = cut_page(opts.limit, false, &mut entries, &mut collections)
+        .map(|cut| Continuation::after_key(&cut).at_revision(revision));
     RangeResult {
         count: (entries.len() + collections.len()) as u64,
         entries,
