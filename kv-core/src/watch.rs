@@ -308,6 +308,25 @@ impl WatchPosition {
         }
     }
 
+    /// Where a watch of `range` opened now starts: after the store's revision, or on a store
+    /// sharded into groups, which has none, after each group's (read by a count of the
+    /// range).
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub async fn now(store: &dyn crate::Store, range: &KeyRange) -> Result<Self> {
+        if store.capabilities().sharding == crate::Sharding::Unsharded {
+            return Ok(WatchPosition {
+                next: Some(store.revision().await? + 1),
+                groups: None,
+            });
+        }
+        let read = store
+            .range(crate::RangeOptions::new(range.clone()).count_only())
+            .await?;
+        Ok(WatchPosition::after_range(&read))
+    }
+
     /// Moves past `batch` (a change or a progress mark).
     pub fn record(&mut self, batch: &WatchBatch) {
         let after = batch.revision + 1;

@@ -14,7 +14,7 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
-use keyplane_core::{RangeOptions, Sharding, Store, WatchOptions, WatchPosition};
+use keyplane_core::{KeyRange, WatchOptions, WatchPosition};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::convert::Infallible;
@@ -106,20 +106,6 @@ fn decode(id: &str) -> Option<WatchPosition> {
     })
 }
 
-/// Where a stream without a position starts: after the store's revision, or each group's.
-async fn now(store: &dyn Store, prefix: &str) -> crate::error::CliResult<WatchPosition> {
-    if store.capabilities().sharding == Sharding::Unsharded {
-        return Ok(WatchPosition {
-            next: Some(store.revision().await? + 1),
-            groups: None,
-        });
-    }
-    let read = store
-        .range(RangeOptions::prefix(prefix.as_bytes()).count_only())
-        .await?;
-    Ok(WatchPosition::after_range(&read))
-}
-
 /// Sends every change under `prefix` from `resume` (or from now) until the page goes away;
 /// an error message when the watch fails.
 async fn follow(
@@ -184,7 +170,7 @@ async fn follow_live(
     let store = ui.store().await?;
     let mut position = match resume {
         Some(position) => position,
-        None => now(store.as_ref(), prefix).await?,
+        None => WatchPosition::now(store.as_ref(), &KeyRange::Prefix(prefix.into())).await?,
     };
     let opts = WatchOptions::prefix(prefix.as_bytes())
         .with_collections()
@@ -220,7 +206,10 @@ async fn follow_polling(
 ) -> crate::error::CliResult<()> {
     let mut position = match resume {
         Some(position) => position,
-        None => now(ui.store().await?.as_ref(), prefix).await?,
+        None => {
+            let range = KeyRange::Prefix(prefix.into());
+            WatchPosition::now(ui.store().await?.as_ref(), &range).await?
+        }
     };
     if !send_ready(tx, &position).await {
         return Ok(());

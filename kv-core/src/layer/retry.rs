@@ -1,9 +1,7 @@
 //! [`RetryLayer`]: retries what may pass, and resumes watches.
 
 use super::{Args, Call, Layer, around_store};
-use crate::capabilities::Sharding;
 use crate::error::{Error, Result};
-use crate::range::RangeOptions;
 use crate::retry::Backoff;
 use crate::store::Store;
 use crate::watch::{WatchOptions, WatchPosition, WatchStream};
@@ -142,20 +140,13 @@ impl<S: Store> RetryStore<S> {
 
     async fn open_watch(&self, mut opts: WatchOptions) -> Result<WatchStream> {
         if opts.start_revision.is_none() && opts.group_starts.is_none() {
-            if self.inner.capabilities().sharding == Sharding::Unsharded {
-                let now = self
-                    .around(Call::Revision, (), |()| self.inner.revision())
-                    .await?;
-                opts.start_revision = Some(now + 1);
-            } else {
-                // Each group counts its own revisions: a count of the range names every
-                // group's current one.
-                let count = RangeOptions::new(opts.range.clone()).count_only();
-                let read = self
-                    .around(Call::Range, count, |o| self.inner.range(o))
-                    .await?;
-                opts = opts.from_position(&WatchPosition::after_range(&read));
-            }
+            let range = opts.range.clone();
+            let now = self
+                .around(Call::Revision, (), |()| {
+                    WatchPosition::now(&*self.inner, &range)
+                })
+                .await?;
+            opts = opts.from_position(&now);
         }
         let stream = self
             .around(Call::Watch, opts.clone(), |o| self.inner.watch(o))
