@@ -206,7 +206,7 @@ impl Core {
     ///
     /// # Errors
     /// Backend errors: the write is then not sent.
-    pub(crate) async fn register(&self, op: &'static str) -> Result<()> {
+    async fn register(&self, op: &'static str) -> Result<()> {
         let Some(reg) = &self.registration else {
             return Ok(());
         };
@@ -315,12 +315,23 @@ impl Core {
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
-        self.register(op).await?;
         let mut call = self.write_call(script);
         for arg in args {
             call.arg(*arg);
         }
-        let reply = self.invoke(script, &call, op).await?;
+        self.send_write(script, &call, op).await
+    }
+
+    /// Sends a writing script's run from `write_call`: on a cluster the group joins the
+    /// registry first; then the run, and the wait for the replicas, when configured.
+    pub(crate) async fn send_write<T: FromRedisValue>(
+        &self,
+        script: &Lua,
+        call: &Cmd,
+        op: &'static str,
+    ) -> Result<T> {
+        self.register(op).await?;
+        let reply = self.invoke(script, call, op).await?;
         self.wait_for_replicas(op).await?;
         Ok(reply)
     }
@@ -331,7 +342,7 @@ impl Core {
     /// # Errors
     /// `Timeout` when fewer replicas acknowledged it within `wait_timeout_ms` (the write is
     /// applied on the master).
-    pub(crate) async fn wait_for_replicas(&self, op: &'static str) -> Result<()> {
+    async fn wait_for_replicas(&self, op: &'static str) -> Result<()> {
         let wanted = self.config.wait_replicas;
         if wanted == 0 {
             return Ok(());

@@ -21,11 +21,9 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             crate::core::reconcile::adopt_prefix(core, prefix).await?;
         }
     }
-    core.register("txn").await?;
     let mut call = core.write_call(&core.scripts.txn);
     encode(&txn, core.config.max_prefix_delete_keys, &mut call);
-    let reply: Value = core.invoke(&core.scripts.txn, &call, "txn").await?;
-    core.wait_for_replicas("txn").await?;
+    let reply: Value = core.send_write(&core.scripts.txn, &call, "txn").await?;
     let mut parts = array(reply)?.into_iter();
     let (Some(succeeded), Some(revision), Some(results)) =
         (parts.next(), parts.next(), parts.next())
