@@ -1,10 +1,8 @@
 //! A running `kvctl ui` for the UI tests, and a temporary sled store for it.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 /// A fresh sled store in a temporary directory: the directory and the store URL.
 pub fn sled_store() -> (tempfile::TempDir, String) {
@@ -64,29 +62,15 @@ impl Server {
         body: Option<&Value>,
         token: bool,
     ) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let auth = if token {
-            format!("X-Kvctl-Token: {}\r\n", self.token)
+        let port = self.addr.rsplit(':').next().unwrap().parse().unwrap();
+        let headers: &[(&str, &str)] = if token {
+            &[("X-Kvctl-Token", self.token.as_str())]
         } else {
-            String::new()
+            &[]
         };
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-        (status, body.to_owned())
+        let (status, body) =
+            keyplane_tests::harness::http_request(port, method, path, headers, body).unwrap();
+        (status, String::from_utf8(body).unwrap())
     }
 
     pub fn get(&self, path: &str) -> Value {

@@ -4,11 +4,10 @@
 //! The WebDriver commands are plain HTTP/1.1 requests with JSON bodies, one connection each,
 //! to the `chromedriver` this harness starts on a free loopback port.
 
+use super::http::http_request;
 use super::process::{ServerProcess, free_port, require_binary, wait_ready};
 use base64::Engine as _;
 use serde_json::{Value, json};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -21,10 +20,6 @@ const IMPLICIT_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a navigation may take to load its page, and a script to return.
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long one WebDriver request may take before it fails: above the page and script
-/// timeouts, so that those are what chromedriver reports.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long [`Browser::accept_alert_or_confirm`] and [`Browser::dismiss_alert`] wait for a
 /// dialog to open.
@@ -323,7 +318,7 @@ impl Browser {
 
     /// A WebDriver request: the response's `value`, or WebDriver's error and its message.
     fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
-        let (status, body) = http(self.port, method, path, body)?;
+        let (status, body) = http_request(self.port, method, path, &[], body)?;
         let mut response: Value = serde_json::from_slice(&body).map_err(|e| {
             format!(
                 "HTTP {status}, not JSON ({e}): {}",
@@ -369,7 +364,7 @@ impl Drop for Browser {
     fn drop(&mut self) {
         if !self.session.is_empty() {
             let path = format!("/session/{}", self.session);
-            let _ = http(self.port, "DELETE", &path, None);
+            let _ = http_request(self.port, "DELETE", &path, &[], None);
         }
     }
 }
@@ -383,7 +378,7 @@ fn launch(driver: &Path, dir: &Path) -> Result<(ServerProcess, u16), String> {
     let log = dir.join("chromedriver.log");
     let mut process = ServerProcess::spawn_group(cmd, &log, dir).map_err(|e| e.to_string())?;
     wait_ready(&mut process, Duration::from_secs(20), || {
-        http(port, "GET", "/status", None)
+        http_request(port, "GET", "/status", &[], None)
             .ok()
             .and_then(|(_, body)| serde_json::from_slice::<Value>(&body).ok())
             .is_some_and(|status| status["value"]["ready"] == true)
@@ -408,75 +403,4 @@ fn truncate(text: &str, limit: usize) -> String {
         Some((cut, _)) => format!("{}… ({} more bytes)", &text[..cut], text.len() - cut),
         None => text.to_owned(),
     }
-}
-
-/// One HTTP/1.1 request to 127.0.0.1:`port` on a connection of its own: the status code and
-/// the body, read up to its `Content-Length` or, without one, until the server closes.
-fn http(
-    port: u16,
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-) -> Result<(u16, Vec<u8>), String> {
-    let fail = |e: std::io::Error| format!("{method} {path}: {e}");
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(fail)?;
-    stream
-        .set_read_timeout(Some(REQUEST_TIMEOUT))
-        .map_err(fail)?;
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
-         Content-Length: {}\r\n",
-        body.len()
-    );
-    if !body.is_empty() {
-        request.push_str("Content-Type: application/json; charset=utf-8\r\n");
-    }
-    request.push_str("\r\n");
-    request.push_str(&body);
-    stream.write_all(request.as_bytes()).map_err(fail)?;
-
-    let mut received = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    let (head_end, status, length) = loop {
-        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&received[..end]).into_owned();
-            let (status, length) = parse_head(&head)
-                .ok_or_else(|| format!("{method} {path}: a malformed response: {head}"))?;
-            break (end + 4, status, length);
-        }
-        let n = stream.read(&mut buf).map_err(fail)?;
-        if n == 0 {
-            return Err(format!(
-                "{method} {path}: the connection closed before a response"
-            ));
-        }
-        received.extend_from_slice(&buf[..n]);
-    };
-    loop {
-        if length.is_some_and(|len| received.len() - head_end >= len) {
-            break;
-        }
-        let n = stream.read(&mut buf).map_err(fail)?;
-        if n == 0 {
-            if length.is_some() {
-                return Err(format!("{method} {path}: the response was cut short"));
-            }
-            break;
-        }
-        received.extend_from_slice(&buf[..n]);
-    }
-    let end = length.map_or(received.len(), |len| head_end + len);
-    Ok((status, received[head_end..end].to_vec()))
-}
-
-/// The status code and the `Content-Length` of a response's head.
-fn parse_head(head: &str) -> Option<(u16, Option<usize>)> {
-    let mut lines = head.split("\r\n");
-    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
-    let length = lines
-        .filter_map(|line| line.split_once(':'))
-        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, value)| value.trim().parse().ok());
-    Some((status, length))
 }

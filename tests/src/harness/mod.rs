@@ -15,12 +15,14 @@
 
 mod browser;
 mod etcd;
+mod http;
 mod process;
 mod redis;
 mod tls;
 
 pub use browser::Browser;
 pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
+pub use http::http_request;
 pub use process::{complete_lines, find_binary, servers_required};
 pub use redis::{
     RedisCluster, RedisServer, redis_command_calls, redis_connection, redis_lrange, redis_scan,
