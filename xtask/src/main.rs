@@ -4,7 +4,9 @@
 //!   `redis-server`, `chromium`, `chromedriver`), once per machine;
 //! - `demo`: the main job on the embedded default store;
 //! - `test`: formatting, lints and every test against real `etcd`, `redis-server` and a
-//!   headless Chromium, then a two-minute chaos run;
+//!   headless Chromium, the crates outside the workspace, then a two-minute chaos run;
+//! - `outside`: the crates of `tests/outside/`, each built as a user's crate outside the
+//!   workspace, with only the library as a dependency (also part of `test`);
 //! - `bench`: the performance report, every measure against its raw client in one run, printed
 //!   as a table and written to `target/bench/report.json` (`--quick`: short samples;
 //!   `--only WORD`: some sections); `bench criterion [ARGS]` runs the other benchmarks
@@ -22,6 +24,7 @@
 //! commands xtask runs itself (as `PROTOC`).
 
 mod install;
+mod outside;
 
 use std::process::{Command, ExitCode};
 
@@ -31,7 +34,10 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
                cargo commands work
   demo         run the demo on the embedded default store
   test         cargo fmt --check, clippy -D warnings, cargo doc, every test against real servers
-               and a headless Chromium, and a two-minute chaos run
+               and a headless Chromium, the crates outside the workspace, and a two-minute
+               chaos run
+  outside      build and run the crates of tests/outside/, each a user's crate outside the
+               workspace (part of test)
   bench [--quick] [--only WORD]
                the performance report against real servers: a table, and
                target/bench/report.json (--quick: short samples, under ten minutes)
@@ -51,6 +57,7 @@ fn main() -> ExitCode {
         Some("demo") => demo(&rest),
         Some("test") => test(&rest),
         Some("bench") => bench(&rest),
+        Some("outside") => install::protoc().and_then(|protoc| outside::run_all(|| cargo(&protoc))),
         Some("chaos") => chaos(&rest),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
@@ -160,6 +167,7 @@ fn test(args: &[String]) -> Result<(), String> {
             .args(args)
             .env("KV_REQUIRE_SERVERS", "1"),
     )?;
+    outside::run_all(|| cargo(&protoc))?;
     let args = ["--minutes", "2"].map(String::from);
     run_chaos(&protoc, &args)
 }

@@ -222,7 +222,7 @@ impl Layout {
             quote!(#ks::Template::read_only(
                 <#name as #tr>::TEMPLATE,
                 #kind,
-                ::core::option::Option::Some(#sep_path),
+                ::std::option::Option::Some(#sep_path),
             ))
         } else {
             quote!(#ks::Template::with_separator(
@@ -237,7 +237,7 @@ impl Layout {
                 static TEMPLATE: ::std::sync::LazyLock<#ks::Template> =
                     ::std::sync::LazyLock::new(|| {
                         #constructor
-                        .expect(::core::concat!("template `", #text, "` was checked at compile time"))
+                        .expect(::std::concat!("template `", #text, "` was checked at compile time"))
                     });
                 &TEMPLATE
             }

@@ -14,7 +14,7 @@ impl Layout {
         let sep = self.template.sep.char();
         let depth = self.template.segments.len();
         let shape = |message: &str| {
-            quote!(return ::core::result::Result::Err(__t.error(__raw, 0,
+            quote!(return ::std::result::Result::Err(__t.error(__raw, 0,
                 #ks::KeyErrorReason::Shape(::std::string::String::from(#message)))))
         };
         let leading = if self.template.leading {
@@ -31,7 +31,7 @@ impl Layout {
             quote!()
         };
         let depth_error = |position: usize| {
-            quote!(return ::core::result::Result::Err(__t.error(__raw, #position,
+            quote!(return ::std::result::Result::Err(__t.error(__raw, #position,
                 #ks::KeyErrorReason::Depth { expected: #depth, found: __body.split(#sep).count() })))
         };
         let segments = (0..depth).map(|index| {
@@ -50,14 +50,14 @@ impl Layout {
             let mut __pieces = __body.split(#sep);
             #(#segments)*
             if __pieces.next().is_some() { #extra }
-            ::core::result::Result::Ok(#construct)
+            ::std::result::Result::Ok(#construct)
         }
     }
 
     fn segment_parse(&self, index: usize) -> TokenStream {
         let ks = ks();
         let expected = self.template.segment_text(index);
-        let literal_error = quote!(return ::core::result::Result::Err(__t.error(__raw, #index,
+        let literal_error = quote!(return ::std::result::Result::Err(__t.error(__raw, #index,
         #ks::KeyErrorReason::Literal {
             expected: ::std::string::String::from(#expected),
             found: ::std::string::String::from(__piece),
@@ -65,7 +65,7 @@ impl Layout {
         let untag = if self.tag == Some(index) {
             quote! {
                 let Some(__piece) = __piece.strip_prefix('{').and_then(|p| p.strip_suffix('}')) else {
-                    return ::core::result::Result::Err(__t.error(__raw, #index,
+                    return ::std::result::Result::Err(__t.error(__raw, #index,
                         #ks::KeyErrorReason::Shape(::std::string::String::from("missing hash tag braces"))));
                 };
             }

@@ -14,7 +14,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let (value, kind, marker) = match (attrs.value, attrs.collection) {
         (Some(value), None) => (
             value,
-            quote!(::core::option::Option::None),
+            quote!(::std::option::Option::None),
             quote!(#ks::PlainKey),
         ),
         (None, Some((kind, codec))) => {
@@ -25,7 +25,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             };
             (
                 codec,
-                quote!(::core::option::Option::Some(#krate::CollectionKind::#variant)),
+                quote!(::std::option::Option::Some(#krate::CollectionKind::#variant)),
                 marker,
             )
         }
@@ -46,8 +46,8 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let name = &input.ident;
     let lit = &layout.lit;
     let hash_tag = match &attrs.hash_tag {
-        Some(tag) => quote!(::core::option::Option::Some(#tag)),
-        None => quote!(::core::option::Option::None),
+        Some(tag) => quote!(::std::option::Option::Some(#tag)),
+        None => quote!(::std::option::Option::None),
     };
     let directory_of = attrs
         .directory_of
@@ -65,7 +65,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             fn check_value(
                 &self,
                 value: &<<Self as #ks::Key>::Value as #ks::Codec>::Value,
-            ) -> ::core::result::Result<(), ::std::string::String> {
+            ) -> ::std::result::Result<(), ::std::string::String> {
                 #check(self, value)
             }
         },
@@ -81,9 +81,9 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         #[automatically_derived]
         impl #ks::Key for #name {
             const TEMPLATE: &'static str = #lit;
-            const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;
+            const HASH_TAG: ::std::option::Option<&'static str> = #hash_tag;
             const DIRECTORY_OF: &'static [&'static str] = &[#(#directory_of),*];
-            const KIND: ::core::option::Option<#krate::CollectionKind> = #kind;
+            const KIND: ::std::option::Option<#krate::CollectionKind> = #kind;
             type Value = #value;
 
             #template_fn
@@ -92,7 +92,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 #write
             }
 
-            fn parse(__raw: &str) -> ::core::result::Result<Self, #ks::KeyError> {
+            fn parse(__raw: &str) -> ::std::result::Result<Self, #ks::KeyError> {
                 let __t = <Self as #ks::Key>::template();
                 #parse
             }

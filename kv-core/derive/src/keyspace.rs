@@ -80,8 +80,8 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         let (ident, ty) = (&v.ident, &v.ty);
         quote! {
             if __root_matches(<#ty as #ks::Key>::template(), __raw) {
-                if let ::core::result::Result::Ok(__key) = <#ty as #ks::Key>::parse(__raw) {
-                    return ::core::result::Result::Ok(#name::#ident(__key));
+                if let ::std::result::Result::Ok(__key) = <#ty as #ks::Key>::parse(__raw) {
+                    return ::std::result::Result::Ok(#name::#ident(__key));
                 }
             }
         }
@@ -128,17 +128,17 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     });
     let naming = match &attrs.naming {
         Some(class) => quote! {
-            ::core::option::Option::Some(
+            ::std::option::Option::Some(
                 #ks::NamingRule::charset(#class).expect("naming rule checked at compile time"),
             )
         },
-        None => quote!(::core::option::Option::None),
+        None => quote!(::std::option::Option::None),
     };
     let froms = variants.iter().map(|v| {
         let (ident, ty) = (&v.ident, &v.ty);
         quote! {
             #[automatically_derived]
-            impl ::core::convert::From<#ty> for #name {
+            impl ::std::convert::From<#ty> for #name {
                 fn from(key: #ty) -> Self {
                     #name::#ident(key)
                 }
@@ -157,28 +157,28 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     Ok(quote! {
         #[automatically_derived]
         impl #ks::Keyspace for #name {
-            fn parse(__raw: &str) -> ::core::result::Result<Self, #ks::NoMatch> {
+            fn parse(__raw: &str) -> ::std::result::Result<Self, #ks::NoMatch> {
                 // A template whose literal root differs is skipped without building an error;
                 // errors are built only when no template matches.
                 fn __root_matches(t: &#ks::Template, raw: &str) -> bool {
                     let sep = t.separator().as_char();
                     let body = if t.leading_separator() {
                         match raw.strip_prefix(sep) {
-                            ::core::option::Option::Some(body) => body,
-                            ::core::option::Option::None => return false,
+                            ::std::option::Option::Some(body) => body,
+                            ::std::option::Option::None => return false,
                         }
                     } else {
                         raw
                     };
                     match t.root() {
-                        ::core::option::Option::Some(root) if t.hash_tag() != ::core::option::Option::Some(0) => {
+                        ::std::option::Option::Some(root) if t.hash_tag() != ::std::option::Option::Some(0) => {
                             body.strip_prefix(root).is_some_and(|rest| rest.is_empty() || rest.starts_with(sep))
                         }
                         _ => true,
                     }
                 }
                 #(#tries)*
-                ::core::result::Result::Err(#ks::NoMatch::from_attempts(
+                ::std::result::Result::Err(#ks::NoMatch::from_attempts(
                     __raw,
                     [#(#attempts),*].into_iter().flatten(),
                 ))
@@ -200,7 +200,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 ::std::vec![#(#infos),*]
             }
 
-            fn naming_rule() -> ::core::option::Option<#ks::NamingRule> {
+            fn naming_rule() -> ::std::option::Option<#ks::NamingRule> {
                 #naming
             }
         }

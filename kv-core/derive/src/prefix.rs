@@ -19,8 +19,8 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     let name = &input.ident;
     let lit = &layout.lit;
     let hash_tag = match &attrs.hash_tag {
-        Some(tag) => quote!(::core::option::Option::Some(#tag)),
-        None => quote!(::core::option::Option::None),
+        Some(tag) => quote!(::std::option::Option::Some(#tag)),
+        None => quote!(::std::option::Option::None),
     };
     let write = layout.write_body();
     let parse = layout.parse_body();
@@ -60,16 +60,16 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                     }
                     true
                 }
-                const fn same_tag(a: ::core::option::Option<&str>, b: ::core::option::Option<&str>) -> bool {
+                const fn same_tag(a: ::std::option::Option<&str>, b: ::std::option::Option<&str>) -> bool {
                     match (a, b) {
-                        (::core::option::Option::None, ::core::option::Option::None) => true,
-                        (::core::option::Option::Some(a), ::core::option::Option::Some(b)) => {
+                        (::std::option::Option::None, ::std::option::Option::None) => true,
+                        (::std::option::Option::Some(a), ::std::option::Option::Some(b)) => {
                             a.len() == b.len() && starts_with(a.as_bytes(), b.as_bytes())
                         }
                         _ => false,
                     }
                 }
-                ::core::assert!(
+                ::std::assert!(
                     starts_with(
                         <#key as #ks::Key>::TEMPLATE.as_bytes(),
                         <#name as #ks::Prefix>::TEMPLATE.as_bytes(),
@@ -84,7 +84,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         #[automatically_derived]
         impl #ks::Prefix for #name {
             const TEMPLATE: &'static str = #lit;
-            const HASH_TAG: ::core::option::Option<&'static str> = #hash_tag;
+            const HASH_TAG: ::std::option::Option<&'static str> = #hash_tag;
 
             #template_fn
 
@@ -92,7 +92,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 #write
             }
 
-            fn parse(__raw: &str) -> ::core::result::Result<Self, #ks::KeyError> {
+            fn parse(__raw: &str) -> ::std::result::Result<Self, #ks::KeyError> {
                 let __t = <Self as #ks::Prefix>::template();
                 #parse
             }

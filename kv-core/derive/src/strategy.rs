@@ -1,13 +1,20 @@
-//! Proptest strategy impls for derived types, emitted inside `::keyplane_core::__kv_if_proptest!`
+//! Proptest strategy impls for derived types, emitted inside keyplane-core's `__kv_if_proptest!`
 //! so that they exist exactly when keyplane-core is built with feature `proptest`.
 
-use crate::codegen::{Field, ks};
+use crate::codegen::{Field, core, ks};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Ident, Type};
 
 fn proptest() -> TokenStream {
-    quote!(::keyplane_core::derive_support::proptest)
+    let core = core();
+    quote!(#core::derive_support::proptest)
+}
+
+/// `tokens`, expanded only when keyplane-core has feature `proptest`.
+fn if_proptest(tokens: TokenStream) -> TokenStream {
+    let core = core();
+    quote!(#core::__kv_if_proptest! { #tokens })
 }
 
 /// `impl KeyStrategy/PrefixStrategy for name`, composing the fields' segment strategies.
@@ -43,16 +50,14 @@ pub(crate) fn fields_strategy(trait_name: &str, name: &Ident, fields: &[Field]) 
             }
         }
     };
-    quote! {
-        ::keyplane_core::__kv_if_proptest! {
-            #[automatically_derived]
-            impl #ks::#trait_ident for #name {
-                fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
-                    #body
-                }
+    if_proptest(quote! {
+        #[automatically_derived]
+        impl #ks::#trait_ident for #name {
+            fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
+                #body
             }
         }
-    }
+    })
 }
 
 /// `impl KeyspaceStrategy for name`: a union of every variant's key strategy.
@@ -67,14 +72,12 @@ pub(crate) fn keyspace_strategy(name: &Ident, variants: &[(Ident, Type)]) -> Tok
             ))
         }
     });
-    quote! {
-        ::keyplane_core::__kv_if_proptest! {
-            #[automatically_derived]
-            impl #ks::KeyspaceStrategy for #name {
-                fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
-                    #pt::strategy::Strategy::boxed(#pt::strategy::Union::new(::std::vec![#(#arms),*]))
-                }
+    if_proptest(quote! {
+        #[automatically_derived]
+        impl #ks::KeyspaceStrategy for #name {
+            fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
+                #pt::strategy::Strategy::boxed(#pt::strategy::Union::new(::std::vec![#(#arms),*]))
             }
         }
-    }
+    })
 }

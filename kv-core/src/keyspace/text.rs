@@ -194,10 +194,10 @@ pub trait TextSegment: Sized {
 #[macro_export]
 macro_rules! text_segment {
     ($(#[$meta:meta])* $vis:vis $name:ident, charset = $charset:expr, max_len = $max:expr, policy = $policy:ident $(,)?) => {
-        $crate::text_segment!(@impl $(#[$meta])* $vis $name, ::core::option::Option::Some($charset), $max, $policy);
+        $crate::text_segment!(@impl $(#[$meta])* $vis $name, ::std::option::Option::Some($charset), $max, $policy);
     };
     ($(#[$meta:meta])* $vis:vis $name:ident, max_len = $max:expr, policy = $policy:ident $(,)?) => {
-        $crate::text_segment!(@impl $(#[$meta])* $vis $name, ::core::option::Option::None, $max, $policy);
+        $crate::text_segment!(@impl $(#[$meta])* $vis $name, ::std::option::Option::None, $max, $policy);
     };
     (@impl $(#[$meta:meta])* $vis:vis $name:ident, $charset:expr, $max:expr, $policy:ident) => {
         $(#[$meta])*
@@ -209,10 +209,10 @@ macro_rules! text_segment {
             ///
             /// # Errors
             /// [`SegmentError`]($crate::keyspace::SegmentError) naming the broken rule.
-            $vis fn new(value: impl ::core::convert::Into<::std::string::String>) -> ::core::result::Result<Self, $crate::keyspace::SegmentError> {
+            $vis fn new(value: impl ::std::convert::Into<::std::string::String>) -> ::std::result::Result<Self, $crate::keyspace::SegmentError> {
                 let value = value.into();
                 <Self as $crate::keyspace::TextSegment>::rule().validate(&value)?;
-                ::core::result::Result::Ok($name(value))
+                ::std::result::Result::Ok($name(value))
             }
 
             /// The value.
@@ -248,7 +248,7 @@ macro_rules! text_segment {
                 <Self as $crate::keyspace::TextSegment>::rule().encode(&self.0, sep, out)
             }
 
-            fn decode(raw: &str, sep: $crate::keyspace::Separator) -> ::core::result::Result<Self, $crate::keyspace::SegmentError> {
+            fn decode(raw: &str, sep: $crate::keyspace::Separator) -> ::std::result::Result<Self, $crate::keyspace::SegmentError> {
                 <Self as $crate::keyspace::TextSegment>::rule().decode(raw, sep).map($name)
             }
 
@@ -257,13 +257,13 @@ macro_rules! text_segment {
             }
         }
 
-        impl ::core::fmt::Display for $name {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(&self.0)
             }
         }
 
-        impl ::core::convert::AsRef<str> for $name {
+        impl ::std::convert::AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0
             }
