@@ -42,14 +42,23 @@ pub(crate) struct Cli {
     /// Store URL: mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
     /// redis+cluster://HOST:PORT[,HOST:PORT...],
     /// rediss://..., rediss+cluster://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
-    #[arg(long, env = "KVCTL_STORE", global = true)]
+    /// Passwords in it are never printed.
+    // The value may hold a password: `--help` names the variable without showing it.
+    #[arg(long, env = "KVCTL_STORE", hide_env_values = true, global = true)]
     store: Option<String>,
     /// Output format.
     #[arg(long, short, value_enum, default_value = "table", global = true)]
     output: Format,
     /// A keyring file that opens encrypted values (`get` prints them decrypted): JSON,
     /// `{"current": ID, "keys": {ID: BASE64 of 32 bytes}}`. Keys are never printed.
-    #[arg(long, env = "KVCTL_KEYRING", global = true, value_name = "FILE")]
+    // The path tells where key material lies: hidden from `--help` like the store URL.
+    #[arg(
+        long,
+        env = "KVCTL_KEYRING",
+        hide_env_values = true,
+        global = true,
+        value_name = "FILE"
+    )]
     keyring: Option<String>,
     /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(long, short, action = clap::ArgAction::Count, global = true)]

@@ -99,7 +99,7 @@ pub(crate) async fn open_for_listing(url: &str, prefix: &str) -> CliResult<Arc<d
 }
 
 /// The store of `url`, and the same store as a `RedisStore` when it is one.
-async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore>>)> {
+pub(crate) async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc<RedisStore>>)> {
     let backend = open_backend(url).await?;
     let redis = match &backend {
         Backend::Redis(store) => Some(store.clone()),
@@ -136,12 +136,13 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
                     return Err(CliError::new(
                         code::UNREACHABLE,
                         format!(
-                            "store {url} is in use: another process has held it open for more \
+                            "store {} is in use: another process has held it open for more \
                              than {} s. kvctl commands share a sled store by opening it only \
                              while they work (`kvctl watch` between polls too), so the holder is \
                              likely a program using SledStore, which keeps it for as long as it \
                              runs: stop it, or let that program and kvctl share the data through \
                              etcd or Redis (--store etcd://... or redis://...)",
+                            keyplane_core::redact_url(url),
                             LOCK_WAIT.as_secs()
                         ),
                     ));
@@ -179,6 +180,8 @@ fn failed(url: &str, e: &keyplane::Error) -> CliError {
     unreachable(url, &brief(e), crate::error::exit_code(&e.kind()))
 }
 
+/// The error of a store that cannot be used from here; the URL is shown with its passwords
+/// hidden.
 fn unreachable(url: &str, why: &str, code: u8) -> CliError {
     // Anything but a configuration error means the store is not usable from here.
     let code = if code == code::INVALID {
@@ -186,7 +189,13 @@ fn unreachable(url: &str, why: &str, code: u8) -> CliError {
     } else {
         code::UNREACHABLE
     };
-    CliError::new(code, format!("store {url} unreachable: {why}"))
+    CliError::new(
+        code,
+        format!(
+            "store {} unreachable: {why}",
+            keyplane_core::redact_url(url)
+        ),
+    )
 }
 
 /// The kind and message of a connection error, without the client's nested details.

@@ -357,27 +357,6 @@ impl std::error::Error for Error {
     }
 }
 
-/// A store URL fit for messages and logs: the password of its `user:password@` part replaced
-/// by `***`.
-///
-/// ```
-/// use keyplane_core::redact_url;
-/// assert_eq!(redact_url("redis://app:s3cret@10.0.0.5:6379/0"), "redis://app:***@10.0.0.5:6379/0");
-/// assert_eq!(redact_url("sled:///var/lib/app"), "sled:///var/lib/app");
-/// ```
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.rsplit_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

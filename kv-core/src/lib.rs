@@ -23,6 +23,7 @@ mod namespace;
 mod queue;
 mod range;
 pub mod raw;
+mod redact;
 pub mod retry;
 mod store;
 mod txn;
@@ -37,7 +38,7 @@ pub use election::{Election, Leader, Leadership};
 pub use entry::{
     Entry, LeaseId, MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix,
 };
-pub use error::{Error, ErrorKind, Result, redact_url};
+pub use error::{Error, ErrorKind, Result};
 pub use keeper::LeaseKeeper;
 pub use keyspace::{Key, Keyspace, Prefix, Segment, Separator};
 pub use layer::StoreExt;
@@ -49,6 +50,7 @@ pub use mirror::{
 };
 pub use namespace::Namespaced;
 pub use range::{CollectionEntry, Continuation, KeyRange, RangeOptions, RangeResult};
+pub use redact::redact_url;
 pub use store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};
 pub use watch::{Event, GroupRevisions, WatchBatch, WatchOptions, WatchPosition, WatchStream};

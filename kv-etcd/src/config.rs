@@ -259,19 +259,7 @@ impl EtcdConfig {
 }
 
 fn config_error(message: &str, url: &str) -> Error {
-    Error::new(ErrorKind::Config, message).with_context("url", redact(url))
-}
-
-/// The URL with any password replaced, for error messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let userinfo = &url[s + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{user}:<hidden>{}", &url[..s + 3], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
+    Error::new(ErrorKind::Config, message).with_context("url", keyplane_core::redact_url(url))
 }
 
 fn decode(s: &str, url: &str) -> Result<String> {

@@ -177,9 +177,39 @@ fn not_built(url: &str, feature: &str) -> Error {
     )
 }
 
+/// The error for a URL that does not open; the URL is shown with its passwords hidden.
 fn invalid(url: &str, why: &str) -> Error {
     Error::new(
         ErrorKind::Config,
-        format!("invalid store URL {url:?}: {why}"),
+        format!(
+            "invalid store URL {:?}: {why}",
+            keyplane_core::redact_url(url)
+        ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bad_urls_never_show_their_password() {
+        let password = "Sup3rS3cretPw";
+        for url in [
+            "ftp://u:PW@example:21",
+            "mem://u:PW@x",
+            "redis:/:PW@127.0.0.1:1",
+            "redis//:PW@127.0.0.1:1",
+            "etcd://u:PW@127.0.0.1:2379?nope=1",
+            "etcd://u:PW@127.0.0.1:2379/path",
+            "redis://:PW@127.0.0.1:1/not-a-db",
+        ] {
+            let url = url.replace("PW", password);
+            let Err(err) = Backend::open(&url).await else {
+                panic!("{url} opens");
+            };
+            let shown = format!("{} {err:?}", err.chain());
+            assert!(!shown.contains(password), "{url}: {shown}");
+        }
+    }
 }

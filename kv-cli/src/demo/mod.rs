@@ -110,6 +110,7 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
     });
     bar.finish_and_clear();
     let after = revisions(store.as_ref()).await?;
+    let shown_url = keyplane_core::redact_url(&ctx.url);
     let entries = scan(store.as_ref(), "", true).await?;
     let mut keys: Vec<(String, String)> = entries
         .iter()
@@ -133,7 +134,7 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
     }
     match ctx.format {
         Format::Json => print_json(&json!({
-            "store": ctx.url,
+            "store": shown_url,
             "revision_before": before,
             "revision": after,
             "steps": steps.iter().map(|s| json!({
@@ -149,11 +150,11 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
                 crate::output::outln!(
                     "store {}: the demo's co-location groups at revision {after} (the sum of \
                      {{{}}}'s)",
-                    ctx.url,
+                    shown_url,
                     DEMO_GROUPS.join("}, {")
                 );
             } else {
-                crate::output::outln!("store {} at revision {after}", ctx.url);
+                crate::output::outln!("store {shown_url} at revision {after}");
             }
             for step in &steps {
                 let count = per_schema
