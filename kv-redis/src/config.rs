@@ -197,6 +197,27 @@ impl RedisConfig {
         Ok(info.set_redis_settings(settings))
     }
 
+    /// Checks the configuration and its URL as [`RedisStore::connect`](crate::RedisStore::connect)
+    /// does before it connects, without connecting.
+    ///
+    /// ```
+    /// use keyplane_redis::RedisConfig;
+    /// assert!(RedisConfig::new("redis://127.0.0.1:6379/0").validate().is_ok());
+    /// assert!(RedisConfig::new("redis+cluster://10.0.0.1:7000,10.0.0.2:7000").validate().is_ok());
+    /// assert!(RedisConfig::new("redis://127.0.0.1:notaport").validate().is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for a URL that does not parse or another of the errors `connect`
+    /// reports before it reaches a server.
+    pub fn validate(&self) -> Result<()> {
+        if self.is_cluster() {
+            self.cluster_nodes().map(|_| ())
+        } else {
+            self.connection_info().map(|_| ())
+        }
+    }
+
     /// Whether the URL names a Redis Cluster: `redis+cluster://` or `rediss+cluster://`.
     pub fn is_cluster(&self) -> bool {
         self.url.starts_with(CLUSTER_SCHEME) || self.url.starts_with(TLS_CLUSTER_SCHEME)

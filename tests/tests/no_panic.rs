@@ -314,8 +314,9 @@ proptest! {
         let _ = keyplane_core::validate_key(&raw);
     }
 
-    /// Store URLs of any form are refused or opened, never a panic. (Network URLs only
-    /// parse here: `EtcdConfig::from_url`; sled URLs would create directories.)
+    /// Store URLs of any form are refused or opened, never a panic. (Network URLs are only
+    /// checked here, as `open` checks them before connecting; sled URLs are
+    /// `store_urls_of_sled_and_redis`'.)
     #[test]
     fn store_urls_of_any_form(tail in "[a-z0-9:/@?=&%.,\\[\\]-]{0,24}", scheme in 0usize..5) {
         let url = format!(
@@ -328,6 +329,36 @@ proptest! {
             let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
             let opened = runtime.block_on(keyplane::open(&url));
             if let Err(e) = opened {
+                prop_assert!(e.kind() != ErrorKind::Internal, "{url}: {e}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(Config { cases: 300, failure_persistence: None, ..Config::default() })]
+
+    /// Redis URLs of every scheme are checked as `open` checks them before it connects, and
+    /// sled URLs opened inside a temporary directory: each is refused with a typed error or
+    /// accepted, never a panic.
+    #[test]
+    fn store_urls_of_sled_and_redis(
+        tail in "[a-z0-9:/@?=&%,\\[\\]{}-]{0,24}",
+        scheme in 0usize..5,
+    ) {
+        if scheme == 4 {
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sled://{}/{tail}", dir.path().display());
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            if let Err(e) = runtime.block_on(keyplane::open(&url)) {
+                prop_assert!(e.kind() != ErrorKind::Internal, "{url}: {e}");
+            }
+        } else {
+            let url = format!(
+                "{}{tail}",
+                ["redis://", "rediss://", "redis+cluster://", "rediss+cluster://"][scheme]
+            );
+            if let Err(e) = keyplane_redis::RedisConfig::new(url.as_str()).validate() {
                 prop_assert!(e.kind() != ErrorKind::Internal, "{url}: {e}");
             }
         }

@@ -100,11 +100,7 @@ pub(crate) async fn run(ctx: &Ctx, listen: SocketAddr, write: bool) -> CliResult
         // On Redis, what other programs wrote under any prefix joins the listings.
         Some(ctx.store_for_listing("").await?)
     };
-    let token = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
+    let token = new_token()?;
     let ui = Arc::new(Ui {
         url: ctx.url.clone(),
         keyring: ctx.keyring.clone(),
@@ -134,6 +130,19 @@ pub(crate) async fn run(ctx: &Ctx, listen: SocketAddr, write: bool) -> CliResult
 }
 
 /// The routes, every one behind the token check.
+/// The access token: 32 bytes (256 bits) from the operating system's random generator, in
+/// lowercase hex.
+fn new_token() -> CliResult<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        CliError::new(
+            code::OTHER,
+            format!("no random bytes for the access token: {e}"),
+        )
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 fn router(ui: Arc<Ui>) -> Router {
     Router::new()
         .route("/", get(page))
