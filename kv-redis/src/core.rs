@@ -4,9 +4,11 @@
 //! reading where the event log stands and the revision counter, and the lex bounds of a
 //! prefix. Under it: [`reconcile`], the adoption of keys another program wrote, which reads
 //! and writes both run before acting on them; [`decode`], the decoding of script replies and
-//! log entries; [`scripts`], the Lua scripts.
+//! log entries; [`history`], the event log as reads at a past revision rewind through it;
+//! [`scripts`], the Lua scripts.
 
 pub(crate) mod decode;
+pub(crate) mod history;
 pub(crate) mod reconcile;
 pub(crate) mod scripts;
 

@@ -1,14 +1,14 @@
 //! Reads: the revision counter; `get` as one MULTI/EXEC of HGET and GET; paged ranges over
-//! the ordered index (ZRANGEBYLEX, never SCAN); at a past revision, the current entries
-//! rewound through the event log.
+//! the ordered index (ZRANGEBYLEX, never SCAN), reconciling first the keys of the page that
+//! other programs deleted; at a past revision, the current entries rewound through the
+//! event log.
 
 use crate::core::Core;
-use crate::core::decode::{array, byte_list, corrupted, entry, int, log_entry, opt_bytes};
+use crate::core::decode::{array, byte_list, corrupted, entry, int, opt_bytes};
+use crate::core::history::Log;
 use crate::core::reconcile::{Mode, reconcile_keys};
 use crate::error::map_error;
-use keyplane_core::raw::emulation::{
-    Logged, Touched, check_revision, merge_page, rewind, rewind_with_collections,
-};
+use keyplane_core::raw::emulation::{Touched, merge_page, rewind, rewind_with_collections};
 use keyplane_core::{
     CollectionEntry, CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
 };
@@ -205,16 +205,13 @@ fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
 const REWIND_ATTEMPTS: usize = 16;
 
 async fn range_at(core: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
-    let log = Log::open(core, revision).await?;
-    let mut log = log;
+    let mut log = Log::open(core, revision).await?;
     for _ in 0..REWIND_ATTEMPTS {
         log.catch_up(core).await?;
+        // Another program's overwrite or delete after `revision` left its event without the
+        // key's value then: taken from the log's record of the store's last write of it.
+        log.fill_unknown(core, opts).await?;
         let touched = Touched::new(opts, revision, &log.events);
-        if let Some(rev) = log.unknown_before(opts) {
-            // Another program overwrote or deleted a key of the read after `revision`: its
-            // value then is not in the log.
-            return Err(Error::compacted(rev).with_context("revision", revision));
-        }
         let fetch = touched.fetch_limit(opts);
         let read = Read::Entries {
             limit: fetch,
@@ -252,88 +249,6 @@ async fn range_at(core: &Core, opts: &RangeOptions, revision: i64) -> Result<Ran
     .set_retryable(true))
 }
 
-/// The event log after a revision, read page by page.
-struct Log {
-    /// The revision read at.
-    from: i64,
-    /// The last revision whose log entry was read.
-    last: i64,
-    events: Vec<Logged>,
-    /// Revisions and keys whose previous values the log does not know.
-    unknown: Vec<(i64, Vec<u8>)>,
-    key: Vec<u8>,
-}
-
-impl Log {
-    /// Checks that the log still holds every revision after `from`.
-    async fn open(core: &Core, from: i64) -> Result<Self> {
-        let log = core.log_start(from.saturating_add(1), 1, "range").await?;
-        let (current, first, compacted) = (log.current, log.first, log.compacted);
-        let oldest = if first > 0 { first - 1 } else { current }.max(compacted);
-        check_revision(from, current, oldest)?;
-        Ok(Log {
-            from,
-            last: from,
-            events: Vec::new(),
-            unknown: Vec::new(),
-            key: core.internal("log"),
-        })
-    }
-
-    /// Reads every log entry after the last one read.
-    async fn catch_up(&mut self, core: &Core) -> Result<()> {
-        let mut con = core.con.clone();
-        loop {
-            let reply: Value = redis::cmd("XRANGE")
-                .arg(self.key.as_slice())
-                .arg(format!("{}-0", self.last + 1))
-                .arg("+")
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut con)
-                .await
-                .map_err(|e| map_error("range", e))?;
-            let entries = array(reply)?;
-            if entries.is_empty() {
-                return Ok(());
-            }
-            for raw in entries {
-                let entry = log_entry(raw)?;
-                if entry.revision != self.last + 1 {
-                    // Every revision has an entry: a gap is history trimmed meanwhile.
-                    return Err(
-                        Error::compacted(entry.revision).with_context("revision", self.from)
-                    );
-                }
-                self.last = entry.revision;
-                self.unknown.extend(
-                    entry
-                        .unknown_prev
-                        .into_iter()
-                        .map(|key| (entry.revision, key)),
-                );
-                self.events.push(Logged {
-                    revision: entry.revision,
-                    events: entry.events,
-                    deleted: entry.deleted,
-                });
-            }
-        }
-    }
-
-    /// The latest revision at which a key of the read lost its previous value, if any.
-    fn unknown_before(&self, opts: &RangeOptions) -> Option<i64> {
-        let (start, end) = opts.effective_bounds();
-        self.unknown
-            .iter()
-            .filter(|(_, key)| {
-                *key >= start && end.as_ref().is_none_or(|e| key < e) && opts.range.contains(key)
-            })
-            .map(|(rev, _)| *rev)
-            .max()
-    }
-}
-
 /// One atomic read of the index: the revision, the entries (at most `limit`) and whether
 /// they were all there is, or the count for `count_only`.
 struct Current {
@@ -358,7 +273,42 @@ enum Read {
     },
 }
 
+/// How many times a read reconciles the keys it found stale and reads again: another
+/// program would have to keep deleting keys of the range between the rounds to exhaust them.
+const STALE_ROUNDS: usize = 4;
+
+/// One atomic read of the index (see [`Read`]) in which every listed or counted key holds
+/// what the index says. A key the index names that another program deleted or replaced with
+/// another type is reconciled first, as `get` does (a delete event at a revision of its own;
+/// a collection it became is tracked as one), and the read starts again: the page is then
+/// the index at a revision that already has those events, so it never lists a value a key
+/// does not have and a watch from the page's revision never reports a delete of a key the
+/// page left out.
 async fn read_current(core: &Core, opts: &RangeOptions, read: Read) -> Result<Current> {
+    for _ in 0..STALE_ROUNDS {
+        match read_index(core, opts, read).await? {
+            Indexed::Current(current) => return Ok(current),
+            Indexed::Stale(keys) => {
+                reconcile_keys(core, &keys, Mode::Full).await?;
+            }
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Unavailable,
+        "other programs kept deleting keys of the range while it was read",
+    )
+    .set_retryable(true))
+}
+
+/// What one run of the range script found.
+enum Indexed {
+    /// The page, every key of it as the index says.
+    Current(Current),
+    /// Keys the index names that no longer hold what it says (see `range.lua`).
+    Stale(Vec<Vec<u8>>),
+}
+
+async fn read_index(core: &Core, opts: &RangeOptions, read: Read) -> Result<Indexed> {
     let (start, end) = opts.effective_bounds();
     let min = [b"[".as_slice(), &start].concat();
     let max = match &end {
@@ -366,13 +316,13 @@ async fn read_current(core: &Core, opts: &RangeOptions, read: Read) -> Result<Cu
         None => b"+".to_vec(),
     };
     if end.as_ref().is_some_and(|end| *end <= start) {
-        return Ok(Current {
+        return Ok(Indexed::Current(Current {
             revision: core.revision().await?,
             entries: Vec::new(),
             complete: true,
             count: 0,
             collections: Vec::new(),
-        });
+        }));
     }
     let (mode, limit, with_values, collections): (&[u8], _, _, _) = match read {
         Read::Count => (b"c", None, false, None),
@@ -386,7 +336,6 @@ async fn read_current(core: &Core, opts: &RangeOptions, read: Read) -> Result<Cu
         None => String::new(),
         Some(limit) => limit.map_or(-1, |l| l as i64).to_string(),
     };
-    let count_now = matches!(read, Read::Count);
     // One key more than asked, to learn whether more follow.
     let fetch = limit.map_or(-1, |l| l.saturating_add(1) as i64).to_string();
     let reply: Value = core
@@ -404,34 +353,48 @@ async fn read_current(core: &Core, opts: &RangeOptions, read: Read) -> Result<Cu
         .await?;
     let mut parts = array(reply)?.into_iter();
     let revision = int(parts.next().ok_or_else(|| corrupted("empty range reply"))?)?;
-    if count_now {
-        let count = int(parts
-            .next()
-            .ok_or_else(|| corrupted("a count reply has a count"))?)?;
-        return Ok(Current {
+    if matches!(read, Read::Count) {
+        let (Some(count), Some(stale)) = (parts.next(), parts.next()) else {
+            return Err(corrupted("a count reply has a count and stale keys"));
+        };
+        let stale = byte_list(stale)?;
+        if !stale.is_empty() {
+            return Ok(Indexed::Stale(stale));
+        }
+        return Ok(Indexed::Current(Current {
             revision,
             entries: Vec::new(),
             complete: true,
-            count: count as u64,
+            count: u64::try_from(int(count)?).unwrap_or(0),
             collections: Vec::new(),
-        });
+        }));
     }
-    let (Some(keys), Some(metas), Some(values), Some(listed)) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(keys), Some(metas), Some(values), Some(listed), Some(stale)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
         return Err(corrupted(
-            "a range reply has keys, metadata, values and collections",
+            "a range reply has keys, metadata, values, collections and stale keys",
         ));
     };
+    let stale = byte_list(stale)?;
+    if !stale.is_empty() {
+        return Ok(Indexed::Stale(stale));
+    }
     let keys = byte_list(keys)?;
     let metas = array(metas)?;
     let mut values = array(values)?.into_iter();
     let mut entries = Vec::with_capacity(keys.len());
     for (key, meta) in keys.into_iter().zip(metas) {
-        let value = if !with_values {
-            Vec::new()
+        let value = if with_values {
+            // No key is stale, so every value is there.
+            opt_bytes(values.next().unwrap_or(Value::Nil))?
+                .ok_or_else(|| corrupted("a listed key has no value"))?
         } else {
-            opt_bytes(values.next().unwrap_or(Value::Nil))?.unwrap_or_default()
+            Vec::new()
         };
         let meta = opt_bytes(meta)?.ok_or_else(|| corrupted("an indexed key has no metadata"))?;
         entries.push(entry(key, value, &meta)?);
@@ -440,13 +403,13 @@ async fn read_current(core: &Core, opts: &RangeOptions, read: Read) -> Result<Cu
     if let Some(limit) = limit {
         entries.truncate(limit);
     }
-    Ok(Current {
+    Ok(Indexed::Current(Current {
         revision,
         count: entries.len() as u64,
         entries,
         complete,
         collections: decode_collections(listed)?,
-    })
+    }))
 }
 
 /// The `{ keys, types, sizes }` of the collections a range listed.

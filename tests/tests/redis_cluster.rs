@@ -646,7 +646,9 @@ async fn a_read_within_one_group_names_it() {
 
 /// What another program writes straight to a cluster (`redis-cli -c SET`, `SADD`): point reads
 /// see it at once, and a `get` adopts a string into its group's index, after which ranges
-/// list it; a collection is read natively; deletes remove what it wrote.
+/// list it; a collection is read natively; a key of the store's that it deletes is never
+/// listed again, by a range within the group or one spanning groups; deletes remove what it
+/// wrote.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_programs_keys_are_read_and_deleted_on_a_cluster() {
     let Some(cluster) = shared_redis_cluster().await else {
@@ -678,6 +680,26 @@ async fn another_programs_keys_are_read_and_deleted_on_a_cluster() {
     assert_eq!(entry.value, b"from-go");
     let page = store.range(RangeOptions::prefix(&prefix)).await.unwrap();
     assert_eq!(page.entries.len(), 1, "adopted by the get: {page:?}");
+    let mine = format!("{prefix}mine");
+    store
+        .put(mine.as_bytes(), b"v", PutOptions::default())
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("DEL")
+        .arg(&mine)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let spanning = store
+        .range(RangeOptions::prefix(format!("raw:{{{run}")))
+        .await
+        .unwrap();
+    assert_eq!(keys_of(&spanning), [plain.clone()], "spanning groups");
+    let counted = store
+        .range(RangeOptions::prefix(&prefix).count_only())
+        .await
+        .unwrap();
+    assert_eq!(counted.count, 1, "within the group");
     let members = store
         .collection(keyplane_core::CollectionOp::SetMembers {
             key: set.clone().into_bytes(),

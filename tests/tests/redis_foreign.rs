@@ -364,3 +364,154 @@ async fn delete_prefix_with_glob_characters_deletes_exactly_its_keys() {
         assert!(raw.get(key.as_bytes()).await.is_some(), "{key} was deleted");
     }
 }
+
+/// Tracked keys that another program deletes (`DEL`), turns into a set (`DEL` then
+/// `SADD`), or, for a tracked set, turns into a string: every range lists exactly what
+/// Redis holds, by kind, and never an empty value, before any reconcile; the changes become
+/// events at revisions of their own, so a watch from before the range reports them and a
+/// range at the revision before them still lists the old values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_deleted_or_retyped_by_another_program_are_listed_as_redis_holds_them() {
+    use futures::StreamExt;
+    use keyplane_core::{CollectionKind, Event, RangeOptions, WatchOptions};
+    let Some((store, raw)) = setup_redis().await else {
+        return;
+    };
+    let root = key_root("retyped");
+    let k = |name: &str| format!("{root}{name}");
+    for name in ["a", "b", "c", "d"] {
+        store
+            .put(
+                k(name).as_bytes(),
+                format!("v-{name}").as_bytes(),
+                Default::default(),
+            )
+            .await
+            .unwrap();
+    }
+    store
+        .collection(CollectionOp::SetAdd {
+            key: k("s").into_bytes(),
+            member: b"m".to_vec(),
+        })
+        .await
+        .unwrap();
+    let before = store.revision().await.unwrap();
+    let mut watch = store
+        .watch(
+            WatchOptions::prefix(&root)
+                .with_collections()
+                .from_revision(before + 1),
+        )
+        .await
+        .unwrap();
+    raw_int(&raw.con, redis::cmd("DEL").arg(k("b"))).await;
+    raw_int(&raw.con, redis::cmd("DEL").arg(k("c"))).await;
+    raw_int(&raw.con, redis::cmd("SADD").arg(k("c")).arg("x").arg("y")).await;
+    raw_int(&raw.con, redis::cmd("DEL").arg(k("s"))).await;
+    let () = redis::cmd("SET")
+        .arg(k("s"))
+        .arg("now a string")
+        .query_async(&mut raw.con.clone())
+        .await
+        .unwrap();
+
+    let names = |entries: &[keyplane_core::Entry]| -> Vec<String> {
+        entries
+            .iter()
+            .map(|e| String::from_utf8_lossy(&e.key[root.len()..]).into_owned())
+            .collect()
+    };
+    // Plain keys only: `c` is a set now, `s` another program's string.
+    let keys_only = store
+        .range(RangeOptions::prefix(&root).keys_only())
+        .await
+        .unwrap();
+    assert_eq!(names(&keys_only.entries), ["a", "d"], "keys only");
+    let counted = store
+        .range(RangeOptions::prefix(&root).count_only())
+        .await
+        .unwrap();
+    assert_eq!(counted.count, 2, "count only");
+    let plain = store.range(RangeOptions::prefix(&root)).await.unwrap();
+    assert_eq!(names(&plain.entries), ["a", "d"]);
+    let values: Vec<&[u8]> = plain.entries.iter().map(|e| &e.value[..]).collect();
+    assert_eq!(values, [&b"v-a"[..], b"v-d"]);
+
+    // With collections: `s` is listed once adopted as the string it is, `c` as a set.
+    let with = store
+        .range(RangeOptions::prefix(&root).with_collections())
+        .await
+        .unwrap();
+    assert_eq!(names(&with.entries), ["a", "d", "s"]);
+    assert_eq!(with.entries[2].value, b"now a string");
+    let listed: Vec<(String, CollectionKind, u64)> = with
+        .collections
+        .iter()
+        .map(|c| {
+            (
+                String::from_utf8_lossy(&c.key[root.len()..]).into_owned(),
+                c.kind,
+                c.size,
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("c".to_owned(), CollectionKind::Set, 2)]);
+    let count_with = store
+        .range(RangeOptions::prefix(&root).with_collections().count_only())
+        .await
+        .unwrap();
+    assert_eq!(count_with.count, 4);
+    let mut pages = Vec::new();
+    let mut opts = RangeOptions::prefix(&root).with_collections().limit(1);
+    loop {
+        let page = store.range(opts.clone()).await.unwrap();
+        pages.extend(names(&page.entries));
+        pages.extend(
+            page.collections
+                .iter()
+                .map(|c| String::from_utf8_lossy(&c.key[root.len()..]).into_owned()),
+        );
+        match page.next {
+            Some(next) => opts = opts.after(next),
+            None => break,
+        }
+    }
+    assert_eq!(pages, ["a", "c", "d", "s"], "pages of 1");
+
+    // The changes are events: b and c deleted as plain keys, s's set deleted and its
+    // string put; each key's event once.
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let batch = tokio::time::timeout(std::time::Duration::from_secs(30), watch.next())
+            .await
+            .expect("events within 30 s")
+            .expect("the watch goes on")
+            .unwrap();
+        assert!(batch.revision > before);
+        for event in batch.events {
+            seen.push(match event {
+                Event::Put { entry, .. } => format!("put {}", names(&[entry])[0]),
+                Event::Delete { key, .. } => {
+                    format!("delete {}", String::from_utf8_lossy(&key[root.len()..]))
+                }
+                Event::Collection(c) => format!(
+                    "{:?} {}",
+                    c.change,
+                    String::from_utf8_lossy(&c.key[root.len()..])
+                ),
+            });
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["delete b", "delete c", "put s"]);
+
+    // At the revision before, the store's history still has b and c with their values.
+    let then = store
+        .range(RangeOptions::prefix(&root).at_revision(before))
+        .await
+        .unwrap();
+    assert_eq!(names(&then.entries), ["a", "b", "c", "d"]);
+    let values: Vec<&[u8]> = then.entries.iter().map(|e| &e.value[..]).collect();
+    assert_eq!(values, [&b"v-a"[..], b"v-b", b"v-c", b"v-d"]);
+}

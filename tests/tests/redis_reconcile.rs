@@ -419,8 +419,11 @@ async fn a_refused_txn_over_foreign_keys_writes_nothing() {
     );
 }
 
+/// A read at a revision before another program's overwrite lists the key as the store's
+/// history has it then: the value of the store's last write, which the log keeps (the
+/// overwrite's own event cannot carry it, since it was gone before the store saw it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_snapshot_read_across_a_foreign_overwrite_is_compacted() {
+async fn a_snapshot_read_across_a_foreign_overwrite_reads_the_logged_value() {
     let Some(server) = shared_redis().await else {
         return;
     };
@@ -439,12 +442,16 @@ async fn a_snapshot_read_across_a_foreign_overwrite_is_compacted() {
     raw_set(&mut con, &key, "theirs").await;
     let report = store.reconcile(root.as_bytes()).await.unwrap();
     assert_eq!(report.changed, 1);
-    // The value before the other program's write is not in the log: no read makes it up.
-    let err = store
+    let then = store
         .range(RangeOptions::prefix(&root).at_revision(before))
         .await
-        .unwrap_err();
-    assert!(err.compact_revision().is_some(), "{err}");
+        .unwrap();
+    assert_eq!(then.entries.len(), 1);
+    assert_eq!(then.entries[0].value, b"mine");
+    assert_eq!(then.entries[0].mod_revision, before);
+    let now = store.range(RangeOptions::prefix(&root)).await.unwrap();
+    assert_eq!(now.entries[0].value, b"theirs");
+    assert_eq!(now.entries[0].version, 2);
     // A key the overwrite did not touch still reads at the old revision.
     store
         .put(other.as_bytes(), b"x", PutOptions::default())
@@ -457,4 +464,47 @@ async fn a_snapshot_read_across_a_foreign_overwrite_is_compacted() {
         .await
         .unwrap();
     assert!(untouched.entries.is_empty(), "it did not exist then");
+}
+
+/// Where the log no longer holds the store's last write of a key another program then
+/// overwrote, a read at a revision before the overwrite is `Compacted` at the overwrite's
+/// revision: the value then is known nowhere, and no read makes it up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_read_whose_value_left_the_log_is_compacted() {
+    let Some(server) = shared_redis().await else {
+        return;
+    };
+    let root = key_root("recgone");
+    let mut config = RedisConfig::new(server.url());
+    config.internal_prefix = isolated_prefix();
+    // With a retention of 1, the log is trimmed every 32 revisions to (at least) the last
+    // one: the 300 revisions below last trim it at 288, so revision 295 stays and 1 goes.
+    config.history_retention = 1;
+    let store = RedisStore::connect(config).await.unwrap();
+    let key = format!("{root}k");
+    store
+        .put(key.as_bytes(), b"mine", PutOptions::default())
+        .await
+        .unwrap();
+    let filler = format!("{root}filler");
+    for i in 0..298 {
+        store
+            .put(
+                filler.as_bytes(),
+                i.to_string().as_bytes(),
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let mut con = raw(&server.url()).await;
+    raw_set(&mut con, &key, "theirs").await;
+    assert_eq!(store.reconcile(root.as_bytes()).await.unwrap().changed, 1);
+    let overwrite = store.revision().await.unwrap();
+    assert_eq!(overwrite, 300);
+    let err = store
+        .range(RangeOptions::prefix(&root).at_revision(overwrite - 5))
+        .await
+        .unwrap_err();
+    assert_eq!(err.compact_revision(), Some(overwrite), "{err}");
 }

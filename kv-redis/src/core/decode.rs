@@ -91,7 +91,7 @@ pub(crate) fn opt_entry(key: &[u8], v: Value) -> Result<Option<Entry>> {
 
 /// One log entry: its revision, the events of that revision with previous entries, and the
 /// keys of those events whose previous value is unknown (another program overwrote or
-/// deleted them; their events carry no previous entry).
+/// deleted them; their events carry no previous entry), each with its previous metadata.
 pub(crate) fn log_entry(v: Value) -> Result<LogEntry> {
     let mut parts = array(v)?.into_iter();
     let (Some(id), Some(fields)) = (parts.next(), parts.next()) else {
@@ -124,15 +124,16 @@ pub(crate) fn log_entry(v: Value) -> Result<LogEntry> {
 pub(crate) struct LogEntry {
     pub(crate) revision: i64,
     pub(crate) events: Vec<Event>,
-    pub(crate) unknown_prev: Vec<Vec<u8>>,
+    /// `(key, previous metadata)` of each event whose previous value is unknown.
+    pub(crate) unknown_prev: Vec<(Vec<u8>, Vec<u8>)>,
     pub(crate) deleted: Vec<DeletedSize>,
 }
 
 /// The events of one revision, decoded.
 struct Decoded {
     events: Vec<Event>,
-    /// The keys whose previous value is unknown.
-    unknown: Vec<Vec<u8>>,
+    /// The keys whose previous value is unknown, with their previous metadata.
+    unknown: Vec<(Vec<u8>, Vec<u8>)>,
     /// The sizes of the collections the revision deleted.
     deleted: Vec<DeletedSize>,
 }
@@ -181,7 +182,7 @@ fn decode_events(mut blob: &[u8]) -> Result<Decoded> {
         }
         let prev_known = kind.is_ascii_lowercase();
         if !prev_known {
-            unknown.push(key.clone());
+            unknown.push((key.clone(), prev_meta.clone()));
         }
         let prev = if prev_meta.is_empty() || !prev_known {
             None

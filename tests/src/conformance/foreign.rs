@@ -10,6 +10,10 @@
 //! contract violation, under its own random key root (`ct-<uuid>/`). A backend runs them all
 //! with [`foreign_suite!`](crate::foreign_suite).
 
+mod deletes;
+
+pub use deletes::foreign_deletes_are_never_listed;
+
 use super::support::{collect_pages, key, names, put, rel, root};
 use futures::StreamExt;
 use keyplane_core::{
@@ -66,6 +70,7 @@ macro_rules! foreign_suite {
             foreign_changes_reach_watch,
             store_writes_are_raw_readable,
             interleaved_foreign_and_store_writers,
+            foreign_deletes_are_never_listed,
         );
     };
     (@cases $setup:path; $($case:ident),* $(,)?) => {

@@ -2,12 +2,43 @@
 -- One page of a range, read atomically with the revision. ARGV: prefix, min and max lex
 -- specs, the most keys to fetch (or -1 for all), the mode: 'v' entries with values, 'k' keys
 -- only, 'c' count only; and, to list collections too, the most collections to fetch (or -1
--- for all; empty for none). Returns { revision, keys, metas, values, collections } with
--- collections as { keys, types, sizes }, or { revision, count }.
+-- for all; empty for none). Returns { revision, keys, metas, values, collections, stale }
+-- with collections as { keys, types, sizes }, or { revision, count, stale }.
+--
+-- `stale` lists the keys the indexes name that no longer hold what the index says: a plain
+-- key whose string another program deleted or replaced with another type (MGET gives nil
+-- for both), a collection replaced with another program's string. The read takes no decision on them (it
+-- writes nothing, so replicas serve it): a non-empty `stale` makes the caller reconcile
+-- those keys, one revision, and read again, so that a range never lists a value a key does
+-- not have, nor counts a key that is gone.
 local P, min, max, limit, mode, climit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local rev = tonumber(redis.call('GET', P .. 'rev') or '0')
+local stale = {}
+-- The values of `keys` (MGET in chunks, which also bounds the memory a keys-only read or a
+-- count spends on values it only checks); nil entries are noted as stale.
+local function check_values(keys, first, last, values)
+  local v = redis.call('MGET', unpack(keys, first, last))
+  for j = 1, #v do
+    if not v[j] then stale[#stale + 1] = keys[first + j - 1] end
+    if values then values[#values + 1] = v[j] end
+  end
+end
+local CHUNK = 256
 if mode == 'c' then
-  return { rev, redis.call('ZLEXCOUNT', P .. 'idx', min, max) }
+  -- Every key is checked, so counting costs O(keys in the range) rather than ZLEXCOUNT's
+  -- O(log N): a key another program deleted is not counted.
+  local count, from = 0, min
+  while true do
+    local keys = redis.call('ZRANGEBYLEX', P .. 'idx', from, max, 'LIMIT', 0, CHUNK)
+    if #keys > 0 then
+      local before = #stale
+      check_values(keys, 1, #keys, nil)
+      count = count + #keys - (#stale - before)
+    end
+    if #keys < CHUNK then break end
+    from = '(' .. keys[#keys]
+  end
+  return { rev, count, stale }
 end
 local keys
 if limit >= 0 then
@@ -16,17 +47,14 @@ else
   keys = redis.call('ZRANGEBYLEX', P .. 'idx', min, max)
 end
 local metas, values = {}, {}
-for i = 1, #keys, 1000 do
-  local chunk = { unpack(keys, i, math.min(i + 999, #keys)) }
-  local m = redis.call('HMGET', P .. 'meta', unpack(chunk))
+for i = 1, #keys, CHUNK do
+  local last = math.min(i + CHUNK - 1, #keys)
+  local m = redis.call('HMGET', P .. 'meta', unpack(keys, i, last))
   for j = 1, #m do metas[#metas + 1] = m[j] end
-  if mode == 'v' then
-    local v = redis.call('MGET', unpack(chunk))
-    for j = 1, #v do values[#values + 1] = v[j] end
-  end
+  check_values(keys, i, last, mode == 'v' and values or nil)
 end
--- Collections: the collection index, skipping keys another program emptied or replaced
--- (until the reconciler untracks them), until `climit` live ones are found.
+-- Collections: the collection index, skipping keys another program emptied (until the
+-- reconciler untracks them), until `climit` live ones are found.
 local ckeys, ctypes, csizes = {}, {}, {}
 if climit and climit ~= '' then
   climit = tonumber(climit)
@@ -40,10 +68,13 @@ if climit and climit ~= '' then
         ckeys[#ckeys + 1] = k
         ctypes[#ctypes + 1] = t
         csizes[#csizes + 1] = redis.call(SIZE[t], k)
+      elseif t == 'string' and redis.call('HEXISTS', P .. 'meta', k) == 0 then
+        -- Another program's string where a collection was: listed once adopted.
+        stale[#stale + 1] = k
       end
     end
     if #chunk < 256 then break end
     from = '(' .. chunk[#chunk]
   end
 end
-return { rev, keys, metas, values, { ckeys, ctypes, csizes } }
+return { rev, keys, metas, values, { ckeys, ctypes, csizes }, stale }

@@ -1,0 +1,184 @@
+//! [`Log`]: the event log after a revision, as a read at that revision rewinds through it,
+//! with the previous entries that other programs' overwrites and deletes left unknown
+//! filled in from the log itself where it still holds them.
+
+use super::Core;
+use crate::core::decode::{array, entry, log_entry};
+use crate::error::map_error;
+use keyplane_core::raw::emulation::{Logged, check_revision};
+use keyplane_core::{Entry, Error, Event, RangeOptions, Result};
+use redis::Value;
+
+/// The event log after a revision, read page by page.
+pub(crate) struct Log {
+    /// The revision read at.
+    from: i64,
+    /// The last revision whose log entry was read.
+    pub(crate) last: i64,
+    /// Every revision read, ascending.
+    pub(crate) events: Vec<Logged>,
+    /// Events whose previous entry the log entry does not carry, not yet filled in.
+    unknown: Vec<Unknown>,
+    key: Vec<u8>,
+}
+
+/// An event of another program's overwrite or delete, as the reconcile script logged it:
+/// the previous value was gone before the store saw the change, so the event carries only
+/// the previous metadata.
+struct Unknown {
+    revision: i64,
+    key: Vec<u8>,
+    meta: Vec<u8>,
+}
+
+impl Log {
+    /// Checks that the log still holds every revision after `from`.
+    pub(crate) async fn open(core: &Core, from: i64) -> Result<Self> {
+        let log = core.log_start(from.saturating_add(1), 1, "range").await?;
+        let (current, first, compacted) = (log.current, log.first, log.compacted);
+        let oldest = if first > 0 { first - 1 } else { current }.max(compacted);
+        check_revision(from, current, oldest)?;
+        Ok(Log {
+            from,
+            last: from,
+            events: Vec::new(),
+            unknown: Vec::new(),
+            key: core.internal("log"),
+        })
+    }
+
+    /// Reads every log entry after the last one read.
+    pub(crate) async fn catch_up(&mut self, core: &Core) -> Result<()> {
+        loop {
+            let entries = self.read(core, self.last + 1, None, 1000).await?;
+            if entries.is_empty() {
+                return Ok(());
+            }
+            for raw in entries {
+                let entry = log_entry(raw)?;
+                if entry.revision != self.last + 1 {
+                    // Every revision has an entry: a gap is history trimmed meanwhile.
+                    return Err(
+                        Error::compacted(entry.revision).with_context("revision", self.from)
+                    );
+                }
+                self.last = entry.revision;
+                self.unknown
+                    .extend(entry.unknown_prev.into_iter().map(|(key, meta)| Unknown {
+                        revision: entry.revision,
+                        key,
+                        meta,
+                    }));
+                self.events.push(Logged {
+                    revision: entry.revision,
+                    events: entry.events,
+                    deleted: entry.deleted,
+                });
+            }
+        }
+    }
+
+    /// Fills in the previous entries of the events of `opts`'s keys that lack them.
+    ///
+    /// Such an event's previous metadata names the revision of the key's last write the
+    /// store saw, and that revision's log entry holds the value it wrote (the metadata
+    /// matches it field for field): in the store's history the key held that value until
+    /// the event, so a read at any revision in between lists it. Nothing is made up: where
+    /// the log no longer holds that revision, the read is `Compacted` at the event.
+    pub(crate) async fn fill_unknown(&mut self, core: &Core, opts: &RangeOptions) -> Result<()> {
+        let (start, end) = opts.effective_bounds();
+        let in_read = |key: &[u8]| {
+            key >= start.as_slice()
+                && end.as_ref().is_none_or(|e| key < e.as_slice())
+                && opts.range.contains(key)
+        };
+        let (wanted, rest): (Vec<Unknown>, Vec<Unknown>) = std::mem::take(&mut self.unknown)
+            .into_iter()
+            .partition(|u| in_read(&u.key));
+        self.unknown = rest;
+        for unknown in wanted {
+            // Only a key's first event after the revision read at gives its entry then.
+            let earlier = self
+                .events
+                .iter()
+                .take_while(|l| l.revision < unknown.revision)
+                .any(|l| l.events.iter().any(|e| e.key() == unknown.key.as_slice()));
+            if earlier {
+                continue;
+            }
+            let prev = self.written(core, &unknown).await?.ok_or_else(|| {
+                Error::compacted(unknown.revision).with_context("revision", self.from)
+            })?;
+            let logged = self
+                .events
+                .iter_mut()
+                .find(|l| l.revision == unknown.revision);
+            for event in logged.into_iter().flat_map(|l| l.events.iter_mut()) {
+                match event {
+                    Event::Put { entry, prev: p } if entry.key == unknown.key => {
+                        *p = Some(prev.clone())
+                    }
+                    Event::Delete { key, prev: p } if *key == unknown.key => {
+                        *p = Some(prev.clone())
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The entry the store wrote with `unknown`'s previous metadata, from the log entry of
+    /// that write; `None` when the log no longer holds it.
+    async fn written(&self, core: &Core, unknown: &Unknown) -> Result<Option<Entry>> {
+        if unknown.meta.is_empty() {
+            return Ok(None);
+        }
+        let meta = entry(unknown.key.clone(), Vec::new(), &unknown.meta)?;
+        let at = meta.mod_revision;
+        let Some(raw) = self.read(core, at, Some(at), 1).await?.pop() else {
+            return Ok(None);
+        };
+        let written = log_entry(raw)?;
+        Ok(written.events.into_iter().find_map(|event| match event {
+            Event::Put { entry, .. }
+                if entry.key == meta.key
+                    && (
+                        entry.create_revision,
+                        entry.mod_revision,
+                        entry.version,
+                        entry.lease,
+                    ) == (
+                        meta.create_revision,
+                        meta.mod_revision,
+                        meta.version,
+                        meta.lease,
+                    ) =>
+            {
+                Some(entry)
+            }
+            _ => None,
+        }))
+    }
+
+    /// At most `count` log entries from revision `from` to `to` (the end of the log when
+    /// `None`).
+    async fn read(
+        &self,
+        core: &Core,
+        from: i64,
+        to: Option<i64>,
+        count: usize,
+    ) -> Result<Vec<Value>> {
+        let reply: Value = redis::cmd("XRANGE")
+            .arg(self.key.as_slice())
+            .arg(format!("{from}-0"))
+            .arg(to.map_or_else(|| "+".to_owned(), |to| format!("{to}-0")))
+            .arg("COUNT")
+            .arg(count)
+            .query_async(&mut core.con.clone())
+            .await
+            .map_err(|e| map_error("range", e))?;
+        array(reply)
+    }
+}
