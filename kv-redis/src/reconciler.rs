@@ -1,11 +1,14 @@
 //! The background reconciler: follows keyspace notifications under the configured roots and
 //! scans them in full periodically, so that other programs' writes reach ranges and watches.
 //!
-//! Every store with roots runs this task, but only one per Redis database and internal
-//! prefix works at a time: the one holding the leader key (`P reconciler`, renewed every
-//! second, expiring after five). The reconcile script is idempotent besides (a key that
-//! already matches its metadata produces no event), so a second reconciler, or a pass that
-//! overlaps a notification, never repeats an event.
+//! Every store with roots runs this task, but only one per Redis database, internal prefix
+//! and set of roots works at a time: the one holding the leader key of those roots
+//! (`P reconciler:<digest of the roots>`, renewed every second, expiring after five). Stores
+//! with other roots elect their own, so that a tool following one prefix (`kvctl watch`)
+//! is never kept idle by a service that reconciles another. The reconcile script is
+//! idempotent besides (a key that already matches its metadata produces no event), so
+//! reconcilers whose roots overlap, or a pass that overlaps a notification, never repeat an
+//! event.
 
 use crate::core::Core;
 use crate::core::reconcile::{Mode, glob_prefix, reconcile_keys, reconcile_prefix};
@@ -45,13 +48,30 @@ pub(crate) async fn run(core: Weak<Core>, id: String) {
     }
 }
 
+/// The leader key of the reconcilers of `core`'s roots: `P reconciler:` and the digest of
+/// the roots, sorted and NUL-separated (the digest keeps the key short and free of the
+/// roots' bytes).
+fn leader_key(core: &Core) -> Vec<u8> {
+    let mut roots: Vec<&str> = core
+        .config
+        .reconcile_roots
+        .iter()
+        .map(String::as_str)
+        .collect();
+    roots.sort_unstable();
+    roots.dedup();
+    let mut key = core.internal("reconciler:");
+    key.extend(crate::core::value_digest(roots.join("\0").as_bytes()));
+    key
+}
+
 /// Takes or renews the leader key; true while this store leads.
 pub(crate) async fn try_lead(core: &Core, id: &str) -> Result<bool> {
     let ttl = LEADER_TTL.as_millis().to_string();
     let led: i64 = core
         .scripts
         .lead
-        .key(core.internal("reconciler"))
+        .key(leader_key(core))
         .arg(id)
         .arg(ttl)
         .invoke_async(&mut core.con.clone())
@@ -66,7 +86,7 @@ pub(crate) async fn try_lead(core: &Core, id: &str) -> Result<bool> {
 pub(crate) fn resign(core: &Core, id: &str) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         let script = core.scripts.resign.clone();
-        let (key, id) = (core.internal("reconciler"), id.to_owned());
+        let (key, id) = (leader_key(core), id.to_owned());
         let mut con = core.con.clone();
         runtime.spawn(async move {
             let _: redis::RedisResult<i64> = script.key(key).arg(id).invoke_async(&mut con).await;

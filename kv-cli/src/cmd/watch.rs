@@ -1,13 +1,23 @@
 //! `kvctl watch ADDRESS [--rev N]`: live events under a directory, each key read through the
-//! catalog, until Ctrl-C; with `--rev`, the history from revision N first.
+//! catalog, until Ctrl-C; with `--rev`, the history from revision N first. On a Redis server
+//! it also follows what other programs write under the directory (see [`follow_redis`]).
 
 use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, typed, value_json};
 use futures::StreamExt;
+use keyplane::redis::RedisStore;
 use keyplane_core::{CollectionChange, Event, WatchOptions};
 use serde_json::json;
+use std::time::Duration;
+
+/// How often `kvctl watch` on Redis scans the watched prefix in full for other programs'
+/// writes: the whole delay where the server sends no keyspace notifications, the safety net
+/// where it does. Each pass `SCAN`s the database and checks every key the store tracks
+/// under the prefix, so a shorter period would load a large database for little gain in
+/// a terminal.
+pub(crate) const FOLLOW_SCAN: Duration = Duration::from_secs(2);
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliResult<()> {
     let prefix = Address::parse(words)?.prefix()?;
@@ -17,12 +27,18 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliRe
     if crate::store::is_sled(&ctx.url) {
         return follow_sled(ctx, &prefix, from).await;
     }
-    let store = ctx.store().await?;
+    let (store, redis) = crate::store::open_any(&ctx.url).await?;
     let mut opts = WatchOptions::prefix(prefix.as_bytes()).with_collections();
     if let Some(revision) = from {
         opts = opts.from_revision(revision);
     }
     let mut stream = store.watch(opts).await?;
+    // Started once the watch has its start, so that nothing it brings in is missed; it
+    // follows for as long as it is held.
+    let _follower = match redis {
+        Some(redis) => follow_redis(&redis, &prefix).await?,
+        None => None,
+    };
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
     loop {
@@ -42,6 +58,27 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliRe
             },
         }
     }
+}
+
+/// On a single Redis server, a second store with the same configuration whose background
+/// reconciler has `prefix` as its one root, so that the watch reports other programs' writes
+/// under it (`redis-cli SET`, the seed systems' own services): within milliseconds through
+/// keyspace notifications where the server sends them (the store turns them on with
+/// `CONFIG SET` where the user may, as `RedisConfig::keyspace_notifications` asks), and
+/// within [`FOLLOW_SCAN`] through the periodic scan where it does not. Its first pass brings
+/// in what other programs wrote before the watch started, as events of their own. `None` on
+/// a Redis Cluster, where the store runs no reconciler.
+///
+/// # Errors
+/// The store's errors connecting again (a prefix under the internal prefix is `Config`).
+async fn follow_redis(redis: &RedisStore, prefix: &str) -> CliResult<Option<RedisStore>> {
+    if redis.config().is_cluster() {
+        return Ok(None);
+    }
+    let mut config = redis.config().clone();
+    config.reconcile_roots = vec![prefix.to_owned()];
+    config.reconcile_interval_ms = FOLLOW_SCAN.as_millis() as u64;
+    Ok(Some(RedisStore::connect(config).await?))
 }
 
 /// `watch` on a sled store, which one process at a time may hold open: each poll opens the

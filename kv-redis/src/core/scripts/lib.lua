@@ -17,7 +17,8 @@
 --   P.."lttl"     hash: lease id -> granted TTL (ms)
 --   P.."lk:"..id  set: keys attached to a lease
 --   P.."leaseid"  string: the last lease id granted
---   P.."reconciler" string: the id of the store whose reconciler runs (expires unless renewed)
+--   P.."reconciler:"..digest  string: the id of the store whose reconciler runs for one set
+--                 of roots (expires unless renewed)
 --
 -- Redis is the source of truth for what exists: a plain string at a user key without
 -- metadata was written by another program, and the first script that touches it adopts it
