@@ -74,7 +74,8 @@ async fn concurrent_links_of_one_pair_link_once(store: Arc<dyn Store>) {
 }
 
 /// One writer's step: a link or unlink of a group, a status change or a whole key write.
-#[derive(Debug, Clone, Copy)]
+/// Statuses include one the document does not name, which is not active.
+#[derive(Debug, Clone)]
 enum Step {
     Link(u64),
     Unlink(u64),
@@ -86,10 +87,10 @@ impl Step {
     fn from_seed(seed: u64, groups: &[u64]) -> Self {
         let r = mix(seed);
         let group = groups[(r >> 8) as usize % groups.len()];
-        let status = if (r >> 16).is_multiple_of(2) {
-            KeyStatus::Active
-        } else {
-            KeyStatus::Disabled
+        let status = match (r >> 16) % 3 {
+            0 => KeyStatus::Active,
+            1 => KeyStatus::Disabled,
+            _ => KeyStatus::Other("suspended".to_owned()),
         };
         match r % 8 {
             0..=2 => Step::Link(group),
@@ -100,11 +101,11 @@ impl Step {
     }
 
     async fn run(self, c: &Balancer, id: u64) {
-        let done = match self {
-            Step::Link(group) => c.link(id, group).await.map(drop),
-            Step::Unlink(group) => c.unlink(id, group).await.map(drop),
-            Step::Status(status) => c.set_status(id, status).await,
-            Step::Put(status) => c.put_key(id, &record(id, status)).await,
+        let done = match &self {
+            Step::Link(group) => c.link(id, *group).await.map(drop),
+            Step::Unlink(group) => c.unlink(id, *group).await.map(drop),
+            Step::Status(status) => c.set_status(id, status.clone()).await,
+            Step::Put(status) => c.put_key(id, &record(id, status.clone())).await,
         };
         if let Err(e) = done {
             panic!("{self:?} on key {id}: {e}");

@@ -240,12 +240,60 @@ async fn reads_of_a_raw_cache() {
     assert_eq!(f.cache.key(9).await.unwrap(), None);
     assert_eq!(f.cache.groups_of(7).await.unwrap(), [1, 2]);
     assert_eq!(f.cache.active_keys(2).await.unwrap(), [7]);
-    // A status the schema does not know is a decoding error, never a guess.
+    // A status the document does not name is read as it is, never an error or a guess.
     let object = f.object(9);
     let _: i64 = f
         .raw(&["HSET", &object, "api_key", "sk-9", "status", "banned"])
         .await;
-    assert_eq!(f.cache.key(9).await.unwrap_err().kind(), ErrorKind::Codec);
+    assert_eq!(
+        f.cache.key(9).await.unwrap().unwrap().status,
+        KeyStatus::Other("banned".to_owned())
+    );
+}
+
+/// A key the service cached with a status of its own (`suspended`, beyond the document's
+/// examples): it reads without error, is never picked nor listed by a link, keeps its bytes
+/// through every operation that does not change it, and leaves and rejoins rotation like a
+/// disabled key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_unknown_status_is_kept_and_never_picked() {
+    let Some(mut f) = fixture().await else { return };
+    f.write_key(1, "active", &[10]).await;
+    f.rpush(10, &[1]).await;
+    f.write_key(5, "suspended", &[10]).await;
+    let written = f.fields(5).await;
+
+    let suspended = KeyStatus::Other("suspended".to_owned());
+    assert_eq!(
+        f.cache.key(5).await.unwrap(),
+        Some(ApiKeyRecord {
+            api_key: "sk-5".into(),
+            status: suspended.clone(),
+        })
+    );
+    assert_eq!(f.picks(10, 4).await, [1, 1, 1, 1]);
+    // Linked to another group: joins the reverse index, not the list.
+    assert!(f.cache.link(5, 20).await.unwrap());
+    assert_eq!(f.lrange(20).await, Vec::<String>::new());
+    assert_eq!(f.cache.pick(20).await.unwrap(), None);
+    // Written back unchanged by the library: the same bytes.
+    f.cache
+        .put_key(5, &f.cache.key(5).await.unwrap().unwrap())
+        .await
+        .unwrap();
+    f.cache.set_status(5, suspended.clone()).await.unwrap();
+    assert_eq!(f.fields(5).await, written);
+    assert!(f.cache.repair().await.unwrap().clean());
+    assert_eq!(f.fields(5).await, written);
+    // Into rotation and out again, back to the service's own word.
+    f.cache.set_status(5, KeyStatus::Active).await.unwrap();
+    assert_eq!(f.lrange(10).await, strings(&["5", "1"]));
+    assert_eq!(f.lrange(20).await, strings(&["5"]));
+    f.cache.set_status(5, suspended).await.unwrap();
+    assert_eq!(f.lrange(10).await, strings(&["1"]));
+    assert_eq!(f.lrange(20).await, Vec::<String>::new());
+    assert_eq!(f.fields(5).await, written);
+    assert_eq!(f.picks(10, 3).await, [1, 1, 1]);
 }
 
 /// Linking a key the service cached: the group joins the raw reverse index and the key

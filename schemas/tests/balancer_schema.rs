@@ -66,11 +66,56 @@ fn the_invariant_harness_passes() {
 fn statuses_are_the_documents_words() {
     assert_eq!(KeyStatus::Active.as_str(), "active");
     assert_eq!(KeyStatus::Disabled.as_str(), "disabled");
-    assert_eq!(KeyStatus::parse("disabled").unwrap(), KeyStatus::Disabled);
-    assert_eq!(
-        KeyStatus::parse("Active").unwrap_err().kind(),
-        keyplane_core::ErrorKind::Codec
-    );
+    assert_eq!(KeyStatus::from("disabled"), KeyStatus::Disabled);
+    assert_eq!(KeyStatus::from("active"), KeyStatus::Active);
+    // Any other text is kept exactly, and is not active.
+    for other in ["Active", "suspended", "", " active", "已停用"] {
+        let status = KeyStatus::from(other);
+        assert_eq!(status, KeyStatus::Other(other.to_owned()));
+        assert_eq!(status.as_str(), other);
+        assert_eq!(KeyStatus::from(other.to_owned()), status);
+        assert!(!status.is_active() && !status.is_known(), "{other:?}");
+    }
+    assert!(KeyStatus::Active.is_active() && KeyStatus::Disabled.is_known());
+    assert!(KeyStatus::Other("active".to_owned()).is_active());
+}
+
+#[test]
+fn debug_output_never_shows_the_api_key() {
+    let secret = "sk-Sup3rS3cretApiKey";
+    let record = ApiKeyRecord {
+        api_key: secret.to_owned(),
+        status: KeyStatus::Other("suspended".to_owned()),
+    };
+    let loaded = LoadedKey {
+        id: 7,
+        record: record.clone(),
+        groups: vec![1],
+    };
+    let source = BalancerSource::from_json(
+        format!(r#"{{"apikeys": [{{"id": 7, "api_key": "{secret}", "status": "suspended"}}]}}"#)
+            .as_bytes(),
+    )
+    .unwrap();
+    let plan = source.plan().unwrap();
+    assert_eq!(plan.keys[0].record, record);
+    for shown in [
+        format!("{record:?}"),
+        format!("{record:#?}"),
+        format!("{loaded:?}"),
+        format!("{source:?}"),
+        format!("{:?}", source.apikeys[0]),
+        format!("{plan:?}"),
+    ] {
+        assert!(
+            !shown.contains(secret) && !shown.contains("Sup3r"),
+            "{shown}"
+        );
+        assert!(shown.contains("***"), "{shown}");
+    }
+    // What is not secret is still shown.
+    assert!(format!("{loaded:?}").contains("suspended"));
+    assert!(format!("{loaded:?}").contains("id: 7"));
 }
 
 #[test]

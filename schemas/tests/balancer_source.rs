@@ -37,7 +37,7 @@ fn duplicates_merge_and_old_group_ids_become_mappings() {
     assert_eq!(ids, [1, 2, 4]);
     let a = &plan.keys[0];
     assert_eq!(
-        (a.record.status, a.groups.clone()),
+        (a.record.status.clone(), a.groups.clone()),
         (KeyStatus::Active, vec![10, 20])
     );
     assert_eq!(plan.keys[2].groups, [10, 20]);
@@ -46,7 +46,6 @@ fn duplicates_merge_and_old_group_ids_become_mappings() {
     for bad in [
         r#"{"apikeys": [{"id": 1, "api_key": ""}]}"#,
         r#"{"apikeys": [{"id": 1, "api_key": "x"}, {"id": 1, "api_key": "y"}]}"#,
-        r#"{"apikeys": [{"id": 1, "api_key": "x", "status": "paused"}]}"#,
         r#"{"apikeys": [{"id": 1, "api_key": "x"}], "keygroup_apikey_mappings": [{"key_group_id": 9, "api_key_id": 1}]}"#,
         r#"{"apikeys": [], "keygroup_apikey_mappings": [{"key_group_id": 9, "api_key_id": 1}], "key_groups": [{"id": 9}]}"#,
         r#"{"apikeys": [{"id": 1, "api_key": "x", "group_id": 7}]}"#,
@@ -59,6 +58,35 @@ fn duplicates_merge_and_old_group_ids_become_mappings() {
     }
     let err = BalancerSource::from_json(b"[1, 2]").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+
+    // A status beyond the document's examples is kept: a merged key is active when any of
+    // its rows is, and otherwise has the status of the row whose id it keeps.
+    let plan = BalancerSource::from_json(
+        br#"{"apikeys": [
+            {"id": 1, "api_key": "x", "status": "paused"},
+            {"id": 2, "api_key": "x", "status": "disabled"},
+            {"id": 3, "api_key": "y", "status": "paused"},
+            {"id": 4, "api_key": "y", "status": "active"},
+            {"id": 5, "api_key": "z", "status": "disabled"},
+            {"id": 6, "api_key": "z", "status": "paused"}
+        ]}"#,
+    )
+    .unwrap()
+    .plan()
+    .unwrap();
+    let statuses: Vec<(u64, KeyStatus)> = plan
+        .keys
+        .iter()
+        .map(|k| (k.id, k.record.status.clone()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (1, KeyStatus::Other("paused".to_owned())),
+            (3, KeyStatus::Active),
+            (5, KeyStatus::Disabled),
+        ]
+    );
 }
 
 async fn the_tables_become_the_cache(store: Arc<dyn Store>) {

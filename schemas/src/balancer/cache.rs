@@ -121,7 +121,8 @@ impl Balancer {
     /// The object of API key `id`, if cached.
     ///
     /// # Errors
-    /// `Codec` for an object without its fields or with an unknown status; backend errors.
+    /// `Codec` for an object without its fields; backend errors. A status this library does
+    /// not know is kept as [`KeyStatus::Other`], never an error.
     pub async fn key(&self, id: u64) -> Result<Option<ApiKeyRecord>> {
         let fields = self.typed.map_at(&self.object_key(id)).all().await?;
         if fields.is_empty() {
@@ -140,7 +141,7 @@ impl Balancer {
         };
         Ok(Some(ApiKeyRecord {
             api_key: field(API_KEY_FIELD)?,
-            status: KeyStatus::parse(&field(STATUS_FIELD)?)?,
+            status: KeyStatus::from(field(STATUS_FIELD)?),
         }))
     }
 
@@ -172,10 +173,7 @@ impl Balancer {
         let status = txn.map_get(&self.object(id), &STATUS_FIELD.to_string());
         let groups = txn.set_members(&self.groups(id));
         let outcome = txn.commit().await?;
-        let status = match outcome.collection(&status)? {
-            Some(raw) => Some(KeyStatus::parse(&raw)?),
-            None => None,
-        };
+        let status = outcome.collection(&status)?.map(KeyStatus::from);
         let mut groups = outcome.collection(&groups)?;
         groups.sort_unstable();
         Ok(KeyState { status, groups })

@@ -15,7 +15,7 @@ const ATTEMPTS: u32 = 32;
 
 impl Balancer {
     /// Requires the status of API key `id` to be `status`, or absent (`None`).
-    pub(crate) fn when_status(&self, txn: &mut TypedTxn, id: u64, status: Option<KeyStatus>) {
+    pub(crate) fn when_status(&self, txn: &mut TypedTxn, id: u64, status: Option<&KeyStatus>) {
         let object = self.object(id);
         let field = STATUS_FIELD.to_string();
         match status {

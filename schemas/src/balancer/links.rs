@@ -2,7 +2,6 @@
 
 use super::cache::Balancer;
 use super::guard::Attempts;
-use super::values::KeyStatus;
 use keyplane_core::Result;
 
 impl Balancer {
@@ -32,10 +31,10 @@ impl Balancer {
                 return Ok(false);
             }
             let mut txn = self.typed.txn();
-            self.when_status(&mut txn, id, Some(status));
+            self.when_status(&mut txn, id, Some(&status));
             txn.when_set_lacks(&reverse, &group)
                 .set_add(&reverse, &group);
-            if status == KeyStatus::Active {
+            if status.is_active() {
                 txn.list_push(&self.active(group), &id);
             }
             if self.commit_guarded(txn).await? {

@@ -1,7 +1,7 @@
 //! Bulk loading of many keys in batched transactions.
 
 use super::cache::Balancer;
-use super::values::{API_KEY_FIELD, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
+use super::values::{API_KEY_FIELD, LoadReport, LoadedKey, STATUS_FIELD};
 use keyplane_core::keyspace::TypedTxn;
 use keyplane_core::{Error, ErrorKind, Result};
 use std::collections::BTreeSet;
@@ -136,7 +136,7 @@ impl<'a> Planned<'a> {
 
     /// The groups whose active list the key joins: all of its groups when it is active.
     fn lists(&self) -> &[u64] {
-        if self.key.record.status == KeyStatus::Active {
+        if self.key.record.status.is_active() {
             &self.groups
         } else {
             &[]

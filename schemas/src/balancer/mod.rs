@@ -16,6 +16,12 @@
 //! the directory of its reverse index (`key:{id}` / `key:{id}:groups`), the document's own
 //! nesting, declared on [`BalancerKeyspace`].
 //!
+//! A key's status is the document's `active` or `disabled`, which it gives as examples
+//! ("例如"): any other status the service writes (`suspended`...) is read as
+//! [`KeyStatus::Other`], kept byte for byte, and treated as not active (never listed, never
+//! picked); reads never fail on it, and `kvctl lint` reports it. An API key's value is a
+//! secret: the `Debug` of [`ApiKeyRecord`], [`LoadedKey`] and [`SourceKey`] shows `***`.
+//!
 //! Invariant kept by every operation, under any number of concurrent writers in any number
 //! of processes: a key is in a group's active list exactly once when it is active and
 //! linked to that group, and not at all otherwise ([`load_keys`](Balancer::load_keys) takes

@@ -5,7 +5,7 @@
 use super::cache::Balancer;
 use super::guard::{Attempts, Subject};
 use super::keys::{ActiveKeysKey, BalancerKeyspace, KeyGroupsKey, KeyObjectKey};
-use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, LoadedKey, STATUS_FIELD};
+use super::values::{API_KEY_FIELD, ApiKeyRecord, LoadedKey, STATUS_FIELD};
 use keyplane_core::keyspace::{Keyspace, TypedTxn};
 use keyplane_core::{CollectionKind, CompareOp, RangeOptions, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -154,7 +154,7 @@ impl Balancer {
         for key in keys {
             objects.insert(key.id, key.record.clone());
             let groups: BTreeSet<u64> = key.groups.iter().copied().collect();
-            if key.record.status == KeyStatus::Active {
+            if key.record.status.is_active() {
                 for group in &groups {
                     lists.entry(*group).or_default().push(key.id);
                 }
@@ -320,13 +320,10 @@ impl Balancer {
         let cached = self.read_cache().await?;
         let mut expected: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
         for (id, groups) in &cached.reverse {
-            let active = matches!(
-                cached.objects.get(id),
-                Some(Some(ApiKeyRecord {
-                    status: KeyStatus::Active,
-                    ..
-                }))
-            );
+            let active = cached
+                .objects
+                .get(id)
+                .is_some_and(|o| o.as_ref().is_some_and(|r| r.status.is_active()));
             if active {
                 for group in groups {
                     expected.entry(*group).or_default().insert(*id);

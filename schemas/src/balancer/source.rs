@@ -2,7 +2,7 @@
 //! read from JSON, with the 1:N → M:N migration of §5 (API keys de-duplicated by value).
 
 use super::values::{ApiKeyRecord, KeyStatus, LoadedKey};
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_core::{Error, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,7 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// ```
 ///
 /// `group_id` on an API key is the old 1:N column (§1.1): it counts as a mapping, as §5's
-/// migration turns it into one. `status` is `active` or `disabled` (`active` when absent).
+/// migration turns it into one. `status` is `active` or `disabled` (`active` when absent),
+/// or any other status the service uses, kept as [`KeyStatus::Other`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct BalancerSource {
     /// The `apikeys` table.
@@ -32,19 +33,30 @@ pub struct BalancerSource {
     pub keygroup_apikey_mappings: Vec<SourceMapping>,
 }
 
-/// A row of `apikeys`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// A row of `apikeys`. Its `Debug` hides the API key, as [`ApiKeyRecord`]'s does.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 pub struct SourceKey {
     /// `id`.
     pub id: u64,
     /// `api_key`: the secret value.
     pub api_key: String,
-    /// `status`: `active` or `disabled`.
+    /// `status`: `active`, `disabled`, or another status the service uses.
     #[serde(default)]
     pub status: Option<String>,
     /// `group_id`: the old 1:N column, if the table still has it.
     #[serde(default)]
     pub group_id: Option<u64>,
+}
+
+impl std::fmt::Debug for SourceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceKey")
+            .field("id", &self.id)
+            .field("api_key", &format_args!("***"))
+            .field("status", &self.status)
+            .field("group_id", &self.group_id)
+            .finish()
+    }
 }
 
 /// A row of `key_groups`.
@@ -88,10 +100,12 @@ impl BalancerSource {
 
     /// The keys to load: rows with the same `api_key` value merge into one key (§5 step
     /// 2) whose id is the smallest of their ids, whose groups are the union of their
-    /// mappings (and old `group_id`s, §5 step 3), and which is active when any of them is.
+    /// mappings (and old `group_id`s, §5 step 3), and which is active when any of them is;
+    /// otherwise it keeps the status of the row whose id it keeps (`disabled`, or another
+    /// status the service uses).
     ///
     /// # Errors
-    /// `InvalidArgument` for an empty `api_key`, an unknown status, an id given twice, or a
+    /// `InvalidArgument` for an empty `api_key`, an id given twice, or a
     /// mapping that names a key or group the tables do not have (nothing is loaded).
     pub fn plan(&self) -> Result<SourcePlan> {
         let groups: BTreeSet<u64> = self.key_groups.iter().map(|g| g.id).collect();
@@ -153,28 +167,21 @@ impl BalancerSource {
                 .insert(m.key_group_id);
         }
         for (value, rows) in &by_value {
-            let mut active = false;
-            for row in rows {
-                active |= match row.status.as_deref().unwrap_or("active") {
-                    "active" => true,
-                    "disabled" => false,
-                    other => {
-                        return Err(Error::new(ErrorKind::InvalidArgument, "unknown key status")
-                            .with_context("id", row.id)
-                            .with_context("status", other));
-                    }
-                };
-            }
             let id = plan.id_map[&rows[0].id];
+            let status_of =
+                |row: &SourceKey| KeyStatus::from(row.status.as_deref().unwrap_or("active"));
+            let status = if rows.iter().any(|row| status_of(row).is_active()) {
+                KeyStatus::Active
+            } else {
+                rows.iter()
+                    .find(|row| row.id == id)
+                    .map_or(KeyStatus::Disabled, |row| status_of(row))
+            };
             plan.keys.push(LoadedKey {
                 id,
                 record: ApiKeyRecord {
                     api_key: (*value).to_owned(),
-                    status: if active {
-                        KeyStatus::Active
-                    } else {
-                        KeyStatus::Disabled
-                    },
+                    status,
                 },
                 groups: key_groups
                     .remove(&id)

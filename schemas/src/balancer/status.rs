@@ -23,14 +23,16 @@ impl Balancer {
                     .with_context("id", id),
             );
         }
-        self.write(id, Some(&record.api_key), record.status).await
+        self.write(id, Some(&record.api_key), &record.status).await
     }
 
-    /// Changes the status of API key `id`. From `active` to `disabled` the key is removed
-    /// from the active list of every group of its reverse index (`key:{id}:groups`), and
-    /// back to `active` it is inserted at the head of each of them again, where the
-    /// document's `LPush` puts it (so it is handed out next): the status field and every
-    /// list change are one transaction. Setting the status it already has changes nothing.
+    /// Changes the status of API key `id`. From `active` to any other status (`disabled`,
+    /// or one of [`KeyStatus::Other`]) the key is removed from the active list of every
+    /// group of its reverse index (`key:{id}:groups`), and back to `active` it is inserted
+    /// at the head of each of them again, where the document's `LPush` puts it (so it is
+    /// handed out next): the status field and every list change are one transaction.
+    /// Between two statuses that are not active only the field changes. Setting the status
+    /// it already has changes nothing.
     ///
     /// Safe under concurrent writers (links, unlinks, other status changes, from any number
     /// of processes): the status and the groups are read, then the transaction writes only
@@ -47,10 +49,10 @@ impl Balancer {
     /// retryable `ConditionFailed` when concurrent writers kept changing the key's status or
     /// groups (nothing written); backend errors.
     pub async fn set_status(&self, id: u64, status: KeyStatus) -> Result<()> {
-        self.write(id, None, status).await
+        self.write(id, None, &status).await
     }
 
-    async fn write(&self, id: u64, api_key: Option<&str>, status: KeyStatus) -> Result<()> {
+    async fn write(&self, id: u64, api_key: Option<&str>, status: &KeyStatus) -> Result<()> {
         let object = self.object(id);
         let operation = if api_key.is_some() {
             "put_key"
@@ -66,19 +68,19 @@ impl Balancer {
             // Whatever is written, the status read decides it: a put of the same status
             // writes no list, a change moves the key.
             let mut txn = self.typed.txn();
-            self.when_status(&mut txn, id, state.status);
+            self.when_status(&mut txn, id, state.status.as_ref());
             let mut writes = false;
             if let Some(api_key) = api_key {
                 txn.map_put(&object, &API_KEY_FIELD.into(), &api_key.into());
                 writes = true;
             }
-            if state.status != Some(status) {
+            if state.status.as_ref() != Some(status) {
                 txn.map_put(&object, &STATUS_FIELD.into(), &status.as_str().into());
                 writes = true;
                 // The lists hold a key exactly when it is active, so a transition moves it
                 // in every group read, and only then do the groups matter.
-                let was_active = state.status == Some(KeyStatus::Active);
-                if was_active != (status == KeyStatus::Active) {
+                let was_active = state.status.as_ref().is_some_and(KeyStatus::is_active);
+                if was_active != status.is_active() {
                     self.when_groups_are(&mut txn, id, &state.groups);
                     for group in &state.groups {
                         let list = self.active(*group);

@@ -1,6 +1,5 @@
 //! The API key object: the fields of its HASH.
 
-use keyplane_core::{Error, ErrorKind, Result};
 use std::fmt;
 
 /// The HASH field holding the key's secret value.
@@ -9,33 +8,64 @@ pub const API_KEY_FIELD: &str = "api_key";
 pub const STATUS_FIELD: &str = "status";
 
 /// A key's status: only active keys are in their groups' active lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// The document gives `active` and `disabled` as examples ("例如"), and the service that
+/// shares the cache may write others: any other text is kept as it is ([`Other`]), byte
+/// for byte, and such a key is treated as not active (never in a list, never picked).
+/// Reads never fail on a status; `kvctl lint` reports the ones this library does not know.
+///
+/// [`Other`]: KeyStatus::Other
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KeyStatus {
     /// `active`: handed out by rotation.
     Active,
     /// `disabled`: kept, never handed out.
     Disabled,
+    /// Any other stored text (`suspended`, `Active`...): kept as written, never handed out.
+    Other(String),
 }
 
 impl KeyStatus {
-    /// The stored text: `active` or `disabled`.
-    pub fn as_str(self) -> &'static str {
+    /// The stored text: `active`, `disabled`, or the other status as written.
+    pub fn as_str(&self) -> &str {
         match self {
             KeyStatus::Active => "active",
             KeyStatus::Disabled => "disabled",
+            KeyStatus::Other(text) => text,
         }
     }
 
-    /// Parses the stored text.
-    ///
-    /// # Errors
-    /// `Codec` for anything but `active` or `disabled`.
-    pub fn parse(text: &str) -> Result<Self> {
+    /// Whether the key is handed out by rotation: its stored text is `active` (an
+    /// [`Other`](KeyStatus::Other) spelling `active` counts too, since it stores the same
+    /// bytes).
+    pub fn is_active(&self) -> bool {
+        self.as_str() == "active"
+    }
+
+    /// Whether the status is one of the document's (`active` or `disabled`).
+    pub fn is_known(&self) -> bool {
+        matches!(self.as_str(), "active" | "disabled")
+    }
+}
+
+impl From<&str> for KeyStatus {
+    /// The status stored as `text`: `active`, `disabled`, or any other text, kept exactly.
+    fn from(text: &str) -> Self {
         match text {
-            "active" => Ok(KeyStatus::Active),
-            "disabled" => Ok(KeyStatus::Disabled),
-            other => Err(Error::new(ErrorKind::Codec, "unknown key status")
-                .with_context("status", format!("{other:?}"))),
+            "active" => KeyStatus::Active,
+            "disabled" => KeyStatus::Disabled,
+            other => KeyStatus::Other(other.to_owned()),
+        }
+    }
+}
+
+impl From<String> for KeyStatus {
+    /// As `From<&str>`, reusing the string for an other status.
+    fn from(text: String) -> Self {
+        match text.as_str() {
+            "active" => KeyStatus::Active,
+            "disabled" => KeyStatus::Disabled,
+            _ => KeyStatus::Other(text),
         }
     }
 }
@@ -47,7 +77,10 @@ impl fmt::Display for KeyStatus {
 }
 
 /// An API key object as cached: `key:{id}` HASH `{api_key, status}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` shows `api_key: ***`: the value is a secret, like a keyring's keys, and
+/// must not reach logs or panic messages.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ApiKeyRecord {
     /// The key's secret value (never empty).
     pub api_key: String,
@@ -55,7 +88,17 @@ pub struct ApiKeyRecord {
     pub status: KeyStatus,
 }
 
-/// A key to bulk-load: its id, object and groups.
+impl fmt::Debug for ApiKeyRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiKeyRecord")
+            .field("api_key", &format_args!("***"))
+            .field("status", &self.status)
+            .finish()
+    }
+}
+
+/// A key to bulk-load: its id, object and groups. Its `Debug` hides the API key, as
+/// [`ApiKeyRecord`]'s does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadedKey {
     /// The key's id.

@@ -2,6 +2,8 @@
 //! every key that breaks it, with the rule and how to fix it; `--fix` repairs the findings
 //! that are safe to repair.
 
+mod balancer;
+
 use super::Ctx;
 use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, outln, print_json};
@@ -358,52 +360,9 @@ async fn lint_collection(
             }
         }
         "group:{id}:keys:active" => {
-            let group = field(&parsed, "id");
-            let prefix = &key[..key.len() - format!("group:{group}:keys:active").len()];
-            let items = match store
-                .collection(CollectionOp::ListRange {
-                    key: key.as_bytes().to_vec(),
-                    start: 0,
-                    stop: -1,
-                })
-                .await?
-            {
-                CollectionResult::Items(items) => items,
-                _ => Vec::new(),
-            };
-            for item in items {
-                let id = String::from_utf8_lossy(&item).into_owned();
-                let object = format!("{prefix}key:{id}");
-                if fields(store, &object).await?.is_empty() {
-                    findings.push(Finding::new(
-                        key,
-                        "list-entry-without-object",
-                        format!("lists key {id}, which has no object `{object}`"),
-                        "Balancer::repair removes it, or load the key",
-                    ));
-                    continue;
-                }
-                let reverse = format!("{prefix}key:{id}:groups");
-                if !members(store, &reverse)
-                    .await?
-                    .iter()
-                    .any(|m| m == group.as_bytes())
-                {
-                    findings.push(
-                        Finding::new(
-                            &reverse,
-                            "reverse-index-disagrees",
-                            format!("key {id} is in group {group}'s active list, but its reverse index lacks the group"),
-                            format!("add {group} to `{reverse}`"),
-                        )
-                        .with_repair(Repair::SetAdd {
-                            key: reverse.into_bytes(),
-                            member: group.as_bytes().to_vec(),
-                        }),
-                    );
-                }
-            }
+            balancer::active_list(store, key, field(&parsed, "id"), findings).await?;
         }
+        "key:{id}" => balancer::key_object(store, key, findings).await?,
         _ => {}
     }
     Ok(())
