@@ -1,6 +1,8 @@
 //! The performance report: every measure of the library against its raw client (or against
 //! its own baseline) in one run, printed as a table and written to
-//! `target/bench/report.json` (and `report.md`).
+//! `target/bench/report.json` (and `report.md`). A full run (neither `--quick` nor `--only`)
+//! also keeps its JSON as `tests/benches/report/latest.json` and rewrites the README's
+//! performance block from it ([`readme`]).
 //!
 //! `cargo xtask bench` runs it in full; `cargo xtask bench --quick` with short samples (every
 //! measure, under ten minutes on a 2-core machine). `--only WORD` runs the sections whose
@@ -16,6 +18,7 @@ mod concurrency;
 mod keyspace;
 mod measure;
 mod memory;
+mod readme;
 mod scale;
 mod single;
 mod sled_writes;
@@ -67,7 +70,9 @@ fn main() {
         section(budget, &mut report);
     }
     let elapsed = started.elapsed();
-    let table = report.table();
+    let json = report.json(quick, elapsed);
+    let measures = json["measures"].as_array().map_or(&[][..], Vec::as_slice);
+    let table = readme::table(measures);
     println!("\n{table}");
     let missed = report.measures.iter().filter(|m| !m.met()).count();
     println!(
@@ -82,8 +87,32 @@ fn main() {
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
         .join("bench");
     std::fs::create_dir_all(&dir).expect("create target/bench");
-    let json = serde_json::to_string_pretty(&report.json(quick, elapsed)).expect("json");
-    std::fs::write(dir.join("report.json"), json + "\n").expect("write report.json");
+    let text = serde_json::to_string_pretty(&json).expect("json") + "\n";
+    std::fs::write(dir.join("report.json"), &text).expect("write report.json");
     std::fs::write(dir.join("report.md"), table).expect("write report.md");
     println!("written: {}", dir.join("report.json").display());
+    if !quick && only.is_empty() {
+        publish(&json, &text);
+    }
+}
+
+/// Keeps a full run's JSON beside the report's sources and rewrites the README's block from it.
+fn publish(json: &serde_json::Value, text: &str) {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let latest = manifest.join("benches/report/latest.json");
+    std::fs::write(&latest, text).expect("write latest.json");
+    let path = manifest.join("../README.md");
+    let before = std::fs::read_to_string(&path).expect("read README.md");
+    let block = readme::block(json);
+    if readme::current(&before).is_ok_and(|current| current == block) {
+        println!("the README's report is already this run's");
+        return;
+    }
+    match readme::replace(&before, &block) {
+        Ok(after) => {
+            std::fs::write(&path, after).expect("write README.md");
+            println!("written: {} and the README's report", latest.display());
+        }
+        Err(e) => eprintln!("README.md not rewritten: {e}"),
+    }
 }

@@ -155,31 +155,6 @@ impl Report {
         self.measures.push(m);
     }
 
-    /// The table, as Markdown (the README shows it).
-    pub fn table(&self) -> String {
-        let mut out = String::from(
-            "| measure | ours | raw | unit | ratio | target | met |\n|---|---:|---:|---|---:|---:|:-:|\n",
-        );
-        for m in &self.measures {
-            let target = match m.goal {
-                Goal::AtMost(t) => format!("≤ {t}×"),
-                Goal::AtLeast(t) => format!("≥ {t}×"),
-                Goal::Info => "—".to_owned(),
-            };
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {:.2}× | {} | {} |\n",
-                m.name,
-                fmt(m.ours),
-                fmt(m.raw),
-                m.unit,
-                m.ratio(),
-                target,
-                if m.met() { "yes" } else { "**no**" }
-            ));
-        }
-        out
-    }
-
     pub fn json(&self, quick: bool, elapsed: Duration) -> serde_json::Value {
         json!({
             "quick": quick,
@@ -192,17 +167,7 @@ impl Report {
 
 /// A figure with about four significant digits.
 pub fn fmt(x: f64) -> String {
-    if !x.is_finite() {
-        "—".to_owned()
-    } else if x >= 100_000.0 {
-        format!("{x:.0}")
-    } else if x >= 100.0 {
-        format!("{x:.1}")
-    } else if x >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.4}")
-    }
+    crate::readme::fmt(Some(x))
 }
 
 pub fn median(mut xs: Vec<f64>) -> f64 {
