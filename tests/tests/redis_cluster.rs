@@ -694,7 +694,11 @@ async fn another_programs_keys_are_read_and_deleted_on_a_cluster() {
         .range(RangeOptions::prefix(format!("raw:{{{run}")))
         .await
         .unwrap();
-    assert_eq!(keys_of(&spanning), std::slice::from_ref(&plain), "spanning groups");
+    assert_eq!(
+        keys_of(&spanning),
+        std::slice::from_ref(&plain),
+        "spanning groups"
+    );
     let counted = store
         .range(RangeOptions::prefix(&prefix).count_only())
         .await
