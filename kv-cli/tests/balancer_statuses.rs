@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use keyplane_tests::harness::shared_redis;
+use keyplane_tests::harness::{redis_commands, shared_redis};
 
 #[tokio::test]
 async fn lint_reports_statuses_the_balancer_does_not_know() {
@@ -16,23 +16,21 @@ async fn lint_reports_statuses_the_balancer_does_not_know() {
     let url = format!("{}/4", server.url());
     let client = redis::Client::open(url.as_str()).unwrap();
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
-    for args in [
-        &["HSET", "key:50", "api_key", "sk-50", "status", "suspended"][..],
-        &["SADD", "key:50:groups", "1"],
-        &["HSET", "key:51", "api_key", "sk-51", "status", "paused"],
-        &["SADD", "key:51:groups", "2"],
-        &["RPUSH", "group:2:keys:active", "51"],
-        &["HSET", "key:52", "api_key", "sk-52"],
-        &["HSET", "key:53", "api_key", "sk-53", "status", "active"],
-        &["SADD", "key:53:groups", "3"],
-        &["RPUSH", "group:3:keys:active", "53"],
-    ] {
-        let mut cmd = redis::cmd(args[0]);
-        for a in &args[1..] {
-            cmd.arg(*a);
-        }
-        let _: redis::Value = cmd.query_async(&mut con).await.unwrap();
-    }
+    redis_commands(
+        &mut con,
+        &[
+            &["HSET", "key:50", "api_key", "sk-50", "status", "suspended"][..],
+            &["SADD", "key:50:groups", "1"],
+            &["HSET", "key:51", "api_key", "sk-51", "status", "paused"],
+            &["SADD", "key:51:groups", "2"],
+            &["RPUSH", "group:2:keys:active", "51"],
+            &["HSET", "key:52", "api_key", "sk-52"],
+            &["HSET", "key:53", "api_key", "sk-53", "status", "active"],
+            &["SADD", "key:53:groups", "3"],
+            &["RPUSH", "group:3:keys:active", "53"],
+        ],
+    )
+    .await;
 
     // Read as written.
     let got = json(&url, &["get", "key:50"]);

@@ -123,30 +123,8 @@ async fn watch_follows_foreign_writes_by_scanning_without_notifications() {
     let Some(server) = RedisServer::start() else {
         return;
     };
+    let url = server.user_without_notifications().await;
     let admin = redis_connection(&server.url()).await;
-    raw(
-        &admin,
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("notify-keyspace-events")
-            .arg(""),
-    )
-    .await;
-    raw(
-        &admin,
-        redis::cmd("ACL")
-            .arg("SETUSER")
-            .arg("app")
-            .arg("on")
-            .arg(">app-pw")
-            .arg("~*")
-            .arg("&*")
-            .arg("+@all")
-            .arg("-config"),
-    )
-    .await;
-    let port = server.url().rsplit(':').next().unwrap().to_owned();
-    let url = format!("redis://app:app-pw@127.0.0.1:{port}");
     let delay = foreign_write_delay(&url, &admin, &["jxt/"], 12).await;
     println!("kvctl watch: another program's SET shown after {delay:?} (periodic scan)");
     let flags = raw(

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use keyplane_tests::harness::{key_root, shared_etcd, shared_redis};
+use keyplane_tests::harness::{key_root, redis_commands, shared_etcd, shared_redis};
 
 async fn etcd_url() -> Option<String> {
     let server = shared_etcd().await?;
@@ -130,29 +130,27 @@ async fn redis_migrate_nxc_legacy_from_raw_data() {
     };
     let client = redis::Client::open(url.as_str()).unwrap();
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
-    for args in [
+    redis_commands(
+        &mut con,
         &[
-            "HSET",
-            "nexus:config:group:WeChat:r1",
-            "p_1",
-            "1",
-            "default",
-            "p_1",
-        ][..],
-        &["SADD", "nexus:config:index:WeChat:r1", "p_2"],
-        &[
-            "SET",
-            "nexus:config:WeChat:r1:p_1",
-            r#"{"sub_mchid":"1900"}"#,
+            &[
+                "HSET",
+                "nexus:config:group:WeChat:r1",
+                "p_1",
+                "1",
+                "default",
+                "p_1",
+            ][..],
+            &["SADD", "nexus:config:index:WeChat:r1", "p_2"],
+            &[
+                "SET",
+                "nexus:config:WeChat:r1:p_1",
+                r#"{"sub_mchid":"1900"}"#,
+            ],
+            &["SET", "nexus:config:WeChat:r1:p_2", "ciphertext"],
         ],
-        &["SET", "nexus:config:WeChat:r1:p_2", "ciphertext"],
-    ] {
-        let mut cmd = redis::cmd(args[0]);
-        for a in &args[1..] {
-            cmd.arg(*a);
-        }
-        let _: redis::Value = cmd.query_async(&mut con).await.unwrap();
-    }
+    )
+    .await;
     let listed = json(&url, &["migrate", "list"]);
     assert_eq!(listed[1]["name"], "nxc-legacy");
     assert_eq!(listed[1]["phase"], "new");
@@ -206,34 +204,32 @@ async fn redis_lint_finds_planted_defects() {
     ok(&url, &["lint"]);
     let client = redis::Client::open(url.as_str()).unwrap();
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
-    for args in [
-        &["SET", "jxt/tenants/1/stray", "x"][..],
+    redis_commands(
+        &mut con,
         &[
-            "SET",
-            "jxt/tenants/_index/by-code/ghost",
-            r#"{"id":999,"code":"ghost","name":"g"}"#,
+            &["SET", "jxt/tenants/1/stray", "x"][..],
+            &[
+                "SET",
+                "jxt/tenants/_index/by-code/ghost",
+                r#"{"id":999,"code":"ghost","name":"g"}"#,
+            ],
+            &[
+                "SET",
+                "jxt/tenants/77/meta",
+                r#"{"id":1,"code":"c77","name":"n","status":"active","billingPlan":"x"}"#,
+            ],
+            &["SET", "jxt/tenants/1/storage", "not json"],
+            &["SET", "nxc:inst:shop9:Alipay:p9", "plain"],
+            &["SADD", "nxc:map:shop9:Alipay", "p1"],
+            &["SET", "nxc:map:shop9:Alipay:default", "p2"],
+            &["RPUSH", "group:1:keys:active", "99"],
+            &["SREM", "key:2:groups", "1"],
+            // The old layouts: still there, waiting for their migrations.
+            &["SET", "jxt//tenants/1/meta", r#"{"id":1}"#],
+            &["HSET", "nexus:config:group:WeChat:r1", "p_1", "1"],
         ],
-        &[
-            "SET",
-            "jxt/tenants/77/meta",
-            r#"{"id":1,"code":"c77","name":"n","status":"active","billingPlan":"x"}"#,
-        ],
-        &["SET", "jxt/tenants/1/storage", "not json"],
-        &["SET", "nxc:inst:shop9:Alipay:p9", "plain"],
-        &["SADD", "nxc:map:shop9:Alipay", "p1"],
-        &["SET", "nxc:map:shop9:Alipay:default", "p2"],
-        &["RPUSH", "group:1:keys:active", "99"],
-        &["SREM", "key:2:groups", "1"],
-        // The old layouts: still there, waiting for their migrations.
-        &["SET", "jxt//tenants/1/meta", r#"{"id":1}"#],
-        &["HSET", "nexus:config:group:WeChat:r1", "p_1", "1"],
-    ] {
-        let mut cmd = redis::cmd(args[0]);
-        for a in &args[1..] {
-            cmd.arg(*a);
-        }
-        let _: redis::Value = cmd.query_async(&mut con).await.unwrap();
-    }
+    )
+    .await;
     let run = run(&url, &["-o", "json", "lint"]);
     assert_eq!(run.code, 6, "{}", run.stderr);
     let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();

@@ -278,30 +278,10 @@ async fn without_notifications_the_periodic_scan_converges() {
     let Some(server) = RedisServer::start() else {
         return;
     };
+    let app = server.user_without_notifications().await;
     let mut admin = raw(&server.url()).await;
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("ACL")
-        .arg("SETUSER")
-        .arg("app")
-        .arg("on")
-        .arg(">app-pw")
-        .arg("~*")
-        .arg("&*")
-        .arg("+@all")
-        .arg("-config")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
     let root = key_root("recscan");
-    let mut config = config(&server.url(), "__kv:", &root);
-    config.username = Some("app".into());
-    config.password = Some("app-pw".into());
+    let mut config = config(&app, "__kv:", &root);
     config.reconcile_interval_ms = 300;
     let store = RedisStore::connect(config).await.unwrap();
     let mut watch = store

@@ -157,6 +157,26 @@ impl RedisServer {
         self.process.as_ref().map(|p| p.pid())
     }
 
+    /// Turns keyspace notifications off and adds the ACL user `app` (password `app-pw`), who may
+    /// run every command but `CONFIG`, so cannot turn them on: a deployment where a store's
+    /// reconciler has only its periodic scan. Returns the user's URL.
+    ///
+    /// # Panics
+    /// When the server refuses either command.
+    pub async fn user_without_notifications(&self) -> String {
+        redis_commands(
+            &mut redis_connection(&self.url()).await,
+            &[
+                &["CONFIG", "SET", "notify-keyspace-events", ""],
+                &[
+                    "ACL", "SETUSER", "app", "on", ">app-pw", "~*", "&*", "+@all", "-config",
+                ],
+            ],
+        )
+        .await;
+        format!("redis://app:app-pw@127.0.0.1:{}", self.port)
+    }
+
     /// Kills the server with SIGKILL.
     pub fn kill(&mut self) {
         if let Some(mut p) = self.process.take() {
@@ -187,6 +207,21 @@ pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
         .get_multiplexed_async_connection()
         .await
         .expect("connect a raw Redis client")
+}
+
+/// Runs raw commands, each its name then its arguments, in order: another program writing the
+/// documents' layouts.
+///
+/// # Panics
+/// When a command fails.
+pub async fn redis_commands(con: &mut redis::aio::MultiplexedConnection, commands: &[&[&str]]) {
+    for args in commands {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        let _: redis::Value = cmd.query_async(&mut *con).await.unwrap();
+    }
 }
 
 /// Calls of `cmd` the server has served, from `INFO commandstats` (0 before the first).
