@@ -200,51 +200,63 @@ fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
     RangeResult::page(current.entries, !current.complete, current.revision)
 }
 
-/// How many times a read at a past revision starts again because writes landed between its
-/// read of the log and its read of the index.
+/// How many times a read at a past revision reads the index again because keys of its own
+/// range were written after it and the page it fetched may be short of them. Each round
+/// fetches twice the allowance the last one found wanting, so only a range whose own keys
+/// are rewritten faster than the allowance doubles could exhaust them.
 const REWIND_ATTEMPTS: usize = 16;
 
+/// A page of `opts` at a past `revision`: the index read now, at some revision C, with the
+/// keys written after `revision` rewound to what they were then, from the log's events of
+/// the revisions after `revision` up to C and no further.
+///
+/// The index read fixes C, so the log is read up to it and never chases writes landing
+/// meanwhile: writes elsewhere in the database cost only the log entries read, and never
+/// make the read start again. It starts again only when keys of the range itself were
+/// written after `revision` more than the page's fetch allowed for (a page of `limit`
+/// needs `limit` + one per rewound key + 1 current entries).
 async fn range_at(core: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
     let mut log = Log::open(core, revision).await?;
+    // Keys of the range the fetch allows for, written after `revision`.
+    let mut allowance = 0usize;
     for _ in 0..REWIND_ATTEMPTS {
-        log.catch_up(core).await?;
-        // Another program's overwrite or delete after `revision` left its event without the
-        // key's value then: taken from the log's record of the store's last write of it.
-        log.fill_unknown(core, opts).await?;
-        let touched = Touched::new(opts, revision, &log.events);
-        let fetch = touched.fetch_limit(opts);
+        let fetch = if opts.count_only {
+            None
+        } else {
+            opts.limit
+                .map(|limit| limit.saturating_add(allowance).saturating_add(1))
+        };
         let read = Read::Entries {
             limit: fetch,
             values: !(opts.keys_only || opts.count_only),
             collections: opts.collections.then_some(fetch),
         };
         let current = read_current(core, opts, read).await?;
-        if current.revision == log.last {
-            if opts.collections {
-                return rewind_with_collections(
-                    opts,
-                    revision,
-                    touched,
-                    current.entries,
-                    current.collections,
-                );
-            }
-            if opts.count_only {
-                // Counting needs every key, which the read above returned.
-                return Ok(rewind(opts, revision, touched, current.entries, true));
-            }
-            return Ok(rewind(
+        log.catch_up_to(core, current.revision).await?;
+        // Another program's overwrite or delete after `revision` left its event without the
+        // key's value then: taken from the log's record of the store's last write of it.
+        log.fill_unknown(core, opts).await?;
+        let touched = Touched::new(opts, revision, log.until(current.revision));
+        if fetch.is_some() && touched.len() > allowance {
+            allowance = touched.len().saturating_mul(2);
+            continue;
+        }
+        if opts.collections {
+            return rewind_with_collections(
                 opts,
                 revision,
                 touched,
                 current.entries,
-                current.complete,
-            ));
+                current.collections,
+            );
         }
+        // Counting needs every key, which the read above returned.
+        let complete = opts.count_only || current.complete;
+        return Ok(rewind(opts, revision, touched, current.entries, complete));
     }
     Err(Error::new(
         ErrorKind::Unavailable,
-        "writes kept landing while the range was read at a past revision",
+        "the range's own keys kept being written while it was read at a past revision",
     )
     .set_retryable(true))
 }

@@ -47,12 +47,18 @@ impl Log {
         })
     }
 
-    /// Reads every log entry after the last one read.
-    pub(crate) async fn catch_up(&mut self, core: &Core) -> Result<()> {
-        loop {
-            let entries = self.read(core, self.last + 1, None, 1000).await?;
+    /// Reads the log entries after the last one read, up to revision `to`: however fast
+    /// others write meanwhile, the read ends there.
+    ///
+    /// # Errors
+    /// `Compacted` when a revision up to `to` is no longer in the log.
+    pub(crate) async fn catch_up_to(&mut self, core: &Core, to: i64) -> Result<()> {
+        while self.last < to {
+            let count = usize::try_from(to - self.last).map_or(1000, |n| n.min(1000));
+            let entries = self.read(core, self.last + 1, Some(to), count).await?;
             if entries.is_empty() {
-                return Ok(());
+                // Every revision has an entry: the ones missing were trimmed meanwhile.
+                return Err(Error::compacted(self.last + 1).with_context("revision", self.from));
             }
             for raw in entries {
                 let entry = log_entry(raw)?;
@@ -76,6 +82,12 @@ impl Log {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// The revisions read, from the first after the revision read at up to `to`.
+    pub(crate) fn until(&self, to: i64) -> &[Logged] {
+        &self.events[..self.events.partition_point(|l| l.revision <= to)]
     }
 
     /// Fills in the previous entries of the events of `opts`'s keys that lack them.

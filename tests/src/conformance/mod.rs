@@ -26,6 +26,7 @@
 
 pub mod bad_input;
 pub mod bulk;
+pub mod busy;
 pub mod capabilities;
 pub mod collection_compares;
 pub mod collection_ranges;
@@ -207,6 +208,8 @@ macro_rules! conformance_suite {
             snapshot::range_at_a_past_revision,
             snapshot::paged_range_reads_one_revision,
             snapshot::range_at_compacted_revision_is_rejected,
+            busy::paged_listing_of_a_quiet_directory_while_others_write,
+            busy::paged_listing_while_its_own_keys_are_written,
             txn::txn_compare_version,
             txn::txn_compare_mod_revision,
             txn::txn_compare_create_revision,
