@@ -5,10 +5,12 @@ pub mod balancer;
 mod catalog;
 pub mod cronix;
 pub mod nxc;
+mod reader;
 pub mod registry;
 pub mod tenant;
 
 pub use catalog::{ParsedKey, Schema, all, every, find, legacy, parse_any, variants};
+pub use reader::ReaderOptions;
 
 /// Decodes `bytes` with the codec of key type `K`, built without state: how the readers
 /// decode each template of a keyspace mirror.

@@ -10,7 +10,7 @@ use super::keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileM
 use super::resolve::{no_profile, unauthorized};
 use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{Identity, ResolvedProfile};
-use crate::{decode_as, encode_as};
+use crate::{ReaderOptions, decode_as, encode_as};
 use keyplane_core::keyspace::{Codec, Key, TypedStore};
 use keyplane_core::{Error, ErrorKind, Mirror, MirrorHealth, MirrorSnapshot, Result};
 use std::sync::Arc;
@@ -106,7 +106,7 @@ impl ResolverCache {
     /// # Errors
     /// The first load's errors.
     pub async fn start(store: &TypedStore) -> Result<Self> {
-        ResolverCache::start_with_resync(store, Duration::from_secs(600)).await
+        ResolverCache::start_with(store, ReaderOptions::default()).await
     }
 
     /// [`start`](Self::start) with another resync period.
@@ -114,11 +114,21 @@ impl ResolverCache {
     /// # Errors
     /// As [`start`](Self::start).
     pub async fn start_with_resync(store: &TypedStore, resync: Duration) -> Result<Self> {
-        let mirror = store
+        ResolverCache::start_with(store, ReaderOptions::default().resync_every(resync)).await
+    }
+
+    /// [`start`](Self::start) with other options: the resync period (ten minutes unless
+    /// set) and the listings' page size.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub async fn start_with(store: &TypedStore, options: ReaderOptions) -> Result<Self> {
+        let builder = store
             .mirror_keyspace::<NxcKeyspace>()
             .with_collections()
-            .decode_with(decode)
-            .resync_every(resync)
+            .decode_with(decode);
+        let mirror = options
+            .apply(builder, Duration::from_secs(600))
             .start()
             .await?;
         let pool = store.codec::<PoolKey>().map(Arc::new);

@@ -13,6 +13,7 @@ use super::values::{
     CodeIndex, DatabaseConfig, FtpConfig, FtpUserIndex, HostIndex, NameIndex, StorageConfig,
     TenantMeta,
 };
+use crate::ReaderOptions;
 use keyplane_core::keyspace::{Key, Prefix, TypedStore, Versioned};
 use keyplane_core::{Mirror, MirrorHealth, MirrorSnapshot, Result};
 use std::sync::Arc;
@@ -119,7 +120,7 @@ impl TenantProvider {
     /// # Errors
     /// The first listing's and the watch's errors.
     pub async fn start(store: &TypedStore) -> Result<Self> {
-        TenantProvider::start_with_resync(store, Duration::from_secs(3600)).await
+        TenantProvider::start_with(store, ReaderOptions::default()).await
     }
 
     /// [`start`](Self::start) with another resync period.
@@ -127,10 +128,20 @@ impl TenantProvider {
     /// # Errors
     /// As [`start`](Self::start).
     pub async fn start_with_resync(store: &TypedStore, resync: Duration) -> Result<Self> {
-        let mirror = store
+        TenantProvider::start_with(store, ReaderOptions::default().resync_every(resync)).await
+    }
+
+    /// [`start`](Self::start) with other options: the resync period (an hour unless set)
+    /// and the listings' page size.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub async fn start_with(store: &TypedStore, options: ReaderOptions) -> Result<Self> {
+        let builder = store
             .mirror_keyspace::<TenantKeyspace>()
-            .decode_with(decode)
-            .resync_every(resync)
+            .decode_with(decode);
+        let mirror = options
+            .apply(builder, Duration::from_secs(3600))
             .start()
             .await?;
         Ok(TenantProvider { mirror })
