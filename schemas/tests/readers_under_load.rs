@@ -128,18 +128,20 @@ impl Writers {
         let _ = self.written.wait_for(|n| *n >= target).await;
     }
 
-    /// Stops the writers and fails the test when they had run out of writes before: the
-    /// reads were then not all under load.
+    /// Fails the test when the writers have run out of writes: `step`, just done, may then
+    /// have succeeded only once the store was quiet.
+    fn assert_running(&self, step: &str) {
+        assert!(
+            *self.written.borrow() < WRITERS * WRITES_PER_WRITER,
+            "the writers ran out before {step} was done"
+        );
+    }
+
     async fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
-        let written = *self.written.borrow();
         for task in self.tasks {
             task.await.expect("a writer task");
         }
-        assert!(
-            written < WRITERS * WRITES_PER_WRITER,
-            "the writers ran out before the readers were done"
-        );
     }
 }
 
@@ -223,6 +225,7 @@ impl Busy {
         timed("the relist", mirror.wait_for(target))
             .await
             .expect("the mirror lists again while others write");
+        self.writers.assert_running("the relist");
         self.faults.set_enabled(false);
         assert_eq!(self.faults.injected(), 1, "the watch dropped once");
         let health = mirror.health();
@@ -338,6 +341,7 @@ async fn reader_under_load<K, V, S, SF, R, RF, W, WF>(
     let mirror = timed("the reader starting", start(busy.typed()))
         .await
         .expect("the reader starts while others write");
+    busy.writers.assert_running("the start");
     assert!(
         busy.ranges() >= pages,
         "the start listed {} pages",
