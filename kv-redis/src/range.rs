@@ -165,6 +165,13 @@ pub(crate) async fn range(core: &Core, opts: RangeOptions) -> Result<RangeResult
             collections: None,
         }
     };
+    // A page pinned to a revision (every page after a listing's first) goes straight to
+    // the read at a revision, which costs the same round trip when nothing moved and saves
+    // one when something did. A pinned count reads the count first: rewinding needs every
+    // key of the range, which only a moved revision justifies.
+    if let Some(revision) = opts.pinned_revision().filter(|_| !opts.count_only) {
+        return range_at(core, &opts, revision).await;
+    }
     let current = read_current(core, &opts, read).await?;
     match opts.pinned_revision() {
         // Pinned to a revision that has passed: the read above is of no use.
@@ -181,6 +188,9 @@ async fn range_with_collections(core: &Core, opts: &RangeOptions) -> Result<Rang
         values: !(opts.keys_only || opts.count_only),
         collections: Some(per_source),
     };
+    if let Some(revision) = opts.pinned_revision().filter(|_| !opts.count_only) {
+        return range_at(core, opts, revision).await;
+    }
     let current = read_current(core, opts, read).await?;
     match opts.pinned_revision() {
         Some(revision) if revision != current.revision => range_at(core, opts, revision).await,
@@ -216,22 +226,19 @@ const REWIND_ATTEMPTS: usize = 16;
 /// written after `revision` more than the page's fetch allowed for (a page of `limit`
 /// needs `limit` + one per rewound key + 1 current entries).
 async fn range_at(core: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
-    let mut log = Log::open(core, revision).await?;
     // Keys of the range the fetch allows for, written after `revision`.
     let mut allowance = 0usize;
-    for _ in 0..REWIND_ATTEMPTS {
-        let fetch = if opts.count_only {
-            None
-        } else {
-            opts.limit
-                .map(|limit| limit.saturating_add(allowance).saturating_add(1))
-        };
-        let read = Read::Entries {
-            limit: fetch,
-            values: !(opts.keys_only || opts.count_only),
-            collections: opts.collections.then_some(fetch),
-        };
-        let current = read_current(core, opts, read).await?;
+    // The first index read goes out with the log's check, in one round trip.
+    let (log, current) = futures::join!(
+        Log::open(core, revision),
+        read_current(core, opts, read_at(opts, allowance).1)
+    );
+    let (mut log, mut current) = (log?, current?);
+    for attempt in 0..REWIND_ATTEMPTS {
+        let (fetch, read) = read_at(opts, allowance);
+        if attempt > 0 {
+            current = read_current(core, opts, read).await?;
+        }
         log.catch_up_to(core, current.revision).await?;
         // Another program's overwrite or delete after `revision` left its event without the
         // key's value then: taken from the log's record of the store's last write of it.
@@ -259,6 +266,23 @@ async fn range_at(core: &Core, opts: &RangeOptions, revision: i64) -> Result<Ran
         "the range's own keys kept being written while it was read at a past revision",
     )
     .set_retryable(true))
+}
+
+/// What a read at a revision fetches of the index with `allowance` rewound keys allowed for:
+/// `limit` + `allowance` + 1 entries (and as many collections), or all for a count.
+fn read_at(opts: &RangeOptions, allowance: usize) -> (Option<usize>, Read) {
+    let fetch = if opts.count_only {
+        None
+    } else {
+        opts.limit
+            .map(|limit| limit.saturating_add(allowance).saturating_add(1))
+    };
+    let read = Read::Entries {
+        limit: fetch,
+        values: !(opts.keys_only || opts.count_only),
+        collections: opts.collections.then_some(fetch),
+    };
+    (fetch, read)
 }
 
 /// One atomic read of the index: the revision, the entries (at most `limit`) and whether

@@ -6,13 +6,15 @@
 //!
 //! `cargo xtask bench` runs it in full; `cargo xtask bench --quick` with short samples (every
 //! measure, under ten minutes on a 2-core machine). `--only WORD` runs the sections whose
-//! name contains WORD (`keyspace`, `redis`, `etcd`, `cluster`, `sled`, `memory`, `scale`).
+//! name contains WORD (`keyspace`, `redis`, `etcd`, `cluster`, `sled`, `memory`, `scale`,
+//! `busy`).
 //!
 //! The JSON is `{"quick", "elapsed_seconds", "cpus", "measures": [{"name", "ours", "raw",
 //! "unit", "ratio", "target", "goal", "met", "note"}]}`: `ratio` is `ours / raw`; `goal` says
 //! whether the ratio must be `at_most` or `at_least` the `target` (`none`: no target, `met`
 //! true); `met` is a boolean.
 
+mod busy;
 mod cluster;
 mod concurrency;
 mod keyspace;
@@ -49,7 +51,7 @@ fn main() {
         .map(|w| w[1].as_str())
         .collect();
     let budget = Budget::new(quick);
-    let sections: [Section; 9] = [
+    let sections: [Section; 10] = [
         ("keyspace", keyspace::run),
         ("redis single", single::redis),
         ("etcd single", single::etcd),
@@ -59,6 +61,7 @@ fn main() {
         ("sled", sled_writes::run),
         ("memory", memory::run),
         ("scale", scale::run),
+        ("busy reads", busy::run),
     ];
     let started = Instant::now();
     let mut report = Report::default();
