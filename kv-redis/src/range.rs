@@ -3,10 +3,10 @@
 //! other programs deleted; at a past revision, the current entries rewound through the
 //! event log.
 
-use crate::core::Core;
 use crate::core::decode::{array, byte_list, corrupted, entry, int, opt_bytes};
 use crate::core::history::Log;
 use crate::core::reconcile::{Mode, reconcile_keys};
+use crate::core::{Core, LogStart};
 use crate::error::map_error;
 use keyplane_core::raw::emulation::{Touched, merge_page, rewind, rewind_with_collections};
 use keyplane_core::{
@@ -172,7 +172,7 @@ pub(crate) async fn range(core: &Core, opts: RangeOptions) -> Result<RangeResult
     if let Some(revision) = opts.pinned_revision().filter(|_| !opts.count_only) {
         return range_at(core, &opts, revision).await;
     }
-    let current = read_current(core, &opts, read).await?;
+    let current = read_current(core, &opts, read, None).await?;
     match opts.pinned_revision() {
         // Pinned to a revision that has passed: the read above is of no use.
         Some(revision) if revision != current.revision => range_at(core, &opts, revision).await,
@@ -191,7 +191,7 @@ async fn range_with_collections(core: &Core, opts: &RangeOptions) -> Result<Rang
     if let Some(revision) = opts.pinned_revision().filter(|_| !opts.count_only) {
         return range_at(core, opts, revision).await;
     }
-    let current = read_current(core, opts, read).await?;
+    let current = read_current(core, opts, read, None).await?;
     match opts.pinned_revision() {
         Some(revision) if revision != current.revision => range_at(core, opts, revision).await,
         _ => Ok(merge_page(
@@ -228,17 +228,21 @@ const REWIND_ATTEMPTS: usize = 16;
 async fn range_at(core: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeResult> {
     // Keys of the range the fetch allows for, written after `revision`.
     let mut allowance = 0usize;
-    // The first index read goes out with the log's check, in one round trip.
-    let (log, current) = futures::join!(
-        Log::open(core, revision),
-        read_current(core, opts, read_at(opts, allowance).1)
-    );
-    let (mut log, mut current) = (log?, current?);
-    for attempt in 0..REWIND_ATTEMPTS {
+    let mut log: Option<Log> = None;
+    for _ in 0..REWIND_ATTEMPTS {
         let (fetch, read) = read_at(opts, allowance);
-        if attempt > 0 {
-            current = read_current(core, opts, read).await?;
+        // The first read brings the log after `revision` with the page, from the same
+        // instant: one round trip, unless more than a page of the log was written since.
+        let mut current = read_current(core, opts, read, log.is_none().then_some(revision)).await?;
+        if log.is_none() {
+            log = Some(match current.log.take() {
+                Some(start) => Log::start(revision, start, core)?,
+                None => Log::open(core, revision).await?,
+            });
         }
+        let Some(log) = log.as_mut() else {
+            return Err(corrupted("a read at a revision holds its log"));
+        };
         log.catch_up_to(core, current.revision).await?;
         // Another program's overwrite or delete after `revision` left its event without the
         // key's value then: taken from the log's record of the store's last write of it.
@@ -293,6 +297,9 @@ struct Current {
     complete: bool,
     count: u64,
     collections: Vec<CollectionEntry>,
+    /// For a read at a past revision, where the log stands and its entries after that
+    /// revision, read with the page (see `range.lua`).
+    log: Option<LogStart>,
 }
 
 /// What [`read_current`] reads.
@@ -320,9 +327,14 @@ const STALE_ROUNDS: usize = 4;
 /// the index at a revision that already has those events, so it never lists a value a key
 /// does not have and a watch from the page's revision never reports a delete of a key the
 /// page left out.
-async fn read_current(core: &Core, opts: &RangeOptions, read: Read) -> Result<Current> {
+async fn read_current(
+    core: &Core,
+    opts: &RangeOptions,
+    read: Read,
+    log_after: Option<i64>,
+) -> Result<Current> {
     for _ in 0..STALE_ROUNDS {
-        match read_index(core, opts, read).await? {
+        match read_index(core, opts, read, log_after).await? {
             Indexed::Current(current) => return Ok(current),
             Indexed::Stale(keys) => {
                 reconcile_keys(core, &keys, Mode::Full).await?;
@@ -344,7 +356,12 @@ enum Indexed {
     Stale(Vec<Vec<u8>>),
 }
 
-async fn read_index(core: &Core, opts: &RangeOptions, read: Read) -> Result<Indexed> {
+async fn read_index(
+    core: &Core,
+    opts: &RangeOptions,
+    read: Read,
+    log_after: Option<i64>,
+) -> Result<Indexed> {
     let (start, end) = opts.effective_bounds();
     let min = [b"[".as_slice(), &start].concat();
     let max = match &end {
@@ -358,6 +375,7 @@ async fn read_index(core: &Core, opts: &RangeOptions, read: Read) -> Result<Inde
             complete: true,
             count: 0,
             collections: Vec::new(),
+            log: None,
         }));
     }
     let (mode, limit, with_values, collections): (&[u8], _, _, _) = match read {
@@ -374,6 +392,7 @@ async fn read_index(core: &Core, opts: &RangeOptions, read: Read) -> Result<Inde
     };
     // One key more than asked, to learn whether more follow.
     let fetch = limit.map_or(-1, |l| l.saturating_add(1) as i64).to_string();
+    let after = log_after.map_or_else(String::new, |r| r.saturating_add(1).to_string());
     let reply: Value = core
         .run(
             &core.scripts.range,
@@ -383,6 +402,7 @@ async fn read_index(core: &Core, opts: &RangeOptions, read: Read) -> Result<Inde
                 fetch.as_bytes(),
                 mode,
                 collections_arg.as_bytes(),
+                after.as_bytes(),
             ],
             "range",
         )
@@ -403,9 +423,11 @@ async fn read_index(core: &Core, opts: &RangeOptions, read: Read) -> Result<Inde
             complete: true,
             count: u64::try_from(int(count)?).unwrap_or(0),
             collections: Vec::new(),
+            log: None,
         }));
     }
-    let (Some(keys), Some(metas), Some(values), Some(listed), Some(stale)) = (
+    let (Some(keys), Some(metas), Some(values), Some(listed), Some(stale), Some(log)) = (
+        parts.next(),
         parts.next(),
         parts.next(),
         parts.next(),
@@ -413,7 +435,7 @@ async fn read_index(core: &Core, opts: &RangeOptions, read: Read) -> Result<Inde
         parts.next(),
     ) else {
         return Err(corrupted(
-            "a range reply has keys, metadata, values, collections and stale keys",
+            "a range reply has keys, metadata, values, collections, stale keys and the log",
         ));
     };
     let stale = byte_list(stale)?;
@@ -445,6 +467,27 @@ async fn read_index(core: &Core, opts: &RangeOptions, read: Read) -> Result<Inde
         entries,
         complete,
         collections: decode_collections(listed)?,
+        log: decode_log(revision, log)?,
+    }))
+}
+
+/// The `{ first, compacted, entries }` of the log a read at a past revision read with its
+/// page; `None` when it asked for none (an empty reply).
+fn decode_log(revision: i64, log: Value) -> Result<Option<LogStart>> {
+    let mut parts = array(log)?.into_iter();
+    let Some(first) = parts.next() else {
+        return Ok(None);
+    };
+    let (Some(compacted), Some(entries)) = (parts.next(), parts.next()) else {
+        return Err(corrupted(
+            "a range's log has its first revision, floor and entries",
+        ));
+    };
+    Ok(Some(LogStart {
+        current: revision,
+        first: int(first)?,
+        compacted: int(compacted)?,
+        entries: array(entries)?,
     }))
 }
 

@@ -2,7 +2,7 @@
 //! with the previous entries that other programs' overwrites and deletes left unknown
 //! filled in from the log itself where it still holds them.
 
-use super::Core;
+use super::{Core, LogStart};
 use crate::core::decode::{array, entry, log_entry};
 use crate::error::map_error;
 use keyplane_core::raw::emulation::{Logged, check_revision};
@@ -34,17 +34,37 @@ struct Unknown {
 impl Log {
     /// Checks that the log still holds every revision after `from`.
     pub(crate) async fn open(core: &Core, from: i64) -> Result<Self> {
-        let log = core.log_start(from.saturating_add(1), 1, "range").await?;
-        let (current, first, compacted) = (log.current, log.first, log.compacted);
+        let start = core.log_start(from.saturating_add(1), 1, "range").await?;
+        Log::start(
+            from,
+            LogStart {
+                entries: Vec::new(),
+                ..start
+            },
+            core,
+        )
+    }
+
+    /// The log after `from` as `start` found it: checks that it still holds every revision
+    /// after `from`, and takes in the entries read with it (from `from` + 1 on).
+    pub(crate) fn start(from: i64, start: LogStart, core: &Core) -> Result<Self> {
+        let LogStart {
+            current,
+            first,
+            compacted,
+            entries,
+        } = start;
         let oldest = if first > 0 { first - 1 } else { current }.max(compacted);
         check_revision(from, current, oldest)?;
-        Ok(Log {
+        let mut log = Log {
             from,
             last: from,
             events: Vec::new(),
             unknown: Vec::new(),
             key: core.internal("log"),
-        })
+        };
+        log.take_in(entries)?;
+        Ok(log)
     }
 
     /// Reads the log entries after the last one read, up to revision `to`: however fast
@@ -60,27 +80,31 @@ impl Log {
                 // Every revision has an entry: the ones missing were trimmed meanwhile.
                 return Err(Error::compacted(self.last + 1).with_context("revision", self.from));
             }
-            for raw in entries {
-                let entry = log_entry(raw)?;
-                if entry.revision != self.last + 1 {
-                    // Every revision has an entry: a gap is history trimmed meanwhile.
-                    return Err(
-                        Error::compacted(entry.revision).with_context("revision", self.from)
-                    );
-                }
-                self.last = entry.revision;
-                self.unknown
-                    .extend(entry.unknown_prev.into_iter().map(|(key, meta)| Unknown {
-                        revision: entry.revision,
-                        key,
-                        meta,
-                    }));
-                self.events.push(Logged {
-                    revision: entry.revision,
-                    events: entry.events,
-                    deleted: entry.deleted,
-                });
+            self.take_in(entries)?;
+        }
+        Ok(())
+    }
+
+    /// Takes in log entries that follow the last one read, in order.
+    fn take_in(&mut self, entries: Vec<Value>) -> Result<()> {
+        for raw in entries {
+            let entry = log_entry(raw)?;
+            if entry.revision != self.last + 1 {
+                // Every revision has an entry: a gap is history trimmed meanwhile.
+                return Err(Error::compacted(entry.revision).with_context("revision", self.from));
             }
+            self.last = entry.revision;
+            self.unknown
+                .extend(entry.unknown_prev.into_iter().map(|(key, meta)| Unknown {
+                    revision: entry.revision,
+                    key,
+                    meta,
+                }));
+            self.events.push(Logged {
+                revision: entry.revision,
+                events: entry.events,
+                deleted: entry.deleted,
+            });
         }
         Ok(())
     }

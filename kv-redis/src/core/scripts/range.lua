@@ -1,9 +1,15 @@
 #!lua flags=no-writes
 -- One page of a range, read atomically with the revision. ARGV: prefix, min and max lex
 -- specs, the most keys to fetch (or -1 for all), the mode: 'v' entries with values, 'k' keys
--- only, 'c' count only; and, to list collections too, the most collections to fetch (or -1
--- for all; empty for none). Returns { revision, keys, metas, values, collections, stale }
--- with collections as { keys, types, sizes }, or { revision, count, stale }.
+-- only, 'c' count only; to list collections too, the most collections to fetch (or -1 for
+-- all; empty for none); and, for a read at a past revision R, R + 1 (empty for none).
+-- Returns { revision, keys, metas, values, collections, stale, log } with collections as
+-- { keys, types, sizes }, or { revision, count, stale }.
+--
+-- `log`, for a read at a past revision R: { first revision in the log (0 when empty),
+-- compaction floor, up to LOG_COUNT log entries after R up to the revision read }, so that
+-- the page and the events that rewind it to R come from one instant and one round trip
+-- (empty otherwise).
 --
 -- `stale` lists the keys the indexes name that no longer hold what the index says: a plain
 -- key whose string another program deleted or replaced with another type (MGET gives nil
@@ -12,6 +18,7 @@
 -- those keys, one revision, and read again, so that a range never lists a value a key does
 -- not have, nor counts a key that is gone.
 local P, min, max, limit, mode, climit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local after = ARGV[7]
 local rev = tonumber(redis.call('GET', P .. 'rev') or '0')
 local stale = {}
 -- The values of `keys` (MGET in chunks, which also bounds the memory a keys-only read or a
@@ -82,4 +89,16 @@ if climit and climit ~= '' then
     from = '(' .. chunk[#chunk]
   end
 end
-return { rev, keys, metas, values, { ckeys, ctypes, csizes }, stale }
+local log = {}
+if after and after ~= '' then
+  local LOG_COUNT = 1000
+  local first_rev = 0
+  local first = redis.call('XRANGE', P .. 'log', '-', '+', 'COUNT', 1)
+  if #first > 0 then first_rev = tonumber(string.match(first[1][1], '^(%d+)')) end
+  local entries = {}
+  if tonumber(after) <= rev then
+    entries = redis.call('XRANGE', P .. 'log', after .. '-0', rev .. '-0', 'COUNT', LOG_COUNT)
+  end
+  log = { first_rev, tonumber(redis.call('GET', P .. 'compacted') or '0'), entries }
+end
+return { rev, keys, metas, values, { ckeys, ctypes, csizes }, stale, log }
