@@ -10,10 +10,9 @@
 //! fault) while the reader waits for a revision the writers made: the reader lists again,
 //! under the same load.
 //!
-//! The writers run in this process, so each yields after every write, as a network client
-//! does while it waits for its answer, and each stops after [`WRITES_PER_WRITER`] writes, so
-//! that all of them together stay inside Redis's default history retention: a listing that
-//! fails here fails for being busy, not for reading a revision the store let go.
+//! The writers are `keyplane_tests::busy::Writers`: in this process, yielding after each
+//! write, bounded inside Redis's default history retention, so that a listing that fails
+//! here fails for being busy, not for reading a revision the store let go.
 
 mod tenant_common;
 
@@ -22,26 +21,21 @@ use keyplane_core::keyspace::{Key, Prefix, Text, TypedStore};
 use keyplane_core::layer::{Fault, FaultLayer, FaultStore, NamespaceLayer, StoreExt};
 use keyplane_core::{
     CollectionKind, CollectionOp, CollectionResult, CollectionValue, Mirror, MirrorSnapshot,
-    PutOptions, RangeOptions, Result, Store,
+    RangeOptions, Result, Store,
 };
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_schemas::ReaderOptions;
 use keyplane_schemas::nxc::{NewProfile, ProfileId, ProviderName, RealmId, ResolverCache};
 use keyplane_schemas::tenant::{TenantProvider, publish_tenant};
+use keyplane_tests::busy::{WRITERS, Writers};
 use keyplane_tests::harness::{shared_redis, shared_redis_cluster};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// Writing tasks.
-const WRITERS: u64 = 8;
-/// The most writes of one writer.
-const WRITES_PER_WRITER: u64 = 1_000;
-/// Names each writer cycles through: overwrites, deletes and creations of a bounded set.
-const NAMES_PER_WRITER: u64 = 10;
 /// Keys per page of the readers' listings.
 const PAGE: usize = 10;
 /// How long one step may take before the test fails as hung.
@@ -76,75 +70,6 @@ async fn cluster_group() -> Option<Arc<dyn Store>> {
     ))
 }
 
-/// Writers under `root`, each cycling over its own names (put, put, delete), until stopped
-/// or their last write; `written` counts every write.
-struct Writers {
-    stop: Arc<AtomicBool>,
-    written: watch::Receiver<u64>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Writers {
-    fn start(store: &Arc<dyn Store>, root: &str) -> Writers {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (count, written) = watch::channel(0u64);
-        let count = Arc::new(count);
-        let tasks = (0..WRITERS)
-            .map(|w| {
-                let (store, stop, count) = (store.clone(), stop.clone(), count.clone());
-                let root = root.to_owned();
-                tokio::spawn(async move {
-                    for i in 0..WRITES_PER_WRITER {
-                        if stop.load(Ordering::Relaxed) {
-                            return;
-                        }
-                        let k = format!("{root}w{w}-{:02}", i % NAMES_PER_WRITER);
-                        if i % 3 == 2 {
-                            store.delete(k.as_bytes()).await.expect("a writer's delete");
-                        } else {
-                            let value = format!("{w}:{i}");
-                            store
-                                .put(k.as_bytes(), value.as_bytes(), PutOptions::default())
-                                .await
-                                .expect("a writer's put");
-                        }
-                        count.send_modify(|n| *n += 1);
-                        tokio::task::yield_now().await;
-                    }
-                })
-            })
-            .collect();
-        Writers {
-            stop,
-            written,
-            tasks,
-        }
-    }
-
-    /// Waits until the writers have written `more` times since the last wait (or have all
-    /// finished).
-    async fn advance(&mut self, more: u64) {
-        let target = *self.written.borrow_and_update() + more;
-        let _ = self.written.wait_for(|n| *n >= target).await;
-    }
-
-    /// Fails the test when the writers have run out of writes: `step`, just done, may then
-    /// have succeeded only once the store was quiet.
-    fn assert_running(&self, step: &str) {
-        assert!(
-            *self.written.borrow() < WRITERS * WRITES_PER_WRITER,
-            "the writers ran out before {step} was done"
-        );
-    }
-
-    async fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for task in self.tasks {
-            task.await.expect("a writer task");
-        }
-    }
-}
-
 /// Holds every listing call until the writers have written [`WRITERS`] more times, and
 /// counts them.
 struct Gate {
@@ -177,11 +102,12 @@ struct Busy {
 impl Busy {
     /// Starts the writers under a root of their own in `base`.
     fn start(base: Arc<dyn Store>) -> Busy {
-        let writers = Writers::start(&base, &format!("busy-{}/", uuid::Uuid::new_v4().simple()));
+        let root = format!("busy-{}/", uuid::Uuid::new_v4().simple());
+        let writers = Writers::start(&base, root.as_bytes());
         let gate = Arc::new(Intercepted::new(
             base.clone(),
             Gate {
-                written: writers.written.clone(),
+                written: writers.counter(),
                 ranges: AtomicU64::new(0),
             },
         ));

@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 pub mod backends;
+pub mod busy;
 pub mod chaos;
 pub mod conformance;
 pub mod harness;
