@@ -2,7 +2,7 @@
 //! revision and succeeds while other tasks write as fast as they can, elsewhere in the store
 //! or in the listed directory itself.
 //!
-//! The writers are [`Writers`](crate::busy::Writers): in this process, yielding after each
+//! The writers are [`Writers`]: in this process, yielding after each
 //! write, bounded well inside every backend's retention.
 
 use super::support::{all_pages, key, put, root};
