@@ -82,10 +82,13 @@ pub(crate) fn library() -> &'static Library {
             };
             let start = if *writes { "begin(ARGV)\n" } else { "" };
             body.push_str(&format!(
-                "redis.register_function{{function_name='@V@_{name}', \
-                 callback=function(KEYS, ARGV)\n{start}{text}\nend{flags}}}\n"
+                "local function f_{name}(KEYS, ARGV)\n{start}{text}\nend\n\
+                 redis.register_function{{function_name='@V@_{name}', \
+                 callback=f_{name}{flags}}}\n"
             ));
         }
+        // The group commit's function, which calls the writing functions above.
+        body.push_str(include_str!("scripts/batch.lua"));
         let version = sha1_smol::Sha1::from(body.as_bytes()).digest().to_string();
         let name = format!("keyplane_{}", &version[..12]);
         let code = format!(
@@ -128,6 +131,8 @@ pub(crate) struct Scripts {
     pub(crate) reconcile: Lua,
     /// The function that answers 1 (there is no script of it).
     pub(crate) hello: String,
+    /// The group commit's function (there is no script of it: batches need functions).
+    pub(crate) batch: String,
     /// Takes or renews the reconciler's leader key: `KEYS[1]` the key, `ARGV` the store's id
     /// and the TTL in ms; returns 1 while the caller leads.
     pub(crate) lead: Script,
@@ -138,6 +143,7 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn new() -> Self {
         let hello = Lua::new("hello", "return 1").function;
+        let batch = Lua::new("batch", "return {}").function;
         Scripts {
             txn: Lua::new("txn", with_lib!("scripts/txn.lua")),
             put: Lua::new("put", with_lib!("scripts/put.lua")),
@@ -158,6 +164,7 @@ impl Scripts {
             lease_sweep: Lua::new("lease_sweep", with_lib!("scripts/lease_sweep.lua")),
             reconcile: Lua::new("reconcile", with_lib!("scripts/reconcile.lua")),
             hello,
+            batch,
             lead: Script::new(
                 "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                    redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end \

@@ -1,0 +1,159 @@
+-- The group commit's function (see `commit.rs`), appended to the library after the writing
+-- functions. ARGV is the prefix and the retention, then each write as its function's name,
+-- its argument count and its arguments. It runs the writes in order and answers one pair per
+-- write: { 1, reply }, or { 0, error } with the text of the error reply the write returned or
+-- raised, so that one write's failure is its own (a write checks everything before its
+-- first write, so a failed write wrote nothing).
+--
+-- A run of consecutive plain puts shares what its puts would each repeat: one HMGET of their
+-- metadata, the revision counter read once and written once, one HSET of their metadata and
+-- one ZADD of their new keys. Each put still has its own revision, its own log entry and
+-- its own reply, exactly as `put.lua` would give it.
+
+-- The error text of a failed write: the `err` of an error reply, or a raised Lua error.
+local function error_text(e)
+  if type(e) == 'table' and e.err then
+    return e.err
+  end
+  return 'ERR ' .. tostring(e)
+end
+
+-- What a put run holds back until it ends (or until a put needs the store as its own script
+-- would find it): the revision, the metadata written, the keys new to the index.
+local run_rev, run_meta, run_new, run_new_count, run_dirty
+
+local function run_flush()
+  if not run_dirty then
+    return
+  end
+  local fields = {}
+  for key, m in pairs(run_meta) do
+    fields[#fields + 1] = key
+    fields[#fields + 1] = m
+  end
+  if #fields > 0 then
+    redis.call('HSET', K_META, unpack(fields))
+  end
+  if run_new_count > 0 then
+    local args = {}
+    for i = 1, run_new_count do
+      args[#args + 1] = 0
+      args[#args + 1] = run_new[i]
+    end
+    redis.call('ZADD', K_IDX, unpack(args))
+  end
+  redis.call('SET', K_REV, run_rev)
+  run_meta, run_new, run_new_count, run_dirty = {}, {}, 0, false
+end
+
+-- One put of a run: as `put.lua`, with the metadata from `metas` (the run's view) and the
+-- revision from `run_rev`. Returns the reply, or an error reply.
+local function run_put(key, value, lease, want_prev, hash, metas)
+  if not may('SET', key, value) then
+    return no_permission(1, 'write')
+  end
+  local err = check_lease(1, lease)
+  if err then
+    return err
+  end
+  local old = metas[key]
+  local prev = redis.pcall('SET', key, value, 'GET')
+  if type(prev) == 'table' then
+    if string.sub(prev.err, 1, 9) == 'WRONGTYPE' then
+      return redis.error_reply('KVWRONGTYPE 1 holds a ' .. redis.call('TYPE', key)['ok'])
+    end
+    return prev
+  end
+  if (prev and not old) or (old and not prev) then
+    -- Another program wrote or deleted the key: reconciling it is a revision of its own,
+    -- written by the shared helpers on the store as it stands, so the run writes what it
+    -- holds back first.
+    run_flush()
+    if prev and not old then
+      old = adopted_meta(absorb({ { key, 'adopt', prev } }), prev)
+    else
+      absorb({ { key, 'forget', old } })
+      old = nil
+    end
+    run_rev = current_revision()
+  end
+  events = {}
+  run_rev = run_rev + 1
+  run_dirty = true
+  local rev = run_rev
+  local m = record_put(key, value, hash, lease, old, prev or '', tostring(rev))
+  metas[key] = m
+  run_meta[key] = m
+  if not old then
+    run_new_count = run_new_count + 1
+    run_new[run_new_count] = key
+  end
+  append_log(rev)
+  if want_prev and old then
+    return { rev, { prev, old } }
+  end
+  return { rev, false }
+end
+
+-- Runs the puts whose arguments start at ARGV[first], `count` of them (5 arguments each),
+-- appending their pairs to `out`.
+local function put_run(argv, first, count, out)
+  local keys, distinct = {}, {}
+  for j = 0, count - 1 do
+    local key = argv[first + j * 7 + 2]
+    if not distinct[key] then
+      distinct[key] = true
+      keys[#keys + 1] = key
+    end
+  end
+  local found = redis.call('HMGET', K_META, unpack(keys))
+  local metas = {}
+  for i, key in ipairs(keys) do
+    metas[key] = found[i] or nil
+  end
+  run_rev, run_meta, run_new, run_new_count, run_dirty = current_revision(), {}, {}, 0, false
+  for j = 0, count - 1 do
+    local a = first + j * 7 + 2
+    local ok, reply = pcall(run_put, argv[a], argv[a + 1], argv[a + 2], argv[a + 3] == '1', argv[a + 4], metas)
+    if not ok or (type(reply) == 'table' and reply.err) then
+      out[#out + 1] = { 0, error_text(reply) }
+    else
+      out[#out + 1] = { 1, reply }
+    end
+  end
+  run_flush()
+  events = {}
+end
+
+local BATCHED = { put = f_put, delete = f_delete, txn = f_txn }
+
+redis.register_function{function_name='@V@_batch', callback=function(KEYS, ARGV)
+  begin(ARGV)
+  local out, i, n = {}, 3, #ARGV
+  while i <= n do
+    local name, argc = ARGV[i], tonumber(ARGV[i + 1])
+    if name == 'put' and argc == 5 then
+      -- The run of consecutive puts starting here.
+      local count, j = 0, i
+      while j <= n and ARGV[j] == 'put' and ARGV[j + 1] == '5' do
+        count, j = count + 1, j + 7
+      end
+      put_run(ARGV, i, count, out)
+      i = j
+    else
+      local sub = { ARGV[1], ARGV[2] }
+      for j = 1, argc do
+        sub[j + 2] = ARGV[i + 1 + j]
+      end
+      i = i + 2 + argc
+      local f = BATCHED[name]
+      local ok, reply = pcall(f, KEYS, sub)
+      if not ok or (type(reply) == 'table' and reply.err) then
+        out[#out + 1] = { 0, error_text(reply) }
+      else
+        out[#out + 1] = { 1, reply }
+      end
+    end
+  end
+  return out
+end}

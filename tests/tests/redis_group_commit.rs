@@ -1,0 +1,343 @@
+//! The Redis store's group commit: writes issued at the same moment share one function call,
+//! and each keeps its own revision, events, result and error. Batches are made to form on
+//! purpose: a `CLIENT PAUSE ... WRITE` on a server of the test's own holds the first calls,
+//! so every write issued meanwhile queues behind them and goes in one batch when it ends.
+
+use futures::StreamExt;
+use futures::future::join_all;
+use keyplane_core::{
+    CollectionOp, CollectionResult, Compare, CompareOp, Error, ErrorKind, Event, PutOptions, Store,
+    Txn, TxnOp, TxnResponse, WatchOptions,
+};
+use keyplane_redis::{RedisConfig, RedisStore};
+use keyplane_tests::harness::{RedisServer, key_root, redis_command_calls, redis_connection};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A server of the test's own (pausing it must not hold other tests' writes) and a store on it.
+async fn server_and_store() -> Option<(RedisServer, RedisStore)> {
+    let server = RedisServer::start()?;
+    let store = RedisStore::connect(RedisConfig::new(server.url()))
+        .await
+        .expect("connect");
+    Some((server, store))
+}
+
+/// Holds every client's writes for `ms` ms.
+async fn pause_writes(con: &mut redis::aio::MultiplexedConnection, ms: u64) {
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(ms)
+        .arg("WRITE")
+        .query_async(con)
+        .await
+        .unwrap();
+}
+
+/// Every event of `store` under `root` from revision `from` up to revision `to`, by revision.
+async fn events_until(
+    store: &RedisStore,
+    root: &str,
+    from: i64,
+    to: i64,
+) -> BTreeMap<i64, Vec<Event>> {
+    let mut watch = store
+        .watch(WatchOptions::prefix(root).from_revision(from).with_prev())
+        .await
+        .unwrap();
+    let mut seen = BTreeMap::new();
+    while seen.keys().next_back().is_none_or(|&last| last < to) {
+        let batch = tokio::time::timeout(Duration::from_secs(10), watch.next())
+            .await
+            .expect("the watch delivers every revision")
+            .expect("the watch goes on")
+            .expect("no watch error");
+        assert!(
+            seen.insert(batch.revision, batch.events).is_none(),
+            "revision {} delivered twice",
+            batch.revision
+        );
+    }
+    seen
+}
+
+#[tokio::test]
+async fn concurrent_puts_share_calls_and_keep_their_own_revisions_and_events() {
+    let Some((server, store)) = server_and_store().await else {
+        return;
+    };
+    let root = key_root("gc-puts");
+    let mut con = redis_connection(&server.url()).await;
+    // Earlier values, so that each put has a previous value to report.
+    for k in 0..16 {
+        store
+            .put(
+                format!("{root}{k}").as_bytes(),
+                b"before",
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let start = store.revision().await.unwrap();
+    let calls_before = redis_command_calls(&mut con, "fcall").await;
+    pause_writes(&mut con, 300).await;
+    // 64 puts at once: 16 keys, four puts each, so a batch writes one key several times.
+    let results = join_all((0..64).map(|i| {
+        let (store, key) = (&store, format!("{root}{}", i % 16));
+        async move {
+            let value = format!("v{i}");
+            let put = store
+                .put(
+                    key.as_bytes(),
+                    value.as_bytes(),
+                    PutOptions::default().with_prev(),
+                )
+                .await
+                .unwrap();
+            (key, value, put)
+        }
+    }))
+    .await;
+    let calls = redis_command_calls(&mut con, "fcall").await - calls_before;
+    assert!(
+        calls <= 8,
+        "64 writes issued together went in {calls} calls: the group commit did not batch them"
+    );
+    // Every put has a revision of its own, and together they are the next 64.
+    let mut revisions: Vec<i64> = results.iter().map(|(_, _, put)| put.revision).collect();
+    revisions.sort_unstable();
+    assert_eq!(revisions, (start + 1..=start + 64).collect::<Vec<_>>());
+    // Each put's event is at its revision, with the value before it as its previous value,
+    // and that value is the put's own reply.
+    let events = events_until(&store, &root, start + 1, start + 64).await;
+    assert_eq!(events.len(), 64);
+    let mut last_value: BTreeMap<String, Vec<u8>> = (0..16)
+        .map(|k| (format!("{root}{k}"), b"before".to_vec()))
+        .collect();
+    let by_revision: BTreeMap<i64, &(String, String, keyplane_core::PutResult)> =
+        results.iter().map(|r| (r.2.revision, r)).collect();
+    for (revision, batch) in &events {
+        let (key, value, put) = by_revision[revision];
+        assert_eq!(batch.len(), 1, "one event per revision");
+        let Event::Put { entry, prev } = &batch[0] else {
+            panic!("a put event at {revision}");
+        };
+        assert_eq!(entry.key, key.as_bytes());
+        assert_eq!(entry.value, value.as_bytes());
+        assert_eq!(entry.mod_revision, *revision);
+        let expected_prev = &last_value[key];
+        assert_eq!(prev.as_ref().map(|p| &p.value), Some(expected_prev));
+        assert_eq!(
+            put.prev.as_ref().map(|p| &p.value),
+            Some(expected_prev),
+            "the put's reply names the value its event replaced"
+        );
+        last_value.insert(key.clone(), value.as_bytes().to_vec());
+    }
+    // What the store holds is each key's last write, with its version.
+    for (key, value) in &last_value {
+        let entry = store.get(key.as_bytes()).await.unwrap().unwrap();
+        assert_eq!(&entry.value, value);
+        assert_eq!(entry.version, 5, "one put before, four in the batch");
+    }
+}
+
+#[tokio::test]
+async fn a_failed_write_in_a_batch_is_its_own_and_writes_nothing() {
+    let Some((server, store)) = server_and_store().await else {
+        return;
+    };
+    let root = key_root("gc-failures");
+    let mut con = redis_connection(&server.url()).await;
+    let set = format!("{root}set");
+    store
+        .collection(CollectionOp::SetAdd {
+            key: set.clone().into(),
+            member: b"m".to_vec(),
+        })
+        .await
+        .unwrap();
+    let lease = store.lease_grant(Duration::from_secs(60)).await.unwrap().id;
+    store.lease_revoke(lease).await.unwrap();
+    let cas = format!("{root}cas");
+    store
+        .put(cas.as_bytes(), b"0", PutOptions::default())
+        .await
+        .unwrap();
+    let start = store.revision().await.unwrap();
+    let calls_before = redis_command_calls(&mut con, "fcall").await;
+    pause_writes(&mut con, 300).await;
+    let good = |i: usize| format!("{root}good/{i}");
+    let outcomes: Vec<(&str, Result<i64, Error>)> = join_all((0..40).map(|i| {
+        let (store, set, cas, good) = (&store, &set, &cas, good(i));
+        async move {
+            match i % 5 {
+                // A put onto a set: WrongType, and the set stays.
+                1 => (
+                    "wrong type",
+                    store
+                        .put(set.as_bytes(), b"x", PutOptions::default())
+                        .await
+                        .map(|p| p.revision),
+                ),
+                // A put with a revoked lease.
+                2 => (
+                    "lease",
+                    store
+                        .put(good.as_bytes(), b"x", PutOptions::default().lease(lease))
+                        .await
+                        .map(|p| p.revision),
+                ),
+                // Compare-and-sets on one key: exactly one wins.
+                3 => (
+                    "cas",
+                    store
+                        .txn(
+                            Txn::new()
+                                .when([Compare::value(cas, CompareOp::Equal, "0")])
+                                .and_then([TxnOp::put(cas, format!("won by {i}"))]),
+                        )
+                        .await
+                        .map(|r: TxnResponse| if r.succeeded { r.revision } else { -1 }),
+                ),
+                // A delete of a key that does not exist: no revision.
+                4 => (
+                    "delete",
+                    store
+                        .delete(format!("{good}/absent").as_bytes())
+                        .await
+                        .map(|d| d.revision),
+                ),
+                _ => (
+                    "put",
+                    store
+                        .put(good.as_bytes(), b"ok", PutOptions::default())
+                        .await
+                        .map(|p| p.revision),
+                ),
+            }
+        }
+    }))
+    .await;
+    let calls = redis_command_calls(&mut con, "fcall").await - calls_before;
+    assert!(calls <= 8, "40 writes went in {calls} calls");
+    let mut winners = 0;
+    let mut revisions = Vec::new();
+    for (i, (what, outcome)) in outcomes.iter().enumerate() {
+        match *what {
+            "wrong type" => assert_eq!(outcome.as_ref().unwrap_err().kind(), ErrorKind::WrongType),
+            "lease" => {
+                assert_eq!(
+                    outcome.as_ref().unwrap_err().kind(),
+                    ErrorKind::LeaseNotFound
+                );
+                assert!(store.get(good(i).as_bytes()).await.unwrap().is_none());
+            }
+            "cas" => {
+                let revision = *outcome.as_ref().unwrap();
+                if revision > 0 {
+                    winners += 1;
+                    revisions.push(revision);
+                }
+            }
+            "delete" => assert!(*outcome.as_ref().unwrap() >= start),
+            _ => {
+                revisions.push(*outcome.as_ref().unwrap());
+                let entry = store.get(good(i).as_bytes()).await.unwrap().unwrap();
+                assert_eq!(entry.value, b"ok");
+            }
+        }
+    }
+    assert_eq!(
+        winners, 1,
+        "one compare-and-set wins, the others see its write"
+    );
+    // The set is untouched, and the successful writes are the next revisions, one each.
+    let members = store
+        .collection(CollectionOp::SetMembers {
+            key: set.clone().into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(members, CollectionResult::Members(vec![b"m".to_vec()]));
+    revisions.sort_unstable();
+    assert_eq!(
+        revisions,
+        (start + 1..=start + revisions.len() as i64).collect::<Vec<_>>()
+    );
+    assert_eq!(store.revision().await.unwrap(), start + 9);
+}
+
+#[tokio::test]
+async fn a_batch_adopts_what_other_programs_did_to_its_keys() {
+    let Some((server, store)) = server_and_store().await else {
+        return;
+    };
+    let root = key_root("gc-foreign");
+    let mut con = redis_connection(&server.url()).await;
+    let (foreign, deleted) = (format!("{root}foreign"), format!("{root}deleted"));
+    store
+        .put(deleted.as_bytes(), b"ours", PutOptions::default())
+        .await
+        .unwrap();
+    // Another program writes one key and deletes the other.
+    let _: () = redis::cmd("SET")
+        .arg(&foreign)
+        .arg("theirs")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(&deleted)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let start = store.revision().await.unwrap();
+    pause_writes(&mut con, 200).await;
+    let puts = join_all(
+        [&foreign, &deleted, &foreign]
+            .into_iter()
+            .enumerate()
+            .chain((0..8).map(|i| (10 + i, &foreign)))
+            .map(|(i, key)| {
+                let store = &store;
+                async move {
+                    store
+                        .put(
+                            key.as_bytes(),
+                            format!("v{i}").as_bytes(),
+                            PutOptions::default().with_prev(),
+                        )
+                        .await
+                        .unwrap()
+                }
+            }),
+    )
+    .await;
+    let last = puts.iter().map(|p| p.revision).max().unwrap();
+    // 11 puts, one adoption of the foreign string and one delete of the vanished key.
+    assert_eq!(last, start + 13);
+    let events = events_until(&store, &root, start + 1, last).await;
+    let flat: Vec<&Event> = events.values().flatten().collect();
+    let adopted = flat
+        .iter()
+        .position(|e| matches!(e, Event::Put { entry, .. } if entry.value == b"theirs"))
+        .expect("the foreign value is adopted with a put event");
+    let first_ours = flat
+        .iter()
+        .position(|e| matches!(e, Event::Put { entry, .. } if entry.key == foreign.as_bytes() && entry.value != b"theirs"))
+        .unwrap();
+    assert!(
+        adopted < first_ours,
+        "the adoption comes before our first put of the key"
+    );
+    assert!(
+        flat.iter()
+            .any(|e| matches!(e, Event::Delete { key, .. } if *key == deleted.as_bytes())),
+        "the other program's delete is an event"
+    );
+    let entry = store.get(deleted.as_bytes()).await.unwrap().unwrap();
+    assert_eq!(entry.version, 1, "the vanished key starts again");
+    assert_eq!(entry.create_revision, entry.mod_revision);
+}
