@@ -23,8 +23,18 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
         }
     }
     let mut args = Cmd::new();
-    encode(&txn, core.config.max_prefix_delete_keys, &mut args);
-    let reply = core.commit(Writer::Txn, args, "txn").await?;
+    let writer = match (&txn.compares[..], &txn.success[..], &txn.failure[..]) {
+        // A lone rotation (the balancer's pick) has a script of its own.
+        ([], [TxnOp::Collection(CollectionOp::ListRotate { key })], []) => {
+            args.arg(key.as_slice());
+            Writer::Rotate
+        }
+        _ => {
+            encode(&txn, core.config.max_prefix_delete_keys, &mut args);
+            Writer::Txn
+        }
+    };
+    let reply = core.commit(writer, args, "txn").await?;
     let mut parts = array(reply)?.into_iter();
     let (Some(succeeded), Some(revision), Some(results)) =
         (parts.next(), parts.next(), parts.next())

@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 /// The most calls of one core's writes in flight at once: enough that the server never idles
 /// through a round trip while writers wait, few enough that the writes which come meanwhile
 /// queue and share a call.
-const MAX_IN_FLIGHT: usize = 2;
+const MAX_IN_FLIGHT: usize = 4;
 
 /// The most writes one batch carries: a call holds the server for the time of all of them,
 /// so a bound keeps any one call short while still sharing its cost widely.
@@ -49,6 +49,8 @@ pub(crate) enum Writer {
     Delete,
     /// `txn.lua`, a transaction (collection ops included).
     Txn,
+    /// `rotate.lua`, a transaction of one list rotation.
+    Rotate,
 }
 
 impl Writer {
@@ -58,6 +60,7 @@ impl Writer {
             Writer::Put => "put",
             Writer::Delete => "delete",
             Writer::Txn => "txn",
+            Writer::Rotate => "rotate",
         }
     }
 
@@ -67,6 +70,7 @@ impl Writer {
             Writer::Put => &scripts.put,
             Writer::Delete => &scripts.delete,
             Writer::Txn => &scripts.txn,
+            Writer::Rotate => &scripts.rotate,
         }
     }
 }
@@ -287,9 +291,9 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
         reply = call.query_async(&mut con).await;
     }
     let replies = match reply {
-        Ok(Value::Array(replies)) if replies.len() == batch.len() => replies,
+        Ok(Value::Array(replies)) if replies.len() == 3 * batch.len() => replies,
         Ok(_) => {
-            let e = corrupted("a batch reply has one reply per write");
+            let e = corrupted("a batch reply has three values per write");
             for p in batch {
                 let _ = p.reply.send(Err(e.clone()));
             }
@@ -316,10 +320,16 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
             return;
         }
     };
+    let mut replies = replies.into_iter();
     let mut results: Vec<Result<Value>> = batch
         .iter()
-        .zip(replies)
-        .map(|(p, reply)| outcome(p.op, reply))
+        .map(|p| {
+            let (Some(a), Some(b), Some(c)) = (replies.next(), replies.next(), replies.next())
+            else {
+                return Err(corrupted("a batch reply has three values per write"));
+            };
+            outcome(p.op, a, b, c)
+        })
         .collect();
     if results.iter().any(Result::is_ok)
         && let Err(e) = link.wait_for_replicas("batch").await
@@ -335,20 +345,24 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
     }
 }
 
-/// One write's part of a batch reply: `{ 1, reply }`, or `{ 0, error }` with the error
-/// reply's text (code and detail) that the write's function returned or raised.
-fn outcome(op: &'static str, reply: Value) -> Result<Value> {
-    let Value::Array(parts) = reply else {
-        return Err(corrupted("a batched write's reply is a pair"));
-    };
-    let mut parts = parts.into_iter();
-    match (parts.next(), parts.next()) {
-        (Some(Value::Int(1)), Some(value)) => Ok(value),
-        (Some(Value::Int(1)), None) => Ok(Value::Nil),
-        (Some(Value::Int(0)), Some(Value::BulkString(text))) => {
-            Err(map_error(op, server_error(&text)))
+/// One write's three values of a batch reply (see `scripts/batch.lua`), as the reply the
+/// write's function gives alone: a put's or delete's revision with its previous value and
+/// metadata, which become `{ revision, { value, meta } or nil }`; -1 and a transaction's reply;
+/// -2 and the text of the error reply (code and detail) the write returned or raised.
+fn outcome(op: &'static str, a: Value, b: Value, c: Value) -> Result<Value> {
+    match (a, b) {
+        (Value::Int(-2), Value::BulkString(text)) => Err(map_error(op, server_error(&text))),
+        (Value::Int(-1), reply) => Ok(reply),
+        (Value::Int(revision), Value::Nil) if revision >= 0 => {
+            Ok(Value::Array(vec![Value::Int(revision), Value::Nil]))
         }
-        _ => Err(corrupted("a batched write's reply is a pair")),
+        (Value::Int(revision), prev) if revision >= 0 => Ok(Value::Array(vec![
+            Value::Int(revision),
+            Value::Array(vec![prev, c]),
+        ])),
+        _ => Err(corrupted(
+            "a batched write's reply is not one the batch gives",
+        )),
     }
 }
 
