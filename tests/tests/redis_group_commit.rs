@@ -341,3 +341,137 @@ async fn a_batch_adopts_what_other_programs_did_to_its_keys() {
     assert_eq!(entry.version, 1, "the vanished key starts again");
     assert_eq!(entry.create_revision, entry.mod_revision);
 }
+
+#[tokio::test]
+async fn a_batch_waits_for_the_replicas_once_and_every_write_in_it_answers_for_it() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    // One replica asked for, none there: every write is applied and reported as a Timeout.
+    let mut config = RedisConfig::new(server.url());
+    config.wait_replicas = 1;
+    config.wait_timeout_ms = 100;
+    let store = RedisStore::connect(config).await.expect("connect");
+    let root = key_root("gc-wait");
+    let mut con = redis_connection(&server.url()).await;
+    let calls_before = redis_command_calls(&mut con, "fcall").await;
+    pause_writes(&mut con, 200).await;
+    let outcomes = join_all((0..16).map(|i| {
+        let (store, key) = (&store, format!("{root}{i}"));
+        async move { store.put(key.as_bytes(), b"v", PutOptions::default()).await }
+    }))
+    .await;
+    let calls = redis_command_calls(&mut con, "fcall").await - calls_before;
+    assert!(calls <= 8, "16 writes went in {calls} calls");
+    for outcome in &outcomes {
+        assert_eq!(outcome.as_ref().unwrap_err().kind(), ErrorKind::Timeout);
+    }
+    for i in 0..16 {
+        let entry = store.get(format!("{root}{i}").as_bytes()).await.unwrap();
+        assert_eq!(
+            entry.unwrap().value,
+            b"v",
+            "the write was applied on the master"
+        );
+    }
+    assert!(
+        redis_command_calls(&mut con, "wait").await < 16,
+        "one WAIT per call"
+    );
+}
+
+/// Redis refuses a whole batch when memory is over `maxmemory` (a function that may write is
+/// checked before it starts): each write then goes alone by SHA, so that deletes still run
+/// and puts fail, each on its own.
+#[tokio::test]
+async fn a_batch_refused_for_memory_runs_write_by_write() {
+    let Some((server, store)) = server_and_store().await else {
+        return;
+    };
+    let root = key_root("gc-oom");
+    let mut con = redis_connection(&server.url()).await;
+    for i in 0..8 {
+        store
+            .put(
+                format!("{root}k{i}").as_bytes(),
+                b"value",
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let before = store.revision().await.unwrap();
+    for (name, value) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1")] {
+        let () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+    }
+    let rejected_before = rejected_fcalls(&mut con).await;
+    pause_writes(&mut con, 200).await;
+    let outcomes = join_all((0..16).map(|i| {
+        let (store, root) = (&store, &root);
+        async move {
+            if i % 2 == 0 {
+                store
+                    .delete(format!("{root}k{}", i / 2).as_bytes())
+                    .await
+                    .map(|d| d.prev.is_some())
+            } else {
+                store
+                    .put(
+                        format!("{root}new{i}").as_bytes(),
+                        b"x",
+                        PutOptions::default(),
+                    )
+                    .await
+                    .map(|_| true)
+            }
+        }
+    }))
+    .await;
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    for (i, outcome) in outcomes.iter().enumerate() {
+        if i % 2 == 0 {
+            assert!(outcome.as_ref().unwrap(), "delete {i} ran: {outcome:?}");
+        } else {
+            let err = outcome.as_ref().unwrap_err();
+            assert!(format!("{err:?}").contains("OOM"), "{err:?}");
+            assert!(
+                store
+                    .get(format!("{root}new{i}").as_bytes())
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+        }
+    }
+    assert_eq!(store.revision().await.unwrap(), before + 8);
+    assert!(
+        rejected_fcalls(&mut con).await - rejected_before > 4,
+        "a batch was refused, not only the lone calls"
+    );
+}
+
+/// The `FCALL`s Redis has refused (for memory, here), from `INFO commandstats`.
+async fn rejected_fcalls(con: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(con)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_fcall:"))
+        .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("rejected_calls=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
