@@ -475,3 +475,201 @@ async fn rejected_fcalls(con: &mut redis::aio::MultiplexedConnection) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
+
+/// Issues `n` puts of `root`'s keys `0..keys` at once behind a pause, so that most of them go
+/// in one batch and share one log entry; returns each put's revision and value, by revision.
+async fn batched_puts(
+    store: &RedisStore,
+    con: &mut redis::aio::MultiplexedConnection,
+    root: &str,
+    n: usize,
+    keys: usize,
+) -> BTreeMap<i64, (String, String)> {
+    pause_writes(con, 200).await;
+    join_all((0..n).map(|i| async move {
+        let (key, value) = (format!("{root}{}", i % keys), format!("b{i}"));
+        let put = store
+            .put(key.as_bytes(), value.as_bytes(), PutOptions::default())
+            .await
+            .unwrap();
+        (put.revision, (key, value))
+    }))
+    .await
+    .into_iter()
+    .collect()
+}
+
+/// The most revisions one entry of the store's log holds (the default internal prefix).
+async fn widest_log_entry(con: &mut redis::aio::MultiplexedConnection) -> usize {
+    let entries: Vec<(String, Vec<Vec<u8>>)> = redis::cmd("XRANGE")
+        .arg("__kv:log")
+        .arg("-")
+        .arg("+")
+        .query_async(con)
+        .await
+        .unwrap();
+    entries
+        .iter()
+        .map(|(_, fields)| fields.len() / 2)
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn reads_and_watches_start_inside_a_batch_log_entry() {
+    let Some((server, store)) = server_and_store().await else {
+        return;
+    };
+    let root = key_root("gc-inside");
+    let mut con = redis_connection(&server.url()).await;
+    store
+        .put(
+            format!("{root}0").as_bytes(),
+            b"first",
+            PutOptions::default(),
+        )
+        .await
+        .unwrap();
+    let puts = batched_puts(&store, &mut con, &root, 40, 8).await;
+    assert!(
+        widest_log_entry(&mut con).await > 8,
+        "the batch logged its revisions in one entry"
+    );
+    let revisions: Vec<i64> = puts.keys().copied().collect();
+    let last = *revisions.last().unwrap();
+    // The state at every revision of the batch, replayed from the puts.
+    let mut state: BTreeMap<String, String> = [(format!("{root}0"), "first".to_owned())].into();
+    let mut at: BTreeMap<i64, BTreeMap<String, String>> = BTreeMap::new();
+    for (revision, (key, value)) in &puts {
+        state.insert(key.clone(), value.clone());
+        at.insert(*revision, state.clone());
+    }
+    // A read pinned to a revision in the middle of the entry sees exactly that state.
+    for &pin in [revisions[10], revisions[20], revisions[30]].iter() {
+        let read = store
+            .range(keyplane_core::RangeOptions::prefix(&root).at_revision(pin))
+            .await
+            .unwrap();
+        let seen: BTreeMap<String, String> = read
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    String::from_utf8(e.key.clone()).unwrap(),
+                    String::from_utf8(e.value.clone()).unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(seen, at[&pin], "a read at {pin}");
+    }
+    // A watch from a revision in the middle delivers from exactly there.
+    let from = revisions[17];
+    let events = events_until(&store, &root, from, last).await;
+    assert_eq!(
+        events.keys().copied().collect::<Vec<_>>(),
+        revisions[17..].to_vec()
+    );
+    for (revision, batch) in &events {
+        let Event::Put { entry, .. } = &batch[0] else {
+            panic!("a put at {revision}");
+        };
+        assert_eq!(entry.value, puts[revision].1.as_bytes());
+    }
+    // Compacting at a revision inside the entry: a watch from there works, one from before
+    // it is refused.
+    store.compact(revisions[25]).await.unwrap();
+    let events = events_until(&store, &root, revisions[25], last).await;
+    assert_eq!(events.len(), revisions.len() - 25);
+    let refused = store
+        .watch(WatchOptions::prefix(&root).from_revision(revisions[24]))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert!(refused.compact_revision().is_some(), "{refused:?}");
+}
+
+#[tokio::test]
+async fn a_retention_trimming_batch_entries_stays_honest() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let mut config = RedisConfig::new(server.url());
+    config.history_retention = 40;
+    let store = RedisStore::connect(config).await.expect("connect");
+    let root = key_root("gc-trim");
+    let mut con = redis_connection(&server.url()).await;
+    let start = store.revision().await.unwrap();
+    for _ in 0..6 {
+        batched_puts(&store, &mut con, &root, 40, 8).await;
+    }
+    let now = store.revision().await.unwrap();
+    assert_eq!(now, start + 240);
+    // The oldest revision still in the log starts a watch; the one before it is Compacted,
+    // naming a revision the log holds.
+    let mut oldest = None;
+    for from in start + 1..=now {
+        if store
+            .watch(WatchOptions::prefix(&root).from_revision(from))
+            .await
+            .is_ok()
+        {
+            oldest = Some(from);
+            break;
+        }
+    }
+    let oldest = oldest.expect("a watch starts somewhere in the retained log");
+    assert!(oldest > start + 1, "the retention trimmed the log");
+    assert!(oldest <= now - 39, "at least the retention stays");
+    let events = events_until(&store, &root, oldest, now).await;
+    assert_eq!(
+        events.len() as i64,
+        now - oldest + 1,
+        "every retained revision, once"
+    );
+    let err = store
+        .watch(WatchOptions::prefix(&root).from_revision(oldest - 1))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.compact_revision().is_some(), "{err:?}");
+    // A read pinned to a trimmed revision is refused too, never made up.
+    let err = store
+        .range(keyplane_core::RangeOptions::prefix(&root).at_revision(oldest - 2))
+        .await
+        .unwrap_err();
+    assert!(err.compact_revision().is_some(), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_past_read_finds_a_batched_write_another_program_overwrote() {
+    let Some((server, store)) = server_and_store().await else {
+        return;
+    };
+    let root = key_root("gc-unknown");
+    let mut con = redis_connection(&server.url()).await;
+    let puts = batched_puts(&store, &mut con, &root, 40, 40).await;
+    let (&pin, (key, value)) = puts.iter().nth(20).unwrap();
+    // Another program overwrites the key; reconciling adopts the change (its event carries
+    // no previous value: the store never saw what was overwritten).
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("theirs")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let adopted = store.reconcile(root.as_bytes()).await.unwrap();
+    assert_eq!(adopted.changed, 1, "{adopted:?}");
+    assert_eq!(
+        store.get(key.as_bytes()).await.unwrap().unwrap().value,
+        b"theirs"
+    );
+    // A read at the batch's revision lists what the batched put wrote, found in the batch's
+    // log entry by its revision.
+    let read = store
+        .range(keyplane_core::RangeOptions::prefix(key).at_revision(pin))
+        .await
+        .unwrap();
+    assert_eq!(read.entries.len(), 1);
+    assert_eq!(read.entries[0].value, value.as_bytes());
+    assert_eq!(read.entries[0].mod_revision, pin);
+}

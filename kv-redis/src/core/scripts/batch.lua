@@ -11,9 +11,10 @@
 -- failed write wrote nothing).
 --
 -- A run of consecutive plain puts shares what its puts would each repeat: one HMGET of their
--- metadata, the revision counter read once and written once, one HSET of their metadata and
--- one ZADD of their new keys. Each put still has its own revision, its own log entry and
--- its own reply, exactly as `put.lua` would give it.
+-- metadata, the revision counter read once and written once, one HSET of their metadata, one
+-- ZADD of their new keys, and one log entry holding their revisions (a field each). Each put
+-- still has its own revision, its own events and its own reply, exactly as `put.lua` would
+-- give them.
 
 -- The error text of a failed write: the `err` of an error reply, or a raised Lua error.
 local function error_text(e)
@@ -24,8 +25,9 @@ local function error_text(e)
 end
 
 -- What a put run holds back until it ends (or until a put needs the store as its own script
--- would find it): the revision, the metadata written, the keys new to the index.
-local run_rev, run_meta, run_new, run_new_count, run_dirty
+-- would find it): the revision, the metadata written, the keys new to the index, and the log
+-- fields of its revisions from `run_first` on.
+local run_rev, run_meta, run_new, run_new_count, run_dirty, run_log, run_first
 
 local function run_flush()
   if not run_dirty then
@@ -48,7 +50,10 @@ local function run_flush()
     redis.call('ZADD', K_IDX, unpack(args))
   end
   redis.call('SET', K_REV, run_rev)
-  run_meta, run_new, run_new_count, run_dirty = {}, {}, 0, false
+  if #run_log > 0 then
+    append_batch_log(run_log, run_first, run_rev)
+  end
+  run_meta, run_new, run_new_count, run_dirty, run_log = {}, {}, 0, false, {}
 end
 
 -- One put of a run: as `put.lua`, with the metadata from `metas` (the run's view) and the
@@ -87,14 +92,19 @@ local function run_put(key, value, lease, want_prev, hash, metas)
   run_rev = run_rev + 1
   run_dirty = true
   local rev = run_rev
-  local m = record_put(key, value, hash, lease, old, prev or '', string.format('%d', rev))
+  local text = string.format('%d', rev)
+  local m = record_put(key, value, hash, lease, old, prev or '', text)
   metas[key] = m
   run_meta[key] = m
   if not old then
     run_new_count = run_new_count + 1
     run_new[run_new_count] = key
   end
-  append_log(rev)
+  if #run_log == 0 then
+    run_first = rev
+  end
+  run_log[#run_log + 1] = text
+  run_log[#run_log + 1] = events[1]
   if want_prev and old then
     return rev, prev, old
   end
@@ -123,7 +133,7 @@ local function put_run(argv, first, count, out)
   for i, key in ipairs(keys) do
     metas[key] = found[i] or nil
   end
-  run_rev, run_meta, run_new, run_new_count, run_dirty = current_revision(), {}, {}, 0, false
+  run_rev, run_meta, run_new, run_new_count, run_dirty, run_log = current_revision(), {}, {}, 0, false, {}
   for j = 0, count - 1 do
     local a = first + j * 7 + 2
     local ok, rev, prev, old = pcall(run_put, argv[a], argv[a + 1], argv[a + 2], argv[a + 3] == '1', argv[a + 4], metas)
