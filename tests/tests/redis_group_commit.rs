@@ -673,3 +673,97 @@ async fn a_past_read_finds_a_batched_write_another_program_overwrote() {
     assert_eq!(read.entries[0].value, value.as_bytes());
     assert_eq!(read.entries[0].mod_revision, pin);
 }
+
+#[tokio::test]
+async fn batched_rotations_each_move_the_next_item_at_a_revision_of_their_own() {
+    let Some((server, store)) = server_and_store().await else {
+        return;
+    };
+    let root = key_root("gc-rotate");
+    let mut con = redis_connection(&server.url()).await;
+    let list = format!("{root}list");
+    let plain = format!("{root}plain");
+    for item in ["a", "b", "c"] {
+        store
+            .collection(CollectionOp::ListPush {
+                key: list.clone().into(),
+                value: item.into(),
+            })
+            .await
+            .unwrap();
+    }
+    store
+        .put(plain.as_bytes(), b"not a list", PutOptions::default())
+        .await
+        .unwrap();
+    let start = store.revision().await.unwrap();
+    let calls_before = redis_command_calls(&mut con, "fcall").await;
+    pause_writes(&mut con, 200).await;
+    let rotate = |key: &str| {
+        TxnOp::Collection(CollectionOp::ListRotate {
+            key: key.as_bytes().to_vec(),
+        })
+    };
+    let outcomes = join_all((0..30).map(|i| {
+        let (store, key) = (&store, if i % 10 == 9 { &plain } else { &list });
+        let op = rotate(key);
+        async move { store.txn(Txn::new().and_then([op])).await }
+    }))
+    .await;
+    let calls = redis_command_calls(&mut con, "fcall").await - calls_before;
+    assert!(calls <= 8, "30 rotations went in {calls} calls");
+    let mut moved: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        if i % 10 == 9 {
+            assert_eq!(outcome.unwrap_err().kind(), ErrorKind::WrongType);
+            continue;
+        }
+        let response = outcome.unwrap();
+        assert!(response.succeeded);
+        let OpResultValue(item) = OpResultValue::of(&response);
+        assert!(moved.insert(response.revision, item).is_none());
+    }
+    // 27 rotations, one revision each, moving a, b, c, a, b, ... in revision order.
+    assert_eq!(
+        moved.keys().copied().collect::<Vec<_>>(),
+        (start + 1..=start + 27).collect::<Vec<_>>()
+    );
+    for (n, item) in moved.values().enumerate() {
+        assert_eq!(item, ["a", "b", "c"][n % 3].as_bytes(), "rotation {n}");
+    }
+    // A watch sees each rotation as its collection event, once.
+    let mut watch = store
+        .watch(
+            WatchOptions::prefix(&root)
+                .from_revision(start + 1)
+                .with_collections(),
+        )
+        .await
+        .unwrap();
+    let mut seen = 0;
+    while seen < 27 {
+        let batch = tokio::time::timeout(Duration::from_secs(10), watch.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(batch.revision, start + 1 + seen as i64);
+        assert_eq!(batch.events.len(), 1);
+        assert!(matches!(batch.events[0], Event::Collection(_)));
+        seen += 1;
+    }
+}
+
+/// The item a one-rotation transaction moved.
+struct OpResultValue(Vec<u8>);
+
+impl OpResultValue {
+    fn of(response: &TxnResponse) -> Self {
+        match &response.results[..] {
+            [keyplane_core::OpResult::Collection(CollectionResult::Value(Some(item)))] => {
+                OpResultValue(item.clone())
+            }
+            other => panic!("a rotation's result: {other:?}"),
+        }
+    }
+}

@@ -347,12 +347,19 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
 
 /// One write's three values of a batch reply (see `scripts/batch.lua`), as the reply the
 /// write's function gives alone: a put's or delete's revision with its previous value and
-/// metadata, which become `{ revision, { value, meta } or nil }`; -1 and a transaction's reply;
-/// -2 and the text of the error reply (code and detail) the write returned or raised.
+/// metadata, which become `{ revision, { value, meta } or nil }`; -3, a rotation's revision and
+/// the item it moved, which become the transaction reply `{ 1, revision, { item } }`; -1 and a
+/// transaction's reply; -2 and the text of the error reply (code and detail) the write
+/// returned or raised.
 fn outcome(op: &'static str, a: Value, b: Value, c: Value) -> Result<Value> {
     match (a, b) {
         (Value::Int(-2), Value::BulkString(text)) => Err(map_error(op, server_error(&text))),
         (Value::Int(-1), reply) => Ok(reply),
+        (Value::Int(-3), Value::Int(revision)) => Ok(Value::Array(vec![
+            Value::Int(1),
+            Value::Int(revision),
+            Value::Array(vec![c]),
+        ])),
         (Value::Int(revision), Value::Nil) if revision >= 0 => {
             Ok(Value::Array(vec![Value::Int(revision), Value::Nil]))
         }

@@ -5,16 +5,17 @@
 -- about 0.35 µs, more than most commands):
 --   a put or delete: its revision, and its previous value and metadata (false, false when
 --   it reports none), as `put.lua` and `delete.lua` answer { revision, { value, meta } };
---   a transaction (a rotation too): -1, its reply, false;
+--   a rotation: -3, its revision, the item moved to the end (false for none);
+--   a transaction: -1, its reply, false;
 --   a write that failed: -2, the text of the error reply it returned or raised, false.
 -- So one write's failure is its own (a write checks everything before its first write, so a
 -- failed write wrote nothing).
 --
--- A run of consecutive plain puts shares what its puts would each repeat: one HMGET of their
--- metadata, the revision counter read once and written once, one HSET of their metadata, one
--- ZADD of their new keys, and one log entry holding their revisions (a field each). Each put
--- still has its own revision, its own events and its own reply, exactly as `put.lua` would
--- give them.
+-- A run of consecutive plain puts and list rotations shares what its writes would each
+-- repeat: one HMGET of the puts' metadata, the revision counter read once and written once,
+-- one HSET of the metadata, one ZADD of the new keys, and one log entry holding the run's
+-- revisions (a field each). Each write still has its own revision, its own events and its
+-- own reply, exactly as `put.lua` or `rotate.lua` would give them.
 
 -- The error text of a failed write: the `err` of an error reply, or a raised Lua error.
 local function error_text(e)
@@ -54,6 +55,16 @@ local function run_flush()
     append_batch_log(run_log, run_first, run_rev)
   end
   run_meta, run_new, run_new_count, run_dirty, run_log = {}, {}, 0, false, {}
+end
+
+-- Logs the revision the run just took, `run_rev` (its decimal `text`), whose one event is
+-- `events[1]`.
+local function run_logged(text)
+  if #run_log == 0 then
+    run_first = run_rev
+  end
+  run_log[#run_log + 1] = text
+  run_log[#run_log + 1] = events[1]
 end
 
 -- One put of a run: as `put.lua`, with the metadata from `metas` (the run's view) and the
@@ -100,15 +111,33 @@ local function run_put(key, value, lease, want_prev, hash, metas)
     run_new_count = run_new_count + 1
     run_new[run_new_count] = key
   end
-  if #run_log == 0 then
-    run_first = rev
-  end
-  run_log[#run_log + 1] = text
-  run_log[#run_log + 1] = events[1]
+  run_logged(text)
   if want_prev and old then
     return rev, prev, old
   end
   return rev, false, false
+end
+
+-- One rotation of a run: as `rotate.lua`, with the revision from `run_rev`. Returns its
+-- revision and the item moved to the end (false for none), or an error reply.
+local function run_rotate(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= 'list' then
+    return redis.error_reply('KVWRONGTYPE 1 holds a ' .. t)
+  end
+  if not may('LMOVE', key, key, 'LEFT', 'RIGHT') then
+    return no_permission(1, 'write')
+  end
+  if t == 'none' or redis.call('LLEN', key) < 2 then
+    return run_rev, redis.call('LINDEX', key, 0)
+  end
+  local item = redis.call('LMOVE', key, key, 'LEFT', 'RIGHT')
+  events = {}
+  push_event('c', key, 'lo', item, '', '')
+  run_rev = run_rev + 1
+  run_dirty = true
+  run_logged(string.format('%d', run_rev))
+  return run_rev, item
 end
 
 -- Appends the three values of a write that failed with `e` to `out`.
@@ -117,35 +146,59 @@ local function failed(out, e)
   out[n + 1], out[n + 2], out[n + 3] = -2, error_text(e), false
 end
 
--- Runs the puts whose arguments start at ARGV[first], `count` of them (5 arguments each),
--- appending their three values each to `out`.
-local function put_run(argv, first, count, out)
+-- Whether ARGV[i] starts a write a run takes: a plain put or a rotation.
+local function in_run(argv, i)
+  local name, argc = argv[i], argv[i + 1]
+  return (name == 'put' and argc == '5') or (name == 'rotate' and argc == '1')
+end
+
+-- Runs the consecutive puts and rotations whose arguments start at ARGV[first], appending
+-- their three values each to `out`; returns where the next write starts.
+local function run(argv, first, out)
+  local n = #argv
   local keys, distinct = {}, {}
-  for j = 0, count - 1 do
-    local key = argv[first + j * 7 + 2]
-    if not distinct[key] then
+  local i = first
+  while i <= n and in_run(argv, i) do
+    local key = argv[i + 2]
+    if argv[i] == 'put' and not distinct[key] then
       distinct[key] = true
       keys[#keys + 1] = key
     end
+    i = i + 2 + tonumber(argv[i + 1])
   end
-  local found = redis.call('HMGET', K_META, unpack(keys))
+  local last = i
   local metas = {}
-  for i, key in ipairs(keys) do
-    metas[key] = found[i] or nil
+  if #keys > 0 then
+    local found = redis.call('HMGET', K_META, unpack(keys))
+    for k, key in ipairs(keys) do
+      metas[key] = found[k] or nil
+    end
   end
   run_rev, run_meta, run_new, run_new_count, run_dirty, run_log = current_revision(), {}, {}, 0, false, {}
-  for j = 0, count - 1 do
-    local a = first + j * 7 + 2
-    local ok, rev, prev, old = pcall(run_put, argv[a], argv[a + 1], argv[a + 2], argv[a + 3] == '1', argv[a + 4], metas)
-    if not ok or type(rev) == 'table' then
-      failed(out, rev)
+  i = first
+  while i < last do
+    local a, o = i + 2, #out
+    if argv[i] == 'put' then
+      local ok, rev, prev, old = pcall(run_put, argv[a], argv[a + 1], argv[a + 2], argv[a + 3] == '1', argv[a + 4], metas)
+      if not ok or type(rev) == 'table' then
+        failed(out, rev)
+      else
+        out[o + 1], out[o + 2], out[o + 3] = rev, prev, old
+      end
+      i = i + 7
     else
-      local n = #out
-      out[n + 1], out[n + 2], out[n + 3] = rev, prev, old
+      local ok, rev, item = pcall(run_rotate, argv[a])
+      if not ok or type(rev) == 'table' then
+        failed(out, rev)
+      else
+        out[o + 1], out[o + 2], out[o + 3] = -3, rev, item
+      end
+      i = i + 3
     end
   end
   run_flush()
   events = {}
+  return last
 end
 
 local BATCHED = { put = f_put, delete = f_delete, txn = f_txn, rotate = f_rotate }
@@ -155,14 +208,8 @@ redis.register_function{function_name='@V@_batch', callback=function(KEYS, ARGV)
   local out, i, n = {}, 3, #ARGV
   while i <= n do
     local name, argc = ARGV[i], tonumber(ARGV[i + 1])
-    if name == 'put' and argc == 5 then
-      -- The run of consecutive puts starting here.
-      local count, j = 0, i
-      while j <= n and ARGV[j] == 'put' and ARGV[j + 1] == '5' do
-        count, j = count + 1, j + 7
-      end
-      put_run(ARGV, i, count, out)
-      i = j
+    if in_run(ARGV, i) then
+      i = run(ARGV, i, out)
     else
       local sub = { ARGV[1], ARGV[2] }
       for j = 1, argc do
