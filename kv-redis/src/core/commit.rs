@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 /// The most calls of one core's writes in flight at once: enough that the server never idles
 /// through a round trip while writers wait, few enough that the writes which come meanwhile
 /// queue and share a call.
-const MAX_IN_FLIGHT: usize = 4;
+const MAX_IN_FLIGHT: usize = 8;
 
 /// The most writes one batch carries: a call holds the server for the time of all of them,
 /// so a bound keeps any one call short while still sharing its cost widely.
@@ -116,7 +116,7 @@ impl Committer {
         op: &'static str,
     ) -> Result<Value> {
         if !self.link.functions.load(Ordering::Relaxed) {
-            return send_one(&self.link, &self.scripts, writer, &args, op).await;
+            return Box::pin(send_one(&self.link, &self.scripts, writer, &args, op)).await;
         }
         let waiting = {
             let mut state = lock(&self.state);
@@ -140,7 +140,9 @@ impl Committer {
                 // Hands the queue over when the call returns, or when this future is
                 // dropped while it is in flight.
                 let _lead = Lead(self);
-                send_one(&self.link, &self.scripts, writer, &args, op).await
+                // Boxed: the lone call's future (its fallbacks, the wait for replicas) is
+                // large, and every write's future would otherwise carry it.
+                Box::pin(send_one(&self.link, &self.scripts, writer, &args, op)).await
             }
         }
     }
