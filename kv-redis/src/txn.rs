@@ -2,6 +2,7 @@
 //! `scripts/txn.lua`), and the single-key `put` and `delete` with their own cheaper paths,
 //! dedicated scripts that share the transaction script's helpers.
 
+use crate::core::commit::Writer;
 use crate::core::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
 use crate::core::{Core, prefix_lex_bounds, value_digest};
 use keyplane_core::{
@@ -21,9 +22,19 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             crate::core::reconcile::adopt_prefix(core, prefix).await?;
         }
     }
-    let mut call = core.write_call(&core.scripts.txn);
-    encode(&txn, core.config.max_prefix_delete_keys, &mut call);
-    let reply: Value = core.send_write(&core.scripts.txn, &call, "txn").await?;
+    let mut args = Cmd::new();
+    let writer = match (&txn.compares[..], &txn.success[..], &txn.failure[..]) {
+        // A lone rotation (the balancer's pick) has a script of its own.
+        ([], [TxnOp::Collection(CollectionOp::ListRotate { key })], []) => {
+            args.arg(key.as_slice());
+            Writer::Rotate
+        }
+        _ => {
+            encode(&txn, core.config.max_prefix_delete_keys, &mut args);
+            Writer::Txn
+        }
+    };
+    let reply = core.commit(writer, args, "txn").await?;
     let mut parts = array(reply)?.into_iter();
     let (Some(succeeded), Some(revision), Some(results)) =
         (parts.next(), parts.next(), parts.next())
@@ -69,13 +80,13 @@ pub(crate) async fn put(
     let lease = opts.lease.map_or(0, |l| l.0).to_string();
     let want_prev: &[u8] = if opts.prev { b"1" } else { b"0" };
     let digest = value_digest(value);
-    let reply: Value = core
-        .run_write(
-            &core.scripts.put,
-            &[key, value, lease.as_bytes(), want_prev, &digest],
-            "put",
-        )
-        .await?;
+    let mut args = Cmd::new();
+    args.arg(key)
+        .arg(value)
+        .arg(lease.as_bytes())
+        .arg(want_prev)
+        .arg(&digest[..]);
+    let reply = core.commit(Writer::Put, args, "put").await?;
     let (revision, prev) = revision_and_prev(key, reply)?;
     Ok(PutResult { revision, prev })
 }
@@ -84,9 +95,9 @@ pub(crate) async fn put(
 pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<DeleteResult> {
     keyplane_core::validate_key(key)?;
     core.check_key(key)?;
-    let reply: Value = core
-        .run_write(&core.scripts.delete, &[key], "delete")
-        .await?;
+    let mut args = Cmd::new();
+    args.arg(key);
+    let reply = core.commit(Writer::Delete, args, "delete").await?;
     let (revision, prev) = revision_and_prev(key, reply)?;
     Ok(DeleteResult { revision, prev })
 }

@@ -10,7 +10,7 @@
 
 use crate::con::Con;
 use crate::core::Core;
-use crate::core::decode::{LogEntry, array, corrupted, log_entry};
+use crate::core::decode::{LogEntry, array, corrupted, log_entries};
 use crate::error::map_error;
 use futures::StreamExt;
 use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
@@ -85,10 +85,7 @@ struct Follower {
 
 impl Follower {
     fn accept(&mut self, entries: Vec<Value>) -> Result<Vec<WatchBatch>> {
-        let entries = entries
-            .into_iter()
-            .map(log_entry)
-            .collect::<Result<Vec<_>>>()?;
+        let entries = flatten(entries)?;
         match self.accept_page(&entries)? {
             Ok(batches) => Ok(batches),
             // Every revision has a log entry: a jump in what was read from the revision after
@@ -297,7 +294,7 @@ impl Hub {
                 parts.nth(1).map(array).unwrap_or(Ok(Vec::new()))?
             }
         };
-        let entries = raw.into_iter().map(log_entry).collect::<Result<Vec<_>>>()?;
+        let entries = flatten(raw)?;
         if let Some(entry) = entries.last() {
             *last = Some(entry.revision);
         }
@@ -428,6 +425,15 @@ impl Watcher {
             }
         }
     }
+}
+
+/// The revisions of stream entries of the log, in order.
+fn flatten(entries: Vec<Value>) -> Result<Vec<LogEntry>> {
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        out.extend(log_entries(entry)?);
+    }
+    Ok(out)
 }
 
 /// Connection failures of a watch are retried; a restarting server answers LOADING, which is

@@ -89,38 +89,56 @@ pub(crate) fn opt_entry(key: &[u8], v: Value) -> Result<Option<Entry>> {
     }
 }
 
-/// One log entry: its revision, the events of that revision with previous entries, and the
-/// keys of those events whose previous value is unknown (another program overwrote or
-/// deleted them; their events carry no previous entry), each with its previous metadata.
-pub(crate) fn log_entry(v: Value) -> Result<LogEntry> {
+/// The revisions one stream entry of the log holds, in order: each with its events (with
+/// previous entries), and the keys of those events whose previous value is unknown (another
+/// program overwrote or deleted them; their events carry no previous entry), each with its
+/// previous metadata.
+///
+/// An entry `<revision>-0` whose field is `e` holds that one revision's events. An entry
+/// written by a batch of writes (see `scripts/batch.lua`) holds several consecutive
+/// revisions, one field each, named by the revision, and its id is the last one's.
+pub(crate) fn log_entries(v: Value) -> Result<Vec<LogEntry>> {
     let mut parts = array(v)?.into_iter();
     let (Some(id), Some(fields)) = (parts.next(), parts.next()) else {
         return Err(corrupted("a log entry has an id and fields"));
     };
     let id = bytes(id)?;
-    let revision = std::str::from_utf8(&id)
+    let last: i64 = std::str::from_utf8(&id)
         .ok()
         .and_then(|s| s.split('-').next())
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| corrupted("a log entry id is <revision>-0"))?;
     let mut fields = array(fields)?.into_iter();
-    let mut entry = LogEntry {
-        revision,
-        events: Vec::new(),
-        unknown_prev: Vec::new(),
-        deleted: Vec::new(),
-    };
+    let mut out = Vec::new();
     while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
-        if bytes(name)? == b"e" {
-            let decoded = decode_events(&bytes(value)?)?;
-            (entry.events, entry.unknown_prev, entry.deleted) =
-                (decoded.events, decoded.unknown, decoded.deleted);
-        }
+        let name = bytes(name)?;
+        let revision = if name == b"e" {
+            last
+        } else {
+            std::str::from_utf8(&name)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| corrupted("a log entry's field names its revision"))?
+        };
+        let decoded = decode_events(&bytes(value)?)?;
+        out.push(LogEntry {
+            revision,
+            events: decoded.events,
+            unknown_prev: decoded.unknown,
+            deleted: decoded.deleted,
+        });
     }
-    Ok(entry)
+    if out.last().map(|e| e.revision) != Some(last)
+        || out.windows(2).any(|w| w[1].revision != w[0].revision + 1)
+    {
+        return Err(corrupted(
+            "a log entry holds consecutive revisions up to its id",
+        ));
+    }
+    Ok(out)
 }
 
-/// A decoded log entry (see [`log_entry`]).
+/// One revision of the log, decoded (see [`log_entries`]).
 pub(crate) struct LogEntry {
     pub(crate) revision: i64,
     pub(crate) events: Vec<Event>,

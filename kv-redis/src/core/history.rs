@@ -3,7 +3,7 @@
 //! filled in from the log itself where it still holds them.
 
 use super::{Core, LogStart};
-use crate::core::decode::{array, entry, log_entry};
+use crate::core::decode::{LogEntry, array, entry, log_entries};
 use crate::error::map_error;
 use keyplane_core::raw::emulation::{Logged, check_revision};
 use keyplane_core::{Entry, Error, Event, RangeOptions, Result};
@@ -74,38 +74,52 @@ impl Log {
     /// `Compacted` when a revision up to `to` is no longer in the log.
     pub(crate) async fn catch_up_to(&mut self, core: &Core, to: i64) -> Result<()> {
         while self.last < to {
+            // A stream entry holds one revision or more, so as many entries as revisions are
+            // wanted reach `to`; the last may hold revisions after it.
             let count = usize::try_from(to - self.last).map_or(1000, |n| n.min(1000));
-            let entries = self.read(core, self.last + 1, Some(to), count).await?;
-            if entries.is_empty() {
-                // Every revision has an entry: the ones missing were trimmed meanwhile.
+            let entries = self.read(core, self.last + 1, count).await?;
+            let before = self.last;
+            self.take_in(entries)?;
+            if self.last == before {
+                // Every revision is in the log: the ones missing were trimmed meanwhile.
                 return Err(Error::compacted(self.last + 1).with_context("revision", self.from));
             }
-            self.take_in(entries)?;
         }
         Ok(())
     }
 
-    /// Takes in log entries that follow the last one read, in order.
+    /// Takes in log entries that follow the last one read, in order (the revisions of the
+    /// first that were read already are skipped).
     fn take_in(&mut self, entries: Vec<Value>) -> Result<()> {
-        for raw in entries {
-            let entry = log_entry(raw)?;
-            if entry.revision != self.last + 1 {
-                // Every revision has an entry: a gap is history trimmed meanwhile.
-                return Err(Error::compacted(entry.revision).with_context("revision", self.from));
+        for entry in entries.into_iter().map(log_entries) {
+            for entry in entry? {
+                self.take(entry)?;
             }
-            self.last = entry.revision;
-            self.unknown
-                .extend(entry.unknown_prev.into_iter().map(|(key, meta)| Unknown {
-                    revision: entry.revision,
-                    key,
-                    meta,
-                }));
-            self.events.push(Logged {
-                revision: entry.revision,
-                events: entry.events,
-                deleted: entry.deleted,
-            });
         }
+        Ok(())
+    }
+
+    /// Takes in one revision of the log.
+    fn take(&mut self, entry: LogEntry) -> Result<()> {
+        if entry.revision <= self.last {
+            return Ok(());
+        }
+        if entry.revision != self.last + 1 {
+            // Every revision is in the log: a gap is history trimmed meanwhile.
+            return Err(Error::compacted(entry.revision).with_context("revision", self.from));
+        }
+        self.last = entry.revision;
+        self.unknown
+            .extend(entry.unknown_prev.into_iter().map(|(key, meta)| Unknown {
+                revision: entry.revision,
+                key,
+                meta,
+            }));
+        self.events.push(Logged {
+            revision: entry.revision,
+            events: entry.events,
+            deleted: entry.deleted,
+        });
         Ok(())
     }
 
@@ -172,10 +186,13 @@ impl Log {
         }
         let meta = entry(unknown.key.clone(), Vec::new(), &unknown.meta)?;
         let at = meta.mod_revision;
-        let Some(raw) = self.read(core, at, Some(at), 1).await?.pop() else {
+        // The stream entry that holds revision `at`: the first whose id is not below it.
+        let Some(raw) = self.read(core, at, 1).await?.pop() else {
             return Ok(None);
         };
-        let written = log_entry(raw)?;
+        let Some(written) = log_entries(raw)?.into_iter().find(|e| e.revision == at) else {
+            return Ok(None);
+        };
         Ok(written.events.into_iter().find_map(|event| match event {
             Event::Put { entry, .. }
                 if entry.key == meta.key
@@ -197,19 +214,12 @@ impl Log {
         }))
     }
 
-    /// At most `count` log entries from revision `from` to `to` (the end of the log when
-    /// `None`).
-    async fn read(
-        &self,
-        core: &Core,
-        from: i64,
-        to: Option<i64>,
-        count: usize,
-    ) -> Result<Vec<Value>> {
+    /// At most `count` stream entries of the log, from the one holding revision `from` on.
+    async fn read(&self, core: &Core, from: i64, count: usize) -> Result<Vec<Value>> {
         let reply: Value = redis::cmd("XRANGE")
             .arg(self.key.as_slice())
             .arg(format!("{from}-0"))
-            .arg(to.map_or_else(|| "+".to_owned(), |to| format!("{to}-0")))
+            .arg("+")
             .arg("COUNT")
             .arg(count)
             .query_async(&mut core.con.clone())

@@ -29,6 +29,7 @@ const SCRIPTS: &[(&str, bool, &str)] = &[
     ("txn", true, include_str!("scripts/txn.lua")),
     ("put", true, include_str!("scripts/put.lua")),
     ("delete", true, include_str!("scripts/delete.lua")),
+    ("rotate", true, include_str!("scripts/rotate.lua")),
     ("range", false, include_str!("scripts/range.lua")),
     ("watch_from", false, include_str!("scripts/watch_from.lua")),
     ("compact", true, include_str!("scripts/compact.lua")),
@@ -82,10 +83,13 @@ pub(crate) fn library() -> &'static Library {
             };
             let start = if *writes { "begin(ARGV)\n" } else { "" };
             body.push_str(&format!(
-                "redis.register_function{{function_name='@V@_{name}', \
-                 callback=function(KEYS, ARGV)\n{start}{text}\nend{flags}}}\n"
+                "local function f_{name}(KEYS, ARGV)\n{start}{text}\nend\n\
+                 redis.register_function{{function_name='@V@_{name}', \
+                 callback=f_{name}{flags}}}\n"
             ));
         }
+        // The group commit's function, which calls the writing functions above.
+        body.push_str(include_str!("scripts/batch.lua"));
         let version = sha1_smol::Sha1::from(body.as_bytes()).digest().to_string();
         let name = format!("keyplane_{}", &version[..12]);
         let code = format!(
@@ -117,6 +121,8 @@ pub(crate) struct Scripts {
     pub(crate) txn: Lua,
     pub(crate) put: Lua,
     pub(crate) delete: Lua,
+    /// A transaction of one list rotation (the balancer's pick).
+    pub(crate) rotate: Lua,
     pub(crate) range: Lua,
     pub(crate) watch_from: Lua,
     pub(crate) compact: Lua,
@@ -128,6 +134,8 @@ pub(crate) struct Scripts {
     pub(crate) reconcile: Lua,
     /// The function that answers 1 (there is no script of it).
     pub(crate) hello: String,
+    /// The group commit's function (there is no script of it: batches need functions).
+    pub(crate) batch: String,
     /// Takes or renews the reconciler's leader key: `KEYS[1]` the key, `ARGV` the store's id
     /// and the TTL in ms; returns 1 while the caller leads.
     pub(crate) lead: Script,
@@ -138,10 +146,12 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn new() -> Self {
         let hello = Lua::new("hello", "return 1").function;
+        let batch = Lua::new("batch", "return {}").function;
         Scripts {
             txn: Lua::new("txn", with_lib!("scripts/txn.lua")),
             put: Lua::new("put", with_lib!("scripts/put.lua")),
             delete: Lua::new("delete", with_lib!("scripts/delete.lua")),
+            rotate: Lua::new("rotate", with_lib!("scripts/rotate.lua")),
             range: Lua::new("range", include_str!("scripts/range.lua")),
             watch_from: Lua::new("watch_from", include_str!("scripts/watch_from.lua")),
             compact: Lua::new("compact", with_lib!("scripts/compact.lua")),
@@ -158,6 +168,7 @@ impl Scripts {
             lease_sweep: Lua::new("lease_sweep", with_lib!("scripts/lease_sweep.lua")),
             reconcile: Lua::new("reconcile", with_lib!("scripts/reconcile.lua")),
             hello,
+            batch,
             lead: Script::new(
                 "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                    redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end \

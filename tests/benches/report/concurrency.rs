@@ -382,7 +382,7 @@ fn balancer(budget: Budget, report: &mut Report, server: &RedisServer) {
             ours,
             raw,
             "ops/s",
-            Goal::Info,
+            Goal::AtLeast(0.6),
         )
         .note("multi-thread runtime"),
     );

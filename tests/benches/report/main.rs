@@ -6,8 +6,8 @@
 //!
 //! `cargo xtask bench` runs it in full; `cargo xtask bench --quick` with short samples (every
 //! measure, under ten minutes on a 2-core machine). `--only WORD` runs the sections whose
-//! name contains WORD (`keyspace`, `redis`, `etcd`, `cluster`, `sled`, `memory`, `scale`,
-//! `busy`).
+//! name contains WORD (`keyspace`, `redis`, `etcd`, `cluster`, `group commit`, `sled`,
+//! `memory`, `scale`, `busy`).
 //!
 //! The JSON is `{"quick", "elapsed_seconds", "cpus", "measures": [{"name", "ours", "raw",
 //! "unit", "ratio", "target", "goal", "met", "note"}]}`: `ratio` is `ours / raw`; `goal` says
@@ -17,6 +17,7 @@
 mod busy;
 mod cluster;
 mod concurrency;
+mod group_commit;
 mod keyspace;
 mod measure;
 mod memory;
@@ -51,11 +52,12 @@ fn main() {
         .map(|w| w[1].as_str())
         .collect();
     let budget = Budget::new(quick);
-    let sections: [Section; 10] = [
+    let sections: [Section; 11] = [
         ("keyspace", keyspace::run),
         ("redis single", single::redis),
         ("etcd single", single::etcd),
         ("redis concurrency", concurrency::redis),
+        ("redis group commit", group_commit::run),
         ("etcd concurrency", concurrency::etcd),
         ("redis cluster", cluster::run),
         ("sled", sled_writes::run),

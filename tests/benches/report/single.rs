@@ -105,7 +105,7 @@ pub fn redis(budget: Budget, report: &mut Report) {
 }
 
 /// The Redis server's CPU time (user and system, as `INFO cpu` reports it), in µs.
-async fn server_cpu_us(con: &mut MultiplexedConnection) -> f64 {
+pub async fn server_cpu_us(con: &mut MultiplexedConnection) -> f64 {
     let info: String = redis::cmd("INFO")
         .arg("cpu")
         .query_async(con)

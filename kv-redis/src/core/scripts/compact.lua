@@ -10,7 +10,7 @@ end
 local floor = tonumber(redis.call('GET', P .. 'compacted') or '0')
 local first = redis.call('XRANGE', K_LOG, '-', '+', 'COUNT', 1)
 if #first > 0 then
-  floor = math.max(floor, tonumber(string.match(first[1][1], '^(%d+)')))
+  floor = math.max(floor, first_logged(first[1]))
 end
 if target < floor then
   return redis.error_reply('KVCOMPACTED ' .. floor)

@@ -11,7 +11,9 @@
 --                 another program's write from the store's own (older entries may lack it)
 --   P.."idx"      zset (score 0): every plain key, read with ZRANGEBYLEX
 --   P.."cidx"     zset (score 0): every collection key, so prefix deletes find them
---   P.."log"      stream: one entry "<revision>-0" per revision, holding its events
+--   P.."log"      stream: the revisions' events, in entries "<revision>-0": an entry holds
+--                 one revision, in its field "e", or a batch's consecutive revisions, a
+--                 field each named by the revision (its id is the last one's)
 --   P.."compacted" string: no watch starts before this revision
 --   P.."leases"   zset: lease id -> deadline (server time, ms)
 --   P.."lttl"     hash: lease id -> granted TTL (ms)
@@ -290,16 +292,46 @@ local function delete_key(key)
   return 0
 end
 
--- Writes the log entry of revision `rev` (every revision has exactly one entry, so readers
+-- Writes the log entry of revision `rev` (a number; `string.format` writes it faster than
+-- Lua's own number-to-string conversion) (every revision has exactly one entry, so readers
 -- can tell a trimmed gap from a quiet range) and trims the log to the retention. The trim is
 -- approximate (whole stream nodes, far cheaper than exact trimming): at least RETENTION
 -- revisions stay, and what remains is always a contiguous run of the latest revisions.
 local function append_log(rev)
-  redis.call('XADD', K_LOG, rev .. '-0', 'e', table.concat(events))
+  -- A revision of one event logs that event's string itself: concatenating it would make
+  -- Lua hash and compare an equal string of some hundreds of bytes again.
+  local blob = events[1]
+  if #events ~= 1 then
+    blob = table.concat(events)
+  end
+  redis.call('XADD', K_LOG, string.format('%d-0', rev), 'e', blob)
   -- Trimming works on whole nodes, so once every 32 revisions is as good as every time.
   if RETENTION > 0 and rev > RETENTION and rev % 32 == 0 then
     redis.call('XTRIM', K_LOG, 'MINID', '~', (rev - RETENTION + 1) .. '-0')
   end
+end
+
+-- Writes one log entry holding the revisions of a batch of writes, `first` to `last`:
+-- `fields` is each revision's decimal text followed by its events' string. Trims as
+-- `append_log` does, once the batch passes a multiple of 32.
+local function append_batch_log(fields, first, last)
+  if first == last then
+    redis.call('XADD', K_LOG, string.format('%d-0', last), 'e', fields[2])
+  else
+    redis.call('XADD', K_LOG, string.format('%d-0', last), unpack(fields))
+  end
+  if RETENTION > 0 and last > RETENTION and math.floor(last / 32) > math.floor((first - 1) / 32) then
+    redis.call('XTRIM', K_LOG, 'MINID', '~', (last - RETENTION + 1) .. '-0')
+  end
+end
+
+-- The first revision a stream entry of the log holds (see the layout above).
+local function first_logged(entry)
+  local fields = entry[2]
+  if fields[1] == 'e' then
+    return tonumber(string.match(entry[1], '^(%d+)'))
+  end
+  return tonumber(fields[1])
 end
 
 -- Sets the store revision to `rev` and writes its log entry.

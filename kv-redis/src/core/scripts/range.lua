@@ -94,7 +94,15 @@ if after and after ~= '' then
   local LOG_COUNT = 1000
   local first_rev = 0
   local first = redis.call('XRANGE', P .. 'log', '-', '+', 'COUNT', 1)
-  if #first > 0 then first_rev = tonumber(string.match(first[1][1], '^(%d+)')) end
+  if #first > 0 then
+    -- One revision (field `e`, the id's) or a batch's (a field each, named by the revision).
+    local fields = first[1][2]
+    if fields[1] == 'e' then
+      first_rev = tonumber(string.match(first[1][1], '^(%d+)'))
+    else
+      first_rev = tonumber(fields[1])
+    end
+  end
   local entries = {}
   if tonumber(after) <= rev then
     entries = redis.call('XRANGE', P .. 'log', after .. '-0', rev .. '-0', 'COUNT', LOG_COUNT)

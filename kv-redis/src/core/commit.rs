@@ -1,0 +1,409 @@
+//! Group commit. Redis runs one command at a time, so what a write costs the server bounds
+//! every writer's throughput, and a function call's own cost (about 6 µs before its first
+//! command) is a large part of a write's. Writes issued at the same moment through one core
+//! therefore go to the server as one call of the library's `batch` function, which runs each
+//! write's function in turn: each keeps its own revision, events, result and error, as the
+//! writes of a database's group commit share one fsync but not their outcomes.
+//!
+//! There is no timer: a write sent while fewer than [`MAX_IN_FLIGHT`] calls of the core are
+//! in flight goes alone, at once, the way it always did. Writes issued while that many are in
+//! flight queue, and when one of those calls returns they go together, as one batch, from a
+//! driver task that keeps sending whatever queued meanwhile until the queue is empty. So
+//! batches form only under load, and grow with it; and the server always has the next call
+//! queued behind the one it runs, so it never waits for a round trip.
+//!
+//! A batch needs the function library; when the store runs its scripts by `EVALSHA` (see
+//! [`super::scripts`]) every write goes alone. A batch the server refuses as a whole (out of
+//! memory, the library gone for good) is sent again write by write, each with the fallbacks
+//! of [`Link::invoke`].
+
+use crate::core::decode::corrupted;
+use crate::core::link::{Link, function_missing, load_library, refused_fcall};
+use crate::core::scripts::{Lua, Scripts};
+use crate::error::map_error;
+use keyplane_core::{Error, ErrorKind, Result};
+use redis::{Cmd, Value};
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::oneshot;
+
+/// The most calls of one core's writes in flight at once: enough that the server never idles
+/// through a round trip while writers wait, few enough that the writes which come meanwhile
+/// queue and share a call.
+const MAX_IN_FLIGHT: usize = 8;
+
+/// The most writes one batch carries: a call holds the server for the time of all of them,
+/// so a bound keeps any one call short while still sharing its cost widely.
+const MAX_BATCH_WRITES: usize = 128;
+
+/// The most argument bytes one batch carries (a batch always carries at least one write).
+const MAX_BATCH_BYTES: usize = 1 << 20;
+
+/// A write the group commit carries: which function runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Writer {
+    /// `put.lua`, one plain put.
+    Put,
+    /// `delete.lua`, one delete.
+    Delete,
+    /// `txn.lua`, a transaction (collection ops included).
+    Txn,
+    /// `rotate.lua`, a transaction of one list rotation.
+    Rotate,
+}
+
+impl Writer {
+    /// Its name in the library's `batch` function.
+    fn name(self) -> &'static str {
+        match self {
+            Writer::Put => "put",
+            Writer::Delete => "delete",
+            Writer::Txn => "txn",
+            Writer::Rotate => "rotate",
+        }
+    }
+
+    /// Its script.
+    fn lua(self, scripts: &Scripts) -> &Lua {
+        match self {
+            Writer::Put => &scripts.put,
+            Writer::Delete => &scripts.delete,
+            Writer::Txn => &scripts.txn,
+            Writer::Rotate => &scripts.rotate,
+        }
+    }
+}
+
+/// The group commit of one core's writes.
+pub(crate) struct Committer {
+    link: Link,
+    scripts: Arc<Scripts>,
+    state: Arc<Mutex<State>>,
+}
+
+/// How many calls are in flight, and the writes queued behind them.
+#[derive(Default)]
+struct State {
+    in_flight: usize,
+    queue: VecDeque<Pending>,
+}
+
+/// A queued write and where its result goes.
+struct Pending {
+    writer: Writer,
+    args: Cmd,
+    op: &'static str,
+    reply: oneshot::Sender<Result<Value>>,
+}
+
+impl Committer {
+    pub(crate) fn new(link: Link, scripts: Arc<Scripts>) -> Self {
+        Committer {
+            link,
+            scripts,
+            state: Arc::default(),
+        }
+    }
+
+    /// Sends the write `args` of `writer` (its arguments after the prefix and the
+    /// retention), alone or in a batch, and waits for the replicas when configured; returns
+    /// the function's reply.
+    pub(crate) async fn submit(
+        &self,
+        writer: Writer,
+        args: Cmd,
+        op: &'static str,
+    ) -> Result<Value> {
+        if !self.link.functions.load(Ordering::Relaxed) {
+            return Box::pin(send_one(&self.link, &self.scripts, writer, &args, op)).await;
+        }
+        let waiting = {
+            let mut state = lock(&self.state);
+            if state.in_flight == MAX_IN_FLIGHT || !state.queue.is_empty() {
+                let (reply, rx) = oneshot::channel();
+                state.queue.push_back(Pending {
+                    writer,
+                    args,
+                    op,
+                    reply,
+                });
+                Err(rx)
+            } else {
+                state.in_flight += 1;
+                Ok(args)
+            }
+        };
+        match waiting {
+            Err(rx) => rx.await.unwrap_or_else(|_| Err(abandoned(op))),
+            Ok(args) => {
+                // Hands the queue over when the call returns, or when this future is
+                // dropped while it is in flight.
+                let _lead = Lead(self);
+                // Boxed: the lone call's future (its fallbacks, the wait for replicas) is
+                // large, and every write's future would otherwise carry it.
+                Box::pin(send_one(&self.link, &self.scripts, writer, &args, op)).await
+            }
+        }
+    }
+}
+
+/// A lone call in flight: when it ends, the writes that queued meanwhile go to a driver,
+/// which takes over its place among the calls in flight.
+struct Lead<'a>(&'a Committer);
+
+impl Drop for Lead<'_> {
+    fn drop(&mut self) {
+        let committer = self.0;
+        let mut state = lock(&committer.state);
+        if state.queue.is_empty() {
+            state.in_flight -= 1;
+            return;
+        }
+        let batch = take_batch(&mut state.queue);
+        drop(state);
+        let driver = drive(
+            committer.link.clone(),
+            Arc::clone(&committer.scripts),
+            Arc::clone(&committer.state),
+            batch,
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(driver);
+        }
+        // Without a runtime the driver is dropped unstarted, and its guard fails the queue.
+    }
+}
+
+/// Sends `batch`, then every batch that queued meanwhile, until the queue is empty.
+async fn drive(link: Link, scripts: Arc<Scripts>, state: Arc<Mutex<State>>, batch: Vec<Pending>) {
+    let mut driving = Driving(Some(Arc::clone(&state)));
+    let mut batch = batch;
+    loop {
+        send_batch(&link, &scripts, batch).await;
+        let mut queued = lock(&state);
+        if queued.queue.is_empty() {
+            queued.in_flight -= 1;
+            driving.0 = None;
+            return;
+        }
+        batch = take_batch(&mut queued.queue);
+    }
+}
+
+/// A driver that may end before the queue is empty (its runtime shut down): then the queued
+/// writes fail unsent and its place among the calls in flight is freed, so that no write
+/// waits forever.
+struct Driving(Option<Arc<Mutex<State>>>);
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        if let Some(state) = self.0.take() {
+            let mut state = lock(&state);
+            state.queue.clear();
+            state.in_flight -= 1;
+        }
+    }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The writes at the front of the queue that one batch carries.
+fn take_batch(queue: &mut VecDeque<Pending>) -> Vec<Pending> {
+    let mut bytes = 0;
+    let mut batch = Vec::new();
+    while let Some(next) = queue.front() {
+        let size: usize = next.args.args_iter().map(arg_len).sum();
+        if !batch.is_empty() && (batch.len() == MAX_BATCH_WRITES || bytes + size > MAX_BATCH_BYTES)
+        {
+            break;
+        }
+        bytes += size;
+        batch.extend(queue.pop_front());
+    }
+    batch
+}
+
+fn arg_len(arg: redis::Arg<&[u8]>) -> usize {
+    match arg {
+        redis::Arg::Simple(bytes) => bytes.len(),
+        _ => 0,
+    }
+}
+
+/// The error of a write whose batch was abandoned: the driver ended (its runtime shut down)
+/// before the reply came. The write may have been applied.
+fn abandoned(op: &'static str) -> Error {
+    Error::new(
+        ErrorKind::Unavailable,
+        "the call carrying this write ended before Redis answered: it may have been applied",
+    )
+    .with_context("op", op)
+}
+
+/// One write in a call of its own (its function, or its script by `EVALSHA`).
+async fn send_one(
+    link: &Link,
+    scripts: &Scripts,
+    writer: Writer,
+    args: &Cmd,
+    op: &'static str,
+) -> Result<Value> {
+    let script = writer.lua(scripts);
+    let mut call = link.write_call(script);
+    for arg in args.args_iter() {
+        if let redis::Arg::Simple(arg) = arg {
+            call.arg(arg);
+        }
+    }
+    link.send_write(script, &call, op).await
+}
+
+/// Sends the writes of `batch` and answers each.
+async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
+    if batch.len() == 1 {
+        for p in batch {
+            let reply = send_one(link, scripts, p.writer, &p.args, p.op).await;
+            let _ = p.reply.send(reply);
+        }
+        return;
+    }
+    let mut call = redis::cmd("FCALL");
+    call.arg(&scripts.batch)
+        .arg(1)
+        .arg(&*link.rev_key)
+        .arg(&*link.prefix)
+        .arg(link.retention);
+    for p in &batch {
+        call.arg(p.writer.name()).arg(p.args.args_iter().count());
+        for arg in p.args.args_iter() {
+            if let redis::Arg::Simple(arg) = arg {
+                call.arg(arg);
+            }
+        }
+    }
+    let mut con = link.con.clone();
+    let mut reply = call.query_async::<Value>(&mut con).await;
+    if let Err(e) = &reply
+        && function_missing(e)
+        && load_library(&mut con).await.is_ok()
+    {
+        reply = call.query_async(&mut con).await;
+    }
+    let replies = match reply {
+        Ok(Value::Array(replies)) if replies.len() == 3 * batch.len() => replies,
+        Ok(_) => {
+            let e = corrupted("a batch reply has three values per write");
+            for p in batch {
+                let _ = p.reply.send(Err(e.clone()));
+            }
+            return;
+        }
+        Err(e) if refused_fcall(&e) || e.code() == Some("OOM") || function_missing(&e) => {
+            // The server will not run this batch as a function: each write goes alone, with
+            // the fallbacks of a lone write (EVALSHA, which Redis checks for memory at the
+            // first write rather than before the start, so that deletes still run).
+            if refused_fcall(&e) {
+                link.functions.store(false, Ordering::Relaxed);
+            }
+            futures::future::join_all(batch.into_iter().map(async |p| {
+                let reply = send_one(link, scripts, p.writer, &p.args, p.op).await;
+                let _ = p.reply.send(reply);
+            }))
+            .await;
+            return;
+        }
+        Err(e) => {
+            for p in batch {
+                let _ = p.reply.send(Err(map_error(p.op, e.clone())));
+            }
+            return;
+        }
+    };
+    let mut replies = replies.into_iter();
+    let mut results: Vec<Result<Value>> = batch
+        .iter()
+        .map(|p| {
+            let (Some(a), Some(b), Some(c)) = (replies.next(), replies.next(), replies.next())
+            else {
+                return Err(corrupted("a batch reply has three values per write"));
+            };
+            outcome(p.op, a, b, c)
+        })
+        .collect();
+    if results.iter().any(Result::is_ok)
+        && let Err(e) = link.wait_for_replicas("batch").await
+    {
+        for result in &mut results {
+            if result.is_ok() {
+                *result = Err(e.clone());
+            }
+        }
+    }
+    for (p, result) in batch.into_iter().zip(results) {
+        let _ = p.reply.send(result);
+    }
+}
+
+/// One write's three values of a batch reply (see `scripts/batch.lua`), as the reply the
+/// write's function gives alone: a put's or delete's revision with its previous value and
+/// metadata, which become `{ revision, { value, meta } or nil }`; -3, a rotation's revision and
+/// the item it moved, which become the transaction reply `{ 1, revision, { item } }`; -1 and a
+/// transaction's reply; -2 and the text of the error reply (code and detail) the write
+/// returned or raised.
+fn outcome(op: &'static str, a: Value, b: Value, c: Value) -> Result<Value> {
+    match (a, b) {
+        (Value::Int(-2), Value::BulkString(text)) => Err(map_error(op, server_error(&text))),
+        (Value::Int(-1), reply) => Ok(reply),
+        (Value::Int(-3), Value::Int(revision)) => Ok(Value::Array(vec![
+            Value::Int(1),
+            Value::Int(revision),
+            Value::Array(vec![c]),
+        ])),
+        (Value::Int(revision), Value::Nil) if revision >= 0 => {
+            Ok(Value::Array(vec![Value::Int(revision), Value::Nil]))
+        }
+        (Value::Int(revision), prev) if revision >= 0 => Ok(Value::Array(vec![
+            Value::Int(revision),
+            Value::Array(vec![prev, c]),
+        ])),
+        _ => Err(corrupted(
+            "a batched write's reply is not one the batch gives",
+        )),
+    }
+}
+
+/// The redis-rs error of an error reply's text, as if the server had sent it alone.
+fn server_error(text: &[u8]) -> redis::RedisError {
+    let mut resp = Vec::with_capacity(text.len() + 3);
+    resp.push(b'-');
+    resp.extend(
+        text.iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    resp.extend_from_slice(b"\r\n");
+    match redis::parse_redis_value(&resp) {
+        Ok(Value::ServerError(e)) => e.into(),
+        Ok(_) => redis::RedisError::from((redis::ErrorKind::Parse, "not an error reply")),
+        Err(e) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_error;
+    use crate::error::map_error;
+    use keyplane_core::ErrorKind;
+
+    #[test]
+    fn a_batched_error_maps_as_the_same_reply_alone() {
+        let e = map_error("put", server_error(b"KVWRONGTYPE 1 holds a set"));
+        assert_eq!(e.kind(), ErrorKind::WrongType);
+        let e = map_error("put", server_error(b"KVLEASE 1 lease 7 not found"));
+        assert_eq!(e.kind(), ErrorKind::LeaseNotFound);
+        let e = map_error("put", server_error(b"ERR user_script:1: oops\r\nmore"));
+        assert_eq!(e.kind(), ErrorKind::Backend);
+    }
+}

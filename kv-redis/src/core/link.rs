@@ -1,0 +1,268 @@
+//! [`Link`]: how a core's requests reach the server. A script runs as a function of the
+//! library (`FCALL`) or by `EVALSHA`, with the fallbacks between the two; a write waits for
+//! the replicas when configured. A [`Link`] is cheap to clone, so that the group commit's
+//! driver ([`super::commit`]) can own one.
+
+use crate::con::Con;
+use crate::core::scripts::{self, Lua, Scripts};
+use crate::error::map_error;
+use keyplane_core::{Error, ErrorKind, Result};
+use redis::{Cmd, FromRedisValue, RedisError, Value};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What sending a core's scripts needs: the connection, whether scripts run as functions,
+/// the internal keys every call names, and the write settings.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) con: Con,
+    /// Whether scripts run as the functions of the library (`FCALL`), else by `EVALSHA`:
+    /// see [`scripts`]. Cleared for good when the server stops serving the library.
+    pub(crate) functions: Arc<AtomicBool>,
+    /// The revision counter, which every script run declares as its one key.
+    pub(crate) rev_key: Arc<[u8]>,
+    /// The internal prefix, every script run's first argument.
+    pub(crate) prefix: Arc<[u8]>,
+    /// The revisions the event log retains, every writing script's second argument.
+    pub(crate) retention: u64,
+    /// How many replicas a write waits for (0: none), and for how long.
+    pub(crate) wait_replicas: u32,
+    pub(crate) wait_timeout_ms: u64,
+}
+
+impl Link {
+    /// Sends a writing script's run from `write_call`, then waits for the replicas, when
+    /// configured.
+    pub(crate) async fn send_write<T: FromRedisValue>(
+        &self,
+        script: &Lua,
+        call: &Cmd,
+        op: &'static str,
+    ) -> Result<T> {
+        let reply = self.invoke(script, call, op).await?;
+        self.wait_for_replicas(op).await?;
+        Ok(reply)
+    }
+
+    /// After a write, waits until [`RedisConfig::wait_replicas`] replicas of the master that
+    /// ran it have acknowledged it (`WAIT`, sent to that master), when configured.
+    ///
+    /// # Errors
+    /// `Timeout` when fewer replicas acknowledged it within `wait_timeout_ms` (the write is
+    /// applied on the master).
+    pub(crate) async fn wait_for_replicas(&self, op: &'static str) -> Result<()> {
+        let wanted = self.wait_replicas;
+        if wanted == 0 {
+            return Ok(());
+        }
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(wanted).arg(self.wait_timeout_ms);
+        let acked: i64 = match &self.con {
+            Con::Cluster(con) => {
+                use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+                let slot = keyplane_core::keyspace::redis_key_slot(&self.rev_key);
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                    Route::new(slot, SlotAddr::Master),
+                ));
+                // Right after a failover the client may still take the old master, now a
+                // replica, for the slot's master (the write itself followed a MOVED): ask
+                // again once it has learnt the new slot map.
+                let mut attempt = 0u64;
+                loop {
+                    let reply = con
+                        .clone()
+                        .route_command(wait.clone(), route.clone())
+                        .await
+                        .map_err(|e| map_error(op, e))?;
+                    match reply {
+                        Value::ServerError(e)
+                            if attempt < 20
+                                && e.details().is_some_and(|d| d.contains("replica")) =>
+                        {
+                            attempt += 1;
+                            tokio::time::sleep(Duration::from_millis(25 * attempt)).await;
+                        }
+                        reply => {
+                            break redis::from_redis_value(reply)
+                                .map_err(|e| map_error(op, e.into()))?;
+                        }
+                    }
+                }
+            }
+            con => wait
+                .query_async(&mut con.clone())
+                .await
+                .map_err(|e| map_error(op, e))?,
+        };
+        if acked < i64::from(wanted) {
+            return Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the write was applied on the master and acknowledged by {acked} of the \
+                     {wanted} replicas RedisConfig::wait_replicas asks for within \
+                     wait_timeout_ms: a failover could lose it"
+                ),
+            )
+            .with_context("op", op));
+        }
+        Ok(())
+    }
+
+    /// The run of `script` (`FCALL` or `EVALSHA`, its one key the revision counter) with the
+    /// prefix as its first argument, for the caller to add the rest of its arguments to, in one buffer, and send
+    /// with `invoke`.
+    pub(crate) fn script_call(&self, script: &Lua) -> Cmd {
+        let mut call = if self.functions.load(Ordering::Relaxed) {
+            let mut call = redis::cmd("FCALL");
+            call.arg(&script.function);
+            call
+        } else {
+            let mut call = redis::cmd("EVALSHA");
+            call.arg(script.script.get_hash());
+            call
+        };
+        // The revision key, declared so that a cluster routes the call to the group's slot.
+        call.arg(1).arg(&*self.rev_key).arg(&*self.prefix);
+        call
+    }
+
+    /// The run of a writing script: the prefix, then the log retention.
+    pub(crate) fn write_call(&self, script: &Lua) -> Cmd {
+        let mut call = self.script_call(script);
+        call.arg(self.retention);
+        call
+    }
+
+    /// Sends a script run from `script_call`. A function the server lacks (a restarted
+    /// server without persistence, or one whose functions were flushed) is loaded and called
+    /// again; a server that no longer serves the library (the user lost the permission to
+    /// call or load it) gets the script by `EVALSHA` from then on. A function refused
+    /// because the server is out of memory runs once more by `EVALSHA`, which Redis checks
+    /// at the script's first write instead of before it starts, so that deletes, which free
+    /// memory, still run. A script the server lacks is loaded and sent again.
+    pub(crate) async fn invoke<T: FromRedisValue>(
+        &self,
+        script: &Lua,
+        call: &Cmd,
+        op: &'static str,
+    ) -> Result<T> {
+        let mut con = self.con.clone();
+        let mut reply = call.query_async(&mut con).await;
+        if is_fcall(call) {
+            let mut eval = false;
+            if let Err(e) = &reply {
+                if function_missing(e) {
+                    match load_library(&mut con).await {
+                        Ok(()) => reply = call.query_async(&mut con).await,
+                        Err(e) if unreachable(&e) => reply = Err(e),
+                        Err(_) => {
+                            self.functions.store(false, Ordering::Relaxed);
+                            eval = true;
+                        }
+                    }
+                } else if refused_fcall(e) {
+                    self.functions.store(false, Ordering::Relaxed);
+                    eval = true;
+                } else if e.code() == Some("OOM") {
+                    eval = true;
+                }
+            }
+            if eval {
+                reply = as_evalsha(script, call).query_async(&mut con).await;
+            }
+        }
+        let reply = match reply {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                match script.script.load_async(&mut con).await {
+                    Ok(_) => as_evalsha(script, call).query_async(&mut con).await,
+                    Err(e) => Err(e),
+                }
+            }
+            reply => reply,
+        };
+        reply.map_err(|e| map_error(op, e))
+    }
+}
+
+/// Whether the server serves the function library to this connection's user: the library's
+/// `hello` function answers, or the library loads. Servers before Redis 7 (no `FCALL`), users
+/// who may not call it, or users who may not load it when it is missing answer no.
+///
+/// # Errors
+/// `Unavailable` when the server cannot be reached.
+pub(crate) async fn serves_functions(con: &mut Con, scripts: &Scripts) -> Result<bool> {
+    let hello: redis::RedisResult<i64> = redis::cmd("FCALL")
+        .arg(&scripts.hello)
+        .arg(0)
+        .query_async(con)
+        .await;
+    match hello {
+        Ok(_) => Ok(true),
+        Err(e) if function_missing(&e) => match load_library(con).await {
+            Ok(()) => Ok(true),
+            Err(e) if unreachable(&e) => Err(map_error("connect", e)),
+            Err(_) => Ok(false),
+        },
+        Err(e) if unreachable(&e) => Err(map_error("connect", e)),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Whether `e` says nothing of the server's answer (the connection failed or timed out), as
+/// opposed to a refusal.
+fn unreachable(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
+}
+
+/// Loads the function library; one that is already loaded (by another store) counts as
+/// loaded.
+pub(crate) async fn load_library(con: &mut Con) -> redis::RedisResult<()> {
+    let library = scripts::library();
+    let loaded: redis::RedisResult<String> = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(&library.code)
+        .query_async(con)
+        .await;
+    match loaded {
+        Err(e) if !e.detail().unwrap_or_default().contains("already exists") => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `call` is an `FCALL`.
+fn is_fcall(call: &Cmd) -> bool {
+    matches!(call.args_iter().next(), Some(redis::Arg::Simple(b"FCALL")))
+}
+
+/// Whether the server answered that the function does not exist.
+pub(crate) fn function_missing(e: &RedisError) -> bool {
+    e.code() == Some("ERR")
+        && e.detail()
+            .unwrap_or_default()
+            .starts_with("Function not found")
+}
+
+/// Whether the server refused `FCALL` itself: it does not know the command, or the user may
+/// not run it (not an error a function returned, which names no command).
+pub(crate) fn refused_fcall(e: &RedisError) -> bool {
+    let detail = e.detail().unwrap_or_default().to_ascii_lowercase();
+    match e.code() {
+        Some("NOPERM") => detail.contains("'fcall'"),
+        Some("ERR") => detail.starts_with("unknown command") && detail.contains("fcall"),
+        _ => false,
+    }
+}
+
+/// The `EVALSHA` form of an `FCALL` (or `EVALSHA`) from `script_call`: the same keys and
+/// arguments.
+fn as_evalsha(script: &Lua, call: &Cmd) -> Cmd {
+    let mut eval = redis::cmd("EVALSHA");
+    eval.arg(script.script.get_hash());
+    for arg in call.args_iter().skip(2) {
+        if let redis::Arg::Simple(arg) = arg {
+            eval.arg(arg);
+        }
+    }
+    eval
+}
