@@ -23,6 +23,19 @@ macro_rules! with_lib {
     };
 }
 
+/// As `with_lib!`, with the runs of puts and rotations (`run.lua`) after the library.
+macro_rules! with_runs {
+    ($file:literal) => {
+        concat!(
+            include_str!("scripts/lib.lua"),
+            "\n",
+            include_str!("scripts/run.lua"),
+            "\nbegin(ARGV)\n",
+            include_str!($file)
+        )
+    };
+}
+
 /// The text of every script but the reconciler's leader scripts, by function name: whether
 /// it writes, whether it runs after the shared library, and its text.
 const SCRIPTS: &[(&str, bool, &str)] = &[
@@ -69,6 +82,8 @@ pub(crate) fn library() -> &'static Library {
     static LIBRARY: OnceLock<Library> = OnceLock::new();
     LIBRARY.get_or_init(|| {
         let mut body = String::from(include_str!("scripts/lib.lua"));
+        body.push('\n');
+        body.push_str(include_str!("scripts/run.lua"));
         body.push('\n');
         // A function that answers 1: a store asks for it when it connects, to learn whether
         // the library is there and whether its user may call it.
@@ -149,9 +164,9 @@ impl Scripts {
         let batch = Lua::new("batch", "return {}").function;
         Scripts {
             txn: Lua::new("txn", with_lib!("scripts/txn.lua")),
-            put: Lua::new("put", with_lib!("scripts/put.lua")),
+            put: Lua::new("put", with_runs!("scripts/put.lua")),
             delete: Lua::new("delete", with_lib!("scripts/delete.lua")),
-            rotate: Lua::new("rotate", with_lib!("scripts/rotate.lua")),
+            rotate: Lua::new("rotate", with_runs!("scripts/rotate.lua")),
             range: Lua::new("range", include_str!("scripts/range.lua")),
             watch_from: Lua::new("watch_from", include_str!("scripts/watch_from.lua")),
             compact: Lua::new("compact", with_lib!("scripts/compact.lua")),

@@ -11,11 +11,10 @@
 -- So one write's failure is its own (a write checks everything before its first write, so a
 -- failed write wrote nothing).
 --
--- A run of consecutive plain puts and list rotations shares what its writes would each
--- repeat: one HMGET of the puts' metadata, the revision counter read once and written once,
--- one HSET of the metadata, one ZADD of the new keys, and one log entry holding the run's
--- revisions (a field each). Each write still has its own revision, its own events and its
--- own reply, exactly as `put.lua` or `rotate.lua` would give them.
+-- Consecutive plain puts and list rotations go as one run (see `run.lua`), sharing one HMGET
+-- of the puts' metadata, the revision counter, one HSET, one ZADD and one log entry; each
+-- still has its own revision, events and reply, exactly as `put.lua` or `rotate.lua` would
+-- give them.
 
 -- The error text of a failed write: the `err` of an error reply, or a raised Lua error.
 local function error_text(e)
@@ -23,121 +22,6 @@ local function error_text(e)
     return e.err
   end
   return 'ERR ' .. tostring(e)
-end
-
--- What a put run holds back until it ends (or until a put needs the store as its own script
--- would find it): the revision, the metadata written, the keys new to the index, and the log
--- fields of its revisions from `run_first` on.
-local run_rev, run_meta, run_new, run_new_count, run_dirty, run_log, run_first
-
-local function run_flush()
-  if not run_dirty then
-    return
-  end
-  local fields = {}
-  for key, m in pairs(run_meta) do
-    fields[#fields + 1] = key
-    fields[#fields + 1] = m
-  end
-  if #fields > 0 then
-    redis.call('HSET', K_META, unpack(fields))
-  end
-  if run_new_count > 0 then
-    local args = {}
-    for i = 1, run_new_count do
-      args[#args + 1] = 0
-      args[#args + 1] = run_new[i]
-    end
-    redis.call('ZADD', K_IDX, unpack(args))
-  end
-  redis.call('SET', K_REV, run_rev)
-  if #run_log > 0 then
-    append_batch_log(run_log, run_first, run_rev)
-  end
-  run_meta, run_new, run_new_count, run_dirty, run_log = {}, {}, 0, false, {}
-end
-
--- Logs the revision the run just took, `run_rev` (its decimal `text`), whose one event is
--- `events[1]`.
-local function run_logged(text)
-  if #run_log == 0 then
-    run_first = run_rev
-  end
-  run_log[#run_log + 1] = text
-  run_log[#run_log + 1] = events[1]
-end
-
--- One put of a run: as `put.lua`, with the metadata from `metas` (the run's view) and the
--- revision from `run_rev`. Returns its revision and its previous value and metadata (false
--- when not asked for or none), or an error reply.
-local function run_put(key, value, lease, want_prev, hash, metas)
-  if not may('SET', key, value) then
-    return no_permission(1, 'write')
-  end
-  local err = check_lease(1, lease)
-  if err then
-    return err
-  end
-  local old = metas[key]
-  local prev = redis.pcall('SET', key, value, 'GET')
-  if type(prev) == 'table' then
-    if string.sub(prev.err, 1, 9) == 'WRONGTYPE' then
-      return redis.error_reply('KVWRONGTYPE 1 holds a ' .. redis.call('TYPE', key)['ok'])
-    end
-    return prev
-  end
-  if (prev and not old) or (old and not prev) then
-    -- Another program wrote or deleted the key: reconciling it is a revision of its own,
-    -- written by the shared helpers on the store as it stands, so the run writes what it
-    -- holds back first.
-    run_flush()
-    if prev and not old then
-      old = adopted_meta(absorb({ { key, 'adopt', prev } }), prev)
-    else
-      absorb({ { key, 'forget', old } })
-      old = nil
-    end
-    run_rev = current_revision()
-  end
-  events = {}
-  run_rev = run_rev + 1
-  run_dirty = true
-  local rev = run_rev
-  local text = string.format('%d', rev)
-  local m = record_put(key, value, hash, lease, old, prev or '', text)
-  metas[key] = m
-  run_meta[key] = m
-  if not old then
-    run_new_count = run_new_count + 1
-    run_new[run_new_count] = key
-  end
-  run_logged(text)
-  if want_prev and old then
-    return rev, prev, old
-  end
-  return rev, false, false
-end
-
--- One rotation of a run: as `rotate.lua`, with the revision from `run_rev`. Returns its
--- revision and the item moved to the end (false for none), or an error reply.
-local function run_rotate(key)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= 'list' then
-    return redis.error_reply('KVWRONGTYPE 1 holds a ' .. t)
-  end
-  if not may('LMOVE', key, key, 'LEFT', 'RIGHT') then
-    return no_permission(1, 'write')
-  end
-  if t == 'none' or redis.call('LLEN', key) < 2 then
-    return run_rev, redis.call('LINDEX', key, 0)
-  end
-  local item = redis.call('LMOVE', key, key, 'LEFT', 'RIGHT')
-  events = {}
-  push_event('c', key, 'lo', item, '', '')
-  run_rev = run_rev + 1
-  run_dirty = true
-  run_logged(string.format('%d', run_rev))
-  return run_rev, item
 end
 
 -- Appends the three values of a write that failed with `e` to `out`.
@@ -174,7 +58,7 @@ local function run(argv, first, out)
       metas[key] = found[k] or nil
     end
   end
-  run_rev, run_meta, run_new, run_new_count, run_dirty, run_log = current_revision(), {}, {}, 0, false, {}
+  run_start()
   i = first
   while i < last do
     local a, o = i + 2, #out

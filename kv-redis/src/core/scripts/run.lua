@@ -1,0 +1,126 @@
+-- Runs of plain puts and list rotations, after the shared library (`lib.lua`): a run reads
+-- and writes the revision counter once, writes the metadata of its puts with one HSET and
+-- their new keys with one ZADD, and logs its revisions in one entry (a field each, see
+-- `append_batch_log`), while each write keeps its own revision, events and reply. `put.lua`
+-- and `rotate.lua` are runs of one write; the group commit's `batch` function (`batch.lua`)
+-- runs many.
+
+-- What a run holds back until it ends (or until a put needs the store as its own script
+-- would find it): the revision, the metadata written, the keys new to the index, and the log
+-- fields of its revisions from `run_first` on.
+local run_rev, run_meta, run_new, run_new_count, run_dirty, run_log, run_first
+
+-- Starts a run at the current revision.
+local function run_start()
+  run_rev, run_meta, run_new, run_new_count, run_dirty, run_log = current_revision(), {}, {}, 0, false, {}
+end
+
+local function run_flush()
+  if not run_dirty then
+    return
+  end
+  local fields = {}
+  for key, m in pairs(run_meta) do
+    fields[#fields + 1] = key
+    fields[#fields + 1] = m
+  end
+  if #fields > 0 then
+    redis.call('HSET', K_META, unpack(fields))
+  end
+  if run_new_count > 0 then
+    local args = {}
+    for i = 1, run_new_count do
+      args[#args + 1] = 0
+      args[#args + 1] = run_new[i]
+    end
+    redis.call('ZADD', K_IDX, unpack(args))
+  end
+  redis.call('SET', K_REV, run_rev)
+  if #run_log > 0 then
+    append_batch_log(run_log, run_first, run_rev)
+  end
+  run_meta, run_new, run_new_count, run_dirty, run_log = {}, {}, 0, false, {}
+end
+
+-- Logs the revision the run just took, `run_rev` (its decimal `text`), whose one event is
+-- `events[1]`.
+local function run_logged(text)
+  if #run_log == 0 then
+    run_first = run_rev
+  end
+  run_log[#run_log + 1] = text
+  run_log[#run_log + 1] = events[1]
+end
+
+-- One put of a run: as `put.lua`, with the metadata from `metas` (the run's view) and the
+-- revision from `run_rev`. Returns its revision and its previous value and metadata (false
+-- when not asked for or none), or an error reply.
+local function run_put(key, value, lease, want_prev, hash, metas)
+  if not may('SET', key, value) then
+    return no_permission(1, 'write')
+  end
+  local err = check_lease(1, lease)
+  if err then
+    return err
+  end
+  local old = metas[key]
+  local prev = redis.pcall('SET', key, value, 'GET')
+  if type(prev) == 'table' then
+    if string.sub(prev.err, 1, 9) == 'WRONGTYPE' then
+      return redis.error_reply('KVWRONGTYPE 1 holds a ' .. redis.call('TYPE', key)['ok'])
+    end
+    return prev
+  end
+  if (prev and not old) or (old and not prev) then
+    -- Another program wrote or deleted the key: reconciling it is a revision of its own,
+    -- written by the shared helpers on the store as it stands, so the run writes what it
+    -- holds back first.
+    run_flush()
+    if prev and not old then
+      old = adopted_meta(absorb({ { key, 'adopt', prev } }), prev)
+    else
+      absorb({ { key, 'forget', old } })
+      old = nil
+    end
+    run_rev = current_revision()
+  end
+  events = {}
+  run_rev = run_rev + 1
+  run_dirty = true
+  local rev = run_rev
+  local text = string.format('%d', rev)
+  local m = record_put(key, value, hash, lease, old, prev or '', text)
+  metas[key] = m
+  run_meta[key] = m
+  if not old then
+    run_new_count = run_new_count + 1
+    run_new[run_new_count] = key
+  end
+  run_logged(text)
+  if want_prev and old then
+    return rev, prev, old
+  end
+  return rev, false, false
+end
+
+-- One rotation of a run: as `rotate.lua`, with the revision from `run_rev`. Returns its
+-- revision and the item moved to the end (false for none), or an error reply.
+local function run_rotate(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= 'list' then
+    return redis.error_reply('KVWRONGTYPE 1 holds a ' .. t)
+  end
+  if not may('LMOVE', key, key, 'LEFT', 'RIGHT') then
+    return no_permission(1, 'write')
+  end
+  if t == 'none' or redis.call('LLEN', key) < 2 then
+    return run_rev, redis.call('LINDEX', key, 0)
+  end
+  local item = redis.call('LMOVE', key, key, 'LEFT', 'RIGHT')
+  events = {}
+  push_event('c', key, 'lo', item, '', '')
+  run_rev = run_rev + 1
+  run_dirty = true
+  run_logged(string.format('%d', run_rev))
+  return run_rev, item
+end
