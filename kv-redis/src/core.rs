@@ -322,44 +322,33 @@ impl Core {
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
-        let mut call = self.script_call(script);
+        let mut call = self.link.script_call(script);
         for arg in args {
             call.arg(*arg);
         }
-        self.invoke(script, &call, op).await
+        self.link.invoke(script, &call, op).await
     }
 
-    /// Runs a writing script: the prefix, the log retention, then `args`; then waits for the
-    /// replicas, when configured.
+    /// Runs a writing script: the prefix, the log retention, then `args`; on a cluster the
+    /// group joins the registry first; then waits for the replicas, when configured.
     pub(crate) async fn run_write<T: FromRedisValue>(
         &self,
         script: &Lua,
         args: &[&[u8]],
         op: &'static str,
     ) -> Result<T> {
-        let mut call = self.write_call(script);
+        let mut call = self.link.write_call(script);
         for arg in args {
             call.arg(*arg);
         }
-        self.send_write(script, &call, op).await
-    }
-
-    /// Sends a writing script's run from `write_call`: on a cluster the group joins the
-    /// registry first; then the run, and the wait for the replicas, when configured.
-    pub(crate) async fn send_write<T: FromRedisValue>(
-        &self,
-        script: &Lua,
-        call: &Cmd,
-        op: &'static str,
-    ) -> Result<T> {
         self.register(op).await?;
-        self.link.send_write(script, call, op).await
+        self.link.send_write(script, &call, op).await
     }
 
     /// Sends the write `args` of `writer` (its arguments after the prefix and the retention)
-    /// through the group commit: alone when no other write of this core is in flight, else
-    /// in one call with every write that queued meanwhile. Then waits for the replicas, when
-    /// configured. On a cluster the group joins the registry first.
+    /// through the group commit (see `core::commit`): alone while few of this core's calls are in
+    /// flight, else in one call with the writes that queued meanwhile. Then waits for the
+    /// replicas, when configured. On a cluster the group joins the registry first.
     pub(crate) async fn commit(
         &self,
         writer: Writer,
@@ -368,27 +357,6 @@ impl Core {
     ) -> Result<Value> {
         self.register(op).await?;
         self.committer.submit(writer, args, op).await
-    }
-
-    /// The run of `script` (`FCALL` or `EVALSHA`, its one key the revision counter) with the
-    /// prefix as its first argument: see [`Link::script_call`].
-    pub(crate) fn script_call(&self, script: &Lua) -> Cmd {
-        self.link.script_call(script)
-    }
-
-    /// The run of a writing script: the prefix, then the log retention.
-    pub(crate) fn write_call(&self, script: &Lua) -> Cmd {
-        self.link.write_call(script)
-    }
-
-    /// Sends a script run from `script_call`: see [`Link::invoke`].
-    pub(crate) async fn invoke<T: FromRedisValue>(
-        &self,
-        script: &Lua,
-        call: &Cmd,
-        op: &'static str,
-    ) -> Result<T> {
-        self.link.invoke(script, call, op).await
     }
 
     /// Where the event log stands, read atomically with its entries from revision `from` on

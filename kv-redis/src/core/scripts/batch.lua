@@ -85,7 +85,8 @@ local function run(argv, first, out)
   return last
 end
 
-local BATCHED = { put = f_put, delete = f_delete, txn = f_txn, rotate = f_rotate }
+-- The writes that run on their own inside a batch (puts and rotations go in runs).
+local BATCHED = { delete = f_delete, txn = f_txn }
 
 redis.register_function{function_name='@V@_batch', callback=function(KEYS, ARGV)
   begin(ARGV)
@@ -104,9 +105,10 @@ redis.register_function{function_name='@V@_batch', callback=function(KEYS, ARGV)
       local n = #out
       if not ok or type(reply) ~= 'table' or reply.err then
         failed(out, reply)
-      elseif name == 'txn' or name == 'rotate' then
+      elseif name == 'txn' then
         out[n + 1], out[n + 2], out[n + 3] = -1, reply, false
       else
+        -- A delete: { revision, { value, meta } or false }.
         local p = reply[2] or { false, false }
         out[n + 1], out[n + 2], out[n + 3] = reply[1], p[1], p[2]
       end

@@ -77,12 +77,12 @@ local function run_put(key, value, lease, want_prev, hash, metas)
     -- holds back first.
     run_flush()
     if prev and not old then
-      old = adopted_meta(absorb({ { key, 'adopt', prev } }), prev)
+      run_rev = absorb({ { key, 'adopt', prev } })
+      old = adopted_meta(run_rev, prev)
     else
-      absorb({ { key, 'forget', old } })
+      run_rev = absorb({ { key, 'forget', old } })
       old = nil
     end
-    run_rev = current_revision()
   end
   events = {}
   run_rev = run_rev + 1
