@@ -10,7 +10,10 @@ use keyplane_core::{
     Txn, TxnOp, TxnResponse, WatchOptions,
 };
 use keyplane_redis::{RedisConfig, RedisStore};
-use keyplane_tests::harness::{RedisServer, key_root, redis_command_calls, redis_connection};
+use keyplane_tests::harness::{
+    RedisServer, key_root, redis_command_calls, redis_command_stat, redis_commands,
+    redis_connection,
+};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -29,13 +32,7 @@ async fn server_and_store() -> Option<(RedisServer, RedisStore)> {
 
 /// Holds every client's writes for `ms` ms.
 async fn pause_writes(con: &mut redis::aio::MultiplexedConnection, ms: u64) {
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(ms)
-        .arg("WRITE")
-        .query_async(con)
-        .await
-        .unwrap();
+    redis_commands(con, &[&["CLIENT", "PAUSE", &ms.to_string(), "WRITE"]]).await;
 }
 
 /// Every event of `store` under `root` from revision `from` up to revision `to`, by revision.
@@ -405,15 +402,14 @@ async fn a_batch_refused_for_memory_runs_write_by_write() {
             .unwrap();
     }
     let before = store.revision().await.unwrap();
-    for (name, value) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1")] {
-        let () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(name)
-            .arg(value)
-            .query_async(&mut con)
-            .await
-            .unwrap();
-    }
+    redis_commands(
+        &mut con,
+        &[
+            &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+            &["CONFIG", "SET", "maxmemory", "1"],
+        ],
+    )
+    .await;
     let rejected_before = rejected_fcalls(&mut con).await;
     pause_writes(&mut con, 200).await;
     let outcomes = join_all((0..16).map(|i| {
@@ -437,13 +433,7 @@ async fn a_batch_refused_for_memory_runs_write_by_write() {
         }
     }))
     .await;
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg("0")
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    redis_commands(&mut con, &[&["CONFIG", "SET", "maxmemory", "0"]]).await;
     for (i, outcome) in outcomes.iter().enumerate() {
         if i % 2 == 0 {
             assert!(outcome.as_ref().unwrap(), "delete {i} ran: {outcome:?}");
@@ -468,16 +458,7 @@ async fn a_batch_refused_for_memory_runs_write_by_write() {
 
 /// The `FCALL`s Redis has refused (for memory, here), from `INFO commandstats`.
 async fn rejected_fcalls(con: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(con)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_fcall:"))
-        .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("rejected_calls=")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    redis_command_stat(con, "fcall", "rejected_calls").await
 }
 
 /// Issues `n` puts of `root`'s keys `0..keys` at once behind a pause, so that most of them go

@@ -9,28 +9,8 @@ use crate::measure::{Budget, Goal, Measure, Report, current_thread, multi_thread
 use crate::single::{VALUE, redis_store, server_cpu_us};
 use futures::future::join_all;
 use keyplane_core::{PutOptions, Store};
-use keyplane_tests::harness::{RedisServer, redis_connection};
+use keyplane_tests::harness::{RedisServer, redis_command_calls, redis_connection};
 use redis::aio::MultiplexedConnection;
-
-/// Calls of `cmd` so far, and the µs the server spent running them.
-async fn command_time(con: &mut MultiplexedConnection, cmd: &str) -> (u64, u64) {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(con)
-        .await
-        .expect("INFO commandstats");
-    let line = info
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:")))
-        .unwrap_or("");
-    let field = |name: &str| -> u64 {
-        line.split(',')
-            .find_map(|f| f.strip_prefix(name))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("calls="), field("usec="))
-}
 
 /// What `tasks` writers doing `per_task` writes each cost the server: the calls of `cmd`, and
 /// the server's CPU µs.
@@ -45,7 +25,7 @@ where
     F: Fn(usize, usize) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let before = command_time(&mut con.clone(), cmd).await.0;
+    let before = redis_command_calls(&mut con.clone(), cmd).await;
     let cpu = server_cpu_us(&mut con.clone()).await;
     join_all((0..tasks).map(|t| {
         let write = &write;
@@ -57,7 +37,10 @@ where
     }))
     .await;
     let cpu = server_cpu_us(&mut con.clone()).await - cpu;
-    (command_time(&mut con.clone(), cmd).await.0 - before, cpu)
+    (
+        redis_command_calls(&mut con.clone(), cmd).await - before,
+        cpu,
+    )
 }
 
 /// The figures of one runtime: puts per call at each task count, and the server's µs per

@@ -7,7 +7,7 @@
 
 use super::support::{all_pages, key, put, root};
 use crate::busy::{NAMES_PER_WRITER, WRITERS, Writers};
-use keyplane_core::{RangeOptions, Store};
+use keyplane_core::{Entry, RangeOptions, RangeResult, Store};
 use std::sync::Arc;
 
 /// A directory nobody changes, listed in pages while other tasks write elsewhere as fast as
@@ -21,23 +21,9 @@ pub async fn paged_listing_of_a_quiet_directory_while_others_write(store: Arc<dy
     let expected = st.range(RangeOptions::prefix(&root)).await.unwrap().entries;
     let mut writers = Writers::start(&store, &elsewhere);
     writers.advance(WRITERS).await;
-    let mut opts = RangeOptions::prefix(&root).limit(10);
+    let opts = RangeOptions::prefix(&root).limit(10);
     let first = st.range(opts.clone()).await.expect("page 1");
-    let mut listed = first.entries.clone();
-    let mut next = first.next;
-    let mut pages = 1;
-    while let Some(continuation) = next {
-        writers.advance(WRITERS).await;
-        opts = opts.after(continuation);
-        pages += 1;
-        let page = st
-            .range(opts.clone())
-            .await
-            .unwrap_or_else(|e| panic!("page {pages} while others write: {e}"));
-        assert_eq!(page.revision, first.revision, "page {pages}'s revision");
-        listed.extend(page.entries);
-        next = page.next;
-    }
+    let (listed, pages) = pages_while_writing(st, &mut writers, opts, &first, "others write").await;
     let counted = st
         .range(
             RangeOptions::prefix(&root)
@@ -64,24 +50,11 @@ pub async fn paged_listing_while_its_own_keys_are_written(store: Arc<dyn Store>)
         }
     }
     let expected = st.range(RangeOptions::prefix(&root)).await.unwrap().entries;
-    let mut opts = RangeOptions::prefix(&root).limit(16);
+    let opts = RangeOptions::prefix(&root).limit(16);
     let first = st.range(opts.clone()).await.expect("page 1");
     let mut writers = Writers::start(&store, &root);
-    let mut listed = first.entries.clone();
-    let mut next = first.next;
-    let mut pages = 1;
-    while let Some(continuation) = next {
-        writers.advance(WRITERS).await;
-        opts = opts.after(continuation);
-        pages += 1;
-        let page = st
-            .range(opts.clone())
-            .await
-            .unwrap_or_else(|e| panic!("page {pages} while its keys are written: {e}"));
-        assert_eq!(page.revision, first.revision, "page {pages}'s revision");
-        listed.extend(page.entries);
-        next = page.next;
-    }
+    let (listed, pages) =
+        pages_while_writing(st, &mut writers, opts, &first, "its keys are written").await;
     writers.advance(WRITERS).await;
     let pinned = all_pages(
         st,
@@ -101,4 +74,33 @@ pub async fn paged_listing_while_its_own_keys_are_written(store: Arc<dyn Store>)
         "a listing pinned to that revision"
     );
     assert!(pinned.revisions.iter().all(|r| *r == first.revision));
+}
+
+/// Reads the pages of `opts` after `first`, letting the writers go on before each, and checks
+/// that every page is read at `first`'s revision (`during` says what happens meanwhile, for
+/// the failure's message). Returns every entry listed, `first`'s included, and the number of
+/// pages.
+async fn pages_while_writing(
+    st: &dyn Store,
+    writers: &mut Writers,
+    mut opts: RangeOptions,
+    first: &RangeResult,
+    during: &str,
+) -> (Vec<Entry>, usize) {
+    let mut listed = first.entries.clone();
+    let mut next = first.next.clone();
+    let mut pages = 1;
+    while let Some(continuation) = next {
+        writers.advance(WRITERS).await;
+        opts = opts.after(continuation);
+        pages += 1;
+        let page = st
+            .range(opts.clone())
+            .await
+            .unwrap_or_else(|e| panic!("page {pages} while {during}: {e}"));
+        assert_eq!(page.revision, first.revision, "page {pages}'s revision");
+        listed.extend(page.entries);
+        next = page.next;
+    }
+    (listed, pages)
 }

@@ -229,14 +229,33 @@ pub async fn redis_commands(con: &mut redis::aio::MultiplexedConnection, command
 /// # Panics
 /// When the server cannot be asked.
 pub async fn redis_command_calls(con: &mut redis::aio::MultiplexedConnection, cmd: &str) -> u64 {
+    redis_command_stat(con, cmd, "calls").await
+}
+
+/// One figure of `cmd` in `INFO commandstats` (`calls`, `usec`, `rejected_calls`,
+/// `failed_calls`; 0 before the first call).
+///
+/// # Panics
+/// When the server cannot be asked.
+pub async fn redis_command_stat(
+    con: &mut redis::aio::MultiplexedConnection,
+    cmd: &str,
+    field: &str,
+) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(con)
         .await
         .expect("INFO commandstats");
+    let field = format!("{field}=");
     info.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:")))
+        .and_then(|stats| {
+            stats
+                .split(',')
+                .find_map(|f| f.strip_prefix(field.as_str()))
+        })
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
