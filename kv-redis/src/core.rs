@@ -9,8 +9,10 @@
 
 pub(crate) mod commit;
 pub(crate) mod decode;
+pub(crate) mod group;
 pub(crate) mod history;
 pub(crate) mod link;
+pub(crate) mod reads;
 pub(crate) mod reconcile;
 pub(crate) mod scripts;
 
@@ -19,6 +21,7 @@ use crate::config::RedisConfig;
 use crate::core::commit::{Committer, Writer};
 use crate::core::decode::{array, corrupted, int};
 use crate::core::link::{Link, serves_functions};
+use crate::core::reads::Reads;
 use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
 use keyplane_core::{
@@ -64,6 +67,8 @@ pub(crate) struct Core {
     pub(crate) link: Link,
     /// The group commit of this core's writes.
     committer: Committer,
+    /// The grouped reads of this core's gets.
+    pub(crate) reads: Reads,
     /// On a cluster, a group's entry in the registry of groups, made before its first write.
     registration: Option<Registration>,
 }
@@ -256,13 +261,15 @@ impl Core {
             wait_replicas: config.wait_replicas,
             wait_timeout_ms: config.wait_timeout_ms,
         };
+        let meta_key = [prefix.as_slice(), b"meta"].concat();
         Core {
             committer: Committer::new(link.clone(), Arc::clone(&scripts)),
+            reads: Reads::new(con.clone(), &meta_key),
             link,
             hub: Arc::new(crate::watch::Hub::new(dial.clone(), &prefix, &config)),
             con,
             dial,
-            meta_key: [prefix.as_slice(), b"meta"].concat(),
+            meta_key,
             rev_key,
             prefix,
             config,

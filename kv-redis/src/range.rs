@@ -57,13 +57,18 @@ enum KeyRead {
 const FAST_READ_MAX: usize = 64 << 10;
 
 async fn read_key(core: &Core, key: &[u8]) -> Result<KeyRead> {
-    if let Some(read) = read_key_fast(core, key).await? {
+    let pair = core.reads.meta_and_value(key).await?;
+    if pair.atomic {
+        return settle(key, pair.meta, pair.value);
+    }
+    if let Some(read) = read_key_fast(key, pair.meta, pair.value)? {
         return Ok(read);
     }
     read_key_atomic(core, key).await
 }
 
-/// A read without MULTI/EXEC: the metadata, then the value, pipelined. Every script writes a
+/// What a read without MULTI/EXEC found: the metadata, then the value, pipelined (under load
+/// the gets of a moment are read together, atomically: see [`crate::core::reads`]). Every script writes a
 /// key's value and its metadata together, and the metadata holds the value's digest, so a
 /// value whose digest is the one of the metadata read just before is the value that
 /// metadata was written with: the pair is the key as it was when the metadata was read, a
@@ -71,8 +76,7 @@ async fn read_key(core: &Core, key: &[u8]) -> Result<KeyRead> {
 /// read (any metadata then without a value is another program's delete, which reads as
 /// absent too). `None` for anything else (digests differ, no digest, a collection, another
 /// program's string, a large value), which the atomic read settles.
-async fn read_key_fast(core: &Core, key: &[u8]) -> Result<Option<KeyRead>> {
-    let (meta, value) = read_meta_and_value(core, key, false).await?;
+fn read_key_fast(key: &[u8], meta: Value, value: Value) -> Result<Option<KeyRead>> {
     Ok(match (meta, value) {
         (Value::Nil, Value::Nil) => Some(KeyRead::Absent),
         (Value::BulkString(meta), Value::BulkString(value))
@@ -96,14 +100,12 @@ fn digest_matches(meta: &[u8], value: &[u8]) -> bool {
     crate::core::value_digest(value) == *recorded
 }
 
-/// The replies of HGET of a key's metadata and GET of its value, pipelined, in one
-/// MULTI/EXEC when `atomic`. A key without metadata may hold a collection, which makes GET
-/// fail: its error is the second reply.
-async fn read_meta_and_value(core: &Core, key: &[u8], atomic: bool) -> Result<(Value, Value)> {
+/// The replies of HGET of a key's metadata and GET of its value, in one MULTI/EXEC. A key
+/// without metadata may hold a collection, which makes GET fail: its error is the second
+/// reply.
+async fn read_meta_and_value(core: &Core, key: &[u8]) -> Result<(Value, Value)> {
     let mut pipe = redis::pipe();
-    if atomic {
-        pipe.atomic();
-    }
+    pipe.atomic();
     pipe.cmd("HGET")
         .arg(core.meta_key.as_slice())
         .arg(key)
@@ -124,7 +126,12 @@ async fn read_meta_and_value(core: &Core, key: &[u8], atomic: bool) -> Result<(V
 
 /// A read of the metadata and the value in one MULTI/EXEC.
 async fn read_key_atomic(core: &Core, key: &[u8]) -> Result<KeyRead> {
-    let (meta, value) = read_meta_and_value(core, key, true).await?;
+    let (meta, value) = read_meta_and_value(core, key).await?;
+    settle(key, meta, value)
+}
+
+/// What a key's metadata and value, read at one moment, say it is.
+fn settle(key: &[u8], meta: Value, value: Value) -> Result<KeyRead> {
     let Some(meta) = opt_bytes(reply_or_error(meta)?)? else {
         // Without metadata: a collection (its GET failed) is not a plain entry; a string is
         // another program's.

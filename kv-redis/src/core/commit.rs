@@ -5,12 +5,7 @@
 //! write's function in turn: each keeps its own revision, events, result and error, as the
 //! writes of a database's group commit share one fsync but not their outcomes.
 //!
-//! There is no timer: a write sent while fewer than [`MAX_IN_FLIGHT`] calls of the core are
-//! in flight goes alone, at once, the way it always did. Writes issued while that many are in
-//! flight queue, and when one of those calls returns they go together, as one batch, from a
-//! driver task that keeps sending whatever queued meanwhile until the queue is empty. So
-//! batches form only under load, and grow with it; and the server always has the next call
-//! queued behind the one it runs, so it never waits for a round trip.
+//! There is no timer: batches form as [`super::group`] says, only under load.
 //!
 //! A batch needs the function library; when the store runs its scripts by `EVALSHA` (see
 //! [`super::scripts`]) every write goes alone. A batch the server refuses as a whole (out of
@@ -18,27 +13,22 @@
 //! of [`Link::invoke`].
 
 use crate::core::decode::corrupted;
+use crate::core::group::{Carrier, Group, Limits, Queued, Turn};
 use crate::core::link::{Link, function_missing, load_library, refused_fcall};
 use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
 use keyplane_core::{Error, ErrorKind, Result};
 use redis::{Cmd, Value};
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::oneshot;
 
-/// The most calls of one core's writes in flight at once: enough that the server never idles
-/// through a round trip while writers wait, few enough that the writes which come meanwhile
-/// queue and share a call.
-const MAX_IN_FLIGHT: usize = 8;
-
-/// The most writes one batch carries: a call holds the server for the time of all of them,
-/// so a bound keeps any one call short while still sharing its cost widely.
-const MAX_BATCH_WRITES: usize = 128;
-
-/// The most argument bytes one batch carries (a batch always carries at least one write).
-const MAX_BATCH_BYTES: usize = 1 << 20;
+/// The bounds of the group commit: 8 calls in flight (chosen by measuring 1, 2, 4 and 8 at
+/// 16 and 64 writers), and at most 128 writes or 1 MiB of arguments per batch.
+const LIMITS: Limits = Limits {
+    in_flight: 8,
+    items: 128,
+    bytes: 1 << 20,
+};
 
 /// A write the group commit carries: which function runs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,32 +67,26 @@ impl Writer {
 
 /// The group commit of one core's writes.
 pub(crate) struct Committer {
+    group: Group<Batcher>,
+}
+
+/// What sends a core's writes: alone, or a batch as one call of `batch`.
+struct Batcher {
     link: Link,
     scripts: Arc<Scripts>,
-    state: Arc<Mutex<State>>,
 }
 
-/// How many calls are in flight, and the writes queued behind them.
-#[derive(Default)]
-struct State {
-    in_flight: usize,
-    queue: VecDeque<Pending>,
-}
-
-/// A queued write and where its result goes.
-struct Pending {
+/// A write: its function, its arguments, and the operation it serves (for errors).
+struct Write {
     writer: Writer,
     args: Cmd,
     op: &'static str,
-    reply: oneshot::Sender<Result<Value>>,
 }
 
 impl Committer {
     pub(crate) fn new(link: Link, scripts: Arc<Scripts>) -> Self {
         Committer {
-            link,
-            scripts,
-            state: Arc::default(),
+            group: Group::new(Batcher { link, scripts }, LIMITS),
         }
     }
 
@@ -115,115 +99,31 @@ impl Committer {
         args: Cmd,
         op: &'static str,
     ) -> Result<Value> {
-        if !self.link.functions.load(Ordering::Relaxed) {
-            return Box::pin(send_one(&self.link, &self.scripts, writer, &args, op)).await;
+        let Batcher { link, scripts } = self.group.carrier();
+        if !link.functions.load(Ordering::Relaxed) {
+            return Box::pin(send_one(link, scripts, writer, &args, op)).await;
         }
-        let waiting = {
-            let mut state = lock(&self.state);
-            if state.in_flight == MAX_IN_FLIGHT || !state.queue.is_empty() {
-                let (reply, rx) = oneshot::channel();
-                state.queue.push_back(Pending {
-                    writer,
-                    args,
-                    op,
-                    reply,
-                });
-                Err(rx)
-            } else {
-                state.in_flight += 1;
-                Ok(args)
-            }
-        };
-        match waiting {
-            Err(rx) => rx.await.unwrap_or_else(|_| Err(abandoned(op))),
-            Ok(args) => {
-                // Hands the queue over when the call returns, or when this future is
-                // dropped while it is in flight.
-                let _lead = Lead(self);
-                // Boxed: the lone call's future (its fallbacks, the wait for replicas) is
-                // large, and every write's future would otherwise carry it.
-                Box::pin(send_one(&self.link, &self.scripts, writer, &args, op)).await
-            }
+        match self.group.enter(Write { writer, args, op }) {
+            // Boxed: the lone call's future (its fallbacks, the wait for replicas) is large,
+            // and every write's future would otherwise carry it. `_lead` hands the queue over
+            // when the call returns or this future is dropped.
+            Turn::Alone(_lead, w) => Box::pin(send_one(link, scripts, w.writer, &w.args, op)).await,
+            Turn::Queued(answer) => answer.await.unwrap_or_else(|_| Err(abandoned(op))),
         }
     }
 }
 
-/// A lone call in flight: when it ends, the writes that queued meanwhile go to a driver,
-/// which takes over its place among the calls in flight.
-struct Lead<'a>(&'a Committer);
+impl Carrier for Batcher {
+    type Request = Write;
+    type Answer = Result<Value>;
 
-impl Drop for Lead<'_> {
-    fn drop(&mut self) {
-        let committer = self.0;
-        let mut state = lock(&committer.state);
-        if state.queue.is_empty() {
-            state.in_flight -= 1;
-            return;
-        }
-        let batch = take_batch(&mut state.queue);
-        drop(state);
-        let driver = drive(
-            committer.link.clone(),
-            Arc::clone(&committer.scripts),
-            Arc::clone(&committer.state),
-            batch,
-        );
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(driver);
-        }
-        // Without a runtime the driver is dropped unstarted, and its guard fails the queue.
+    fn size(write: &Write) -> usize {
+        write.args.args_iter().map(arg_len).sum()
     }
-}
 
-/// Sends `batch`, then every batch that queued meanwhile, until the queue is empty.
-async fn drive(link: Link, scripts: Arc<Scripts>, state: Arc<Mutex<State>>, batch: Vec<Pending>) {
-    let mut driving = Driving(Some(Arc::clone(&state)));
-    let mut batch = batch;
-    loop {
-        send_batch(&link, &scripts, batch).await;
-        let mut queued = lock(&state);
-        if queued.queue.is_empty() {
-            queued.in_flight -= 1;
-            driving.0 = None;
-            return;
-        }
-        batch = take_batch(&mut queued.queue);
+    async fn send(&self, batch: Vec<Queued<Self>>) {
+        send_batch(&self.link, &self.scripts, batch).await;
     }
-}
-
-/// A driver that may end before the queue is empty (its runtime shut down): then the queued
-/// writes fail unsent and its place among the calls in flight is freed, so that no write
-/// waits forever.
-struct Driving(Option<Arc<Mutex<State>>>);
-
-impl Drop for Driving {
-    fn drop(&mut self) {
-        if let Some(state) = self.0.take() {
-            let mut state = lock(&state);
-            state.queue.clear();
-            state.in_flight -= 1;
-        }
-    }
-}
-
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The writes at the front of the queue that one batch carries.
-fn take_batch(queue: &mut VecDeque<Pending>) -> Vec<Pending> {
-    let mut bytes = 0;
-    let mut batch = Vec::new();
-    while let Some(next) = queue.front() {
-        let size: usize = next.args.args_iter().map(arg_len).sum();
-        if !batch.is_empty() && (batch.len() == MAX_BATCH_WRITES || bytes + size > MAX_BATCH_BYTES)
-        {
-            break;
-        }
-        bytes += size;
-        batch.extend(queue.pop_front());
-    }
-    batch
 }
 
 fn arg_len(arg: redis::Arg<&[u8]>) -> usize {
@@ -262,10 +162,17 @@ async fn send_one(
 }
 
 /// Sends the writes of `batch` and answers each.
-async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
+async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Queued<Batcher>>) {
     if batch.len() == 1 {
         for p in batch {
-            let reply = send_one(link, scripts, p.writer, &p.args, p.op).await;
+            let reply = send_one(
+                link,
+                scripts,
+                p.request.writer,
+                &p.request.args,
+                p.request.op,
+            )
+            .await;
             let _ = p.reply.send(reply);
         }
         return;
@@ -277,8 +184,9 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
         .arg(&*link.prefix)
         .arg(link.retention);
     for p in &batch {
-        call.arg(p.writer.name()).arg(p.args.args_iter().count());
-        for arg in p.args.args_iter() {
+        call.arg(p.request.writer.name())
+            .arg(p.request.args.args_iter().count());
+        for arg in p.request.args.args_iter() {
             if let redis::Arg::Simple(arg) = arg {
                 call.arg(arg);
             }
@@ -309,7 +217,14 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
                 link.functions.store(false, Ordering::Relaxed);
             }
             futures::future::join_all(batch.into_iter().map(async |p| {
-                let reply = send_one(link, scripts, p.writer, &p.args, p.op).await;
+                let reply = send_one(
+                    link,
+                    scripts,
+                    p.request.writer,
+                    &p.request.args,
+                    p.request.op,
+                )
+                .await;
                 let _ = p.reply.send(reply);
             }))
             .await;
@@ -317,7 +232,7 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
         }
         Err(e) => {
             for p in batch {
-                let _ = p.reply.send(Err(map_error(p.op, e.clone())));
+                let _ = p.reply.send(Err(map_error(p.request.op, e.clone())));
             }
             return;
         }
@@ -330,7 +245,7 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Pending>) {
             else {
                 return Err(corrupted("a batch reply has three values per write"));
             };
-            outcome(p.op, a, b, c)
+            outcome(p.request.op, a, b, c)
         })
         .collect();
     if results.iter().any(Result::is_ok)
