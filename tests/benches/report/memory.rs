@@ -106,7 +106,7 @@ pub fn run(_budget: Budget, report: &mut Report) {
                     raw,
                     "bytes",
                     if retention.is_none() {
-                        Goal::AtMost(2.5)
+                        Goal::AtMost(2.0)
                     } else {
                         Goal::Info
                     },

@@ -141,7 +141,11 @@ fn report_bulk(
             load.0,
             load.1,
             "keys/s",
-            Goal::Info,
+            if backend == "redis" {
+                Goal::AtLeast(0.5)
+            } else {
+                Goal::Info
+            },
         )
         .note(format!("BulkLoader, 8 batches in flight; raw: {raw}")),
     );

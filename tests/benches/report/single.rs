@@ -252,7 +252,7 @@ async fn redis_ops(
         async |i| raw_get(spread(i)).await,
     )
     .await;
-    out.push(at_most("get vs GET (10,000 keys)", get, 1.15));
+    out.push(at_most("get vs GET (10,000 keys)", get, 1.1));
     let hot = paired_us(
         budget,
         async |_| {
@@ -261,7 +261,7 @@ async fn redis_ops(
         async |_| raw_get(key(4242)).await,
     )
     .await;
-    out.push(at_most("get vs GET (one hot key)", hot, 1.15));
+    out.push(at_most("get vs GET (one hot key)", hot, 1.1));
     let overwrite = paired_us(
         budget,
         async |i| put(format!("bench/put/ours/{}", i % 1000)).await,
