@@ -4,7 +4,7 @@
 use crate::entry::{Entry, escape_bytes, validate_key};
 use crate::error::{Error, ErrorKind, Result};
 use crate::range::RangeOptions;
-use crate::raw::backoff;
+use crate::retry::Backoff;
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
 use futures::StreamExt;
@@ -252,7 +252,7 @@ impl<'a, S: Store + ?Sized> BulkLoader<'a, S> {
                 // the baseline, and the batch is known not to be applied.
                 Ok(_) => false,
                 Err(e) if e.is_retryable() && attempt < self.attempts => {
-                    tokio::time::sleep(backoff(attempt)).await;
+                    tokio::time::sleep(Backoff::requests().delay(attempt)).await;
                     true
                 }
                 Err(e) => return Err(e),
@@ -382,7 +382,7 @@ impl<'a, S: Store + ?Sized> BulkLoader<'a, S> {
             attempt += 1;
             match f().await {
                 Err(e) if e.is_retryable() && attempt < self.attempts => {
-                    tokio::time::sleep(backoff(attempt)).await;
+                    tokio::time::sleep(Backoff::requests().delay(attempt)).await;
                 }
                 other => return other,
             }

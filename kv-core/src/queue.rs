@@ -10,6 +10,7 @@
 use crate::entry::{Entry, LeaseId, validate_key};
 use crate::error::{Error, ErrorKind, Result};
 use crate::range::{KeyRange, RangeOptions};
+use crate::retry::Backoff;
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
 use crate::watch::{Event, WatchOptions, WatchStream};
@@ -299,6 +300,10 @@ async fn monitor(
     mut revision: i64,
     lost: watch::Sender<bool>,
 ) {
+    // Between a failed watch and the next: quick at first, never more than 100 ms, which
+    // bounds how late a loss is seen.
+    let policy = Backoff::requests().max_delay(Duration::from_millis(100));
+    let mut failures = 0;
     loop {
         let watch = WatchOptions::key(&key).from_revision(revision + 1);
         if let Ok(mut stream) = store.watch(watch).await
@@ -319,7 +324,8 @@ async fn monitor(
                     .is_some_and(|e| e.create_revision == token) =>
             {
                 revision = page.revision;
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                tokio::time::sleep(policy.delay(failures)).await;
+                failures = failures.saturating_add(1);
             }
             _ => {
                 lost.send_replace(true);

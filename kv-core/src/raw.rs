@@ -12,10 +12,3 @@ pub mod layout;
 
 pub use codec::{decode_changes, encode_changes};
 pub use layout::list_index_range;
-
-use std::time::Duration;
-
-/// Exponential backoff between attempts of a retried request: 25 ms doubling up to 1 s.
-pub fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(25u64 << attempt.min(6)).min(Duration::from_secs(1))
-}

@@ -18,7 +18,7 @@
 //! overlay.
 
 use crate::core::plan::{Branch, Slot, UserTxn, flatten, shape, unexpected};
-use crate::core::{Core, Namespace, backoff, header_revision, stamp_key};
+use crate::core::{Core, Namespace, header_revision, stamp_key};
 use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, GetOptions, Txn as EtcdTxn,
     TxnOp as EtcdOp, TxnOpResponse, TxnResponse as EtcdTxnResponse,
@@ -28,6 +28,7 @@ use keyplane_core::raw::emulation::{
     compare_reads, emptiness_probes, evaluate_compare, members_range, reads,
 };
 use keyplane_core::raw::encode_changes;
+use keyplane_core::retry::Backoff;
 use keyplane_core::{
     CollectionChange, CollectionKind, Compare, Error, ErrorKind, OpResult, Result, Txn, TxnOp,
     TxnResponse,
@@ -137,7 +138,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             attempt,
             "collection transaction lost a race; planning again"
         );
-        tokio::time::sleep(backoff(attempt.min(3))).await;
+        tokio::time::sleep(Backoff::requests().delay(attempt.min(3))).await;
     }
     Err(Error::new(
         ErrorKind::ConditionFailed,

@@ -1,6 +1,6 @@
 //! `Core`: the state every operation needs (the etcd clients, the namespace, the capabilities
 //! and the config), and the request helpers every operation file uses: the retrying
-//! [`Core::call`], [`backoff`], [`header_revision`], [`Core::compact_revision`], the
+//! [`Core::call`], [`header_revision`], [`Core::compact_revision`], the
 //! [`Namespace`] that confines keys to the store's root and converts etcd's key-values, and
 //! the collection stamps (see [`stamp_key`]).
 
@@ -12,8 +12,8 @@ use etcd_client::{
     Client, ConnectOptions, KeyValue, KvClient, LeaseClient, WatchClient,
     WatchOptions as EtcdWatchOptions,
 };
-pub(crate) use keyplane_core::raw::backoff;
 use keyplane_core::raw::layout;
+use keyplane_core::retry::Backoff;
 use keyplane_core::{
     Capabilities, CollectionKind, Entry, Error, ErrorKind, LeaseId, Result, Retention, Support,
     prefix_end,
@@ -127,7 +127,7 @@ impl Core {
                 return Err(err);
             }
             tracing::debug!(op, attempt, error = %err, "retrying etcd request");
-            tokio::time::sleep(backoff(attempt)).await;
+            tokio::time::sleep(Backoff::requests().delay(attempt)).await;
             attempt += 1;
         }
     }

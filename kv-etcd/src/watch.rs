@@ -7,7 +7,7 @@
 //! transaction. The store raises the client's message limit so that a large transaction's
 //! events still fit in one response.
 
-use crate::core::{Core, backoff, collection_of_stamp, header_revision};
+use crate::core::{Core, collection_of_stamp, header_revision};
 use crate::error::map_error;
 use etcd_client::{
     CompactionOptions, EventType, GetOptions, SortOrder, SortTarget,
@@ -16,6 +16,7 @@ use etcd_client::{
 use futures::StreamExt;
 use keyplane_core::raw::decode_changes;
 use keyplane_core::raw::layout;
+use keyplane_core::retry::Backoff;
 use keyplane_core::{
     CollectionChange, CollectionEvent, CollectionKind, Error, ErrorKind, Event, KeyRange, Result,
     WatchBatch, WatchOptions, WatchStream,
@@ -198,7 +199,7 @@ impl Watcher {
                     return Some(Err(e.with_context("reconnects", self.failures - 1)));
                 }
                 tracing::debug!(error = %e, next = self.next_revision, "watch reconnecting");
-                tokio::time::sleep(backoff(self.failures - 1)).await;
+                tokio::time::sleep(Backoff::requests().delay(self.failures - 1)).await;
             }
         }
     }

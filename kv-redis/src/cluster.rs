@@ -5,8 +5,7 @@
 //! (and each group that appears later) and tags each batch with its group.
 
 use crate::core::Core;
-use crate::error::map_error;
-use crate::watch::unavailable;
+use crate::error::{map_error, unavailable};
 use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
 use keyplane_core::raw::emulation::cut_page;

@@ -5,12 +5,15 @@
 //! prefix. Under it: [`reconcile`], the adoption of keys another program wrote, which reads
 //! and writes both run before acting on them; [`decode`], the decoding of script replies and
 //! log entries; [`history`], the event log as reads at a past revision rewind through it;
-//! [`scripts`], the Lua scripts.
+//! [`scripts`], the Lua scripts; [`link`], how a script run reaches the server; [`commit`]
+//! and [`reads`], the group commit and the grouped reads, both built on [`group`]; [`hub`],
+//! the one follower of the event log's tail that every watch shares.
 
 pub(crate) mod commit;
 pub(crate) mod decode;
 pub(crate) mod group;
 pub(crate) mod history;
+pub(crate) mod hub;
 pub(crate) mod link;
 pub(crate) mod reads;
 pub(crate) mod reconcile;
@@ -62,7 +65,7 @@ pub(crate) struct Core {
     /// The database index, which keyspace notification channels name.
     pub(crate) db: i64,
     /// The one follower of the event log's tail that every watch shares.
-    pub(crate) hub: Arc<crate::watch::Hub>,
+    pub(crate) hub: Arc<hub::Hub>,
     /// How requests reach the server.
     pub(crate) link: Link,
     /// The group commit of this core's writes.
@@ -266,7 +269,7 @@ impl Core {
             committer: Committer::new(link.clone(), Arc::clone(&scripts)),
             reads: Reads::new(con.clone(), &meta_key),
             link,
-            hub: Arc::new(crate::watch::Hub::new(dial.clone(), &prefix, &config)),
+            hub: Arc::new(hub::Hub::new(dial.clone(), &prefix, &config)),
             con,
             dial,
             meta_key,

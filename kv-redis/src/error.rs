@@ -91,6 +91,15 @@ fn classify(err: &RedisError) -> (ErrorKind, String) {
     (kind, message.to_owned())
 }
 
+/// Connection failures of a watch are retried; a restarting server answers LOADING, which is
+/// retried too.
+pub(crate) fn unavailable(err: Error) -> Error {
+    match err.kind() {
+        ErrorKind::Unavailable | ErrorKind::Timeout => err.set_retryable(true),
+        _ => err,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::map_error;

@@ -1,31 +1,22 @@
 //! Watches: read the event log stream (one entry `<revision>-0` per revision) with XRANGE for
-//! the replay that starts a watch and whenever a watch falls behind, and follow its tail with
-//! one XREAD BLOCK loop per store (the [`Hub`], on a connection of its own) whose pages every
-//! watch of the store shares; and compaction of that log (`scripts/compact.lua`).
+//! the replay that starts a watch and whenever a watch falls behind, and follow its tail
+//! through the store's one XREAD BLOCK loop (the [`Hub`], in `core`) whose pages every watch
+//! of the store shares; and compaction of that log (`scripts/compact.lua`).
 //!
-//! However many watches a store has, it holds one blocking connection for them: each watch
-//! is a task that takes the hub's pages (skipping what it has seen, reading the gap with
-//! XRANGE on the store's shared connection when it missed pages) and hands batches to its
-//! reader through a bounded channel.
+//! Each watch is a task that takes the hub's pages (skipping what it has seen, reading the
+//! gap with XRANGE on the store's shared connection when it missed pages) and hands batches
+//! to its reader through a bounded channel.
 
 use crate::con::Con;
 use crate::core::Core;
-use crate::core::decode::{LogEntry, array, corrupted, log_entries};
-use crate::error::map_error;
+use crate::core::decode::{LogEntry, array, corrupted, flatten};
+use crate::core::hub::{Hub, HubPage, PAGE};
+use crate::error::{map_error, unavailable};
 use futures::StreamExt;
-use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_core::{Error, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use redis::Value;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, watch};
-
-/// Log entries read per round trip.
-const PAGE: usize = 512;
-/// How long one XREAD blocks before it is reissued.
-const BLOCK: Duration = Duration::from_secs(2);
-/// Pages the hub keeps for watches that have not taken them yet; a watch further behind
-/// reads what it missed from the log.
-const HUB_PAGES: usize = 256;
 
 pub(crate) async fn watch(core: &Core, opts: WatchOptions) -> Result<WatchStream> {
     core.check_range(&opts.range)?;
@@ -136,169 +127,6 @@ impl Follower {
             batches.push(WatchBatch::progress(self.last));
         }
         Ok(Ok(batches))
-    }
-}
-
-/// One page of the log's tail, as the hub read and decoded it (once for every watch), or
-/// the error that ended the hub.
-type HubPage = std::result::Result<Arc<Vec<LogEntry>>, Error>;
-
-/// The store's one follower of the log's tail: a task, started by the first watch and
-/// ended when no watch is left, that reads the log with XREAD BLOCK on a connection of its
-/// own and broadcasts each page to every watch.
-pub(crate) struct Hub {
-    dial: crate::con::Dial,
-    log: Vec<u8>,
-    rev: Vec<u8>,
-    retries: u32,
-    response_timeout: Duration,
-    connect_timeout: Duration,
-    /// The running hub's sender, and whether it has found its starting revision; `None`
-    /// when no hub runs.
-    running: Mutex<Option<(broadcast::Sender<HubPage>, watch::Receiver<bool>)>>,
-}
-
-impl Hub {
-    /// The hub of the log under the internal `prefix` of a store connecting by `dial` with
-    /// `config` (not started until a watch needs it).
-    pub(crate) fn new(dial: crate::con::Dial, prefix: &[u8], config: &crate::RedisConfig) -> Self {
-        Hub {
-            dial,
-            log: [prefix, b"log"].concat(),
-            rev: [prefix, b"rev"].concat(),
-            retries: config.watch_retries,
-            response_timeout: BLOCK + config.response_timeout(),
-            connect_timeout: config.connect_timeout(),
-            running: Mutex::new(None),
-        }
-    }
-
-    /// A receiver of the hub's pages, starting the hub when none runs. A hub that has not
-    /// yet found where the log ends may start after entries the subscriber has not read:
-    /// then the second part is `Some`, to wait on before reading the log up to the hub's
-    /// start.
-    fn subscribe(
-        self: &Arc<Self>,
-    ) -> (broadcast::Receiver<HubPage>, Option<watch::Receiver<bool>>) {
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((tx, ready)) = running.as_ref() {
-            let fresh = (!*ready.borrow()).then(|| ready.clone());
-            return (tx.subscribe(), fresh);
-        }
-        let (tx, rx) = broadcast::channel(HUB_PAGES);
-        let (ready_tx, ready) = watch::channel(false);
-        *running = Some((tx.clone(), ready.clone()));
-        tokio::spawn(Arc::clone(self).run(tx, ready_tx));
-        (rx, Some(ready))
-    }
-
-    /// Whether the hub should stop: no watch is left. Decided under the lock that
-    /// [`subscribe`](Self::subscribe) takes, so a new watch never joins a stopping hub.
-    fn stop_if_unwatched(&self, tx: &broadcast::Sender<HubPage>) -> bool {
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        if tx.receiver_count() == 0 {
-            *running = None;
-            return true;
-        }
-        false
-    }
-
-    /// Ends the hub with `error`, which every watch receives.
-    fn fail(&self, tx: &broadcast::Sender<HubPage>, error: Error) {
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        *running = None;
-        let _ = tx.send(Err(error));
-    }
-
-    async fn run(self: Arc<Self>, tx: broadcast::Sender<HubPage>, ready: watch::Sender<bool>) {
-        let mut con = None;
-        let mut last: Option<i64> = None;
-        let mut failures = 0u32;
-        loop {
-            if self.stop_if_unwatched(&tx) {
-                return;
-            }
-            match self.read(&mut con, &mut last, &ready).await {
-                Ok(entries) => {
-                    failures = 0;
-                    if !entries.is_empty() {
-                        let _ = tx.send(Ok(Arc::new(entries)));
-                    }
-                }
-                Err(err) if err.is_retryable() && failures < self.retries => {
-                    con = None;
-                    failures += 1;
-                    tracing::debug!(%err, failures, "watch connection lost; reconnecting");
-                    let backoff =
-                        Duration::from_millis(50 << failures.min(6)).min(Duration::from_secs(2));
-                    tokio::time::sleep(backoff).await;
-                }
-                Err(err) => {
-                    self.fail(&tx, err);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// One XREAD BLOCK after revision `last` (the current revision when the hub starts,
-    /// which `ready` then announces), connecting first when needed; moves `last` to the
-    /// last entry read.
-    async fn read(
-        &self,
-        con: &mut Option<crate::con::Con>,
-        last: &mut Option<i64>,
-        ready: &watch::Sender<bool>,
-    ) -> Result<Vec<LogEntry>> {
-        if con.is_none() {
-            let fresh = self
-                .dial
-                .dedicated(self.connect_timeout, self.response_timeout)
-                .await
-                .map_err(|e| unavailable(map_error("watch", e)))?;
-            *con = Some(fresh);
-        }
-        let Some(c) = con.as_mut() else {
-            return Err(corrupted("no watch connection"));
-        };
-        let from = match *last {
-            Some(last) => last,
-            None => {
-                let rev: Option<i64> = redis::cmd("GET")
-                    .arg(self.rev.as_slice())
-                    .query_async(c)
-                    .await
-                    .map_err(|e| unavailable(map_error("watch", e)))?;
-                *last = Some(rev.unwrap_or(0));
-                ready.send_replace(true);
-                rev.unwrap_or(0)
-            }
-        };
-        let reply: Value = redis::cmd("XREAD")
-            .arg("COUNT")
-            .arg(PAGE)
-            .arg("BLOCK")
-            .arg(BLOCK.as_millis() as u64)
-            .arg("STREAMS")
-            .arg(self.log.as_slice())
-            .arg(format!("{from}-0"))
-            .query_async(c)
-            .await
-            .map_err(|e| unavailable(map_error("watch", e)))?;
-        // Nil on timeout; otherwise [[stream, [entries...]]].
-        let mut streams = array(reply)?.into_iter();
-        let raw = match streams.next() {
-            None => Vec::new(),
-            Some(stream) => {
-                let mut parts = array(stream)?.into_iter();
-                parts.nth(1).map(array).unwrap_or(Ok(Vec::new()))?
-            }
-        };
-        let entries = flatten(raw)?;
-        if let Some(entry) = entries.last() {
-            *last = Some(entry.revision);
-        }
-        Ok(entries)
     }
 }
 
@@ -424,23 +252,5 @@ impl Watcher {
                 return true;
             }
         }
-    }
-}
-
-/// The revisions of stream entries of the log, in order.
-fn flatten(entries: Vec<Value>) -> Result<Vec<LogEntry>> {
-    let mut out = Vec::with_capacity(entries.len());
-    for entry in entries {
-        out.extend(log_entries(entry)?);
-    }
-    Ok(out)
-}
-
-/// Connection failures of a watch are retried; a restarting server answers LOADING, which is
-/// retried too.
-pub(crate) fn unavailable(err: Error) -> Error {
-    match err.kind() {
-        ErrorKind::Unavailable | ErrorKind::Timeout => err.set_retryable(true),
-        _ => err,
     }
 }

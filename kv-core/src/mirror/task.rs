@@ -445,7 +445,7 @@ where
 
     fn retry_later(&mut self) {
         self.attempts = self.attempts.saturating_add(1);
-        let wait = crate::raw::backoff(self.attempts + 3);
+        let wait = crate::retry::Backoff::requests().delay(self.attempts + 3);
         self.retry_at = Some(tokio::time::Instant::now() + wait);
     }
 
@@ -525,7 +525,7 @@ where
                 Ok(loaded) => break loaded,
                 Err(error) => {
                     self.stats().last_error = Some(error);
-                    tokio::time::sleep(crate::raw::backoff(attempt)).await;
+                    tokio::time::sleep(crate::retry::Backoff::requests().delay(attempt)).await;
                     attempt = attempt.saturating_add(1);
                 }
             }

@@ -273,6 +273,15 @@ fn collection_event(
     Ok(CollectionEvent { key, kind, change })
 }
 
+/// The revisions of stream entries of the log, in order.
+pub(crate) fn flatten(entries: Vec<Value>) -> Result<Vec<LogEntry>> {
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        out.extend(log_entries(entry)?);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 use crate::con::Con;
 use crate::core::scripts::{self, Lua, Scripts};
 use crate::error::map_error;
+use keyplane_core::retry::Backoff;
 use keyplane_core::{Error, ErrorKind, Result};
 use redis::{Cmd, FromRedisValue, RedisError, Value};
 use std::sync::Arc;
@@ -67,27 +68,21 @@ impl Link {
                 ));
                 // Right after a failover the client may still take the old master, now a
                 // replica, for the slot's master (the write itself followed a MOVED): ask
-                // again once it has learnt the new slot map.
-                let mut attempt = 0u64;
+                // again once it has learnt the new slot map, for up to 5 s.
+                let policy = Backoff::requests().deadline(Some(Duration::from_secs(5)));
+                let mut attempts = policy.start();
                 loop {
                     let reply = con
                         .clone()
                         .route_command(wait.clone(), route.clone())
                         .await
                         .map_err(|e| map_error(op, e))?;
-                    match reply {
-                        Value::ServerError(e)
-                            if attempt < 20
-                                && e.details().is_some_and(|d| d.contains("replica")) =>
-                        {
-                            attempt += 1;
-                            tokio::time::sleep(Duration::from_millis(25 * attempt)).await;
-                        }
-                        reply => {
-                            break redis::from_redis_value(reply)
-                                .map_err(|e| map_error(op, e.into()))?;
-                        }
+                    let replica = matches!(&reply, Value::ServerError(e)
+                        if e.details().is_some_and(|d| d.contains("replica")));
+                    if replica && attempts.wait().await {
+                        continue;
                     }
+                    break redis::from_redis_value(reply).map_err(|e| map_error(op, e.into()))?;
                 }
             }
             con => wait
