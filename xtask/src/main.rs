@@ -14,7 +14,9 @@
 //! - `chaos`: concurrent clients on every backend under injected faults (kill -9,
 //!   SIGSTOP/SIGCONT, restarts, etcd leader loss), their histories checked for
 //!   linearizability and the watch properties; closes with
-//!   `chaos: N operations, M faults, K anomalies` and fails on any anomaly.
+//!   `chaos: N operations, M faults, K anomalies` and fails on any anomaly;
+//! - `modules`: each crate's import circles between modules and its files over 500 lines of
+//!   code (`--check`: fail on any).
 //!
 //! Each command first makes sure what it needs is there. The programs come from the
 //! distribution's packages (`protobuf-compiler`, `etcd-server`, `redis-server`, `chromium`,
@@ -24,7 +26,11 @@
 //! commands xtask runs itself (as `PROTOC`).
 
 mod install;
+mod modules;
 mod outside;
+mod step;
+
+use step::run;
 
 use std::process::{Command, ExitCode};
 
@@ -46,7 +52,10 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
                (ARGS go to `cargo bench`)
   chaos [--minutes N] [--backend all|memory|sled|etcd|redis] [--seed N]
                random concurrent operations under injected faults on every backend, checked
-               for linearizability and the watch properties (default: 2 minutes in all)";
+               for linearizability and the watch properties (default: 2 minutes in all)
+  modules [--check]
+               each crate's import circles between modules and its files over 500 lines of
+               code, from the source (--check: fail when there are any)";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -59,6 +68,12 @@ fn main() -> ExitCode {
         Some("bench") => bench(&rest),
         Some("outside") => install::protoc().and_then(|protoc| outside::run_all(|| cargo(&protoc))),
         Some("chaos") => chaos(&rest),
+        Some("modules") => modules::run(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .unwrap_or(std::path::Path::new(".")),
+            rest.iter().any(|a| a == "--check"),
+        ),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -101,19 +116,6 @@ fn setup() -> Result<(), String> {
     }
     eprintln!("xtask: ready: cargo build, cargo test -p CRATE and cargo clippy work as they are");
     Ok(())
-}
-
-/// Runs a command, turning a failure into a message that names the step.
-fn run(step: &str, cmd: &mut Command) -> Result<(), String> {
-    eprintln!("xtask: {step}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("{step}: cannot start: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{step} failed ({status})"))
-    }
 }
 
 fn demo(args: &[String]) -> Result<(), String> {

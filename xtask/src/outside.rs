@@ -24,13 +24,13 @@ pub(crate) fn run_all(cargo: impl Fn() -> Command) -> Result<(), String> {
             .unwrap_or_default();
         std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock"))
             .map_err(|e| format!("outside crate {name}: cannot copy Cargo.lock: {e}"))?;
-        crate::run(
+        crate::step::run(
             &format!("cargo fmt --check of outside crate {name}"),
             cargo()
                 .args(["fmt", "--check", "--manifest-path"])
                 .arg(dir.join("Cargo.toml")),
         )?;
-        crate::run(
+        crate::step::run(
             &format!("outside crate {name}"),
             cargo()
                 .args(["run", "--quiet", "--manifest-path"])

@@ -2,8 +2,10 @@
 //! schema's rules.
 
 use super::checker_match::{Side, overlap};
-use super::keyspace::{Keyspace, NamingRule, TemplateInfo};
-use super::template::{Part, TemplateKind};
+use super::info::TemplateInfo;
+use super::keyspace::{Keyspace, NamingRule};
+use super::template::TemplateKind;
+use super::template_segment::Part;
 use std::fmt;
 
 /// What a [`Finding`] is about.

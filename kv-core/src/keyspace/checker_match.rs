@@ -1,8 +1,8 @@
 //! Can two template segments produce the same text? The segment-level core of the checker.
 
-use super::keyspace::{FieldInfo, TemplateInfo};
+use super::info::{FieldInfo, TemplateInfo};
 use super::segment::Separator;
-use super::template::{Part, TemplateSegment};
+use super::template_segment::{Part, TemplateSegment};
 
 /// Texts tried when two variables (or a variable and a mixed segment) are compared: one or
 /// more values of every built-in segment type, and the adversarial shapes users' types are

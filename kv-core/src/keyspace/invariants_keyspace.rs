@@ -1,9 +1,9 @@
 //! The invariant harness for prefixes and whole keyspaces (feature `proptest`).
 
 use super::checker::check_keyspace;
+use super::info::TemplateInfo;
 use super::invariants::{check_prefix_end, directory, ensure, run, split};
 use super::key::{Key, ListPrefix};
-use super::keyspace::TemplateInfo;
 use super::strategy::{KeyStrategy, KeyspaceStrategy, PrefixStrategy, mutations};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

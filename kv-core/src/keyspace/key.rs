@@ -1,8 +1,8 @@
 //! The [`Key`] and [`Prefix`] traits: typed keys and typed directories of one template.
 
 use super::codec::BuildCodec;
+use super::info::{FieldInfo, TemplateInfo};
 use super::key_error::{KeyError, KeyErrorReason};
-use super::keyspace::{FieldInfo, TemplateInfo};
 use super::segment::Segment;
 use super::template::Template;
 use crate::collections::CollectionKind;
@@ -280,3 +280,19 @@ pub trait MapKey: Key {}
 /// A key holding a list of `Value` items (`#[kv(list = ..)]`): reached through
 /// [`TypedStore::list_at`](crate::keyspace::TypedStore::list_at).
 pub trait ListKey: Key {}
+
+// Here rather than beside `TemplateInfo`, so that the description of templates does not
+// depend on the `Key` trait that uses it.
+impl TemplateInfo {
+    /// The description of key type `K`.
+    pub fn of_key<K: Key>() -> Self {
+        TemplateInfo {
+            type_name: std::any::type_name::<K>(),
+            template: K::template(),
+            fields: K::field_infos(),
+            value_type: std::any::type_name::<K::Value>(),
+            kind: K::KIND,
+            directory_of: K::DIRECTORY_OF,
+        }
+    }
+}

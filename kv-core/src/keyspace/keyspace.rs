@@ -1,9 +1,7 @@
 //! The [`Keyspace`] trait: the templates of one schema, parsing any raw key into its enum.
 
-use super::key::Key;
+use super::info::TemplateInfo;
 use super::key_error::KeyError;
-use super::segment::{Segment, Separator};
-use super::template::Template;
 use std::fmt;
 
 /// The set of key templates of one schema, as an enum of its typed keys.
@@ -126,81 +124,6 @@ impl fmt::Display for NoMatch {
 impl From<NoMatch> for crate::Error {
     fn from(err: NoMatch) -> Self {
         crate::Error::invalid_key(err.to_string()).with_source(err)
-    }
-}
-
-/// One variable of a template: its name and what its type accepts.
-#[derive(Clone)]
-pub struct FieldInfo {
-    /// The variable's name.
-    pub name: &'static str,
-    /// The Rust type's name.
-    pub type_name: &'static str,
-    /// The segment rule in words ([`Segment::describe`]).
-    pub rule: String,
-    /// Whether encodings sort like values ([`Segment::ORDERED`]).
-    pub ordered: bool,
-    /// [`Segment::can_produce`] of the type.
-    pub can_produce: fn(&str, Separator) -> bool,
-}
-
-impl FieldInfo {
-    /// The description of variable `name` of type `T`.
-    pub fn of<T: Segment>(name: &'static str) -> Self {
-        FieldInfo {
-            name,
-            type_name: std::any::type_name::<T>(),
-            rule: T::describe(),
-            ordered: T::ORDERED,
-            can_produce: T::can_produce,
-        }
-    }
-}
-
-impl fmt::Debug for FieldInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FieldInfo")
-            .field("name", &self.name)
-            .field("type_name", &self.type_name)
-            .field("rule", &self.rule)
-            .field("ordered", &self.ordered)
-            .finish_non_exhaustive()
-    }
-}
-
-/// What the schema checker and `kvctl schema` know about one template.
-#[derive(Debug, Clone)]
-pub struct TemplateInfo {
-    /// The Rust type of the key.
-    pub type_name: &'static str,
-    /// The parsed template.
-    pub template: &'static Template,
-    /// The variables, in template order.
-    pub fields: Vec<FieldInfo>,
-    /// The Rust type of the value codec (of the members, for a collection key).
-    pub value_type: &'static str,
-    /// What the key holds: `None` for a plain value, else the kind of collection.
-    pub kind: Option<crate::collections::CollectionKind>,
-    /// Templates (as written) allowed to nest under keys of this template.
-    pub directory_of: &'static [&'static str],
-}
-
-impl TemplateInfo {
-    /// The description of key type `K`.
-    pub fn of_key<K: Key>() -> Self {
-        TemplateInfo {
-            type_name: std::any::type_name::<K>(),
-            template: K::template(),
-            fields: K::field_infos(),
-            value_type: std::any::type_name::<K::Value>(),
-            kind: K::KIND,
-            directory_of: K::DIRECTORY_OF,
-        }
-    }
-
-    /// The [`FieldInfo`] of variable `name`.
-    pub fn field(&self, name: &str) -> Option<&FieldInfo> {
-        self.fields.iter().find(|f| f.name == name)
     }
 }
 

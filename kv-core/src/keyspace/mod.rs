@@ -53,6 +53,7 @@ mod encrypted;
 mod escape;
 pub(crate) mod facade;
 mod hash_slot;
+mod info;
 #[cfg(feature = "proptest")]
 mod invariants;
 #[cfg(feature = "proptest")]
@@ -71,6 +72,7 @@ mod strategy;
 mod template;
 mod template_match;
 mod template_parse;
+mod template_segment;
 mod text;
 
 pub use charset::Charset;
@@ -91,6 +93,7 @@ pub use facade::{
     Versioned,
 };
 pub use hash_slot::{redis_hash_tag, redis_key_slot};
+pub use info::{FieldInfo, TemplateInfo};
 #[cfg(feature = "proptest")]
 pub use invariants::{
     DEFAULT_CASES, assert_key_invariants, assert_segment_invariants, verify_key, verify_key_order,
@@ -103,7 +106,7 @@ pub use invariants_keyspace::{
 pub use key::{Key, ListKey, ListPrefix, MapKey, PlainKey, Prefix, SetKey, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyplane_derive::{Key, Keyspace, Prefix};
-pub use keyspace::{FieldInfo, Keyspace, NamingRule, NoMatch, TemplateInfo};
+pub use keyspace::{Keyspace, NamingRule, NoMatch};
 pub use segment::{EncodeSegment, Segment, SegmentError, Separator, check_not_reserved};
 pub use segment_hostport::{Host, HostPort};
 pub use segment_padded::{Padded, PaddedInt};
@@ -112,5 +115,6 @@ pub use strategy::{
     ADVERSARIAL_PIECES, KeyStrategy, KeyspaceStrategy, PrefixStrategy, SegmentStrategy, mutations,
     segment,
 };
-pub use template::{Part, Template, TemplateError, TemplateKind, TemplateSegment};
+pub use template::{Template, TemplateError, TemplateKind};
+pub use template_segment::{Part, TemplateSegment};
 pub use text::{TextPolicy, TextRule, TextSegment};

@@ -1,7 +1,8 @@
 //! Matching raw keys against a [`Template`]: capturing the variables' raw text.
 
 use super::key_error::{KeyError, KeyErrorReason};
-use super::template::{Part, Template, TemplateKind, TemplateSegment};
+use super::template::{Template, TemplateKind};
+use super::template_segment::{Part, TemplateSegment};
 
 impl Template {
     /// Matches `raw` against the template's shape and returns the raw text of each variable,

@@ -1,7 +1,7 @@
 //! Parsing template text into segments and parts.
 
 use super::segment::Separator;
-use super::template::{Part, TemplateSegment};
+use super::template_segment::{Part, TemplateSegment};
 
 pub(super) fn infer_separator(src: &str) -> Separator {
     let mut depth = 0usize;
