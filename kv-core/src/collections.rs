@@ -54,9 +54,9 @@
 //! ```
 
 use crate::capabilities::Capabilities;
+use crate::continuation::Continuation;
 use crate::entry::validate_key;
 use crate::error::{Error, Result};
-use crate::range::Continuation;
 
 /// The kinds of collection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

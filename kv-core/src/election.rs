@@ -10,8 +10,9 @@
 //! The queue is the one [`Lock`](crate::Lock) uses: an election named `n` and a lock named
 //! `n` share their keys, so they must not be given the same name.
 
-use crate::entry::{Entry, LeaseId, validate_key};
+use crate::entry::{Entry, validate_key};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lease::LeaseId;
 use crate::queue::{Held, Queue, lost};
 use crate::store::Store;
 use crate::txn::{Compare, Txn, TxnOp};

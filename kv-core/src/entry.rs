@@ -1,19 +1,7 @@
 //! Stored entries and key rules shared by every backend.
 
 use crate::error::{Error, Result};
-use std::fmt;
-
-/// A lease identifier, as granted by [`Store::lease_grant`](crate::Store::lease_grant).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct LeaseId(pub i64);
-
-impl fmt::Display for LeaseId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:x}", self.0)
-    }
-}
+use crate::lease::LeaseId;
 
 /// One key with its value and metadata, as etcd reports it.
 ///

@@ -214,7 +214,7 @@ impl Error {
     }
 
     /// The [`ErrorKind::LeaseNotFound`] error of every backend for lease `id`.
-    pub fn lease_not_found(id: crate::LeaseId) -> Self {
+    pub fn lease_not_found(id: crate::lease::LeaseId) -> Self {
         Self::new(
             ErrorKind::LeaseNotFound,
             "the lease does not exist, was revoked or has expired",

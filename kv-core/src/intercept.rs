@@ -42,8 +42,9 @@
 
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::entry::{Entry, LeaseId};
+use crate::entry::Entry;
 use crate::error::Result;
+use crate::lease::LeaseId;
 use crate::lease::{LeaseGrant, LeaseInfo};
 use crate::range::{RangeOptions, RangeResult};
 use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};

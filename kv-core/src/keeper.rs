@@ -1,8 +1,8 @@
 //! Keeping a lease alive in the background, and learning when it is lost.
 
-use crate::entry::LeaseId;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::LeaseGrant;
+use crate::lease::LeaseId;
 use crate::store::Store;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,19 @@
 //! Leases: time-bounded grants that keys can be attached to.
 
-use crate::entry::LeaseId;
+use std::fmt;
 use std::time::Duration;
+
+/// A lease identifier, as granted by [`Store::lease_grant`](crate::Store::lease_grant).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct LeaseId(pub i64);
+
+impl fmt::Display for LeaseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:x}", self.0)
+    }
+}
 
 /// A granted lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,8 +7,9 @@
 //! key just before it (no polling, no thundering herd). A crashed holder's key is deleted when
 //! its lease expires, which hands the lock on.
 
-use crate::entry::{LeaseId, validate_key};
+use crate::entry::validate_key;
 use crate::error::{Error, Result};
+use crate::lease::LeaseId;
 use crate::queue::{Held, Queue};
 use crate::store::Store;
 use crate::txn::Compare;

@@ -73,10 +73,11 @@
 //! ```
 
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
+use crate::continuation::Continuation;
 use crate::entry::validate_key;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keyspace::Key;
-use crate::range::{Continuation, RangeOptions};
+use crate::range::RangeOptions;
 use crate::retry::Backoff;
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};

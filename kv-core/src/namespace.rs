@@ -2,10 +2,12 @@
 
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::entry::{Entry, LeaseId, prefix_end, validate_key};
+use crate::continuation::Continuation;
+use crate::entry::{Entry, prefix_end, validate_key};
 use crate::error::{Error, Result};
+use crate::lease::LeaseId;
 use crate::lease::{LeaseGrant, LeaseInfo};
-use crate::range::{Continuation, KeyRange, RangeOptions, RangeResult};
+use crate::range::{KeyRange, RangeOptions, RangeResult};
 use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 use crate::txn::{OpResult, Txn, TxnOp, TxnResponse};
 use crate::watch::{Event, WatchBatch, WatchOptions, WatchStream};

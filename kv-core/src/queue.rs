@@ -7,8 +7,9 @@
 //! key just before it (no polling, no thundering herd). A crashed head's key is deleted when
 //! its lease expires, which hands the head on.
 
-use crate::entry::{Entry, LeaseId, validate_key};
+use crate::entry::{Entry, validate_key};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lease::LeaseId;
 use crate::range::{KeyRange, RangeOptions};
 use crate::retry::Backoff;
 use crate::store::Store;

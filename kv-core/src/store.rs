@@ -2,12 +2,12 @@
 
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::entry::{Entry, LeaseId};
+use crate::entry::Entry;
 use crate::error::{Error, Result};
-use crate::lease::{LeaseGrant, LeaseInfo};
-use crate::range::{RangeOptions, RangeResult};
+use crate::lease::{LeaseGrant, LeaseId, LeaseInfo};
+use crate::range::{KeyRange, RangeOptions, RangeResult};
 use crate::txn::{OpResult, Txn, TxnOp};
-use crate::watch::{WatchOptions, WatchStream};
+use crate::watch::{WatchOptions, WatchPosition, WatchStream};
 use async_trait::async_trait;
 use std::future::Future;
 use std::pin::Pin;
@@ -357,5 +357,28 @@ impl<S: Store + ?Sized> Store for Arc<S> {
         Self: 'f,
     {
         (**self).collection(op)
+    }
+}
+
+// Here rather than beside `WatchPosition`, so that the vocabulary of watches does not depend
+// on the `Store` trait that uses it.
+impl WatchPosition {
+    /// Where a watch of `range` opened now starts: after the store's revision, or on a store
+    /// sharded into groups, which has none, after each group's (read by a count of the
+    /// range).
+    ///
+    /// # Errors
+    /// The store's errors.
+    pub async fn now(store: &dyn crate::Store, range: &KeyRange) -> Result<Self> {
+        if store.capabilities().sharding == crate::Sharding::Unsharded {
+            return Ok(WatchPosition {
+                next: Some(store.revision().await? + 1),
+                groups: None,
+            });
+        }
+        let read = store
+            .range(crate::RangeOptions::new(range.clone()).count_only())
+            .await?;
+        Ok(WatchPosition::after_range(&read))
     }
 }

@@ -2,8 +2,9 @@
 
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
-use crate::entry::{Entry, LeaseId, validate_key, validate_prefix};
+use crate::entry::{Entry, validate_key, validate_prefix};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lease::LeaseId;
 
 /// How a compare relates the stored attribute to the given one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,16 +1,12 @@
 //! Watches: ordered, gap-free streams of change batches, resumable by revision.
 
 use crate::changes::CollectionEvent;
+use crate::continuation::GroupRevisions;
 use crate::entry::Entry;
 use crate::error::{Error, Result};
 use crate::range::{KeyRange, RangeResult};
 use futures::stream::BoxStream;
 use std::collections::BTreeMap;
-
-/// Revisions by co-location group (hash tag), on a store sharded into groups
-/// ([`Sharding::HashTagGroups`](crate::Sharding::HashTagGroups)), where each group counts its
-/// own revisions.
-pub type GroupRevisions = BTreeMap<Vec<u8>, i64>;
 
 /// What to watch and from where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,25 +302,6 @@ impl WatchPosition {
                 groups: None,
             },
         }
-    }
-
-    /// Where a watch of `range` opened now starts: after the store's revision, or on a store
-    /// sharded into groups, which has none, after each group's (read by a count of the
-    /// range).
-    ///
-    /// # Errors
-    /// The store's errors.
-    pub async fn now(store: &dyn crate::Store, range: &KeyRange) -> Result<Self> {
-        if store.capabilities().sharding == crate::Sharding::Unsharded {
-            return Ok(WatchPosition {
-                next: Some(store.revision().await? + 1),
-                groups: None,
-            });
-        }
-        let read = store
-            .range(crate::RangeOptions::new(range.clone()).count_only())
-            .await?;
-        Ok(WatchPosition::after_range(&read))
     }
 
     /// Moves past `batch` (a change or a progress mark).

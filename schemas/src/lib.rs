@@ -7,10 +7,12 @@ pub mod cronix;
 pub mod nxc;
 mod reader;
 pub mod registry;
+mod schema;
 pub mod tenant;
 
-pub use catalog::{ParsedKey, Schema, all, every, find, legacy, parse_any, variants};
+pub use catalog::{all, every, find, legacy, parse_any, variants};
 pub use reader::ReaderOptions;
+pub use schema::{ParsedKey, Schema};
 
 /// Decodes `bytes` with the codec of key type `K`, built without state: how the readers
 /// decode each template of a keyspace mirror.

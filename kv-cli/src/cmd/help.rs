@@ -37,7 +37,7 @@ pub(crate) fn completions(shell: clap_complete::Shell) -> CliResult<()> {
         .map(|s| s.name)
         .collect();
     // Only the script's command gets the choices: the parser itself takes raw keys too.
-    let mut command = crate::Cli::command();
+    let mut command = crate::cli::Cli::command();
     for (sub, arg) in [
         ("get", "address"),
         ("ls", "address"),
@@ -77,7 +77,7 @@ pub(crate) fn completions(shell: clap_complete::Shell) -> CliResult<()> {
 /// Prints the manual page.
 pub(crate) fn man() -> CliResult<()> {
     let mut out = Vec::new();
-    clap_mangen::Man::new(crate::Cli::command())
+    clap_mangen::Man::new(crate::cli::Cli::command())
         .render(&mut out)
         .map_err(|e| CliError::new(code::OTHER, format!("cannot render the manual: {e}")))?;
     write(&out)

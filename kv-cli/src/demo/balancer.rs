@@ -1,7 +1,7 @@
 //! The balancer at the document's exact keys (`key:1`, `group:1:keys:active`,
 //! `key:1:groups`): keys 1 to 11 in 3 groups of 5, groups sharing keys (`EXAMPLE_GROUPS`).
 
-use super::Step;
+use super::step::Step;
 use keyplane_core::keyspace::{Key, TypedStore};
 use keyplane_schemas::balancer::{Balancer, BalancerRoot, EXAMPLE_GROUPS, write_example};
 

@@ -1,7 +1,7 @@
 //! Cronix: one worker node, the job `nightly-backup` assigned to it, and its dispatch lock
 //! held, node and lock under leases of [`LEASE`].
 
-use super::{LEASE, Step};
+use super::step::{LEASE, Step};
 use keyplane_core::keyspace::TypedStore;
 use keyplane_schemas::cronix::{NodeKey, write_example};
 use uuid::Uuid;

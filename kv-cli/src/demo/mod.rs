@@ -3,15 +3,18 @@
 //!
 //! Idempotent: each schema's part is skipped when its data is already there, so a second run
 //! writes nothing and leaves the store's revision as it was. Lease-bound keys (registry
-//! instances, the cronix node and lock) are granted [`LEASE`]: their keep-alives end when
-//! `kvctl` exits and the keys stay for that long, then expire as their systems intend; a run
-//! after that writes them again.
+//! instances, the cronix node and lock) are granted [`LEASE`](step::LEASE): their
+//! keep-alives end when `kvctl` exits and the keys stay for that long, then expire as their
+//! systems intend; a run after that writes them again.
 
 mod balancer;
 mod cronix;
 mod nxc;
 mod registry;
+mod step;
 mod tenant;
+
+use step::Step;
 
 use crate::cmd::{Ctx, scan};
 use crate::error::CliResult;
@@ -19,50 +22,6 @@ use crate::output::{Format, print_json, typed};
 use keyplane_core::keyspace::TypedStore;
 use keyplane_core::{RangeOptions, Sharding, Store};
 use serde_json::json;
-use std::time::Duration;
-
-/// The TTL of the demo's leases: a day.
-pub(crate) const LEASE: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// What one schema's part did.
-pub(crate) struct Step {
-    schema: &'static str,
-    written: bool,
-    what: &'static str,
-    /// Collection keys (Redis SET, HASH, LIST) with what they hold: key listings do not
-    /// show them.
-    collections: Vec<(String, String)>,
-}
-
-impl Step {
-    fn written(schema: &'static str, what: &'static str) -> Self {
-        Step {
-            schema,
-            written: true,
-            what,
-            collections: Vec::new(),
-        }
-    }
-
-    /// Not written on this store: `why`.
-    fn skipped(schema: &'static str, why: &'static str) -> Self {
-        Step {
-            schema,
-            written: false,
-            what: why,
-            collections: Vec::new(),
-        }
-    }
-
-    fn present(schema: &'static str, what: &'static str) -> Self {
-        Step {
-            schema,
-            written: false,
-            what,
-            collections: Vec::new(),
-        }
-    }
-}
 
 /// Why the etcd systems are not written to Redis Cluster.
 const NO_TAG: &str = "an etcd system, whose keys carry no hash tag (Redis Cluster needs one)";

@@ -1,7 +1,7 @@
 //! nxc: realm `test_realm` with the provider `Alipay`, two profiles (`app_001` the default,
 //! `app_002`), their instance parameters and encrypted pool secrets.
 
-use super::Step;
+use super::step::Step;
 use keyplane_core::keyspace::{EncryptionKey, Key, Keyring, ListOptions, TypedStore};
 use keyplane_core::{CollectionOp, CollectionResult};
 use keyplane_schemas::nxc::{

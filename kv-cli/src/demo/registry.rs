@@ -1,7 +1,7 @@
 //! The registry: group `Common`, service `VerifyCodeService` and two instances registered
 //! under leases of [`LEASE`].
 
-use super::{LEASE, Step};
+use super::step::{LEASE, Step};
 use keyplane_core::keyspace::{Host, HostPort, TypedStore};
 use keyplane_schemas::registry::{GroupName, InstanceDataKey, ServiceName, write_example};
 use std::net::Ipv4Addr;

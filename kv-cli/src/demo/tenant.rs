@@ -1,6 +1,6 @@
 //! Tenant 1 of the tenant document's §6.1, published in one transaction.
 
-use super::Step;
+use super::step::Step;
 use keyplane_core::keyspace::TypedStore;
 use keyplane_schemas::tenant::{TenantMetaKey, example_tenant, publish_tenant};
 

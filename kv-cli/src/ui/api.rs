@@ -1,7 +1,7 @@
 //! The JSON endpoints: the store, a level of the tree, one key, search, the schemas, and the
 //! writes (with `--write`), each checked as the matching `kvctl` command checks it.
 
-use super::{ApiError, Ui};
+use super::state::{ApiError, Ui};
 use crate::address::Address;
 use crate::cmd::get::{Described, describe};
 use crate::cmd::guard::{self, Guard};

@@ -9,7 +9,7 @@
 //! On sled, which one process at a time may hold, the store is opened for each poll
 //! ([`SLED_POLL`](crate::store::SLED_POLL)) and closed in between, as `kvctl watch` does.
 
-use super::Ui;
+use super::state::Ui;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};

@@ -14,7 +14,10 @@
 
 mod api;
 mod events;
+mod state;
 mod tree;
+
+use state::{ApiError, Ui};
 
 use crate::cmd::Ctx;
 use crate::error::{CliError, CliResult, code};
@@ -24,66 +27,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use keyplane_core::Store;
-use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// The page: HTML, CSS and JavaScript in one file.
 const PAGE: &str = include_str!("page.html");
-
-/// What every request shares.
-pub(crate) struct Ui {
-    /// The store URL.
-    url: String,
-    /// The keyring file that opens encrypted values, when one was given.
-    keyring: Option<String>,
-    /// Whether writes are allowed (`--write`).
-    write: bool,
-    /// The access token.
-    token: String,
-    /// The store, opened once; `None` on sled, which is open only while requests use it, so
-    /// that other kvctl processes can use it in between.
-    shared: Option<Arc<dyn Store>>,
-    /// On sled, the store while some request holds it: requests at the same time share one
-    /// open (sled lets a process open a database once).
-    in_use: tokio::sync::Mutex<std::sync::Weak<dyn Store>>,
-}
-
-impl Ui {
-    /// The store for one request.
-    async fn store(&self) -> CliResult<Arc<dyn Store>> {
-        if let Some(store) = &self.shared {
-            return Ok(Arc::clone(store));
-        }
-        let mut in_use = self.in_use.lock().await;
-        if let Some(store) = in_use.upgrade() {
-            return Ok(store);
-        }
-        let store = crate::store::open(&self.url).await?;
-        *in_use = Arc::downgrade(&store);
-        Ok(store)
-    }
-
-    /// The keyring of `--keyring`, if one was given.
-    fn keyring(&self) -> CliResult<Option<keyplane_core::keyspace::Keyring>> {
-        self.keyring
-            .as_deref()
-            .map(crate::secrets::load)
-            .transpose()
-    }
-
-    /// Refuses a write without `--write`.
-    fn writable(&self) -> Result<(), ApiError> {
-        if self.write {
-            return Ok(());
-        }
-        Err(ApiError(
-            StatusCode::FORBIDDEN,
-            "read-only: start kvctl ui with --write to change the store".to_owned(),
-        ))
-    }
-}
 
 /// Runs the server until interrupted (Ctrl-C), after printing the URL to open.
 pub(crate) async fn run(ctx: &Ctx, listen: SocketAddr, write: bool) -> CliResult<()> {
@@ -203,34 +151,6 @@ async fn require_token(State(ui): State<Arc<Ui>>, request: Request, next: Next) 
 /// Compares in time that does not depend on where the bytes differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// A failed request: its status and the message `kvctl` would print.
-pub(crate) struct ApiError(StatusCode, String);
-
-impl From<CliError> for ApiError {
-    fn from(e: CliError) -> Self {
-        let status = match e.code {
-            code::NOT_FOUND => StatusCode::NOT_FOUND,
-            code::INVALID => StatusCode::BAD_REQUEST,
-            code::UNREACHABLE => StatusCode::SERVICE_UNAVAILABLE,
-            code::CONFLICT => StatusCode::CONFLICT,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError(status, e.to_string())
-    }
-}
-
-impl From<keyplane_core::Error> for ApiError {
-    fn from(e: keyplane_core::Error) -> Self {
-        CliError::from(e).into()
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.0, axum::Json(json!({ "error": self.1 }))).into_response()
-    }
 }
 
 #[cfg(test)]

@@ -52,7 +52,8 @@ pub use crate::intercept::Call;
 pub use crate::namespace::{NamespaceLayer, Namespaced};
 
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::entry::{Entry, LeaseId, escape_bytes};
+use crate::entry::{Entry, escape_bytes};
+use crate::lease::LeaseId;
 use crate::lease::{LeaseGrant, LeaseInfo};
 use crate::range::{KeyRange, RangeOptions, RangeResult};
 use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};

@@ -71,7 +71,7 @@ pub use segments::BalancerRoot;
 pub use source::{BalancerSource, SourceGroup, SourceKey, SourceMapping, SourcePlan};
 pub use values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
 
-use crate::catalog::Schema;
+use crate::schema::Schema;
 
 /// The balancer catalog entry.
 pub fn schema() -> Schema {

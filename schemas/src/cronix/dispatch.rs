@@ -24,6 +24,7 @@
 
 use super::error::{CronixError, Result};
 use super::failover::{self, FailoverReport};
+use super::fencing::Fence;
 use super::job;
 use super::keys::LockKey;
 use super::once;
@@ -31,8 +32,8 @@ use super::segments::{JobId, LockName};
 use super::values::{JobConfig, OnceTarget};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use keyplane_core::keyspace::{Key, TextSegment, TxnOutcome, TxnRead, TypedStore, TypedTxn};
-use keyplane_core::{Compare, Election, Leadership, LeaseId, LeaseKeeper};
+use keyplane_core::keyspace::{Key, TextSegment, TypedStore};
+use keyplane_core::{Election, Leadership, LeaseId, LeaseKeeper};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -241,11 +242,11 @@ impl Dispatcher {
     }
 
     fn fence(&self) -> Fence<'_> {
-        Fence {
-            lock: &self.lock,
-            compare: self.leadership.fence(),
-            revision: self.leadership.revision(),
-        }
+        Fence::new(
+            &self.lock,
+            self.leadership.fence(),
+            self.leadership.revision(),
+        )
     }
 
     /// [`assign_job`](super::assign_job), fenced on the leadership.
@@ -297,41 +298,5 @@ impl Dispatcher {
         let resigned = self.leadership.resign().await;
         self.keeper.revoke().await?;
         Ok(resigned?)
-    }
-}
-
-/// A dispatcher's fence on a transaction: the compare, and how to tell that it failed.
-pub(super) struct Fence<'a> {
-    lock: &'a LockKey,
-    compare: Compare,
-    revision: i64,
-}
-
-/// The failure-branch read that tells whether a fence failed.
-pub(super) struct FenceCheck {
-    read: TxnRead<LockKey>,
-    revision: i64,
-}
-
-/// Adds `fence` (if any) to `txn`; check the outcome with [`fenced_out`].
-pub(super) fn guard(txn: &mut TypedTxn, fence: Option<&Fence<'_>>) -> Option<FenceCheck> {
-    let fence = fence?;
-    txn.when(fence.compare.clone());
-    Some(FenceCheck {
-        read: txn.get_on_failure(fence.lock),
-        revision: fence.revision,
-    })
-}
-
-/// After a failed transaction: [`CronixError::NotDispatcher`] when its fence is what failed.
-pub(super) fn fenced_out(outcome: &TxnOutcome, check: Option<FenceCheck>) -> Result<()> {
-    let Some(check) = check else { return Ok(()) };
-    let held = outcome
-        .read(&check.read)?
-        .is_some_and(|v| v.create_revision == check.revision);
-    if held {
-        Ok(())
-    } else {
-        Err(CronixError::NotDispatcher)
     }
 }

@@ -2,8 +2,8 @@
 //! transaction guarded on the dead node's absence and the job's unchanged key, so that two
 //! schedulers failing over the same node move each job exactly once.
 
-use super::dispatch::{Fence, fenced_out, guard};
 use super::error::{CronixError, Result};
+use super::fencing::{Fence, fenced_out, guard};
 use super::keys::{JobKey, NodeJobsDir, NodeKey};
 use super::segments::JobId;
 use keyplane_core::CompareOp;

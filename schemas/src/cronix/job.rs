@@ -1,7 +1,7 @@
 //! Jobs: assigning them to nodes, removing them, and moving them between nodes.
 
-use super::dispatch::{Fence, fenced_out, guard};
 use super::error::{CronixError, Result};
+use super::fencing::{Fence, fenced_out, guard};
 use super::keys::{JobKey, NodeKey};
 use super::segments::JobId;
 use super::values::JobConfig;

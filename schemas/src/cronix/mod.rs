@@ -36,6 +36,7 @@ mod dispatch;
 mod error;
 mod example;
 mod failover;
+mod fencing;
 mod job;
 mod keys;
 mod live;
@@ -76,7 +77,7 @@ pub use values::{
     SystemInfo, Usage,
 };
 
-use crate::catalog::Schema;
+use crate::schema::Schema;
 
 /// The cronix catalog entry.
 pub fn schema() -> Schema {

@@ -1,8 +1,8 @@
 //! One-shot triggers: `/Cronix/once/<job_id>`, written by the scheduler, cleaned up after
 //! the run.
 
-use super::dispatch::{Fence, fenced_out, guard};
 use super::error::{CronixError, Result};
+use super::fencing::{Fence, fenced_out, guard};
 use super::keys::OnceKey;
 use super::segments::JobId;
 use super::values::OnceTarget;

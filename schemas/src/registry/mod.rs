@@ -65,7 +65,7 @@ pub use values::{
 };
 pub use watch::{InstanceBatch, InstanceEvent, InstanceWatch, watch_instances};
 
-use crate::catalog::Schema;
+use crate::schema::Schema;
 
 /// The registry's catalog entry.
 pub fn schema() -> Schema {

@@ -1,12 +1,11 @@
 //! Deleting a tenant with all its indexes (§7.2).
 
-use super::ftp::Contention;
+use super::contention::{Contention, DELETING};
 use super::keys::{
     CodeIndexKey, FtpUserIndexKey, HostIndexKey, NameIndexKey, TenantDir, TenantMetaKey,
 };
 use super::segments::{HostName, TenantCode, TenantName};
 use super::snapshot::Snapshot;
-use super::update::DELETING;
 use super::values::TenantMeta;
 use keyplane_core::keyspace::{TypedStore, TypedTxn};
 use keyplane_core::{CompareOp, Result};

@@ -1,50 +1,12 @@
 //! Adding and removing one FTP user, with the global uniqueness of usernames (§7.1, §7.5).
 
+use super::contention::{Contention, DELETING, not_found};
 use super::keys::{FtpConfigKey, FtpUserIndexKey, TenantMetaKey};
 use super::model::invalid_segment;
 use super::segments::FtpUsername;
 use super::values::{FtpConfig, FtpUserIndex};
 use keyplane_core::keyspace::TypedStore;
-use keyplane_core::retry::{Attempts, Backoff};
 use keyplane_core::{CompareOp, Error, ErrorKind, OpResult, Result};
-
-/// Retries of an operation that re-reads when a concurrent writer changed what it read: the
-/// shared jittered backoff, within its deadline.
-pub(crate) struct Contention {
-    attempts: Attempts<'static>,
-    started: bool,
-    what: &'static str,
-}
-
-static POLICY: std::sync::LazyLock<Backoff> = std::sync::LazyLock::new(Backoff::default);
-
-impl Contention {
-    pub(crate) fn new(what: &'static str) -> Self {
-        Contention {
-            attempts: POLICY.start(),
-            started: false,
-            what,
-        }
-    }
-
-    /// Before each attempt: waits after a lost one, or gives up with a retryable
-    /// `ConditionFailed` when the backoff's deadline has passed.
-    pub(crate) async fn next(&mut self) -> Result<()> {
-        if std::mem::replace(&mut self.started, true) && !self.attempts.wait().await {
-            return Err(self.attempts.exhausted(
-                Error::new(
-                    ErrorKind::ConditionFailed,
-                    format!(
-                        "{}: concurrent writers kept changing the tenant; try again",
-                        self.what
-                    ),
-                )
-                .set_retryable(true),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Adds one FTP user to an existing tenant: the `ftp/{username}` key and its
 /// `_index/ftp-user/{username}` entry in one transaction, the index created only if absent.
@@ -99,7 +61,7 @@ pub async fn add_ftp_user(store: &TypedStore, config: &FtpConfig) -> Result<i64>
         let Some(meta) = store.get_versioned(&meta_key).await? else {
             return Err(not_found(id));
         };
-        if meta.value.status == super::update::DELETING {
+        if meta.value.status == DELETING {
             return Err(not_found(id));
         }
         let index = FtpUserIndex {
@@ -192,9 +154,4 @@ pub async fn remove_ftp_user(store: &TypedStore, tenant_id: u64, username: &str)
             return Ok(deleted.unwrap_or(0) > 0);
         }
     }
-}
-
-pub(crate) fn not_found(id: u64) -> Error {
-    Error::new(ErrorKind::NotFound, format!("tenant {id} does not exist"))
-        .with_context("tenant", id)
 }

@@ -1,7 +1,7 @@
 //! Lookups: by code, name, host and FTP user through the indexes; a service's database
 //! configuration; a whole tenant.
 
-use super::ftp::not_found;
+use super::contention::not_found;
 use super::keys::{
     CodeIndexKey, DatabaseConfigKey, FtpUserIndexKey, HostIndexKey, NameIndexKey, TenantMetaKey,
 };

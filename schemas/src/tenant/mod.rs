@@ -64,6 +64,7 @@
 //!
 //! The layout passes the schema checker as written, with no declared exception.
 
+mod contention;
 mod delete;
 mod ftp;
 mod keys;

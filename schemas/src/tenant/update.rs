@@ -2,7 +2,7 @@
 //! configurations or FTP users, as one transaction that writes exactly the keys whose
 //! bytes change and moves the index entries with them.
 
-use super::ftp::{Contention, not_found};
+use super::contention::{Contention, DELETING, not_found};
 use super::keys::{
     CodeIndexKey, DatabaseConfigKey, DomainAliasesKey, FtpConfigKey, FtpUserIndexKey, HostIndexKey,
     InternalDomainKey, NameIndexKey, PrimaryDomainKey, StorageConfigKey, TenantKeyspace,
@@ -17,9 +17,6 @@ use crate::encode_as;
 use keyplane_core::keyspace::{Key, Keyspace, TypedStore};
 use keyplane_core::{Compare, CompareOp, Entry, Error, ErrorKind, Result, Txn, TxnOp};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// The meta status a deletion writes first: a tenant being deleted takes no more changes.
-pub(crate) const DELETING: &str = "deleting";
 
 /// Every key the tenant's publication writes, with its bytes: the data keys and the index
 /// entries (which carry the meta's code and name).

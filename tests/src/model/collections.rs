@@ -5,7 +5,7 @@
 //! and as a collection, or as two kinds of collection (which only ordered backends allow).
 //! Set scans are left out: their page boundaries are backend-specific.
 
-use super::ops::{Bytes, value};
+use super::bytes::{Bytes, value};
 use keyplane_core::{CollectionOp, CollectionResult};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

@@ -1,6 +1,7 @@
 //! Runs a model sequence on a real store and normalises what it returns.
 
-use super::ops::{Bytes, Cmp, LeaseRef, Op, Span, Target, TxnStep};
+use super::bytes::Bytes;
+use super::ops::{Cmp, LeaseRef, Op, Span, Target, TxnStep};
 use super::outcome::{Outcome, Page, Seen, StepResult, lease_index, ordinal, revision};
 use keyplane_core::{
     Compare, CompareTarget, Entry, KeyRange, LeaseId, OpResult, PutOptions, RangeOptions, Result,

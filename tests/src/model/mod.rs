@@ -24,15 +24,17 @@
 //! # fn main() {}
 //! ```
 
+mod bytes;
 mod collections;
 mod exec;
 mod ops;
 mod outcome;
 mod reference;
 
+pub use bytes::Bytes;
 pub use collections::{Coll, Collections, Touch, coll};
 pub use exec::Exec;
-pub use ops::{Bytes, Cmp, LeaseRef, Op, RevRef, Span, Target, TxnStep, op, sequence};
+pub use ops::{Cmp, LeaseRef, Op, RevRef, Span, Target, TxnStep, op, sequence};
 pub use outcome::{Outcome, Page, Seen, StepResult};
 pub use reference::Model;
 

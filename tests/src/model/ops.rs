@@ -6,20 +6,11 @@
 //! granted, the n-th write revision of the sequence), so the same sequence means the same thing
 //! on the store and on the model, and still does after shrinking.
 
+use super::bytes::{Bytes, value};
 use super::collections::{Coll, coll};
 use keyplane_core::CompareOp;
 use proptest::prelude::*;
 use std::fmt;
-
-/// Bytes relative to the sequence's root, printed escaped.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Bytes(pub Vec<u8>);
-
-impl fmt::Debug for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", keyplane_core::escape_bytes(&self.0))
-    }
-}
 
 /// The n-th lease granted in the sequence (modulo the number granted so far; no lease when
 /// none has been granted yet).
@@ -174,12 +165,6 @@ pub fn key() -> impl Strategy<Value = Bytes> {
 /// A prefix suffix: zero to two tokens.
 pub fn prefix() -> impl Strategy<Value = Bytes> {
     prop_oneof![1 => tokens(0), 4 => tokens(1), 2 => tokens(2)]
-}
-
-/// A value.
-pub fn value() -> impl Strategy<Value = Bytes> {
-    proptest::sample::select(vec![&b""[..], b"a", b"b", b"ab", b"\xff"])
-        .prop_map(|v| Bytes(v.to_vec()))
 }
 
 fn lease_ref() -> impl Strategy<Value = LeaseRef> {

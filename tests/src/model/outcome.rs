@@ -2,7 +2,8 @@
 //! compared: keys relative to the root, revisions as the ordinal of the write that made them,
 //! leases as the ordinal of their grant.
 
-use super::ops::{Bytes, LeaseRef, RevRef};
+use super::bytes::Bytes;
+use super::ops::{LeaseRef, RevRef};
 use keyplane_core::{CollectionResult, ErrorKind};
 
 /// An entry as observed.

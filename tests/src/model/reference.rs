@@ -1,8 +1,9 @@
 //! The reference model: a `BTreeMap`, one revision counter and a list of leases, with etcd's
 //! semantics, written as plainly as possible.
 
+use super::bytes::Bytes;
 use super::collections::{Collections, Touch};
-use super::ops::{Bytes, Cmp, Op, Span, Target, TxnStep};
+use super::ops::{Cmp, Op, Span, Target, TxnStep};
 use super::outcome::{Outcome, Page, Seen, StepResult, lease_index, ordinal, revision};
 use keyplane_core::{CompareOp, ErrorKind};
 use std::collections::BTreeMap;

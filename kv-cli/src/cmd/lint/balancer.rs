@@ -1,7 +1,8 @@
 //! The balancer's checks: key objects whose status the balancer does not know or whose
 //! fields are missing, and active-list entries that disagree with their key.
 
-use super::{Finding, Repair, fields, members};
+use super::contents::{fields, members};
+use super::finding::{Finding, Repair};
 use crate::error::CliResult;
 use keyplane_core::{CollectionOp, CollectionResult, Store};
 use keyplane_schemas::balancer::{API_KEY_FIELD, KeyStatus, STATUS_FIELD};

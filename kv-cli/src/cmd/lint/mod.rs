@@ -3,11 +3,15 @@
 //! that are safe to repair.
 
 mod balancer;
+mod contents;
+mod finding;
 
 use super::Ctx;
 use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, outln, print_json};
 use crate::values;
+use contents::{fields, members};
+use finding::{Finding, Repair};
 use keyplane_core::keyspace::{Key, Separator};
 use keyplane_core::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, Entry, RangeOptions, Store,
@@ -15,47 +19,6 @@ use keyplane_core::{
 };
 use keyplane_schemas::ParsedKey;
 use serde_json::{Value, json};
-
-/// One thing lint found.
-struct Finding {
-    key: String,
-    rule: &'static str,
-    message: String,
-    fix: String,
-    repair: Option<Repair>,
-    fixed: bool,
-}
-
-/// A repair that is safe to make: it changes only what lint read, or adds what is missing.
-enum Repair {
-    /// Delete the key if it is unchanged since read.
-    Delete { key: Vec<u8>, mod_revision: i64 },
-    /// Add a member to a set.
-    SetAdd { key: Vec<u8>, member: Vec<u8> },
-}
-
-impl Finding {
-    fn new(
-        key: &str,
-        rule: &'static str,
-        message: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Self {
-        Finding {
-            key: key.to_owned(),
-            rule,
-            message: message.into(),
-            fix: fix.into(),
-            repair: None,
-            fixed: false,
-        }
-    }
-
-    fn with_repair(mut self, repair: Repair) -> Self {
-        self.repair = Some(repair);
-        self
-    }
-}
 
 pub(crate) async fn run(ctx: &Ctx, prefix: Option<&str>, fix: bool) -> CliResult<()> {
     let prefix = prefix.unwrap_or("");
@@ -416,28 +379,4 @@ async fn tenant_domains(store: &dyn Store, tenant: u64) -> CliResult<Vec<String>
         domains.extend(aliases);
     }
     Ok(domains)
-}
-
-async fn members(store: &dyn Store, key: &str) -> CliResult<Vec<Vec<u8>>> {
-    match store
-        .collection(CollectionOp::SetMembers {
-            key: key.as_bytes().to_vec(),
-        })
-        .await?
-    {
-        CollectionResult::Members(m) => Ok(m),
-        _ => Ok(Vec::new()),
-    }
-}
-
-async fn fields(store: &dyn Store, key: &str) -> CliResult<Vec<(Vec<u8>, Vec<u8>)>> {
-    match store
-        .collection(CollectionOp::MapGetAll {
-            key: key.as_bytes().to_vec(),
-        })
-        .await?
-    {
-        CollectionResult::Fields(f) => Ok(f),
-        _ => Ok(Vec::new()),
-    }
 }

@@ -1,9 +1,10 @@
 //! Paged, typed listing of a [`Prefix`]'s directory.
 
 use super::{TypedStore, ValueOf, Versioned, parse_key, prefix_bytes};
+use crate::continuation::Continuation;
 use crate::error::{Error, Result};
 use crate::keyspace::key::{Key, ListPrefix};
-use crate::range::{Continuation, RangeOptions};
+use crate::range::RangeOptions;
 use std::fmt;
 
 /// Which page of a listing or a set scan ([`SetHandle::scan`](super::SetHandle::scan)) to

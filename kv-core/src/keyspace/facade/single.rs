@@ -4,9 +4,9 @@ use super::{
     TypedStore, ValueOf, Versioned, agreeing, decode_value, encode_value, key_bytes, prefix_bytes,
     writable_key,
 };
-use crate::entry::LeaseId;
 use crate::error::Result;
 use crate::keyspace::key::{Key, PlainKey, Prefix};
+use crate::lease::LeaseId;
 use crate::range::{KeyRange, RangeOptions};
 use crate::store::PutOptions;
 use crate::store::{DeletePrefixResult, DeleteResult};

@@ -1,10 +1,10 @@
 //! [`TypedTxn`]: a transaction built from typed keys and values.
 
 use super::{TypedStore, ValueOf, Versioned, encode_value, key_bytes, prefix_bytes};
-use crate::entry::LeaseId;
 use crate::error::{Error, Result};
 use crate::keyspace::codec::{BuildCodec, Codec, CodecContext};
 use crate::keyspace::key::{Key, PlainKey, Prefix};
+use crate::lease::LeaseId;
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
 use std::fmt;

@@ -3,8 +3,8 @@
 use super::{Applied, OrderedState, PhysicalWrite, members_range};
 use crate::changes::CollectionChange;
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
+use crate::continuation::Continuation;
 use crate::error::{Error, ErrorKind, Result};
-use crate::range::Continuation;
 use crate::raw::layout;
 
 /// Applies one collection op to `state`: returns its result, the physical writes that make

@@ -4,9 +4,10 @@
 
 use super::OrderedState;
 use crate::collections::CollectionKind;
+use crate::continuation::Continuation;
 use crate::entry::{Entry, prefix_end};
 use crate::error::Result;
-use crate::range::{CollectionEntry, Continuation, RangeOptions, RangeResult};
+use crate::range::{CollectionEntry, RangeOptions, RangeResult};
 use crate::raw::layout;
 use std::collections::BTreeSet;
 

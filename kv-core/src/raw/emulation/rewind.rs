@@ -6,9 +6,10 @@
 
 use crate::changes::{CollectionChange, CollectionEvent};
 use crate::collections::CollectionKind;
+use crate::continuation::Continuation;
 use crate::entry::Entry;
 use crate::error::{Error, ErrorKind, Result};
-use crate::range::{CollectionEntry, Continuation, RangeOptions, RangeResult};
+use crate::range::{CollectionEntry, RangeOptions, RangeResult};
 use crate::raw::emulation::merge_page;
 use crate::watch::Event;
 use std::collections::BTreeMap;

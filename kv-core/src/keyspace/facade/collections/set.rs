@@ -2,10 +2,10 @@
 
 use super::At;
 use crate::collections::{CollectionOp, CollectionResult};
+use crate::continuation::Continuation;
 use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use crate::keyspace::facade::ListOptions;
-use crate::range::Continuation;
 use std::fmt;
 
 /// A typed set at a key (Redis SET; one key per member on ordered backends).

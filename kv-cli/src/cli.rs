@@ -1,0 +1,235 @@
+//! The command line: `kvctl`'s arguments and subcommands, as clap parses them.
+
+use crate::cmd;
+use crate::output::Format;
+use clap::{Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  not found (get or rm of an absent key)
+  2  usage error or invalid input: store URL, key, segment, value
+  3  store unreachable (connection refused, timeout, credentials refused)
+  4  conflict (key exists, condition failed, lock held)
+  5  any other error
+  6  a check found something (lint, migrate verify)
+
+Addresses: a raw key (jxt/tenants/1/meta) or a typed address, `schema.template` and
+field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templates.";
+
+/// A schema-aware command line tool for etcd, Redis, sled and in-memory stores.
+#[derive(Parser)]
+#[command(name = "kvctl", version, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    /// Store URL: mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
+    /// redis+cluster://HOST:PORT[,HOST:PORT...],
+    /// rediss://..., rediss+cluster://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
+    /// Passwords in it are never printed.
+    // The value may hold a password: `--help` names the variable without showing it.
+    #[arg(long, env = "KVCTL_STORE", hide_env_values = true, global = true)]
+    pub(crate) store: Option<String>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value = "table", global = true)]
+    pub(crate) output: Format,
+    /// A keyring file that opens encrypted values (`get` prints them decrypted): JSON,
+    /// `{"current": ID, "keys": {ID: BASE64 of 32 bytes}}`. Keys are never printed.
+    // The path tells where key material lies: hidden from `--help` like the store URL.
+    #[arg(
+        long,
+        env = "KVCTL_KEYRING",
+        hide_env_values = true,
+        global = true,
+        value_name = "FILE"
+    )]
+    pub(crate) keyring: Option<String>,
+    /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(long, short, action = clap::ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+    /// Trace every store operation on stderr: one line per operation with the backend, the
+    /// operation, its key (escaped; values never), revision, outcome and time.
+    #[arg(long, global = true)]
+    pub(crate) trace: bool,
+    /// Deadline of each store operation, in seconds (a watch: opening it). Reads, and writes
+    /// that never reached the store, are retried within it when the store is unreachable.
+    #[arg(
+        long,
+        env = "KVCTL_TIMEOUT",
+        global = true,
+        value_name = "SECONDS",
+        default_value = "30",
+        value_parser = parse_seconds
+    )]
+    pub(crate) timeout: std::time::Duration,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Write the example dataset of every schema (idempotent), then print the key tree.
+    Demo,
+    /// List the schemas, or show one as a tree of templates.
+    Schema {
+        /// The schema's name (an old layout's too: `tenant-legacy`, `nxc-legacy`).
+        name: Option<String>,
+        /// List the old layouts the schemas replace as well (read-only; each migrates with
+        /// `kvctl migrate`).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Say which schema and template a raw key belongs to, with its fields.
+    Parse {
+        /// The raw key.
+        key: String,
+    },
+    /// Print one key's value.
+    Get {
+        /// A raw key, or `schema.template field=value...`.
+        #[arg(required = true, num_args = 1..)]
+        address: Vec<String>,
+        /// Read the value as it was at this revision (a snapshot read).
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        rev: Option<i64>,
+    },
+    /// List the keys of a directory (a typed address's directory, or a raw prefix).
+    Ls {
+        /// A raw prefix, or `schema.template field=value...`; nothing lists every key.
+        address: Vec<String>,
+        /// Print the values too.
+        #[arg(long, short = 'l')]
+        values: bool,
+        /// List the directory as it was at this revision (a snapshot read).
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        rev: Option<i64>,
+    },
+    /// Write one key, after checking the key and the value against the schema; guarded with
+    /// --create or --if-mod-revision, leased with --lease-ttl.
+    Put {
+        /// The address, then the value (`-` reads it from stdin).
+        #[arg(required = true, num_args = 2..)]
+        args: Vec<String>,
+        #[command(flatten)]
+        flags: cmd::put::PutFlags,
+    },
+    /// Delete one key (only at a mod revision with --if-mod-revision), or a directory with
+    /// --prefix.
+    Rm {
+        /// A raw key, or `schema.template field=value...`.
+        #[arg(required = true, num_args = 1..)]
+        address: Vec<String>,
+        /// Delete every key of the directory.
+        #[arg(long)]
+        prefix: bool,
+        /// Only delete the key at this mod revision; exit code 4, nothing deleted, otherwise.
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        if_mod_revision: Option<i64>,
+    },
+    /// Print typed events under a directory until interrupted (Ctrl-C): plain keys, and every
+    /// set, map and list change (SADD, SREM, HSET, HDEL, RPUSH, LPUSH, LREM, LMOVE, DEL).
+    Watch {
+        /// A raw prefix, or `schema.template field=value...`.
+        #[arg(required = true, num_args = 1..)]
+        address: Vec<String>,
+        /// Replay the history from this revision (inclusive), then follow.
+        #[arg(
+            long = "rev",
+            visible_alias = "from-revision",
+            allow_negative_numbers = true
+        )]
+        from_revision: Option<i64>,
+    },
+    /// Serve a schema-aware browser of the store on loopback: prints the URL to open, with
+    /// its access token; read-only unless --write.
+    Ui {
+        /// The address to listen on (port 0: any free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Allow edits, creation from a template's form, and deletes.
+        #[arg(long)]
+        write: bool,
+    },
+    /// Scan the store against the schemas: unknown keys, values that do not decode,
+    /// collections of the wrong kind, key/value disagreements, dangling references.
+    Lint {
+        /// Only keys under this raw prefix.
+        prefix: Option<String>,
+        /// Repair what is safe to repair (dangling index entries, missing reverse-index
+        /// members) and say what was done.
+        #[arg(long)]
+        fix: bool,
+    },
+    /// Seal every encrypted value under PREFIX again with the keyring's current key (after
+    /// adding a new key as `current`), bound to its key. Only sealed values are written; a
+    /// value changed meanwhile is read again; a second run writes nothing.
+    Reencrypt {
+        /// The raw prefix, such as `nxc:pool:`.
+        prefix: String,
+        /// Also open values of the first envelope format (not bound to their key) and seal
+        /// them in the current one.
+        #[arg(long)]
+        accept_unbound: bool,
+    },
+    /// The balancer's cache: `load FILE` rebuilds it from the database tables as JSON.
+    Balancer {
+        #[command(subcommand)]
+        action: cmd::balancer::Action,
+    },
+    /// Migrate data from a document's old layout: list, plan, apply, verify, finalize,
+    /// rollback.
+    Migrate {
+        #[command(subcommand)]
+        action: cmd::migrate::Action,
+    },
+    /// Write every key under a prefix to stdout, one JSON object per line: key, typed
+    /// address, kind, value (text or base64) or collection members.
+    Export {
+        /// Only keys under this raw prefix.
+        prefix: Option<String>,
+        /// Record each leased key's remaining TTL (`lease_ttl`), for import to re-lease it.
+        #[arg(long)]
+        leases: bool,
+    },
+    /// Write the keys of an export back, in batched transactions; refused, writing nothing,
+    /// when a key exists (unless --overwrite).
+    Import {
+        /// The dump (`-` reads stdin).
+        file: String,
+        /// Replace keys that exist (a collection is replaced whole).
+        #[arg(long)]
+        overwrite: bool,
+    },
+    /// Copy every key under a prefix from one store to another (any two backends).
+    Copy {
+        /// The source store's URL.
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The target store's URL.
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Only keys under this raw prefix.
+        prefix: Option<String>,
+        /// Replace keys that exist in the target.
+        #[arg(long)]
+        overwrite: bool,
+        /// Copy leased keys with a new lease of their remaining TTL.
+        #[arg(long)]
+        leases: bool,
+    },
+    /// Print a shell completion script: `kvctl completions bash > /etc/bash_completion.d/kvctl`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `kvctl man | man -l -`.
+    Man,
+}
+
+/// A positive, finite number of seconds.
+fn parse_seconds(arg: &str) -> Result<std::time::Duration, String> {
+    match arg.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => {
+            Ok(std::time::Duration::from_secs_f64(secs))
+        }
+        _ => Err(format!("{arg:?} is not a positive number of seconds")),
+    }
+}
