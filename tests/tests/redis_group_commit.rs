@@ -11,8 +11,8 @@ use keyplane_core::{
 };
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{
-    RedisServer, key_root, redis_command_calls, redis_command_stat, redis_commands,
-    redis_connection,
+    RedisServer, key_root, own_redis_store, redis_command_calls, redis_command_stat,
+    redis_commands, redis_connection,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,15 +20,6 @@ use std::time::Duration;
 /// The most writes a store sends alone at once (its calls in flight); the rest queue behind
 /// them and share calls.
 const ALONE: u64 = 8;
-
-/// A server of the test's own (pausing it must not hold other tests' writes) and a store on it.
-async fn server_and_store() -> Option<(RedisServer, RedisStore)> {
-    let server = RedisServer::start()?;
-    let store = RedisStore::connect(RedisConfig::new(server.url()))
-        .await
-        .expect("connect");
-    Some((server, store))
-}
 
 /// Holds every client's writes for `ms` ms.
 async fn pause_writes(con: &mut redis::aio::MultiplexedConnection, ms: u64) {
@@ -64,7 +55,7 @@ async fn events_until(
 
 #[tokio::test]
 async fn concurrent_puts_share_calls_and_keep_their_own_revisions_and_events() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let root = key_root("gc-puts");
@@ -146,7 +137,7 @@ async fn concurrent_puts_share_calls_and_keep_their_own_revisions_and_events() {
 
 #[tokio::test]
 async fn a_failed_write_in_a_batch_is_its_own_and_writes_nothing() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let root = key_root("gc-failures");
@@ -272,7 +263,7 @@ async fn a_failed_write_in_a_batch_is_its_own_and_writes_nothing() {
 
 #[tokio::test]
 async fn a_batch_adopts_what_other_programs_did_to_its_keys() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let root = key_root("gc-foreign");
@@ -386,7 +377,7 @@ async fn a_batch_waits_for_the_replicas_once_and_every_write_in_it_answers_for_i
 /// and puts fail, each on its own.
 #[tokio::test]
 async fn a_batch_refused_for_memory_runs_write_by_write() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let root = key_root("gc-oom");
@@ -502,7 +493,7 @@ async fn widest_log_entry(con: &mut redis::aio::MultiplexedConnection) -> usize 
 
 #[tokio::test]
 async fn reads_and_watches_start_inside_a_batch_log_entry() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let root = key_root("gc-inside");
@@ -627,7 +618,7 @@ async fn a_retention_trimming_batch_entries_stays_honest() {
 
 #[tokio::test]
 async fn a_past_read_finds_a_batched_write_another_program_overwrote() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let root = key_root("gc-unknown");
@@ -661,7 +652,7 @@ async fn a_past_read_finds_a_batched_write_another_program_overwrote() {
 
 #[tokio::test]
 async fn batched_rotations_each_move_the_next_item_at_a_revision_of_their_own() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let root = key_root("gc-rotate");

@@ -6,9 +6,8 @@
 
 use futures::future::join_all;
 use keyplane_core::{Entry, PutOptions, Store};
-use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{
-    RedisServer, key_root, redis_command_calls, redis_commands, redis_connection,
+    key_root, own_redis_store, redis_command_calls, redis_commands, redis_connection,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -17,18 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// The most gets a store sends alone at once; the rest queue behind them and share calls.
 const ALONE: u64 = 16;
 
-/// A server of the test's own (pausing it must not hold other tests' reads) and a store on it.
-async fn server_and_store() -> Option<(RedisServer, RedisStore)> {
-    let server = RedisServer::start()?;
-    let store = RedisStore::connect(RedisConfig::new(server.url()))
-        .await
-        .expect("connect");
-    Some((server, store))
-}
-
 #[tokio::test]
 async fn concurrent_gets_share_calls_and_each_sees_its_own_key() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let root = key_root("grouped-gets");
@@ -109,7 +99,7 @@ async fn concurrent_gets_share_calls_and_each_sees_its_own_key() {
 
 #[tokio::test]
 async fn grouped_gets_under_concurrent_writes_pair_each_value_with_its_own_revision() {
-    let Some((server, store)) = server_and_store().await else {
+    let Some((server, store)) = own_redis_store().await else {
         return;
     };
     let store = Arc::new(store);

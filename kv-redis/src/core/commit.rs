@@ -161,19 +161,18 @@ async fn send_one(
     link.send_write(script, &call, op).await
 }
 
+/// Sends a queued write in a call of its own, and answers it.
+async fn send_alone(link: &Link, scripts: &Scripts, queued: Queued<Batcher>) {
+    let Write { writer, args, op } = &queued.request;
+    let reply = send_one(link, scripts, *writer, args, op).await;
+    let _ = queued.reply.send(reply);
+}
+
 /// Sends the writes of `batch` and answers each.
 async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Queued<Batcher>>) {
     if batch.len() == 1 {
-        for p in batch {
-            let reply = send_one(
-                link,
-                scripts,
-                p.request.writer,
-                &p.request.args,
-                p.request.op,
-            )
-            .await;
-            let _ = p.reply.send(reply);
+        for queued in batch {
+            send_alone(link, scripts, queued).await;
         }
         return;
     }
@@ -216,17 +215,11 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Queued<Batcher>>)
             if refused_fcall(&e) {
                 link.functions.store(false, Ordering::Relaxed);
             }
-            futures::future::join_all(batch.into_iter().map(async |p| {
-                let reply = send_one(
-                    link,
-                    scripts,
-                    p.request.writer,
-                    &p.request.args,
-                    p.request.op,
-                )
-                .await;
-                let _ = p.reply.send(reply);
-            }))
+            futures::future::join_all(
+                batch
+                    .into_iter()
+                    .map(|queued| send_alone(link, scripts, queued)),
+            )
             .await;
             return;
         }

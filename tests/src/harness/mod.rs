@@ -25,8 +25,8 @@ pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
 pub use http::http_request;
 pub use process::{complete_lines, find_binary, servers_required};
 pub use redis::{
-    RedisCluster, RedisServer, redis_command_calls, redis_command_stat, redis_commands,
-    redis_connection, redis_lrange, redis_scan, shared_redis, shared_redis_cluster,
+    RedisCluster, RedisServer, own_redis_store, redis_command_calls, redis_command_stat,
+    redis_commands, redis_connection, redis_lrange, redis_scan, shared_redis, shared_redis_cluster,
 };
 pub use tls::{TestCerts, TlsEtcd, TlsRedis};
 

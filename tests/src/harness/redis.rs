@@ -209,6 +209,20 @@ pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
         .expect("connect a raw Redis client")
 }
 
+/// A `redis-server` of the caller's own (one a test may pause or reconfigure without holding
+/// other tests up) and a store on it with the default configuration; `None` when no
+/// `redis-server` can be found (and servers are not required).
+///
+/// # Panics
+/// When the store cannot connect.
+pub async fn own_redis_store() -> Option<(RedisServer, keyplane_redis::RedisStore)> {
+    let server = RedisServer::start()?;
+    let store = keyplane_redis::RedisStore::connect(keyplane_redis::RedisConfig::new(server.url()))
+        .await
+        .expect("connect");
+    Some((server, store))
+}
+
 /// Runs raw commands, each its name then its arguments, in order: another program writing the
 /// documents' layouts.
 ///
