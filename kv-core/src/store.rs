@@ -369,7 +369,7 @@ impl WatchPosition {
     ///
     /// # Errors
     /// The store's errors.
-    pub async fn now(store: &dyn crate::Store, range: &KeyRange) -> Result<Self> {
+    pub async fn now(store: &dyn Store, range: &KeyRange) -> Result<Self> {
         if store.capabilities().sharding == crate::Sharding::Unsharded {
             return Ok(WatchPosition {
                 next: Some(store.revision().await? + 1),
@@ -377,7 +377,7 @@ impl WatchPosition {
             });
         }
         let read = store
-            .range(crate::RangeOptions::new(range.clone()).count_only())
+            .range(RangeOptions::new(range.clone()).count_only())
             .await?;
         Ok(WatchPosition::after_range(&read))
     }

@@ -56,8 +56,6 @@ pub(crate) struct Core {
     /// The prefix of this core's internal keys: the configured internal prefix, followed on
     /// a cluster by the group's hash tag and `:`.
     pub(crate) prefix: Vec<u8>,
-    /// The metadata hash, `prefix` + `meta`, read directly by `get`.
-    pub(crate) meta_key: Vec<u8>,
     /// The revision counter, `prefix` + `rev`: every script run declares it as its key.
     pub(crate) rev_key: Vec<u8>,
     /// Wakes the lease sweeper when a lease is granted.
@@ -264,15 +262,13 @@ impl Core {
             wait_replicas: config.wait_replicas,
             wait_timeout_ms: config.wait_timeout_ms,
         };
-        let meta_key = [prefix.as_slice(), b"meta"].concat();
         Core {
             committer: Committer::new(link.clone(), Arc::clone(&scripts)),
-            reads: Reads::new(con.clone(), &meta_key),
+            reads: Reads::new(con.clone(), &[prefix.as_slice(), b"meta"].concat()),
             link,
             hub: Arc::new(hub::Hub::new(dial.clone(), &prefix, &config)),
             con,
             dial,
-            meta_key,
             rev_key,
             prefix,
             config,

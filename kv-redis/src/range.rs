@@ -68,10 +68,10 @@ async fn read_key(core: &Core, key: &[u8]) -> Result<KeyRead> {
 }
 
 /// What a read without MULTI/EXEC found: the metadata, then the value, pipelined (under load
-/// the gets of a moment are read together, atomically: see [`crate::core::reads`]). Every script writes a
-/// key's value and its metadata together, and the metadata holds the value's digest, so a
-/// value whose digest is the one of the metadata read just before is the value that
-/// metadata was written with: the pair is the key as it was when the metadata was read, a
+/// the gets of a moment are read together, atomically: see [`crate::core::reads`]). Every
+/// script writes a key's value and its metadata together, and the metadata holds the value's
+/// digest, so a value whose digest is the one of the metadata read just before is the value
+/// that metadata was written with: the pair is the key as it was when the metadata was read, a
 /// moment within the call. A key that is absent at both reads is absent when the value was
 /// read (any metadata then without a value is another program's delete, which reads as
 /// absent too). `None` for anything else (digests differ, no digest, a collection, another
@@ -100,34 +100,10 @@ fn digest_matches(meta: &[u8], value: &[u8]) -> bool {
     crate::core::value_digest(value) == *recorded
 }
 
-/// The replies of HGET of a key's metadata and GET of its value, in one MULTI/EXEC. A key
-/// without metadata may hold a collection, which makes GET fail: its error is the second
-/// reply.
-async fn read_meta_and_value(core: &Core, key: &[u8]) -> Result<(Value, Value)> {
-    let mut pipe = redis::pipe();
-    pipe.atomic();
-    pipe.cmd("HGET")
-        .arg(core.meta_key.as_slice())
-        .arg(key)
-        .cmd("GET")
-        .arg(key)
-        .ignore_errors();
-    let mut con = core.con.clone();
-    let reply: Vec<Value> = pipe
-        .query_async(&mut con)
-        .await
-        .map_err(|e| map_error("get", e))?;
-    let mut parts = reply.into_iter();
-    match (parts.next(), parts.next()) {
-        (Some(meta), Some(value)) => Ok((meta, value)),
-        _ => Err(corrupted("a get reply has metadata and a value")),
-    }
-}
-
 /// A read of the metadata and the value in one MULTI/EXEC.
 async fn read_key_atomic(core: &Core, key: &[u8]) -> Result<KeyRead> {
-    let (meta, value) = read_meta_and_value(core, key).await?;
-    settle(key, meta, value)
+    let pair = core.reads.meta_and_value_atomic(key).await?;
+    settle(key, pair.meta, pair.value)
 }
 
 /// What a key's metadata and value, read at one moment, say it is.

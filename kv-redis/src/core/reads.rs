@@ -58,9 +58,14 @@ impl Reads {
     /// failed on a collection gives its error reply, a grouped read nil).
     pub(crate) async fn meta_and_value(&self, key: &[u8]) -> Result<Pair> {
         match self.group.enter(key.to_vec()) {
-            Turn::Alone(_lead, key) => self.group.carrier().read_one(&key).await,
+            Turn::Alone(_lead, key) => self.group.carrier().read_one(&key, false).await,
             Turn::Queued(answer) => answer.await.unwrap_or_else(|_| Err(abandoned())),
         }
+    }
+
+    /// The metadata of `key` and its value, read at one moment (one `MULTI`/`EXEC`, alone).
+    pub(crate) async fn meta_and_value_atomic(&self, key: &[u8]) -> Result<Pair> {
+        self.group.carrier().read_one(key, true).await
     }
 }
 
@@ -74,9 +79,12 @@ pub(crate) struct Pair {
 }
 
 impl Reader {
-    /// One key's `HGET` and `GET`, pipelined.
-    async fn read_one(&self, key: &[u8]) -> Result<Pair> {
+    /// One key's `HGET` and `GET`, pipelined, in one `MULTI`/`EXEC` when `atomic`.
+    async fn read_one(&self, key: &[u8], atomic: bool) -> Result<Pair> {
         let mut pipe = redis::pipe();
+        if atomic {
+            pipe.atomic();
+        }
         pipe.cmd("HGET")
             .arg(&*self.meta_key)
             .arg(key)
@@ -92,7 +100,7 @@ impl Reader {
             (Some(meta), Some(value)) => Ok(Pair {
                 meta,
                 value,
-                atomic: false,
+                atomic,
             }),
             _ => Err(corrupted("a get reply has metadata and a value")),
         }
@@ -133,7 +141,7 @@ impl Carrier for Reader {
     async fn send(&self, batch: Vec<Queued<Self>>) {
         if batch.len() == 1 {
             for q in batch {
-                let answer = self.read_one(&q.request).await;
+                let answer = self.read_one(&q.request, false).await;
                 let _ = q.reply.send(answer);
             }
             return;

@@ -6,7 +6,8 @@
 //! both runtimes too.
 
 use crate::measure::{
-    Budget, Goal, Measure, Report, current_thread, multi_thread, paired_throughput,
+    Budget, Goal, Measure, Report, current_thread, multi_thread, on_both_runtimes,
+    paired_throughput,
 };
 use crate::single::{VALUE, etcd_clients, load, redis_store, spread};
 use etcd_client::{
@@ -142,11 +143,9 @@ where
         measure(budget, backend, ours, raw, 64, &["get", "put", "cas"]).await
     });
     for (m, c) in at_64.into_iter().zip(current) {
-        let (worse, runtime) = if c.ratio() < m.ratio() {
-            (c, "current-thread")
-        } else {
-            (m, "multi-thread")
-        };
+        let (m, c) = (m.note("multi-thread"), c.note("current-thread"));
+        let worse = m.worse(c);
+        let runtime = worse.note.clone();
         report.add(worse.note(format!("worse of two runtimes: {runtime}")));
     }
 }
@@ -328,83 +327,68 @@ pub fn etcd(budget: Budget, report: &mut Report) {
 /// The balancer's pick (`Balancer::pick`, LMOVE in the store's script path) on group 1,
 /// against a raw `LMOVE list list LEFT RIGHT` on group 2's list, 64 tasks each.
 fn balancer(budget: Budget, report: &mut Report, server: &RedisServer) {
-    let mut worse: Option<Measure> = None;
-    for (runtime, rt) in [
-        ("multi-thread", multi_thread()),
-        ("current-thread", current_thread()),
-    ] {
-        let m = pick_on(budget, server, &rt, runtime);
-        if worse.as_ref().is_none_or(|w| m.ratio() < w.ratio()) {
-            worse = Some(m);
-        }
-    }
-    report.add(worse.expect("two runtimes measured"));
+    on_both_runtimes(report, |runtime| async move {
+        vec![pick(budget, server, runtime).await]
+    });
 }
 
-/// The pick against the raw `LMOVE` on runtime `rt`.
-fn pick_on(
-    budget: Budget,
-    server: &RedisServer,
-    rt: &tokio::runtime::Runtime,
-    runtime: &str,
-) -> Measure {
-    let (ours, raw) = rt.block_on(async {
-        let store = Arc::new(redis_store(server).await);
-        let typed = TypedStore::new(store.clone());
-        // A root per runtime: each measure loads its own keys.
-        let name = if runtime == "multi-thread" {
-            "benchmt"
-        } else {
-            "benchct"
-        };
-        let root = BalancerRoot::new(name).unwrap();
-        let cache = Balancer::with_root(&typed, root).unwrap();
-        let keys: Vec<LoadedKey> = (1..=20)
-            .map(|id| LoadedKey {
-                id,
-                record: ApiKeyRecord {
-                    api_key: format!("sk-bench-{id:04}"),
-                    status: KeyStatus::Active,
-                },
-                groups: vec![if id <= 10 { 1 } else { 2 }],
-            })
-            .collect();
-        cache.load_keys(&keys).await.unwrap();
-        let list = format!("{name}:{}", cache.active_key(2).encode());
-        let con = redis_connection(&server.url()).await;
-        let len: usize = redis::cmd("LLEN")
-            .arg(&list)
-            .query_async(&mut con.clone())
-            .await
-            .unwrap();
-        assert_eq!(len, 10, "the raw side rotates group 2's list");
-        let cache = Arc::new(cache);
-        paired_throughput(
-            budget,
-            64,
-            Arc::new(move |_, _| {
-                let cache = cache.clone();
-                async move {
-                    cache.pick(1).await.unwrap().unwrap();
-                }
-            }),
-            Arc::new(move |_, _| {
-                let (mut con, list) = (con.clone(), list.clone());
-                async move {
-                    let id: Option<String> = redis::cmd("LMOVE")
-                        .arg(&list)
-                        .arg(&list)
-                        .arg("LEFT")
-                        .arg("RIGHT")
-                        .query_async(&mut con)
-                        .await
-                        .unwrap();
-                    assert!(id.is_some());
-                }
-            }),
-        )
+/// The pick against the raw `LMOVE`, on the runtime named `runtime`.
+async fn pick(budget: Budget, server: &RedisServer, runtime: &'static str) -> Measure {
+    let store = Arc::new(redis_store(server).await);
+    let typed = TypedStore::new(store.clone());
+    // A root per runtime: each measure loads its own keys.
+    let name = if runtime == "multi-thread" {
+        "benchmt"
+    } else {
+        "benchct"
+    };
+    let root = BalancerRoot::new(name).unwrap();
+    let cache = Balancer::with_root(&typed, root).unwrap();
+    let keys: Vec<LoadedKey> = (1..=20)
+        .map(|id| LoadedKey {
+            id,
+            record: ApiKeyRecord {
+                api_key: format!("sk-bench-{id:04}"),
+                status: KeyStatus::Active,
+            },
+            groups: vec![if id <= 10 { 1 } else { 2 }],
+        })
+        .collect();
+    cache.load_keys(&keys).await.unwrap();
+    let list = format!("{name}:{}", cache.active_key(2).encode());
+    let con = redis_connection(&server.url()).await;
+    let len: usize = redis::cmd("LLEN")
+        .arg(&list)
+        .query_async(&mut con.clone())
         .await
-    });
+        .unwrap();
+    assert_eq!(len, 10, "the raw side rotates group 2's list");
+    let cache = Arc::new(cache);
+    let (ours, raw) = paired_throughput(
+        budget,
+        64,
+        Arc::new(move |_, _| {
+            let cache = cache.clone();
+            async move {
+                cache.pick(1).await.unwrap().unwrap();
+            }
+        }),
+        Arc::new(move |_, _| {
+            let (mut con, list) = (con.clone(), list.clone());
+            async move {
+                let id: Option<String> = redis::cmd("LMOVE")
+                    .arg(&list)
+                    .arg(&list)
+                    .arg("LEFT")
+                    .arg("RIGHT")
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+                assert!(id.is_some());
+            }
+        }),
+    )
+    .await;
     Measure::new(
         "redis balancer pick vs raw LMOVE, 64 tasks",
         ours,
@@ -412,7 +396,7 @@ fn pick_on(
         "ops/s",
         Goal::AtLeast(0.6),
     )
-    .note(format!("worse of two runtimes: {runtime}"))
+    .note(runtime)
 }
 
 /// What reading a key's metadata beside its value costs by itself: a raw pipeline of `HGET`
@@ -420,59 +404,51 @@ fn pick_on(
 /// of both runtimes. A get of the store reads both, so this is what stands between its
 /// throughput and a raw `GET`'s.
 fn metadata_floor(budget: Budget, report: &mut Report, server: &RedisServer) {
-    let mut worse: Option<Measure> = None;
-    for (runtime, rt) in [
-        ("multi-thread", multi_thread()),
-        ("current-thread", current_thread()),
-    ] {
-        let (pair, get) = rt.block_on(async {
-            let con = redis_connection(&server.url()).await;
-            let pair_con = con.clone();
-            paired_throughput(
-                budget,
-                64,
-                Arc::new(move |t: usize, i: u64| {
-                    let mut con = pair_con.clone();
-                    async move {
-                        let k = spread(t as u64 * 1_000_003 + i);
-                        let (meta, value): (Vec<u8>, Vec<u8>) = redis::pipe()
-                            .cmd("HGET")
-                            .arg("__kv:meta")
-                            .arg(&k)
-                            .cmd("GET")
-                            .arg(&k)
-                            .query_async(&mut con)
-                            .await
-                            .unwrap();
-                        assert!(!meta.is_empty() && !value.is_empty());
-                    }
-                }),
-                Arc::new(move |t: usize, i: u64| {
-                    let mut con = con.clone();
-                    async move {
-                        let k = spread(t as u64 * 1_000_003 + i);
-                        let value: Vec<u8> = redis::cmd("GET")
-                            .arg(&k)
-                            .query_async(&mut con)
-                            .await
-                            .unwrap();
-                        assert!(!value.is_empty());
-                    }
-                }),
-            )
-            .await
-        });
-        let m = Measure::new(
-            "redis raw HGET + GET pipeline (a get's two reads) vs raw GET, 64 tasks",
-            pair,
-            get,
-            "ops/s",
-            Goal::Info,
+    on_both_runtimes(report, |runtime| async move {
+        let con = redis_connection(&server.url()).await;
+        let pair_con = con.clone();
+        let (pair, get) = paired_throughput(
+            budget,
+            64,
+            Arc::new(move |t: usize, i: u64| {
+                let mut con = pair_con.clone();
+                async move {
+                    let k = spread(t as u64 * 1_000_003 + i);
+                    let (meta, value): (Vec<u8>, Vec<u8>) = redis::pipe()
+                        .cmd("HGET")
+                        .arg("__kv:meta")
+                        .arg(&k)
+                        .cmd("GET")
+                        .arg(&k)
+                        .query_async(&mut con)
+                        .await
+                        .unwrap();
+                    assert!(!meta.is_empty() && !value.is_empty());
+                }
+            }),
+            Arc::new(move |t: usize, i: u64| {
+                let mut con = con.clone();
+                async move {
+                    let k = spread(t as u64 * 1_000_003 + i);
+                    let value: Vec<u8> = redis::cmd("GET")
+                        .arg(&k)
+                        .query_async(&mut con)
+                        .await
+                        .unwrap();
+                    assert!(!value.is_empty());
+                }
+            }),
         )
-        .note(format!("worse of two runtimes: {runtime}"));
-        if worse.as_ref().is_none_or(|w| m.ratio() < w.ratio()) {
-            worse = Some(m);
-        }
-    }
-    report.add(worse.expect("two runtimes measured"));
+        .await;
+        vec![
+            Measure::new(
+                "redis raw HGET + GET pipeline (a get's two reads) vs raw GET, 64 tasks",
+                pair,
+                get,
+                "ops/s",
+                Goal::Info,
+            )
+            .note(runtime),
+        ]
+    });
 }

@@ -106,6 +106,21 @@ impl Measure {
         }
     }
 
+    /// Whether a higher ratio is the better one: a rate, or a floor to reach.
+    fn higher_is_better(&self) -> bool {
+        matches!(self.goal, Goal::AtLeast(_)) || self.unit.ends_with("/s")
+    }
+
+    /// Of this figure and the same one taken on another runtime, the worse.
+    pub fn worse(self, other: Measure) -> Measure {
+        let other_worse = if self.higher_is_better() {
+            other.ratio() < self.ratio()
+        } else {
+            other.ratio() > self.ratio()
+        };
+        if other_worse { other } else { self }
+    }
+
     /// Whether the target is met (a measure without one has nothing to miss).
     pub fn met(&self) -> bool {
         let r = self.ratio();
@@ -299,6 +314,22 @@ where
 }
 
 /// A multi-thread runtime with the default number of workers (the machine's cores).
+/// Runs `measure` on both runtimes (it gets the runtime's name, and notes it on each figure)
+/// and reports, per figure, the runtime whose ratio is worse.
+pub fn on_both_runtimes<F, Fut>(report: &mut Report, measure: F)
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: Future<Output = Vec<Measure>>,
+{
+    let multi = multi_thread().block_on(measure("multi-thread"));
+    let current = current_thread().block_on(measure("current-thread"));
+    for (m, c) in multi.into_iter().zip(current) {
+        let worse = m.worse(c);
+        let runtime = worse.note.clone();
+        report.add(worse.note(format!("worse of two runtimes: {runtime}")));
+    }
+}
+
 pub fn multi_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

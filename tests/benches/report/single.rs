@@ -4,7 +4,7 @@
 //! multi-thread and on a current-thread runtime, each with its own connections; the worse
 //! ratio of the two is reported.
 
-use crate::measure::{Budget, Goal, Measure, Report, current_thread, multi_thread, paired_us};
+use crate::measure::{Budget, Goal, Measure, Report, multi_thread, on_both_runtimes, paired_us};
 use etcd_client::{GetOptions, KvClient, Txn as EtcdTxn, TxnOp as EtcdOp};
 use keyplane_core::{BulkLoader, PutOptions, RangeOptions, Store, Txn, TxnOp};
 use keyplane_etcd::{EtcdConfig, EtcdStore};
@@ -62,26 +62,6 @@ pub async fn load(store: &dyn Store) {
         .load((0..KEYS).map(|i| (key(i).into_bytes(), VALUE.to_vec())))
         .await
         .expect("load");
-}
-
-/// Runs `measure` on both runtimes and reports, per figure, the runtime whose ratio is worse.
-fn on_both_runtimes<F, Fut>(report: &mut Report, measure: F)
-where
-    F: Fn(&'static str) -> Fut,
-    Fut: Future<Output = Vec<Measure>>,
-{
-    let multi = multi_thread().block_on(measure("multi-thread"));
-    let current = current_thread().block_on(measure("current-thread"));
-    for (m, c) in multi.into_iter().zip(current) {
-        let worse = match m.goal {
-            Goal::AtLeast(_) if c.ratio() < m.ratio() => c,
-            Goal::AtLeast(_) => m,
-            _ if c.ratio() > m.ratio() => c,
-            _ => m,
-        };
-        let runtime = worse.note.clone();
-        report.add(worse.note(format!("worse of two runtimes: {runtime}")));
-    }
 }
 
 pub async fn redis_store(server: &RedisServer) -> RedisStore {
