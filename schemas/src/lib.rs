@@ -4,6 +4,7 @@
 pub mod balancer;
 mod catalog;
 pub mod cronix;
+mod live;
 pub mod nxc;
 mod reader;
 pub mod registry;
@@ -11,6 +12,7 @@ mod schema;
 pub mod tenant;
 
 pub use catalog::{all, every, find, legacy, parse_any, variants};
+pub use live::{LiveKeyspace, LiveReader, LiveView};
 pub use reader::ReaderOptions;
 pub use schema::{ParsedKey, Schema};
 

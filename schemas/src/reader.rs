@@ -3,10 +3,10 @@
 use keyplane_core::MirrorBuilder;
 use std::time::Duration;
 
-/// How a reader of this crate ([`TenantProvider`](crate::tenant::TenantProvider),
-/// [`ResolverCache`](crate::nxc::ResolverCache)) keeps its [`Mirror`](keyplane_core::Mirror):
-/// the period of its full resync and the keys per page of its listings. What is not set is
-/// the reader's default (its documented resync period; 1000 keys per page).
+/// How a [`LiveReader`](crate::LiveReader) keeps its [`Mirror`](keyplane_core::Mirror): the
+/// period of its full resync and the keys per page of its listings. What is not set is the
+/// keyspace's default ([`LiveKeyspace::RESYNC`](crate::LiveKeyspace::RESYNC); 1000 keys per
+/// page).
 ///
 /// ```
 /// use keyplane_core::keyspace::TypedStore;
@@ -48,13 +48,16 @@ impl ReaderOptions {
     pub(crate) fn apply<K, V>(
         self,
         builder: MirrorBuilder<K, V>,
-        default_resync: Duration,
+        default_resync: Option<Duration>,
     ) -> MirrorBuilder<K, V>
     where
         K: Clone + Send + Sync + 'static,
         V: Clone + Send + Sync + 'static,
     {
-        let builder = builder.resync_every(self.resync_every.unwrap_or(default_resync));
+        let builder = match self.resync_every.or(default_resync) {
+            Some(period) => builder.resync_every(period),
+            None => builder,
+        };
         match self.page_size {
             Some(keys) => builder.page_size(keys),
             None => builder,

@@ -6,6 +6,7 @@
 use futures::StreamExt;
 use keyplane_core::Store;
 use keyplane_core::keyspace::{EncryptionKey, Keyring, ListOptions, TypedStore};
+use keyplane_schemas::ReaderOptions;
 use keyplane_schemas::nxc::*;
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -340,9 +341,8 @@ async fn raw_redis_data_is_resolved_and_followed() {
         let _: redis::Value = cmd(&args).query_async(&mut con).await.unwrap();
     }
     redis.reconcile(b"nxc:").await.unwrap();
-    let cache = ResolverCache::start_with_resync(&typed, Duration::from_millis(300))
-        .await
-        .unwrap();
+    let options = ReaderOptions::default().resync_every(Duration::from_millis(300));
+    let cache = ResolverCache::start_with(&typed, options).await.unwrap();
     let ask = |profile: Option<&str>| Identity {
         realm: realm.clone(),
         provider: provider(),

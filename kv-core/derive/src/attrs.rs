@@ -2,6 +2,7 @@
 
 use crate::template::Template;
 use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
 use syn::{Attribute, Ident, LitStr, Token, Type};
 
 /// A checked template with the literal it came from (for error spans).
@@ -135,6 +136,8 @@ pub(crate) struct KeyspaceAttrs {
     pub(crate) allow_dir: Vec<(Ident, Ident)>,
     /// `no_strategy`: no generated proptest strategy.
     pub(crate) no_strategy: bool,
+    /// `value_enum = Name`: generate the value enum `Name` and the `KeyspaceValues` impl.
+    pub(crate) value_enum: Option<Ident>,
 }
 
 impl KeyspaceAttrs {
@@ -151,6 +154,9 @@ impl KeyspaceAttrs {
                     out.naming = Some(lit);
                 } else if meta.path.is_ident("no_strategy") {
                     out.no_strategy = true;
+                } else if meta.path.is_ident("value_enum") {
+                    duplicate(&out.value_enum, &meta)?;
+                    out.value_enum = Some(meta.value()?.parse()?);
                 } else if meta.path.is_ident("allow_dir") {
                     let content;
                     syn::parenthesized!(content in meta.input);
@@ -162,7 +168,8 @@ impl KeyspaceAttrs {
                     out.allow_dir.push((parent, child));
                 } else {
                     return Err(meta.error(
-                        "unknown attribute; expected `naming = \"[..]\"`, `allow_dir(Parent, Child)` or `no_strategy`",
+                        "unknown attribute; expected `naming = \"[..]\"`, `allow_dir(Parent, Child)`, \
+                         `value_enum = Name` or `no_strategy`",
                     ));
                 }
                 Ok(())
@@ -170,6 +177,24 @@ impl KeyspaceAttrs {
         }
         Ok(out)
     }
+}
+
+/// Reads the `#[kv(...)]` attributes of one keyspace variant: whether it is `raw` (its value
+/// variant keeps the stored bytes). Returns the attribute's span too, for the error when the
+/// keyspace generates no value enum.
+pub(crate) fn variant_raw(attrs: &[Attribute]) -> syn::Result<Option<proc_macro2::Span>> {
+    let mut raw = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("kv")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("raw") {
+                raw = Some(meta.path.span());
+                Ok(())
+            } else {
+                Err(meta.error("unknown attribute; a keyspace variant takes only `raw`"))
+            }
+        })?;
+    }
+    Ok(raw)
 }
 
 /// Checks a character class with the grammar of keyplane-core's `Charset`: optional brackets, a

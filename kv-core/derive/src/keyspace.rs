@@ -2,6 +2,7 @@
 
 use crate::attrs::KeyspaceAttrs;
 use crate::codegen::ks;
+use crate::values::{ValueVariant, value_enum};
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::spanned::Spanned;
@@ -10,6 +11,9 @@ use syn::{Data, DeriveInput, Fields, Ident, Type};
 struct Variant {
     ident: Ident,
     ty: Type,
+    /// `#[kv(raw)]`: the value variant keeps the stored bytes.
+    raw: Option<proc_macro2::Span>,
+    docs: Vec<syn::Attribute>,
 }
 
 pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
@@ -50,9 +54,24 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
                 ),
             ));
         }
+        let raw = crate::attrs::variant_raw(&v.attrs)?;
+        if let (Some(span), None) = (raw, &attrs.value_enum) {
+            return Err(syn::Error::new(
+                span,
+                "`raw` describes a variant of the value enum: add `#[kv(value_enum = Name)]` \
+                 to the keyspace",
+            ));
+        }
         variants.push(Variant {
             ident: v.ident.clone(),
             ty,
+            raw,
+            docs: v
+                .attrs
+                .iter()
+                .filter(|a| a.path().is_ident("doc"))
+                .cloned()
+                .collect(),
         });
     }
     if variants.is_empty() {
@@ -154,6 +173,21 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             .collect();
         crate::strategy::keyspace_strategy(name, &pairs)
     };
+    let values = match &attrs.value_enum {
+        Some(value) => {
+            let variants: Vec<ValueVariant<'_>> = variants
+                .iter()
+                .map(|v| ValueVariant {
+                    ident: &v.ident,
+                    ty: &v.ty,
+                    raw: v.raw.is_some(),
+                    docs: v.docs.iter().collect(),
+                })
+                .collect();
+            value_enum(name, &input.vis, value, &variants)
+        }
+        None => TokenStream::new(),
+    };
     Ok(quote! {
         #[automatically_derived]
         impl #ks::Keyspace for #name {
@@ -208,5 +242,7 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         #(#froms)*
 
         #strategy
+
+        #values
     })
 }

@@ -9,6 +9,7 @@ mod keyspace;
 mod prefix;
 mod strategy;
 mod template;
+mod values;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
@@ -123,7 +124,14 @@ pub fn derive_prefix(input: TokenStream) -> TokenStream {
 /// - `naming = "[a-z0-9_-]"`: the character class every literal of the schema follows;
 /// - `allow_dir(Parent, Child)`: keys of variant `Child` may live under keys of `Parent`
 ///   (repeatable);
-/// - `no_strategy`: no generated `KeyspaceStrategy` impl.
+/// - `no_strategy`: no generated `KeyspaceStrategy` impl;
+/// - `value_enum = Name`: the schema's values as a type, as redb's `TableDefinition` carries
+///   its value type. Generates `enum Name` (same visibility as the keyspace; `Debug`, `Clone`,
+///   `PartialEq`) with one variant per keyspace variant, of the same name, holding that key's
+///   value type (`ValueOf<Key>`) and repeating the variant's doc comment, and implements
+///   `KeyspaceValues` (`decode_value(bytes, context)`) with each key's codec. A variant marked
+///   `#[kv(raw)]` holds the stored bytes (`Vec<u8>`) instead: required for a collection key,
+///   whose codec encodes members, not a plain value.
 ///
 /// `parse` skips templates whose literal root differs, tries the others, and when none
 /// matches reports the template that came closest and why it failed.

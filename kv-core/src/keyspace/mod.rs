@@ -74,6 +74,7 @@ mod template_match;
 mod template_parse;
 mod template_segment;
 mod text;
+mod values;
 
 pub use charset::Charset;
 pub use checker::{Finding, FindingKind, check, check_keyspace};
@@ -118,3 +119,4 @@ pub use strategy::{
 pub use template::{Template, TemplateError, TemplateKind};
 pub use template_segment::{Part, TemplateSegment};
 pub use text::{TextPolicy, TextRule, TextSegment};
+pub use values::{KeyspaceValues, decode_plain};

@@ -128,7 +128,7 @@ pub struct SystemInfosDir {}
 /// capitalised, so the schema's naming rule is `[a-zA-Z]` and the layout keeps `/Cronix/`
 /// byte for byte. No key is a directory of another.
 #[derive(Keyspace, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(naming = "[a-zA-Z]")]
+#[kv(naming = "[a-zA-Z]", value_enum = CronixValue)]
 pub enum CronixKeyspace {
     /// `/Cronix/node/<node_uuid>`
     Node(NodeKey),

@@ -55,11 +55,11 @@ pub use example::{CronixExample, write_example};
 pub use failover::{FailoverReport, fail_over};
 pub use job::{assign_job, move_job, remove_job};
 pub use keys::{
-    CronixKeyspace, JobKey, JobProcsDir, LockKey, LocksDir, NodeJobsDir, NodeKey, NodeProcsDir,
-    NodesDir, OnceKey, OncesDir, ProcKey, SwitchesDir, SystemInfoKey, SystemInfosDir,
+    CronixKeyspace, CronixValue, JobKey, JobProcsDir, LockKey, LocksDir, NodeJobsDir, NodeKey,
+    NodeProcsDir, NodesDir, OnceKey, OncesDir, ProcKey, SwitchesDir, SystemInfoKey, SystemInfosDir,
     SystemSwitchKey,
 };
-pub use live::{ClusterView, CronixValue, LiveCluster, NodeEvent};
+pub use live::{ClusterView, LiveCluster, NodeEvent};
 pub use lock::{CronixLock, lock, try_lock};
 pub use node::{NodeListing, NodeRegistration, list_nodes, register_node, take_over_node};
 pub use once::{PendingOnce, finish_once, pending_once, trigger_once};

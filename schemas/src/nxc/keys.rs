@@ -60,15 +60,22 @@ pub struct PoolKey {
 /// own design (§4.1: the marker is named after the map it belongs to) and is declared here
 /// with `allow_dir(Map, Default)` instead of changing the layout.
 #[derive(Keyspace, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(naming = "[a-z]", allow_dir(Map, Default))]
+#[kv(naming = "[a-z]", allow_dir(Map, Default), value_enum = NxcValue)]
 pub enum NxcKeyspace {
-    /// `nxc:map:{realm}:{provider}` (SET)
+    /// `nxc:map:{realm}:{provider}` (SET). A plain value here is another program's data:
+    /// the mirror keeps it as bytes.
+    #[kv(raw)]
     Map(ProfileMapKey),
     /// `nxc:map:{realm}:{provider}:default` (STRING)
     Default(DefaultProfileKey),
-    /// `nxc:inst:{realm}:{provider}:{profile}` (HASH)
+    /// `nxc:inst:{realm}:{provider}:{profile}` (HASH). A plain value here is another
+    /// program's data: the mirror keeps it as bytes.
+    #[kv(raw)]
     Inst(InstanceKey),
-    /// `nxc:pool:{provider}:{profile}` (encrypted STRING)
+    /// `nxc:pool:{provider}:{profile}` (encrypted STRING). The secret is bound to its key,
+    /// so the mirror keeps it encrypted, as stored; a view decrypts it on read
+    /// ([`pool_secret`](crate::nxc::ResolverView::pool_secret)).
+    #[kv(raw)]
     Pool(PoolKey),
 }
 

@@ -51,13 +51,13 @@ mod resolve;
 mod segments;
 mod values;
 
-pub use cache::{NxcValue, ResolverCache, ResolverView};
+pub use cache::{ResolverCache, ResolverView};
 pub use cluster::{
     ClusterDefaultProfileKey, ClusterInstanceKey, ClusterPoolKey, ClusterProfileMapKey,
     NxcClusterKeyspace,
 };
 pub use example::{NxcExample, write_cluster_example, write_example};
-pub use keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, PoolKey, ProfileMapKey};
+pub use keys::{DefaultProfileKey, InstanceKey, NxcKeyspace, NxcValue, PoolKey, ProfileMapKey};
 pub use legacy::{
     LegacyConfigKey, LegacyGroupKey, LegacyIndexKey, LegacyProvider, NxcLegacyKeyspace,
 };

@@ -107,7 +107,7 @@ pub struct InstanceDir {
 /// address has one key. No key is a directory of another: the only candidate, a service named `info`, is refused by
 /// [`ServiceName`], so the document's layout needs no declared exception.
 #[derive(Keyspace, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(naming = "[a-z]")]
+#[kv(naming = "[a-z]", value_enum = RegistryValue)]
 pub enum RegistryKeyspace {
     /// `/registry/{group}/info`
     GroupInfo(GroupInfoKey),

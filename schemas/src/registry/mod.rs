@@ -55,9 +55,10 @@ pub use error::{RegistryError, Result};
 pub use example::{RegistryExample, write_example};
 pub use keys::{
     GroupDir, GroupInfoKey, InstanceConfigKey, InstanceDataKey, InstanceDir, InstanceId,
-    InstanceStatusKey, RegistryKeyspace, RegistryRoot, ServiceDir, ServiceId, ServiceInfoKey,
+    InstanceStatusKey, RegistryKeyspace, RegistryRoot, RegistryValue, ServiceDir, ServiceId,
+    ServiceInfoKey,
 };
-pub use live::{LiveRegistry, RegistryValue, RegistryView};
+pub use live::{LiveRegistry, RegistryView};
 pub use register::{NewInstance, RegisterOptions, Registration, register, register_with};
 pub use segments::{GroupName, INFO, ServiceName};
 pub use values::{

@@ -230,7 +230,7 @@ pub struct PlatformConfigsDir {}
 /// directories (`_index`, `_health`). The layout needs no declared exception: `{id}` is an
 /// integer, so `jxt/tenants/_index/...` never collides with a tenant's directory.
 #[derive(Keyspace, Debug, Clone, PartialEq, Eq, Hash)]
-#[kv(naming = "[a-z0-9_-]")]
+#[kv(naming = "[a-z0-9_-]", value_enum = TenantValue)]
 pub enum TenantKeyspace {
     /// `jxt/tenants/{id}/meta`
     Meta(TenantMetaKey),

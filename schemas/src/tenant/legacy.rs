@@ -24,6 +24,7 @@
 //! layout cannot decode, and any other key under `jxt//` are reported as unmappable and left
 //! alone.
 
+use super::keys::TenantValue;
 use super::keys::{
     CodeIndexKey, DatabaseConfigKey, DomainAliasesKey, FtpConfigKey, FtpUserIndexKey,
     HealthSentinelKey, HostIndexKey, InternalDomainKey, NameIndexKey, PlatformConfigKey,
@@ -37,8 +38,8 @@ use super::legacy_keys::{
     LegacyResolverConfigKey, LegacyStorageDirectoryConfigKey, LegacyStorageKey,
     TenantLegacyKeyspace,
 };
-use super::provider::{TenantValue, decode};
 use super::segments::FtpUsername;
+use keyplane_core::keyspace::{CodecContext, KeyspaceValues};
 use keyplane_core::keyspace::{Key, Keyspace};
 use keyplane_core::migrate::{Item, Mapping, Migration, MigrationRow, Value};
 use keyplane_core::{Result, Store};
@@ -184,8 +185,9 @@ fn same<K: Key>(new: &K, bytes: &[u8]) -> Mapping {
 fn checked(new: &str, bytes: Vec<u8>) -> std::result::Result<Item, String> {
     let key = TenantKeyspace::parse(new)
         .map_err(|e| format!("`{new}` is not a key of the new layout: {e}"))?;
-    let value =
-        decode(&key, &bytes).map_err(|e| format!("the value does not decode for `{new}`: {e}"))?;
+    let value = key
+        .decode_value(&bytes, &CodecContext::new())
+        .map_err(|e| format!("the value does not decode for `{new}`: {e}"))?;
     agrees(&key, &value).map_err(|why| format!("the value disagrees with `{new}`: {why}"))?;
     Ok(Item::plain(new, bytes))
 }

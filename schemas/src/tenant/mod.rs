@@ -81,6 +81,7 @@ mod values;
 
 pub use delete::{TenantDeletion, delete_tenant};
 pub use ftp::{add_ftp_user, remove_ftp_user};
+pub use keys::TenantValue;
 pub use keys::{
     CodeIndexDir, CodeIndexKey, DatabaseConfigKey, DatabaseConfigsDir, DomainAliasesKey,
     FtpConfigKey, FtpConfigsDir, FtpUserIndexDir, FtpUserIndexKey, HealthSentinelKey, HostIndexDir,
@@ -101,7 +102,7 @@ pub use lookup::{
     tenant_by_host, tenant_by_name,
 };
 pub use model::{Domains, HostBinding, Tenant, example_tenant};
-pub use provider::{TenantProvider, TenantValue, TenantView};
+pub use provider::{TenantProvider, TenantView};
 pub use publish::publish_tenant;
 pub use segments::{
     FtpUsername, HostName, KNOWN_SERVICES, PlatformConfigName, ServiceCode, TenantCode, TenantName,

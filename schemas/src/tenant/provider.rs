@@ -1,94 +1,40 @@
 //! [`TenantProvider`]: the reading side of the tenant document (§7.4–§7.8). Every key under
-//! `jxt/` lives in a [`Mirror`] kept current by a watch; lookups read one immutable view
+//! `jxt/` lives in a [`LiveReader`] kept current by a watch; lookups read one immutable view
 //! ([`TenantView`]) without locks and without a round trip, and a tenant published in one
 //! transaction appears in it all at once.
 
 use super::keys::{
     CodeIndexKey, DatabaseConfigKey, FtpUserIndexKey, HostIndexKey, JsonDocument, NameIndexKey,
-    TenantDir, TenantKeyspace,
+    TenantDir, TenantKeyspace, TenantValue,
 };
 use super::model::{Domains, HostBinding, Tenant};
 use super::segments::{FtpUsername, HostName, ServiceCode, TenantCode, TenantName};
-use super::values::{
-    CodeIndex, DatabaseConfig, FtpConfig, FtpUserIndex, HostIndex, NameIndex, StorageConfig,
-    TenantMeta,
-};
-use crate::ReaderOptions;
-use keyplane_core::keyspace::{Key, Prefix, TypedStore, Versioned};
-use keyplane_core::{Mirror, MirrorHealth, MirrorSnapshot, Result};
-use std::sync::Arc;
+use super::values::{CodeIndex, DatabaseConfig, FtpUserIndex, HostIndex, NameIndex};
+use crate::{LiveKeyspace, LiveReader, LiveView};
+use keyplane_core::keyspace::{Prefix, Versioned};
 use std::time::Duration;
 
-/// The decoded value of a key of the tenant keyspace, by template.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TenantValue {
-    /// `meta`.
-    Meta(TenantMeta),
-    /// `domain/primary`.
-    PrimaryDomain(String),
-    /// `domain/aliases`.
-    DomainAliases(Vec<String>),
-    /// `domain/internal`.
-    InternalDomain(String),
-    /// `database/{serviceCode}`.
-    Database(DatabaseConfig),
-    /// `ftp/{username}`.
-    Ftp(FtpConfig),
-    /// `storage`.
-    Storage(StorageConfig),
-    /// `_index/by-code/{code}`.
-    CodeIndex(CodeIndex),
-    /// `_index/by-name/{name}`.
-    NameIndex(NameIndex),
-    /// `_index/ftp-user/{username}`.
-    FtpUserIndex(FtpUserIndex),
-    /// `_index/host/{host}`.
-    HostIndex(HostIndex),
-    /// `jxt/common/...` and `jxt/platform/configs/{key}`: free-form JSON documents.
-    Document(JsonDocument),
-    /// `jxt/_health/sentinel`.
-    Sentinel(String),
+impl LiveKeyspace for TenantKeyspace {
+    /// §7.7's periodic refresh: a full resync every hour.
+    const RESYNC: Option<Duration> = Some(Duration::from_secs(3600));
 }
 
-/// Decodes a value of the tenant keyspace with its template's codec.
-pub(super) fn decode(key: &TenantKeyspace, bytes: &[u8]) -> Result<TenantValue> {
-    use super::keys::*;
-    use crate::decode_as as with;
-    Ok(match key {
-        TenantKeyspace::Meta(_) => TenantValue::Meta(with::<TenantMetaKey>(bytes)?),
-        TenantKeyspace::PrimaryDomain(_) => {
-            TenantValue::PrimaryDomain(with::<PrimaryDomainKey>(bytes)?)
+impl TenantValue {
+    /// The free-form JSON document of `jxt/common/...` or `jxt/platform/configs/{key}`;
+    /// `None` for the other templates' values.
+    pub fn document(&self) -> Option<&JsonDocument> {
+        match self {
+            TenantValue::Resolver(doc)
+            | TenantValue::StorageDirectory(doc)
+            | TenantValue::PlatformConfig(doc) => Some(doc),
+            _ => None,
         }
-        TenantKeyspace::DomainAliases(_) => {
-            TenantValue::DomainAliases(with::<DomainAliasesKey>(bytes)?)
-        }
-        TenantKeyspace::InternalDomain(_) => {
-            TenantValue::InternalDomain(with::<InternalDomainKey>(bytes)?)
-        }
-        TenantKeyspace::Database(_) => TenantValue::Database(with::<DatabaseConfigKey>(bytes)?),
-        TenantKeyspace::Ftp(_) => TenantValue::Ftp(with::<FtpConfigKey>(bytes)?),
-        TenantKeyspace::Storage(_) => TenantValue::Storage(with::<StorageConfigKey>(bytes)?),
-        TenantKeyspace::CodeIndex(_) => TenantValue::CodeIndex(with::<CodeIndexKey>(bytes)?),
-        TenantKeyspace::NameIndex(_) => TenantValue::NameIndex(with::<NameIndexKey>(bytes)?),
-        TenantKeyspace::FtpUserIndex(_) => {
-            TenantValue::FtpUserIndex(with::<FtpUserIndexKey>(bytes)?)
-        }
-        TenantKeyspace::HostIndex(_) => TenantValue::HostIndex(with::<HostIndexKey>(bytes)?),
-        TenantKeyspace::Resolver(_) => TenantValue::Document(with::<ResolverConfigKey>(bytes)?),
-        TenantKeyspace::StorageDirectory(_) => {
-            TenantValue::Document(with::<StorageDirectoryConfigKey>(bytes)?)
-        }
-        TenantKeyspace::PlatformConfig(_) => {
-            TenantValue::Document(with::<PlatformConfigKey>(bytes)?)
-        }
-        TenantKeyspace::HealthSentinel(_) => {
-            TenantValue::Sentinel(with::<HealthSentinelKey>(bytes)?)
-        }
-    })
+    }
 }
 
 /// The tenant document's Provider: every key under `jxt/` mirrored, so that lookups cost no
-/// round trip and take no lock. Cheap to clone.
+/// round trip and take no lock, with a full resync every hour (§7.7's periodic refresh; the
+/// watch resumes from its revision and relists after a compaction). Cheap to clone.
 ///
 /// ```
 /// use keyplane_core::keyspace::TypedStore;
@@ -108,86 +54,13 @@ pub(super) fn decode(key: &TenantKeyspace, bytes: &[u8]) -> Result<TenantValue> 
 /// assert_eq!(view.tenant(1).unwrap().meta.code, "default");
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
-pub struct TenantProvider {
-    mirror: Mirror<TenantKeyspace, TenantValue>,
-}
-
-impl TenantProvider {
-    /// Mirrors `jxt/` through `store`, with a full resync every hour (§7.7's periodic
-    /// refresh; the watch resumes from its revision and relists after a compaction).
-    ///
-    /// # Errors
-    /// The first listing's and the watch's errors.
-    pub async fn start(store: &TypedStore) -> Result<Self> {
-        TenantProvider::start_with(store, ReaderOptions::default()).await
-    }
-
-    /// [`start`](Self::start) with another resync period.
-    ///
-    /// # Errors
-    /// As [`start`](Self::start).
-    pub async fn start_with_resync(store: &TypedStore, resync: Duration) -> Result<Self> {
-        TenantProvider::start_with(store, ReaderOptions::default().resync_every(resync)).await
-    }
-
-    /// [`start`](Self::start) with other options: the resync period (an hour unless set)
-    /// and the listings' page size.
-    ///
-    /// # Errors
-    /// As [`start`](Self::start).
-    pub async fn start_with(store: &TypedStore, options: ReaderOptions) -> Result<Self> {
-        let builder = store
-            .mirror_keyspace::<TenantKeyspace>()
-            .decode_with(decode);
-        let mirror = options
-            .apply(builder, Duration::from_secs(3600))
-            .start()
-            .await?;
-        Ok(TenantProvider { mirror })
-    }
-
-    /// The current view: every lookup on it sees the same revision.
-    pub fn view(&self) -> TenantView {
-        TenantView(self.mirror.snapshot())
-    }
-
-    /// The view once it reflects `revision` (the revision a write returned).
-    ///
-    /// # Errors
-    /// `Unavailable` when the mirror has stopped.
-    pub async fn wait_for(&self, revision: i64) -> Result<TenantView> {
-        Ok(TenantView(self.mirror.wait_for(revision).await?))
-    }
-
-    /// The mirror's health: revision, lag, relists, resyncs, unreadable keys.
-    pub fn health(&self) -> MirrorHealth {
-        self.mirror.health()
-    }
-
-    /// The mirror underneath, for subscriptions.
-    pub fn mirror(&self) -> &Mirror<TenantKeyspace, TenantValue> {
-        &self.mirror
-    }
-}
+pub type TenantProvider = LiveReader<TenantKeyspace>;
 
 /// One consistent view of the tenant configuration: what the store held at
-/// [`revision`](Self::revision). Lookups are map reads; cheap to clone and to keep.
-#[derive(Debug, Clone)]
-pub struct TenantView(Arc<MirrorSnapshot<TenantKeyspace, TenantValue>>);
+/// [`revision`](LiveView::revision). Lookups are map reads; cheap to clone and to keep.
+pub type TenantView = LiveView<TenantKeyspace>;
 
-impl TenantView {
-    /// The store revision the view reflects.
-    pub fn revision(&self) -> i64 {
-        self.0.revision()
-    }
-
-    fn value<K: Key>(&self, key: &K) -> Option<&TenantValue> {
-        self.0
-            .get_raw(key.encode().as_bytes())
-            .map(|(_, v)| &v.value)
-    }
-
+impl LiveView<TenantKeyspace> {
     /// The tenant with code `code` (`_index/by-code`).
     pub fn tenant_by_code(&self, code: &TenantCode) -> Option<CodeIndex> {
         match self.value(&CodeIndexKey { code: code.clone() })? {
@@ -266,14 +139,13 @@ impl TenantView {
         tenant_id: u64,
     ) -> impl Iterator<Item = (&TenantKeyspace, &Versioned<TenantValue>)> + use<'_> {
         let prefix = TenantDir { id: tenant_id }.encode().into_bytes();
-        self.0.iter_prefix(&prefix)
+        self.snapshot().iter_prefix(&prefix)
     }
 
     /// The ids of every tenant with a meta, in key order.
     pub fn tenant_ids(&self) -> Vec<u64> {
         let prefix = b"jxt/tenants/";
-        self.0
-            .iter_prefix(prefix)
+        self.entries(prefix)
             .filter_map(|(key, _)| match key {
                 TenantKeyspace::Meta(meta) => Some(meta.id),
                 _ => None,
@@ -316,12 +188,6 @@ impl TenantView {
             storage,
             hosts,
         })
-    }
-
-    /// How many keys under `jxt/` the view could not read (not a key of the layout, or a
-    /// value that does not decode).
-    pub fn unreadable(&self) -> usize {
-        self.0.unreadable().count()
     }
 }
 

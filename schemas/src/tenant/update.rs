@@ -3,6 +3,7 @@
 //! bytes change and moves the index entries with them.
 
 use super::contention::{Contention, DELETING, not_found};
+use super::keys::TenantValue;
 use super::keys::{
     CodeIndexKey, DatabaseConfigKey, DomainAliasesKey, FtpConfigKey, FtpUserIndexKey, HostIndexKey,
     InternalDomainKey, NameIndexKey, PrimaryDomainKey, StorageConfigKey, TenantKeyspace,
@@ -10,10 +11,10 @@ use super::keys::{
 };
 use super::lookup::load_tenant;
 use super::model::{Domains, HostBinding, Tenant, ValidTenant, invalid_segment};
-use super::provider::{TenantValue, decode};
 use super::segments::{FtpUsername, ServiceCode};
 use super::values::{DatabaseConfig, FtpConfig, HostIndex, StorageConfig, TenantMeta};
 use crate::encode_as;
+use keyplane_core::keyspace::{CodecContext, KeyspaceValues};
 use keyplane_core::keyspace::{Key, Keyspace, TypedStore};
 use keyplane_core::{Compare, CompareOp, Entry, Error, ErrorKind, Result, Txn, TxnOp};
 use std::collections::{BTreeMap, BTreeSet};
@@ -90,7 +91,7 @@ fn layout(valid: &ValidTenant<'_>) -> Result<BTreeMap<String, Vec<u8>>> {
 /// The tenant an index entry points at; `None` for data keys (always the tenant's own).
 fn owner(key: &str, bytes: &[u8]) -> Option<u64> {
     let parsed = TenantKeyspace::parse(key).ok()?;
-    match decode(&parsed, bytes).ok()? {
+    match parsed.decode_value(bytes, &CodecContext::new()).ok()? {
         TenantValue::CodeIndex(v) => Some(v.id),
         TenantValue::NameIndex(v) => Some(v.id),
         TenantValue::FtpUserIndex(v) => Some(v.tenant_id),
