@@ -11,11 +11,12 @@
 //! `n` share their keys, so they must not be given the same name.
 
 use crate::entry::{Entry, validate_key};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
+use crate::held::{Hold, LeaseHeld};
 use crate::lease::LeaseId;
 use crate::queue::{Held, Queue, lost};
 use crate::store::Store;
-use crate::txn::{Compare, Txn, TxnOp};
+use crate::txn::{Txn, TxnOp};
 use crate::watch::{Event, WatchOptions, WatchStream};
 use futures::stream::{BoxStream, StreamExt};
 use std::collections::BTreeMap;
@@ -123,7 +124,7 @@ impl Election {
     pub async fn campaign(&self, lease: LeaseId, value: impl AsRef<[u8]>) -> Result<Leadership> {
         let held = self.queue.join_and_wait(lease, value.as_ref()).await?;
         tracing::debug!(key = %crate::escape_bytes(&held.key), "elected");
-        Ok(Leadership { held })
+        Ok(Leadership::new(held))
     }
 
     /// Runs for leader only if no other candidate leads or waits: `None` (and nothing left
@@ -140,7 +141,7 @@ impl Election {
             .queue
             .try_join(lease, value.as_ref())
             .await?
-            .map(|held| Leadership { held }))
+            .map(Leadership::new))
     }
 
     /// The current leader, or `None` when nobody runs.
@@ -270,45 +271,24 @@ impl Observer {
 
 /// Leadership won by [`Election::campaign`]. Resigned by [`Leadership::resign`], or in the
 /// background when dropped.
+///
+/// Its key, lease, fencing revision (the leader key's create revision, which grows with every
+/// new leader), fence and loss come from [`LeaseHeld`].
 pub struct Leadership {
     held: Held,
+    hold: Hold,
+}
+
+impl LeaseHeld for Leadership {
+    fn hold(&self) -> &Hold {
+        &self.hold
+    }
 }
 
 impl Leadership {
-    /// The leader key this candidate created: `<prefix><lease id in hex>`.
-    pub fn key(&self) -> &[u8] {
-        &self.held.key
-    }
-
-    /// The fencing revision: the leader key's create revision. It grows with every new
-    /// leader.
-    pub fn revision(&self) -> i64 {
-        self.held.token
-    }
-
-    /// The compare that holds while this leadership lasts:
-    /// `Compare::create_revision(self.key(), Equal, self.revision())`. Put it in a txn to
-    /// make a write conditional on still leading.
-    pub fn fence(&self) -> Compare {
-        self.held.fence()
-    }
-
-    /// The lease the leadership is held with.
-    pub fn lease(&self) -> LeaseId {
-        self.held.lease
-    }
-
-    /// Whether the leadership has been lost (its key deleted, for instance because the lease
-    /// ended).
-    pub fn is_lost(&self) -> bool {
-        self.held.is_lost()
-    }
-
-    /// Resolves when the leadership is lost without a resignation: its key was deleted (the
-    /// lease was revoked or expired, or someone deleted the key). Returns a `LockLost` error
-    /// describing it.
-    pub async fn lost(&self) -> Error {
-        self.held.lost("the leader key was deleted").await
+    fn new(held: Held) -> Self {
+        let hold = held.hold("the leader key was deleted");
+        Leadership { held, hold }
     }
 
     /// Replaces the leader's proposal with `value`, only while still leading (one txn

@@ -8,28 +8,28 @@
 //! its lease expires, which hands the lock on.
 
 use crate::entry::validate_key;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::held::{Hold, LeaseHeld};
 use crate::lease::LeaseId;
 use crate::queue::{Held, Queue};
 use crate::store::Store;
-use crate::txn::Compare;
 use std::sync::Arc;
 
 /// A named lock on a store. Cheap to create; [`Lock::lock`] acquires it.
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{Compare, CompareOp, LeaseKeeper, Lock, Store, Txn, TxnOp};
+/// use keyplane_core::{Compare, CompareOp, LeaseHeld, LeaseKeeper, Lock, Store, Txn, TxnOp};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
 /// let keeper = LeaseKeeper::grant(store.clone(), Duration::from_secs(10)).await?;
 /// let lock = Lock::new(store.clone(), "cronix/locks/nightly")?;
 /// let guard = lock.lock(keeper.id()).await?;
-/// // Write only while still holding the lock: the fencing token is the lock key's
+/// // Write only while still holding the lock: the fencing revision is the lock key's
 /// // create revision, which changes whenever the lock changes hands.
 /// let fenced = Txn::new()
-///     .when([Compare::create_revision(guard.key(), CompareOp::Equal, guard.fencing_token())])
+///     .when([Compare::create_revision(guard.key(), CompareOp::Equal, guard.revision())])
 ///     .and_then([TxnOp::put("cronix/last-run", "2026-01-01")]);
 /// assert!(store.txn(fenced).await?.succeeded);
 /// guard.unlock().await?;
@@ -73,7 +73,7 @@ impl Lock {
     pub async fn lock(&self, lease: LeaseId) -> Result<LockGuard> {
         let held = self.queue.join_and_wait(lease, b"").await?;
         tracing::debug!(key = %crate::escape_bytes(&held.key), "lock acquired");
-        Ok(LockGuard { held })
+        Ok(LockGuard::new(held))
     }
 
     /// Acquires the lock for `lease` only if no other contender holds or waits for it.
@@ -81,11 +81,7 @@ impl Lock {
     /// # Errors
     /// As [`Lock::lock`].
     pub async fn try_lock(&self, lease: LeaseId) -> Result<Option<LockGuard>> {
-        Ok(self
-            .queue
-            .try_join(lease, b"")
-            .await?
-            .map(|held| LockGuard { held }))
+        Ok(self.queue.try_join(lease, b"").await?.map(LockGuard::new))
     }
 }
 
@@ -98,44 +94,32 @@ impl std::fmt::Debug for Lock {
 }
 
 /// A held lock. Released by [`LockGuard::unlock`], or in the background when dropped.
+///
+/// Its key (`<name>/<lease id in hex>`), lease, fencing revision (the lock key's create
+/// revision, which grows with every new holder), fence and loss come from [`LeaseHeld`].
 pub struct LockGuard {
     held: Held,
+    hold: Hold,
+}
+
+impl LeaseHeld for LockGuard {
+    fn hold(&self) -> &Hold {
+        &self.hold
+    }
 }
 
 impl LockGuard {
-    /// The lock key this holder created: `<name>/<lease id in hex>`.
-    pub fn key(&self) -> &[u8] {
-        &self.held.key
+    fn new(held: Held) -> Self {
+        let hold = held.hold("the lock key was deleted");
+        LockGuard { held, hold }
     }
 
-    /// The fencing token: the lock key's create revision. It grows with every new holder, and
-    /// `Compare::create_revision(guard.key(), Equal, token)` in a txn makes a write conditional
-    /// on still holding the lock.
+    /// The fencing token: the lock key's create revision.
+    #[deprecated(
+        note = "the fencing revision is `LeaseHeld::revision`, as for every lease-held handle"
+    )]
     pub fn fencing_token(&self) -> i64 {
-        self.held.token
-    }
-
-    /// The compare that holds while this guard still holds the lock:
-    /// `Compare::create_revision(self.key(), Equal, self.fencing_token())`.
-    pub fn fence(&self) -> Compare {
-        self.held.fence()
-    }
-
-    /// The lease the lock is held with.
-    pub fn lease(&self) -> LeaseId {
-        self.held.lease
-    }
-
-    /// Whether the lock has been lost (its key deleted, for instance because the lease ended).
-    pub fn is_lost(&self) -> bool {
-        self.held.is_lost()
-    }
-
-    /// Resolves when the lock is lost without an unlock: its key was deleted (the lease was
-    /// revoked or expired, or someone deleted the key). Returns a `LockLost` error describing
-    /// it.
-    pub async fn lost(&self) -> Error {
-        self.held.lost("the lock key was deleted").await
+        self.revision()
     }
 
     /// Releases the lock.
@@ -151,7 +135,7 @@ impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
             .field("key", &crate::escape_bytes(self.key()))
-            .field("fencing_token", &self.fencing_token())
+            .field("revision", &self.revision())
             .field("lease", &self.lease())
             .field("lost", &self.is_lost())
             .finish()

@@ -9,6 +9,7 @@
 
 use crate::entry::{Entry, validate_key};
 use crate::error::{Error, ErrorKind, Result};
+use crate::held::Hold;
 use crate::lease::LeaseId;
 use crate::range::{KeyRange, RangeOptions};
 use crate::retry::Backoff;
@@ -364,21 +365,16 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    /// The compare that holds while this head's key is still the one it created.
-    pub(crate) fn fence(&self) -> Compare {
-        Compare::create_revision(&self.key, CompareOp::Equal, self.token)
-    }
-
-    pub(crate) fn is_lost(&self) -> bool {
-        *self.lost.borrow()
-    }
-
-    /// Resolves when the key was deleted or recreated by someone else.
-    pub(crate) async fn lost(&self, message: &str) -> Error {
-        let mut rx = self.lost.clone();
-        // The monitor only stops after reporting, or when the holder is gone.
-        let _ = rx.wait_for(|lost| *lost).await;
-        lost(&self.key, message)
+    /// The [`Hold`] of this head, for the handle that embeds it; `message` is what its loss
+    /// error says.
+    pub(crate) fn hold(&self, message: &'static str) -> Hold {
+        Hold::of_key(
+            self.key.clone(),
+            self.token,
+            self.lease,
+            self.lost.clone(),
+            message,
+        )
     }
 
     /// Deletes the key if it is still this head's.

@@ -2,9 +2,9 @@
 //! (lost with their lease), the system-info flow, and the example dataset.
 
 use futures::StreamExt;
-use keyplane_core::Store;
 use keyplane_core::keyspace::TypedStore;
 use keyplane_core::keyspace::{Key, TypedEvent};
+use keyplane_core::{LeaseHeld, Store};
 use keyplane_schemas::cronix::*;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -75,7 +75,7 @@ async fn lock_unlock_and_lease_expiry(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(raw.value, b"", "the lock key's value is empty");
     assert_eq!(raw.lease, Some(held.lease()));
-    assert_eq!(raw.create_revision, held.fencing_token());
+    assert_eq!(raw.create_revision, held.revision());
     let err = try_lock(&store, &name, LONG_TTL).await.unwrap_err();
     assert!(
         matches!(err, CronixError::LockHeld(ref n) if *n == name),
@@ -93,7 +93,7 @@ async fn lock_unlock_and_lease_expiry(store: Arc<dyn Store>) {
         .expect("in time")
         .unwrap()
         .unwrap();
-    assert!(second.fencing_token() > raw.create_revision);
+    assert!(second.revision() > raw.create_revision);
 
     // The holder dies (renewals stop): the lock is released when its lease expires.
     let waiter = {
@@ -197,8 +197,8 @@ async fn example_dataset(store: Arc<dyn Store>) {
     assert!(store.exists(&NodeKey { node }).await.unwrap());
     let job = store.get(&example.job).await.unwrap().expect("the job");
     assert_eq!(job.cron, "0 30 2 * * *");
-    assert!(store.exists(example.lock.key()).await.unwrap());
-    let lock_name = example.lock.key().name.clone();
+    assert!(store.exists(example.lock.lock_key()).await.unwrap());
+    let lock_name = example.lock.lock_key().name.clone();
     assert!(matches!(
         try_lock(&store, &lock_name, LONG_TTL).await,
         Err(CronixError::LockHeld(_))

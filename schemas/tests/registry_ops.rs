@@ -2,6 +2,7 @@
 //! watch instances come and go (lease expiry included), deregister, evict.
 
 use futures::StreamExt;
+use keyplane_core::LeaseHeld;
 use keyplane_core::Store;
 use keyplane_core::keyspace::{Host, HostPort, Key, Prefix, TypedStore};
 use keyplane_schemas::registry::*;

@@ -12,7 +12,7 @@ fn model_sequences_match_the_reference_model() {
 /// `LeaseKeeper` and `Lock` under paused time: renewals, loss after failed renewals, expiry.
 mod keeper_and_lock {
     use keyplane_core::layer::{Call, Fault, FaultLayer, FaultStore, StoreExt};
-    use keyplane_core::{ErrorKind, LeaseKeeper, Lock, Store};
+    use keyplane_core::{ErrorKind, LeaseHeld, LeaseKeeper, Lock, Store};
     use keyplane_mem::MemStore;
     use std::sync::Arc;
     use std::time::Duration;
@@ -84,7 +84,7 @@ mod keeper_and_lock {
         };
         let next = waiter.await.unwrap().unwrap();
         assert_eq!(holder.lost().await.kind(), ErrorKind::LockLost);
-        assert!(next.fencing_token() > holder.fencing_token());
+        assert!(next.revision() > holder.revision());
         assert_eq!(
             holder.unlock().await.unwrap_err().kind(),
             ErrorKind::LockLost

@@ -33,7 +33,7 @@ use super::values::{JobConfig, OnceTarget};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use keyplane_core::keyspace::{Key, TextSegment, TypedStore};
-use keyplane_core::{Election, Leadership, LeaseId, LeaseKeeper};
+use keyplane_core::{Election, Hold, Leadership, LeaseHeld, LeaseId, LeaseKeeper};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -205,6 +205,9 @@ fn to_leader(leader: keyplane_core::Leader) -> Option<DispatcherLeader> {
 }
 
 /// The elected dispatcher: its lease kept alive, and every write fenced on its leadership.
+///
+/// Its key, lease, fencing revision (the lock key's create revision, greater than every
+/// earlier dispatcher's), fence and loss come from [`LeaseHeld`], as its leadership's.
 #[derive(Debug)]
 pub struct Dispatcher {
     store: TypedStore,
@@ -213,35 +216,19 @@ pub struct Dispatcher {
     leadership: Leadership,
 }
 
+impl LeaseHeld for Dispatcher {
+    fn hold(&self) -> &Hold {
+        self.leadership.hold()
+    }
+}
+
 impl Dispatcher {
     /// The lock key it holds.
     pub fn lock_key(&self) -> &LockKey {
         &self.lock
     }
 
-    /// Its fencing revision (the lock key's create revision), greater than every earlier
-    /// dispatcher's.
-    pub fn revision(&self) -> i64 {
-        self.leadership.revision()
-    }
-
-    /// Its lease.
-    pub fn lease(&self) -> LeaseId {
-        self.keeper.id()
-    }
-
-    /// Whether the leadership has been lost (the key deleted, or its lease ended).
-    pub fn is_lost(&self) -> bool {
-        self.leadership.is_lost()
-    }
-
-    /// Resolves when the leadership is lost without a resignation; the instance should stop
-    /// dispatching and campaign again.
-    pub async fn lost(&self) -> CronixError {
-        self.leadership.lost().await.into()
-    }
-
-    fn fence(&self) -> Fence<'_> {
+    fn fenced(&self) -> Fence<'_> {
         Fence::new(
             &self.lock,
             self.leadership.fence(),
@@ -254,7 +241,7 @@ impl Dispatcher {
     /// # Errors
     /// As `assign_job`, and [`CronixError::NotDispatcher`] (nothing written).
     pub async fn assign_job(&self, node: Uuid, job: &JobId, config: &JobConfig) -> Result<i64> {
-        job::assign(&self.store, node, job, config, Some(&self.fence())).await
+        job::assign(&self.store, node, job, config, Some(&self.fenced())).await
     }
 
     /// Removes job `job` from `node`, fenced on the leadership; returns whether it was
@@ -263,7 +250,7 @@ impl Dispatcher {
     /// # Errors
     /// [`CronixError::NotDispatcher`] (nothing written); [`CronixError::Store`].
     pub async fn remove_job(&self, node: Uuid, job: &JobId) -> Result<bool> {
-        job::remove(&self.store, node, job, Some(&self.fence())).await
+        job::remove(&self.store, node, job, Some(&self.fenced())).await
     }
 
     /// [`move_job`](super::move_job), fenced on the leadership.
@@ -271,7 +258,7 @@ impl Dispatcher {
     /// # Errors
     /// As `move_job`, and [`CronixError::NotDispatcher`] (nothing written).
     pub async fn move_job(&self, job: &JobId, from: Uuid, to: Uuid) -> Result<i64> {
-        job::move_to(&self.store, job, from, to, Some(&self.fence())).await
+        job::move_to(&self.store, job, from, to, Some(&self.fenced())).await
     }
 
     /// [`fail_over`](super::fail_over), each move fenced on the leadership.
@@ -279,7 +266,7 @@ impl Dispatcher {
     /// # Errors
     /// As `fail_over`, and [`CronixError::NotDispatcher`] (no further move is made).
     pub async fn fail_over(&self, dead: Uuid, targets: &[Uuid]) -> Result<FailoverReport> {
-        failover::run(&self.store, dead, targets, Some(&self.fence())).await
+        failover::run(&self.store, dead, targets, Some(&self.fenced())).await
     }
 
     /// [`trigger_once`](super::trigger_once), fenced on the leadership.
@@ -287,7 +274,7 @@ impl Dispatcher {
     /// # Errors
     /// As `trigger_once`, and [`CronixError::NotDispatcher`] (nothing written).
     pub async fn trigger_once(&self, job: &JobId, target: OnceTarget) -> Result<i64> {
-        once::trigger(&self.store, job, target, Some(&self.fence())).await
+        once::trigger(&self.store, job, target, Some(&self.fenced())).await
     }
 
     /// Resigns (the next candidate is elected at once) and revokes the lease.

@@ -6,7 +6,7 @@ use super::keys::LockKey;
 use super::segments::LockName;
 use futures::StreamExt;
 use keyplane_core::keyspace::{Key, TypedStore};
-use keyplane_core::{ErrorKind, Event, LeaseId, LeaseKeeper, WatchOptions};
+use keyplane_core::{ErrorKind, Event, Hold, LeaseHeld, LeaseId, LeaseKeeper, WatchOptions};
 use std::time::Duration;
 
 /// A held lock: the lock key attached to a lease a [`LeaseKeeper`] renews.
@@ -15,10 +15,26 @@ use std::time::Duration;
 /// unlocking), renewals stop and the lock is released when the lease expires: the lock is
 /// lost then, which [`CronixLock::lost`] reports to a holder still running.
 #[derive(Debug)]
+///
+/// Its lease, fencing revision (the lock key's create revision, which changes whenever the
+/// lock changes hands), fence and loss come from [`LeaseHeld`].
 pub struct CronixLock {
     key: LockKey,
     keeper: LeaseKeeper,
-    token: i64,
+    hold: Hold,
+}
+
+impl LeaseHeld for CronixLock {
+    fn hold(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl CronixLock {
+    fn new(key: LockKey, keeper: LeaseKeeper, revision: i64) -> Self {
+        let hold = Hold::of_keeper(&keeper, key.encode(), revision);
+        CronixLock { key, keeper, hold }
+    }
 }
 
 /// Takes the lock `name` if it is free: one transaction creates `/Cronix/lock/<name>`
@@ -47,7 +63,7 @@ pub async fn try_lock(store: &TypedStore, name: &LockName, ttl: Duration) -> Res
     let keeper = LeaseKeeper::grant(store.store().clone(), ttl).await?;
     let key = LockKey { name: name.clone() };
     match attempt(store, &key, keeper.id()).await {
-        Ok(Ok(token)) => Ok(CronixLock { key, keeper, token }),
+        Ok(Ok(token)) => Ok(CronixLock::new(key, keeper, token)),
         Ok(Err(_)) => {
             let _ = keeper.revoke().await;
             Err(CronixError::LockHeld(name.clone()))
@@ -70,7 +86,7 @@ pub async fn lock(store: &TypedStore, name: &LockName, ttl: Duration) -> Result<
     let key = LockKey { name: name.clone() };
     let result = wait_for(store, &key, keeper.id()).await;
     match result {
-        Ok(token) => Ok(CronixLock { key, keeper, token }),
+        Ok(token) => Ok(CronixLock::new(key, keeper, token)),
         Err(e) => {
             let _ = keeper.revoke().await;
             Err(e)
@@ -124,30 +140,17 @@ async fn attempt(store: &TypedStore, key: &LockKey, lease: LeaseId) -> Result<Re
 }
 
 impl CronixLock {
-    /// The lock key.
-    pub fn key(&self) -> &LockKey {
+    /// The lock key, typed ([`LeaseHeld::key`] gives its bytes).
+    pub fn lock_key(&self) -> &LockKey {
         &self.key
     }
 
-    /// The lease the lock key is attached to.
-    pub fn lease(&self) -> LeaseId {
-        self.keeper.id()
-    }
-
-    /// The fencing token: the lock key's create revision, which changes whenever the lock
-    /// changes hands (usable in a `create_revision` compare).
+    /// The fencing token: the lock key's create revision.
+    #[deprecated(
+        note = "the fencing revision is `LeaseHeld::revision`, as for every lease-held handle"
+    )]
     pub fn fencing_token(&self) -> i64 {
-        self.token
-    }
-
-    /// Whether the lease has been lost, and with it the lock.
-    pub fn is_lost(&self) -> bool {
-        self.keeper.is_lost()
-    }
-
-    /// Resolves when the lease is lost, and with it the lock.
-    pub async fn lost(&self) -> keyplane_core::Error {
-        self.keeper.lost().await
+        self.revision()
     }
 
     /// Releases the lock: revokes its lease, which deletes the lock key (waiters see the

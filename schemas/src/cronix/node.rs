@@ -3,8 +3,8 @@
 use super::error::{CronixError, Result};
 use super::keys::{NodeKey, NodesDir};
 use super::values::NodeInfo;
-use keyplane_core::keyspace::{ListOptions, Skipped, TypedStore, Versioned};
-use keyplane_core::{ErrorKind, LeaseId, LeaseKeeper};
+use keyplane_core::keyspace::{Key, ListOptions, Skipped, TypedStore, Versioned};
+use keyplane_core::{ErrorKind, Hold, LeaseHeld, LeaseKeeper};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -15,9 +15,19 @@ use uuid::Uuid;
 /// also carry the node's process keys ([`record_process`](super::record_process)), so that
 /// they vanish with the node.
 #[derive(Debug)]
+///
+/// Its key, lease, fencing revision (the node key's create revision), fence and loss come
+/// from [`LeaseHeld`].
 pub struct NodeRegistration {
     node: Uuid,
     keeper: LeaseKeeper,
+    hold: Hold,
+}
+
+impl LeaseHeld for NodeRegistration {
+    fn hold(&self) -> &Hold {
+        &self.hold
+    }
 }
 
 /// Registers a node under a lease of `ttl` (rounded up to the backend's granularity): one
@@ -36,19 +46,20 @@ pub async fn register_node(
     let key = NodeKey { node: info.uuid };
     let mut txn = store.txn();
     txn.when_absent(&key).put_leased(&key, info, keeper.id());
-    let succeeded = match txn.commit().await {
-        Ok(outcome) => outcome.succeeded,
+    let outcome = match txn.commit().await {
+        Ok(outcome) => outcome,
         Err(e) => {
             let _ = keeper.revoke().await;
             return Err(e.into());
         }
     };
-    if !succeeded {
+    if !outcome.succeeded {
         let _ = keeper.revoke().await;
         return Err(CronixError::NodeExists(info.uuid));
     }
     Ok(NodeRegistration {
         node: info.uuid,
+        hold: Hold::of_keeper(&keeper, key.encode(), outcome.revision),
         keeper,
     })
 }
@@ -94,21 +105,6 @@ impl NodeRegistration {
     /// The node's UUID.
     pub fn node(&self) -> Uuid {
         self.node
-    }
-
-    /// The node's lease.
-    pub fn lease(&self) -> LeaseId {
-        self.keeper.id()
-    }
-
-    /// Whether the lease has been lost: the node is no longer registered.
-    pub fn is_lost(&self) -> bool {
-        self.keeper.is_lost()
-    }
-
-    /// Resolves when the lease is lost, with the reason.
-    pub async fn lost(&self) -> keyplane_core::Error {
-        self.keeper.lost().await
     }
 
     /// How many times the node's lease has been renewed (see [`LeaseKeeper::renewals`]).

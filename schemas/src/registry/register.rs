@@ -3,8 +3,8 @@
 use super::error::{RegistryError, Result};
 use super::keys::InstanceId;
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
-use keyplane_core::keyspace::TypedStore;
-use keyplane_core::{ErrorKind, LeaseId, LeaseKeeper};
+use keyplane_core::keyspace::{Key, TypedStore};
+use keyplane_core::{ErrorKind, Hold, LeaseHeld, LeaseKeeper};
 use std::time::Duration;
 
 /// What an instance registers: its data and status, and optionally its configuration.
@@ -38,10 +38,20 @@ pub struct RegisterOptions {
 /// registration stops the renewals, so the files disappear when the lease expires: that is
 /// what happens when the process dies, and watchers see the instance go down either way.
 #[derive(Debug)]
+///
+/// Its key (the `data` file), lease, fencing revision (the revision that registered it), fence
+/// (the `data` file still attached to this lease) and loss come from [`LeaseHeld`].
 pub struct Registration {
     store: TypedStore,
     instance: InstanceId,
     keeper: LeaseKeeper,
+    hold: Hold,
+}
+
+impl LeaseHeld for Registration {
+    fn hold(&self) -> &Hold {
+        &self.hold
+    }
 }
 
 /// Registers `instance` with a lease of `ttl` (rounded up to the backend's granularity) kept
@@ -141,6 +151,7 @@ pub async fn register_with(
     Ok(Registration {
         store: store.clone(),
         instance: instance.clone(),
+        hold: Hold::of_keeper(&keeper, instance.data_key().encode(), outcome.revision),
         keeper,
     })
 }
@@ -149,22 +160,6 @@ impl Registration {
     /// The registered instance.
     pub fn instance(&self) -> &InstanceId {
         &self.instance
-    }
-
-    /// The lease the instance's files are attached to.
-    pub fn lease(&self) -> LeaseId {
-        self.keeper.id()
-    }
-
-    /// Whether the lease has been lost (expired or revoked elsewhere): the instance is no
-    /// longer registered.
-    pub fn is_lost(&self) -> bool {
-        self.keeper.is_lost()
-    }
-
-    /// Resolves when the lease is lost, with the reason.
-    pub async fn lost(&self) -> keyplane_core::Error {
-        self.keeper.lost().await
     }
 
     /// Rewrites the instance's status, still attached to the lease, provided the data file is

@@ -4,6 +4,7 @@
 use super::locks::{keeper, lease, within};
 use super::support::{key, names, next_batch, put, root, snapshot};
 use futures::StreamExt;
+use keyplane_core::LeaseHeld;
 use keyplane_core::{
     Compare, CompareOp, Election, ErrorKind, Event, Leader, Leadership, LeaseId, LeaseKeeper,
     Store, Txn, TxnOp, WatchOptions,

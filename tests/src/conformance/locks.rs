@@ -1,7 +1,9 @@
 //! Locks ([`keyplane_core::Lock`]): mutual exclusion, hand-over, release on lease loss, fencing.
 
 use super::support::{EVENT_TIMEOUT, key, root};
-use keyplane_core::{Compare, CompareOp, LeaseId, LeaseKeeper, Lock, LockGuard, Store, Txn, TxnOp};
+use keyplane_core::{
+    Compare, CompareOp, LeaseHeld, LeaseId, LeaseKeeper, Lock, LockGuard, Store, Txn, TxnOp,
+};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -28,7 +30,7 @@ fn fenced_put(guard: &LockGuard, key: &[u8], value: &str) -> Txn {
         .when([Compare::create_revision(
             guard.key(),
             CompareOp::Equal,
-            guard.fencing_token(),
+            guard.revision(),
         )])
         .and_then([TxnOp::put(key, value)])
 }
@@ -95,13 +97,13 @@ pub async fn lock_waiter_acquires_after_unlock(store: Arc<dyn Store>) {
         !waiter.is_finished(),
         "the waiter got the lock while it was held"
     );
-    let first_token = first.fencing_token();
+    let first_token = first.revision();
     first.unlock().await.unwrap();
     let second = within("the waiter acquiring", waiter)
         .await
         .unwrap()
         .unwrap();
-    assert!(second.fencing_token() > first_token);
+    assert!(second.revision() > first_token);
     assert_eq!(second.lease(), b.id());
     second.unlock().await.unwrap();
     let third = lock.try_lock(c.id()).await.unwrap().expect("a free lock");
@@ -129,7 +131,7 @@ pub async fn lock_released_when_lease_revoked(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .unwrap();
-    assert!(next.fencing_token() > holder.fencing_token());
+    assert!(next.revision() > holder.revision());
     assert!(
         holder.unlock().await.is_err(),
         "unlocking a lost lock fails"
@@ -149,7 +151,7 @@ pub async fn lock_released_when_lease_expires(store: Arc<dyn Store>) {
         .await
         .unwrap();
     within("lost() after the expiry", holder.lost()).await;
-    assert!(next.fencing_token() > holder.fencing_token());
+    assert!(next.revision() > holder.revision());
     assert!(!next.is_lost());
     next.unlock().await.unwrap();
 }
@@ -163,11 +165,11 @@ pub async fn lock_fencing_token_increases(store: Arc<dyn Store>) {
     for round in 0..4 {
         let guard = lock.lock(keepers[round % 2].id()).await.unwrap();
         assert!(
-            guard.fencing_token() > last,
+            guard.revision() > last,
             "token {} after {last}",
-            guard.fencing_token()
+            guard.revision()
         );
-        last = guard.fencing_token();
+        last = guard.revision();
         guard.unlock().await.unwrap();
     }
 }
