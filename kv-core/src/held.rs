@@ -179,6 +179,8 @@ pub(crate) async fn lease_lost(
 ) -> Error {
     let reason = match lost.wait_for(Option::is_some).await {
         Ok(reason) => reason.clone(),
+        // The renewal task ended without a reason: it was stopped, which only happens when
+        // the keeper itself is gone.
         Err(_) => None,
     };
     let (kind, message) =

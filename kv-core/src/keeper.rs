@@ -88,16 +88,7 @@ impl LeaseKeeper {
     /// [`LeaseNotFound`](ErrorKind::LeaseNotFound) error when the store no longer has it, or
     /// a [`LockLost`](ErrorKind::LockLost) error when renewals failed for a whole TTL.
     pub async fn lost(&self) -> Error {
-        let mut rx = self.lost.clone();
-        let reason = match rx.wait_for(Option::is_some).await {
-            Ok(reason) => reason.clone(),
-            // The renewal task ended without a reason: it was stopped, which only happens
-            // when the keeper itself is gone, so this is unreachable while `self` lives.
-            Err(_) => None,
-        };
-        let (kind, message) =
-            reason.unwrap_or((ErrorKind::LockLost, "the lease keeper stopped".into()));
-        Error::new(kind, message).with_context("lease", self.grant.id)
+        crate::held::lease_lost(self.lost.clone(), self.grant.id).await
     }
 
     /// How many times the lease has been renewed so far (a health signal: it grows every

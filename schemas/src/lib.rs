@@ -16,6 +16,19 @@ pub use live::{LiveKeyspace, LiveReader, LiveView};
 pub use reader::ReaderOptions;
 pub use schema::{ParsedKey, Schema};
 
+/// The error that carries a schema's own condition (`CronixError`, `RegistryError`): of
+/// `kind`, saying what the condition says, with the condition as its source so that a
+/// caller can recover it.
+pub(crate) fn condition_error<C>(
+    kind: keyplane_core::ErrorKind,
+    condition: C,
+) -> keyplane_core::Error
+where
+    C: std::error::Error + Send + Sync + 'static,
+{
+    keyplane_core::Error::new(kind, condition.to_string()).with_source(condition)
+}
+
 /// Decodes `bytes` with the codec of key type `K`, built without state: how the readers
 /// decode each template of a keyspace mirror.
 pub(crate) fn decode_as<K: keyplane_core::keyspace::Key>(

@@ -30,7 +30,7 @@ async fn one_shot_trigger_and_cleanup(store: Arc<dyn Store>) {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, CronixError::AlreadyTriggered(ref j) if *j == job),
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::AlreadyTriggered(ref j)) if *j == job),
         "{err}"
     );
     let pending = pending_once(&store, &job).await.unwrap().unwrap();
@@ -78,7 +78,7 @@ async fn lock_unlock_and_lease_expiry(store: Arc<dyn Store>) {
     assert_eq!(raw.create_revision, held.revision());
     let err = try_lock(&store, &name, LONG_TTL).await.unwrap_err();
     assert!(
-        matches!(err, CronixError::LockHeld(ref n) if *n == name),
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::LockHeld(ref n)) if *n == name),
         "{err}"
     );
 
@@ -145,7 +145,7 @@ async fn system_info_flow(store: Arc<dyn Store>) {
     // No request: the node has nothing to answer.
     let err = publish_system_info(&store, node, &info).await.unwrap_err();
     assert!(
-        matches!(err, CronixError::NoRequest(n) if n == node),
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::NoRequest(n)) if n == node),
         "{err}"
     );
     assert!(!store.exists(&SystemInfoKey { node }).await.unwrap());
@@ -200,8 +200,11 @@ async fn example_dataset(store: Arc<dyn Store>) {
     assert!(store.exists(example.lock.lock_key()).await.unwrap());
     let lock_name = example.lock.lock_key().name.clone();
     assert!(matches!(
-        try_lock(&store, &lock_name, LONG_TTL).await,
-        Err(CronixError::LockHeld(_))
+        try_lock(&store, &lock_name, LONG_TTL)
+            .await
+            .as_ref()
+            .map_err(|e| CronixError::of(e).cloned()),
+        Err(Some(CronixError::LockHeld(_)))
     ));
     example.lock.unlock().await.unwrap();
     example.node.deregister().await.unwrap();

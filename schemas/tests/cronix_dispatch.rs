@@ -33,7 +33,7 @@ async fn candidates(store: &TypedStore, name: &LockName) -> Vec<String> {
 async fn queued_campaign(
     store: &TypedStore,
     election: &DispatcherElection,
-) -> tokio::task::JoinHandle<Result<Dispatcher>> {
+) -> tokio::task::JoinHandle<keyplane_core::Result<Dispatcher>> {
     let mut queue = store
         .store()
         .watch(WatchOptions::prefix(prefix(election.name())))
@@ -119,13 +119,23 @@ async fn one_dispatcher_at_a_time(store: Arc<dyn Store>) {
     ];
     for result in refused {
         assert!(
-            matches!(result, Err(CronixError::NotDispatcher)),
+            matches!(
+                result.as_ref().map_err(|e| CronixError::of(e).cloned()),
+                Err(Some(CronixError::NotDispatcher))
+            ),
             "{result:?}"
         );
+        // The class a caller that does not know cronix sees: the hold was lost.
+        let kind = result.as_ref().map(|_| ()).unwrap_err().kind();
+        assert_eq!(kind, keyplane_core::ErrorKind::LockLost);
     }
     assert!(matches!(
-        first.remove_job(node, &job).await,
-        Err(CronixError::NotDispatcher)
+        first
+            .remove_job(node, &job)
+            .await
+            .as_ref()
+            .map_err(|e| CronixError::of(e).cloned()),
+        Err(Some(CronixError::NotDispatcher))
     ));
     assert!(
         !store
@@ -201,8 +211,12 @@ async fn dispatcher_moves_and_fails_over_fenced(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert!(matches!(
-        dispatcher.move_job(&c, live, other).await,
-        Err(CronixError::NotDispatcher)
+        dispatcher
+            .move_job(&c, live, other)
+            .await
+            .as_ref()
+            .map_err(|e| CronixError::of(e).cloned()),
+        Err(Some(CronixError::NotDispatcher))
     ));
     assert!(
         store
@@ -254,8 +268,10 @@ async fn a_name_leaving_no_room_for_the_lease_is_refused(store: Arc<dyn Store>) 
     let store = TypedStore::new(store);
     let long = LockName::new("d".repeat(112)).unwrap();
     assert!(matches!(
-        DispatcherElection::named(&store, &long),
-        Err(CronixError::Invalid { .. })
+        DispatcherElection::named(&store, &long)
+            .as_ref()
+            .map_err(|e| CronixError::of(e).cloned()),
+        Err(Some(CronixError::Invalid { .. }))
     ));
     let longest = LockName::new(format!("{}{}", "d".repeat(79), Uuid::new_v4().simple())).unwrap();
     let election = DispatcherElection::named(&store, &longest).unwrap();

@@ -53,7 +53,7 @@ async fn node_registration_with_keep_alive(store: Arc<dyn Store>) {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, CronixError::NodeExists(n) if n == id),
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::NodeExists(n)) if n == id),
         "{err}"
     );
 
@@ -98,7 +98,13 @@ async fn processes_live_under_a_lease(store: Arc<dyn Store>) {
     let err = record_process(&store, &key(102), &info(7), node.lease())
         .await
         .unwrap_err();
-    assert!(matches!(err, CronixError::Invalid { .. }), "{err}");
+    assert!(
+        matches!(
+            CronixError::of(&err).cloned(),
+            Some(CronixError::Invalid { .. })
+        ),
+        "{err}"
+    );
     assert!(!store.exists(&key(102)).await.unwrap());
 
     let dir = JobProcsDir {
@@ -134,9 +140,18 @@ async fn move_a_job_off_a_failed_node(store: Arc<dyn Store>) {
     let err = assign_job(&store, a, &job, &job_config("0 2 * *"))
         .await
         .unwrap_err();
-    assert!(matches!(err, CronixError::Invalid { .. }), "{err}");
+    assert!(
+        matches!(
+            CronixError::of(&err).cloned(),
+            Some(CronixError::Invalid { .. })
+        ),
+        "{err}"
+    );
     let err = assign_job(&store, c, &job, &config).await.unwrap_err();
-    assert!(matches!(err, CronixError::NodeDown(n) if n == c), "{err}");
+    assert!(
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::NodeDown(n)) if n == c),
+        "{err}"
+    );
     assert!(
         !store
             .exists(&JobKey {
@@ -151,9 +166,18 @@ async fn move_a_job_off_a_failed_node(store: Arc<dyn Store>) {
     // Node a fails; the job moves to b in one transaction.
     node_a.deregister().await.unwrap();
     let err = move_job(&store, &job, a, c).await.unwrap_err();
-    assert!(matches!(err, CronixError::NodeDown(n) if n == c), "{err}");
+    assert!(
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::NodeDown(n)) if n == c),
+        "{err}"
+    );
     let err = move_job(&store, &job, a, a).await.unwrap_err();
-    assert!(matches!(err, CronixError::Invalid { .. }), "{err}");
+    assert!(
+        matches!(
+            CronixError::of(&err).cloned(),
+            Some(CronixError::Invalid { .. })
+        ),
+        "{err}"
+    );
     let moved_at = move_job(&store, &job, a, b).await.unwrap();
     assert!(
         !store
@@ -176,7 +200,7 @@ async fn move_a_job_off_a_failed_node(store: Arc<dyn Store>) {
     assert_eq!(moved.mod_revision, moved_at);
     let err = move_job(&store, &job, a, b).await.unwrap_err();
     assert!(
-        matches!(err, CronixError::JobNotFound { node, .. } if node == a),
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::JobNotFound { node, .. }) if node == a),
         "{err}"
     );
 
@@ -189,7 +213,7 @@ async fn move_a_job_off_a_failed_node(store: Arc<dyn Store>) {
         .unwrap();
     let err = move_job(&store, &job, b, c).await.unwrap_err();
     assert!(
-        matches!(err, CronixError::JobExists { node, .. } if node == c),
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::JobExists { node, .. }) if node == c),
         "{err}"
     );
     assert!(
@@ -219,10 +243,12 @@ async fn move_a_job_off_a_failed_node(store: Arc<dyn Store>) {
     let loser = results.iter().find_map(|r| r.as_ref().err()).unwrap();
     assert!(
         matches!(
-            loser,
-            CronixError::JobNotFound { .. }
-                | CronixError::JobChanged { .. }
-                | CronixError::NodeDown(_)
+            CronixError::of(loser).cloned(),
+            Some(
+                CronixError::JobNotFound { .. }
+                    | CronixError::JobChanged { .. }
+                    | CronixError::NodeDown(_)
+            )
         ),
         "{loser}"
     );
@@ -386,7 +412,7 @@ async fn two_schedulers_fail_over_one_node(store: Arc<dyn Store>) {
         .unwrap();
     let err = fail_over(&store, dead, &[b]).await.unwrap_err();
     assert!(
-        matches!(err, CronixError::NodeExists(n) if n == dead),
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::NodeExists(n)) if n == dead),
         "{err}"
     );
     assert!(
@@ -399,7 +425,13 @@ async fn two_schedulers_fail_over_one_node(store: Arc<dyn Store>) {
             .unwrap()
     );
     let err = fail_over(&store, dead, &[dead]).await.unwrap_err();
-    assert!(matches!(err, CronixError::Invalid { .. }), "{err}");
+    assert!(
+        matches!(
+            CronixError::of(&err).cloned(),
+            Some(CronixError::Invalid { .. })
+        ),
+        "{err}"
+    );
     for (node, job) in jobs
         .iter()
         .flat_map(|j| [(b, j.clone()), (c, j.clone())])
@@ -443,7 +475,7 @@ async fn jobs_take_descriptors_and_refuse_bad_schedules(store: Arc<dyn Store>) {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, CronixError::Invalid { reason, .. } if reason.contains(says)),
+            matches!(CronixError::of(&err), Some(CronixError::Invalid { reason, .. }) if reason.contains(says)),
             "{cron}: {err}"
         );
         assert!(!store.exists(&JobKey { node, job }).await.unwrap());
@@ -481,7 +513,7 @@ async fn a_restarted_node_takes_over_its_uuid(store: Arc<dyn Store>) {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, CronixError::NodeExists(n) if n == id),
+        matches!(CronixError::of(&err).cloned(), Some(CronixError::NodeExists(n)) if n == id),
         "{err}"
     );
     let new = take_over_node(&store, &node_info(id), LONG_TTL)

@@ -101,8 +101,8 @@ async fn terminate_request_reaches_the_node(store: Arc<dyn Store>) {
         .is_empty()
     );
     assert!(matches!(
-        terminate_process(&store, &first).await,
-        Err(CronixError::ProcessNotFound(ref k)) if *k == first
+    terminate_process(&store, &first).await.as_ref().map_err(|e| CronixError::of(e).cloned()),
+    Err(Some(CronixError::ProcessNotFound(ref k))) if *k == first
     ));
     assert!(
         !store.exists(&first).await.unwrap(),

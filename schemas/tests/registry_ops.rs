@@ -143,16 +143,17 @@ async fn bad_input_writes_nothing(store: Arc<dyn Store>) {
     };
     let err = define_service(&store, &service, &info).await.unwrap_err();
     assert!(
-        matches!(err, RegistryError::UnknownGroup(ref g) if *g == group),
+        matches!(RegistryError::of(&err).cloned(), Some(RegistryError::UnknownGroup(ref g)) if *g == group),
         "{err}"
     );
+    assert_eq!(err.kind(), keyplane_core::ErrorKind::NotFound);
 
     let instance = at(&service, 9, 9000);
     let err = register(&store, &instance, &new_instance("1", None), LONG_TTL)
         .await
         .unwrap_err();
     assert!(
-        matches!(err, RegistryError::UnknownService(ref s) if *s == service),
+        matches!(RegistryError::of(&err).cloned(), Some(RegistryError::UnknownService(ref s)) if *s == service),
         "{err}"
     );
 
@@ -171,11 +172,11 @@ async fn bad_input_writes_nothing(store: Arc<dyn Store>) {
         .unwrap_err();
     assert!(
         matches!(
-            err,
-            RegistryError::Invalid {
+            RegistryError::of(&err).cloned(),
+            Some(RegistryError::Invalid {
                 what: "instance data",
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -184,11 +185,11 @@ async fn bad_input_writes_nothing(store: Arc<dyn Store>) {
         .unwrap_err();
     assert!(
         matches!(
-            err,
-            RegistryError::Invalid {
+            RegistryError::of(&err).cloned(),
+            Some(RegistryError::Invalid {
                 what: "instance config",
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -295,7 +296,7 @@ async fn a_restarted_instance_takes_over_its_address(store: Arc<dyn Store>) {
     };
     let err = old.set_status(&status).await.unwrap_err();
     assert!(
-        matches!(err, RegistryError::NotRegistered(ref i) if *i == a),
+        matches!(RegistryError::of(&err).cloned(), Some(RegistryError::NotRegistered(ref i)) if *i == a),
         "{err}"
     );
     old.deregister().await.unwrap();

@@ -16,14 +16,7 @@ pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
             "node cron-worker-1, job nightly-backup, lock held",
         ));
     }
-    write_example(store, NODE, LEASE)
-        .await
-        .map_err(|e| match e {
-            keyplane_schemas::cronix::CronixError::Store(e) => e,
-            other => {
-                keyplane_core::Error::new(keyplane_core::ErrorKind::Backend, other.to_string())
-            }
-        })?;
+    write_example(store, NODE, LEASE).await?;
     Ok(Step::written(
         "cronix",
         "node cron-worker-1, job nightly-backup, lock held (leased)",

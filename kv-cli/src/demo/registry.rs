@@ -25,14 +25,7 @@ pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
         ));
     }
     // The registrations' keep-alives end with the process; the leases outlive it by LEASE.
-    write_example(store, &group, LEASE)
-        .await
-        .map_err(|e| match e {
-            keyplane_schemas::registry::RegistryError::Store(e) => e,
-            other => {
-                keyplane_core::Error::new(keyplane_core::ErrorKind::Backend, other.to_string())
-            }
-        })?;
+    write_example(store, &group, LEASE).await?;
     Ok(Step::written(
         "registry",
         "Common/VerifyCodeService with 2 instances (leased)",

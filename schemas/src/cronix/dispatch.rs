@@ -22,7 +22,7 @@
 //! pause, key deleted) writes nothing and gets [`CronixError::NotDispatcher`], even if it
 //! has not noticed the loss yet.
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::failover::{self, FailoverReport};
 use super::fencing::Fence;
 use super::job;
@@ -32,6 +32,7 @@ use super::segments::{JobId, LockName};
 use super::values::{JobConfig, OnceTarget};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, TextSegment, TypedStore};
 use keyplane_core::{Election, Hold, Leadership, LeaseHeld, LeaseId, LeaseKeeper};
 use std::time::Duration;
@@ -102,7 +103,8 @@ impl DispatcherElection {
                 reason: format!(
                     "at most {max} bytes, so that `.` and a lease id fit in a lock name"
                 ),
-            });
+            }
+            .into());
         }
         let prefix = format!("/Cronix/lock/{name}.");
         let election = Election::with_prefix(store.store().clone(), prefix)?;
@@ -122,14 +124,14 @@ impl DispatcherElection {
     /// waiting until elected. Dropping the future while it waits withdraws the candidacy.
     ///
     /// # Errors
-    /// [`CronixError::Store`] (the lease is revoked then).
+    /// The store's errors (the lease is revoked then).
     pub async fn campaign(&self, ttl: Duration) -> Result<Dispatcher> {
         let keeper = LeaseKeeper::grant(self.store.store().clone(), ttl).await?;
         match self.election.campaign(keeper.id(), b"").await {
             Ok(leadership) => self.dispatcher(keeper, leadership),
             Err(e) => {
                 let _ = keeper.revoke().await;
-                Err(e.into())
+                Err(e)
             }
         }
     }
@@ -138,7 +140,7 @@ impl DispatcherElection {
     /// revoked, nothing left in the store) otherwise.
     ///
     /// # Errors
-    /// [`CronixError::Store`].
+    /// The store's errors.
     pub async fn try_campaign(&self, ttl: Duration) -> Result<Option<Dispatcher>> {
         let keeper = LeaseKeeper::grant(self.store.store().clone(), ttl).await?;
         match self.election.try_campaign(keeper.id(), b"").await {
@@ -149,7 +151,7 @@ impl DispatcherElection {
             }
             Err(e) => {
                 let _ = keeper.revoke().await;
-                Err(e.into())
+                Err(e)
             }
         }
     }
@@ -160,8 +162,7 @@ impl DispatcherElection {
         let Some(lock) = lock_key(leadership.key()) else {
             return Err(keyplane_core::Error::internal(
                 "the dispatcher's candidate key is not a lock key",
-            )
-            .into());
+            ));
         };
         Ok(Dispatcher {
             store: self.store.clone(),
@@ -174,7 +175,7 @@ impl DispatcherElection {
     /// The current dispatcher, or `None` when no instance runs.
     ///
     /// # Errors
-    /// [`CronixError::Store`].
+    /// The store's errors.
     pub async fn leader(&self) -> Result<Option<DispatcherLeader>> {
         Ok(self.election.leader().await?.and_then(to_leader))
     }
@@ -184,7 +185,7 @@ impl DispatcherElection {
     pub fn observe(&self) -> BoxStream<'static, Result<Option<DispatcherLeader>>> {
         self.election
             .observe()
-            .map(|item| item.map(|l| l.and_then(to_leader)).map_err(Into::into))
+            .map(|item| item.map(|l| l.and_then(to_leader)))
             .boxed()
     }
 }
@@ -248,7 +249,7 @@ impl Dispatcher {
     /// assigned there.
     ///
     /// # Errors
-    /// [`CronixError::NotDispatcher`] (nothing written); [`CronixError::Store`].
+    /// [`CronixError::NotDispatcher`] (nothing written); the store's errors.
     pub async fn remove_job(&self, node: Uuid, job: &JobId) -> Result<bool> {
         job::remove(&self.store, node, job, Some(&self.fenced())).await
     }
@@ -280,10 +281,10 @@ impl Dispatcher {
     /// Resigns (the next candidate is elected at once) and revokes the lease.
     ///
     /// # Errors
-    /// [`CronixError::Store`], including a leadership already lost.
+    /// The store's errors, including a leadership already lost.
     pub async fn resign(self) -> Result<()> {
         let resigned = self.leadership.resign().await;
         self.keeper.revoke().await?;
-        Ok(resigned?)
+        resigned
     }
 }

@@ -1,12 +1,12 @@
 //! A realistic example dataset written through the operations (used by `kvctl demo`).
 
-use super::error::Result;
 use super::job::assign_job;
 use super::keys::JobKey;
 use super::lock::{CronixLock, try_lock};
 use super::node::{NodeRegistration, register_node};
 use super::segments::{JobId, LockName};
 use super::values::{JobConfig, NodeInfo, NodeStatus, RetryPolicy};
+use keyplane_core::Result;
 use keyplane_core::keyspace::TypedStore;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;

@@ -2,11 +2,12 @@
 //! transaction guarded on the dead node's absence and the job's unchanged key, so that two
 //! schedulers failing over the same node move each job exactly once.
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::fencing::{Fence, fenced_out, guard};
 use super::keys::{JobKey, NodeJobsDir, NodeKey};
 use super::segments::JobId;
 use keyplane_core::CompareOp;
+use keyplane_core::Result;
 use keyplane_core::keyspace::{ListOptions, TypedStore};
 use uuid::Uuid;
 
@@ -59,7 +60,7 @@ pub struct FailoverReport {
 ///
 /// # Errors
 /// [`CronixError::Invalid`] for no target or `dead` among them; [`CronixError::NodeExists`]
-/// when `dead` is registered (again): nothing more moves; [`CronixError::Store`].
+/// when `dead` is registered (again): nothing more moves; the store's errors.
 pub async fn fail_over(store: &TypedStore, dead: Uuid, targets: &[Uuid]) -> Result<FailoverReport> {
     run(store, dead, targets, None).await
 }
@@ -75,7 +76,8 @@ pub(super) async fn run(
         return Err(CronixError::Invalid {
             what: "failover",
             reason: "the targets are the live nodes other than the lost one".into(),
-        });
+        }
+        .into());
     }
     let dead_key = NodeKey { node: dead };
     let mut live: Vec<Uuid> = targets.to_vec();
@@ -118,7 +120,7 @@ pub(super) async fn run(
                 }
                 fenced_out(&outcome, fenced)?;
                 if outcome.read(&dead_read)?.is_some() {
-                    return Err(CronixError::NodeExists(dead));
+                    return Err(CronixError::NodeExists(dead).into());
                 }
                 if outcome
                     .read(&old_read)?

@@ -2,9 +2,10 @@
 //! lost it writes nothing (see `dispatch`), used by every write a dispatcher makes (`job`,
 //! `once`, `failover`).
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::keys::LockKey;
 use keyplane_core::Compare;
+use keyplane_core::Result;
 use keyplane_core::keyspace::{TxnOutcome, TxnRead, TypedTxn};
 
 /// A dispatcher's fence on a transaction: the compare, and how to tell that it failed.
@@ -50,6 +51,6 @@ pub(super) fn fenced_out(outcome: &TxnOutcome, check: Option<FenceCheck>) -> Res
     if held {
         Ok(())
     } else {
-        Err(CronixError::NotDispatcher)
+        Err(CronixError::NotDispatcher.into())
     }
 }

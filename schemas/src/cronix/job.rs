@@ -1,18 +1,22 @@
 //! Jobs: assigning them to nodes, removing them, and moving them between nodes.
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::fencing::{Fence, fenced_out, guard};
 use super::keys::{JobKey, NodeKey};
 use super::segments::JobId;
 use super::values::JobConfig;
 use keyplane_core::CompareOp;
+use keyplane_core::Result;
 use keyplane_core::keyspace::TypedStore;
 use uuid::Uuid;
 
 fn validate(config: &JobConfig) -> Result<()> {
-    config.validate().map_err(|reason| CronixError::Invalid {
-        what: "job config",
-        reason,
+    config.validate().map_err(|reason| {
+        CronixError::Invalid {
+            what: "job config",
+            reason,
+        }
+        .into()
     })
 }
 
@@ -21,7 +25,7 @@ fn validate(config: &JobConfig) -> Result<()> {
 ///
 /// # Errors
 /// [`CronixError::Invalid`] for a bad config and [`CronixError::NodeDown`] when the node is
-/// not registered (nothing is written); [`CronixError::Store`].
+/// not registered (nothing is written); the store's errors.
 pub async fn assign_job(
     store: &TypedStore,
     node: Uuid,
@@ -52,7 +56,7 @@ pub(super) async fn assign(
     let outcome = txn.commit().await?;
     if !outcome.succeeded {
         fenced_out(&outcome, fenced)?;
-        return Err(CronixError::NodeDown(node));
+        return Err(CronixError::NodeDown(node).into());
     }
     Ok(outcome.revision)
 }
@@ -60,7 +64,7 @@ pub(super) async fn assign(
 /// Removes job `job` from `node`; returns whether it was assigned there.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn remove_job(store: &TypedStore, node: Uuid, job: &JobId) -> Result<bool> {
     remove(store, node, job, None).await
 }
@@ -86,9 +90,9 @@ pub(super) async fn remove(
     let outcome = txn.commit().await?;
     if !outcome.succeeded {
         fenced_out(&outcome, fenced)?;
-        return Err(
-            keyplane_core::Error::internal("a fenced delete failed without its fence").into(),
-        );
+        return Err(keyplane_core::Error::internal(
+            "a fenced delete failed without its fence",
+        ));
     }
     Ok(outcome.read(&existed)?.is_some())
 }
@@ -104,7 +108,7 @@ pub(super) async fn remove(
 /// # Errors
 /// [`CronixError::Invalid`] when `from == to`; [`CronixError::JobNotFound`],
 /// [`CronixError::JobChanged`], [`CronixError::NodeDown`] (the target),
-/// [`CronixError::JobExists`] (on the target), all writing nothing; [`CronixError::Store`].
+/// [`CronixError::JobExists`] (on the target), all writing nothing; the store's errors.
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -128,7 +132,8 @@ pub(super) async fn remove(
 /// failed.deregister().await?;
 /// move_job(&store, &job, a, b).await?;
 /// assert_eq!(store.get(&JobKey { node: b, job: job.clone() }).await?, Some(config));
-/// assert!(matches!(move_job(&store, &job, a, b).await, Err(CronixError::JobNotFound { .. })));
+/// let err = move_job(&store, &job, a, b).await.unwrap_err();
+/// assert!(matches!(CronixError::of(&err), Some(CronixError::JobNotFound { .. })));
 /// # Ok(()) }
 /// ```
 pub async fn move_job(store: &TypedStore, job: &JobId, from: Uuid, to: Uuid) -> Result<i64> {
@@ -147,7 +152,8 @@ pub(super) async fn move_to(
         return Err(CronixError::Invalid {
             what: "job move",
             reason: "the source and target nodes are the same".into(),
-        });
+        }
+        .into());
     }
     let old = JobKey {
         node: from,
@@ -162,7 +168,8 @@ pub(super) async fn move_to(
         return Err(CronixError::JobNotFound {
             node: from,
             job: job.clone(),
-        });
+        }
+        .into());
     };
     let mut txn = store.txn();
     let fenced = guard(&mut txn, fence);
@@ -183,7 +190,8 @@ pub(super) async fn move_to(
         return Err(CronixError::JobNotFound {
             node: from,
             job: job.clone(),
-        });
+        }
+        .into());
     }
     if outcome
         .read(&old_read)?
@@ -192,13 +200,15 @@ pub(super) async fn move_to(
         return Err(CronixError::JobChanged {
             node: from,
             job: job.clone(),
-        });
+        }
+        .into());
     }
     if outcome.read(&target_read)?.is_none() {
-        return Err(CronixError::NodeDown(to));
+        return Err(CronixError::NodeDown(to).into());
     }
     Err(CronixError::JobExists {
         node: to,
         job: job.clone(),
-    })
+    }
+    .into())
 }

@@ -1,10 +1,11 @@
 //! Distributed locks: `/Cronix/lock/<key>` with an empty value, attached to the holder's
 //! lease. The key's presence is the lock.
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::keys::LockKey;
 use super::segments::LockName;
 use futures::StreamExt;
+use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, TypedStore};
 use keyplane_core::{ErrorKind, Event, Hold, LeaseHeld, LeaseId, LeaseKeeper, WatchOptions};
 use std::time::Duration;
@@ -42,7 +43,7 @@ impl CronixLock {
 ///
 /// # Errors
 /// [`CronixError::LockHeld`] when someone holds it (nothing is written, the lease is
-/// revoked); [`CronixError::Store`].
+/// revoked); the store's errors.
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -54,7 +55,8 @@ impl CronixLock {
 /// let held = try_lock(&store, &name, Duration::from_secs(10)).await?;
 /// let raw = store.store().get(b"/Cronix/lock/scheduler.dispatch").await?.unwrap();
 /// assert_eq!(raw.value, b""); // presence is the lock
-/// assert!(matches!(try_lock(&store, &name, Duration::from_secs(10)).await, Err(CronixError::LockHeld(_))));
+/// let err = try_lock(&store, &name, Duration::from_secs(10)).await.unwrap_err();
+/// assert!(matches!(CronixError::of(&err), Some(CronixError::LockHeld(_))));
 /// held.unlock().await?;
 /// try_lock(&store, &name, Duration::from_secs(10)).await?.unlock().await?;
 /// # Ok(()) }
@@ -66,7 +68,7 @@ pub async fn try_lock(store: &TypedStore, name: &LockName, ttl: Duration) -> Res
         Ok(Ok(token)) => Ok(CronixLock::new(key, keeper, token)),
         Ok(Err(_)) => {
             let _ = keeper.revoke().await;
-            Err(CronixError::LockHeld(name.clone()))
+            Err(CronixError::LockHeld(name.clone()).into())
         }
         Err(e) => {
             let _ = keeper.revoke().await;
@@ -80,7 +82,7 @@ pub async fn try_lock(store: &TypedStore, name: &LockName, ttl: Duration) -> Res
 /// (released, or its holder's lease expired). No polling.
 ///
 /// # Errors
-/// [`CronixError::Store`], including a watch that ends with an error.
+/// The store's errors, including a watch that ends with an error.
 pub async fn lock(store: &TypedStore, name: &LockName, ttl: Duration) -> Result<CronixLock> {
     let keeper = LeaseKeeper::grant(store.store().clone(), ttl).await?;
     let key = LockKey { name: name.clone() };
@@ -113,13 +115,12 @@ async fn wait_for(store: &TypedStore, key: &LockKey, lease: LeaseId) -> Result<i
                         break 'wait;
                     }
                 }
-                Some(Err(e)) => return Err(e.into()),
+                Some(Err(e)) => return Err(e),
                 None => {
                     return Err(keyplane_core::Error::new(
                         ErrorKind::Unavailable,
                         "the watch ended",
-                    )
-                    .into());
+                    ));
                 }
             }
         }
@@ -157,10 +158,10 @@ impl CronixLock {
     /// delete). A lock already lost with its lease is not an error.
     ///
     /// # Errors
-    /// [`CronixError::Store`].
+    /// The store's errors.
     pub async fn unlock(self) -> Result<()> {
         match self.keeper.revoke().await {
-            Err(e) if e.kind() != ErrorKind::LeaseNotFound => Err(e.into()),
+            Err(e) if e.kind() != ErrorKind::LeaseNotFound => Err(e),
             _ => Ok(()),
         }
     }

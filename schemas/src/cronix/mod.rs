@@ -50,7 +50,7 @@ mod values;
 
 pub use cron::CronSpec;
 pub use dispatch::{DISPATCHER, Dispatcher, DispatcherElection, DispatcherLeader};
-pub use error::{CronixError, Result};
+pub use error::CronixError;
 pub use example::{CronixExample, write_example};
 pub use failover::{FailoverReport, fail_over};
 pub use job::{assign_job, move_job, remove_job};

@@ -1,8 +1,9 @@
 //! Node registration under a lease kept alive in the background.
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::keys::{NodeKey, NodesDir};
 use super::values::NodeInfo;
+use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, ListOptions, Skipped, TypedStore, Versioned};
 use keyplane_core::{ErrorKind, Hold, LeaseHeld, LeaseKeeper};
 use std::time::Duration;
@@ -36,7 +37,7 @@ impl LeaseHeld for NodeRegistration {
 ///
 /// # Errors
 /// [`CronixError::NodeExists`] (nothing is written, the lease is revoked);
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn register_node(
     store: &TypedStore,
     info: &NodeInfo,
@@ -50,12 +51,12 @@ pub async fn register_node(
         Ok(outcome) => outcome,
         Err(e) => {
             let _ = keeper.revoke().await;
-            return Err(e.into());
+            return Err(e);
         }
     };
     if !outcome.succeeded {
         let _ = keeper.revoke().await;
-        return Err(CronixError::NodeExists(info.uuid));
+        return Err(CronixError::NodeExists(info.uuid).into());
     }
     Ok(NodeRegistration {
         node: info.uuid,
@@ -74,7 +75,7 @@ pub async fn register_node(
 /// between, this one fails with [`CronixError::NodeExists`] rather than revoke it too.
 ///
 /// # Errors
-/// [`CronixError::NodeExists`] as above (nothing written); [`CronixError::Store`].
+/// [`CronixError::NodeExists`] as above (nothing written); the store's errors.
 pub async fn take_over_node(
     store: &TypedStore,
     info: &NodeInfo,
@@ -84,7 +85,7 @@ pub async fn take_over_node(
     if let Some(old) = store.get_versioned(&key).await? {
         match old.lease {
             Some(lease) => match store.store().lease_revoke(lease).await {
-                Err(e) if e.kind() != ErrorKind::LeaseNotFound => return Err(e.into()),
+                Err(e) if e.kind() != ErrorKind::LeaseNotFound => return Err(e),
                 _ => {}
             },
             // A node key without a lease (another program's): replace it only if unchanged.
@@ -93,7 +94,7 @@ pub async fn take_over_node(
                 txn.when_mod_revision(&key, keyplane_core::CompareOp::Equal, old.mod_revision)
                     .delete(&key);
                 if !txn.commit().await?.succeeded {
-                    return Err(CronixError::NodeExists(info.uuid));
+                    return Err(CronixError::NodeExists(info.uuid).into());
                 }
             }
         }
@@ -124,10 +125,10 @@ impl NodeRegistration {
     /// attached to the lease.
     ///
     /// # Errors
-    /// [`CronixError::Store`]; a lease that already ended is not an error.
+    /// The store's errors; a lease that already ended is not an error.
     pub async fn deregister(self) -> Result<()> {
         match self.keeper.revoke().await {
-            Err(e) if e.kind() != ErrorKind::LeaseNotFound => Err(e.into()),
+            Err(e) if e.kind() != ErrorKind::LeaseNotFound => Err(e),
             _ => Ok(()),
         }
     }
@@ -155,7 +156,7 @@ impl NodeListing {
 /// Every registered node, read page by page at one revision.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn list_nodes(store: &TypedStore) -> Result<NodeListing> {
     let mut listing = NodeListing {
         nodes: Vec::new(),

@@ -1,19 +1,20 @@
 //! One-shot triggers: `/Cronix/once/<job_id>`, written by the scheduler, cleaned up after
 //! the run.
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::fencing::{Fence, fenced_out, guard};
 use super::keys::OnceKey;
 use super::segments::JobId;
 use super::values::OnceTarget;
 use keyplane_core::CompareOp;
+use keyplane_core::Result;
 use keyplane_core::keyspace::TypedStore;
 
 /// Triggers one run of `job` on `target` (a node, or every node): creates
 /// `/Cronix/once/<job>` unless a trigger of the job is still pending.
 ///
 /// # Errors
-/// [`CronixError::AlreadyTriggered`] (nothing is written); [`CronixError::Store`].
+/// [`CronixError::AlreadyTriggered`] (nothing is written); the store's errors.
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -24,8 +25,8 @@ use keyplane_core::keyspace::TypedStore;
 /// let job = JobId::new("report")?;
 /// trigger_once(&store, &job, OnceTarget::AllNodes).await?;
 /// assert_eq!(store.store().get(b"/Cronix/once/report").await?.unwrap().value, b"");
-/// assert!(matches!(trigger_once(&store, &job, OnceTarget::AllNodes).await,
-///     Err(CronixError::AlreadyTriggered(_))));
+/// let err = trigger_once(&store, &job, OnceTarget::AllNodes).await.unwrap_err();
+/// assert!(matches!(CronixError::of(&err), Some(CronixError::AlreadyTriggered(_))));
 /// let pending = pending_once(&store, &job).await?.unwrap();
 /// assert!(finish_once(&store, &job, &pending).await?); // cleaned up after the run
 /// # Ok(()) }
@@ -47,7 +48,7 @@ pub(super) async fn trigger(
     let outcome = txn.commit().await?;
     if !outcome.succeeded {
         fenced_out(&outcome, fenced)?;
-        return Err(CronixError::AlreadyTriggered(job.clone()));
+        return Err(CronixError::AlreadyTriggered(job.clone()).into());
     }
     Ok(outcome.revision)
 }
@@ -65,7 +66,7 @@ pub struct PendingOnce {
 /// The pending trigger of `job`, if any.
 ///
 /// # Errors
-/// [`CronixError::Store`]; a `Codec` error for a value that is neither a UUID nor empty.
+/// The store's errors; a `Codec` error for a value that is neither a UUID nor empty.
 pub async fn pending_once(store: &TypedStore, job: &JobId) -> Result<Option<PendingOnce>> {
     Ok(store
         .get_versioned(&OnceKey { job: job.clone() })
@@ -81,7 +82,7 @@ pub async fn pending_once(store: &TypedStore, job: &JobId) -> Result<Option<Pend
 /// whether it deleted it.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn finish_once(store: &TypedStore, job: &JobId, pending: &PendingOnce) -> Result<bool> {
     let key = OnceKey { job: job.clone() };
     let mut txn = store.txn();

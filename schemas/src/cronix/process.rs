@@ -2,11 +2,12 @@
 //! request (the scheduler sets the process's `killed` flag; the node ends it and removes
 //! the key).
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::keys::{JobProcsDir, NodeProcsDir, ProcKey};
 use super::values::ProcInfo;
 use futures::StreamExt;
 use keyplane_core::LeaseId;
+use keyplane_core::Result;
 use keyplane_core::keyspace::{ListOptions, TypedEvent, TypedStore, TypedWatch};
 use uuid::Uuid;
 
@@ -15,7 +16,7 @@ use uuid::Uuid;
 ///
 /// # Errors
 /// [`CronixError::Invalid`] when `info`'s pid or job id differ from the key's;
-/// [`CronixError::Store`] (`LeaseNotFound` for a lease that has ended).
+/// The store's errors (`LeaseNotFound` for a lease that has ended).
 pub async fn record_process(
     store: &TypedStore,
     key: &ProcKey,
@@ -32,15 +33,16 @@ pub async fn record_process(
                 key.pid,
                 key.job.as_str()
             ),
-        });
+        }
+        .into());
     }
-    Ok(store.put_leased(key, info, lease).await?)
+    store.put_leased(key, info, lease).await
 }
 
 /// Removes a process that ended; returns whether it was recorded.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn end_process(store: &TypedStore, key: &ProcKey) -> Result<bool> {
     Ok(store.delete(key).await?.existed())
 }
@@ -48,7 +50,7 @@ pub async fn end_process(store: &TypedStore, key: &ProcKey) -> Result<bool> {
 /// The processes of a job on a node, read page by page.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn job_processes(
     store: &TypedStore,
     dir: &JobProcsDir,
@@ -74,7 +76,7 @@ pub async fn job_processes(
 ///
 /// # Errors
 /// [`CronixError::ProcessNotFound`] when no such process runs (nothing is written);
-/// [`CronixError::Store`].
+/// The store's errors.
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -111,9 +113,9 @@ pub async fn terminate_process(store: &TypedStore, key: &ProcKey) -> Result<i64>
     let written = match result {
         Ok(revision) => revision,
         Err(e) if e.kind() == keyplane_core::ErrorKind::NotFound => {
-            return Err(CronixError::ProcessNotFound(key.clone()));
+            return Err(CronixError::ProcessNotFound(key.clone()).into());
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     };
     // The revision the flag was set at: the key's own (an earlier request's when the flag
     // was already set), or the write's when the process ended since.
@@ -129,7 +131,7 @@ pub async fn terminate_process(store: &TypedStore, key: &ProcKey) -> Result<i64>
 /// comparing the whole value.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn finish_process(store: &TypedStore, key: &ProcKey, info: &ProcInfo) -> Result<bool> {
     for killed in [info.killed, !info.killed] {
         let recorded = ProcInfo {
@@ -175,7 +177,7 @@ impl std::fmt::Debug for TerminationRequests {
 /// Starts following the termination requests for `node`'s processes.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn termination_requests(store: &TypedStore, node: Uuid) -> Result<TerminationRequests> {
     let dir = NodeProcsDir { node };
     let mut pending = std::collections::VecDeque::new();
@@ -208,7 +210,7 @@ impl TerminationRequests {
     /// The next request; `None` when the watch ended.
     ///
     /// # Errors
-    /// [`CronixError::Store`] when the watch fails (for instance, its history was compacted:
+    /// The store's errors when the watch fails (for instance, its history was compacted:
     /// start again with [`termination_requests`]).
     pub async fn next(&mut self) -> Option<Result<TerminateRequest>> {
         loop {
@@ -217,7 +219,7 @@ impl TerminationRequests {
             }
             let batch = match self.watch.next().await? {
                 Ok(batch) => batch,
-                Err(e) => return Some(Err(e.into())),
+                Err(e) => return Some(Err(e)),
             };
             for event in batch.events {
                 if let TypedEvent::Put { key, value } = event

@@ -2,10 +2,11 @@
 //! with its figures under a 5-minute lease, the scheduler collects them and deletes the
 //! switch.
 
-use super::error::{CronixError, Result};
+use super::error::CronixError;
 use super::keys::{SystemInfoKey, SystemSwitchKey};
 use super::values::SystemInfo;
 use keyplane_core::LeaseId;
+use keyplane_core::Result;
 use keyplane_core::keyspace::TypedStore;
 use std::time::Duration;
 use uuid::Uuid;
@@ -20,11 +21,11 @@ pub const SWITCH_ON: &str = "1";
 /// Asks `node` for its system information: writes `/Cronix/system/switch/<node>`.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn request_system_info(store: &TypedStore, node: Uuid) -> Result<i64> {
-    Ok(store
+    store
         .put(&SystemSwitchKey { node }, &SWITCH_ON.to_owned())
-        .await?)
+        .await
 }
 
 /// The node's answer: writes `/Cronix/system/get/<node>` attached to a new lease of
@@ -33,7 +34,7 @@ pub async fn request_system_info(store: &TypedStore, node: Uuid) -> Result<i64> 
 ///
 /// # Errors
 /// [`CronixError::NoRequest`] when no switch is on for the node (nothing is written, the
-/// lease is revoked); [`CronixError::Store`].
+/// lease is revoked); the store's errors.
 pub async fn publish_system_info(
     store: &TypedStore,
     node: Uuid,
@@ -48,8 +49,8 @@ pub async fn publish_system_info(
         other => {
             let _ = store.store().lease_revoke(lease).await;
             match other {
-                Ok(_) => Err(CronixError::NoRequest(node)),
-                Err(e) => Err(e.into()),
+                Ok(_) => Err(CronixError::NoRequest(node).into()),
+                Err(e) => Err(e),
             }
         }
     }
@@ -80,7 +81,7 @@ pub async fn publish_system_info(
 /// ```
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn collect_system_info(store: &TypedStore, node: Uuid) -> Result<Option<SystemInfo>> {
     let info_key = SystemInfoKey { node };
     let mut txn = store.txn();
@@ -97,7 +98,7 @@ pub async fn collect_system_info(store: &TypedStore, node: Uuid) -> Result<Optio
 /// The system information a node last reported, if its lease has not expired.
 ///
 /// # Errors
-/// [`CronixError::Store`].
+/// The store's errors.
 pub async fn system_info(store: &TypedStore, node: Uuid) -> Result<Option<SystemInfo>> {
-    Ok(store.get(&SystemInfoKey { node }).await?)
+    store.get(&SystemInfoKey { node }).await
 }

@@ -1,20 +1,21 @@
 //! Defining groups and services: their `info` files.
 
-use super::error::{RegistryError, Result};
+use super::error::RegistryError;
 use super::keys::{GroupInfoKey, InstanceId, ServiceId};
 use super::segments::GroupName;
 use super::values::{GroupInfo, ServiceInfo};
+use keyplane_core::Result;
 use keyplane_core::keyspace::TypedStore;
 
 /// Writes (or rewrites) a group's info file, `/registry/{group}/info`.
 ///
 /// # Errors
-/// [`RegistryError::Store`].
+/// The store's errors.
 pub async fn define_group(store: &TypedStore, group: &GroupName, info: &GroupInfo) -> Result<i64> {
     let key = GroupInfoKey {
         group: group.clone(),
     };
-    Ok(store.put(&key, info).await?)
+    store.put(&key, info).await
 }
 
 /// Writes (or rewrites) a service's info file, `/registry/{group}/{service}/info`, in one
@@ -22,7 +23,7 @@ pub async fn define_group(store: &TypedStore, group: &GroupName, info: &GroupInf
 ///
 /// # Errors
 /// [`RegistryError::UnknownGroup`] when the group is not defined (nothing is written);
-/// [`RegistryError::Store`].
+/// The store's errors.
 pub async fn define_service(
     store: &TypedStore,
     service: &ServiceId,
@@ -35,7 +36,7 @@ pub async fn define_service(
     txn.when_exists(&group).put(&service.info_key(), info);
     let outcome = txn.commit().await?;
     if !outcome.succeeded {
-        return Err(RegistryError::UnknownGroup(service.group.clone()));
+        return Err(RegistryError::UnknownGroup(service.group.clone()).into());
     }
     Ok(outcome.revision)
 }
@@ -45,7 +46,7 @@ pub async fn define_service(
 /// Watchers see the instance go down. Returns whether anything was removed.
 ///
 /// # Errors
-/// [`RegistryError::Store`].
+/// The store's errors.
 pub async fn evict_instance(store: &TypedStore, instance: &InstanceId) -> Result<bool> {
     Ok(store.delete_prefix(&instance.dir()).await?.deleted > 0)
 }

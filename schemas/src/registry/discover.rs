@@ -1,8 +1,8 @@
 //! Discovering a service's instances.
 
-use super::error::Result;
 use super::keys::{InstanceId, RegistryKeyspace, ServiceId};
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
+use keyplane_core::Result;
 use keyplane_core::keyspace::{Codec, Json, Keyspace, Skipped, TypedStore};
 use keyplane_core::{Entry, Error, LeaseId, RangeOptions, escape_bytes};
 use std::collections::BTreeMap;
@@ -65,7 +65,7 @@ pub(crate) fn instances(parts: BTreeMap<InstanceId, Parts>) -> Vec<Instance> {
 /// Status and config files without a data file are not instances and are left out.
 ///
 /// # Errors
-/// [`RegistryError::Store`](super::RegistryError::Store).
+/// The store's errors.
 pub async fn discover(store: &TypedStore, service: &ServiceId) -> Result<Discovery> {
     const PAGE: usize = 512;
     let prefix = keyplane_core::keyspace::Prefix::encode(&service.dir()).into_bytes();

@@ -1,13 +1,13 @@
 //! A realistic example dataset written through the operations (used by `kvctl demo`).
 
 use super::admin::{define_group, define_service};
-use super::error::Result;
 use super::keys::ServiceId;
 use super::register::{NewInstance, Registration, register};
 use super::segments::{GroupName, ServiceName};
 use super::values::{
     GroupInfo, InstanceConfig, InstanceData, InstanceState, InstanceStatus, ServiceInfo,
 };
+use keyplane_core::Result;
 use keyplane_core::keyspace::{Host, HostPort, TypedStore};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;

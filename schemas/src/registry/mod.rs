@@ -51,7 +51,7 @@ mod watch;
 
 pub use admin::{define_group, define_service, evict_instance};
 pub use discover::{Discovery, Instance, discover};
-pub use error::{RegistryError, Result};
+pub use error::RegistryError;
 pub use example::{RegistryExample, write_example};
 pub use keys::{
     GroupDir, GroupInfoKey, InstanceConfigKey, InstanceDataKey, InstanceDir, InstanceId,

@@ -1,8 +1,9 @@
 //! Registering an instance under a lease kept alive in the background, and deregistering it.
 
-use super::error::{RegistryError, Result};
+use super::error::RegistryError;
 use super::keys::InstanceId;
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
+use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, TypedStore};
 use keyplane_core::{ErrorKind, Hold, LeaseHeld, LeaseKeeper};
 use std::time::Duration;
@@ -65,7 +66,7 @@ impl LeaseHeld for Registration {
 /// # Errors
 /// [`RegistryError::Invalid`] for a bad value and [`RegistryError::UnknownService`] when the
 /// service is not defined (nothing is written; the lease is revoked);
-/// [`RegistryError::Store`].
+/// The store's errors.
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -141,12 +142,12 @@ pub async fn register_with(
         Ok(outcome) => outcome,
         Err(e) => {
             let _ = keeper.revoke().await;
-            return Err(e.into());
+            return Err(e);
         }
     };
     if !outcome.succeeded {
         let _ = keeper.revoke().await;
-        return Err(RegistryError::UnknownService(instance.service.clone()));
+        return Err(RegistryError::UnknownService(instance.service.clone()).into());
     }
     Ok(Registration {
         store: store.clone(),
@@ -167,7 +168,7 @@ impl Registration {
     ///
     /// # Errors
     /// [`RegistryError::NotRegistered`] when the files are gone or belong to another lease
-    /// now (nothing is written); [`RegistryError::Store`].
+    /// now (nothing is written); the store's errors.
     pub async fn set_status(&self, status: &InstanceStatus) -> Result<i64> {
         let lease = self.keeper.id();
         let outcome = self
@@ -178,7 +179,7 @@ impl Registration {
             .commit()
             .await?;
         if !outcome.succeeded {
-            return Err(RegistryError::NotRegistered(self.instance.clone()));
+            return Err(RegistryError::NotRegistered(self.instance.clone()).into());
         }
         Ok(outcome.revision)
     }
@@ -187,11 +188,11 @@ impl Registration {
     /// see the instance go down). Files that another registration has taken over stay.
     ///
     /// # Errors
-    /// [`RegistryError::Store`]; a lease that has already ended is not an error (its files
+    /// The store's errors; a lease that has already ended is not an error (its files
     /// are already gone).
     pub async fn deregister(self) -> Result<()> {
         match self.keeper.revoke().await {
-            Err(e) if e.kind() != ErrorKind::LeaseNotFound => Err(e.into()),
+            Err(e) if e.kind() != ErrorKind::LeaseNotFound => Err(e),
             _ => Ok(()),
         }
     }

@@ -1,11 +1,11 @@
 //! Watching a service's instances come and go.
 
 use super::discover::{decode, parse};
-use super::error::Result;
 use super::keys::{InstanceId, RegistryKeyspace, ServiceId};
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use keyplane_core::Result;
 use keyplane_core::keyspace::{Prefix, TypedStore};
 use keyplane_core::{Error, Event, WatchBatch, WatchOptions};
 
@@ -78,7 +78,7 @@ pub type InstanceWatch = BoxStream<'static, keyplane_core::Result<InstanceBatch>
 /// not instance events; transactions with no instance event produce no batch.
 ///
 /// # Errors
-/// [`RegistryError::Store`](super::RegistryError::Store), such as `Compacted` when
+/// The store's errors, such as `Compacted` when
 /// `start_revision` is no longer retained.
 ///
 /// ```
