@@ -4,7 +4,6 @@
 //! accessors are written once.
 
 use crate::error::{Error, ErrorKind};
-use crate::keeper::LeaseKeeper;
 use crate::lease::LeaseId;
 use crate::txn::{Compare, CompareOp, CompareTarget};
 use std::fmt;
@@ -96,7 +95,7 @@ enum Signal {
         /// What the loss error says.
         message: &'static str,
     },
-    /// A [`LeaseKeeper`]'s loss: its kind and reason.
+    /// A `LeaseKeeper`'s loss: its kind and reason.
     Lease(watch::Receiver<Option<(ErrorKind, String)>>),
 }
 
@@ -120,16 +119,21 @@ impl Hold {
         }
     }
 
-    /// A hold of `key`, written at `revision` attached to the lease `keeper` renews: lost
-    /// when the keeper loses the lease. Fenced on the key still being attached to that lease.
-    pub fn of_keeper(keeper: &LeaseKeeper, key: impl Into<Vec<u8>>, revision: i64) -> Self {
-        let key = key.into();
+    /// A hold of `key`, written at `revision` attached to `lease`, lost when `lost` (a
+    /// [`LeaseKeeper`](crate::LeaseKeeper)'s loss signal) reports it. Fenced on the key still
+    /// being attached to that lease.
+    pub(crate) fn of_lease(
+        key: Vec<u8>,
+        revision: i64,
+        lease: LeaseId,
+        lost: watch::Receiver<Option<(ErrorKind, String)>>,
+    ) -> Self {
         Hold {
-            fence: Compare::new(&key, CompareOp::Equal, CompareTarget::Lease(keeper.id().0)),
+            fence: Compare::new(&key, CompareOp::Equal, CompareTarget::Lease(lease.0)),
             key,
-            lease: keeper.id(),
+            lease,
             revision,
-            signal: Signal::Lease(keeper.subscribe()),
+            signal: Signal::Lease(lost),
         }
     }
 

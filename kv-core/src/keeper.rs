@@ -1,6 +1,7 @@
 //! Keeping a lease alive in the background, and learning when it is lost.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::held::Hold;
 use crate::lease::LeaseGrant;
 use crate::lease::LeaseId;
 use crate::store::Store;
@@ -89,6 +90,13 @@ impl LeaseKeeper {
     /// a [`LockLost`](ErrorKind::LockLost) error when renewals failed for a whole TTL.
     pub async fn lost(&self) -> Error {
         crate::held::lease_lost(self.lost.clone(), self.grant.id).await
+    }
+
+    /// The [`Hold`] of `key`, written at `revision` attached to this keeper's lease: for a
+    /// handle that embeds it and implements [`LeaseHeld`](crate::LeaseHeld). It is lost when
+    /// this keeper loses the lease, and fenced on the key still being attached to it.
+    pub fn hold(&self, key: impl Into<Vec<u8>>, revision: i64) -> Hold {
+        Hold::of_lease(key.into(), revision, self.grant.id, self.lost.clone())
     }
 
     /// How many times the lease has been renewed so far (a health signal: it grows every

@@ -33,7 +33,7 @@ impl LeaseHeld for CronixLock {
 
 impl CronixLock {
     fn new(key: LockKey, keeper: LeaseKeeper, revision: i64) -> Self {
-        let hold = Hold::of_keeper(&keeper, key.encode(), revision);
+        let hold = keeper.hold(key.encode(), revision);
         CronixLock { key, keeper, hold }
     }
 }

@@ -60,7 +60,7 @@ pub async fn register_node(
     }
     Ok(NodeRegistration {
         node: info.uuid,
-        hold: Hold::of_keeper(&keeper, key.encode(), outcome.revision),
+        hold: keeper.hold(key.encode(), outcome.revision),
         keeper,
     })
 }

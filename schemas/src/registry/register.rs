@@ -152,7 +152,7 @@ pub async fn register_with(
     Ok(Registration {
         store: store.clone(),
         instance: instance.clone(),
-        hold: Hold::of_keeper(&keeper, instance.data_key().encode(), outcome.revision),
+        hold: keeper.hold(instance.data_key().encode(), outcome.revision),
         keeper,
     })
 }
