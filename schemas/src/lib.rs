@@ -4,6 +4,7 @@
 pub mod balancer;
 mod catalog;
 pub mod cronix;
+mod leased;
 mod live;
 pub mod nxc;
 mod reader;

@@ -3,6 +3,7 @@
 use super::error::CronixError;
 use super::keys::{NodeKey, NodesDir};
 use super::values::NodeInfo;
+use crate::leased::commit_leased;
 use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, ListOptions, Skipped, TypedStore, Versioned};
 use keyplane_core::{ErrorKind, Hold, LeaseHeld, LeaseKeeper};
@@ -47,20 +48,13 @@ pub async fn register_node(
     let key = NodeKey { node: info.uuid };
     let mut txn = store.txn();
     txn.when_absent(&key).put_leased(&key, info, keeper.id());
-    let outcome = match txn.commit().await {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            let _ = keeper.revoke().await;
-            return Err(e);
-        }
-    };
-    if !outcome.succeeded {
-        let _ = keeper.revoke().await;
-        return Err(CronixError::NodeExists(info.uuid).into());
-    }
+    let (keeper, revision) = commit_leased(keeper, &mut txn, || {
+        CronixError::NodeExists(info.uuid).into()
+    })
+    .await?;
     Ok(NodeRegistration {
         node: info.uuid,
-        hold: keeper.hold(key.encode(), outcome.revision),
+        hold: keeper.hold(key.encode(), revision),
         keeper,
     })
 }

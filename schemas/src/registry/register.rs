@@ -3,6 +3,7 @@
 use super::error::RegistryError;
 use super::keys::InstanceId;
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
+use crate::leased::commit_leased;
 use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, TypedStore};
 use keyplane_core::{ErrorKind, Hold, LeaseHeld, LeaseKeeper};
@@ -138,21 +139,14 @@ pub async fn register_with(
             txn.put_leased(&instance.config_key(), config, lease);
         }
     }
-    let outcome = match txn.commit().await {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            let _ = keeper.revoke().await;
-            return Err(e);
-        }
-    };
-    if !outcome.succeeded {
-        let _ = keeper.revoke().await;
-        return Err(RegistryError::UnknownService(instance.service.clone()).into());
-    }
+    let (keeper, revision) = commit_leased(keeper, &mut txn, || {
+        RegistryError::UnknownService(instance.service.clone()).into()
+    })
+    .await?;
     Ok(Registration {
         store: store.clone(),
         instance: instance.clone(),
-        hold: keeper.hold(instance.data_key().encode(), outcome.revision),
+        hold: keeper.hold(instance.data_key().encode(), revision),
         keeper,
     })
 }
