@@ -5,7 +5,7 @@
 //! revision of their keys: the leader is the key with the smallest one. A candidate waits for
 //! the deletion of the key just before it, so a resigned, revoked or expired leader hands
 //! leadership to the next candidate at once. The leader's create revision is its fencing
-//! revision: [`Leadership::fence`] makes a write conditional on still leading.
+//! revision: [`fence`](crate::LeaseHeld::fence) makes a write conditional on still leading.
 //!
 //! The queue is the one [`Lock`](crate::Lock) uses: an election named `n` and a lock named
 //! `n` share their keys, so they must not be given the same name.

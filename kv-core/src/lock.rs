@@ -63,7 +63,7 @@ impl Lock {
     /// Acquires the lock for `lease`, waiting for the contenders queued before it.
     ///
     /// The lock is held until [`LockGuard::unlock`], until the guard is dropped, or until
-    /// `lease` ends (revoked or expired); [`LockGuard::lost`] tells when that happens without
+    /// `lease` ends (revoked or expired); [`lost`](crate::LeaseHeld::lost) tells when that happens without
     /// an unlock. Dropping this future while it waits leaves the queue.
     ///
     /// # Errors
