@@ -26,7 +26,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{Election, LeaseKeeper, Store, Txn, TxnOp};
+/// use keyplane_core::{Election, LeaseHeld, LeaseKeeper, Store, Txn, TxnOp};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
