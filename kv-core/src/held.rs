@@ -78,7 +78,9 @@ pub trait LeaseHeld {
 }
 
 /// The state of a lease-held handle: key, lease, fencing revision, fence and the signal of
-/// its loss. Built by the handles themselves.
+/// its loss. A handle embeds one and implements [`LeaseHeld`] by returning it. Built by the
+/// lock and election recipes, and by [`LeaseKeeper::hold`](crate::LeaseKeeper::hold) for a
+/// handle whose lease a keeper renews.
 pub struct Hold {
     key: Vec<u8>,
     lease: LeaseId,
