@@ -59,7 +59,7 @@ impl EtcdStore {
     }
 }
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Store for EtcdStore {
     fn capabilities(&self) -> &Capabilities {
         &self.core.caps

@@ -8,10 +8,11 @@ use crate::core::Core;
 use crate::error::{map_error, unavailable};
 use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
+use keyplane_core::raw::GroupRevisions;
 use keyplane_core::raw::emulation::cut_page;
 use keyplane_core::{
-    Continuation, Error, GroupRevisions, KeyRange, RangeOptions, RangeResult, Result, WatchBatch,
-    WatchOptions, WatchStream,
+    Continuation, Error, KeyRange, RangeOptions, RangeResult, Result, WatchBatch, WatchOptions,
+    WatchStream,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};

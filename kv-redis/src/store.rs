@@ -6,10 +6,11 @@ use crate::cluster::Groups;
 use crate::config::RedisConfig;
 use crate::core::Core;
 use crate::core::reconcile::ReconcileReport;
+use keyplane_core::raw::escape_bytes;
 use keyplane_core::{
     Capabilities, DeleteResult, Entry, Error, ErrorKind, KeyRange, LeaseGrant, LeaseId, LeaseInfo,
     PutOptions, PutResult, RangeOptions, RangeResult, Result, Store, Txn, TxnResponse,
-    WatchOptions, WatchStream, escape_bytes,
+    WatchOptions, WatchStream,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -248,7 +249,7 @@ impl RedisStore {
 
 /// The hash tag of `key`: what Redis Cluster hashes it by, when it has one.
 fn group_tag(key: &[u8]) -> Option<&[u8]> {
-    keyplane_core::keyspace::redis_hash_tag(key)
+    keyplane_core::raw::redis_hash_tag(key)
 }
 
 /// The error of a key without a hash tag on a cluster.
@@ -298,7 +299,7 @@ fn rand_id() -> u64 {
     RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Store for RedisStore {
     fn capabilities(&self) -> &Capabilities {
         &self.core.caps

@@ -2,7 +2,8 @@
 //! schemas (a registration, a node, a lock) starts with.
 
 use keyplane_core::keyspace::TypedTxn;
-use keyplane_core::{Error, LeaseKeeper, Result};
+use keyplane_core::recipes::LeaseKeeper;
+use keyplane_core::{Error, Result};
 
 /// Commits `txn`, whose writes are attached to `keeper`'s lease, and returns the keeper with
 /// the transaction's revision. When the commit fails, or its compares do not hold (the error

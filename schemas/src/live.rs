@@ -7,7 +7,8 @@
 use crate::ReaderOptions;
 use futures::StreamExt;
 use keyplane_core::keyspace::{CodecContext, Key, KeyspaceValues, TypedStore, Versioned};
-use keyplane_core::{Error, ErrorKind, Mirror, MirrorHealth, MirrorSnapshot, Result};
+use keyplane_core::mirror::{Mirror, MirrorHealth, MirrorSnapshot};
+use keyplane_core::{Error, ErrorKind, Result};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,12 +1,12 @@
 //! [`ReaderOptions`]: how the crate's readers keep their mirrors.
 
-use keyplane_core::MirrorBuilder;
+use keyplane_core::mirror::MirrorBuilder;
 use std::time::Duration;
 
-/// How a [`LiveReader`](crate::LiveReader) keeps its [`Mirror`](keyplane_core::Mirror): the
-/// period of its full resync and the keys per page of its listings. What is not set is the
-/// keyspace's default ([`LiveKeyspace::RESYNC`](crate::LiveKeyspace::RESYNC); 1000 keys per
-/// page).
+/// How a [`LiveReader`](crate::LiveReader) keeps its
+/// [`Mirror`](keyplane_core::mirror::Mirror): the period of its full resync and the keys per
+/// page of its listings. What is not set is the keyspace's default
+/// ([`LiveKeyspace::RESYNC`](crate::LiveKeyspace::RESYNC); 1000 keys per page).
 ///
 /// ```
 /// use keyplane_core::keyspace::TypedStore;

@@ -2,9 +2,10 @@
 //! (lost with their lease), the system-info flow, and the example dataset.
 
 use futures::StreamExt;
+use keyplane_core::Store;
 use keyplane_core::keyspace::TypedStore;
 use keyplane_core::keyspace::{Key, TypedEvent};
-use keyplane_core::{LeaseHeld, Store};
+use keyplane_core::recipes::LeaseHeld;
 use keyplane_schemas::cronix::*;
 use std::sync::Arc;
 use uuid::Uuid;

@@ -3,8 +3,8 @@
 //! leadership, and the next instance takes over when its lease ends.
 
 use futures::StreamExt;
-use keyplane_core::LeaseHeld;
 use keyplane_core::keyspace::{Key, Keyspace, TypedStore};
+use keyplane_core::recipes::LeaseHeld;
 use keyplane_core::{Event, RangeOptions, Store, WatchOptions};
 use keyplane_schemas::cronix::*;
 use std::sync::Arc;

@@ -1,8 +1,9 @@
 //! Cronix nodes, processes and jobs on every backend: node registration with keep-alive and
 //! expiry, processes under a lease, a job moved off a failed node in one transaction.
 
+use keyplane_core::Store;
 use keyplane_core::keyspace::TypedStore;
-use keyplane_core::{LeaseHeld, Store};
+use keyplane_core::recipes::LeaseHeld;
 use keyplane_schemas::cronix::*;
 use std::sync::Arc;
 use uuid::Uuid;

@@ -2,9 +2,9 @@
 //! backend: the scheduler sets the process's `killed` flag, the node sees it through a watch,
 //! ends the process and removes only the key it recorded.
 
-use keyplane_core::LeaseHeld;
 use keyplane_core::Store;
 use keyplane_core::keyspace::{Key, TypedStore};
+use keyplane_core::recipes::LeaseHeld;
 use keyplane_schemas::cronix::*;
 use std::sync::Arc;
 use uuid::Uuid;

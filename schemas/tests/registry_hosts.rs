@@ -1,8 +1,8 @@
 //! Registry instances on IPv6 and DNS hosts as well as IPv4, with their exact key bytes, and
 //! an instance config that outlives the lease only when asked; on every backend.
 
-use keyplane_core::LeaseHeld;
 use keyplane_core::keyspace::{Host, HostPort, Key, Prefix, TypedStore};
+use keyplane_core::recipes::LeaseHeld;
 use keyplane_core::{PutOptions, RangeOptions, Store};
 use keyplane_schemas::registry::*;
 use std::collections::BTreeMap;

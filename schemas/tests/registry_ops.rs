@@ -2,9 +2,9 @@
 //! watch instances come and go (lease expiry included), deregister, evict.
 
 use futures::StreamExt;
-use keyplane_core::LeaseHeld;
 use keyplane_core::Store;
 use keyplane_core::keyspace::{Host, HostPort, Key, Prefix, TypedStore};
+use keyplane_core::recipes::LeaseHeld;
 use keyplane_schemas::registry::*;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;

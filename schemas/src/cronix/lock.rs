@@ -7,7 +7,8 @@ use super::segments::LockName;
 use futures::StreamExt;
 use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, TypedStore};
-use keyplane_core::{ErrorKind, Event, Hold, LeaseHeld, LeaseId, LeaseKeeper, WatchOptions};
+use keyplane_core::recipes::{Hold, LeaseHeld, LeaseKeeper};
+use keyplane_core::{ErrorKind, Event, LeaseId, WatchOptions};
 use std::time::Duration;
 
 /// A held lock: the lock key attached to a lease a [`LeaseKeeper`] renews.

@@ -4,9 +4,9 @@ use super::error::CronixError;
 use super::keys::{NodeKey, NodesDir};
 use super::values::NodeInfo;
 use crate::leased::commit_leased;
-use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, ListOptions, Skipped, TypedStore, Versioned};
-use keyplane_core::{ErrorKind, Hold, LeaseHeld, LeaseKeeper};
+use keyplane_core::recipes::{Hold, LeaseHeld, LeaseKeeper};
+use keyplane_core::{ErrorKind, Result};
 use std::time::Duration;
 use uuid::Uuid;
 

@@ -4,9 +4,9 @@ use super::error::RegistryError;
 use super::keys::InstanceId;
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
 use crate::leased::commit_leased;
-use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, TypedStore};
-use keyplane_core::{ErrorKind, Hold, LeaseHeld, LeaseKeeper};
+use keyplane_core::recipes::{Hold, LeaseHeld, LeaseKeeper};
+use keyplane_core::{ErrorKind, Result};
 use std::time::Duration;
 
 /// What an instance registers: its data and status, and optionally its configuration.

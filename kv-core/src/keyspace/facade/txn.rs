@@ -319,9 +319,9 @@ impl TypedTxn {
         }
     }
 
-    /// Requires a raw compare to hold, such as the [`fence`](crate::LeaseHeld::fence) of a
-    /// lock guard or a leadership: the transaction then writes only while its caller still
-    /// holds the lock or leads.
+    /// Requires a raw compare to hold, such as the
+    /// [`fence`](crate::recipes::LeaseHeld::fence) of a lock guard or a leadership: the
+    /// transaction then writes only while its caller still holds the lock or leads.
     pub fn when(&mut self, compare: Compare) -> &mut Self {
         self.txn.compares.push(compare);
         self

@@ -18,7 +18,8 @@ use tokio::sync::watch;
 /// still holding.
 ///
 /// ```
-/// use keyplane_core::{Lock, LeaseHeld, Store, Txn, TxnOp};
+/// use keyplane_core::recipes::{LeaseHeld, Lock};
+/// use keyplane_core::{Store, Txn, TxnOp};
 /// use std::sync::Arc;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> keyplane_core::Result<()> {
@@ -79,7 +80,7 @@ pub trait LeaseHeld {
 
 /// The state of a lease-held handle: key, lease, fencing revision, fence and the signal of
 /// its loss. A handle embeds one and implements [`LeaseHeld`] by returning it. Built by the
-/// lock and election recipes, and by [`LeaseKeeper::hold`](crate::LeaseKeeper::hold) for a
+/// lock and election recipes, and by [`LeaseKeeper::hold`](super::LeaseKeeper::hold) for a
 /// handle whose lease a keeper renews.
 pub struct Hold {
     key: Vec<u8>,
@@ -122,7 +123,7 @@ impl Hold {
     }
 
     /// A hold of `key`, written at `revision` attached to `lease`, lost when `lost` (a
-    /// [`LeaseKeeper`](crate::LeaseKeeper)'s loss signal) reports it. Fenced on the key still
+    /// [`LeaseKeeper`](super::LeaseKeeper)'s loss signal) reports it. Fenced on the key still
     /// being attached to that lease.
     pub(crate) fn of_lease(
         key: Vec<u8>,
@@ -153,7 +154,7 @@ impl Hold {
                 // The monitor only stops after reporting, or when the holder is gone.
                 let _ = rx.wait_for(|lost| *lost).await;
                 Error::new(ErrorKind::LockLost, *message)
-                    .with_context("key", crate::escape_bytes(&self.key))
+                    .with_context("key", crate::raw::escape_bytes(&self.key))
             }
             Signal::Lease(lost) => lease_lost(lost.clone(), self.lease).await,
         }
@@ -169,7 +170,7 @@ impl LeaseHeld for Hold {
 impl fmt::Debug for Hold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Hold")
-            .field("key", &crate::escape_bytes(&self.key))
+            .field("key", &crate::raw::escape_bytes(&self.key))
             .field("lease", &self.lease)
             .field("revision", &self.revision)
             .field("lost", &self.is_lost())

@@ -1,7 +1,7 @@
 //! Keeping a lease alive in the background, and learning when it is lost.
 
+use super::held::Hold;
 use crate::error::{Error, ErrorKind, Result};
-use crate::held::Hold;
 use crate::lease::LeaseGrant;
 use crate::lease::LeaseId;
 use crate::store::Store;
@@ -25,7 +25,8 @@ type LostReason = Option<(ErrorKind, String)>;
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{LeaseKeeper, PutOptions, Store};
+/// use keyplane_core::{PutOptions, Store};
+/// use keyplane_core::recipes::{LeaseKeeper};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
@@ -89,11 +90,11 @@ impl LeaseKeeper {
     /// [`LeaseNotFound`](ErrorKind::LeaseNotFound) error when the store no longer has it, or
     /// a [`LockLost`](ErrorKind::LockLost) error when renewals failed for a whole TTL.
     pub async fn lost(&self) -> Error {
-        crate::held::lease_lost(self.lost.clone(), self.grant.id).await
+        super::held::lease_lost(self.lost.clone(), self.grant.id).await
     }
 
     /// The [`Hold`] of `key`, written at `revision` attached to this keeper's lease: for a
-    /// handle that embeds it and implements [`LeaseHeld`](crate::LeaseHeld). It is lost when
+    /// handle that embeds it and implements [`LeaseHeld`](crate::recipes::LeaseHeld). It is lost when
     /// this keeper loses the lease, and fenced on the key still being attached to it.
     pub fn hold(&self, key: impl Into<Vec<u8>>, revision: i64) -> Hold {
         Hold::of_lease(key.into(), revision, self.grant.id, self.lost.clone())

@@ -7,11 +7,11 @@
 //! key just before it (no polling, no thundering herd). A crashed holder's key is deleted when
 //! its lease expires, which hands the lock on.
 
-use crate::entry::validate_key;
+use super::held::{Hold, LeaseHeld};
+use super::queue::{Held, Queue};
 use crate::error::Result;
-use crate::held::{Hold, LeaseHeld};
 use crate::lease::LeaseId;
-use crate::queue::{Held, Queue};
+use crate::raw::validate_key;
 use crate::store::Store;
 use std::sync::Arc;
 
@@ -19,7 +19,8 @@ use std::sync::Arc;
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{Compare, CompareOp, LeaseHeld, LeaseKeeper, Lock, Store, Txn, TxnOp};
+/// use keyplane_core::{Compare, CompareOp, Store, Txn, TxnOp};
+/// use keyplane_core::recipes::{LeaseHeld, LeaseKeeper, Lock};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
@@ -63,7 +64,7 @@ impl Lock {
     /// Acquires the lock for `lease`, waiting for the contenders queued before it.
     ///
     /// The lock is held until [`LockGuard::unlock`], until the guard is dropped, or until
-    /// `lease` ends (revoked or expired); [`lost`](crate::LeaseHeld::lost) tells when that happens without
+    /// `lease` ends (revoked or expired); [`lost`](crate::recipes::LeaseHeld::lost) tells when that happens without
     /// an unlock. Dropping this future while it waits leaves the queue.
     ///
     /// # Errors
@@ -72,7 +73,7 @@ impl Lock {
     /// errors.
     pub async fn lock(&self, lease: LeaseId) -> Result<LockGuard> {
         let held = self.queue.join_and_wait(lease, b"").await?;
-        tracing::debug!(key = %crate::escape_bytes(&held.key), "lock acquired");
+        tracing::debug!(key = %crate::raw::escape_bytes(&held.key), "lock acquired");
         Ok(LockGuard::new(held))
     }
 
@@ -88,7 +89,7 @@ impl Lock {
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("name", &crate::escape_bytes(self.name()))
+            .field("name", &crate::raw::escape_bytes(self.name()))
             .finish()
     }
 }
@@ -134,7 +135,7 @@ impl LockGuard {
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
-            .field("key", &crate::escape_bytes(self.key()))
+            .field("key", &crate::raw::escape_bytes(self.key()))
             .field("revision", &self.revision())
             .field("lease", &self.lease())
             .field("lost", &self.is_lost())

@@ -5,16 +5,17 @@
 //! revision of their keys: the leader is the key with the smallest one. A candidate waits for
 //! the deletion of the key just before it, so a resigned, revoked or expired leader hands
 //! leadership to the next candidate at once. The leader's create revision is its fencing
-//! revision: [`fence`](crate::LeaseHeld::fence) makes a write conditional on still leading.
+//! revision: [`fence`](crate::recipes::LeaseHeld::fence) makes a write conditional on still leading.
 //!
-//! The queue is the one [`Lock`](crate::Lock) uses: an election named `n` and a lock named
+//! The queue is the one [`Lock`](crate::recipes::Lock) uses: an election named `n` and a lock named
 //! `n` share their keys, so they must not be given the same name.
 
-use crate::entry::{Entry, validate_key};
+use super::held::{Hold, LeaseHeld};
+use super::queue::{Held, Queue, lost};
+use crate::entry::Entry;
 use crate::error::{ErrorKind, Result};
-use crate::held::{Hold, LeaseHeld};
 use crate::lease::LeaseId;
-use crate::queue::{Held, Queue, lost};
+use crate::raw::validate_key;
 use crate::store::Store;
 use crate::txn::{Txn, TxnOp};
 use crate::watch::{Event, WatchOptions, WatchStream};
@@ -26,7 +27,8 @@ use std::sync::Arc;
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{Election, LeaseHeld, LeaseKeeper, Store, Txn, TxnOp};
+/// use keyplane_core::{Store, Txn, TxnOp};
+/// use keyplane_core::recipes::{Election, LeaseHeld, LeaseKeeper};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
@@ -123,7 +125,7 @@ impl Election {
     /// the lease ended while waiting; backend errors.
     pub async fn campaign(&self, lease: LeaseId, value: impl AsRef<[u8]>) -> Result<Leadership> {
         let held = self.queue.join_and_wait(lease, value.as_ref()).await?;
-        tracing::debug!(key = %crate::escape_bytes(&held.key), "elected");
+        tracing::debug!(key = %crate::raw::escape_bytes(&held.key), "elected");
         Ok(Leadership::new(held))
     }
 
@@ -188,7 +190,7 @@ impl Election {
 impl std::fmt::Debug for Election {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Election")
-            .field("prefix", &crate::escape_bytes(self.prefix()))
+            .field("prefix", &crate::raw::escape_bytes(self.prefix()))
             .finish()
     }
 }
@@ -335,7 +337,7 @@ impl Leadership {
 impl std::fmt::Debug for Leadership {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Leadership")
-            .field("key", &crate::escape_bytes(self.key()))
+            .field("key", &crate::raw::escape_bytes(self.key()))
             .field("revision", &self.revision())
             .field("lease", &self.lease())
             .field("lost", &self.is_lost())
