@@ -69,7 +69,7 @@ impl Core {
             max_value_bytes: config.max_value_bytes,
             max_key_bytes: keyplane_core::MAX_KEY_LEN,
             ttl_granularity: Duration::from_secs(1),
-            watch_retention: Retention::UntilCompacted,
+            history_retention: Retention::UntilCompacted,
             txn: Support::Native,
             leases: Support::Native,
             watch: Support::Native,

@@ -37,8 +37,11 @@ pub struct RedisConfig {
     pub tls: Option<RedisTlsConfig>,
     /// How long to wait for a connection, in ms. Default 5000.
     pub connect_timeout_ms: u64,
-    /// How long to wait for a reply, in ms. Default 5000.
-    pub response_timeout_ms: u64,
+    /// Time allowed for one request (sending it and reading its reply; not for watch
+    /// streams, whose blocking reads add their own wait), in ms. Default 5000. The same name
+    /// as etcd's. (Formerly `response_timeout_ms`, still accepted by serde.)
+    #[serde(alias = "response_timeout_ms")]
+    pub request_timeout_ms: u64,
     /// The prefix of every key the store keeps for itself (revision counter, metadata,
     /// index, event log, leases). User keys starting with it are rejected as `InvalidKey`.
     /// Default `__kv:`.
@@ -97,7 +100,7 @@ pub struct RedisConfig {
     /// operations share, for as long as the replicas take. Default 0 (no wait).
     pub wait_replicas: u32,
     /// How long, in ms, a write waits for `wait_replicas` replicas. At least 1 (0 would wait
-    /// forever) and less than `response_timeout_ms`. Default 1000.
+    /// forever) and less than `request_timeout_ms`. Default 1000.
     pub wait_timeout_ms: u64,
 }
 
@@ -111,7 +114,7 @@ impl Default for RedisConfig {
             #[cfg(feature = "tls")]
             tls: None,
             connect_timeout_ms: 5000,
-            response_timeout_ms: 5000,
+            request_timeout_ms: 5000,
             internal_prefix: "__kv:".to_owned(),
             history_retention: 10_000,
             max_txn_ops: 128,
@@ -143,9 +146,15 @@ impl RedisConfig {
         Duration::from_millis(self.connect_timeout_ms)
     }
 
-    /// The response timeout.
+    /// The request timeout as a [`Duration`].
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// The request timeout, under its former name.
+    #[deprecated(note = "use request_timeout")]
     pub fn response_timeout(&self) -> Duration {
-        Duration::from_millis(self.response_timeout_ms)
+        self.request_timeout()
     }
 
     /// The interval of the reconciler's periodic full pass, if it runs one.
@@ -331,10 +340,10 @@ impl RedisConfig {
             ));
         }
         if self.wait_replicas > 0
-            && (self.wait_timeout_ms == 0 || self.wait_timeout_ms >= self.response_timeout_ms)
+            && (self.wait_timeout_ms == 0 || self.wait_timeout_ms >= self.request_timeout_ms)
         {
             return Err(config_error(
-                "wait_timeout_ms must be at least 1 and less than response_timeout_ms".to_owned(),
+                "wait_timeout_ms must be at least 1 and less than request_timeout_ms".to_owned(),
             ));
         }
         if let Some(root) = self
@@ -363,7 +372,7 @@ impl fmt::Debug for RedisConfig {
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("database", &self.database)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
-            .field("response_timeout_ms", &self.response_timeout_ms)
+            .field("request_timeout_ms", &self.request_timeout_ms)
             .field("internal_prefix", &self.internal_prefix)
             .field("history_retention", &self.history_retention)
             .field("max_txn_ops", &self.max_txn_ops)
@@ -482,11 +491,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.internal_prefix, "_i:");
-        assert_eq!(config.response_timeout(), Duration::from_secs(5));
+        assert_eq!(config.request_timeout(), Duration::from_secs(5));
         let back: RedisConfig =
             serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
         assert_eq!(back, config);
         assert!(serde_json::from_str::<RedisConfig>(r#"{ "uri": "x" }"#).is_err());
+    }
+
+    #[test]
+    fn former_field_names_are_still_accepted() {
+        let config: RedisConfig = serde_json::from_str(
+            r#"{ "response_timeout_ms": 1234, "watch_retention": 7 }"#,
+        )
+        .unwrap();
+        assert_eq!(config.request_timeout_ms, 1234);
+        assert_eq!(config.history_retention, 7);
     }
 
     #[test]

@@ -126,7 +126,7 @@ impl Core {
                 },
             };
             let client = dial
-                .cluster_client(config.connect_timeout(), config.response_timeout())
+                .cluster_client(config.connect_timeout(), config.request_timeout())
                 .map_err(|e| map_error("connect", e))?;
             let con = client
                 .get_async_connection()
@@ -146,7 +146,7 @@ impl Core {
             let client = client.map_err(|e| map_error("connect", e))?;
             let manager_config = ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(config.connect_timeout()))
-                .set_response_timeout(Some(config.response_timeout()))
+                .set_response_timeout(Some(config.request_timeout()))
                 .set_number_of_retries(3);
             let con = client
                 .get_connection_manager_with_config(manager_config)
@@ -160,7 +160,7 @@ impl Core {
             max_value_bytes: MAX_VALUE_BYTES,
             max_key_bytes: keyplane_core::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
-            watch_retention: Retention::Revisions(config.history_retention),
+            history_retention: Retention::Revisions(config.history_retention),
             txn: Support::Native,
             leases: Support::Emulated,
             watch: Support::Emulated,

@@ -481,7 +481,7 @@ pub(crate) fn open(
         max_value_bytes: MAX_VALUE_BYTES,
         max_key_bytes: keyplane_core::MAX_KEY_LEN,
         ttl_granularity: Duration::from_millis(1),
-        watch_retention: Retention::Revisions(config.history_retention),
+        history_retention: Retention::Revisions(config.history_retention),
         txn: Support::Native,
         leases: Support::Native,
         watch: Support::Native,

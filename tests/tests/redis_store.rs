@@ -612,7 +612,7 @@ async fn a_write_no_replica_acknowledges_in_time_is_a_timeout() {
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
     assert_eq!(store.get(key.as_bytes()).await.unwrap(), None);
 
-    for wait_timeout_ms in [0, config.response_timeout_ms] {
+    for wait_timeout_ms in [0, config.request_timeout_ms] {
         let err = RedisStore::connect(RedisConfig {
             wait_timeout_ms,
             ..config.clone()

@@ -112,7 +112,7 @@ fn redis_config(server: &TlsRedis, certs: &TestCerts, ca: &str, client: bool) ->
             key_file: client.then(|| certs.path("client-key.pem")),
         }),
         connect_timeout_ms: 2_000,
-        response_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
         ..RedisConfig::new(server.url())
     }
 }
@@ -139,7 +139,7 @@ async fn redis_with_client_certificates() {
     let plain = server.url().replace("rediss://", "redis://");
     let answer = match RedisStore::connect(RedisConfig {
         connect_timeout_ms: 2_000,
-        response_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
         ..RedisConfig::new(plain)
     })
     .await
@@ -163,7 +163,7 @@ fn cluster_config(url: String, certs: &TestCerts, ca: &str) -> RedisConfig {
             key_file: Some(certs.path("client-key.pem")),
         }),
         connect_timeout_ms: 2_000,
-        response_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
         ..RedisConfig::new(url)
     }
 }

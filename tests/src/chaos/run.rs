@@ -295,7 +295,7 @@ pub async fn redis(settings: &Settings) -> Option<Report> {
     let mut config = RedisConfig::new(server.url());
     config.persistent = true;
     config.connect_timeout_ms = 1000;
-    config.response_timeout_ms = 2000;
+    config.request_timeout_ms = 2000;
     let store: Arc<dyn Store> = Arc::new(
         RedisStore::connect(config)
             .await
