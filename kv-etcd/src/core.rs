@@ -4,6 +4,7 @@
 //! [`Namespace`] that confines keys to the store's root and converts etcd's key-values, and
 //! the collection stamps (see [`stamp_key`]).
 
+pub(crate) mod collections;
 pub(crate) mod plan;
 
 use crate::config::EtcdConfig;

@@ -11,7 +11,7 @@ use std::time::Duration;
 /// use keyplane_mem::{MemConfig, MemStore};
 /// use keyplane_core::Store;
 ///
-/// let store = MemStore::with_config(MemConfig { history_retention: 100, ..MemConfig::default() });
+/// let store = MemStore::open(MemConfig { history_retention: 100, ..MemConfig::default() });
 /// assert_eq!(store.capabilities().history_retention, keyplane_core::Retention::Revisions(100));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

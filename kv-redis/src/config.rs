@@ -206,7 +206,7 @@ impl RedisConfig {
         Ok(info.set_redis_settings(settings))
     }
 
-    /// Checks the configuration and its URL as [`RedisStore::connect`](crate::RedisStore::connect)
+    /// Checks the configuration and its URL as [`RedisStore::open`](crate::RedisStore::open)
     /// does before it connects, without connecting.
     ///
     /// ```
@@ -500,10 +500,9 @@ mod tests {
 
     #[test]
     fn former_field_names_are_still_accepted() {
-        let config: RedisConfig = serde_json::from_str(
-            r#"{ "response_timeout_ms": 1234, "watch_retention": 7 }"#,
-        )
-        .unwrap();
+        let config: RedisConfig =
+            serde_json::from_str(r#"{ "response_timeout_ms": 1234, "watch_retention": 7 }"#)
+                .unwrap();
         assert_eq!(config.request_timeout_ms, 1234);
         assert_eq!(config.history_retention, 7);
     }

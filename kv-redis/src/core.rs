@@ -9,6 +9,7 @@
 //! and [`reads`], the group commit and the grouped reads, both built on [`group`]; [`hub`],
 //! the one follower of the event log's tail that every watch shares.
 
+pub(crate) mod cluster;
 pub(crate) mod commit;
 pub(crate) mod decode;
 pub(crate) mod group;
@@ -17,6 +18,7 @@ pub(crate) mod hub;
 pub(crate) mod link;
 pub(crate) mod reads;
 pub(crate) mod reconcile;
+pub(crate) mod route;
 pub(crate) mod scripts;
 
 use crate::con::{Con, Dial};
@@ -111,7 +113,7 @@ impl Core {
     /// and derives the capabilities from the configuration.
     ///
     /// # Errors
-    /// As [`RedisStore::connect`](crate::RedisStore::connect).
+    /// As [`RedisStore::open`](crate::RedisStore::open).
     pub(crate) async fn connect(config: RedisConfig) -> Result<Core> {
         let (con, dial, db) = if config.is_cluster() {
             let (nodes, username, password) = config.cluster_nodes()?;

@@ -259,7 +259,7 @@ impl Core {
         let (out, commits) = self.write_locked(f);
         let _unflushed = commits.counted.then(|| Unflushed(self));
         if commits.wrote && self.config.durability == Durability::FlushOnCommit {
-            self.db.flush().map_err(map_error)?;
+            self.db.flush().map_err(|e| map_error("flush", e))?;
         }
         self.publish(commits.revision);
         out
@@ -310,7 +310,7 @@ impl Core {
                 .with_source(e)
             })?
             .map(drop)
-            .map_err(map_error)
+            .map_err(|e| map_error("flush", e))
     }
 
     pub(crate) fn publish(&self, revision: Option<i64>) {
@@ -380,7 +380,7 @@ impl Core {
                     }
                     Ok(())
                 });
-            res.map_err(map_txn)?;
+            res.map_err(|e| map_txn("txn", e))?;
             if let Some(&(rev, _)) = writes.log.last() {
                 self.revision.store(rev, Ordering::Release);
             }
@@ -407,7 +407,10 @@ impl Core {
             for rev in floor..to {
                 remove.remove(&be(rev));
             }
-            self.trees.log.apply_batch(remove).map_err(map_error)?;
+            self.trees
+                .log
+                .apply_batch(remove)
+                .map_err(|e| map_error("prune_history", e))?;
             floor = to;
             self.log_floor.store(floor, Ordering::Release);
         }
@@ -447,7 +450,7 @@ pub(crate) fn open(
         .cache_capacity(config.cache_capacity)
         .flush_every_ms(Some(flush_every));
     let db = open_db(&sled_config).map_err(|e| e.with_context("path", &path))?;
-    let tree = |name: &str| db.open_tree(name).map_err(map_error);
+    let tree = |name: &str| db.open_tree(name).map_err(|e| map_error("open", e));
     let trees = Trees {
         data: tree("kv.data")?,
         meta: tree("kv.meta")?,
@@ -456,11 +459,11 @@ pub(crate) fn open(
     };
     check_format(&db, &trees).map_err(|e| e.with_context("path", &path))?;
 
-    let revision = match trees.log.last().map_err(map_error)? {
+    let revision = match trees.log.last().map_err(|e| map_error("open", e))? {
         Some((key, _)) => read_be(&key)?,
         None => 0,
     };
-    let log_floor = match trees.log.first().map_err(map_error)? {
+    let log_floor = match trees.log.first().map_err(|e| map_error("open", e))? {
         Some((key, _)) => read_be(&key)?,
         None => revision + 1,
     };
@@ -470,7 +473,7 @@ pub(crate) fn open(
         .max(1);
     let mut leases = LeaseIndex::default();
     for kv in trees.leases.scan_prefix(b"L") {
-        let (key, value) = kv.map_err(map_error)?;
+        let (key, value) = kv.map_err(|e| map_error("open", e))?;
         leases.insert(read_be(&key[1..])?, LeaseRecord::decode(&value)?);
     }
     let lease_seq = meta_i64(&trees, LEASE_SEQ_KEY)?.unwrap_or(0);
@@ -526,7 +529,7 @@ fn open_db(config: &sled::Config) -> Result<sled::Db> {
         match config.open() {
             Ok(db) => return Ok(db),
             Err(err) => {
-                let err = map_error(err);
+                let err = map_error("open", err);
                 if err.kind() != ErrorKind::Unavailable || started.elapsed() >= LOCK_RELEASE_WAIT {
                     return Err(err);
                 }
@@ -624,7 +627,7 @@ fn meta_i64(trees: &Trees, key: &[u8]) -> Result<Option<i64>> {
     trees
         .meta
         .get(key)
-        .map_err(map_error)?
+        .map_err(|e| map_error("read_metadata", e))?
         .map(|v| read_be(&v))
         .transpose()
 }
@@ -653,8 +656,8 @@ fn check_format(db: &sled::Db, trees: &Trees) -> Result<()> {
             trees
                 .meta
                 .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
-                .map_err(map_error)?;
-            db.flush().map_err(map_error)?;
+                .map_err(|e| map_error("open", e))?;
+            db.flush().map_err(|e| map_error("open", e))?;
             Ok(())
         }
     }
@@ -676,7 +679,7 @@ pub(crate) fn attached_keys(inner: &Core, id: i64) -> Result<Vec<Vec<u8>>> {
         .scan_prefix(&prefix)
         .map(|kv| {
             kv.map(|(k, _)| k[prefix.len()..].to_vec())
-                .map_err(map_error)
+                .map_err(|e| map_error("lease_keys", e))
         })
         .collect()
 }
@@ -688,7 +691,12 @@ pub(crate) fn remove(inner: &Core, w: &mut Writer, commits: &mut Commits, id: i6
     plan.leases.insert(lease_key(id), None);
     for key in attached_keys(inner, id)? {
         plan.leases.insert(attachment_key(id, &key), None);
-        let Some(bytes) = inner.trees.data.get(&key).map_err(map_error)? else {
+        let Some(bytes) = inner
+            .trees
+            .data
+            .get(&key)
+            .map_err(|e| map_error("lease_expiry", e))?
+        else {
             continue;
         };
         let prev = decode_entry(&key, &bytes, false)?;
@@ -722,7 +730,11 @@ pub(crate) struct TreeState<'a>(pub(crate) &'a sled::Tree);
 
 impl OrderedState for TreeState<'_> {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.0.get(key).map_err(map_error)?.map(|v| v.to_vec()))
+        Ok(self
+            .0
+            .get(key)
+            .map_err(|e| map_error("read", e))?
+            .map(|v| v.to_vec()))
     }
 
     fn scan(
@@ -737,7 +749,10 @@ impl OrderedState for TreeState<'_> {
         self.0
             .range::<&[u8], _>(start..end)
             .take(limit.unwrap_or(usize::MAX))
-            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(map_error))
+            .map(|kv| {
+                kv.map(|(k, v)| (k.to_vec(), v.to_vec()))
+                    .map_err(|e| map_error("read", e))
+            })
             .collect()
     }
 
@@ -750,6 +765,6 @@ impl OrderedState for TreeState<'_> {
             .next_back()
             .transpose()
             .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
-            .map_err(map_error)
+            .map_err(|e| map_error("read", e))
     }
 }
