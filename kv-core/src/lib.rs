@@ -27,6 +27,7 @@ pub mod raw;
 mod redact;
 pub mod retry;
 mod store;
+pub mod tls;
 mod txn;
 mod watch;
 

@@ -1,5 +1,7 @@
 //! `RedisConfig`: where the Redis server is and how the store lays out its data there.
 
+#[cfg(feature = "tls")]
+use keyplane_core::tls::TlsConfig;
 use keyplane_core::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -34,7 +36,7 @@ pub struct RedisConfig {
     /// `tls-auth-clients`.
     /// Default none (the system's roots, no client certificate).
     #[cfg(feature = "tls")]
-    pub tls: Option<RedisTlsConfig>,
+    pub tls: Option<TlsConfig>,
     /// How long to wait for a connection, in ms. Default 5000.
     pub connect_timeout_ms: u64,
     /// Time allowed for one request (sending it and reading its reply; not for watch
@@ -320,9 +322,20 @@ impl RedisConfig {
         Ok((nodes, username, password))
     }
 
-    /// The checks every URL shares: the internal prefix, the sizes, the reconcile roots.
+    /// The checks every URL shares: the internal prefix, the sizes, the reconcile roots, the
+    /// TLS settings.
     fn check(&self) -> Result<()> {
         let config_error = |message: String| Error::new(ErrorKind::Config, message);
+        #[cfg(feature = "tls")]
+        if self.tls.as_ref().is_some_and(|tls| tls.domain.is_some()) {
+            // Refused rather than ignored: a certificate check against another name than
+            // the one configured would surprise at the first connection.
+            return Err(config_error(
+                "the Redis client checks the server certificate against the URL's host: \
+                 connect by a name the certificate holds instead of setting tls.domain"
+                    .to_owned(),
+            ));
+        }
         if self.internal_prefix.is_empty() || self.internal_prefix.contains('\0') {
             return Err(config_error(
                 "the internal prefix must be non-empty and contain no NUL".to_owned(),
@@ -392,56 +405,27 @@ impl fmt::Debug for RedisConfig {
     }
 }
 
-/// TLS settings of a `rediss://` connection (feature `tls`): PEM files.
+/// The TLS settings, under their former name (feature `tls`).
 #[cfg(feature = "tls")]
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RedisTlsConfig {
-    /// PEM file of the CA that signed the server's certificate (instead of the system's
-    /// roots).
-    pub ca_file: Option<std::path::PathBuf>,
-    /// PEM file of the client certificate, for servers with `tls-auth-clients yes`.
-    pub cert_file: Option<std::path::PathBuf>,
-    /// PEM file of the client certificate's private key.
-    pub key_file: Option<std::path::PathBuf>,
-}
+#[deprecated(note = "use TlsConfig, the TLS configuration every network backend shares")]
+pub type RedisTlsConfig = TlsConfig;
 
+/// The certificates for redis-rs from `tls`.
+///
+/// # Errors
+/// `Config` when a file cannot be read, or a certificate is given without its key.
 #[cfg(feature = "tls")]
-impl RedisTlsConfig {
-    /// The certificates for redis-rs.
-    ///
-    /// # Errors
-    /// `Config` when a file cannot be read, or a certificate is given without its key.
-    pub(crate) fn certificates(&self) -> Result<redis::TlsCertificates> {
-        let read = |path: &std::path::Path, what: &str| {
-            std::fs::read(path).map_err(|e| {
-                Error::new(ErrorKind::Config, format!("cannot read the TLS {what}"))
-                    .with_context("path", path.display())
-                    .with_source(e)
-            })
-        };
-        let client_tls = match (&self.cert_file, &self.key_file) {
-            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
-                client_cert: read(cert, "client certificate")?,
-                client_key: read(key, "client key")?,
+pub(crate) fn certificates(tls: &TlsConfig) -> Result<redis::TlsCertificates> {
+    let pem = tls.read()?;
+    Ok(redis::TlsCertificates {
+        client_tls: pem
+            .client_identity
+            .map(|(client_cert, client_key)| redis::ClientTlsConfig {
+                client_cert,
+                client_key,
             }),
-            (None, None) => None,
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    "a TLS client certificate needs both cert_file and key_file",
-                ));
-            }
-        };
-        let root_cert = match &self.ca_file {
-            Some(ca) => Some(read(ca, "CA certificate")?),
-            None => None,
-        };
-        Ok(redis::TlsCertificates {
-            client_tls,
-            root_cert,
-        })
-    }
+        root_cert: pem.ca_certificate,
+    })
 }
 
 #[cfg(test)]
@@ -578,8 +562,19 @@ mod tests {
         }
         #[cfg(feature = "tls")]
         {
+            let with_domain = RedisConfig {
+                tls: Some(TlsConfig {
+                    domain: Some("kv.internal".to_owned()),
+                    ..TlsConfig::default()
+                }),
+                ..RedisConfig::new("rediss+cluster://10.0.0.1:7000")
+            };
+            assert_eq!(
+                with_domain.cluster_nodes().unwrap_err().kind(),
+                ErrorKind::Config
+            );
             let plain_with_tls = RedisConfig {
-                tls: Some(RedisTlsConfig::default()),
+                tls: Some(TlsConfig::default()),
                 ..RedisConfig::new("redis+cluster://10.0.0.1:7000")
             };
             let err = plain_with_tls.cluster_nodes().unwrap_err();

@@ -123,7 +123,7 @@ impl Core {
                 password,
                 #[cfg(feature = "tls")]
                 certificates: match &config.tls {
-                    Some(tls) => Some(tls.certificates()?),
+                    Some(tls) => Some(crate::config::certificates(tls)?),
                     None => None,
                 },
             };
@@ -140,7 +140,7 @@ impl Core {
             let db = info.redis_settings().db();
             #[cfg(feature = "tls")]
             let client = match &config.tls {
-                Some(tls) => redis::Client::build_with_tls(info, tls.certificates()?),
+                Some(tls) => redis::Client::build_with_tls(info, crate::config::certificates(tls)?),
                 None => redis::Client::open(info),
             };
             #[cfg(not(feature = "tls"))]

@@ -18,7 +18,10 @@ pub use crate::core::reconcile::ReconcileReport;
 pub use access::{CLUSTER_COMMANDS, RECONCILER_COMMANDS, REQUIRED_COMMANDS};
 pub use config::RedisConfig;
 #[cfg(feature = "tls")]
+#[allow(deprecated)]
 pub use config::RedisTlsConfig;
+#[cfg(feature = "tls")]
+pub use keyplane_core::tls::TlsConfig;
 pub use open::RedisStore;
 
 /// The Lua function library the store loads into Redis 7 (see [`RedisConfig::functions`]):

@@ -5,8 +5,8 @@
 
 use futures::StreamExt;
 use keyplane_core::{Error, ErrorKind, PutOptions, Store, WatchOptions};
-use keyplane_etcd::{EtcdConfig, EtcdStore, EtcdTlsConfig};
-use keyplane_redis::{RedisConfig, RedisStore, RedisTlsConfig};
+use keyplane_etcd::{EtcdConfig, EtcdStore, TlsConfig};
+use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{TestCerts, TlsEtcd, TlsRedis, key_root};
 use tokio::task::block_in_place;
 
@@ -63,8 +63,8 @@ fn refused(err: Error, says_why: bool) {
     );
 }
 
-fn etcd_tls(certs: &TestCerts, ca: &str, client: bool) -> EtcdTlsConfig {
-    EtcdTlsConfig {
+fn etcd_tls(certs: &TestCerts, ca: &str, client: bool) -> TlsConfig {
+    TlsConfig {
         ca_file: Some(certs.path(ca)),
         cert_file: client.then(|| certs.path("client.pem")),
         key_file: client.then(|| certs.path("client-key.pem")),
@@ -72,7 +72,7 @@ fn etcd_tls(certs: &TestCerts, ca: &str, client: bool) -> EtcdTlsConfig {
     }
 }
 
-fn etcd_config(server: &TlsEtcd, tls: EtcdTlsConfig) -> EtcdConfig {
+fn etcd_config(server: &TlsEtcd, tls: TlsConfig) -> EtcdConfig {
     let mut config = EtcdConfig::new([server.endpoint()]);
     config.tls = Some(tls);
     config.retries = 0;
@@ -106,10 +106,11 @@ async fn etcd_with_client_certificates() {
 
 fn redis_config(server: &TlsRedis, certs: &TestCerts, ca: &str, client: bool) -> RedisConfig {
     RedisConfig {
-        tls: Some(RedisTlsConfig {
+        tls: Some(TlsConfig {
             ca_file: Some(certs.path(ca)),
             cert_file: client.then(|| certs.path("client.pem")),
             key_file: client.then(|| certs.path("client-key.pem")),
+            domain: None,
         }),
         connect_timeout_ms: 2_000,
         request_timeout_ms: 2_000,
@@ -157,10 +158,11 @@ async fn redis_with_client_certificates() {
 
 fn cluster_config(url: String, certs: &TestCerts, ca: &str) -> RedisConfig {
     RedisConfig {
-        tls: Some(RedisTlsConfig {
+        tls: Some(TlsConfig {
             ca_file: Some(certs.path(ca)),
             cert_file: Some(certs.path("client.pem")),
             key_file: Some(certs.path("client-key.pem")),
+            domain: None,
         }),
         connect_timeout_ms: 2_000,
         request_timeout_ms: 2_000,
