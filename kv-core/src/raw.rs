@@ -10,5 +10,6 @@ mod codec;
 pub mod emulation;
 pub mod layout;
 
+pub use crate::redact::redact_secret;
 pub use codec::{decode_changes, encode_changes};
 pub use layout::list_index_range;

@@ -101,7 +101,7 @@ impl fmt::Debug for TlsPem {
             )
             .field(
                 "client_identity",
-                &self.client_identity.as_ref().map(|_| "<hidden>"),
+                &crate::raw::redact_secret(self.client_identity.as_ref()),
             )
             .finish()
     }

@@ -4,6 +4,7 @@
 
 #[cfg(feature = "tls")]
 use etcd_client::{Certificate, Identity, TlsOptions};
+use keyplane_core::raw::redact_secret;
 #[cfg(feature = "tls")]
 use keyplane_core::tls::TlsConfig;
 use keyplane_core::{Error, ErrorKind, Result};
@@ -98,7 +99,7 @@ impl fmt::Debug for EtcdConfig {
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("request_timeout_ms", &self.request_timeout_ms)
             .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "<hidden>"));
+            .field("password", &redact_secret(self.password.as_ref()));
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.field("namespace", &self.namespace)

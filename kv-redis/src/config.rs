@@ -1,5 +1,6 @@
 //! `RedisConfig`: where the Redis server is and how the store lays out its data there.
 
+use keyplane_core::raw::redact_secret;
 #[cfg(feature = "tls")]
 use keyplane_core::tls::TlsConfig;
 use keyplane_core::{Error, ErrorKind, Result};
@@ -382,7 +383,7 @@ impl fmt::Debug for RedisConfig {
         let mut d = f.debug_struct("RedisConfig");
         d.field("url", &keyplane_core::redact_url(&self.url))
             .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("password", &redact_secret(self.password.as_ref()))
             .field("database", &self.database)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("request_timeout_ms", &self.request_timeout_ms)

@@ -17,6 +17,7 @@ use crate::core::codec::{
 };
 use crate::error::{map_error, map_txn};
 use keyplane_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
+use keyplane_core::retry::Backoff;
 use keyplane_core::{Capabilities, Error, ErrorKind, Event, LeaseId, Result, Retention, Support};
 use sled::Tree;
 use sled::transaction::{TransactionResult, Transactional};
@@ -519,12 +520,20 @@ pub(crate) fn open(
 /// How long an open waits for sled to release the lock of a database this process closed.
 const LOCK_RELEASE_WAIT: Duration = Duration::from_secs(1);
 
+/// The pauses of an open that waits for a lock to be released, or for a closing store of the
+/// same directory to close: short, as both take moments,
+/// and bounded by [`LOCK_RELEASE_WAIT`] and [`CLOSING_WAIT`].
+const LOCK_POLL: Backoff = Backoff::requests()
+    .initial(Duration::from_millis(2))
+    .max_delay(Duration::from_millis(10));
+
 /// Opens the sled database. sled releases the directory lock of a dropped database from its
 /// I/O threads, a moment after the drop returns; the directory is not open in this process
 /// any more (see [`PathClaim`]), so a lock held by this process is about to be released, and
 /// one held by another process persists past the wait.
 fn open_db(config: &sled::Config) -> Result<sled::Db> {
     let started = Instant::now();
+    let mut attempt = 0;
     loop {
         match config.open() {
             Ok(db) => return Ok(db),
@@ -533,7 +542,8 @@ fn open_db(config: &sled::Config) -> Result<sled::Db> {
                 if err.kind() != ErrorKind::Unavailable || started.elapsed() >= LOCK_RELEASE_WAIT {
                     return Err(err);
                 }
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(LOCK_POLL.delay(attempt));
+                attempt += 1;
             }
         }
     }
@@ -568,6 +578,7 @@ impl PathClaim {
             .with_source(e)
         })?;
         let started = Instant::now();
+        let mut attempt = 0;
         loop {
             let mut open = OPEN_PATHS.lock().unwrap_or_else(PoisonError::into_inner);
             match open.get(&path) {
@@ -586,7 +597,8 @@ impl PathClaim {
                 }
             }
             drop(open);
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(LOCK_POLL.delay(attempt));
+            attempt += 1;
         }
     }
 
