@@ -10,7 +10,8 @@ use keyplane_core::{Error, ErrorKind, Result, escape_bytes};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
-/// The keyplane-core [`Store`] on Redis, with native strings, sets, hashes and lists.
+/// The keyplane-core [`Store`](keyplane_core::Store) on Redis, with native strings, sets,
+/// hashes and lists.
 ///
 /// Every transaction is one Lua script; per-key revisions live in a metadata hash, an ordered
 /// index serves ranges, a stream is the event log that watches read, and leases are a deadline

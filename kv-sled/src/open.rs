@@ -7,7 +7,8 @@ use keyplane_core::Result;
 use std::fmt;
 use std::sync::Arc;
 
-/// The embedded, persistent store: the whole [`Store`] contract on a sled database directory.
+/// The embedded, persistent store: the whole [`Store`](keyplane_core::Store) contract on a
+/// sled database directory.
 ///
 /// Data, metadata, the event log and leases live in four sled trees, and every write
 /// transaction is one sled transaction across them, so a crash never leaves half of one.
