@@ -54,7 +54,7 @@ use std::sync::Arc;
 pub struct SledStore {
     pub(crate) inner: Arc<Core>,
     /// Marks the store as closing once the last clone is dropped.
-    _handle: Arc<core::OpenHandle>,
+    _handle: Arc<core::claim::OpenHandle>,
 }
 
 impl SledStore {
@@ -107,7 +107,7 @@ impl SledStore {
     }
 
     fn start(config: SledConfig, temp_dir: Option<tempfile::TempDir>) -> Result<Self> {
-        let (inner, runtime) = core::open(config, temp_dir)?;
+        let (inner, runtime) = core::open::open(config, temp_dir)?;
         lease::spawn_expiry(&inner, &runtime);
         let handle = Arc::new(inner._claim.handle());
         Ok(SledStore {

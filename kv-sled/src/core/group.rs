@@ -338,7 +338,7 @@ mod tests {
     }
 
     fn open(dir: &tempfile::TempDir) -> Arc<Core> {
-        crate::core::open(SledConfig::new(dir.path()), None)
+        crate::core::open::open(SledConfig::new(dir.path()), None)
             .unwrap()
             .0
     }
