@@ -146,7 +146,7 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
                              likely a program using SledStore, which keeps it for as long as it \
                              runs: stop it, or let that program and kvctl share the data through \
                              etcd or Redis (--store etcd://... or redis://...)",
-                            keyplane_core::redact_url(url),
+                            keyplane_core::raw::redact_url(url),
                             LOCK_WAIT.as_secs()
                         ),
                     ));
@@ -197,7 +197,7 @@ fn unreachable(url: &str, why: &str, code: u8) -> CliError {
         code,
         format!(
             "store {} unreachable: {why}",
-            keyplane_core::redact_url(url)
+            keyplane_core::raw::redact_url(url)
         ),
     )
 }

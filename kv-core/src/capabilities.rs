@@ -78,8 +78,8 @@ pub struct Capabilities {
     pub max_txn_ops: usize,
     /// Largest value accepted, in bytes.
     pub max_value_bytes: usize,
-    /// Longest key accepted, in bytes: [`MAX_KEY_LEN`](crate::MAX_KEY_LEN) on every backend,
-    /// less under a [`Namespaced`](crate::Namespaced) store (its prefix takes the rest).
+    /// Longest key accepted, in bytes: [`MAX_KEY_LEN`](crate::raw::MAX_KEY_LEN) on every backend,
+    /// less under a [`Namespaced`](crate::layer::Namespaced) store (its prefix takes the rest).
     pub max_key_bytes: usize,
     /// TTLs are rounded up to a multiple of this.
     pub ttl_granularity: Duration,

@@ -1,52 +1,54 @@
-//! Collection events: what a watch that asks for collections
-//! ([`WatchOptions::with_collections`](crate::WatchOptions::with_collections)) reports when a
-//! set, map or list changes, and how to replay them.
-//!
-//! Every change a transaction makes to a collection is one [`CollectionChange`], in the order
-//! of the transaction's ops, in the same [`WatchBatch`](crate::WatchBatch) (so at the same
-//! revision) as the plain events of that transaction; a batch lists its plain events first,
-//! then its collection events. A write that changes nothing (adding a present member,
-//! putting a field's current value, rotating an empty list) reports nothing.
-//!
-//! A transaction that leaves a collection empty reports one
-//! [`CollectionChange::Deleted`] for it instead of its member changes, whether the
-//! collection went with `delete`/`delete_prefix` or its last members were removed one by
-//! one: a collection without members does not exist, on every backend. A collection deleted
-//! and written again in one transaction reports `Deleted` followed by the writes.
-//!
-//! The events are enough to replay a collection exactly: start from its contents at revision
-//! R (a read at R, or empty), apply every change of the revisions after R in order with
-//! [`CollectionValue::apply`], and the result is the collection's contents at the last
-//! revision applied. A consistent start on every backend is a read-only transaction of
-//! collection reads (`SetMembers`, `MapGetAll`, `ListRange`): its response's revision is the
-//! revision R it read at, and a watch from R + 1 continues exactly where it left off.
-//!
-//! ```
-//! use futures::StreamExt;
-//! use keyplane_core::{CollectionChange, CollectionOp, Event, Store, WatchOptions};
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> keyplane_core::Result<()> {
-//! let store = keyplane_mem::MemStore::new();
-//! let mut watch = store.watch(WatchOptions::prefix("realms/").with_collections()).await?;
-//! store.collection(CollectionOp::SetAdd {
-//!     key: b"realms/eu".to_vec(),
-//!     member: b"alipay".to_vec(),
-//! }).await?;
-//! let batch = watch.next().await.unwrap()?;
-//! let Event::Collection(event) = &batch.events[0] else { unreachable!() };
-//! assert_eq!(event.key, b"realms/eu");
-//! assert_eq!(event.change, CollectionChange::SetAdd { member: b"alipay".to_vec() });
-//! # Ok(()) }
-//! ```
-//!
-//! On Redis, a collection another program changes directly (a raw `SADD`) is not reported:
-//! only the changes made through the store are logged.
+//! [`CollectionEvent`] and [`CollectionChange`]: what a watch reports of collections.
 
 use crate::collections::CollectionKind;
 use crate::error::{Error, ErrorKind, Result};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One change to one collection, reported by a watch that asks for collections.
+///
+/// Collection events: what a watch that asks for collections
+/// ([`WatchOptions::with_collections`](crate::WatchOptions::with_collections)) reports when a
+/// set, map or list changes, and how to replay them.
+///
+/// Every change a transaction makes to a collection is one [`CollectionChange`], in the order
+/// of the transaction's ops, in the same [`WatchBatch`](crate::WatchBatch) (so at the same
+/// revision) as the plain events of that transaction; a batch lists its plain events first,
+/// then its collection events. A write that changes nothing (adding a present member,
+/// putting a field's current value, rotating an empty list) reports nothing.
+///
+/// A transaction that leaves a collection empty reports one
+/// [`CollectionChange::Deleted`] for it instead of its member changes, whether the
+/// collection went with `delete`/`delete_prefix` or its last members were removed one by
+/// one: a collection without members does not exist, on every backend. A collection deleted
+/// and written again in one transaction reports `Deleted` followed by the writes.
+///
+/// The events are enough to replay a collection exactly: start from its contents at revision
+/// R (a read at R, or empty), apply every change of the revisions after R in order with
+/// [`CollectionValue::apply`], and the result is the collection's contents at the last
+/// revision applied. A consistent start on every backend is a read-only transaction of
+/// collection reads (`SetMembers`, `MapGetAll`, `ListRange`): its response's revision is the
+/// revision R it read at, and a watch from R + 1 continues exactly where it left off.
+///
+/// ```
+/// use futures::StreamExt;
+/// use keyplane_core::{CollectionChange, CollectionOp, Event, Store, WatchOptions};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let store = keyplane_mem::MemStore::new();
+/// let mut watch = store.watch(WatchOptions::prefix("realms/").with_collections()).await?;
+/// store.collection(CollectionOp::SetAdd {
+///     key: b"realms/eu".to_vec(),
+///     member: b"alipay".to_vec(),
+/// }).await?;
+/// let batch = watch.next().await.unwrap()?;
+/// let Event::Collection(event) = &batch.events[0] else { unreachable!() };
+/// assert_eq!(event.key, b"realms/eu");
+/// assert_eq!(event.change, CollectionChange::SetAdd { member: b"alipay".to_vec() });
+/// # Ok(()) }
+/// ```
+///
+/// On Redis, a collection another program changes directly (a raw `SADD`) is not reported:
+/// only the changes made through the store are logged.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CollectionEvent {
     /// The collection's key.

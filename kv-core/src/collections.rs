@@ -1,62 +1,9 @@
-//! Sets, maps and lists: the collection operations of the contract and the key layout that
-//! ordered backends use to emulate them.
-//!
-//! A collection lives at a key, like a Redis SET, HASH or LIST. Redis stores it natively;
-//! ordered backends (etcd, sled, memory) store one key per member under a reserved layout that
-//! no user key can enter, because user keys never contain NUL (see
-//! [`validate_key`]):
-//!
-//! | collection | member key |
-//! |---|---|
-//! | set `K`, member `m` | `\0s` `K` `\0` `m` (value empty) |
-//! | map `K`, field `f` | `\0m` `K` `\0` `f` (value = the field's value) |
-//! | list `K`, position `p` | `\0l` `K` `\0` 16 lowercase hex digits of `p` (value = the item) |
-//!
-//! `get` sees plain keys only; a range lists the collections in it, with their kind and size,
-//! when asked ([`RangeOptions::with_collections`](crate::RangeOptions::with_collections)); a
-//! watch reports every change to them, member by member, when asked
-//! ([`WatchOptions::with_collections`](crate::WatchOptions::with_collections), see
-//! [`changes`](crate::changes));
-//! `delete(K)` and `delete_prefix(P)` also delete the collections at `K` or under `P`. Using one key both as a
-//! plain value and as a collection, or as two kinds of collection, is portable only on ordered
-//! backends: Redis reports [`ErrorKind::WrongType`](crate::ErrorKind::WrongType).
-//!
-//! In one transaction branch a set member or map field may be written once, but one list may
-//! be written several times (push, remove, rotate): the ops apply in order, each seeing the
-//! list the previous one left, all in the one atomic step of the transaction.
-//!
-//! Transactions compare collections too, atomically with their ops on every backend
-//! ([`Compare::set_contains`](crate::Compare::set_contains),
-//! [`Compare::map_field`](crate::Compare::map_field),
-//! [`Compare::size`](crate::Compare::size) and the others of
-//! [`CompareTarget`](crate::CompareTarget)): a set member or map field present or absent, a
-//! map field's value, how many times an item is in a list, a collection's size. An absent
-//! collection has no member and size 0; a collection whose last member was removed is
-//! absent. On Redis a collection compare on a key holding another type is `WrongType`, and
-//! the transaction writes nothing.
-//!
-//! ```
-//! use keyplane_core::{CollectionOp, Compare, Store, Txn, TxnOp};
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> keyplane_core::Result<()> {
-//! let store = keyplane_mem::MemStore::new();
-//! // Claim a job only while no worker holds it: one winner however many race.
-//! let claim = |worker: &str| Txn::new()
-//!     .when([Compare::map_lacks(b"jobs/42", b"owner")])
-//!     .and_then([TxnOp::Collection(CollectionOp::MapPut {
-//!         key: b"jobs/42".to_vec(),
-//!         field: b"owner".to_vec(),
-//!         value: worker.as_bytes().to_vec(),
-//!     })]);
-//! assert!(store.txn(claim("w1")).await?.succeeded);
-//! assert!(!store.txn(claim("w2")).await?.succeeded);
-//! # Ok(()) }
-//! ```
+//! [`CollectionOp`]: the collection operations of the contract, and their key layout.
 
 use crate::capabilities::Capabilities;
 use crate::continuation::Continuation;
-use crate::entry::validate_key;
 use crate::error::{Error, Result};
+use crate::raw::validate_key;
 
 /// The kinds of collection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -94,6 +41,61 @@ impl CollectionKind {
 
 /// A set, map or list operation. Each is also a transaction op
 /// ([`TxnOp::Collection`](crate::TxnOp::Collection)).
+///
+/// Sets, maps and lists: the collection operations of the contract and the key layout that
+/// ordered backends use to emulate them.
+///
+/// A collection lives at a key, like a Redis SET, HASH or LIST. Redis stores it natively;
+/// ordered backends (etcd, sled, memory) store one key per member under a reserved layout that
+/// no user key can enter, because user keys never contain NUL (see
+/// [`validate_key`]):
+///
+/// | collection | member key |
+/// |---|---|
+/// | set `K`, member `m` | `\0s` `K` `\0` `m` (value empty) |
+/// | map `K`, field `f` | `\0m` `K` `\0` `f` (value = the field's value) |
+/// | list `K`, position `p` | `\0l` `K` `\0` 16 lowercase hex digits of `p` (value = the item) |
+///
+/// `get` sees plain keys only; a range lists the collections in it, with their kind and size,
+/// when asked ([`RangeOptions::with_collections`](crate::RangeOptions::with_collections)); a
+/// watch reports every change to them, member by member, when asked
+/// ([`WatchOptions::with_collections`](crate::WatchOptions::with_collections), see
+/// [`CollectionEvent`](crate::CollectionEvent));
+/// `delete(K)` and `delete_prefix(P)` also delete the collections at `K` or under `P`. Using one key both as a
+/// plain value and as a collection, or as two kinds of collection, is portable only on ordered
+/// backends: Redis reports [`ErrorKind::WrongType`](crate::ErrorKind::WrongType).
+///
+/// In one transaction branch a set member or map field may be written once, but one list may
+/// be written several times (push, remove, rotate): the ops apply in order, each seeing the
+/// list the previous one left, all in the one atomic step of the transaction.
+///
+/// Transactions compare collections too, atomically with their ops on every backend
+/// ([`Compare::set_contains`](crate::Compare::set_contains),
+/// [`Compare::map_field`](crate::Compare::map_field),
+/// [`Compare::size`](crate::Compare::size) and the others of
+/// [`CompareTarget`](crate::CompareTarget)): a set member or map field present or absent, a
+/// map field's value, how many times an item is in a list, a collection's size. An absent
+/// collection has no member and size 0; a collection whose last member was removed is
+/// absent. On Redis a collection compare on a key holding another type is `WrongType`, and
+/// the transaction writes nothing.
+///
+/// ```
+/// use keyplane_core::{CollectionOp, Compare, Store, Txn, TxnOp};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> keyplane_core::Result<()> {
+/// let store = keyplane_mem::MemStore::new();
+/// // Claim a job only while no worker holds it: one winner however many race.
+/// let claim = |worker: &str| Txn::new()
+///     .when([Compare::map_lacks(b"jobs/42", b"owner")])
+///     .and_then([TxnOp::Collection(CollectionOp::MapPut {
+///         key: b"jobs/42".to_vec(),
+///         field: b"owner".to_vec(),
+///         value: worker.as_bytes().to_vec(),
+///     })]);
+/// assert!(store.txn(claim("w1")).await?.succeeded);
+/// assert!(!store.txn(claim("w2")).await?.succeeded);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CollectionOp {
     /// Add a member: `Changed(true)` when it was not there.

@@ -17,8 +17,9 @@
 
 use crate::collections::CollectionKind;
 use crate::continuation::{Continuation, GroupRevisions};
-use crate::entry::{Entry, prefix_end, validate_key, validate_prefix};
+use crate::entry::Entry;
 use crate::error::{Error, Result};
+use crate::raw::{prefix_end, validate_key, validate_prefix};
 
 /// Which keys a range read or a watch covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -40,7 +41,7 @@ impl KeyRange {
     /// The inclusive start and exclusive end (`None` = unbounded) of this range in key order.
     ///
     /// The start is never below `[0x01]`: user keys contain no NUL, and keys starting with NUL
-    /// are the reserved collection layout (see [`collections`](crate::collections)), which no
+    /// are the reserved collection layout (see [`CollectionOp`](crate::CollectionOp)), which no
     /// range or watch may see.
     pub fn bounds(&self) -> (Vec<u8>, Option<Vec<u8>>) {
         let (start, end) = self.raw_bounds();
@@ -209,7 +210,7 @@ impl RangeOptions {
     /// Every page of such a listing reads the revision of the first, as for plain ranges, and
     /// a listing can be pinned to a past revision ([`RangeOptions::at_revision`]): etcd reads
     /// its collection stamps at that revision, the other backends rewind each collection's
-    /// size through the collection events logged after it (see [`changes`](crate::changes)).
+    /// size through the collection events logged after it (see [`CollectionEvent`](crate::CollectionEvent)).
     /// On Redis, a collection that another program changed directly (a raw `SADD`) after the
     /// revision is rewound through the store's own changes only.
     ///

@@ -1,6 +1,7 @@
-//! The toolkit of backend implementors: the emulation of collections, snapshot reads and
-//! change tracking over ordered keys, the reserved key layout collections use, and the
-//! binary form of collection changes.
+//! The toolkit of backend implementors: the key rules every backend enforces, the emulation
+//! of collections, snapshot reads and change tracking over ordered keys, the reserved key
+//! layout collections use, the binary form of collection changes, and the redaction of
+//! secrets in connection URLs, and Redis Cluster's hash slots.
 //!
 //! A program that uses a store never needs this module; a crate that implements
 //! [`Store`](crate::Store) for a new backend builds on it, as the memory, sled and etcd
@@ -8,8 +9,15 @@
 
 mod codec;
 pub mod emulation;
+mod hash_slot;
+mod key;
 pub mod layout;
+mod redact;
 
-pub use crate::redact::redact_secret;
+pub use crate::continuation::GroupRevisions;
+pub use async_trait::async_trait;
 pub use codec::{decode_changes, encode_changes};
+pub use hash_slot::{redis_hash_tag, redis_key_slot};
+pub use key::{MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix};
 pub use layout::list_index_range;
+pub use redact::{redact_secret, redact_url};

@@ -75,7 +75,7 @@ pub struct DeletePrefixResult {
 
 /// A hierarchical key-value store: the contract every backend implements in full.
 ///
-/// Keys and values are bytes; keys obey [`validate_key`](crate::validate_key). The store has
+/// Keys and values are bytes; keys obey [`validate_key`](crate::raw::validate_key). The store has
 /// one revision that every write transaction bumps once. The trait is object safe:
 /// `Arc<dyn Store>` swaps backends at run time.
 ///
@@ -152,7 +152,7 @@ pub trait Store: Send + Sync + 'static {
     /// # Errors
     /// `InvalidKey`; backend errors.
     async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        crate::validate_key(key)?;
+        crate::raw::validate_key(key)?;
         let mut page = self
             .range(RangeOptions::new(crate::KeyRange::Key(key.to_vec())))
             .await?;
@@ -208,7 +208,7 @@ pub trait Store: Send + Sync + 'static {
     /// # Errors
     /// `InvalidKey` for an empty prefix; backend errors.
     async fn delete_prefix(&self, prefix: &[u8]) -> Result<DeletePrefixResult> {
-        crate::validate_prefix(prefix, false)?;
+        crate::raw::validate_prefix(prefix, false)?;
         let resp = self
             .txn(Txn::new().and_then([TxnOp::delete_prefix(prefix)]))
             .await?;

@@ -2,9 +2,10 @@
 
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
-use crate::entry::{Entry, validate_key, validate_prefix};
+use crate::entry::Entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::LeaseId;
+use crate::raw::{validate_key, validate_prefix};
 
 /// How a compare relates the stored attribute to the given one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -531,7 +532,7 @@ fn validate_branch(ops: &[TxnOp], caps: &Capabilities) -> Result<()> {
                 ErrorKind::TxnConflict,
                 "a transaction branch writes the same key twice",
             )
-            .with_context("key", crate::escape_bytes(pair[0].1)));
+            .with_context("key", crate::raw::escape_bytes(pair[0].1)));
         }
     }
     for (i, prefix) in deleted_prefixes.iter().enumerate() {
@@ -545,8 +546,8 @@ fn validate_branch(ops: &[TxnOp], caps: &Capabilities) -> Result<()> {
                     ErrorKind::TxnConflict,
                     "a transaction branch writes a key inside a prefix it deletes",
                 )
-                .with_context("key", crate::escape_bytes(key))
-                .with_context("prefix", crate::escape_bytes(prefix)));
+                .with_context("key", crate::raw::escape_bytes(key))
+                .with_context("prefix", crate::raw::escape_bytes(prefix)));
             }
         }
         for other in &deleted_prefixes[i + 1..] {
@@ -555,7 +556,7 @@ fn validate_branch(ops: &[TxnOp], caps: &Capabilities) -> Result<()> {
                     ErrorKind::TxnConflict,
                     "a transaction branch deletes overlapping prefixes",
                 )
-                .with_context("prefix", crate::escape_bytes(other)));
+                .with_context("prefix", crate::raw::escape_bytes(other)));
             }
         }
     }
@@ -584,7 +585,7 @@ mod tests {
             backend: "test",
             max_txn_ops: 128,
             max_value_bytes: 1 << 20,
-            max_key_bytes: crate::entry::MAX_KEY_LEN,
+            max_key_bytes: crate::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
             history_retention: Retention::Revisions(1000),
             txn: Support::Native,

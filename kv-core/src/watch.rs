@@ -118,7 +118,7 @@ impl WatchOptions {
     }
 
     /// Also report changes to the collections whose keys are in the range, as
-    /// [`Event::Collection`] (see [`changes`](crate::changes) for what each reports).
+    /// [`Event::Collection`] (see [`CollectionEvent`](crate::CollectionEvent) for what each reports).
     pub fn with_collections(mut self) -> Self {
         self.collections = true;
         self

@@ -4,8 +4,9 @@
 mod keyspace_example;
 
 use keyplane_core::keyspace::{
-    HostPort, Key, KeyErrorReason, Keyspace, Padded, Prefix, check_keyspace, redis_key_slot,
+    HostPort, Key, KeyErrorReason, Keyspace, Padded, Prefix, check_keyspace,
 };
+use keyplane_core::raw::redis_key_slot;
 use keyspace_example::*;
 use uuid::Uuid;
 

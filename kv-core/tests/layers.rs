@@ -1,15 +1,15 @@
 //! Each layer on its own: retry, timeout, tracing, metrics, faults, namespace, read-only.
 
 use futures::StreamExt;
-use keyplane_core::intercept::{Intercepted, Interceptor};
 use keyplane_core::layer::{
-    Call, Fault, FaultLayer, MetricsLayer, NamespaceLayer, ReadOnlyLayer, RetryLayer, StoreExt,
-    TimeoutLayer, TracingLayer,
+    Call, Fault, FaultLayer, FaultStore, Interceptor, MetricsLayer, NamespaceLayer, ReadOnlyLayer,
+    RetryLayer, StoreExt, TimeoutLayer, TracingLayer,
 };
+use keyplane_core::raw::async_trait;
 use keyplane_core::retry::Backoff;
 use keyplane_core::{
     CollectionOp, Compare, CompareOp, Error, ErrorKind, KeyRange, PutOptions, RangeOptions, Result,
-    Store, Txn, TxnOp, WatchOptions, async_trait,
+    Store, Txn, TxnOp, WatchOptions,
 };
 use keyplane_mem::MemStore;
 use std::collections::BTreeMap;
@@ -42,10 +42,12 @@ impl Interceptor for Failing {
     }
 }
 
-fn failing(error: Option<Error>) -> Arc<Intercepted<MemStore, Failing>> {
-    let interceptor = Failing::default();
-    *interceptor.error.lock().unwrap() = error;
-    Arc::new(Intercepted::new(Arc::new(MemStore::new()), interceptor))
+/// A store whose calls `Failing` counts and fails, and the interceptor's state.
+fn failing(error: Option<Error>) -> (Arc<FaultStore<MemStore>>, Arc<Failing>) {
+    let hook = Arc::new(Failing::default());
+    *hook.error.lock().unwrap() = error;
+    let store = MemStore::new().layer(FaultLayer::new(0).intercept(Arc::clone(&hook)));
+    (Arc::new(store), hook)
 }
 
 #[tokio::test]
@@ -56,64 +58,60 @@ async fn retry_gives_up_at_once_on_errors_that_will_not_pass() {
         Error::compacted(3),
         Error::new(ErrorKind::Unavailable, "down").set_retryable(false),
     ] {
-        let inner = failing(Some(error.clone()));
+        let (inner, hook) = failing(Some(error.clone()));
         let store = inner.clone().layer(RetryLayer::new(fast()));
         let err = store.get(b"k").await.unwrap_err();
         assert_eq!(err.kind(), error.kind());
-        assert_eq!(
-            inner.interceptor().calls.load(Ordering::SeqCst),
-            1,
-            "{error}"
-        );
+        assert_eq!(hook.calls.load(Ordering::SeqCst), 1, "{error}");
     }
 }
 
 #[tokio::test]
 async fn retry_retries_reads_and_unapplied_writes_until_the_policy_ends() {
     let down = Error::new(ErrorKind::Unavailable, "down");
-    let inner = failing(Some(down.clone()));
+    let (inner, hook) = failing(Some(down.clone()));
     let store = inner.clone().layer(RetryLayer::new(fast().max_attempts(4)));
     let err = store.get(b"k").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     assert!(err.to_string().contains("attempts: 4"), "{err}");
-    assert_eq!(inner.interceptor().calls.load(Ordering::SeqCst), 4);
+    assert_eq!(hook.calls.load(Ordering::SeqCst), 4);
 
     // A write whose outcome is unknown is tried once...
-    inner.interceptor().calls.store(0, Ordering::SeqCst);
+    hook.calls.store(0, Ordering::SeqCst);
     let err = store
         .put(b"k", b"v", PutOptions::default())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
-    assert_eq!(inner.interceptor().calls.load(Ordering::SeqCst), 1);
+    assert_eq!(hook.calls.load(Ordering::SeqCst), 1);
     // ...a write that never reached the backend is retried...
-    *inner.interceptor().error.lock().unwrap() = Some(down.clone().set_unapplied(true));
-    inner.interceptor().calls.store(0, Ordering::SeqCst);
+    *hook.error.lock().unwrap() = Some(down.clone().set_unapplied(true));
+    hook.calls.store(0, Ordering::SeqCst);
     store
         .put(b"k", b"v", PutOptions::default())
         .await
         .unwrap_err();
-    assert_eq!(inner.interceptor().calls.load(Ordering::SeqCst), 4);
+    assert_eq!(hook.calls.load(Ordering::SeqCst), 4);
     // ...and so is one whose outcome is unknown when the caller opts in; a read-only
     // transaction is a read.
-    *inner.interceptor().error.lock().unwrap() = Some(down);
+    *hook.error.lock().unwrap() = Some(down);
     let opted = inner
         .clone()
         .layer(RetryLayer::new(fast().max_attempts(3)).retry_unknown_writes(true));
     for (write, expected) in [(true, 3), (false, 3)] {
-        inner.interceptor().calls.store(0, Ordering::SeqCst);
+        hook.calls.store(0, Ordering::SeqCst);
         let txn = if write {
             Txn::new().and_then([TxnOp::put("k", "v")])
         } else {
             Txn::new().and_then([TxnOp::get("k")])
         };
         opted.txn(txn).await.unwrap_err();
-        assert_eq!(inner.interceptor().calls.load(Ordering::SeqCst), expected);
+        assert_eq!(hook.calls.load(Ordering::SeqCst), expected);
     }
     let read_txn = store.txn(Txn::new().and_then([TxnOp::get("k")]));
-    inner.interceptor().calls.store(0, Ordering::SeqCst);
+    hook.calls.store(0, Ordering::SeqCst);
     read_txn.await.unwrap_err();
-    assert_eq!(inner.interceptor().calls.load(Ordering::SeqCst), 4);
+    assert_eq!(hook.calls.load(Ordering::SeqCst), 4);
 }
 
 #[tokio::test]
@@ -598,7 +596,7 @@ async fn namespace_isolation_holds_both_ways() {
     // Bad input is refused, and a layer's prefix must leave room.
     assert_eq!(ns.get(b"").await.unwrap_err().kind(), ErrorKind::InvalidKey);
     assert!(NamespaceLayer::new("").is_err());
-    assert!(NamespaceLayer::new(vec![b'a'; keyplane_core::MAX_KEY_LEN]).is_err());
+    assert!(NamespaceLayer::new(vec![b'a'; keyplane_core::raw::MAX_KEY_LEN]).is_err());
 }
 
 #[tokio::test]

@@ -50,7 +50,7 @@ impl EtcdConfig {
         let root = self.namespace.as_deref().unwrap_or("").as_bytes();
         let physical = |key: &[u8]| [root, key].concat();
         let whole = |start: Vec<u8>| {
-            let range_end = keyplane_core::prefix_end(&start).unwrap_or_else(|| vec![0]);
+            let range_end = keyplane_core::raw::prefix_end(&start).unwrap_or_else(|| vec![0]);
             RolePermission {
                 access: Access::ReadWrite,
                 key: start,

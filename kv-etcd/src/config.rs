@@ -233,7 +233,7 @@ impl EtcdConfig {
             return Err(Error::new(ErrorKind::Config, "a password needs a user"));
         }
         if let Some(ns) = &self.namespace {
-            keyplane_core::validate_prefix(ns.as_bytes(), true)
+            keyplane_core::raw::validate_prefix(ns.as_bytes(), true)
                 .map_err(|e| Error::new(ErrorKind::Config, "invalid namespace").with_source(e))?;
         }
         Ok(())
@@ -251,7 +251,7 @@ impl EtcdConfig {
 }
 
 fn config_error(message: &str, url: &str) -> Error {
-    Error::new(ErrorKind::Config, message).with_context("url", keyplane_core::redact_url(url))
+    Error::new(ErrorKind::Config, message).with_context("url", keyplane_core::raw::redact_url(url))
 }
 
 fn decode(s: &str, url: &str) -> Result<String> {

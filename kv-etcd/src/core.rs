@@ -14,10 +14,10 @@ use etcd_client::{
     WatchOptions as EtcdWatchOptions,
 };
 use keyplane_core::raw::layout;
+use keyplane_core::raw::prefix_end;
 use keyplane_core::retry::Backoff;
 use keyplane_core::{
     Capabilities, CollectionKind, Entry, Error, ErrorKind, LeaseId, Result, Retention, Support,
-    prefix_end,
 };
 use std::future::Future;
 use std::time::Duration;
@@ -68,7 +68,7 @@ impl Core {
             backend: "etcd",
             max_txn_ops: config.max_txn_ops,
             max_value_bytes: config.max_value_bytes,
-            max_key_bytes: keyplane_core::MAX_KEY_LEN,
+            max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_secs(1),
             history_retention: Retention::UntilCompacted,
             txn: Support::Native,

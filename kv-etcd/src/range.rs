@@ -5,10 +5,8 @@ use crate::core::{Core, header_revision};
 use etcd_client::{GetOptions, GetResponse};
 use keyplane_core::raw::emulation::{list_collections, merge_page};
 use keyplane_core::raw::layout;
-use keyplane_core::{
-    CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result, prefix_end,
-    validate_key,
-};
+use keyplane_core::raw::{prefix_end, validate_key};
+use keyplane_core::{CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result};
 use std::collections::BTreeMap;
 
 pub(crate) async fn revision(core: &Core) -> Result<i64> {

@@ -7,7 +7,7 @@ use keyplane_core::{
 };
 use std::time::Duration;
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Store for EtcdStore {
     fn capabilities(&self) -> &Capabilities {
         &self.core.caps

@@ -17,7 +17,7 @@ pub(crate) async fn put(
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    keyplane_core::validate_key(key)?;
+    keyplane_core::raw::validate_key(key)?;
     core.caps.validate_value(value)?;
     let physical = core.ns.key(key);
     let mut put = EtcdPutOptions::new();

@@ -349,7 +349,7 @@ impl Watcher {
                 Ok(changes) => changes,
                 Err(e) => {
                     self.corrupted =
-                        Some(e.with_context("stamp", keyplane_core::escape_bytes(physical)));
+                        Some(e.with_context("stamp", keyplane_core::raw::escape_bytes(physical)));
                     return None;
                 }
             },

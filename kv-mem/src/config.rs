@@ -54,7 +54,7 @@ impl MemConfig {
             backend: "memory",
             max_txn_ops: self.max_txn_ops,
             max_value_bytes: self.max_value_bytes,
-            max_key_bytes: keyplane_core::MAX_KEY_LEN,
+            max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
             history_retention: Retention::Revisions(self.history_retention),
             txn: Support::Native,

@@ -21,7 +21,7 @@ pub(crate) fn range(shared: &Shared, opts: &RangeOptions) -> Result<RangeResult>
 
 /// The entry of one key.
 pub(crate) fn get(shared: &Shared, key: &[u8]) -> Result<Option<Entry>> {
-    keyplane_core::validate_key(key)?;
+    keyplane_core::raw::validate_key(key)?;
     let state = shared.state()?;
     Ok(state.kv.get(key).map(|stored| stored.entry(key, false)))
 }

@@ -4,9 +4,8 @@ use crate::core::{Shared, State, Stored};
 use keyplane_core::raw::emulation::{
     Overlay, collection_ranges_for_key, collection_ranges_for_prefix, compares_hold,
 };
-use keyplane_core::{
-    Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse, prefix_end,
-};
+use keyplane_core::raw::prefix_end;
+use keyplane_core::{Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -96,7 +95,7 @@ impl State {
                     "a put names a lease that does not exist, was revoked or has expired",
                 )
                 .with_context("lease", lease)
-                .with_context("key", keyplane_core::escape_bytes(key)));
+                .with_context("key", keyplane_core::raw::escape_bytes(key)));
             }
         }
         let mut staged = Staged {

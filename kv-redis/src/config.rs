@@ -64,7 +64,7 @@ pub struct RedisConfig {
     /// script runs (about 12 µs per key deleted); a larger one is refused with
     /// `TxnTooLarge` before anything is written, so that no delete blocks the server near
     /// its script time limit (`busy-reply-threshold`, 5 s by default).
-    /// [`delete_prefix_in_batches`](keyplane_core::delete_prefix_in_batches) removes a
+    /// [`delete_prefix_in_batches`](keyplane_core::recipes::delete_prefix_in_batches) removes a
     /// larger prefix in atomic batches. Default 50 000 (about 0.6 s of server time).
     pub max_prefix_delete_keys: u64,
     /// How many times in a row a watch retries a lost connection before it reports
@@ -178,7 +178,7 @@ impl RedisConfig {
         if !(self.url.starts_with("redis://") || self.url.starts_with("rediss://")) {
             return Err(config_error(format!(
                 "a Redis URL starts with redis://, rediss:// or redis+cluster://, got {:?}",
-                keyplane_core::redact_url(&self.url)
+                keyplane_core::raw::redact_url(&self.url)
             )));
         }
         if self.url.starts_with("rediss://") && !cfg!(feature = "tls") {
@@ -193,7 +193,7 @@ impl RedisConfig {
         self.check()?;
         let info = self.url.as_str().into_connection_info().map_err(|e| {
             Error::new(ErrorKind::Config, "the Redis URL does not parse")
-                .with_context("url", keyplane_core::redact_url(&self.url))
+                .with_context("url", keyplane_core::raw::redact_url(&self.url))
                 .with_source(e)
         })?;
         let mut settings = info.redis_settings().clone();
@@ -381,7 +381,7 @@ const TLS_CLUSTER_SCHEME: &str = "rediss+cluster://";
 impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("RedisConfig");
-        d.field("url", &keyplane_core::redact_url(&self.url))
+        d.field("url", &keyplane_core::raw::redact_url(&self.url))
             .field("username", &self.username)
             .field("password", &redact_secret(self.password.as_ref()))
             .field("database", &self.database)

@@ -6,7 +6,8 @@ use crate::core::Core;
 use crate::core::cluster::Groups;
 use crate::core::reconcile::ReconcileReport;
 use crate::core::route::{Router, on_cluster};
-use keyplane_core::{Error, ErrorKind, Result, escape_bytes};
+use keyplane_core::raw::escape_bytes;
+use keyplane_core::{Error, ErrorKind, Result};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 

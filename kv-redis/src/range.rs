@@ -26,7 +26,7 @@ pub(crate) async fn revision(core: &Core) -> Result<i64> {
 /// read-only replicas. A string another program wrote (a value without metadata) is adopted
 /// by the reconcile script and read again: two more round trips, once per such key.
 pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
-    keyplane_core::validate_key(key)?;
+    keyplane_core::raw::validate_key(key)?;
     core.check_key(key)?;
     // A key that another program keeps rewriting and deleting between the read and the
     // adoption could keep this going; a few rounds are plenty in practice.
@@ -43,7 +43,7 @@ pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
         ErrorKind::Unavailable,
         "another program keeps replacing the key while it is read",
     )
-    .with_context("key", keyplane_core::escape_bytes(key))
+    .with_context("key", keyplane_core::raw::escape_bytes(key))
     .set_retryable(true))
 }
 

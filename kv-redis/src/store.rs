@@ -10,7 +10,7 @@ use keyplane_core::{
 use std::sync::Arc;
 use std::time::Duration;
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Store for RedisStore {
     fn capabilities(&self) -> &Capabilities {
         &self.router.core.caps

@@ -74,7 +74,7 @@ pub(crate) async fn put(
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    keyplane_core::validate_key(key)?;
+    keyplane_core::raw::validate_key(key)?;
     core.check_key(key)?;
     core.caps.validate_value(value)?;
     let lease = opts.lease.map_or(0, |l| l.0).to_string();
@@ -93,7 +93,7 @@ pub(crate) async fn put(
 
 /// One delete through `scripts/delete.lua`; returns the previous entry of the plain key.
 pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<DeleteResult> {
-    keyplane_core::validate_key(key)?;
+    keyplane_core::raw::validate_key(key)?;
     core.check_key(key)?;
     let mut args = Cmd::new();
     args.arg(key);

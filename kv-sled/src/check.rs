@@ -5,8 +5,9 @@ use crate::core::codec::{
     LeaseRecord, attachment_key, corrupted, decode_entry, decode_events, lease_key, read_be,
 };
 use crate::error::map_error;
+use keyplane_core::raw::escape_bytes;
 use keyplane_core::raw::layout;
-use keyplane_core::{Event, Result, escape_bytes};
+use keyplane_core::{Event, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::PoisonError;
 

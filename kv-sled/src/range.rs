@@ -8,7 +8,8 @@ use crate::error::map_error;
 use keyplane_core::raw::emulation::{
     Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
-use keyplane_core::{Entry, RangeOptions, RangeResult, Result, validate_key};
+use keyplane_core::raw::validate_key;
+use keyplane_core::{Entry, RangeOptions, RangeResult, Result};
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 

@@ -2,9 +2,10 @@
 
 use crate::SledStore;
 use crate::{lease, range, txn, watch};
+use keyplane_core::raw::async_trait;
 use keyplane_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
-    Txn, TxnResponse, WatchOptions, WatchStream, async_trait,
+    Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::time::Duration;
 

@@ -40,6 +40,39 @@
 
 pub use keyplane_core::*;
 
+// keyplane-core keeps only the contract at its root and each layer in its module; this crate
+// keeps every name at the root where it has always been, so programs that depend on it see
+// no change.
+pub use keyplane_core::keyspace::{Key, Keyspace, Prefix, Segment, Separator};
+pub use keyplane_core::layer::{Namespaced, StoreExt};
+pub use keyplane_core::mirror::{
+    Mirror, MirrorBatch, MirrorBuilder, MirrorCause, MirrorHealth, MirrorSnapshot,
+    MirrorSubscription,
+};
+pub use keyplane_core::raw::{
+    GroupRevisions, MAX_KEY_LEN, async_trait, escape_bytes, prefix_end, redact_url, validate_key,
+    validate_prefix,
+};
+pub use keyplane_core::recipes::{
+    BulkLoader, BulkProgress, BulkReport, Election, Leader, Leadership, LeaseKeeper, Lock,
+    LockGuard, delete_prefix_in_batches,
+};
+
+/// The collection changes a watch reports: the same types as at the root.
+pub mod changes {
+    pub use keyplane_core::{CollectionChange, CollectionEvent, CollectionValue};
+}
+
+/// The hook of a [`FaultLayer`](layer::FaultLayer): the same types as in [`layer`].
+pub mod intercept {
+    pub use keyplane_core::layer::{Call, Interceptor};
+}
+
+/// The collection operations of a transaction: the same types as at the root.
+pub mod collections {
+    pub use keyplane_core::{CollectionKind, CollectionOp, CollectionResult};
+}
+
 mod open;
 
 pub use open::{Backend, OpenOptions, open};

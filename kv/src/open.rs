@@ -181,7 +181,7 @@ fn invalid(url: &str, why: &str) -> Error {
         ErrorKind::Config,
         format!(
             "invalid store URL {:?}: {why}",
-            keyplane_core::redact_url(url)
+            keyplane_core::raw::redact_url(url)
         ),
     )
 }

@@ -1,10 +1,10 @@
 //! [`ReaderOptions`]: how the crate's readers keep their mirrors.
 
-use keyplane_core::MirrorBuilder;
+use keyplane_core::mirror::MirrorBuilder;
 use std::time::Duration;
 
 /// How a reader of this crate ([`TenantProvider`](crate::tenant::TenantProvider),
-/// [`ResolverCache`](crate::nxc::ResolverCache)) keeps its [`Mirror`](keyplane_core::Mirror):
+/// [`ResolverCache`](crate::nxc::ResolverCache)) keeps its [`Mirror`](keyplane_core::mirror::Mirror):
 /// the period of its full resync and the keys per page of its listings. What is not set is
 /// the reader's default (its documented resync period; 1000 keys per page).
 ///

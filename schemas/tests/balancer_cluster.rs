@@ -5,7 +5,8 @@
 //! program reads the native types with a cluster client.
 
 use keyplane_core::Store;
-use keyplane_core::keyspace::{TypedStore, redis_key_slot};
+use keyplane_core::keyspace::TypedStore;
+use keyplane_core::raw::redis_key_slot;
 use keyplane_redis::RedisStore;
 use keyplane_schemas::balancer::*;
 use keyplane_tests::harness::{redis_lrange, shared_redis_cluster};

@@ -8,8 +8,9 @@
 use keyplane_core::keyspace::Key;
 use keyplane_core::keyspace::{
     EncryptionKey, Keyring, Keyspace, TypedStore, assert_key_invariants,
-    assert_keyspace_invariants, check_keyspace, redis_key_slot,
+    assert_keyspace_invariants, check_keyspace,
 };
+use keyplane_core::raw::redis_key_slot;
 use keyplane_core::{ErrorKind, Store};
 use keyplane_redis::RedisStore;
 use keyplane_schemas::nxc::*;

@@ -2,8 +2,9 @@
 //! legacy group, index and config string found by scanning, planned, applied twice,
 //! verified, finalized, or rolled back; newer data in the new layout is never overwritten.
 
+use keyplane_core::layer::Namespaced;
 use keyplane_core::migrate::{Migrator, Phase};
-use keyplane_core::{CollectionOp, CollectionResult, Namespaced, PutOptions, Store};
+use keyplane_core::{CollectionOp, CollectionResult, PutOptions, Store};
 use keyplane_schemas::nxc::NxcLegacy;
 use std::sync::Arc;
 

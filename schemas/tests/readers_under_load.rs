@@ -16,12 +16,13 @@
 
 mod tenant_common;
 
-use keyplane_core::intercept::{Call, Intercepted, Interceptor};
 use keyplane_core::keyspace::{Key, Prefix, Text, TypedStore};
-use keyplane_core::layer::{Fault, FaultLayer, FaultStore, NamespaceLayer, StoreExt};
+use keyplane_core::layer::{
+    Call, Fault, FaultLayer, FaultStore, Interceptor, NamespaceLayer, StoreExt,
+};
+use keyplane_core::mirror::{Mirror, MirrorSnapshot};
 use keyplane_core::{
-    CollectionKind, CollectionOp, CollectionResult, CollectionValue, Mirror, MirrorSnapshot,
-    RangeOptions, Result, Store,
+    CollectionKind, CollectionOp, CollectionResult, CollectionValue, RangeOptions, Result, Store,
 };
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_schemas::ReaderOptions;
@@ -77,7 +78,7 @@ struct Gate {
     ranges: AtomicU64,
 }
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Interceptor for Gate {
     async fn before(&self, call: Call) -> Result<()> {
         if call == Call::Range {
@@ -94,7 +95,7 @@ impl Interceptor for Gate {
 /// listings wait for the writers ([`Gate`]) and whose watch can be made to drop once.
 struct Busy {
     base: Arc<dyn Store>,
-    gate: Arc<Intercepted<dyn Store, Gate>>,
+    gate: Arc<Gate>,
     faults: Arc<FaultStore<Arc<dyn Store>>>,
     writers: Writers,
 }
@@ -104,14 +105,14 @@ impl Busy {
     fn start(base: Arc<dyn Store>) -> Busy {
         let root = format!("busy-{}/", uuid::Uuid::new_v4().simple());
         let writers = Writers::start(&base, root.as_bytes());
-        let gate = Arc::new(Intercepted::new(
-            base.clone(),
-            Gate {
-                written: writers.counter(),
-                ranges: AtomicU64::new(0),
-            },
-        ));
-        let gated: Arc<dyn Store> = gate.clone();
+        let gate = Arc::new(Gate {
+            written: writers.counter(),
+            ranges: AtomicU64::new(0),
+        });
+        let gated: Arc<dyn Store> = Arc::new(
+            base.clone()
+                .layer(FaultLayer::new(0).intercept(gate.clone())),
+        );
         let faults =
             Arc::new(gated.layer(FaultLayer::new(37).with(Fault::watch_disconnect().times(1))));
         faults.set_enabled(false);
@@ -130,7 +131,7 @@ impl Busy {
 
     /// The listing calls the readers made so far.
     fn ranges(&self) -> u64 {
-        self.gate.interceptor().ranges.load(Ordering::SeqCst)
+        self.gate.ranges.load(Ordering::SeqCst)
     }
 
     /// Makes `mirror` list again while the writers write: once the store has moved past the

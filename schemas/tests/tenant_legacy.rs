@@ -2,8 +2,9 @@
 //! raw in the old layout (`jxt//...`), planned, applied twice, interrupted and resumed,
 //! verified, finalized; a rollback; data written to the new layout meanwhile kept.
 
+use keyplane_core::layer::Namespaced;
 use keyplane_core::migrate::{Migrator, Phase};
-use keyplane_core::{Namespaced, PutOptions, RangeOptions, Store};
+use keyplane_core::{PutOptions, RangeOptions, Store};
 use keyplane_schemas::tenant::TenantLegacy;
 use std::sync::Arc;
 

@@ -3,9 +3,10 @@
 
 mod tenant_common;
 
-use keyplane_core::intercept::{Call, Intercepted, Interceptor};
 use keyplane_core::keyspace::{Key, TypedStore};
-use keyplane_core::{Result, Store, async_trait};
+use keyplane_core::layer::{Call, FaultLayer, Interceptor, StoreExt};
+use keyplane_core::raw::async_trait;
+use keyplane_core::{Result, Store};
 use keyplane_mem::MemStore;
 use keyplane_schemas::tenant::{HostIndexKey, HostName, load_tenant, publish_tenant};
 use std::sync::Arc;
@@ -42,14 +43,13 @@ async fn a_write_between_its_reads_is_not_seen() {
     }
     .encode()
     .into_bytes();
-    let watched = Arc::new(Intercepted::new(
-        inner.clone(),
+    let watched = Arc::new(inner.clone().layer(FaultLayer::new(0).intercept(
         DeleteAfterFirstRange {
             store: inner.clone(),
             key: key.clone(),
             armed: AtomicBool::new(true),
         },
-    ));
+    )));
     let read = load_tenant(&TypedStore::new(watched), tenant.id())
         .await
         .unwrap()

@@ -8,9 +8,11 @@
 //! Run with `cargo xtask bench criterion --bench mirror` (real servers) or
 //! `cargo bench -p keyplane-tests --bench mirror`.
 
-use keyplane_core::intercept::{Call, Intercepted, Interceptor};
 use keyplane_core::keyspace::{Key, TypedStore};
-use keyplane_core::{BulkLoader, MirrorSnapshot, Result, Store};
+use keyplane_core::layer::{Call, FaultLayer, Interceptor, StoreExt};
+use keyplane_core::mirror::MirrorSnapshot;
+use keyplane_core::recipes::BulkLoader;
+use keyplane_core::{Result, Store};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -57,7 +59,7 @@ struct HoldWatch {
 
 struct Hold(Arc<HoldWatch>);
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Interceptor for Hold {
     async fn before(&self, call: Call) -> Result<()> {
         if call == Call::Watch && self.0.armed.swap(false, Ordering::AcqRel) {
@@ -147,10 +149,9 @@ async fn measure(name: &str, store: Arc<dyn Store>) {
     for round in 0..3u64 {
         let hold = Arc::new(HoldWatch::default());
         hold.armed.store(true, Ordering::Release);
-        let held: Arc<dyn Store> = Arc::new(Intercepted::new(
-            Arc::clone(&store),
-            Hold(Arc::clone(&hold)),
-        ));
+        let held: Arc<dyn Store> = Arc::new(
+            Arc::clone(&store).layer(FaultLayer::new(0).intercept(Hold(Arc::clone(&hold)))),
+        );
         let builder = TypedStore::new(held).mirror(&dir).unwrap().heartbeat(None);
         let starting = tokio::spawn(builder.start());
         hold.entered.notified().await;

@@ -50,7 +50,7 @@ pub async fn redis() -> Option<Arc<dyn Store>> {
 /// Cluster ([`RedisStore::group`]), under a namespace that puts the group's hash tag in front
 /// of every key (`{<uuid>}/`), so that any key a test writes is in the group.
 pub async fn redis_cluster_group() -> Option<Arc<dyn Store>> {
-    use keyplane_core::StoreExt;
+    use keyplane_core::layer::StoreExt;
     let cluster = shared_redis_cluster().await?;
     let store = RedisStore::from_url(&cluster.url())
         .await

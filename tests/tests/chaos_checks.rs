@@ -3,9 +3,10 @@
 //! an honest MemStore passes both, all through the same driver `cargo xtask chaos` uses.
 
 use futures::StreamExt;
+use keyplane_core::raw::async_trait;
 use keyplane_core::{
     Capabilities, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store, Txn,
-    TxnResponse, WatchOptions, WatchStream, async_trait,
+    TxnResponse, WatchOptions, WatchStream,
 };
 use keyplane_mem::MemStore;
 use keyplane_tests::chaos::check::Analysis;

@@ -2,7 +2,8 @@
 //! `etcd-client`, as `etcdctl` would.
 
 use etcd_client::KvClient;
-use keyplane_core::{Event, Store, WatchOptions, async_trait};
+use keyplane_core::raw::async_trait;
+use keyplane_core::{Event, Store, WatchOptions};
 use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_tests::conformance::foreign::{RawWriter, next_events};
 use keyplane_tests::harness::{key_root, shared_etcd};

@@ -112,3 +112,130 @@ async fn malformed_urls_are_config_errors() {
         );
     }
 }
+
+/// Every name the facade has always had at its root is still there, and is the item of
+/// keyplane-core it always was (wherever keyplane-core keeps it now).
+#[test]
+fn the_facade_keeps_every_root_name() {
+    use std::any::type_name;
+    macro_rules! same_types {
+        ($($name:ident = $core:ty),* $(,)?) => {
+            $(assert_eq!(
+                type_name::<keyplane::$name>(),
+                type_name::<$core>(),
+                "keyplane::{}",
+                stringify!($name)
+            );)*
+        };
+    }
+    use keyplane_core as core;
+    same_types!(
+        BulkProgress = core::recipes::BulkProgress,
+        BulkReport = core::recipes::BulkReport,
+        Capabilities = core::Capabilities,
+        ForeignWrites = core::ForeignWrites,
+        Retention = core::Retention,
+        Sharding = core::Sharding,
+        Support = core::Support,
+        CollectionChange = core::CollectionChange,
+        CollectionEvent = core::CollectionEvent,
+        CollectionValue = core::CollectionValue,
+        CollectionKind = core::CollectionKind,
+        CollectionOp = core::CollectionOp,
+        CollectionResult = core::CollectionResult,
+        Continuation = core::Continuation,
+        GroupRevisions = core::raw::GroupRevisions,
+        Election = core::recipes::Election,
+        Leader = core::recipes::Leader,
+        Leadership = core::recipes::Leadership,
+        Entry = core::Entry,
+        Error = core::Error,
+        ErrorKind = core::ErrorKind,
+        LeaseKeeper = core::recipes::LeaseKeeper,
+        LeaseGrant = core::LeaseGrant,
+        LeaseId = core::LeaseId,
+        LeaseInfo = core::LeaseInfo,
+        Lock = core::recipes::Lock,
+        LockGuard = core::recipes::LockGuard,
+        MirrorCause = core::mirror::MirrorCause,
+        MirrorHealth = core::mirror::MirrorHealth,
+        CollectionEntry = core::CollectionEntry,
+        KeyRange = core::KeyRange,
+        RangeOptions = core::RangeOptions,
+        RangeResult = core::RangeResult,
+        DeletePrefixResult = core::DeletePrefixResult,
+        DeleteResult = core::DeleteResult,
+        PutOptions = core::PutOptions,
+        PutResult = core::PutResult,
+        Compare = core::Compare,
+        CompareOp = core::CompareOp,
+        CompareTarget = core::CompareTarget,
+        OpResult = core::OpResult,
+        Txn = core::Txn,
+        TxnOp = core::TxnOp,
+        TxnResponse = core::TxnResponse,
+        Event = core::Event,
+        WatchBatch = core::WatchBatch,
+        WatchOptions = core::WatchOptions,
+        WatchPosition = core::WatchPosition,
+        WatchStream = core::WatchStream,
+    );
+    assert_eq!(
+        type_name::<keyplane::Result<()>>(),
+        type_name::<core::Result<()>>()
+    );
+    assert_eq!(
+        type_name::<keyplane::Namespaced>(),
+        type_name::<core::layer::Namespaced>()
+    );
+    type K = Vec<u8>;
+    type V = Vec<u8>;
+    assert_eq!(
+        type_name::<keyplane::Mirror<K, V>>(),
+        type_name::<core::mirror::Mirror<K, V>>()
+    );
+    assert_eq!(
+        type_name::<keyplane::MirrorBatch<K, V>>(),
+        type_name::<core::mirror::MirrorBatch<K, V>>()
+    );
+    assert_eq!(
+        type_name::<keyplane::MirrorBuilder<K, V>>(),
+        type_name::<core::mirror::MirrorBuilder<K, V>>()
+    );
+    assert_eq!(
+        type_name::<keyplane::MirrorSnapshot<K, V>>(),
+        type_name::<core::mirror::MirrorSnapshot<K, V>>()
+    );
+    assert_eq!(
+        type_name::<keyplane::MirrorSubscription<K, V>>(),
+        type_name::<core::mirror::MirrorSubscription<K, V>>()
+    );
+    assert_eq!(
+        type_name::<keyplane::BulkLoader<'static, dyn keyplane::Store>>(),
+        type_name::<core::recipes::BulkLoader<'static, dyn keyplane::Store>>()
+    );
+    // Functions and constants: the same values as keyplane-core's.
+    assert_eq!(keyplane::MAX_KEY_LEN, core::raw::MAX_KEY_LEN);
+    assert_eq!(keyplane::prefix_end(b"a/"), core::raw::prefix_end(b"a/"));
+    assert_eq!(
+        keyplane::escape_bytes(b"\0"),
+        core::raw::escape_bytes(b"\0")
+    );
+    assert!(keyplane::validate_key(b"").is_err());
+    assert!(keyplane::validate_prefix(b"", true).is_ok());
+    assert_eq!(
+        keyplane::redact_url("redis://u:secret@h:6379/0"),
+        core::raw::redact_url("redis://u:secret@h:6379/0")
+    );
+    // Traits, macros and a generic function: these names resolve.
+    #[allow(unused_imports)]
+    use keyplane::{
+        Key, Keyspace, Prefix, Segment, Separator, StoreExt, async_trait, delete_prefix_in_batches,
+    };
+    #[allow(unused_imports)]
+    use keyplane::{changes::CollectionChange, collections::CollectionOp, intercept::Interceptor};
+    fn layered<S: keyplane::StoreExt>(store: S) -> impl keyplane::Store {
+        store.layer(keyplane::layer::ReadOnlyLayer)
+    }
+    let _ = layered(keyplane::mem::MemStore::new());
+}

@@ -12,7 +12,8 @@ fn model_sequences_match_the_reference_model() {
 /// `LeaseKeeper` and `Lock` under paused time: renewals, loss after failed renewals, expiry.
 mod keeper_and_lock {
     use keyplane_core::layer::{Call, Fault, FaultLayer, FaultStore, StoreExt};
-    use keyplane_core::{ErrorKind, LeaseKeeper, Lock, Store};
+    use keyplane_core::recipes::{LeaseKeeper, Lock};
+    use keyplane_core::{ErrorKind, Store};
     use keyplane_mem::MemStore;
     use std::sync::Arc;
     use std::time::Duration;

@@ -1,8 +1,9 @@
-//! The whole conformance suite through [`Namespaced`](keyplane_core::Namespaced): a memory
+//! The whole conformance suite through [`Namespaced`](keyplane_core::layer::Namespaced): a memory
 //! store and the harness Redis seen under a prefix, with a key of the same name written
 //! outside the prefix by every case's store so that a leak would show.
 
-use keyplane_core::{Namespaced, PutOptions, Store};
+use keyplane_core::layer::Namespaced;
+use keyplane_core::{PutOptions, Store};
 use std::sync::Arc;
 
 /// A namespace of its own on `inner`, after writing a decoy just outside it.

@@ -311,7 +311,7 @@ proptest! {
         let _ = ring.decrypt_for(&raw, &raw);
         let text = String::from_utf8_lossy(&raw);
         let _ = keyplane_schemas::parse_any(&text);
-        let _ = keyplane_core::validate_key(&raw);
+        let _ = keyplane_core::raw::validate_key(&raw);
     }
 
     /// Store URLs of any form are refused or opened, never a panic. (Network URLs are only

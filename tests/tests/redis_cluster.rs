@@ -40,7 +40,7 @@ mod group_conformance {
     keyplane_tests::conformance_suite!(keyplane_tests::backends::redis_cluster_group);
 }
 
-use keyplane_core::keyspace::redis_key_slot;
+use keyplane_core::raw::redis_key_slot;
 use keyplane_core::{
     ErrorKind, KeyRange, PutOptions, RangeOptions, Sharding, Store, Txn, TxnOp, WatchOptions,
 };
@@ -585,8 +585,8 @@ async fn a_watch_spanning_groups_tags_each_batch_and_resumes_per_group() {
 /// of the range, since the store has no one revision).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spanning_watch_from_now_finds_new_groups_through_the_retry_layer() {
-    use keyplane_core::StoreExt;
     use keyplane_core::layer::RetryLayer;
+    use keyplane_core::layer::StoreExt;
     let Some(cluster) = shared_redis_cluster().await else {
         return;
     };

@@ -2,7 +2,8 @@
 //! `SET`, `DEL` and `GET` (and native collections), as `redis-cli` would; the store's
 //! explicit reconcile settles them for ranges and watches.
 
-use keyplane_core::{CollectionOp, ErrorKind, OpResult, Store, Txn, TxnOp, async_trait};
+use keyplane_core::raw::async_trait;
+use keyplane_core::{CollectionOp, ErrorKind, OpResult, Store, Txn, TxnOp};
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::conformance::foreign::RawWriter;
 use keyplane_tests::harness::{key_root, redis_connection as raw_connection, shared_redis};

@@ -2,9 +2,8 @@
 //! than `RedisConfig::max_prefix_delete_keys` is refused with `TxnTooLarge` before anything
 //! is written, and `delete_prefix_in_batches` removes it in atomic batches instead.
 
-use keyplane_core::{
-    CollectionOp, ErrorKind, PutOptions, RangeOptions, Store, Txn, TxnOp, delete_prefix_in_batches,
-};
+use keyplane_core::recipes::delete_prefix_in_batches;
+use keyplane_core::{CollectionOp, ErrorKind, PutOptions, RangeOptions, Store, Txn, TxnOp};
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{RedisServer, key_root, redis_connection, shared_redis};
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 //! reported after the others are done; a second run writes nothing.
 
 use futures::StreamExt;
-use keyplane_core::intercept::{Call, Intercepted, Interceptor};
 use keyplane_core::keyspace::{EncryptionKey, Keyring, reencrypt_prefix};
+use keyplane_core::layer::{Call, FaultLayer, Interceptor, StoreExt};
 use keyplane_core::{ErrorKind, Event, PutOptions, RangeOptions, Result, Store, WatchOptions};
 use keyplane_tests::harness::key_root;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ struct Overwrites {
     done: AtomicBool,
 }
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Interceptor for Overwrites {
     async fn before(&self, call: Call) -> Result<()> {
         if call == Call::Txn && !self.done.swap(true, Ordering::SeqCst) {
@@ -66,15 +66,14 @@ async fn rotation_reencrypts_everything_once(store: Arc<dyn Store>) {
     let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
     // Key 3 is rewritten by another writer while the re-encryption runs.
     let meanwhile = new.encrypt_for(&key(3), b"newer").unwrap();
-    let raced = Intercepted::new(
-        store.clone(),
-        Overwrites {
+    let raced = store
+        .clone()
+        .layer(FaultLayer::new(0).intercept(Overwrites {
             store: store.clone(),
             key: key(3),
             sealed: meanwhile.clone(),
             done: AtomicBool::new(false),
-        },
-    );
+        }));
     let err = reencrypt_prefix(&raced, &new, root.as_bytes())
         .await
         .unwrap_err();

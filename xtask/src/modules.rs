@@ -10,8 +10,11 @@
 //! The command prints each crate's import circles (the modules of each strongly connected
 //! component of the graph, with one edge of each dependency and the line naming it) and its
 //! files of more than 500 lines of code (lines that are neither blank nor comments nor in
-//! tests). With `--check` it fails when it finds either.
+//! tests). It also checks keyplane-core's layers (a module uses only its own layer and
+//! those below) and that the backends name nothing of it but the contract (see
+//! `modules/layers.rs`). With `--check` it fails when it finds any of these.
 
+mod layers;
 mod source;
 
 use source::{Module, parse, strip};
@@ -31,23 +34,35 @@ struct Crate {
 pub struct Findings {
     pub circles: usize,
     pub large_files: usize,
+    pub layer_breaks: usize,
 }
 
 pub fn run(root: &Path, check: bool) -> Result<(), String> {
     let mut findings = Findings {
         circles: 0,
         large_files: 0,
+        layer_breaks: 0,
     };
     for dir in crate_dirs(root)? {
         let krate = load(&dir)?;
-        report(root, &krate, &mut findings);
+        let core = dir.file_name().is_some_and(|n| n == layers::CORE);
+        report(root, &krate, core, &mut findings);
+    }
+    for (file, line, module) in layers::backend_breaks(root)? {
+        findings.layer_breaks += 1;
+        let file = file.strip_prefix(root).unwrap_or(&file);
+        println!(
+            "{}:{line}: a backend names keyplane_core::{module}, which is not the contract",
+            file.display()
+        );
     }
     println!(
-        "modules: {} import circles, {} files over {MAX_CODE_LINES} lines of code",
-        findings.circles, findings.large_files
+        "modules: {} import circles, {} files over {MAX_CODE_LINES} lines of code, {} layer \
+         breaks",
+        findings.circles, findings.large_files, findings.layer_breaks
     );
-    if check && (findings.circles > 0 || findings.large_files > 0) {
-        return Err("modules: circles or large files found".into());
+    if check && (findings.circles > 0 || findings.large_files > 0 || findings.layer_breaks > 0) {
+        return Err("modules: circles, large files or layer breaks found".into());
     }
     Ok(())
 }
@@ -167,7 +182,7 @@ fn show(path: &[String]) -> String {
     }
 }
 
-fn report(root: &Path, krate: &Crate, findings: &mut Findings) {
+fn report(root: &Path, krate: &Crate, core: bool, findings: &mut Findings) {
     // Edges, with the first line that makes each.
     let mut edges: BTreeMap<Vec<String>, BTreeMap<Vec<String>, usize>> = BTreeMap::new();
     for (from, m) in &krate.modules {
@@ -179,6 +194,25 @@ fn report(root: &Path, krate: &Crate, findings: &mut Findings) {
                     .or_default()
                     .entry(to)
                     .or_insert(*line);
+            }
+        }
+    }
+    if core {
+        for (from, tos) in &edges {
+            for (to, line) in tos {
+                if layers::layer_of(to) > layers::layer_of(from) {
+                    findings.layer_breaks += 1;
+                    let file = &krate.modules[from].file;
+                    println!(
+                        "{}: {} ({}) uses {} ({}), a layer above it  ({}:{line})",
+                        krate.name,
+                        show(from),
+                        layers::layer_name(from),
+                        show(to),
+                        layers::layer_name(to),
+                        file.strip_prefix(root).unwrap_or(file).display()
+                    );
+                }
             }
         }
     }

@@ -18,6 +18,7 @@ use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, outln, print_json};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
+use keyplane_core::CollectionValue;
 use keyplane_core::migrate::{Item, Value};
 use keyplane_core::{Compare, KeyRange, LeaseId, RangeOptions, Store, Txn, TxnOp};
 use serde_json::{Value as Json, json};
@@ -37,9 +38,9 @@ pub(crate) struct Record {
 fn kind_name(value: &Value) -> &'static str {
     match value {
         Value::Plain(_) => "value",
-        Value::Set(_) => "set",
-        Value::Map(_) => "map",
-        Value::List(_) => "list",
+        Value::Collection(CollectionValue::Set(_)) => "set",
+        Value::Collection(CollectionValue::Map(_)) => "map",
+        Value::Collection(CollectionValue::List(_)) => "list",
     }
 }
 
@@ -97,13 +98,13 @@ impl Record {
                     object.insert("value_base64".into(), Json::String(B64.encode(v)));
                 }
             },
-            Value::Set(members) => {
+            Value::Collection(CollectionValue::Set(members)) => {
                 object.insert(
                     "members".into(),
                     members.iter().map(|m| bytes_json(m)).collect(),
                 );
             }
-            Value::Map(entries) => {
+            Value::Collection(CollectionValue::Map(entries)) => {
                 object.insert(
                     "entries".into(),
                     entries
@@ -112,7 +113,7 @@ impl Record {
                         .collect(),
                 );
             }
-            Value::List(items) => {
+            Value::Collection(CollectionValue::List(items)) => {
                 object.insert(
                     "items".into(),
                     items.iter().map(|i| bytes_json(i)).collect(),
@@ -135,7 +136,7 @@ impl Record {
                 .map_err(|e| format!("key_base64: invalid base64: {e}"))?,
             _ => return Err("expected exactly one of `key` and `key_base64`, a string".into()),
         };
-        keyplane_core::validate_key(&key).map_err(|e| format!("invalid key: {e}"))?;
+        keyplane_core::raw::validate_key(&key).map_err(|e| format!("invalid key: {e}"))?;
         let list = |name: &str| -> Result<Vec<Vec<u8>>, String> {
             object
                 .get(name)
@@ -165,9 +166,9 @@ impl Record {
                 if unique.len() != members.len() {
                     return Err("a set lists a member twice".into());
                 }
-                Value::Set(members)
+                Value::set(members)
             }
-            Some("list") => Value::List(list("items")?),
+            Some("list") => Value::list(list("items")?),
             Some("map") => {
                 let entries = object
                     .get("entries")
@@ -185,7 +186,7 @@ impl Record {
                     }
                     out.push((field, bytes_of(value, &format!("entries[{i}] value"))?));
                 }
-                Value::Map(out)
+                Value::map(out)
             }
             Some(other) => {
                 return Err(format!("unknown kind {other:?}: value, set, map or list"));
@@ -284,7 +285,7 @@ pub(crate) fn parse(reader: impl BufRead, source: &str) -> CliResult<Vec<Record>
         if !seen.insert(record.item.key.clone()) {
             return Err(CliError::invalid(format!(
                 "{source}: line {n}: key {} appears twice in the dump",
-                keyplane_core::escape_bytes(&record.item.key)
+                keyplane_core::raw::escape_bytes(&record.item.key)
             )));
         }
         records.push(record);
@@ -314,7 +315,7 @@ pub(crate) async fn write(
             let shown: Vec<String> = existing
                 .iter()
                 .take(5)
-                .map(|k| keyplane_core::escape_bytes(k))
+                .map(|k| keyplane_core::raw::escape_bytes(k))
                 .collect();
             return Err(CliError::new(
                 code::CONFLICT,
@@ -546,18 +547,15 @@ mod tests {
             lease_ttl: None,
         });
         round_trip(Record {
-            item: Item::new(b"s".to_vec(), Value::Set(vec![b"a".to_vec(), vec![0xc3]])),
+            item: Item::new(b"s".to_vec(), Value::set([b"a".to_vec(), vec![0xc3]])),
             lease_ttl: None,
         });
         round_trip(Record {
-            item: Item::new(b"m".to_vec(), Value::Map(vec![(b"f".to_vec(), vec![0xfe])])),
+            item: Item::new(b"m".to_vec(), Value::map([(b"f".to_vec(), vec![0xfe])])),
             lease_ttl: None,
         });
         round_trip(Record {
-            item: Item::new(
-                b"l".to_vec(),
-                Value::List(vec![b"x".to_vec(), b"x".to_vec()]),
-            ),
+            item: Item::new(b"l".to_vec(), Value::list([b"x".to_vec(), b"x".to_vec()])),
             lease_ttl: None,
         });
     }

@@ -319,7 +319,7 @@ fn phase_name(phase: Phase) -> &'static str {
 }
 
 fn text(key: &[u8]) -> String {
-    keyplane_core::escape_bytes(key).to_string()
+    keyplane_core::raw::escape_bytes(key).to_string()
 }
 
 fn keys(keys: &[Vec<u8>]) -> Value {

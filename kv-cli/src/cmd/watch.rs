@@ -166,7 +166,7 @@ fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Even
                 })
                 .unwrap_or_default();
             let detail = detail
-                .map(|d| format!("  {}", keyplane_core::escape_bytes(&d)))
+                .map(|d| format!("  {}", keyplane_core::raw::escape_bytes(&d)))
                 .unwrap_or_default();
             let value = value
                 .map(|v| format!("  {}", value_json(v)))

@@ -69,7 +69,7 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
     });
     bar.finish_and_clear();
     let after = revisions(store.as_ref()).await?;
-    let shown_url = keyplane_core::redact_url(&ctx.url);
+    let shown_url = keyplane_core::raw::redact_url(&ctx.url);
     let entries = scan(store.as_ref(), "", true).await?;
     let mut keys: Vec<(String, String)> = entries
         .iter()

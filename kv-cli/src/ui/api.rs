@@ -24,7 +24,7 @@ pub(super) async fn info(State(ui): State<Arc<Ui>>) -> Answer {
     let store = ui.store().await?;
     let caps = store.capabilities();
     Ok(Json(json!({
-        "store": keyplane_core::redact_url(&ui.url),
+        "store": keyplane_core::raw::redact_url(&ui.url),
         "backend": caps.backend,
         "sharded": caps.sharding != keyplane_core::Sharding::Unsharded,
         "write": ui.write,

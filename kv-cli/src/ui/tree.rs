@@ -6,7 +6,8 @@
 //! directory, not per key, and a level of many keys costs a read per page.
 
 use crate::error::CliResult;
-use keyplane_core::{Continuation, KeyRange, RangeOptions, Store, prefix_end};
+use keyplane_core::raw::prefix_end;
+use keyplane_core::{Continuation, KeyRange, RangeOptions, Store};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -246,10 +247,10 @@ mod tests {
     #[derive(Default)]
     struct Reads(std::sync::atomic::AtomicUsize);
 
-    #[keyplane_core::async_trait]
-    impl keyplane_core::intercept::Interceptor for Reads {
-        async fn before(&self, call: keyplane_core::intercept::Call) -> keyplane_core::Result<()> {
-            if call == keyplane_core::intercept::Call::Range {
+    #[keyplane_core::raw::async_trait]
+    impl keyplane_core::layer::Interceptor for Reads {
+        async fn before(&self, call: keyplane_core::layer::Call) -> keyplane_core::Result<()> {
+            if call == keyplane_core::layer::Call::Range {
                 self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
             Ok(())
@@ -273,16 +274,17 @@ mod tests {
     /// read of every key.
     #[tokio::test]
     async fn a_level_over_100_000_keys_reads_a_page_not_the_level() {
-        use keyplane_core::intercept::Intercepted;
+        use keyplane_core::layer::{FaultLayer, StoreExt};
         use std::sync::atomic::Ordering;
-        let store = Intercepted::new(std::sync::Arc::new(MemStore::new()), Reads::default());
+        let counted = std::sync::Arc::new(Reads::default());
+        let store = MemStore::new().layer(FaultLayer::new(0).intercept(counted.clone()));
         load(&store, (0..100_000).map(|i| format!("big/{i:06}"))).await;
         load(
             &store,
             (0..100_000).map(|i| format!("deep/{}/{i:06}", i % 10)),
         )
         .await;
-        let reads = || store.interceptor().0.swap(0, Ordering::SeqCst);
+        let reads = || counted.0.swap(0, Ordering::SeqCst);
         reads();
 
         let (page, next) = children(&store, "big/", None, 100).await.unwrap();

@@ -1,8 +1,8 @@
 //! The stateless byte-level codecs: `Text`, `Bytes` and `Empty`.
 
 use super::codec::{Codec, codec_error};
-use crate::entry::escape_bytes;
 use crate::error::Result;
+use crate::raw::escape_bytes;
 
 /// Stores a `String` as its UTF-8 bytes, unchanged.
 ///

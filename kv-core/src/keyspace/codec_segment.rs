@@ -2,8 +2,8 @@
 
 use super::codec::{Codec, codec_error};
 use super::segment::{Segment, Separator};
-use crate::entry::escape_bytes;
 use crate::error::Result;
+use crate::raw::escape_bytes;
 use std::fmt;
 use std::marker::PhantomData;
 

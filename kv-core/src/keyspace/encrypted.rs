@@ -549,7 +549,7 @@ pub async fn reencrypt_prefix<S: crate::Store + ?Sized>(
     prefix: &[u8],
 ) -> Result<ReencryptReport> {
     use crate::{Continuation, RangeOptions};
-    crate::validate_prefix(prefix, false)?;
+    crate::raw::validate_prefix(prefix, false)?;
     let mut report = ReencryptReport::default();
     let mut failed: Vec<(Vec<u8>, Error)> = Vec::new();
     let mut after: Option<Vec<u8>> = None;
@@ -579,7 +579,7 @@ pub async fn reencrypt_prefix<S: crate::Store + ?Sized>(
     let first: Vec<String> = failed
         .iter()
         .take(5)
-        .map(|(key, _)| crate::escape_bytes(key))
+        .map(|(key, _)| crate::raw::escape_bytes(key))
         .collect();
     Err(codec_error(
         "encrypted",
@@ -653,5 +653,5 @@ async fn reencrypt_one<S: crate::Store + ?Sized>(
         "other writers kept changing the value while it was being re-encrypted",
     )
     .set_retryable(true)
-    .with_context("key", crate::escape_bytes(&entry.key)))
+    .with_context("key", crate::raw::escape_bytes(&entry.key)))
 }

@@ -16,11 +16,11 @@
 //! 10. order preservation where claimed;
 //! 11. hash-tag safety.
 
-use super::hash_slot::redis_hash_tag;
 use super::key::Key;
 use super::segment::Separator;
 use super::strategy::{KeyStrategy, SegmentStrategy, mutations};
 use super::template::Template;
+use crate::raw::redis_hash_tag;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -190,7 +190,7 @@ pub(crate) fn check_single_key<K: Key>(template: &Template, k: &K) -> Result<(),
     let enc = k.encode();
     let sep = template.separator();
     ensure(!enc.is_empty(), || format!("{k:?} encodes to an empty key"))?;
-    ensure(crate::validate_key(enc.as_bytes()).is_ok(), || {
+    ensure(crate::raw::validate_key(enc.as_bytes()).is_ok(), || {
         format!("{k:?} encodes to {enc:?}, which no store accepts (NUL or too long)")
     })?;
     let mut buffer = String::from("x");
@@ -319,13 +319,13 @@ pub(crate) fn check_prefix_end(enc: &str, prefix: &str) -> Result<(), TestCaseEr
     ensure(!prefix.is_empty() && enc.starts_with(prefix), || {
         format!("{prefix:?} is empty or not a prefix of {enc:?}")
     })?;
-    let end = crate::prefix_end(prefix.as_bytes());
+    let end = crate::raw::prefix_end(prefix.as_bytes());
     ensure(end.as_deref().is_some_and(|e| enc.as_bytes() < e), || {
         format!("{enc:?} is not below prefix_end({prefix:?}) = {end:?}")
     })?;
     let mut high = prefix.as_bytes().to_vec();
     high.push(0xff);
-    let end = crate::prefix_end(&high);
+    let end = crate::raw::prefix_end(&high);
     let mut inside = high.clone();
     inside.extend_from_slice(enc.as_bytes());
     ensure(

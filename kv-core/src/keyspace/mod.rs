@@ -52,7 +52,6 @@ mod codec_segment;
 mod encrypted;
 mod escape;
 pub(crate) mod facade;
-mod hash_slot;
 mod info;
 #[cfg(feature = "proptest")]
 mod invariants;
@@ -92,7 +91,6 @@ pub use facade::{
     TxnOutcome, TxnRead, TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch, ValueOf,
     Versioned,
 };
-pub use hash_slot::{redis_hash_tag, redis_key_slot};
 pub use info::{FieldInfo, TemplateInfo};
 #[cfg(feature = "proptest")]
 pub use invariants::{

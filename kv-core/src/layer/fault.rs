@@ -1,6 +1,7 @@
 //! [`FaultLayer`]: faults injected on purpose, for testing code against an unreliable store.
 
-use super::{Answer, Args, Call, Layer, Target, around_store};
+use super::intercept::Hook;
+use super::{Answer, Args, Call, Interceptor, Layer, Target, around_store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::Store;
 use crate::watch::{WatchOptions, WatchStream};
@@ -205,6 +206,7 @@ pub struct Injection {
 pub struct FaultLayer {
     seed: u64,
     rules: Vec<Fault>,
+    hook: Option<Hook>,
 }
 
 impl FaultLayer {
@@ -213,7 +215,17 @@ impl FaultLayer {
         FaultLayer {
             seed,
             rules: Vec::new(),
+            hook: None,
         }
+    }
+
+    /// Adds the test's own [`Interceptor`], asked around every call before the rules: its
+    /// `before` can refuse a call that then never reaches the store, its `after` can replace
+    /// a finished call's answer with an error. Pass an `Arc` of it to keep a handle on its
+    /// state. One interceptor per layer; a second call replaces the first.
+    pub fn intercept(mut self, interceptor: impl Interceptor) -> Self {
+        self.hook = Some(Hook(Arc::new(interceptor)));
+        self
     }
 
     /// Adds a rule. Rules are checked in the order added; several may fire on one call (a
@@ -234,8 +246,9 @@ impl<S: Store> Layer<S> for FaultLayer {
         FaultStore {
             inner: Arc::new(inner),
             shared: Arc::new(Shared {
-                enabled: AtomicBool::new(!self.rules.is_empty()),
+                enabled: AtomicBool::new(!self.rules.is_empty() || self.hook.is_some()),
                 rules: self.rules,
+                hook: self.hook,
                 state: Mutex::new(State {
                     rng: self.seed,
                     calls: 0,
@@ -259,6 +272,7 @@ pub struct FaultStore<S> {
 struct Shared {
     enabled: AtomicBool,
     rules: Vec<Fault>,
+    hook: Option<Hook>,
     state: Mutex<State>,
 }
 
@@ -357,7 +371,8 @@ impl<S: Store> FaultStore<S> {
         &self.inner
     }
 
-    /// Switches the faults on or off (they start on when the layer has rules).
+    /// Switches the faults and the interceptor on or off (they start on when the layer has
+    /// rules or an interceptor).
     pub fn set_enabled(&self, enabled: bool) {
         self.shared.enabled.store(enabled, Ordering::SeqCst);
     }
@@ -389,6 +404,9 @@ impl<S: Store> FaultStore<S> {
         if !self.shared.active() {
             return f(args).await;
         }
+        if let Some(Hook(hook)) = &self.shared.hook {
+            hook.before(call).await?;
+        }
         let number = self.shared.number();
         let plan = self.shared.plan(number, call, args.target(), false);
         if !plan.latency.is_zero() {
@@ -404,6 +422,9 @@ impl<S: Store> FaultStore<S> {
             Some(failure_branch) => f(failure_branch).await.map(Answer::compares_failed),
             None => f(args).await,
         };
+        if let Some(Hook(hook)) = &self.shared.hook {
+            hook.after(call, answer.is_ok()).await?;
+        }
         if plan.lose_answer {
             return Err(injected(
                 call,

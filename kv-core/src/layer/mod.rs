@@ -35,27 +35,32 @@
 //! # Ok(()) }
 //! ```
 
+mod call;
 mod fault;
+mod intercept;
 mod metrics;
+mod namespace;
 mod read_only;
 mod retry;
 mod timeout;
 mod tracing;
 
+pub use self::call::Call;
 pub use self::fault::{Fault, FaultLayer, FaultStore, Injection};
+pub use self::intercept::Interceptor;
 pub use self::metrics::{MetricsLayer, MetricsStore};
+pub use self::namespace::{NamespaceLayer, Namespaced};
 pub use self::read_only::{ReadOnlyLayer, ReadOnlyStore};
 pub use self::retry::{RetryLayer, RetryStore};
 pub use self::timeout::{TimeoutLayer, TimeoutStore};
 pub use self::tracing::{TracingLayer, TracingStore};
-pub use crate::intercept::Call;
-pub use crate::namespace::{NamespaceLayer, Namespaced};
 
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::entry::{Entry, escape_bytes};
+use crate::entry::Entry;
 use crate::lease::LeaseId;
 use crate::lease::{LeaseGrant, LeaseInfo};
 use crate::range::{KeyRange, RangeOptions, RangeResult};
+use crate::raw::escape_bytes;
 use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 use crate::txn::{Txn, TxnOp, TxnResponse};
 use crate::watch::{WatchOptions, WatchStream};

@@ -1,7 +1,7 @@
 //! [`MirrorSnapshot`]: one immutable, consistent view of a mirrored range, and how a change
 //! is applied to a copy of it (persistent maps: a copy costs O(1), a change O(log n)).
 
-use super::{Indexer, Typer};
+use super::typer::{Indexer, Typer};
 use crate::changes::{CollectionChange, CollectionEvent, CollectionValue};
 use crate::collections::CollectionKind;
 use crate::entry::Entry;

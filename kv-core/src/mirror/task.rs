@@ -1,9 +1,10 @@
 //! The task that keeps a [`Mirror`] current: load, watch, apply, confirm, resync, relist.
 
-use super::{
-    Handle, Indexer, Mirror, MirrorBatch, MirrorBuilder, MirrorCause, MirrorSnapshot, Shared,
-    Stats, Typer,
-};
+use super::batch::{MirrorBatch, MirrorCause};
+use super::builder::MirrorBuilder;
+use super::handle::{Handle, Mirror, Shared, Stats};
+use super::snapshot::MirrorSnapshot;
+use super::typer::{Indexer, Typer};
 use crate::changes::{CollectionEvent, CollectionValue};
 use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
 use crate::error::{Error, ErrorKind, Result};
@@ -23,7 +24,22 @@ use tokio::time::{Interval, MissedTickBehavior};
 /// How long a confirmation waits for a watch batch that may already be on its way.
 const CONFIRM_GRACE: Duration = Duration::from_millis(20);
 
-pub(super) async fn start<K, V>(b: MirrorBuilder<K, V>) -> Result<Mirror<K, V>>
+impl<K, V> MirrorBuilder<K, V>
+where
+    K: Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    /// Lists the range, publishes the first view and starts the task that keeps it current
+    /// (on the current tokio runtime).
+    ///
+    /// # Errors
+    /// The listing's or the watch's errors.
+    pub async fn start(self) -> Result<Mirror<K, V>> {
+        start(self).await
+    }
+}
+
+async fn start<K, V>(b: MirrorBuilder<K, V>) -> Result<Mirror<K, V>>
 where
     K: Clone + Send + Sync + 'static,
     V: Clone + Send + Sync + 'static,

@@ -50,9 +50,9 @@ pub use overlay::Overlay;
 pub use rewind::{DeletedSize, Logged, Touched, check_revision, rewind, rewind_with_collections};
 
 use crate::collections::{CollectionKind, CollectionOp};
-use crate::entry::prefix_end;
 use crate::error::Result;
 use crate::raw::layout;
+use crate::raw::prefix_end;
 use crate::txn::{Compare, CompareTarget};
 use std::collections::BTreeMap;
 

@@ -1,9 +1,10 @@
 //! Decoding script replies and log entries into contract types.
 
 use keyplane_core::raw::emulation::DeletedSize;
+use keyplane_core::raw::escape_bytes;
 use keyplane_core::{
     CollectionChange, CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId,
-    Result, escape_bytes,
+    Result,
 };
 use redis::Value;
 

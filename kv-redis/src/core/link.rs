@@ -62,7 +62,7 @@ impl Link {
         let acked: i64 = match &self.con {
             Con::Cluster(con) => {
                 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-                let slot = keyplane_core::keyspace::redis_key_slot(&self.rev_key);
+                let slot = keyplane_core::raw::redis_key_slot(&self.rev_key);
                 let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
                     Route::new(slot, SlotAddr::Master),
                 ));

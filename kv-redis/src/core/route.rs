@@ -4,7 +4,8 @@
 
 use crate::core::Core;
 use crate::core::cluster::Groups;
-use keyplane_core::{Error, ErrorKind, KeyRange, Result, Txn, escape_bytes};
+use keyplane_core::raw::escape_bytes;
+use keyplane_core::{Error, ErrorKind, KeyRange, Result, Txn};
 use std::sync::Arc;
 
 /// The cores a store's operations are sent to.
@@ -121,7 +122,7 @@ impl Router {
 
 /// The hash tag of `key`: what Redis Cluster hashes it by, when it has one.
 fn group_tag(key: &[u8]) -> Option<&[u8]> {
-    keyplane_core::keyspace::redis_hash_tag(key)
+    keyplane_core::raw::redis_hash_tag(key)
 }
 
 /// The error of a key without a hash tag on a cluster.

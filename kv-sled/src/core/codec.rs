@@ -52,7 +52,7 @@ pub(crate) fn encode_entry(e: &Entry) -> Vec<u8> {
 pub(crate) fn decode_entry(key: &[u8], bytes: &[u8], keys_only: bool) -> Result<Entry> {
     if bytes.len() < HEADER {
         return Err(corrupted("a data record is shorter than its header")
-            .with_context("key", keyplane_core::escape_bytes(key)));
+            .with_context("key", keyplane_core::raw::escape_bytes(key)));
     }
     let field = |i: usize| i64::from_be_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8"));
     let lease = field(3);

@@ -79,7 +79,7 @@ pub(crate) fn open(
         backend: "sled",
         max_txn_ops: MAX_TXN_OPS,
         max_value_bytes: MAX_VALUE_BYTES,
-        max_key_bytes: keyplane_core::MAX_KEY_LEN,
+        max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
         ttl_granularity: Duration::from_millis(1),
         history_retention: Retention::Revisions(config.history_retention),
         txn: Support::Native,

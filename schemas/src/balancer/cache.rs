@@ -7,7 +7,8 @@ use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
 use keyplane_core::keyspace::{
     Key, ListHandle, MapHandle, SegmentCodec, SetHandle, Text, TypedStore,
 };
-use keyplane_core::{Error, ErrorKind, Namespaced, Result};
+use keyplane_core::layer::Namespaced;
+use keyplane_core::{Error, ErrorKind, Result};
 use std::sync::Arc;
 
 /// The balancer's cache: key objects (HASH), the groups' active lists (LIST) and the keys'

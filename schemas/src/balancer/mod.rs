@@ -9,7 +9,7 @@
 //! These are the document's bytes, with nothing in front, so that the library shares a
 //! Redis with the Go service that writes them. Several caches in one store each take a root
 //! instead ([`Balancer::with_root`]: `gemini:key:7`...), which a
-//! [`Namespaced`](keyplane_core::Namespaced) store adds and removes, so the templates stay
+//! [`Namespaced`](keyplane_core::layer::Namespaced) store adds and removes, so the templates stay
 //! the document's. On Redis Cluster, [`Balancer::with_cluster_root`] makes the root a hash tag
 //! (`{gemini}:key:7`): the whole cache is one co-location group, so that its M:N transactions
 //! stay in one slot. Ids are `u64` (the database's `uint` primary keys). The key object is

@@ -6,7 +6,7 @@
 //! (for the default name, `/Cronix/lock/dispatcher.694d7a3c1f2b0e05`), with the document's
 //! lock value (the empty string), attached to the candidate's lease. The candidate whose key
 //! has the smallest create revision is the dispatcher
-//! ([`keyplane_core::Election`] with a prefix of `/Cronix/lock/<name>.`).
+//! ([`keyplane_core::recipes::Election`] with a prefix of `/Cronix/lock/<name>.`).
 //!
 //! Why these keys: the document reserves `/Cronix/lock/<key>` for "any module that needs a
 //! distributed lock", with an empty value and presence as the lock state. A queue of such
@@ -32,8 +32,9 @@ use super::segments::{JobId, LockName};
 use super::values::{JobConfig, OnceTarget};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use keyplane_core::LeaseId;
 use keyplane_core::keyspace::{Key, TextSegment, TypedStore};
-use keyplane_core::{Election, Leadership, LeaseId, LeaseKeeper};
+use keyplane_core::recipes::{Election, Leadership, LeaseKeeper};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -196,7 +197,7 @@ fn lock_key(key: &[u8]) -> Option<LockKey> {
         .and_then(|k| LockKey::parse(k).ok())
 }
 
-fn to_leader(leader: keyplane_core::Leader) -> Option<DispatcherLeader> {
+fn to_leader(leader: keyplane_core::recipes::Leader) -> Option<DispatcherLeader> {
     Some(DispatcherLeader {
         lock: lock_key(&leader.key)?,
         revision: leader.revision,

@@ -9,7 +9,7 @@ use super::segments::JobId;
 use super::values::{JobConfig, NodeInfo};
 use futures::{Stream, StreamExt};
 use keyplane_core::keyspace::{Key, Prefix, TypedEvent, TypedStore};
-use keyplane_core::{Mirror, MirrorHealth, MirrorSnapshot};
+use keyplane_core::mirror::{Mirror, MirrorHealth, MirrorSnapshot};
 use std::pin::Pin;
 use std::sync::Arc;
 use uuid::Uuid;

@@ -6,7 +6,8 @@ use super::keys::LockKey;
 use super::segments::LockName;
 use futures::StreamExt;
 use keyplane_core::keyspace::{Key, TypedStore};
-use keyplane_core::{ErrorKind, Event, LeaseId, LeaseKeeper, WatchOptions};
+use keyplane_core::recipes::LeaseKeeper;
+use keyplane_core::{ErrorKind, Event, LeaseId, WatchOptions};
 use std::time::Duration;
 
 /// A held lock: the lock key attached to a lease a [`LeaseKeeper`] renews.

@@ -4,7 +4,8 @@ use super::error::{CronixError, Result};
 use super::keys::{NodeKey, NodesDir};
 use super::values::NodeInfo;
 use keyplane_core::keyspace::{ListOptions, Skipped, TypedStore, Versioned};
-use keyplane_core::{ErrorKind, LeaseId, LeaseKeeper};
+use keyplane_core::recipes::LeaseKeeper;
+use keyplane_core::{ErrorKind, LeaseId};
 use std::time::Duration;
 use uuid::Uuid;
 

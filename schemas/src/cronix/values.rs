@@ -133,7 +133,7 @@ impl Codec for OnceTargetCodec {
                 ErrorKind::Codec,
                 "a one-shot trigger holds a node UUID (lowercase hyphenated) or the empty string",
             )
-            .with_context("value", keyplane_core::escape_bytes(bytes))),
+            .with_context("value", keyplane_core::raw::escape_bytes(bytes))),
         }
     }
 }

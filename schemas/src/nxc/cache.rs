@@ -12,7 +12,8 @@ use super::segments::{ProfileId, ProviderName, RealmId};
 use super::values::{Identity, ResolvedProfile};
 use crate::{ReaderOptions, decode_as, encode_as};
 use keyplane_core::keyspace::{Codec, Key, TypedStore};
-use keyplane_core::{Error, ErrorKind, Mirror, MirrorHealth, MirrorSnapshot, Result};
+use keyplane_core::mirror::{Mirror, MirrorHealth, MirrorSnapshot};
+use keyplane_core::{Error, ErrorKind, Result};
 use std::sync::Arc;
 use std::time::Duration;
 

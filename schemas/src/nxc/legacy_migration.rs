@@ -22,6 +22,7 @@ use super::keys::{DefaultProfileKey, InstanceKey, ProfileMapKey};
 use super::legacy::{LegacyConfigKey, LegacyGroupKey, LegacyIndexKey, NxcLegacyKeyspace};
 use super::segments::ProfileId;
 use super::values::{InstanceParams, validate_params};
+use keyplane_core::CollectionValue;
 use keyplane_core::keyspace::{Key, Keyspace};
 use keyplane_core::migrate::{Item, Mapping, Migration, MigrationRow, Value};
 use keyplane_core::{CollectionOp, CollectionResult, Result, Store};
@@ -94,7 +95,7 @@ impl NxcLegacy {
     }
 
     fn group(&self, key: &LegacyGroupKey, old: &Item, index: Vec<Vec<u8>>) -> Mapping {
-        let Value::Map(fields) = &old.value else {
+        let Value::Collection(CollectionValue::Map(fields)) = &old.value else {
             return Mapping::Unmappable("a legacy group is a HASH".into());
         };
         let mut members = BTreeSet::new();
@@ -142,7 +143,7 @@ impl NxcLegacy {
     }
 }
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Migration for NxcLegacy {
     fn name(&self) -> &str {
         Self::NAME
@@ -186,7 +187,7 @@ impl Migration for NxcLegacy {
                 self.group(&group, old, index)
             }
             NxcLegacyKeyspace::Index(index) => {
-                let Value::Set(ids) = &old.value else {
+                let Value::Collection(CollectionValue::Set(ids)) = &old.value else {
                     return Ok(Mapping::Unmappable("a legacy index is a SET".into()));
                 };
                 let group = LegacyGroupKey {

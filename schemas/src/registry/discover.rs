@@ -4,7 +4,8 @@ use super::error::Result;
 use super::keys::{InstanceId, RegistryKeyspace, ServiceId};
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
 use keyplane_core::keyspace::{Codec, Json, Keyspace, Skipped, TypedStore};
-use keyplane_core::{Entry, Error, LeaseId, RangeOptions, escape_bytes};
+use keyplane_core::raw::escape_bytes;
+use keyplane_core::{Entry, Error, LeaseId, RangeOptions};
 use std::collections::BTreeMap;
 
 /// One registered instance of a service, as read from its directory.

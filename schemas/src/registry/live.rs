@@ -7,7 +7,7 @@ use super::error::Result;
 use super::keys::{InstanceId, RegistryKeyspace, ServiceId};
 use super::values::{GroupInfo, InstanceConfig, InstanceData, InstanceStatus, ServiceInfo};
 use keyplane_core::keyspace::{Prefix, TypedStore};
-use keyplane_core::{Mirror, MirrorHealth, MirrorSnapshot};
+use keyplane_core::mirror::{Mirror, MirrorHealth, MirrorSnapshot};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -4,7 +4,8 @@ use super::error::{RegistryError, Result};
 use super::keys::InstanceId;
 use super::values::{InstanceConfig, InstanceData, InstanceStatus};
 use keyplane_core::keyspace::TypedStore;
-use keyplane_core::{ErrorKind, LeaseId, LeaseKeeper};
+use keyplane_core::recipes::LeaseKeeper;
+use keyplane_core::{ErrorKind, LeaseId};
 use std::time::Duration;
 
 /// What an instance registers: its data and status, and optionally its configuration.

@@ -79,7 +79,7 @@ impl TenantLegacy {
 /// The value change of the rows that keep their bytes.
 const SAME: &str = "bytes kept";
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Migration for TenantLegacy {
     fn name(&self) -> &str {
         Self::NAME

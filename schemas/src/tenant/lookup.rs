@@ -162,7 +162,7 @@ async fn host_index_at(
     match page.entries.first() {
         Some(entry) => Ok(Some(
             crate::decode_as::<HostIndexKey>(&entry.value)
-                .map_err(|e| e.with_context("key", keyplane_core::escape_bytes(&entry.key)))?,
+                .map_err(|e| e.with_context("key", keyplane_core::raw::escape_bytes(&entry.key)))?,
         )),
         None => Ok(None),
     }

@@ -14,8 +14,9 @@ use super::values::{
     TenantMeta,
 };
 use crate::ReaderOptions;
+use keyplane_core::Result;
 use keyplane_core::keyspace::{Key, Prefix, TypedStore, Versioned};
-use keyplane_core::{Mirror, MirrorHealth, MirrorSnapshot, Result};
+use keyplane_core::mirror::{Mirror, MirrorHealth, MirrorSnapshot};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -5,7 +5,8 @@ use super::model::Domains;
 use super::segments::FtpUsername;
 use super::values::{DatabaseConfig, FtpConfig, StorageConfig, TenantMeta};
 use keyplane_core::keyspace::{Codec, Json, Keyspace, Prefix, Text};
-use keyplane_core::{Entry, Error, RangeOptions, Result, escape_bytes};
+use keyplane_core::raw::escape_bytes;
+use keyplane_core::{Entry, Error, RangeOptions, Result};
 
 /// Keys read per page of a tenant's directory.
 const PAGE: usize = 256;

@@ -8,7 +8,8 @@
 
 use crate::measure::{Budget, Goal, Measure, Report, median, multi_thread};
 use crate::single::VALUE;
-use keyplane_core::{BulkLoader, PutOptions, RangeOptions, Store};
+use keyplane_core::recipes::BulkLoader;
+use keyplane_core::{PutOptions, RangeOptions, Store};
 use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_mem::MemStore;
 use keyplane_redis::{RedisConfig, RedisStore};

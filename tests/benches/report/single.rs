@@ -6,7 +6,8 @@
 
 use crate::measure::{Budget, Goal, Measure, Report, multi_thread, on_both_runtimes, paired_us};
 use etcd_client::{GetOptions, KvClient, Txn as EtcdTxn, TxnOp as EtcdOp};
-use keyplane_core::{BulkLoader, PutOptions, RangeOptions, Store, Txn, TxnOp};
+use keyplane_core::recipes::BulkLoader;
+use keyplane_core::{PutOptions, RangeOptions, Store, Txn, TxnOp};
 use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{EtcdServer, RedisServer, redis_connection};

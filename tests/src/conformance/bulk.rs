@@ -2,8 +2,10 @@
 //! lost answer that neither write twice nor undo another writer's newer write.
 
 use super::support::{key, put, root, snapshot};
-use keyplane_core::intercept::{Call, Intercepted, Interceptor};
-use keyplane_core::{BulkLoader, Error, ErrorKind, RangeOptions, Result, Store, async_trait};
+use keyplane_core::layer::{Call, FaultLayer, Interceptor, StoreExt};
+use keyplane_core::raw::async_trait;
+use keyplane_core::recipes::BulkLoader;
+use keyplane_core::{Error, ErrorKind, RangeOptions, Result, Store};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -141,21 +143,24 @@ async fn load_in_doubt(
     root: &[u8],
     applied: bool,
     meddle: Meddle,
-) -> (keyplane_core::BulkReport, Vec<keyplane_core::Entry>) {
-    let faulty = Intercepted::new(
-        store.clone(),
-        FirstTxnInDoubt {
-            store: store.clone(),
-            applied,
-            meddle,
-            fired: AtomicBool::new(false),
-        },
-    );
+) -> (
+    keyplane_core::recipes::BulkReport,
+    Vec<keyplane_core::Entry>,
+) {
+    let hook = Arc::new(FirstTxnInDoubt {
+        store: store.clone(),
+        applied,
+        meddle,
+        fired: AtomicBool::new(false),
+    });
+    let faulty = store
+        .clone()
+        .layer(FaultLayer::new(0).intercept(Arc::clone(&hook)));
     let report = BulkLoader::new(&faulty)
         .load(items(root, 10))
         .await
         .unwrap_or_else(|e| panic!("a load with one lost answer: {e}"));
-    assert!(faulty.interceptor().fired.load(Ordering::SeqCst));
+    assert!(hook.fired.load(Ordering::SeqCst));
     (report, snapshot(store.as_ref(), root).await)
 }
 

@@ -1,12 +1,12 @@
-//! Leader election ([`keyplane_core::Election`]): campaign order, proclaim, resign, hand-over
+//! Leader election ([`keyplane_core::recipes::Election`]): campaign order, proclaim, resign, hand-over
 //! on lease loss, fencing, observation.
 
 use super::locks::{keeper, lease, within};
 use super::support::{key, names, next_batch, put, root, snapshot};
 use futures::StreamExt;
+use keyplane_core::recipes::{Election, Leader, Leadership, LeaseKeeper};
 use keyplane_core::{
-    Compare, CompareOp, Election, ErrorKind, Event, Leader, Leadership, LeaseId, LeaseKeeper,
-    Store, Txn, TxnOp, WatchOptions,
+    Compare, CompareOp, ErrorKind, Event, LeaseId, Store, Txn, TxnOp, WatchOptions,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -16,9 +16,9 @@ pub use deletes::foreign_deletes_are_never_listed;
 
 use super::support::{collect_pages, key, names, put, rel, root};
 use futures::StreamExt;
+use keyplane_core::raw::{async_trait, escape_bytes};
 use keyplane_core::{
-    Compare, CompareOp, Event, OpResult, RangeOptions, Store, Txn, TxnOp, WatchOptions,
-    WatchStream, async_trait, escape_bytes,
+    Compare, CompareOp, Event, OpResult, RangeOptions, Store, Txn, TxnOp, WatchOptions, WatchStream,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

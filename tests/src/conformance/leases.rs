@@ -162,12 +162,12 @@ pub async fn put_with_lease_attaches_it(store: Arc<dyn Store>) {
     );
 }
 
-/// [`LeaseKeeper`](keyplane_core::LeaseKeeper) keeps a lease alive past its TTL, reports the loss
+/// [`LeaseKeeper`](keyplane_core::recipes::LeaseKeeper) keeps a lease alive past its TTL, reports the loss
 /// when the lease is revoked behind its back, and `revoke()` deletes the attached keys.
 pub async fn lease_keeper_renews_and_reports_loss(store: Arc<dyn Store>) {
     let root = root();
     // 2 s leaves a renewal (every TTL/3) room to be late on a loaded machine.
-    let keeper = keyplane_core::LeaseKeeper::grant(store.clone(), Duration::from_secs(2))
+    let keeper = keyplane_core::recipes::LeaseKeeper::grant(store.clone(), Duration::from_secs(2))
         .await
         .unwrap();
     let granted = tokio::time::Instant::now();
@@ -194,7 +194,7 @@ pub async fn lease_keeper_renews_and_reports_loss(store: Arc<dyn Store>) {
     assert_eq!(lost.kind(), ErrorKind::LeaseNotFound);
     assert!(keeper.is_lost());
 
-    let second = keyplane_core::LeaseKeeper::grant(store.clone(), Duration::from_secs(30))
+    let second = keyplane_core::recipes::LeaseKeeper::grant(store.clone(), Duration::from_secs(30))
         .await
         .unwrap();
     let other = key(&root, "other");

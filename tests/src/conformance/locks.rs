@@ -1,7 +1,8 @@
-//! Locks ([`keyplane_core::Lock`]): mutual exclusion, hand-over, release on lease loss, fencing.
+//! Locks ([`keyplane_core::recipes::Lock`]): mutual exclusion, hand-over, release on lease loss, fencing.
 
 use super::support::{EVENT_TIMEOUT, key, root};
-use keyplane_core::{Compare, CompareOp, LeaseId, LeaseKeeper, Lock, LockGuard, Store, Txn, TxnOp};
+use keyplane_core::recipes::{LeaseKeeper, Lock, LockGuard};
+use keyplane_core::{Compare, CompareOp, LeaseId, Store, Txn, TxnOp};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

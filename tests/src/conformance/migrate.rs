@@ -2,6 +2,7 @@
 //! verify, finalize and rollback, never overwriting newer data in the new layout.
 
 use super::support::{b, key, put, root, run, snapshot};
+use keyplane_core::CollectionValue;
 use keyplane_core::migrate::{Item, Mapping, Migration, Migrator, Phase, Value};
 use keyplane_core::{CollectionOp, CollectionResult, ErrorKind, Store};
 use std::sync::Arc;
@@ -20,7 +21,7 @@ impl Layout {
     }
 }
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Migration for Layout {
     fn name(&self) -> &str {
         "layout"
@@ -62,7 +63,7 @@ impl Layout {
             return Mapping::To(items);
         }
         if let Some(group) = rel.strip_prefix("old//groups/") {
-            let Value::Set(members) = &old.value else {
+            let Value::Collection(CollectionValue::Set(members)) = &old.value else {
                 return Mapping::Unmappable("a group is a set".into());
             };
             let fields = members.iter().map(|m| (m.clone(), b"1".to_vec()));

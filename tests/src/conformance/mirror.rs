@@ -1,14 +1,12 @@
-//! [`Mirror`](keyplane_core::Mirror): a typed local copy of a directory, kept current by a
+//! [`Mirror`](keyplane_core::mirror::Mirror): a typed local copy of a directory, kept current by a
 //! watch, on every backend.
 
 use super::support::{EVENT_TIMEOUT, root};
 use futures::StreamExt;
-use keyplane_core::intercept::{Call, Intercepted, Interceptor};
 use keyplane_core::keyspace::{Key, Prefix, Text, TypedEvent, TypedStore};
-use keyplane_core::{
-    CollectionChange, CollectionKind, CollectionOp, CollectionResult, CollectionValue, MirrorCause,
-    MirrorSnapshot, PutOptions, RangeOptions, Result, Store, Txn, TxnOp,
-};
+use keyplane_core::layer::{Call, FaultLayer, Interceptor, StoreExt};
+use keyplane_core::mirror::{MirrorCause, MirrorSnapshot};
+use keyplane_core::{PutOptions, RangeOptions, Result, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +23,7 @@ keyplane_core::text_segment!(
 #[kv(template = "{root}/mirror/{id}", value = Text)]
 pub struct ItemKey {
     root: Root,
-    id: u64,
+    pub(super) id: u64,
 }
 
 /// The directory of items.
@@ -35,13 +33,13 @@ pub struct ItemsDir {
     root: Root,
 }
 
-struct Case {
-    typed: TypedStore,
-    root: Root,
+pub(super) struct Case {
+    pub(super) typed: TypedStore,
+    pub(super) root: Root,
 }
 
 impl Case {
-    fn new(store: Arc<dyn Store>) -> Self {
+    pub(super) fn new(store: Arc<dyn Store>) -> Self {
         let raw = String::from_utf8(root()).expect("an ASCII root");
         Case {
             typed: TypedStore::new(store),
@@ -49,7 +47,7 @@ impl Case {
         }
     }
 
-    fn key(&self, id: u64) -> ItemKey {
+    pub(super) fn key(&self, id: u64) -> ItemKey {
         ItemKey {
             root: self.root.clone(),
             id,
@@ -57,7 +55,7 @@ impl Case {
     }
 
     /// A mirror of the case's directory, with the default settings.
-    async fn mirror(&self) -> keyplane_core::Mirror<ItemKey, String> {
+    pub(super) async fn mirror(&self) -> keyplane_core::mirror::Mirror<ItemKey, String> {
         self.typed
             .mirror(&self.dir())
             .unwrap()
@@ -66,13 +64,13 @@ impl Case {
             .unwrap()
     }
 
-    fn dir(&self) -> ItemsDir {
+    pub(super) fn dir(&self) -> ItemsDir {
         ItemsDir {
             root: self.root.clone(),
         }
     }
 
-    async fn put(&self, id: u64, value: &str) -> i64 {
+    pub(super) async fn put(&self, id: u64, value: &str) -> i64 {
         self.typed
             .put(&self.key(id), &value.to_string())
             .await
@@ -80,7 +78,7 @@ impl Case {
     }
 
     /// The directory as the store holds it at `revision`: raw key → (value, mod revision).
-    async fn listing(&self, revision: i64) -> BTreeMap<Vec<u8>, (Vec<u8>, i64)> {
+    pub(super) async fn listing(&self, revision: i64) -> BTreeMap<Vec<u8>, (Vec<u8>, i64)> {
         let prefix = self.dir().encode().into_bytes();
         let mut opts = RangeOptions::prefix(&prefix)
             .limit(50)
@@ -99,7 +97,7 @@ impl Case {
     }
 
     /// Checks that `view` is exactly the store's directory at the view's revision.
-    async fn assert_exact(&self, view: &MirrorSnapshot<ItemKey, String>) {
+    pub(super) async fn assert_exact(&self, view: &MirrorSnapshot<ItemKey, String>) {
         let listed = self.listing(view.revision()).await;
         let mirrored: BTreeMap<Vec<u8>, (Vec<u8>, i64)> = view
             .iter()
@@ -118,7 +116,7 @@ impl Case {
     }
 }
 
-async fn timed<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+pub(super) async fn timed<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(EVENT_TIMEOUT, f)
         .await
         .unwrap_or_else(|_| panic!("{what} did not happen within {EVENT_TIMEOUT:?}"))
@@ -361,7 +359,7 @@ struct HoldWatch {
     release: Notify,
 }
 
-#[keyplane_core::async_trait]
+#[keyplane_core::raw::async_trait]
 impl Interceptor for HoldWatch {
     async fn before(&self, call: Call) -> Result<()> {
         if call == Call::Watch && self.armed.swap(false, Ordering::AcqRel) {
@@ -377,8 +375,11 @@ impl Interceptor for HoldWatch {
 pub async fn mirror_relists_once_after_compaction(store: Arc<dyn Store>) {
     let hold = Arc::new(HoldWatch::default());
     hold.armed.store(true, Ordering::Release);
-    let intercepted: Arc<dyn Store> =
-        Arc::new(Intercepted::new(store.clone(), ArcHold(Arc::clone(&hold))));
+    let intercepted: Arc<dyn Store> = Arc::new(
+        store
+            .clone()
+            .layer(FaultLayer::new(0).intercept(Arc::clone(&hold))),
+    );
     let case = Case::new(store.clone());
     case.put(1, "before").await;
     let typed = TypedStore::new(intercepted);
@@ -402,314 +403,7 @@ pub async fn mirror_relists_once_after_compaction(store: Arc<dyn Store>) {
     assert_eq!(mirror.health().relists, 1);
 }
 
-/// The interceptor, shared with the case.
-struct ArcHold(Arc<HoldWatch>);
-
-#[keyplane_core::async_trait]
-impl Interceptor for ArcHold {
-    async fn before(&self, call: Call) -> Result<()> {
-        self.0.before(call).await
-    }
-}
-
-/// The key of collection `id` of the case (it parses as an [`ItemKey`]).
-fn collection_key(case: &Case, id: u64) -> Vec<u8> {
-    case.key(id).encode().into_bytes()
-}
-
-/// A mirror with collections.
-async fn collection_mirror(case: &Case) -> keyplane_core::Mirror<ItemKey, String> {
-    case.typed
-        .mirror(&case.dir())
-        .unwrap()
-        .with_collections()
-        .start()
-        .await
-        .unwrap()
-}
-
-/// Every collection under the case's directory, read now (the store must be quiet): raw key
-/// and kind → contents.
-async fn read_collections(case: &Case) -> BTreeMap<(Vec<u8>, CollectionKind), CollectionValue> {
-    let store = case.typed.store();
-    let prefix = case.dir().encode().into_bytes();
-    let page = store
-        .range(RangeOptions::prefix(&prefix).with_collections())
-        .await
-        .unwrap();
-    assert!(page.next.is_none(), "one page holds the case's keys");
-    let mut all = BTreeMap::new();
-    for c in page.collections {
-        let contents = match c.kind {
-            CollectionKind::Set => match store
-                .collection(CollectionOp::SetMembers { key: c.key.clone() })
-                .await
-                .unwrap()
-            {
-                CollectionResult::Members(m) => CollectionValue::Set(m.into_iter().collect()),
-                other => panic!("{other:?}"),
-            },
-            CollectionKind::Map => match store
-                .collection(CollectionOp::MapGetAll { key: c.key.clone() })
-                .await
-                .unwrap()
-            {
-                CollectionResult::Fields(f) => CollectionValue::Map(f.into_iter().collect()),
-                other => panic!("{other:?}"),
-            },
-            CollectionKind::List => match store
-                .collection(CollectionOp::ListRange {
-                    key: c.key.clone(),
-                    start: 0,
-                    stop: -1,
-                })
-                .await
-                .unwrap()
-            {
-                CollectionResult::Items(i) => CollectionValue::List(i),
-                other => panic!("{other:?}"),
-            },
-        };
-        all.insert((c.key, c.kind), contents);
-    }
-    all
-}
-
-/// The collections a view holds, as [`read_collections`] gives them.
-fn mirrored_collections(
-    view: &MirrorSnapshot<ItemKey, String>,
-) -> BTreeMap<(Vec<u8>, CollectionKind), CollectionValue> {
-    view.collections()
-        .map(|(k, c)| ((k.encode().into_bytes(), c.kind()), c.clone()))
-        .collect()
-}
-
-fn set_add(key: &[u8], member: &str) -> TxnOp {
-    TxnOp::Collection(CollectionOp::SetAdd {
-        key: key.to_vec(),
-        member: member.as_bytes().to_vec(),
-    })
-}
-
-fn list_push(key: &[u8], item: &str) -> TxnOp {
-    TxnOp::Collection(CollectionOp::ListPush {
-        key: key.to_vec(),
-        value: item.as_bytes().to_vec(),
-    })
-}
-
-/// A mirror with collections loads the sets, maps and lists of its range with the plain
-/// keys, then follows their changes (a deleted one disappears), and its subscribers get the
-/// collection changes of each transaction.
-pub async fn mirror_with_collections_lists_then_follows(store: Arc<dyn Store>) {
-    let case = Case::new(store.clone());
-    case.put(0, "plain").await;
-    let (set, map, list) = (
-        collection_key(&case, 1),
-        collection_key(&case, 2),
-        collection_key(&case, 3),
-    );
-    store
-        .txn(Txn::new().and_then([
-            set_add(&set, "a"),
-            set_add(&set, "b"),
-            TxnOp::Collection(CollectionOp::MapPut {
-                key: map.clone(),
-                field: b"f".to_vec(),
-                value: b"v".to_vec(),
-            }),
-            list_push(&list, "x"),
-            list_push(&list, "y"),
-        ]))
-        .await
-        .unwrap();
-    let mirror = collection_mirror(&case).await;
-    let view = mirror.snapshot();
-    assert_eq!(view.len(), 1);
-    assert_eq!(view.collection_count(), 3);
-    assert_eq!(mirrored_collections(&view), read_collections(&case).await);
-    let members: Vec<&[u8]> = view
-        .set(&case.key(1))
-        .unwrap()
-        .iter()
-        .map(Vec::as_slice)
-        .collect();
-    assert_eq!(members, [&b"a"[..], b"b"]);
-    assert_eq!(view.map(&case.key(2)).unwrap()[&b"f"[..]], b"v");
-    assert_eq!(
-        view.list(&case.key(3)).unwrap(),
-        [b"x".to_vec(), b"y".to_vec()]
-    );
-    assert!(view.set(&case.key(3)).is_none(), "a list is not a set");
-
-    let mut changes = mirror.subscribe();
-    let written = store
-        .txn(Txn::new().and_then([
-            TxnOp::put(collection_key(&case, 0), "changed"),
-            set_add(&set, "c"),
-            TxnOp::Collection(CollectionOp::ListRotate { key: list.clone() }),
-            TxnOp::delete(&map),
-        ]))
-        .await
-        .unwrap()
-        .revision;
-    let view = timed("the mirror catching up", mirror.wait_for(written))
-        .await
-        .unwrap();
-    assert_eq!(mirrored_collections(&view), read_collections(&case).await);
-    assert!(view.map(&case.key(2)).is_none(), "a deleted map disappears");
-    assert_eq!(
-        view.list(&case.key(3)).unwrap(),
-        [b"y".to_vec(), b"x".to_vec()]
-    );
-    assert_eq!(view.get(&case.key(0)).unwrap().value, "changed");
-    let batch = timed("the subscription", changes.next()).await.unwrap();
-    assert_eq!((batch.revision, batch.events.len()), (written, 1));
-    let described: Vec<(u64, CollectionChange)> = batch
-        .collections
-        .iter()
-        .map(|e| {
-            (
-                ItemKey::parse(std::str::from_utf8(&e.key).unwrap())
-                    .unwrap()
-                    .id,
-                e.change.clone(),
-            )
-        })
-        .collect();
-    assert!(described.contains(&(
-        1,
-        CollectionChange::SetAdd {
-            member: b"c".to_vec()
-        }
-    )));
-    assert!(described.contains(&(
-        3,
-        CollectionChange::ListRotate {
-            item: b"x".to_vec()
-        }
-    )));
-    assert!(described.contains(&(2, CollectionChange::Deleted)));
-    let health = mirror.health();
-    assert_eq!((health.relists, health.collections), (0, 2));
-}
-
-/// With collections too, readers never see part of a transaction, including while the
-/// mirror loads under a running writer: each transaction sets a counter and adds one member
-/// to a set and one item to a list, so every view has as many members and items as the
-/// counter says.
-pub async fn mirror_with_collections_never_shows_half_a_transaction(store: Arc<dyn Store>) {
-    let case = Arc::new(Case::new(store.clone()));
-    let (set, list, counter) = (
-        collection_key(&case, 1),
-        collection_key(&case, 2),
-        collection_key(&case, 0),
-    );
-    let generation = move |g: u64| {
-        Txn::new().and_then([
-            TxnOp::put(&counter, g.to_string()),
-            set_add(&set, &format!("m{g}")),
-            list_push(&list, &format!("i{g}")),
-        ])
-    };
-    for g in 1..=10 {
-        store.txn(generation(g)).await.unwrap();
-    }
-    let writer = {
-        let store = store.clone();
-        tokio::spawn(async move {
-            let mut last = 0;
-            for g in 11..=80 {
-                last = store.txn(generation(g)).await.unwrap().revision;
-                tokio::task::yield_now().await;
-            }
-            last
-        })
-    };
-    // Loaded while the writer runs.
-    let mirror = collection_mirror(&case).await;
-    let check = |view: &MirrorSnapshot<ItemKey, String>| {
-        let count: usize = view
-            .get(&case.key(0))
-            .map_or(0, |v| v.value.parse().unwrap());
-        let members = view.set(&case.key(1)).map_or(0, |s| s.len());
-        let items = view.list(&case.key(2)).map_or(0, <[_]>::len);
-        assert_eq!(
-            (members, items),
-            (count, count),
-            "a view with part of a transaction at {}",
-            view.revision()
-        );
-    };
-    // At least one view while the writer may still run: a fast writer can finish before
-    // this task is first polled.
-    let mut checks = 0u64;
-    loop {
-        check(&mirror.snapshot());
-        checks += 1;
-        if writer.is_finished() {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    let last = writer.await.unwrap();
-    let view = timed("the mirror catching up", mirror.wait_for(last))
-        .await
-        .unwrap();
-    check(&view);
-    assert!(checks > 0);
-    assert_eq!(view.set(&case.key(1)).unwrap().len(), 80);
-    assert_eq!(mirrored_collections(&view), read_collections(&case).await);
-}
-
-/// Concurrent writers on sets, maps, lists and plain keys, the mirror started in the
-/// middle: it converges to exactly what the store holds.
-pub async fn mirror_with_collections_converges(store: Arc<dyn Store>) {
-    let case = Arc::new(Case::new(store.clone()));
-    let write = |case: Arc<Case>, w: u64| async move {
-        let store = case.typed.store().clone();
-        let mut last = 0;
-        for i in 0..30u64 {
-            let id = (w * 5 + i * 3) % 9;
-            let key = collection_key(&case, id);
-            let member = format!("v{}", i % 4).into_bytes();
-            let op = match id % 3 {
-                0 if i % 3 == 0 => CollectionOp::SetRemove { key, member },
-                0 => CollectionOp::SetAdd { key, member },
-                1 if i % 4 == 0 => CollectionOp::MapDelete { key, field: member },
-                1 => CollectionOp::MapPut {
-                    key,
-                    field: member,
-                    value: format!("{w}-{i}").into_bytes(),
-                },
-                _ if i % 5 == 0 => CollectionOp::ListRemove { key, value: member },
-                _ if i % 5 == 1 => CollectionOp::ListRotate { key },
-                _ => CollectionOp::ListPush { key, value: member },
-            };
-            let plain = TxnOp::put(collection_key(&case, 10 + w), format!("{i}"));
-            last = store
-                .txn(Txn::new().and_then([TxnOp::Collection(op), plain]))
-                .await
-                .unwrap()
-                .revision;
-        }
-        last
-    };
-    let early: Vec<_> = (0..2)
-        .map(|w| tokio::spawn(write(Arc::clone(&case), w)))
-        .collect();
-    let mirror = collection_mirror(&case).await;
-    let late: Vec<_> = (2..4)
-        .map(|w| tokio::spawn(write(Arc::clone(&case), w)))
-        .collect();
-    let mut last = 0;
-    for writer in early.into_iter().chain(late) {
-        last = last.max(writer.await.unwrap());
-    }
-    let view = timed("the mirror converging", mirror.wait_for(last))
-        .await
-        .unwrap();
-    assert_eq!(mirrored_collections(&view), read_collections(&case).await);
-    case.assert_exact(&view).await;
-    assert_eq!(mirror.health().relists, 0);
-}
+pub use super::mirror_collections::{
+    mirror_with_collections_converges, mirror_with_collections_lists_then_follows,
+    mirror_with_collections_never_shows_half_a_transaction,
+};

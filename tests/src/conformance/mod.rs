@@ -39,6 +39,7 @@ pub mod locks;
 pub mod metadata;
 pub mod migrate;
 pub mod mirror;
+mod mirror_collections;
 pub mod read;
 pub mod snapshot;
 pub mod txn;
@@ -46,6 +47,8 @@ pub mod update;
 pub mod watch;
 pub mod write;
 
+mod collection_lists;
+mod collection_replay;
 mod support;
 
 use std::future::Future;

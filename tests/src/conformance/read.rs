@@ -1,7 +1,8 @@
 //! Reads: `get` and `range` over keys, prefixes and intervals, with limits and paging.
 
 use super::support::{collect_pages, expect_kind, key, names, put, root, snapshot};
-use keyplane_core::{Continuation, ErrorKind, KeyRange, MAX_KEY_LEN, RangeOptions, Store};
+use keyplane_core::raw::MAX_KEY_LEN;
+use keyplane_core::{Continuation, ErrorKind, KeyRange, RangeOptions, Store};
 use std::sync::Arc;
 
 /// `get` of a missing key is `None`; after a put it is the entry with etcd's metadata.

@@ -41,7 +41,7 @@ pub(crate) async fn put(store: &dyn Store, key: &[u8], value: impl AsRef<[u8]>) 
     store
         .put(key, value.as_ref(), PutOptions::default())
         .await
-        .unwrap_or_else(|e| panic!("put {}: {e}", keyplane_core::escape_bytes(key)))
+        .unwrap_or_else(|e| panic!("put {}: {e}", keyplane_core::raw::escape_bytes(key)))
         .revision
 }
 
@@ -106,7 +106,7 @@ pub(crate) fn names(root: &[u8], entries: &[Entry]) -> Vec<String> {
 
 /// A key relative to `root`, escaped.
 pub(crate) fn rel(root: &[u8], key: &[u8]) -> String {
-    keyplane_core::escape_bytes(key.strip_prefix(root).unwrap_or(key))
+    keyplane_core::raw::escape_bytes(key.strip_prefix(root).unwrap_or(key))
 }
 
 /// Asserts that `result` is an error of `kind`.
@@ -152,7 +152,7 @@ pub(crate) fn describe(root: &[u8], event: &Event) -> String {
         Event::Put { entry, .. } => format!(
             "put {}={}",
             rel(root, &entry.key),
-            keyplane_core::escape_bytes(&entry.value)
+            keyplane_core::raw::escape_bytes(&entry.value)
         ),
         Event::Delete { key, .. } => format!("delete {}", rel(root, key)),
         Event::Collection(c) => format!("{:?} {} {:?}", c.kind, rel(root, &c.key), c.change),

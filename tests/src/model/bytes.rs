@@ -9,7 +9,7 @@ pub struct Bytes(pub Vec<u8>);
 
 impl fmt::Debug for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", keyplane_core::escape_bytes(&self.0))
+        write!(f, "\"{}\"", keyplane_core::raw::escape_bytes(&self.0))
     }
 }
 

@@ -323,8 +323,8 @@ impl TypedTxn {
     /// [`Leadership::fence`]: the transaction then writes only while its caller still holds
     /// the lock or leads.
     ///
-    /// [`LockGuard::fence`]: crate::LockGuard::fence
-    /// [`Leadership::fence`]: crate::Leadership::fence
+    /// [`LockGuard::fence`]: crate::recipes::LockGuard::fence
+    /// [`Leadership::fence`]: crate::recipes::Leadership::fence
     pub fn when(&mut self, compare: Compare) -> &mut Self {
         self.txn.compares.push(compare);
         self

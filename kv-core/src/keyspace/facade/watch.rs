@@ -269,7 +269,7 @@ impl TypedStore {
 pub(crate) fn parse_keyspace<S: Keyspace>(raw: &[u8]) -> Result<S> {
     let text = std::str::from_utf8(raw).map_err(|e| {
         Error::invalid_key("the key is not UTF-8")
-            .with_context("key", crate::entry::escape_bytes(raw))
+            .with_context("key", crate::raw::escape_bytes(raw))
             .with_source(e)
     })?;
     Ok(S::parse(text)?)

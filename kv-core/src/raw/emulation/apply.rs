@@ -192,7 +192,7 @@ fn position(members_prefix: &[u8], physical: &[u8]) -> Result<u64> {
             ErrorKind::Corrupted,
             "a list item's physical key is malformed",
         )
-        .with_context("physical_key", crate::escape_bytes(physical))
+        .with_context("physical_key", crate::raw::escape_bytes(physical))
     })
 }
 

@@ -5,10 +5,11 @@
 use super::OrderedState;
 use crate::collections::CollectionKind;
 use crate::continuation::Continuation;
-use crate::entry::{Entry, prefix_end};
+use crate::entry::Entry;
 use crate::error::Result;
 use crate::range::{CollectionEntry, RangeOptions, RangeResult};
 use crate::raw::layout;
+use crate::raw::prefix_end;
 use std::collections::BTreeSet;
 
 /// Physical entries read per step while grouping members into collections.

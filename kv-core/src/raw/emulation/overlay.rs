@@ -89,7 +89,7 @@ impl<'a, S: OrderedState> Overlay<'a, S> {
     }
 
     /// The collection events of the ops applied so far, as a watch reports them (see
-    /// [`changes`](crate::changes)): grouped by collection in the order each was first
+    /// [`CollectionEvent`](crate::CollectionEvent)): grouped by collection in the order each was first
     /// changed, each collection's in op order; a collection the ops leave empty reports one
     /// `Deleted` (nothing when it was empty before too); a collection deleted and written
     /// again reports `Deleted` and the writes after it.

@@ -4,7 +4,8 @@
 use super::super::support::{all_pages, key, names, put, rel, root};
 use super::{HANG, RawWriter};
 use futures::StreamExt;
-use keyplane_core::{Entry, Event, RangeOptions, Store, WatchOptions, escape_bytes};
+use keyplane_core::raw::escape_bytes;
+use keyplane_core::{Entry, Event, RangeOptions, Store, WatchOptions};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

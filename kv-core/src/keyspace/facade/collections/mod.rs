@@ -8,12 +8,12 @@
 
 use super::{TypedStore, key_bytes};
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::entry::escape_bytes;
 use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use crate::keyspace::codec_plain::Text;
 use crate::keyspace::key::{Key, ListKey, MapKey, SetKey};
 use crate::keyspace::template::Template;
+use crate::raw::escape_bytes;
 use crate::store::Store;
 use std::fmt;
 use std::sync::Arc;

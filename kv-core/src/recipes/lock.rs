@@ -7,10 +7,10 @@
 //! key just before it (no polling, no thundering herd). A crashed holder's key is deleted when
 //! its lease expires, which hands the lock on.
 
-use crate::entry::validate_key;
+use super::queue::{Held, Queue};
 use crate::error::{Error, Result};
 use crate::lease::LeaseId;
-use crate::queue::{Held, Queue};
+use crate::raw::validate_key;
 use crate::store::Store;
 use crate::txn::Compare;
 use std::sync::Arc;
@@ -19,7 +19,8 @@ use std::sync::Arc;
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{Compare, CompareOp, LeaseKeeper, Lock, Store, Txn, TxnOp};
+/// use keyplane_core::{Compare, CompareOp, Store, Txn, TxnOp};
+/// use keyplane_core::recipes::{LeaseKeeper, Lock};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
@@ -72,7 +73,7 @@ impl Lock {
     /// errors.
     pub async fn lock(&self, lease: LeaseId) -> Result<LockGuard> {
         let held = self.queue.join_and_wait(lease, b"").await?;
-        tracing::debug!(key = %crate::escape_bytes(&held.key), "lock acquired");
+        tracing::debug!(key = %crate::raw::escape_bytes(&held.key), "lock acquired");
         Ok(LockGuard { held })
     }
 
@@ -92,7 +93,7 @@ impl Lock {
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("name", &crate::escape_bytes(self.name()))
+            .field("name", &crate::raw::escape_bytes(self.name()))
             .finish()
     }
 }
@@ -150,7 +151,7 @@ impl LockGuard {
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
-            .field("key", &crate::escape_bytes(self.key()))
+            .field("key", &crate::raw::escape_bytes(self.key()))
             .field("fencing_token", &self.fencing_token())
             .field("lease", &self.lease())
             .field("lost", &self.is_lost())

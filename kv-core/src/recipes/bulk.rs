@@ -1,9 +1,10 @@
 //! The bulk loader: many keys in transactions of at most `max_txn_ops` puts, several in
 //! flight, with progress reports, on any [`Store`].
 
-use crate::entry::{Entry, escape_bytes, validate_key};
+use crate::entry::Entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::range::RangeOptions;
+use crate::raw::{escape_bytes, validate_key};
 use crate::retry::Backoff;
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
@@ -68,7 +69,7 @@ type ProgressFn = Box<dyn Fn(BulkProgress) + Send + Sync>;
 /// written only while some key of the batch still holds the batch's value.
 ///
 /// ```
-/// use keyplane_core::BulkLoader;
+/// use keyplane_core::recipes::BulkLoader;
 /// use keyplane_mem::MemStore;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

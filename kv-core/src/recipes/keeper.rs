@@ -24,7 +24,8 @@ type LostReason = Option<(ErrorKind, String)>;
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{LeaseKeeper, PutOptions, Store};
+/// use keyplane_core::{PutOptions, Store};
+/// use keyplane_core::recipes::{LeaseKeeper};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());

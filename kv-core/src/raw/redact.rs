@@ -38,7 +38,7 @@ pub fn redact_secret<T>(secret: Option<T>) -> Option<&'static str> {
 /// Paths keep their `@` (`sled:///tmp/a@b` is shown as it is), and nothing else changes.
 ///
 /// ```
-/// use keyplane_core::redact_url;
+/// use keyplane_core::raw::redact_url;
 /// assert_eq!(redact_url("redis://app:s3cret@10.0.0.5:6379/0"), "redis://app:***@10.0.0.5:6379/0");
 /// assert_eq!(redact_url("redis://:s3cret@h:6379"), "redis://:***@h:6379");
 /// assert_eq!(redact_url("etcd://u:s3cret@h1:2379,h2:2379"), "etcd://u:***@h1:2379,h2:2379");

@@ -1,4 +1,4 @@
-//! The contender queue that [`Lock`](crate::Lock) and [`Election`](crate::Election) share,
+//! The contender queue that [`Lock`](crate::recipes::Lock) and [`Election`](crate::recipes::Election) share,
 //! built on a lease and transactions as etcd's concurrency recipes are.
 //!
 //! Each contender creates the key `<prefix><lease id in hex>` attached to its lease, in a txn
@@ -7,10 +7,11 @@
 //! key just before it (no polling, no thundering herd). A crashed head's key is deleted when
 //! its lease expires, which hands the head on.
 
-use crate::entry::{Entry, validate_key};
+use crate::entry::Entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::LeaseId;
 use crate::range::{KeyRange, RangeOptions};
+use crate::raw::validate_key;
 use crate::retry::Backoff;
 use crate::store::Store;
 use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
@@ -100,7 +101,7 @@ impl Queue {
                 ErrorKind::AlreadyExists,
                 "this lease already holds or waits for this lock",
             )
-            .with_context("key", crate::escape_bytes(&key)));
+            .with_context("key", crate::raw::escape_bytes(&key)));
         }
         Ok(Pending {
             store: self.store.clone(),
@@ -215,7 +216,7 @@ fn deleted(item: Option<Result<crate::WatchBatch>>) -> Watched {
 
 /// A `LockLost` error about `key`.
 pub(crate) fn lost(key: &[u8], message: &str) -> Error {
-    Error::new(ErrorKind::LockLost, message).with_context("key", crate::escape_bytes(key))
+    Error::new(ErrorKind::LockLost, message).with_context("key", crate::raw::escape_bytes(key))
 }
 
 /// Deletes `key` if it still has create revision `token`: releases exactly this holder's
@@ -238,7 +239,7 @@ fn release_in_background(store: &Arc<dyn Store>, key: &[u8], token: i64) {
         let (store, key) = (store.clone(), key.to_vec());
         handle.spawn(async move {
             if let Err(e) = release(&*store, &key, token).await {
-                tracing::warn!(key = %crate::escape_bytes(&key), error = %e, "queue key release failed");
+                tracing::warn!(key = %crate::raw::escape_bytes(&key), error = %e, "queue key release failed");
             }
         });
     }
@@ -272,7 +273,7 @@ impl Pending {
             revision,
             tx,
         ));
-        tracing::debug!(key = %crate::escape_bytes(&self.key), "queue head reached");
+        tracing::debug!(key = %crate::raw::escape_bytes(&self.key), "queue head reached");
         Held {
             store: self.store.clone(),
             key: std::mem::take(&mut self.key),

@@ -7,13 +7,14 @@
 //! leadership to the next candidate at once. The leader's create revision is its fencing
 //! revision: [`Leadership::fence`] makes a write conditional on still leading.
 //!
-//! The queue is the one [`Lock`](crate::Lock) uses: an election named `n` and a lock named
+//! The queue is the one [`Lock`](crate::recipes::Lock) uses: an election named `n` and a lock named
 //! `n` share their keys, so they must not be given the same name.
 
-use crate::entry::{Entry, validate_key};
+use super::queue::{Held, Queue, lost};
+use crate::entry::Entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::LeaseId;
-use crate::queue::{Held, Queue, lost};
+use crate::raw::validate_key;
 use crate::store::Store;
 use crate::txn::{Compare, Txn, TxnOp};
 use crate::watch::{Event, WatchOptions, WatchStream};
@@ -25,7 +26,8 @@ use std::sync::Arc;
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{Election, LeaseKeeper, Store, Txn, TxnOp};
+/// use keyplane_core::{Store, Txn, TxnOp};
+/// use keyplane_core::recipes::{Election, LeaseKeeper};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
@@ -122,7 +124,7 @@ impl Election {
     /// the lease ended while waiting; backend errors.
     pub async fn campaign(&self, lease: LeaseId, value: impl AsRef<[u8]>) -> Result<Leadership> {
         let held = self.queue.join_and_wait(lease, value.as_ref()).await?;
-        tracing::debug!(key = %crate::escape_bytes(&held.key), "elected");
+        tracing::debug!(key = %crate::raw::escape_bytes(&held.key), "elected");
         Ok(Leadership { held })
     }
 
@@ -187,7 +189,7 @@ impl Election {
 impl std::fmt::Debug for Election {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Election")
-            .field("prefix", &crate::escape_bytes(self.prefix()))
+            .field("prefix", &crate::raw::escape_bytes(self.prefix()))
             .finish()
     }
 }
@@ -355,7 +357,7 @@ impl Leadership {
 impl std::fmt::Debug for Leadership {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Leadership")
-            .field("key", &crate::escape_bytes(self.key()))
+            .field("key", &crate::raw::escape_bytes(self.key()))
             .field("revision", &self.revision())
             .field("lease", &self.lease())
             .field("lost", &self.is_lost())

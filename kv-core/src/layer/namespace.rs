@@ -3,11 +3,12 @@
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionOp, CollectionResult};
 use crate::continuation::Continuation;
-use crate::entry::{Entry, prefix_end, validate_key};
+use crate::entry::Entry;
 use crate::error::{Error, Result};
 use crate::lease::LeaseId;
 use crate::lease::{LeaseGrant, LeaseInfo};
 use crate::range::{KeyRange, RangeOptions, RangeResult};
+use crate::raw::{prefix_end, validate_key};
 use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 use crate::txn::{OpResult, Txn, TxnOp, TxnResponse};
 use crate::watch::{Event, WatchBatch, WatchOptions, WatchStream};
@@ -25,7 +26,8 @@ use std::time::Duration;
 /// deployment that shares a server between several caches gives each one a namespace.
 ///
 /// ```
-/// use keyplane_core::{Namespaced, PutOptions, Store};
+/// use keyplane_core::{PutOptions, Store};
+/// use keyplane_core::layer::{Namespaced};
 /// use std::sync::Arc;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> keyplane_core::Result<()> {
@@ -46,7 +48,7 @@ pub struct Namespaced {
 impl std::fmt::Debug for Namespaced {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Namespaced")
-            .field("prefix", &crate::entry::escape_bytes(&self.prefix))
+            .field("prefix", &crate::raw::escape_bytes(&self.prefix))
             .finish_non_exhaustive()
     }
 }
@@ -224,7 +226,7 @@ impl NamespaceLayer {
             return Err(Error::invalid_key("a namespace prefix is never empty"));
         }
         validate_key(&prefix)?;
-        if prefix.len() >= crate::entry::MAX_KEY_LEN {
+        if prefix.len() >= crate::raw::MAX_KEY_LEN {
             return Err(Error::invalid_key(
                 "the namespace prefix leaves no room for keys",
             ));

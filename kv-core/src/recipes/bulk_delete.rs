@@ -1,8 +1,8 @@
 //! Deleting a prefix too large for one atomic step, in atomic batches.
 
-use crate::entry::validate_prefix;
 use crate::error::{Error, ErrorKind, Result};
 use crate::range::RangeOptions;
+use crate::raw::validate_prefix;
 use crate::store::{DeletePrefixResult, Store};
 use crate::txn::{OpResult, Txn, TxnOp};
 
@@ -23,7 +23,8 @@ const MAX_IDLE_ROUNDS: u32 = 16;
 /// store's revision when there was nothing to delete).
 ///
 /// ```
-/// use keyplane_core::{PutOptions, RangeOptions, Store, delete_prefix_in_batches};
+/// use keyplane_core::{PutOptions, RangeOptions, Store};
+/// use keyplane_core::recipes::{delete_prefix_in_batches};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = keyplane_mem::MemStore::new();
 /// for i in 0..1_000 {

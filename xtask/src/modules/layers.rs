@@ -1,0 +1,167 @@
+//! The layers of keyplane-core, and what the backends may name of it.
+//!
+//! keyplane-core is built in layers, each on those below it: the contract (the crate root's
+//! own modules, with `raw` for implementors and `retry`), the keyspace DSL, the store
+//! layers, the recipes, the mirror, the migrations. A module may use its own layer and
+//! those below, never one above. A backend implements the contract and needs nothing else:
+//! its code names only the root's items, `raw`, `retry` and `tls` (the TLS configuration
+//! the network backends share).
+
+use super::source::strip;
+use std::path::{Path, PathBuf};
+
+/// The directory of the crate whose layers are checked.
+pub const CORE: &str = "kv-core";
+
+/// keyplane-core's top modules above the contract, lowest first. A module not listed is
+/// part of the contract (layer 0).
+const CORE_LAYERS: [(&str, usize); 6] = [
+    ("keyspace", 1),
+    ("derive_support", 1),
+    ("layer", 2),
+    ("recipes", 3),
+    ("mirror", 4),
+    ("migrate", 5),
+];
+
+/// The crates that implement the contract.
+const BACKENDS: [&str; 4] = ["kv-mem", "kv-sled", "kv-etcd", "kv-redis"];
+
+/// The modules of keyplane-core a backend may name, besides the root's items.
+const FOR_IMPLEMENTORS: [&str; 3] = ["raw", "retry", "tls"];
+
+/// The layer of a module of keyplane-core, by its path.
+pub fn layer_of(path: &[String]) -> usize {
+    let top = path.first().map(String::as_str);
+    CORE_LAYERS
+        .iter()
+        .find(|(name, _)| Some(*name) == top)
+        .map_or(0, |(_, layer)| *layer)
+}
+
+/// The name of a layer, for messages.
+pub fn layer_name(path: &[String]) -> String {
+    match layer_of(path) {
+        0 => "the contract".into(),
+        _ => path.first().cloned().unwrap_or_default(),
+    }
+}
+
+/// Every place a backend's code (tests left out) names a module of keyplane-core it should
+/// not need: `(file, line, module)`.
+pub fn backend_breaks(root: &Path) -> Result<Vec<(PathBuf, usize, String)>, String> {
+    let mut out = Vec::new();
+    for backend in BACKENDS {
+        for file in rust_files(&root.join(backend).join("src"))? {
+            let text =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            for (line, module) in core_modules_named(&strip(&text)) {
+                if !FOR_IMPLEMENTORS.contains(&module.as_str()) {
+                    out.push((file.clone(), line, module));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The `.rs` files under `dir`, sorted.
+fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The modules of keyplane-core that `code` names (`keyplane_core::m::…`, or `m::…` inside
+/// `keyplane_core::{…}`), with their lines.
+fn core_modules_named(code: &str) -> Vec<(usize, String)> {
+    const CRATE: &str = "keyplane_core::";
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(found) = code[from..].find(CRATE) {
+        let at = from + found + CRATE.len();
+        from = at;
+        let line = code[..at].matches('\n').count() + 1;
+        let rest = &code[at..];
+        let items: Vec<&str> = match rest.strip_prefix('{') {
+            Some(group) => top_level_items(group),
+            None => vec![rest],
+        };
+        for item in items {
+            let item = item.trim_start();
+            let name: String = item
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let is_module = name.starts_with(|c: char| c.is_ascii_lowercase())
+                && item[name.len()..].trim_start().starts_with("::");
+            if is_module {
+                out.push((line, name));
+            }
+        }
+    }
+    out
+}
+
+/// The items of a `{…}` group (its text after the `{`), split at its top-level commas.
+fn top_level_items(group: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                out.push(&group[start..i]);
+                return out;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modules_named_directly_and_in_groups() {
+        let code = "use keyplane_core::{Error, raw::validate_key, keyspace::{Key, Text}};\n\
+                    fn f() { keyplane_core::mirror::Mirror::new(); keyplane_core::Store; }\n";
+        assert_eq!(
+            core_modules_named(code),
+            vec![
+                (1, "raw".to_string()),
+                (1, "keyspace".to_string()),
+                (2, "mirror".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn layers_by_top_module() {
+        let path = |p: &str| p.split("::").map(String::from).collect::<Vec<_>>();
+        assert_eq!(layer_of(&path("store")), 0);
+        assert_eq!(layer_of(&path("raw::emulation")), 0);
+        assert_eq!(layer_of(&path("keyspace::key")), 1);
+        assert_eq!(layer_of(&path("mirror::task")), 4);
+        assert!(layer_of(&path("migrate::apply")) > layer_of(&path("recipes::lock")));
+    }
+}
