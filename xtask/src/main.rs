@@ -3,8 +3,9 @@
 //! - `setup`: installs what plain cargo commands and the tests need (`protoc`, `etcd`,
 //!   `redis-server`, `chromium`, `chromedriver`), once per machine;
 //! - `demo`: the main job on the embedded default store;
-//! - `test`: formatting, lints and every test against real `etcd`, `redis-server` and a
-//!   headless Chromium, the crates outside the workspace, then a two-minute chaos run;
+//! - `test`: the module graph (`modules --check`), formatting, lints and every test against
+//!   real `etcd`, `redis-server` and a headless Chromium, the crates outside the workspace,
+//!   then a two-minute chaos run;
 //! - `outside`: the crates of `tests/outside/`, each built as a user's crate outside the
 //!   workspace, with only the library as a dependency (also part of `test`);
 //! - `bench`: the performance report, every measure against its raw client in one run, printed
@@ -15,8 +16,8 @@
 //!   SIGSTOP/SIGCONT, restarts, etcd leader loss), their histories checked for
 //!   linearizability and the watch properties; closes with
 //!   `chaos: N operations, M faults, K anomalies` and fails on any anomaly;
-//! - `modules`: each crate's import circles between modules and its files over 500 lines of
-//!   code (`--check`: fail on any).
+//! - `modules`: each crate's import circles between modules, its files over 500 lines of
+//!   code, keyplane-core's layers and the backends' use of it (`--check`: fail on any).
 //!
 //! Each command first makes sure what it needs is there. The programs come from the
 //! distribution's packages (`protobuf-compiler`, `etcd-server`, `redis-server`, `chromium`,
@@ -39,9 +40,9 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
   setup        install protoc, etcd, redis-server, chromium and chromedriver, so that plain
                cargo commands work
   demo         run the demo on the embedded default store
-  test         cargo fmt --check, clippy -D warnings, cargo doc, every test against real servers
-               and a headless Chromium, the crates outside the workspace, and a two-minute
-               chaos run
+  test         modules --check, cargo fmt --check, clippy -D warnings, cargo doc, every test
+               against real servers and a headless Chromium, the crates outside the workspace,
+               and a two-minute chaos run
   outside      build and run the crates of tests/outside/, each a user's crate outside the
                workspace (part of test)
   bench [--quick] [--only WORD]
@@ -54,8 +55,9 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
                random concurrent operations under injected faults on every backend, checked
                for linearizability and the watch properties (default: 2 minutes in all)
   modules [--check]
-               each crate's import circles between modules and its files over 500 lines of
-               code, from the source (--check: fail when there are any)";
+               each crate's import circles between modules, its files over 500 lines of code,
+               keyplane-core's layers and what the backends use of it, from the source
+               (--check: fail when there are any)";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -68,12 +70,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&rest),
         Some("outside") => install::protoc().and_then(|protoc| outside::run_all(|| cargo(&protoc))),
         Some("chaos") => chaos(&rest),
-        Some("modules") => modules::run(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .parent()
-                .unwrap_or(std::path::Path::new(".")),
-            rest.iter().any(|a| a == "--check"),
-        ),
+        Some("modules") => modules::run(workspace_root(), rest.iter().any(|a| a == "--check")),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -137,7 +134,15 @@ fn demo(args: &[String]) -> Result<(), String> {
     )
 }
 
+/// The workspace's root directory: the parent of this crate's.
+fn workspace_root() -> &'static std::path::Path {
+    let xtask = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask.parent().unwrap_or(xtask)
+}
+
 fn test(args: &[String]) -> Result<(), String> {
+    // The module graph first: it needs no build, and a circle or a layer break fails fast.
+    modules::run(workspace_root(), true)?;
     let protoc = install::protoc()?;
     install::ensure(&install::SERVERS)?;
     install::ensure(&install::BROWSER)?;

@@ -2,7 +2,8 @@
 //!
 //! A [`Layer`] turns a [`Store`] into another `Store` that does something around each call:
 //! retries ([`RetryLayer`]), deadlines ([`TimeoutLayer`]), spans ([`TracingLayer`]), metrics
-//! ([`MetricsLayer`]), injected faults for tests ([`FaultLayer`]), a key prefix
+//! ([`MetricsLayer`]), injected faults for tests ([`FaultLayer`], by rules or by a test's
+//! own [`Interceptor`]: the one way to make a store fail on purpose), a key prefix
 //! ([`NamespaceLayer`]), refusing writes ([`ReadOnlyLayer`]). [`StoreExt::layer`] stacks
 //! them; each added layer wraps the stack below it, so the last one added sees a call first.
 //! The stack is a `Store`, so `Arc<dyn Store>` still swaps backends, and an `Arc<dyn Store>`
