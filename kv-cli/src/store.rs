@@ -124,7 +124,11 @@ pub(crate) async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc
 async fn open_backend(url: &str) -> CliResult<Backend> {
     let options = OpenOptions::default().connect_timeout(CONNECT_TIMEOUT);
     let started = Instant::now();
-    let mut pause = Duration::from_millis(5);
+    // Short pauses: the holder is most often a kvctl command that is about to finish.
+    let pauses = Backoff::requests()
+        .initial(Duration::from_millis(5))
+        .max_delay(Duration::from_millis(50));
+    let mut attempt = 0;
     loop {
         match within(url, Backend::open_with(url, &options)).await? {
             Ok(backend) => return Ok(backend),
@@ -147,8 +151,8 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
                         ),
                     ));
                 }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_millis(50));
+                tokio::time::sleep(pauses.delay(attempt)).await;
+                attempt += 1;
             }
             Err(e) => return Err(failed(url, &e)),
         }

@@ -83,8 +83,10 @@ pub struct Capabilities {
     pub max_key_bytes: usize,
     /// TTLs are rounded up to a multiple of this.
     pub ttl_granularity: Duration,
-    /// How much watch history is kept for resuming.
-    pub watch_retention: Retention,
+    /// How much of the event history is kept: how far back a watch may resume and a read
+    /// may be pinned ([`RangeOptions::at_revision`](crate::RangeOptions::at_revision)).
+    /// The same word as the backends' `history_retention` settings that set it.
+    pub history_retention: Retention,
     /// Transactions.
     pub txn: Support,
     /// Leases.
@@ -133,7 +135,7 @@ impl Capabilities {
     /// # fn kv_mem_like() -> keyplane_core::Capabilities { keyplane_core::Capabilities {
     /// #   backend: "doc", max_txn_ops: 128, max_value_bytes: 1 << 20, max_key_bytes: 4096,
     /// #   ttl_granularity: Duration::from_millis(1),
-    /// #   watch_retention: keyplane_core::Retention::Revisions(1000),
+    /// #   history_retention: keyplane_core::Retention::Revisions(1000),
     /// #   txn: keyplane_core::Support::Native, leases: keyplane_core::Support::Native,
     /// #   watch: keyplane_core::Support::Native, collections: keyplane_core::Support::Native,
     /// #   persistent: false, foreign_writes: keyplane_core::ForeignWrites::Immediate,

@@ -19,6 +19,7 @@ pub mod raw;
 pub mod recipes;
 pub mod retry;
 mod store;
+pub mod tls;
 mod txn;
 mod watch;
 

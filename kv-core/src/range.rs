@@ -5,7 +5,7 @@
 //! pinned to a past revision ([`RangeOptions::at_revision`]): etcd serves it natively, the
 //! other backends rewind their current entries through their event log's previous entries.
 //! Either works while the backend retains the revision (see
-//! [`Capabilities::watch_retention`](crate::Capabilities::watch_retention)); past that, the
+//! [`Capabilities::history_retention`](crate::Capabilities::history_retention)); past that, the
 //! read fails with `Compacted`, as a watch from that revision would. This is the consistent
 //! starting point of list-then-watch: list at revision R, then watch from R + 1.
 //!

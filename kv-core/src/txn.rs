@@ -587,7 +587,7 @@ mod tests {
             max_value_bytes: 1 << 20,
             max_key_bytes: crate::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
-            watch_retention: Retention::Revisions(1000),
+            history_retention: Retention::Revisions(1000),
             txn: Support::Native,
             leases: Support::Native,
             watch: Support::Native,

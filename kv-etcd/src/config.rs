@@ -1,15 +1,16 @@
 //! `EtcdConfig`: where etcd is, how to authenticate, and the limits the store applies; its
-//! URL form; and (feature `tls`) `EtcdTlsConfig` with the client TLS options it makes from
-//! PEM files.
+//! URL form; and (feature `tls`) the client TLS options made from a
+//! [`TlsConfig`](keyplane_core::tls::TlsConfig).
 
 #[cfg(feature = "tls")]
 use etcd_client::{Certificate, Identity, TlsOptions};
+use keyplane_core::raw::redact_secret;
+#[cfg(feature = "tls")]
+use keyplane_core::tls::TlsConfig;
 use keyplane_core::{Error, ErrorKind, Result};
 use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-#[cfg(feature = "tls")]
-use std::path::Path;
 use std::time::Duration;
 
 /// etcd's default `--max-txn-ops`.
@@ -43,9 +44,10 @@ pub struct EtcdConfig {
     pub username: Option<String>,
     /// Password of [`EtcdConfig::username`]. Never printed by `Debug`. Default: none.
     pub password: Option<String>,
-    /// TLS settings; endpoints are then reached over HTTPS. Default: none.
+    /// TLS settings (the CA, a client certificate, the members' certificate name);
+    /// endpoints are then reached over HTTPS. Default: none.
     #[cfg(feature = "tls")]
-    pub tls: Option<EtcdTlsConfig>,
+    pub tls: Option<TlsConfig>,
     /// A root every operation is confined to: keys, ranges, compares and watches are
     /// prefixed with it, and responses are stripped of it. Default: none (the whole keyspace).
     ///
@@ -67,20 +69,10 @@ pub struct EtcdConfig {
     pub retries: u32,
 }
 
-/// TLS settings (feature `tls`): PEM files for the CA and an optional client identity.
+/// The TLS settings, under their former name (feature `tls`).
 #[cfg(feature = "tls")]
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
-#[serde(default, deny_unknown_fields)]
-pub struct EtcdTlsConfig {
-    /// PEM file of the CA that signed the members' certificates.
-    pub ca_file: Option<std::path::PathBuf>,
-    /// PEM file of the client certificate.
-    pub cert_file: Option<std::path::PathBuf>,
-    /// PEM file of the client certificate's private key.
-    pub key_file: Option<std::path::PathBuf>,
-    /// The name expected in the members' certificates, when it differs from the host.
-    pub domain: Option<String>,
-}
+#[deprecated(note = "use TlsConfig, the TLS configuration every network backend shares")]
+pub type EtcdTlsConfig = TlsConfig;
 
 impl Default for EtcdConfig {
     fn default() -> Self {
@@ -107,7 +99,7 @@ impl fmt::Debug for EtcdConfig {
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("request_timeout_ms", &self.request_timeout_ms)
             .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "<hidden>"));
+            .field("password", &redact_secret(self.password.as_ref()));
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.field("namespace", &self.namespace)
@@ -285,39 +277,19 @@ fn number<T: std::str::FromStr>(name: &'static str, value: &str, url: &str) -> R
         .map_err(|_| config_error("not a number", url).with_context("parameter", name))
 }
 
-#[cfg(feature = "tls")]
-fn read_pem(path: &Path, what: &'static str) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| {
-        Error::new(ErrorKind::Config, format!("cannot read the TLS {what}"))
-            .with_context("path", path.display())
-            .with_source(e)
-    })
-}
-
 /// The client TLS options for `cfg`.
 ///
 /// # Errors
 /// `Config` when a file cannot be read, or a certificate is given without its key.
 #[cfg(feature = "tls")]
-pub(crate) fn tls_options(cfg: &EtcdTlsConfig) -> Result<TlsOptions> {
+pub(crate) fn tls_options(cfg: &TlsConfig) -> Result<TlsOptions> {
+    let pem = cfg.read()?;
     let mut tls = TlsOptions::new();
-    if let Some(ca) = &cfg.ca_file {
-        tls = tls.ca_certificate(Certificate::from_pem(read_pem(ca, "CA certificate")?));
+    if let Some(ca) = pem.ca_certificate {
+        tls = tls.ca_certificate(Certificate::from_pem(ca));
     }
-    match (&cfg.cert_file, &cfg.key_file) {
-        (Some(cert), Some(key)) => {
-            tls = tls.identity(Identity::from_pem(
-                read_pem(cert, "client certificate")?,
-                read_pem(key, "client key")?,
-            ));
-        }
-        (None, None) => {}
-        _ => {
-            return Err(Error::new(
-                ErrorKind::Config,
-                "a TLS client certificate needs both cert_file and key_file",
-            ));
-        }
+    if let Some((cert, key)) = pem.client_identity {
+        tls = tls.identity(Identity::from_pem(cert, key));
     }
     if let Some(domain) = &cfg.domain {
         tls = tls.domain_name(domain.clone());

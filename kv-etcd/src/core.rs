@@ -4,6 +4,7 @@
 //! [`Namespace`] that confines keys to the store's root and converts etcd's key-values, and
 //! the collection stamps (see [`stamp_key`]).
 
+pub(crate) mod collections;
 pub(crate) mod plan;
 
 use crate::config::EtcdConfig;
@@ -69,7 +70,7 @@ impl Core {
             max_value_bytes: config.max_value_bytes,
             max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_secs(1),
-            watch_retention: Retention::UntilCompacted,
+            history_retention: Retention::UntilCompacted,
             txn: Support::Native,
             leases: Support::Native,
             watch: Support::Native,

@@ -2,11 +2,11 @@
 #![deny(missing_docs)]
 
 mod access;
-mod collections;
 mod config;
 mod core;
 mod error;
 mod lease;
+mod open;
 mod range;
 mod store;
 mod txn;
@@ -14,6 +14,9 @@ mod watch;
 
 pub use access::{Access, RolePermission};
 #[cfg(feature = "tls")]
+#[allow(deprecated)]
 pub use config::EtcdTlsConfig;
 pub use config::{DEFAULT_MAX_TXN_OPS, DEFAULT_MAX_VALUE_BYTES, EtcdConfig};
-pub use store::EtcdStore;
+#[cfg(feature = "tls")]
+pub use keyplane_core::tls::TlsConfig;
+pub use open::EtcdStore;

@@ -2,9 +2,10 @@
 //!
 //! Plain ops map one to one onto etcd ops, except that deletes also remove the collections
 //! at the key (or under the prefix). The store sends transactions with collection ops or
-//! compares down the optimistic path of `collections.rs` instead. Both build their etcd
+//! compares down the optimistic path of `core/collections.rs` instead. Both build their etcd
 //! requests with [`plan`](crate::core::plan).
 
+use crate::core::collections;
 use crate::core::plan::{Branch, UserTxn};
 use crate::core::{Core, header_revision};
 use etcd_client::PutOptions as EtcdPutOptions;
@@ -39,8 +40,12 @@ pub(crate) async fn put(
     })
 }
 
-/// A transaction without collection ops or compares, as one etcd transaction.
+/// A transaction: one without collection ops or compares as one etcd transaction, one with
+/// them down the optimistic path of [`collections`](crate::core::collections).
 pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
+    if collections::has_collections(&txn) {
+        return collections::txn(core, txn).await;
+    }
     txn.validate(&core.caps)?;
     let ns = &core.ns;
     let max = core.caps.max_txn_ops;

@@ -11,8 +11,8 @@ use std::time::Duration;
 /// use keyplane_mem::{MemConfig, MemStore};
 /// use keyplane_core::Store;
 ///
-/// let store = MemStore::with_config(MemConfig { history_retention: 100, ..MemConfig::default() });
-/// assert_eq!(store.capabilities().watch_retention, keyplane_core::Retention::Revisions(100));
+/// let store = MemStore::open(MemConfig { history_retention: 100, ..MemConfig::default() });
+/// assert_eq!(store.capabilities().history_retention, keyplane_core::Retention::Revisions(100));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -56,7 +56,7 @@ impl MemConfig {
             max_value_bytes: self.max_value_bytes,
             max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
-            watch_retention: Retention::Revisions(self.history_retention),
+            history_retention: Retention::Revisions(self.history_retention),
             txn: Support::Native,
             leases: Support::Native,
             watch: Support::Native,

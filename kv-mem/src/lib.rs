@@ -4,10 +4,11 @@
 mod config;
 mod core;
 mod lease;
+mod open;
 mod range;
 mod store;
 mod txn;
 mod watch;
 
 pub use config::MemConfig;
-pub use store::MemStore;
+pub use open::MemStore;

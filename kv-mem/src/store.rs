@@ -1,79 +1,13 @@
-//! [`MemStore`]: the in-process reference backend.
+//! The [`Store`] impl of [`MemStore`]: every method is one call into an operation file.
 
-use crate::config::MemConfig;
-use crate::core::{Shared, State};
+use crate::MemStore;
 use crate::{lease, range, txn, watch};
 use keyplane_core::raw::async_trait;
 use keyplane_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
     Txn, TxnResponse, WatchOptions, WatchStream,
 };
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
-
-/// The in-process store: an ordered map with etcd's revisions, leases on tokio time, a
-/// bounded event history for watches, and collections in the reserved layout.
-///
-/// Exact and deterministic: it is the reference every other backend is measured against.
-/// Cloning gives another handle to the same store.
-///
-/// ```
-/// use keyplane_core::{RangeOptions, Store, PutOptions};
-/// use keyplane_mem::MemStore;
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> keyplane_core::Result<()> {
-/// let store = MemStore::new();
-/// store.put(b"app/a", b"1", PutOptions::default()).await?;
-/// let page = store.range(RangeOptions::prefix("app/")).await?;
-/// assert_eq!(page.entries[0].version, 1);
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-pub struct MemStore {
-    shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for MemStore {
-    /// Shows the configuration and size, never the data.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut d = f.debug_struct("MemStore");
-        if let Ok(state) = self.shared.state.try_lock() {
-            d.field("revision", &state.revision)
-                .field("keys", &state.kv.len());
-        }
-        d.field("capabilities", &self.shared.caps)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for MemStore {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl MemStore {
-    /// An empty store with the default [`MemConfig`].
-    pub fn new() -> Self {
-        Self::with_config(MemConfig::default())
-    }
-
-    /// An empty store with `config`.
-    pub fn with_config(config: MemConfig) -> Self {
-        MemStore {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State::new(
-                    usize::try_from(config.history_retention).unwrap_or(usize::MAX),
-                    config.watch_buffer,
-                )),
-                caps: config.capabilities(),
-                wake: Arc::new(Notify::new()),
-                expiry: Mutex::new(None),
-            }),
-        }
-    }
-}
 
 #[async_trait]
 impl Store for MemStore {

@@ -23,7 +23,7 @@ async fn snapshot(store: &MemStore) -> (i64, Vec<Entry>, keyplane_core::Collecti
 }
 
 async fn seeded() -> MemStore {
-    let store = MemStore::with_config(MemConfig {
+    let store = MemStore::open(MemConfig {
         max_txn_ops: 4,
         max_value_bytes: 16,
         ..MemConfig::default()

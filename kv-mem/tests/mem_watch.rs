@@ -24,7 +24,7 @@ async fn put(store: &MemStore, key: &str, value: &str) -> i64 {
 /// revision, from which a watch still starts.
 #[tokio::test]
 async fn compaction_and_retention_give_compacted_errors() {
-    let store = MemStore::with_config(MemConfig {
+    let store = MemStore::open(MemConfig {
         history_retention: 3,
         ..MemConfig::default()
     });

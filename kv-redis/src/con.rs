@@ -71,13 +71,13 @@ impl Dial {
     pub(crate) async fn dedicated(
         &self,
         connect_timeout: Duration,
-        response_timeout: Duration,
+        request_timeout: Duration,
     ) -> RedisResult<Con> {
         match self {
             Dial::Single(client) => {
                 let config = redis::AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(connect_timeout))
-                    .set_response_timeout(Some(response_timeout));
+                    .set_response_timeout(Some(request_timeout));
                 Ok(Con::Multiplexed(
                     client
                         .get_multiplexed_async_connection_with_config(&config)
@@ -85,7 +85,7 @@ impl Dial {
                 ))
             }
             Dial::Cluster { .. } => Ok(Con::Cluster(
-                self.cluster_client(connect_timeout, response_timeout)?
+                self.cluster_client(connect_timeout, request_timeout)?
                     .get_async_connection()
                     .await?,
             )),
@@ -96,7 +96,7 @@ impl Dial {
     pub(crate) fn cluster_client(
         &self,
         connect_timeout: Duration,
-        response_timeout: Duration,
+        request_timeout: Duration,
     ) -> RedisResult<ClusterClient> {
         let Dial::Cluster {
             nodes,
@@ -113,7 +113,7 @@ impl Dial {
         };
         let mut builder = ClusterClient::builder(nodes.clone())
             .connection_timeout(connect_timeout)
-            .response_timeout(response_timeout)
+            .response_timeout(request_timeout)
             .retries(6);
         if let Some(username) = username {
             builder = builder.username(username);

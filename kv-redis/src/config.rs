@@ -1,5 +1,8 @@
 //! `RedisConfig`: where the Redis server is and how the store lays out its data there.
 
+use keyplane_core::raw::redact_secret;
+#[cfg(feature = "tls")]
+use keyplane_core::tls::TlsConfig;
 use keyplane_core::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -34,11 +37,14 @@ pub struct RedisConfig {
     /// `tls-auth-clients`.
     /// Default none (the system's roots, no client certificate).
     #[cfg(feature = "tls")]
-    pub tls: Option<RedisTlsConfig>,
+    pub tls: Option<TlsConfig>,
     /// How long to wait for a connection, in ms. Default 5000.
     pub connect_timeout_ms: u64,
-    /// How long to wait for a reply, in ms. Default 5000.
-    pub response_timeout_ms: u64,
+    /// Time allowed for one request (sending it and reading its reply; not for watch
+    /// streams, whose blocking reads add their own wait), in ms. Default 5000. The same name
+    /// as etcd's. (Formerly `response_timeout_ms`, still accepted by serde.)
+    #[serde(alias = "response_timeout_ms")]
+    pub request_timeout_ms: u64,
     /// The prefix of every key the store keeps for itself (revision counter, metadata,
     /// index, event log, leases). User keys starting with it are rejected as `InvalidKey`.
     /// Default `__kv:`.
@@ -97,7 +103,7 @@ pub struct RedisConfig {
     /// operations share, for as long as the replicas take. Default 0 (no wait).
     pub wait_replicas: u32,
     /// How long, in ms, a write waits for `wait_replicas` replicas. At least 1 (0 would wait
-    /// forever) and less than `response_timeout_ms`. Default 1000.
+    /// forever) and less than `request_timeout_ms`. Default 1000.
     pub wait_timeout_ms: u64,
 }
 
@@ -111,7 +117,7 @@ impl Default for RedisConfig {
             #[cfg(feature = "tls")]
             tls: None,
             connect_timeout_ms: 5000,
-            response_timeout_ms: 5000,
+            request_timeout_ms: 5000,
             internal_prefix: "__kv:".to_owned(),
             history_retention: 10_000,
             max_txn_ops: 128,
@@ -143,9 +149,15 @@ impl RedisConfig {
         Duration::from_millis(self.connect_timeout_ms)
     }
 
-    /// The response timeout.
+    /// The request timeout as a [`Duration`].
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// The request timeout, under its former name.
+    #[deprecated(note = "use request_timeout")]
     pub fn response_timeout(&self) -> Duration {
-        Duration::from_millis(self.response_timeout_ms)
+        self.request_timeout()
     }
 
     /// The interval of the reconciler's periodic full pass, if it runs one.
@@ -197,7 +209,7 @@ impl RedisConfig {
         Ok(info.set_redis_settings(settings))
     }
 
-    /// Checks the configuration and its URL as [`RedisStore::connect`](crate::RedisStore::connect)
+    /// Checks the configuration and its URL as [`RedisStore::open`](crate::RedisStore::open)
     /// does before it connects, without connecting.
     ///
     /// ```
@@ -311,9 +323,20 @@ impl RedisConfig {
         Ok((nodes, username, password))
     }
 
-    /// The checks every URL shares: the internal prefix, the sizes, the reconcile roots.
+    /// The checks every URL shares: the internal prefix, the sizes, the reconcile roots, the
+    /// TLS settings.
     fn check(&self) -> Result<()> {
         let config_error = |message: String| Error::new(ErrorKind::Config, message);
+        #[cfg(feature = "tls")]
+        if self.tls.as_ref().is_some_and(|tls| tls.domain.is_some()) {
+            // Refused rather than ignored: a certificate check against another name than
+            // the one configured would surprise at the first connection.
+            return Err(config_error(
+                "the Redis client checks the server certificate against the URL's host: \
+                 connect by a name the certificate holds instead of setting tls.domain"
+                    .to_owned(),
+            ));
+        }
         if self.internal_prefix.is_empty() || self.internal_prefix.contains('\0') {
             return Err(config_error(
                 "the internal prefix must be non-empty and contain no NUL".to_owned(),
@@ -331,10 +354,10 @@ impl RedisConfig {
             ));
         }
         if self.wait_replicas > 0
-            && (self.wait_timeout_ms == 0 || self.wait_timeout_ms >= self.response_timeout_ms)
+            && (self.wait_timeout_ms == 0 || self.wait_timeout_ms >= self.request_timeout_ms)
         {
             return Err(config_error(
-                "wait_timeout_ms must be at least 1 and less than response_timeout_ms".to_owned(),
+                "wait_timeout_ms must be at least 1 and less than request_timeout_ms".to_owned(),
             ));
         }
         if let Some(root) = self
@@ -360,10 +383,10 @@ impl fmt::Debug for RedisConfig {
         let mut d = f.debug_struct("RedisConfig");
         d.field("url", &keyplane_core::raw::redact_url(&self.url))
             .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("password", &redact_secret(self.password.as_ref()))
             .field("database", &self.database)
             .field("connect_timeout_ms", &self.connect_timeout_ms)
-            .field("response_timeout_ms", &self.response_timeout_ms)
+            .field("request_timeout_ms", &self.request_timeout_ms)
             .field("internal_prefix", &self.internal_prefix)
             .field("history_retention", &self.history_retention)
             .field("max_txn_ops", &self.max_txn_ops)
@@ -383,56 +406,27 @@ impl fmt::Debug for RedisConfig {
     }
 }
 
-/// TLS settings of a `rediss://` connection (feature `tls`): PEM files.
+/// The TLS settings, under their former name (feature `tls`).
 #[cfg(feature = "tls")]
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RedisTlsConfig {
-    /// PEM file of the CA that signed the server's certificate (instead of the system's
-    /// roots).
-    pub ca_file: Option<std::path::PathBuf>,
-    /// PEM file of the client certificate, for servers with `tls-auth-clients yes`.
-    pub cert_file: Option<std::path::PathBuf>,
-    /// PEM file of the client certificate's private key.
-    pub key_file: Option<std::path::PathBuf>,
-}
+#[deprecated(note = "use TlsConfig, the TLS configuration every network backend shares")]
+pub type RedisTlsConfig = TlsConfig;
 
+/// The certificates for redis-rs from `tls`.
+///
+/// # Errors
+/// `Config` when a file cannot be read, or a certificate is given without its key.
 #[cfg(feature = "tls")]
-impl RedisTlsConfig {
-    /// The certificates for redis-rs.
-    ///
-    /// # Errors
-    /// `Config` when a file cannot be read, or a certificate is given without its key.
-    pub(crate) fn certificates(&self) -> Result<redis::TlsCertificates> {
-        let read = |path: &std::path::Path, what: &str| {
-            std::fs::read(path).map_err(|e| {
-                Error::new(ErrorKind::Config, format!("cannot read the TLS {what}"))
-                    .with_context("path", path.display())
-                    .with_source(e)
-            })
-        };
-        let client_tls = match (&self.cert_file, &self.key_file) {
-            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
-                client_cert: read(cert, "client certificate")?,
-                client_key: read(key, "client key")?,
+pub(crate) fn certificates(tls: &TlsConfig) -> Result<redis::TlsCertificates> {
+    let pem = tls.read()?;
+    Ok(redis::TlsCertificates {
+        client_tls: pem
+            .client_identity
+            .map(|(client_cert, client_key)| redis::ClientTlsConfig {
+                client_cert,
+                client_key,
             }),
-            (None, None) => None,
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    "a TLS client certificate needs both cert_file and key_file",
-                ));
-            }
-        };
-        let root_cert = match &self.ca_file {
-            Some(ca) => Some(read(ca, "CA certificate")?),
-            None => None,
-        };
-        Ok(redis::TlsCertificates {
-            client_tls,
-            root_cert,
-        })
-    }
+        root_cert: pem.ca_certificate,
+    })
 }
 
 #[cfg(test)]
@@ -482,11 +476,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.internal_prefix, "_i:");
-        assert_eq!(config.response_timeout(), Duration::from_secs(5));
+        assert_eq!(config.request_timeout(), Duration::from_secs(5));
         let back: RedisConfig =
             serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
         assert_eq!(back, config);
         assert!(serde_json::from_str::<RedisConfig>(r#"{ "uri": "x" }"#).is_err());
+    }
+
+    #[test]
+    fn former_field_names_are_still_accepted() {
+        let config: RedisConfig =
+            serde_json::from_str(r#"{ "response_timeout_ms": 1234, "watch_retention": 7 }"#)
+                .unwrap();
+        assert_eq!(config.request_timeout_ms, 1234);
+        assert_eq!(config.history_retention, 7);
     }
 
     #[test]
@@ -560,8 +563,19 @@ mod tests {
         }
         #[cfg(feature = "tls")]
         {
+            let with_domain = RedisConfig {
+                tls: Some(TlsConfig {
+                    domain: Some("kv.internal".to_owned()),
+                    ..TlsConfig::default()
+                }),
+                ..RedisConfig::new("rediss+cluster://10.0.0.1:7000")
+            };
+            assert_eq!(
+                with_domain.cluster_nodes().unwrap_err().kind(),
+                ErrorKind::Config
+            );
             let plain_with_tls = RedisConfig {
-                tls: Some(RedisTlsConfig::default()),
+                tls: Some(TlsConfig::default()),
                 ..RedisConfig::new("redis+cluster://10.0.0.1:7000")
             };
             let err = plain_with_tls.cluster_nodes().unwrap_err();

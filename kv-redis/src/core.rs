@@ -9,6 +9,7 @@
 //! and [`reads`], the group commit and the grouped reads, both built on [`group`]; [`hub`],
 //! the one follower of the event log's tail that every watch shares.
 
+pub(crate) mod cluster;
 pub(crate) mod commit;
 pub(crate) mod decode;
 pub(crate) mod group;
@@ -17,6 +18,7 @@ pub(crate) mod hub;
 pub(crate) mod link;
 pub(crate) mod reads;
 pub(crate) mod reconcile;
+pub(crate) mod route;
 pub(crate) mod scripts;
 
 use crate::con::{Con, Dial};
@@ -111,7 +113,7 @@ impl Core {
     /// and derives the capabilities from the configuration.
     ///
     /// # Errors
-    /// As [`RedisStore::connect`](crate::RedisStore::connect).
+    /// As [`RedisStore::open`](crate::RedisStore::open).
     pub(crate) async fn connect(config: RedisConfig) -> Result<Core> {
         let (con, dial, db) = if config.is_cluster() {
             let (nodes, username, password) = config.cluster_nodes()?;
@@ -121,12 +123,12 @@ impl Core {
                 password,
                 #[cfg(feature = "tls")]
                 certificates: match &config.tls {
-                    Some(tls) => Some(tls.certificates()?),
+                    Some(tls) => Some(crate::config::certificates(tls)?),
                     None => None,
                 },
             };
             let client = dial
-                .cluster_client(config.connect_timeout(), config.response_timeout())
+                .cluster_client(config.connect_timeout(), config.request_timeout())
                 .map_err(|e| map_error("connect", e))?;
             let con = client
                 .get_async_connection()
@@ -138,7 +140,7 @@ impl Core {
             let db = info.redis_settings().db();
             #[cfg(feature = "tls")]
             let client = match &config.tls {
-                Some(tls) => redis::Client::build_with_tls(info, tls.certificates()?),
+                Some(tls) => redis::Client::build_with_tls(info, crate::config::certificates(tls)?),
                 None => redis::Client::open(info),
             };
             #[cfg(not(feature = "tls"))]
@@ -146,7 +148,7 @@ impl Core {
             let client = client.map_err(|e| map_error("connect", e))?;
             let manager_config = ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(config.connect_timeout()))
-                .set_response_timeout(Some(config.response_timeout()))
+                .set_response_timeout(Some(config.request_timeout()))
                 .set_number_of_retries(3);
             let con = client
                 .get_connection_manager_with_config(manager_config)
@@ -160,7 +162,7 @@ impl Core {
             max_value_bytes: MAX_VALUE_BYTES,
             max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
-            watch_retention: Retention::Revisions(config.history_retention),
+            history_retention: Retention::Revisions(config.history_retention),
             txn: Support::Native,
             leases: Support::Emulated,
             watch: Support::Emulated,

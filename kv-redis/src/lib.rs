@@ -2,12 +2,12 @@
 #![deny(missing_docs)]
 
 mod access;
-mod cluster;
 mod con;
 mod config;
 mod core;
 mod error;
 mod lease;
+mod open;
 mod range;
 mod reconciler;
 mod store;
@@ -18,8 +18,11 @@ pub use crate::core::reconcile::ReconcileReport;
 pub use access::{CLUSTER_COMMANDS, RECONCILER_COMMANDS, REQUIRED_COMMANDS};
 pub use config::RedisConfig;
 #[cfg(feature = "tls")]
+#[allow(deprecated)]
 pub use config::RedisTlsConfig;
-pub use store::RedisStore;
+#[cfg(feature = "tls")]
+pub use keyplane_core::tls::TlsConfig;
+pub use open::RedisStore;
 
 /// The Lua function library the store loads into Redis 7 (see [`RedisConfig::functions`]):
 /// `#!lua name=keyplane_<version>` and its functions, for an administrator to load once

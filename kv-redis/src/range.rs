@@ -3,6 +3,8 @@
 //! other programs deleted; at a past revision, the current entries rewound through the
 //! event log.
 
+pub(crate) mod span;
+
 use crate::core::decode::{array, byte_list, corrupted, entry, int, opt_bytes};
 use crate::core::history::Log;
 use crate::core::reconcile::{Mode, reconcile_keys};

@@ -7,6 +7,8 @@
 //! gap with XRANGE on the store's shared connection when it missed pages) and hands batches
 //! to its reader through a bounded channel.
 
+pub(crate) mod span;
+
 use crate::con::Con;
 use crate::core::Core;
 use crate::core::decode::{LogEntry, array, corrupted, flatten};

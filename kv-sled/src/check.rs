@@ -25,7 +25,7 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
     let mut log: BTreeMap<i64, Vec<Event>> = BTreeMap::new();
     let mut expected = None;
     for kv in t.log.iter() {
-        let (key, value) = kv.map_err(map_error)?;
+        let (key, value) = kv.map_err(|e| map_error("check_consistency", e))?;
         let rev = read_be(&key)?;
         if let Some(expected) = expected
             && expected != rev
@@ -64,7 +64,7 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
     let mut leases = BTreeSet::new();
     let mut attachments = BTreeSet::new();
     for kv in t.leases.iter() {
-        let (key, value) = kv.map_err(map_error)?;
+        let (key, value) = kv.map_err(|e| map_error("check_consistency", e))?;
         match key.first() {
             Some(b'L') => {
                 let id = read_be(&key[1..])?;
@@ -98,7 +98,7 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
 
     // Data: metadata within the revision; leases attached; the last write in the log.
     for kv in t.data.iter() {
-        let (key, value) = kv.map_err(map_error)?;
+        let (key, value) = kv.map_err(|e| map_error("check_consistency", e))?;
         if layout::is_reserved(&key) {
             continue;
         }
@@ -116,7 +116,11 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
                 return Err(corrupted(format!("the key's lease {id} does not list it"))
                     .with_context("key", ctx()));
             }
-            if t.leases.get(lease_key(id.0)).map_err(map_error)?.is_none() {
+            if t.leases
+                .get(lease_key(id.0))
+                .map_err(|e| map_error("check_consistency", e))?
+                .is_none()
+            {
                 return Err(corrupted(format!("the key's lease {id} does not exist"))
                     .with_context("key", ctx()));
             }

@@ -1,30 +1,30 @@
 //! The shared state of an open store and the machinery every operation uses: opening a
-//! database directory (sled's lock, the layout version, the state recovered from the trees);
-//! the path every write takes (under the writer mutex, one sled transaction over the four
+//! database directory ([`open`]: sled's lock, the layout version, the state recovered from
+//! the trees; [`claim`]: the directories open in this process); the path every write takes (under the writer mutex, one sled transaction over the four
 //! trees, then the flush the durability asks for, then publication to watchers), which first
 //! expires the leases that are due, and after it removes log records past the retained
 //! history; and the data tree as the emulation's ordered state. Transactions take that path in
 //! groups ([`group`]). The layout of the trees and the encoding of their records are in
 //! [`codec`].
 
+pub(crate) mod claim;
 pub(crate) mod codec;
 pub(crate) mod group;
+pub(crate) mod open;
 
 use crate::config::{Durability, SledConfig};
 use crate::core::codec::{
-    COMPACT_KEY, FORMAT_KEY, FORMAT_VERSION, LEASE_SEQ_KEY, LeaseRecord, attachment_key,
-    attachments_prefix, be, corrupted, decode_entry, encode_events, lease_key, read_be,
+    LeaseRecord, attachment_key, attachments_prefix, be, decode_entry, encode_events, lease_key,
 };
 use crate::error::{map_error, map_txn};
 use keyplane_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
-use keyplane_core::{Capabilities, Error, ErrorKind, Event, LeaseId, Result, Retention, Support};
+use keyplane_core::{Capabilities, Event, LeaseId, Result};
 use sled::Tree;
 use sled::transaction::{TransactionResult, Transactional};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{Notify, watch};
 
 /// Log records below the retained history are removed in batches of at least this many.
@@ -167,7 +167,7 @@ pub(crate) struct Core {
     /// Held while log records are removed.
     pub(crate) pruning: Mutex<()>,
     /// Released after the database is dropped.
-    pub(crate) _claim: PathClaim,
+    pub(crate) _claim: claim::PathClaim,
     /// The directory of a [`SledStore::temporary`](crate::SledStore::temporary) store,
     /// removed last.
     pub(crate) _temp_dir: Option<tempfile::TempDir>,
@@ -259,7 +259,7 @@ impl Core {
         let (out, commits) = self.write_locked(f);
         let _unflushed = commits.counted.then(|| Unflushed(self));
         if commits.wrote && self.config.durability == Durability::FlushOnCommit {
-            self.db.flush().map_err(map_error)?;
+            self.db.flush().map_err(|e| map_error("flush", e))?;
         }
         self.publish(commits.revision);
         out
@@ -310,7 +310,7 @@ impl Core {
                 .with_source(e)
             })?
             .map(drop)
-            .map_err(map_error)
+            .map_err(|e| map_error("flush", e))
     }
 
     pub(crate) fn publish(&self, revision: Option<i64>) {
@@ -380,7 +380,7 @@ impl Core {
                     }
                     Ok(())
                 });
-            res.map_err(map_txn)?;
+            res.map_err(|e| map_txn("txn", e))?;
             if let Some(&(rev, _)) = writes.log.last() {
                 self.revision.store(rev, Ordering::Release);
             }
@@ -407,256 +407,14 @@ impl Core {
             for rev in floor..to {
                 remove.remove(&be(rev));
             }
-            self.trees.log.apply_batch(remove).map_err(map_error)?;
+            self.trees
+                .log
+                .apply_batch(remove)
+                .map_err(|e| map_error("prune_history", e))?;
             floor = to;
             self.log_floor.store(floor, Ordering::Release);
         }
         Ok(())
-    }
-}
-
-/// Most compares, and most ops per branch, in one transaction.
-const MAX_TXN_OPS: usize = 4096;
-/// Largest value accepted.
-const MAX_VALUE_BYTES: usize = 16 << 20;
-
-/// Opens the database in `config.path`, recovers the state and expires the leases that are
-/// due; returns it with the runtime that is to run the lease expiry task.
-pub(crate) fn open(
-    config: SledConfig,
-    temp_dir: Option<tempfile::TempDir>,
-) -> Result<(Arc<Core>, tokio::runtime::Handle)> {
-    config.validate()?;
-    let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-        Error::new(
-            ErrorKind::Config,
-            "SledStore::open must be called inside a Tokio runtime (it starts the lease \
-             expiry task)",
-        )
-    })?;
-    let path = config.path.display().to_string();
-    let flush_every = match config.durability {
-        Durability::FlushOnCommit => 500,
-        Durability::Buffered { flush_interval } => {
-            u64::try_from(flush_interval.as_millis()).unwrap_or(u64::MAX)
-        }
-    };
-    let claim = PathClaim::new(&config.path).map_err(|e| e.with_context("path", &path))?;
-    let sled_config = sled::Config::new()
-        .path(&config.path)
-        .cache_capacity(config.cache_capacity)
-        .flush_every_ms(Some(flush_every));
-    let db = open_db(&sled_config).map_err(|e| e.with_context("path", &path))?;
-    let tree = |name: &str| db.open_tree(name).map_err(map_error);
-    let trees = Trees {
-        data: tree("kv.data")?,
-        meta: tree("kv.meta")?,
-        log: tree("kv.log")?,
-        leases: tree("kv.leases")?,
-    };
-    check_format(&db, &trees).map_err(|e| e.with_context("path", &path))?;
-
-    let revision = match trees.log.last().map_err(map_error)? {
-        Some((key, _)) => read_be(&key)?,
-        None => 0,
-    };
-    let log_floor = match trees.log.first().map_err(map_error)? {
-        Some((key, _)) => read_be(&key)?,
-        None => revision + 1,
-    };
-    let compact_floor = meta_i64(&trees, COMPACT_KEY)?
-        .unwrap_or(1)
-        .max(log_floor.min(revision))
-        .max(1);
-    let mut leases = LeaseIndex::default();
-    for kv in trees.leases.scan_prefix(b"L") {
-        let (key, value) = kv.map_err(map_error)?;
-        leases.insert(read_be(&key[1..])?, LeaseRecord::decode(&value)?);
-    }
-    let lease_seq = meta_i64(&trees, LEASE_SEQ_KEY)?.unwrap_or(0);
-
-    let caps = Capabilities {
-        backend: "sled",
-        max_txn_ops: MAX_TXN_OPS,
-        max_value_bytes: MAX_VALUE_BYTES,
-        max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
-        ttl_granularity: Duration::from_millis(1),
-        watch_retention: Retention::Revisions(config.history_retention),
-        txn: Support::Native,
-        leases: Support::Native,
-        watch: Support::Native,
-        collections: Support::Emulated,
-        persistent: true,
-        foreign_writes: keyplane_core::ForeignWrites::Immediate,
-        sharding: keyplane_core::Sharding::Unsharded,
-    };
-    let inner = Arc::new(Core {
-        caps,
-        db,
-        trees,
-        writer: Mutex::new(Writer { leases, lease_seq }),
-        group: group::Queue::default(),
-        gate: RwLock::new(()),
-        revision: AtomicI64::new(revision),
-        compact_floor: AtomicI64::new(compact_floor),
-        published: watch::Sender::new(revision),
-        unflushed: AtomicUsize::new(0),
-        expiry_wake: Arc::new(Notify::new()),
-        log_floor: AtomicI64::new(log_floor),
-        pruning: Mutex::new(()),
-        config,
-        _claim: claim,
-        _temp_dir: temp_dir,
-    });
-    // Leases that expired while the store was closed go now, before anyone reads.
-    inner.write_blocking(|_, _, _| Ok(()))?;
-    Ok((inner, runtime))
-}
-
-/// How long an open waits for sled to release the lock of a database this process closed.
-const LOCK_RELEASE_WAIT: Duration = Duration::from_secs(1);
-
-/// Opens the sled database. sled releases the directory lock of a dropped database from its
-/// I/O threads, a moment after the drop returns; the directory is not open in this process
-/// any more (see [`PathClaim`]), so a lock held by this process is about to be released, and
-/// one held by another process persists past the wait.
-fn open_db(config: &sled::Config) -> Result<sled::Db> {
-    let started = Instant::now();
-    loop {
-        match config.open() {
-            Ok(db) => return Ok(db),
-            Err(err) => {
-                let err = map_error(err);
-                if err.kind() != ErrorKind::Unavailable || started.elapsed() >= LOCK_RELEASE_WAIT {
-                    return Err(err);
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-}
-
-/// The directories open in this process, each with whether every handle to its store is
-/// gone (the store is closing: a background task may still hold it for a moment). A second
-/// open of a directory whose store has handles fails at once, without waiting for sled's
-/// lock; one whose store is closing waits for it to close.
-static OPEN_PATHS: Mutex<BTreeMap<PathBuf, bool>> = Mutex::new(BTreeMap::new());
-
-/// How long an open waits for a store of the same directory that is closing.
-const CLOSING_WAIT: Duration = Duration::from_secs(5);
-
-/// This process's claim on a database directory, released when the store is dropped.
-pub(crate) struct PathClaim(PathBuf);
-
-impl PathClaim {
-    fn new(path: &Path) -> Result<Self> {
-        std::fs::create_dir_all(path).map_err(|e| {
-            Error::new(
-                ErrorKind::Config,
-                "cannot create the sled database directory",
-            )
-            .with_source(e)
-        })?;
-        let path = path.canonicalize().map_err(|e| {
-            Error::new(
-                ErrorKind::Config,
-                "cannot resolve the sled database directory",
-            )
-            .with_source(e)
-        })?;
-        let started = Instant::now();
-        loop {
-            let mut open = OPEN_PATHS.lock().unwrap_or_else(PoisonError::into_inner);
-            match open.get(&path) {
-                None => {
-                    open.insert(path.clone(), false);
-                    return Ok(PathClaim(path));
-                }
-                Some(true) if started.elapsed() < CLOSING_WAIT => {}
-                Some(_) => {
-                    return Err(Error::new(
-                        ErrorKind::Unavailable,
-                        "the sled database directory is already open in this process; share \
-                         the open SledStore (it is cheap to clone) instead of opening it twice",
-                    )
-                    .set_retryable(false));
-                }
-            }
-            drop(open);
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    /// The handle that marks the directory's store as closing when the last
-    /// [`SledStore`](crate::SledStore) clone is dropped.
-    pub(crate) fn handle(&self) -> OpenHandle {
-        OpenHandle(self.0.clone())
-    }
-}
-
-impl Drop for PathClaim {
-    fn drop(&mut self) {
-        OPEN_PATHS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.0);
-    }
-}
-
-/// Held (shared) by every [`SledStore`](crate::SledStore) clone: dropping the last one marks
-/// the store as closing, so that an open of the same directory waits for the store's
-/// background tasks to let go of it instead of failing.
-pub(crate) struct OpenHandle(PathBuf);
-
-impl Drop for OpenHandle {
-    fn drop(&mut self) {
-        if let Some(closing) = OPEN_PATHS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(&self.0)
-        {
-            *closing = true;
-        }
-    }
-}
-
-fn meta_i64(trees: &Trees, key: &[u8]) -> Result<Option<i64>> {
-    trees
-        .meta
-        .get(key)
-        .map_err(map_error)?
-        .map(|v| read_be(&v))
-        .transpose()
-}
-
-/// Checks the stored layout version, writing it into a new database.
-fn check_format(db: &sled::Db, trees: &Trees) -> Result<()> {
-    match meta_i64(trees, FORMAT_KEY)? {
-        Some(version) if version == FORMAT_VERSION as i64 => Ok(()),
-        Some(version) => Err(Error::new(
-            ErrorKind::Corrupted,
-            format!(
-                "the sled database was written with layout version {version}; this build \
-                 reads layout version {FORMAT_VERSION} only"
-            ),
-        )),
-        None => {
-            let empty = [&trees.data, &trees.log, &trees.leases]
-                .iter()
-                .all(|t| t.is_empty());
-            if !empty {
-                return Err(corrupted(
-                    "the database holds data but no layout version; it was not written by \
-                     this store",
-                ));
-            }
-            trees
-                .meta
-                .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
-                .map_err(map_error)?;
-            db.flush().map_err(map_error)?;
-            Ok(())
-        }
     }
 }
 
@@ -676,7 +434,7 @@ pub(crate) fn attached_keys(inner: &Core, id: i64) -> Result<Vec<Vec<u8>>> {
         .scan_prefix(&prefix)
         .map(|kv| {
             kv.map(|(k, _)| k[prefix.len()..].to_vec())
-                .map_err(map_error)
+                .map_err(|e| map_error("lease_keys", e))
         })
         .collect()
 }
@@ -688,7 +446,12 @@ pub(crate) fn remove(inner: &Core, w: &mut Writer, commits: &mut Commits, id: i6
     plan.leases.insert(lease_key(id), None);
     for key in attached_keys(inner, id)? {
         plan.leases.insert(attachment_key(id, &key), None);
-        let Some(bytes) = inner.trees.data.get(&key).map_err(map_error)? else {
+        let Some(bytes) = inner
+            .trees
+            .data
+            .get(&key)
+            .map_err(|e| map_error("lease_expiry", e))?
+        else {
             continue;
         };
         let prev = decode_entry(&key, &bytes, false)?;
@@ -722,7 +485,11 @@ pub(crate) struct TreeState<'a>(pub(crate) &'a sled::Tree);
 
 impl OrderedState for TreeState<'_> {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.0.get(key).map_err(map_error)?.map(|v| v.to_vec()))
+        Ok(self
+            .0
+            .get(key)
+            .map_err(|e| map_error("read", e))?
+            .map(|v| v.to_vec()))
     }
 
     fn scan(
@@ -737,7 +504,10 @@ impl OrderedState for TreeState<'_> {
         self.0
             .range::<&[u8], _>(start..end)
             .take(limit.unwrap_or(usize::MAX))
-            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(map_error))
+            .map(|kv| {
+                kv.map(|(k, v)| (k.to_vec(), v.to_vec()))
+                    .map_err(|e| map_error("read", e))
+            })
             .collect()
     }
 
@@ -750,6 +520,6 @@ impl OrderedState for TreeState<'_> {
             .next_back()
             .transpose()
             .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
-            .map_err(map_error)
+            .map_err(|e| map_error("read", e))
     }
 }

@@ -3,12 +3,13 @@
 use keyplane_core::{Error, ErrorKind};
 use sled::transaction::TransactionError;
 
-/// Maps a sled error into the project's error, keeping it as the `source()`.
+/// Maps a sled error raised by operation `op` into the project's error, naming the operation
+/// in its context and keeping sled's error as the `source()`.
 ///
 /// sled reports a database directory locked by another process as an I/O error saying "could
 /// not acquire lock"; that becomes a non-retryable `Unavailable` error naming the cause.
-pub(crate) fn map_error(err: sled::Error) -> Error {
-    match &err {
+pub(crate) fn map_error(op: &'static str, err: sled::Error) -> Error {
+    let mapped = match &err {
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => Error::new(
             ErrorKind::Unavailable,
             "the sled database directory is in use by another process (it holds the \
@@ -26,16 +27,19 @@ pub(crate) fn map_error(err: sled::Error) -> Error {
             Error::new(ErrorKind::Unsupported, "sled: unsupported operation").with_source(err)
         }
         _ => Error::new(ErrorKind::Backend, "sled failed").with_source(err),
-    }
+    };
+    mapped.with_context("op", op)
 }
 
-/// Maps the error of a sled transaction that is never aborted by its closure.
-pub(crate) fn map_txn(err: TransactionError<()>) -> Error {
+/// Maps the error of a sled transaction that is never aborted by its closure, as
+/// [`map_error`] does.
+pub(crate) fn map_txn(op: &'static str, err: TransactionError<()>) -> Error {
     match err {
-        TransactionError::Storage(err) => map_error(err),
+        TransactionError::Storage(err) => map_error(op, err),
         TransactionError::Abort(()) => Error::new(
             ErrorKind::Backend,
             "sled: a transaction that applies precomputed writes was aborted",
-        ),
+        )
+        .with_context("op", op),
     }
 }

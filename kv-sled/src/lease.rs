@@ -72,7 +72,7 @@ pub(crate) fn time_to_live(inner: &Core, id: LeaseId) -> Result<LeaseInfo> {
     let record = t
         .leases
         .get(lease_key(id.0))
-        .map_err(map_error)?
+        .map_err(|e| map_error("lease_time_to_live", e))?
         .ok_or_else(|| Error::lease_not_found(id))
         .and_then(|bytes| LeaseRecord::decode(&bytes))?;
     let remaining = record.deadline_ms - now_ms();

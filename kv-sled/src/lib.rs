@@ -6,10 +6,11 @@ mod config;
 mod core;
 mod error;
 mod lease;
+mod open;
 mod range;
 mod store;
 mod txn;
 mod watch;
 
 pub use config::{Durability, SledConfig};
-pub use store::SledStore;
+pub use open::SledStore;

@@ -19,7 +19,7 @@ pub(crate) fn get(inner: &Core, key: &[u8]) -> Result<Option<Entry>> {
         .trees
         .data
         .get(key)
-        .map_err(map_error)?
+        .map_err(|e| map_error("get", e))?
         .map(|bytes| decode_entry(key, &bytes, false))
         .transpose()
 }
@@ -45,7 +45,7 @@ pub(crate) fn range(inner: &Core, opts: &RangeOptions) -> Result<RangeResult> {
     check_revision(revision, current, (inner.oldest() - 1).max(floor))?;
     let mut events = Vec::new();
     for record in inner.trees.log.range(be(revision + 1)..=be(current)) {
-        let (key, record) = record.map_err(map_error)?;
+        let (key, record) = record.map_err(|e| map_error("range", e))?;
         let (logged, deleted) = decode_record(&record)?;
         events.push(Logged {
             revision: read_be(&key)?,
@@ -69,7 +69,7 @@ fn range_now(inner: &Core, opts: &RangeOptions, revision: i64) -> Result<RangeRe
         let mut count = 0u64;
         if end.as_ref().is_none_or(|end| *end > start) {
             for kv in scan(inner, &start, end.as_deref()) {
-                kv.map_err(map_error)?;
+                kv.map_err(|e| map_error("range", e))?;
                 count += 1;
             }
         }
@@ -104,7 +104,7 @@ fn entries(
     let limit = limit.unwrap_or(usize::MAX);
     let mut entries = Vec::new();
     for kv in scan(inner, &start, end.as_deref()) {
-        let (key, value) = kv.map_err(map_error)?;
+        let (key, value) = kv.map_err(|e| map_error("range", e))?;
         if entries.len() == limit {
             return Ok((entries, false));
         }

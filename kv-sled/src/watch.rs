@@ -99,7 +99,7 @@ impl Cursor {
             .range(be(self.next)..=be(published))
             .take(READ_BATCH)
             .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(map_error)?;
+            .map_err(|e| map_error("watch", e))?;
         // Compaction only moves forward: if `next` is still retained now, every record
         // read above was there when it was read.
         let oldest = inner.oldest();

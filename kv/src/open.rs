@@ -75,9 +75,7 @@ impl Backend {
                 {
                     config.connect_timeout_ms = millis(timeout);
                 }
-                Ok(Backend::Etcd(
-                    keyplane_etcd::EtcdStore::connect(config).await?,
-                ))
+                Ok(Backend::Etcd(keyplane_etcd::EtcdStore::open(config).await?))
             }
             #[cfg(feature = "redis")]
             "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
@@ -85,7 +83,7 @@ impl Backend {
                 if let Some(timeout) = options.connect_timeout {
                     config.connect_timeout_ms = millis(timeout);
                 }
-                let store = keyplane_redis::RedisStore::connect(config).await?;
+                let store = keyplane_redis::RedisStore::open(config).await?;
                 Ok(Backend::Redis(Arc::new(store)))
             }
             #[cfg(not(feature = "sled"))]

@@ -317,7 +317,7 @@ async fn raw_redis_data_is_resolved_and_followed() {
     let mut config = keyplane_redis::RedisConfig::new(server.url());
     config.internal_prefix = format!("__kvc{}:", uuid::Uuid::new_v4().simple());
     config.reconcile_roots = vec!["nxc:".to_string()];
-    let redis = Arc::new(keyplane_redis::RedisStore::connect(config).await.unwrap());
+    let redis = Arc::new(keyplane_redis::RedisStore::open(config).await.unwrap());
     let typed = typed(redis.clone());
     let realm = realm("raw");
     let map = format!("nxc:map:{realm}:Alipay");

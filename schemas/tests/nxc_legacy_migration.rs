@@ -226,7 +226,7 @@ async fn raw_redis_legacy_data_migrates() {
     let mut con = keyplane_tests::harness::redis_connection(&server.url()).await;
     let mut config = keyplane_redis::RedisConfig::new(server.url());
     config.internal_prefix = format!("__kvm{}:", uuid::Uuid::new_v4().simple());
-    let redis = Arc::new(keyplane_redis::RedisStore::connect(config).await.unwrap());
+    let redis = Arc::new(keyplane_redis::RedisStore::open(config).await.unwrap());
     let (store, prefix) = isolated(redis.clone());
     let k = |key: &str| format!("{prefix}{key}");
     for args in [

@@ -56,7 +56,7 @@ async fn single_redis() -> Option<Arc<dyn Store>> {
         internal_prefix: format!("__kvbusy{}:", uuid::Uuid::new_v4().simple()),
         ..RedisConfig::new(server.url())
     };
-    Some(Arc::new(RedisStore::connect(config).await.unwrap()))
+    Some(Arc::new(RedisStore::open(config).await.unwrap()))
 }
 
 /// A fresh co-location group of the shared Redis Cluster, every key under its hash tag

@@ -138,7 +138,7 @@ keyplane_tests::on_every_backend!(
 );
 
 fn small_store(max_txn_ops: usize) -> Arc<MemStore> {
-    Arc::new(MemStore::with_config(MemConfig {
+    Arc::new(MemStore::open(MemConfig {
         max_txn_ops,
         ..MemConfig::default()
     }))

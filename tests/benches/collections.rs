@@ -131,7 +131,7 @@ async fn redis(server: &RedisServer) {
 }
 
 async fn etcd(server: &EtcdServer) {
-    let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]))
+    let store = EtcdStore::open(EtcdConfig::new([server.endpoint()]))
         .await
         .unwrap();
     let raw: KvClient = etcd_client::Client::connect([server.endpoint()], None)

@@ -253,7 +253,7 @@ async fn foreign_latency(server: &RedisServer, notifications: bool) {
     config.reconcile_roots = vec![root.clone()];
     config.keyspace_notifications = notifications;
     config.reconcile_interval_ms = if notifications { 60_000 } else { 100 };
-    let store = RedisStore::connect(config).await.unwrap();
+    let store = RedisStore::open(config).await.unwrap();
     let mut con = keyplane_tests::harness::redis_connection(&server.url()).await;
     let mut watch = store
         .watch(WatchOptions::prefix(&root).from_revision(store.revision().await.unwrap() + 1))

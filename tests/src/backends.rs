@@ -30,7 +30,7 @@ pub async fn sled() -> Option<Arc<dyn Store>> {
 /// missing and servers are not required).
 pub async fn etcd() -> Option<Arc<dyn Store>> {
     let server = shared_etcd().await?;
-    let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]))
+    let store = EtcdStore::open(EtcdConfig::new([server.endpoint()]))
         .await
         .expect("connect to the harness etcd");
     Some(Arc::new(store))

@@ -15,7 +15,7 @@ async fn patient_store(endpoints: Vec<String>) -> EtcdStore {
     let mut config = EtcdConfig::new(endpoints);
     config.request_timeout_ms = 5_000;
     config.retries = 40;
-    EtcdStore::connect(config).await.expect("connect to etcd")
+    EtcdStore::open(config).await.expect("connect to etcd")
 }
 
 /// The index of the current leader among the cluster's endpoints.
@@ -307,7 +307,7 @@ async fn txn_over_the_limit_fails_before_it_is_sent() {
     let mut config = EtcdConfig::new([server.endpoint()]);
     config.retries = 0;
     config.request_timeout_ms = 2_000;
-    let store = EtcdStore::connect(config).await.unwrap();
+    let store = EtcdStore::open(config).await.unwrap();
     let root = key_root("limit");
     let ops = |n: usize| -> Vec<TxnOp> {
         (0..n)
@@ -338,7 +338,7 @@ async fn user_and_password_authentication() {
     admin.user_grant_role("root", "root").await.unwrap();
     admin.auth_enable().await.unwrap();
 
-    let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]).auth("root", "s3cret"))
+    let store = EtcdStore::open(EtcdConfig::new([server.endpoint()]).auth("root", "s3cret"))
         .await
         .unwrap();
     store
@@ -347,11 +347,11 @@ async fn user_and_password_authentication() {
         .unwrap();
     assert_eq!(store.get(b"authed").await.unwrap().unwrap().value, b"1");
 
-    let err = EtcdStore::connect(EtcdConfig::new([server.endpoint()]).auth("root", "wrong"))
+    let err = EtcdStore::open(EtcdConfig::new([server.endpoint()]).auth("root", "wrong"))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
-    let anonymous = EtcdStore::connect(EtcdConfig::new([server.endpoint()])).await;
+    let anonymous = EtcdStore::open(EtcdConfig::new([server.endpoint()])).await;
     let err = anonymous.map(|_| ()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unauthorized, "{err}");
 }

@@ -40,7 +40,7 @@ impl RawWriter for EtcdRaw {
 
 async fn setup() -> Option<(Arc<dyn Store>, Arc<dyn RawWriter>)> {
     let server = shared_etcd().await?;
-    let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]))
+    let store = EtcdStore::open(EtcdConfig::new([server.endpoint()]))
         .await
         .expect("connect to the harness etcd");
     let client = etcd_client::Client::connect([server.endpoint()], None)

@@ -10,7 +10,7 @@ use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_tests::harness::{key_root, shared_etcd};
 
 async fn connect(config: EtcdConfig) -> EtcdStore {
-    EtcdStore::connect(config).await.expect("connect to etcd")
+    EtcdStore::open(config).await.expect("connect to etcd")
 }
 
 /// A store on the shared server with no namespace, and its endpoint.

@@ -141,9 +141,7 @@ async fn an_etcd_role_on_one_prefix() {
     admin.user_grant_role("app", "app").await.unwrap();
     admin.auth_enable().await.unwrap();
 
-    let store = EtcdStore::connect(config.auth("app", "apppw"))
-        .await
-        .unwrap();
+    let store = EtcdStore::open(config.auth("app", "apppw")).await.unwrap();
     works_inside(&store, "app/in/").await;
     refused_outside(&store, "other/secret", "app/in/txn").await;
 }
@@ -172,7 +170,7 @@ async fn a_redis_acl_user_on_key_patterns() {
     // Another user's key, written through a store of its own.
     let outside = format!("{root}out/secret");
     let read_only = format!("{root}ro/shared");
-    let other = RedisStore::connect(config.clone()).await.unwrap();
+    let other = RedisStore::open(config.clone()).await.unwrap();
     for key in [&outside, &read_only] {
         other
             .put(key.as_bytes(), b"s", PutOptions::default())
@@ -180,7 +178,7 @@ async fn a_redis_acl_user_on_key_patterns() {
             .unwrap();
     }
 
-    let store = RedisStore::connect(RedisConfig {
+    let store = RedisStore::open(RedisConfig {
         username: Some(user.clone()),
         password: Some("apppw".to_owned()),
         ..config

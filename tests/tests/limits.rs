@@ -14,7 +14,7 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn a_watch_that_is_not_read_ends_lagged_after_its_buffer() {
-    let store = MemStore::with_config(MemConfig {
+    let store = MemStore::open(MemConfig {
         watch_buffer: 100,
         ..MemConfig::default()
     });
@@ -52,7 +52,7 @@ async fn a_watch_that_is_not_read_ends_lagged_after_its_buffer() {
 
 #[tokio::test]
 async fn the_retry_layer_resumes_a_lagged_watch_without_loss() {
-    let store = MemStore::with_config(MemConfig {
+    let store = MemStore::open(MemConfig {
         watch_buffer: 10,
         ..MemConfig::default()
     })

@@ -221,7 +221,7 @@ async fn a_replica_takes_over_and_the_watch_resumes_without_gap_or_duplicate() {
     let Some(cluster) = RedisCluster::start() else {
         return;
     };
-    let store = RedisStore::connect(keyplane_redis::RedisConfig {
+    let store = RedisStore::open(keyplane_redis::RedisConfig {
         wait_replicas: 1,
         wait_timeout_ms: 2000,
         ..keyplane_redis::RedisConfig::new(cluster.url())
@@ -754,7 +754,7 @@ async fn a_least_privilege_user_runs_the_store_on_a_cluster() {
         }
         let () = setuser.query(&mut con).unwrap();
     }
-    let store = RedisStore::connect(keyplane_redis::RedisConfig {
+    let store = RedisStore::open(keyplane_redis::RedisConfig {
         username: Some(user.clone()),
         password: Some("pw".to_owned()),
         wait_replicas: 1,

@@ -140,7 +140,7 @@ async fn map_op_on_foreign_string_is_wrong_type() {
     };
     let mut config = RedisConfig::new(server.url());
     config.internal_prefix = format!("__kvf{}:", uuid::Uuid::new_v4().simple());
-    let store = Arc::new(RedisStore::connect(config).await.expect("connect to Redis"));
+    let store = Arc::new(RedisStore::open(config).await.expect("connect to Redis"));
     let raw = RedisRaw {
         con: raw_connection(&server.url()).await,
         store: store.clone(),

@@ -117,7 +117,7 @@ async fn with_functions_off_scripts_run_by_sha() {
         return;
     };
     let mut con = raw(&server.url()).await;
-    let store = RedisStore::connect(RedisConfig {
+    let store = RedisStore::open(RedisConfig {
         functions: false,
         ..RedisConfig::new(server.url())
     })
@@ -146,7 +146,7 @@ async fn least_privilege_user(con: &mut MultiplexedConnection, root: &str) -> St
 }
 
 async fn store_as(server: &RedisServer, user: &str) -> RedisStore {
-    RedisStore::connect(RedisConfig {
+    RedisStore::open(RedisConfig {
         username: Some(user.to_owned()),
         password: Some("pw".to_owned()),
         ..RedisConfig::new(server.url())

@@ -343,7 +343,7 @@ async fn a_batch_waits_for_the_replicas_once_and_every_write_in_it_answers_for_i
     let mut config = RedisConfig::new(server.url());
     config.wait_replicas = 1;
     config.wait_timeout_ms = 100;
-    let store = RedisStore::connect(config).await.expect("connect");
+    let store = RedisStore::open(config).await.expect("connect");
     let root = key_root("gc-wait");
     let mut con = redis_connection(&server.url()).await;
     let calls_before = redis_command_calls(&mut con, "fcall").await;
@@ -571,7 +571,7 @@ async fn a_retention_trimming_batch_entries_stays_honest() {
     };
     let mut config = RedisConfig::new(server.url());
     config.history_retention = 40;
-    let store = RedisStore::connect(config).await.expect("connect");
+    let store = RedisStore::open(config).await.expect("connect");
     let root = key_root("gc-trim");
     let mut con = redis_connection(&server.url()).await;
     let start = store.revision().await.unwrap();

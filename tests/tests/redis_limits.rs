@@ -15,7 +15,7 @@ async fn store_with_limit(limit: u64) -> Option<RedisStore> {
         max_prefix_delete_keys: limit,
         ..RedisConfig::new(server.url())
     };
-    Some(RedisStore::connect(config).await.unwrap())
+    Some(RedisStore::open(config).await.unwrap())
 }
 
 async fn put_many(store: &dyn Store, root: &str, n: usize) {

@@ -62,7 +62,7 @@ async fn ten_thousand_foreign_keys_reach_range_and_watch() {
         return;
     };
     let root = key_root("rec10k");
-    let store = RedisStore::connect(config(&server.url(), &isolated_prefix(), &root))
+    let store = RedisStore::open(config(&server.url(), &isolated_prefix(), &root))
         .await
         .unwrap();
     assert_eq!(
@@ -136,10 +136,10 @@ async fn store_writes_are_reported_once_with_the_reconciler_running() {
     let root = key_root("recown");
     let prefix = isolated_prefix();
     // Two stores on one Redis and one internal prefix, both with the root: one leads.
-    let a = RedisStore::connect(config(&server.url(), &prefix, &root))
+    let a = RedisStore::open(config(&server.url(), &prefix, &root))
         .await
         .unwrap();
-    let b = RedisStore::connect(config(&server.url(), &prefix, &root))
+    let b = RedisStore::open(config(&server.url(), &prefix, &root))
         .await
         .unwrap();
     let start = a.revision().await.unwrap() + 1;
@@ -187,7 +187,7 @@ async fn foreign_changes_and_deletes_of_adopted_keys_are_events() {
         return;
     };
     let root = key_root("recchg");
-    let store = RedisStore::connect(config(&server.url(), &isolated_prefix(), &root))
+    let store = RedisStore::open(config(&server.url(), &isolated_prefix(), &root))
         .await
         .unwrap();
     let key = format!("{root}k");
@@ -234,7 +234,7 @@ async fn explicit_reconcile_reports_what_it_did_and_repeats_nothing() {
     let root = key_root("recexp");
     let mut config = RedisConfig::new(server.url());
     config.internal_prefix = isolated_prefix();
-    let store = RedisStore::connect(config).await.unwrap();
+    let store = RedisStore::open(config).await.unwrap();
     assert_eq!(
         store.capabilities().foreign_writes,
         ForeignWrites::Reconciled { interval: None }
@@ -283,7 +283,7 @@ async fn without_notifications_the_periodic_scan_converges() {
     let root = key_root("recscan");
     let mut config = config(&app, "__kv:", &root);
     config.reconcile_interval_ms = 300;
-    let store = RedisStore::connect(config).await.unwrap();
+    let store = RedisStore::open(config).await.unwrap();
     let mut watch = store
         .watch(WatchOptions::prefix(&root).from_revision(store.revision().await.unwrap() + 1))
         .await
@@ -313,7 +313,7 @@ async fn a_compare_sees_a_foreign_overwrite_not_yet_reconciled() {
     // No roots: nothing reconciles in the background, so only the compare can notice.
     let mut config = RedisConfig::new(server.url());
     config.internal_prefix = isolated_prefix();
-    let store = RedisStore::connect(config).await.unwrap();
+    let store = RedisStore::open(config).await.unwrap();
     let key = format!("{root}counter");
     let put = store
         .put(key.as_bytes(), b"1", PutOptions::default())
@@ -358,7 +358,7 @@ async fn a_refused_txn_over_foreign_keys_writes_nothing() {
     let root = key_root("recref");
     let mut config = RedisConfig::new(server.url());
     config.internal_prefix = isolated_prefix();
-    let store = RedisStore::connect(config).await.unwrap();
+    let store = RedisStore::open(config).await.unwrap();
     let (a, b) = (format!("{root}a"), format!("{root}b"));
     let mut con = raw(&server.url()).await;
     raw_set(&mut con, &a, "x").await;
@@ -410,7 +410,7 @@ async fn a_snapshot_read_across_a_foreign_overwrite_reads_the_logged_value() {
     let root = key_root("recsnap");
     let mut config = RedisConfig::new(server.url());
     config.internal_prefix = isolated_prefix();
-    let store = RedisStore::connect(config).await.unwrap();
+    let store = RedisStore::open(config).await.unwrap();
     let key = format!("{root}k");
     let before = store
         .put(key.as_bytes(), b"mine", PutOptions::default())
@@ -460,7 +460,7 @@ async fn a_snapshot_read_whose_value_left_the_log_is_compacted() {
     // With a retention of 1, the log is trimmed every 32 revisions to (at least) the last
     // one: the 300 revisions below last trim it at 288, so revision 295 stays and 1 goes.
     config.history_retention = 1;
-    let store = RedisStore::connect(config).await.unwrap();
+    let store = RedisStore::open(config).await.unwrap();
     let key = format!("{root}k");
     store
         .put(key.as_bytes(), b"mine", PutOptions::default())

@@ -22,7 +22,7 @@ async fn isolated_store(tweak: impl FnOnce(&mut RedisConfig)) -> Option<RedisSto
     let mut config = RedisConfig::new(server.url());
     config.internal_prefix = format!("__kvt{}:", uuid::Uuid::new_v4().simple());
     tweak(&mut config);
-    Some(RedisStore::connect(config).await.expect("connect"))
+    Some(RedisStore::open(config).await.expect("connect"))
 }
 
 fn set_add(key: &str, member: &str) -> CollectionOp {
@@ -520,7 +520,7 @@ async fn a_watch_reports_unavailable_once_its_retries_are_exhausted() {
     };
     let mut config = RedisConfig::new(server.url());
     config.watch_retries = 2;
-    let store = RedisStore::connect(config).await.unwrap();
+    let store = RedisStore::open(config).await.unwrap();
     let root = key_root("gone");
     let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
     store
@@ -594,7 +594,7 @@ async fn a_write_no_replica_acknowledges_in_time_is_a_timeout() {
         wait_timeout_ms: 50,
         ..RedisConfig::new(server.url())
     };
-    let store = RedisStore::connect(config.clone()).await.unwrap();
+    let store = RedisStore::open(config.clone()).await.unwrap();
     let key = format!("{root}k");
     let err = store
         .put(key.as_bytes(), b"v", PutOptions::default())
@@ -612,8 +612,8 @@ async fn a_write_no_replica_acknowledges_in_time_is_a_timeout() {
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
     assert_eq!(store.get(key.as_bytes()).await.unwrap(), None);
 
-    for wait_timeout_ms in [0, config.response_timeout_ms] {
-        let err = RedisStore::connect(RedisConfig {
+    for wait_timeout_ms in [0, config.request_timeout_ms] {
+        let err = RedisStore::open(RedisConfig {
             wait_timeout_ms,
             ..config.clone()
         })

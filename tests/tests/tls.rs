@@ -5,8 +5,8 @@
 
 use futures::StreamExt;
 use keyplane_core::{Error, ErrorKind, PutOptions, Store, WatchOptions};
-use keyplane_etcd::{EtcdConfig, EtcdStore, EtcdTlsConfig};
-use keyplane_redis::{RedisConfig, RedisStore, RedisTlsConfig};
+use keyplane_etcd::{EtcdConfig, EtcdStore, TlsConfig};
+use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{TestCerts, TlsEtcd, TlsRedis, key_root};
 use tokio::task::block_in_place;
 
@@ -63,8 +63,8 @@ fn refused(err: Error, says_why: bool) {
     );
 }
 
-fn etcd_tls(certs: &TestCerts, ca: &str, client: bool) -> EtcdTlsConfig {
-    EtcdTlsConfig {
+fn etcd_tls(certs: &TestCerts, ca: &str, client: bool) -> TlsConfig {
+    TlsConfig {
         ca_file: Some(certs.path(ca)),
         cert_file: client.then(|| certs.path("client.pem")),
         key_file: client.then(|| certs.path("client-key.pem")),
@@ -72,7 +72,7 @@ fn etcd_tls(certs: &TestCerts, ca: &str, client: bool) -> EtcdTlsConfig {
     }
 }
 
-fn etcd_config(server: &TlsEtcd, tls: EtcdTlsConfig) -> EtcdConfig {
+fn etcd_config(server: &TlsEtcd, tls: TlsConfig) -> EtcdConfig {
     let mut config = EtcdConfig::new([server.endpoint()]);
     config.tls = Some(tls);
     config.retries = 0;
@@ -87,7 +87,7 @@ async fn etcd_with_client_certificates() {
     let Some(server) = block_in_place(|| TlsEtcd::start(&certs)) else {
         return;
     };
-    let store = EtcdStore::connect(etcd_config(&server, etcd_tls(&certs, "ca.pem", true)))
+    let store = EtcdStore::open(etcd_config(&server, etcd_tls(&certs, "ca.pem", true)))
         .await
         .unwrap();
     round_trip(&store).await;
@@ -96,7 +96,7 @@ async fn etcd_with_client_certificates() {
         (etcd_tls(&certs, "other-ca.pem", true), true),
         (etcd_tls(&certs, "ca.pem", false), false),
     ] {
-        let answer = match EtcdStore::connect(etcd_config(&server, tls)).await {
+        let answer = match EtcdStore::open(etcd_config(&server, tls)).await {
             Ok(store) => store.get(b"any").await.map(|_| ()),
             Err(e) => Err(e),
         };
@@ -106,13 +106,14 @@ async fn etcd_with_client_certificates() {
 
 fn redis_config(server: &TlsRedis, certs: &TestCerts, ca: &str, client: bool) -> RedisConfig {
     RedisConfig {
-        tls: Some(RedisTlsConfig {
+        tls: Some(TlsConfig {
             ca_file: Some(certs.path(ca)),
             cert_file: client.then(|| certs.path("client.pem")),
             key_file: client.then(|| certs.path("client-key.pem")),
+            domain: None,
         }),
         connect_timeout_ms: 2_000,
-        response_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
         ..RedisConfig::new(server.url())
     }
 }
@@ -123,13 +124,13 @@ async fn redis_with_client_certificates() {
     let Some(server) = block_in_place(|| TlsRedis::start(&certs)) else {
         return;
     };
-    let store = RedisStore::connect(redis_config(&server, &certs, "ca.pem", true))
+    let store = RedisStore::open(redis_config(&server, &certs, "ca.pem", true))
         .await
         .unwrap();
     round_trip(&store).await;
 
     for (ca, client) in [("other-ca.pem", true), ("ca.pem", false)] {
-        let answer = match RedisStore::connect(redis_config(&server, &certs, ca, client)).await {
+        let answer = match RedisStore::open(redis_config(&server, &certs, ca, client)).await {
             Ok(store) => store.get(b"any").await.map(|_| ()),
             Err(e) => Err(e),
         };
@@ -137,9 +138,9 @@ async fn redis_with_client_certificates() {
     }
     // A plain connection to the TLS port gets nowhere either.
     let plain = server.url().replace("rediss://", "redis://");
-    let answer = match RedisStore::connect(RedisConfig {
+    let answer = match RedisStore::open(RedisConfig {
         connect_timeout_ms: 2_000,
-        response_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
         ..RedisConfig::new(plain)
     })
     .await
@@ -157,13 +158,14 @@ async fn redis_with_client_certificates() {
 
 fn cluster_config(url: String, certs: &TestCerts, ca: &str) -> RedisConfig {
     RedisConfig {
-        tls: Some(RedisTlsConfig {
+        tls: Some(TlsConfig {
             ca_file: Some(certs.path(ca)),
             cert_file: Some(certs.path("client.pem")),
             key_file: Some(certs.path("client-key.pem")),
+            domain: None,
         }),
         connect_timeout_ms: 2_000,
-        response_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
         ..RedisConfig::new(url)
     }
 }
@@ -182,7 +184,7 @@ async fn redis_cluster_over_tls() {
     };
     let url = cluster.url();
     assert!(url.starts_with("rediss+cluster://"), "{url}");
-    let store = RedisStore::connect(cluster_config(url.clone(), &certs, "ca.pem"))
+    let store = RedisStore::open(cluster_config(url.clone(), &certs, "ca.pem"))
         .await
         .unwrap();
     let mut watch = store.watch(WatchOptions::prefix("tls/")).await.unwrap();
@@ -207,7 +209,7 @@ async fn redis_cluster_over_tls() {
     groups.sort();
     assert_eq!(groups, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
 
-    let answer = match RedisStore::connect(cluster_config(url, &certs, "other-ca.pem")).await {
+    let answer = match RedisStore::open(cluster_config(url, &certs, "other-ca.pem")).await {
         Ok(store) => store.get(b"{a}any").await.map(|_| ()),
         Err(e) => Err(e),
     };

@@ -78,7 +78,7 @@ async fn follow_redis(redis: &RedisStore, prefix: &str) -> CliResult<Option<Redi
     let mut config = redis.config().clone();
     config.reconcile_roots = vec![prefix.to_owned()];
     config.reconcile_interval_ms = FOLLOW_SCAN.as_millis() as u64;
-    Ok(Some(RedisStore::connect(config).await?))
+    Ok(Some(RedisStore::open(config).await?))
 }
 
 /// `watch` on a sled store, which one process at a time may hold open: each poll opens the

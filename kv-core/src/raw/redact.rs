@@ -1,5 +1,6 @@
 //! [`redact_url`]: the one redaction of store URLs, for every message, log line and page that
-//! shows one.
+//! shows one; and [`redact_secret`], the same marker for a secret shown on its own (a
+//! configuration's password in its `Debug`).
 
 /// What replaces a hidden secret.
 const HIDDEN: &str = "***";
@@ -8,6 +9,18 @@ const HIDDEN: &str = "***";
 /// ignored). Redis takes `?pass=` on `redis+unix://` URLs; the others cover what other
 /// clients and proxies accept.
 const SECRET_PARAMETERS: [&str; 6] = ["pass", "pwd", "secret", "token", "auth", "credential"];
+
+/// What a `Debug` impl shows for a secret field: `***` when it is set, `None` when not,
+/// the marker [`redact_url`] puts in place of a URL's password.
+///
+/// ```
+/// use keyplane_core::raw::redact_secret;
+/// assert_eq!(redact_secret(Some("hunter2")), Some("***"));
+/// assert_eq!(redact_secret(None::<&str>), None);
+/// ```
+pub fn redact_secret<T>(secret: Option<T>) -> Option<&'static str> {
+    secret.map(|_| HIDDEN)
+}
 
 /// A store URL fit for messages and logs: every password replaced by `***`.
 ///

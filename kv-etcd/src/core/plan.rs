@@ -3,7 +3,7 @@
 //! branches ([`UserTxn`]), and the packing of a branch larger than etcd takes per level into
 //! nested transactions without compares (etcd >= 3.3), so that it stays one atomic request.
 //! Both transaction paths (the plain one in `txn.rs` and the collection one in
-//! `collections.rs`) build their requests with it.
+//! `core/collections.rs`) build their requests with it.
 
 use super::{Namespace, collection_span, stamp_of_member};
 use etcd_client::{

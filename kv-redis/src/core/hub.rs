@@ -42,7 +42,7 @@ pub(crate) struct Hub {
     pub(crate) log: Vec<u8>,
     rev: Vec<u8>,
     retries: u32,
-    response_timeout: Duration,
+    request_timeout: Duration,
     connect_timeout: Duration,
     /// The running hub's sender, and whether it has found its starting revision; `None`
     /// when no hub runs.
@@ -58,7 +58,7 @@ impl Hub {
             log: [prefix, b"log"].concat(),
             rev: [prefix, b"rev"].concat(),
             retries: config.watch_retries,
-            response_timeout: BLOCK + config.response_timeout(),
+            request_timeout: BLOCK + config.request_timeout(),
             connect_timeout: config.connect_timeout(),
             running: Mutex::new(None),
         }
@@ -142,7 +142,7 @@ impl Hub {
         if con.is_none() {
             let fresh = self
                 .dial
-                .dedicated(self.connect_timeout, self.response_timeout)
+                .dedicated(self.connect_timeout, self.request_timeout)
                 .await
                 .map_err(|e| unavailable(map_error("watch", e)))?;
             *con = Some(fresh);

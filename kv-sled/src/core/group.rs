@@ -289,7 +289,7 @@ impl Drop for InFlight<'_> {
         let flushed = match self.flushed.take() {
             Some(flushed) => flushed,
             None if self.must_flush => {
-                let flushed = core.db.flush().map(drop).map_err(map_error);
+                let flushed = core.db.flush().map(drop).map_err(|e| map_error("flush", e));
                 if let Err(err) = &flushed {
                     tracing::warn!(error = %err, "sled store: flushing a cancelled write failed");
                 }
@@ -338,7 +338,7 @@ mod tests {
     }
 
     fn open(dir: &tempfile::TempDir) -> Arc<Core> {
-        crate::core::open(SledConfig::new(dir.path()), None)
+        crate::core::open::open(SledConfig::new(dir.path()), None)
             .unwrap()
             .0
     }

@@ -33,13 +33,13 @@ pub fn run(budget: Budget, report: &mut Report) {
         let sled: Arc<dyn Store> = Arc::new(SledStore::open(SledConfig::new(dir.path())).unwrap());
         measure(budget, report, "sled", sled, Goal::Info).await;
         if let Some(server) = RedisServer::start() {
-            let store = RedisStore::connect(RedisConfig::new(server.url()))
+            let store = RedisStore::open(RedisConfig::new(server.url()))
                 .await
                 .expect("connect");
             measure(budget, report, "redis", Arc::new(store), Goal::AtMost(2.0)).await;
         }
         if let Some(server) = EtcdServer::start() {
-            let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]))
+            let store = EtcdStore::open(EtcdConfig::new([server.endpoint()]))
                 .await
                 .expect("connect");
             measure(budget, report, "etcd", Arc::new(store), Goal::Info).await;

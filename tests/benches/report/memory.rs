@@ -43,7 +43,7 @@ async fn redis_per_key(retention: Option<u64>) -> Option<(f64, f64)> {
     if let Some(r) = retention {
         config.history_retention = r;
     }
-    let store = Arc::new(RedisStore::connect(config).await.expect("connect"));
+    let store = Arc::new(RedisStore::open(config).await.expect("connect"));
     let mut ours_con = redis_connection(&ours_server.url()).await;
     let mut raw_con = redis_connection(&raw_server.url()).await;
     let before = used_memory(&mut ours_con).await;

@@ -171,7 +171,7 @@ pub fn run(budget: Budget, report: &mut Report) {
 
 async fn memory(budget: Budget, report: &mut Report) {
     let open = || -> Arc<dyn Store> {
-        Arc::new(MemStore::with_config(MemConfig {
+        Arc::new(MemStore::open(MemConfig {
             history_retention: RETENTION,
             ..MemConfig::default()
         }))
@@ -279,7 +279,7 @@ async fn redis(budget: Budget, report: &mut Report) {
     let open = async |server: &RedisServer| -> Arc<dyn Store> {
         let mut config = RedisConfig::new(server.url());
         config.history_retention = RETENTION;
-        let store: Arc<dyn Store> = Arc::new(RedisStore::connect(config).await.expect("connect"));
+        let store: Arc<dyn Store> = Arc::new(RedisStore::open(config).await.expect("connect"));
         store
     };
     let small = figures(budget, open(&small_server).await, SMALL).await;
@@ -352,7 +352,7 @@ async fn etcd(budget: Budget, report: &mut Report) {
     };
     let open = async |server: &EtcdServer| -> Arc<dyn Store> {
         let store: Arc<dyn Store> = Arc::new(
-            EtcdStore::connect(EtcdConfig::new([server.endpoint()]))
+            EtcdStore::open(EtcdConfig::new([server.endpoint()]))
                 .await
                 .expect("connect"),
         );

@@ -66,7 +66,7 @@ pub async fn load(store: &dyn Store) {
 }
 
 pub async fn redis_store(server: &RedisServer) -> RedisStore {
-    RedisStore::connect(RedisConfig::new(server.url()))
+    RedisStore::open(RedisConfig::new(server.url()))
         .await
         .expect("connect")
 }
@@ -300,7 +300,7 @@ async fn redis_ops(
 }
 
 pub async fn etcd_clients(server: &EtcdServer) -> (EtcdStore, KvClient) {
-    let store = EtcdStore::connect(EtcdConfig::new([server.endpoint()]))
+    let store = EtcdStore::open(EtcdConfig::new([server.endpoint()]))
         .await
         .expect("connect");
     let raw = etcd_client::Client::connect([server.endpoint()], None)

@@ -295,9 +295,9 @@ pub async fn redis(settings: &Settings) -> Option<Report> {
     let mut config = RedisConfig::new(server.url());
     config.persistent = true;
     config.connect_timeout_ms = 1000;
-    config.response_timeout_ms = 2000;
+    config.request_timeout_ms = 2000;
     let store: Arc<dyn Store> = Arc::new(
-        RedisStore::connect(config)
+        RedisStore::open(config)
             .await
             .expect("connect to the chaos Redis"),
     );
@@ -333,7 +333,7 @@ pub async fn etcd(settings: &Settings) -> Option<Report> {
     config.connect_timeout_ms = 1000;
     config.request_timeout_ms = 3000;
     let store: Arc<dyn Store> = Arc::new(
-        EtcdStore::connect(config)
+        EtcdStore::open(config)
             .await
             .expect("connect to the chaos etcd cluster"),
     );

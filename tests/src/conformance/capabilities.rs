@@ -22,7 +22,7 @@ pub async fn capabilities_are_sane(store: Arc<dyn Store>) {
     );
     assert!(!caps.ttl_granularity.is_zero());
     assert!(caps.ttl_granularity <= Duration::from_secs(1));
-    if let Retention::Revisions(n) = caps.watch_retention {
+    if let Retention::Revisions(n) = caps.history_retention {
         assert!(
             n > 0,
             "a watch must be able to resume from at least one revision"

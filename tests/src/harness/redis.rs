@@ -217,7 +217,7 @@ pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
 /// When the store cannot connect.
 pub async fn own_redis_store() -> Option<(RedisServer, keyplane_redis::RedisStore)> {
     let server = RedisServer::start()?;
-    let store = keyplane_redis::RedisStore::connect(keyplane_redis::RedisConfig::new(server.url()))
+    let store = keyplane_redis::RedisStore::open(keyplane_redis::RedisConfig::new(server.url()))
         .await
         .expect("connect");
     Some((server, store))

@@ -4,7 +4,8 @@
 //! own modules, with `raw` for implementors and `retry`), the keyspace DSL, the store
 //! layers, the recipes, the mirror, the migrations. A module may use its own layer and
 //! those below, never one above. A backend implements the contract and needs nothing else:
-//! its code names only the root's items, `raw` and `retry`.
+//! its code names only the root's items, `raw`, `retry` and `tls` (the TLS configuration
+//! the network backends share).
 
 use super::source::strip;
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ const CORE_LAYERS: [(&str, usize); 6] = [
 const BACKENDS: [&str; 4] = ["kv-mem", "kv-sled", "kv-etcd", "kv-redis"];
 
 /// The modules of keyplane-core a backend may name, besides the root's items.
-const FOR_IMPLEMENTORS: [&str; 2] = ["raw", "retry"];
+const FOR_IMPLEMENTORS: [&str; 3] = ["raw", "retry", "tls"];
 
 /// The layer of a module of keyplane-core, by its path.
 pub fn layer_of(path: &[String]) -> usize {

@@ -1,0 +1,76 @@
+//! [`MemStore`]: the in-process reference backend's handle and its constructors.
+
+use crate::config::MemConfig;
+use crate::core::{Shared, State};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// The in-process store: an ordered map with etcd's revisions, leases on tokio time, a
+/// bounded event history for watches, and collections in the reserved layout.
+///
+/// Exact and deterministic: it is the reference every other backend is measured against.
+/// Cloning gives another handle to the same store.
+///
+/// ```
+/// use keyplane_core::{RangeOptions, Store, PutOptions};
+/// use keyplane_mem::MemStore;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> keyplane_core::Result<()> {
+/// let store = MemStore::new();
+/// store.put(b"app/a", b"1", PutOptions::default()).await?;
+/// let page = store.range(RangeOptions::prefix("app/")).await?;
+/// assert_eq!(page.entries[0].version, 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct MemStore {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for MemStore {
+    /// Shows the configuration and size, never the data.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("MemStore");
+        if let Ok(state) = self.shared.state.try_lock() {
+            d.field("revision", &state.revision)
+                .field("keys", &state.kv.len());
+        }
+        d.field("capabilities", &self.shared.caps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for MemStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemStore {
+    /// An empty store with the default [`MemConfig`]: the same as
+    /// `MemStore::open(MemConfig::default())`.
+    pub fn new() -> Self {
+        Self::open(MemConfig::default())
+    }
+
+    /// Opens an empty store with `config`. In-process, so it cannot fail.
+    pub fn open(config: MemConfig) -> Self {
+        MemStore {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::new(
+                    usize::try_from(config.history_retention).unwrap_or(usize::MAX),
+                    config.watch_buffer,
+                )),
+                caps: config.capabilities(),
+                wake: Arc::new(Notify::new()),
+                expiry: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// An empty store with `config`, under its former name.
+    #[deprecated(note = "use MemStore::open")]
+    pub fn with_config(config: MemConfig) -> Self {
+        Self::open(config)
+    }
+}
