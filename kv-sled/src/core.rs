@@ -1,27 +1,31 @@
 //! The shared state of an open store and the machinery every operation uses: opening a
 //! database directory ([`open`]: sled's lock, the layout version, the state recovered from
-//! the trees; [`claim`]: the directories open in this process); the path every write takes (under the writer mutex, one sled transaction over the four
-//! trees, then the flush the durability asks for, then publication to watchers), which first
-//! expires the leases that are due, and after it removes log records past the retained
-//! history; and the data tree as the emulation's ordered state. Transactions take that path in
-//! groups ([`group`]). The layout of the trees and the encoding of their records are in
-//! [`codec`].
+//! the trees; [`claim`]: the directories open in this process); the path every write takes
+//! (under the writer mutex, one sled transaction over the four trees, then the flush the
+//! durability asks for, then publication to watchers), which first expires the leases that
+//! are due, and after it removes log records past the retained history. Transactions take
+//! that path in groups ([`group`], with their [`queue`]). The writer's state, the writes of
+//! one transaction and the data tree as the emulation's ordered state are the vocabulary of
+//! `writes`; the layout of the trees and the encoding of their records are in [`codec`].
 
 pub(crate) mod claim;
 pub(crate) mod codec;
 pub(crate) mod group;
 pub(crate) mod open;
+pub(crate) mod queue;
+mod writes;
+
+pub(crate) use writes::{Commits, LeaseIndex, Plan, TreeState, Writer, Writes};
 
 use crate::config::{Durability, SledConfig};
 use crate::core::codec::{
-    LeaseRecord, attachment_key, attachments_prefix, be, decode_entry, encode_events, lease_key,
+    attachment_key, attachments_prefix, be, decode_entry, encode_events, lease_key,
 };
 use crate::error::{map_error, map_txn};
-use keyplane_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
+use keyplane_core::raw::emulation::PhysicalWrite;
 use keyplane_core::{Capabilities, Event, LeaseId, Result};
 use sled::Tree;
 use sled::transaction::{TransactionResult, Transactional};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -40,104 +44,6 @@ pub(crate) struct Trees {
     pub(crate) leases: Tree,
 }
 
-/// The live leases, by id and by deadline.
-#[derive(Debug, Default)]
-pub(crate) struct LeaseIndex {
-    records: HashMap<i64, LeaseRecord>,
-    by_deadline: BTreeSet<(i64, i64)>,
-}
-
-impl LeaseIndex {
-    pub(crate) fn get(&self, id: i64) -> Option<LeaseRecord> {
-        self.records.get(&id).copied()
-    }
-
-    pub(crate) fn insert(&mut self, id: i64, record: LeaseRecord) {
-        if let Some(old) = self.records.insert(id, record) {
-            self.by_deadline.remove(&(old.deadline_ms, id));
-        }
-        self.by_deadline.insert((record.deadline_ms, id));
-    }
-
-    pub(crate) fn remove(&mut self, id: i64) {
-        if let Some(old) = self.records.remove(&id) {
-            self.by_deadline.remove(&(old.deadline_ms, id));
-        }
-    }
-
-    /// Leases whose deadline is at or before `now_ms`, earliest first.
-    pub(crate) fn due(&self, now_ms: i64) -> Vec<i64> {
-        self.by_deadline
-            .iter()
-            .take_while(|(deadline, _)| *deadline <= now_ms)
-            .map(|&(_, id)| id)
-            .collect()
-    }
-
-    pub(crate) fn next_deadline(&self) -> Option<i64> {
-        self.by_deadline.first().map(|&(deadline, _)| deadline)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.records.len()
-    }
-}
-
-/// State only writers touch, behind the writer mutex.
-pub(crate) struct Writer {
-    pub(crate) leases: LeaseIndex,
-    /// The last lease id granted.
-    pub(crate) lease_seq: i64,
-}
-
-/// The writes of one sled transaction.
-#[derive(Debug, Default)]
-pub(crate) struct Plan {
-    /// Data tree writes (user entries encoded, collection members raw).
-    pub(crate) data: Vec<PhysicalWrite>,
-    /// Leases tree writes: `Some` inserts, `None` removes.
-    pub(crate) leases: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// Meta tree inserts.
-    pub(crate) meta: Vec<(&'static [u8], Vec<u8>)>,
-    /// `Some` when the transaction changes keys: it gets the next revision and this log record.
-    pub(crate) events: Option<Vec<Event>>,
-    /// The sizes of the collections the transaction deletes, logged with its events.
-    pub(crate) deleted: Vec<DeletedSize>,
-}
-
-/// The writes of one sled transaction: one [`Plan`], or a group's plans merged in order.
-#[derive(Debug, Default)]
-pub(crate) struct Writes {
-    /// Data tree writes, at most one per key.
-    data: Vec<PhysicalWrite>,
-    /// Leases tree writes: `Some` inserts, `None` removes.
-    leases: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// Meta tree inserts.
-    meta: Vec<(&'static [u8], Vec<u8>)>,
-    /// The log records of the revisions it commits, ascending from the next revision.
-    log: Vec<(i64, Vec<u8>)>,
-}
-
-impl Writes {
-    fn is_empty(&self) -> bool {
-        self.data.is_empty()
-            && self.leases.is_empty()
-            && self.meta.is_empty()
-            && self.log.is_empty()
-    }
-}
-
-/// What the writes of one writer-mutex section need afterwards.
-#[derive(Debug, Default)]
-pub(crate) struct Commits {
-    /// Something was committed (it must be flushed under `FlushOnCommit`).
-    wrote: bool,
-    /// The newest revision committed, to publish to watchers once durable.
-    revision: Option<i64>,
-    /// The section is counted in [`Core::unflushed`] (from before its first commit).
-    counted: bool,
-}
-
 /// An open store.
 pub(crate) struct Core {
     pub(crate) config: SledConfig,
@@ -146,7 +52,7 @@ pub(crate) struct Core {
     pub(crate) trees: Trees,
     pub(crate) writer: Mutex<Writer>,
     /// The transactions waiting for a group commit.
-    pub(crate) group: group::Queue,
+    pub(crate) group: Arc<queue::Queue>,
     /// Range reads hold it shared, commits exclusively, so a page never shows half a
     /// transaction (sled's own iteration is not isolated from transactions).
     pub(crate) gate: RwLock<()>,
@@ -274,22 +180,6 @@ impl Core {
         let out =
             expire_due(self, &mut w, &mut commits).and_then(|()| f(self, &mut w, &mut commits));
         (out, commits)
-    }
-
-    /// Flushes (per the durability) and publishes a section's commits, and then stops
-    /// counting it in [`Core::unflushed`] (also when the future is dropped during the flush),
-    /// as a group's are ([`group::InFlight`]).
-    async fn finish(&self, commits: Commits) -> Result<()> {
-        let must_flush = commits.wrote && self.config.durability == Durability::FlushOnCommit;
-        let mut in_flight = group::InFlight::section(self, commits, must_flush);
-        let flushed = if must_flush {
-            // Flushing outside the writer mutex lets concurrent writers share one fsync.
-            self.flush().await
-        } else {
-            Ok(())
-        };
-        in_flight.flushed = Some(flushed.clone());
-        flushed
     }
 
     /// Flushes every write to disk on a blocking thread.
@@ -478,48 +368,4 @@ pub(crate) fn expire_due(inner: &Core, w: &mut Writer, commits: &mut Commits) ->
         remove(inner, w, commits, id)?;
     }
     Ok(())
-}
-
-/// The data tree as the emulation's [`OrderedState`].
-pub(crate) struct TreeState<'a>(pub(crate) &'a sled::Tree);
-
-impl OrderedState for TreeState<'_> {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self
-            .0
-            .get(key)
-            .map_err(|e| map_error("read", e))?
-            .map(|v| v.to_vec()))
-    }
-
-    fn scan(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        limit: Option<usize>,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        if start >= end {
-            return Ok(Vec::new());
-        }
-        self.0
-            .range::<&[u8], _>(start..end)
-            .take(limit.unwrap_or(usize::MAX))
-            .map(|kv| {
-                kv.map(|(k, v)| (k.to_vec(), v.to_vec()))
-                    .map_err(|e| map_error("read", e))
-            })
-            .collect()
-    }
-
-    fn last(&self, start: &[u8], end: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if start >= end {
-            return Ok(None);
-        }
-        self.0
-            .range::<&[u8], _>(start..end)
-            .next_back()
-            .transpose()
-            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
-            .map_err(|e| map_error("read", e))
-    }
 }

@@ -3,7 +3,7 @@
 //! committed with the rest of the group as one sled transaction.
 
 use crate::core::codec::{attachment_key, decode_entry, encode_entry};
-use crate::core::group::{GroupData, GroupState};
+use crate::core::queue::{GroupData, GroupState};
 use crate::core::{Core, Plan, Writer};
 use keyplane_core::raw::MAX_KEY_LEN;
 use keyplane_core::raw::emulation::{

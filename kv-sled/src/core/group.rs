@@ -18,122 +18,15 @@
 //! whose caller is gone before its group starts is skipped; a handed-over leadership that
 //! finds its caller gone moves on to the next job.
 
-use super::{Commits, Core, Plan, TreeState, Writer, Writes, expire_due};
+use super::queue::{GroupState, Job, Leadership, PlanJob, Reply};
+use super::writes::{Commits, TreeState};
+use super::{Core, expire_due};
 use crate::config::Durability;
-use crate::core::codec::encode_events;
 use crate::error::map_error;
-use keyplane_core::raw::emulation::Overlay;
 use keyplane_core::{Error, Result, Txn, TxnResponse};
-use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::oneshot;
-
-/// Plans one job: runs its compares and ops against the group's state and adds its writes
-/// to the group. Called under the writer mutex.
-pub(crate) type PlanJob = fn(&Writer, &mut GroupState<'_>, &Txn) -> Result<TxnResponse>;
-
-/// The data a job of a group sees: the data tree overlaid with the writes of the jobs
-/// planned before it in the group.
-pub(crate) type GroupData<'a> = Overlay<'a, TreeState<'a>>;
-
-/// The queue of jobs waiting for a group, and whether a leader is active.
-#[derive(Default)]
-pub(crate) struct Queue(Mutex<Waiting>);
-
-#[derive(Default)]
-struct Waiting {
-    jobs: Vec<Job>,
-    leader_active: bool,
-}
-
-struct Job {
-    txn: Txn,
-    plan: PlanJob,
-    reply: oneshot::Sender<Reply>,
-}
-
-enum Reply {
-    /// The job's result, sent once its group is durable and published.
-    Done(Result<TxnResponse>),
-    /// The job is still queued and its caller now leads the next group.
-    Lead(Handover),
-}
-
-/// A leadership handed to a waiting caller, with the channel its own job is answered on.
-struct Handover {
-    answer: Option<oneshot::Receiver<Reply>>,
-    leadership: Option<Leadership>,
-}
-
-impl Drop for Handover {
-    fn drop(&mut self) {
-        // Closed first, so that the leadership, handing itself on, skips this job.
-        drop(self.answer.take());
-        drop(self.leadership.take());
-    }
-}
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, Waiting> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The state of a group being planned: the data as its jobs so far left it, and their
-/// writes to the other trees.
-pub(crate) struct GroupState<'a> {
-    data: GroupData<'a>,
-    leases: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    meta: Vec<(&'static [u8], Vec<u8>)>,
-    log: Vec<(i64, Vec<u8>)>,
-    revision: i64,
-}
-
-impl<'a> GroupState<'a> {
-    fn new(data: &'a TreeState<'a>, revision: i64) -> Self {
-        GroupState {
-            data: Overlay::new(data),
-            leases: BTreeMap::new(),
-            meta: Vec::new(),
-            log: Vec::new(),
-            revision,
-        }
-    }
-
-    /// The data as the jobs planned so far left it.
-    pub(crate) fn data(&self) -> &GroupData<'a> {
-        &self.data
-    }
-
-    /// The revision after the jobs planned so far.
-    pub(crate) fn revision(&self) -> i64 {
-        self.revision
-    }
-
-    /// Adds a job's writes to the group, after those of the earlier jobs; returns the
-    /// revision after it (the next revision when it has events).
-    pub(crate) fn add(&mut self, plan: Plan) -> i64 {
-        self.data.record(plan.data);
-        self.leases.extend(plan.leases);
-        self.meta.extend(plan.meta);
-        if let Some(events) = plan.events {
-            self.revision += 1;
-            self.log
-                .push((self.revision, encode_events(&events, &plan.deleted)));
-        }
-        self.revision
-    }
-
-    fn into_writes(self) -> Writes {
-        Writes {
-            data: self.data.into_writes(),
-            leases: self.leases,
-            meta: self.meta,
-            log: self.log,
-        }
-    }
-}
 
 impl Core {
     /// Runs a validated transaction as a job of a group and returns its result once the
@@ -146,7 +39,7 @@ impl Core {
             !std::mem::replace(&mut waiting.leader_active, true)
         };
         if lead {
-            Leadership(self.clone()).lead().await;
+            self.lead(Leadership(Arc::clone(&self.group))).await;
         }
         loop {
             match answer.await {
@@ -157,7 +50,7 @@ impl Core {
                         .take()
                         .expect("a handover carries its answer");
                     let leadership = handover.leadership.take().expect("and its leadership");
-                    leadership.lead().await;
+                    self.lead(leadership).await;
                 }
                 Err(_) => {
                     return Err(Error::internal(
@@ -166,6 +59,33 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// Runs one group as its leader, then hands the leadership on (when `leadership` drops,
+    /// after the group's jobs are answered).
+    async fn lead(&self, leadership: Leadership) {
+        let mut group = self.run_group();
+        if group.must_flush {
+            group.flushed = Some(self.flush().await);
+        }
+        drop(group);
+        drop(leadership);
+    }
+
+    /// Flushes (per the durability) and publishes a section's commits, and then stops
+    /// counting it in [`Core::unflushed`] (also when the future is dropped during the flush),
+    /// as a group's are ([`InFlight`]).
+    pub(crate) async fn finish(&self, commits: Commits) -> Result<()> {
+        let must_flush = commits.wrote && self.config.durability == Durability::FlushOnCommit;
+        let mut in_flight = InFlight::section(self, commits, must_flush);
+        let flushed = if must_flush {
+            // Flushing outside the writer mutex lets concurrent writers share one fsync.
+            self.flush().await
+        } else {
+            Ok(())
+        };
+        in_flight.flushed = Some(flushed.clone());
+        flushed
     }
 
     /// Takes the queued jobs and commits them as one group; the flush, the publication and
@@ -217,42 +137,6 @@ impl Core {
             must_flush,
             flushed: None,
         }
-    }
-}
-
-/// The leadership of the queue. Dropped, it hands itself to the caller of the first job
-/// still waiting, or ends when there is none.
-struct Leadership(Arc<Core>);
-
-impl Leadership {
-    async fn lead(self) {
-        let mut group = self.0.run_group();
-        if group.must_flush {
-            group.flushed = Some(self.0.flush().await);
-        }
-        // `group` answers its jobs, then `self` hands the leadership on.
-    }
-}
-
-impl Drop for Leadership {
-    fn drop(&mut self) {
-        let (reply, answer) = {
-            let mut waiting = self.0.group.lock();
-            waiting.jobs.retain(|job| !job.reply.is_closed());
-            let Some(first) = waiting.jobs.first_mut() else {
-                waiting.leader_active = false;
-                return;
-            };
-            let (reply, answer) = oneshot::channel();
-            (std::mem::replace(&mut first.reply, reply), answer)
-        };
-        let handover = Handover {
-            answer: Some(answer),
-            leadership: Some(Leadership(self.0.clone())),
-        };
-        // When that caller is gone, dropping the refused handover closes its job's channel
-        // and the leadership it carries moves on to the next job by itself.
-        drop(reply.send(Reply::Lead(handover)));
     }
 }
 
@@ -321,8 +205,11 @@ impl Drop for InFlight<'_> {
 mod tests {
     use super::*;
     use crate::config::SledConfig;
+    use crate::core::Writer;
+    use crate::core::queue::Queue;
     use futures::StreamExt;
     use keyplane_core::{Compare, CompareOp, ErrorKind, LeaseId, TxnOp, WatchOptions};
+    use std::sync::MutexGuard;
     use std::time::Duration;
 
     impl Queue {

@@ -6,7 +6,7 @@ use super::claim::{LOCK_POLL, PathClaim};
 use super::codec::{
     COMPACT_KEY, FORMAT_KEY, FORMAT_VERSION, LEASE_SEQ_KEY, LeaseRecord, be, corrupted, read_be,
 };
-use super::{Core, LeaseIndex, Trees, Writer, group};
+use super::{Core, LeaseIndex, Trees, Writer};
 use crate::config::{Durability, SledConfig};
 use crate::error::map_error;
 use keyplane_core::{Capabilities, Error, ErrorKind, Result, Retention, Support};
@@ -95,7 +95,7 @@ pub(crate) fn open(
         db,
         trees,
         writer: Mutex::new(Writer { leases, lease_seq }),
-        group: group::Queue::default(),
+        group: Arc::default(),
         gate: RwLock::new(()),
         revision: AtomicI64::new(revision),
         compact_floor: AtomicI64::new(compact_floor),
