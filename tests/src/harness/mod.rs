@@ -1,5 +1,6 @@
 //! Real `etcd` and `redis-server` processes for tests: free loopback ports, temporary data
-//! directories, readiness checks, kill and restart on demand, and a 3-member etcd cluster.
+//! directories, readiness checks, kill and restart on demand, a 3-member etcd cluster, a
+//! Redis Cluster and a Redis deployment under Sentinel ([`RedisSentinel`]).
 //! [`Browser`] drives a headless Chromium through `chromedriver`, for tests of web pages.
 //!
 //! A test binary shares one server of each kind across its tests ([`shared_etcd`],
@@ -18,6 +19,7 @@ mod etcd;
 mod http;
 mod process;
 mod redis;
+mod sentinel;
 mod tls;
 
 pub use browser::Browser;
@@ -28,6 +30,7 @@ pub use redis::{
     RedisCluster, RedisServer, own_redis_store, redis_command_calls, redis_command_stat,
     redis_commands, redis_connection, redis_lrange, redis_scan, shared_redis, shared_redis_cluster,
 };
+pub use sentinel::{RedisSentinel, SENTINEL_MASTER};
 pub use tls::{TestCerts, TlsEtcd, TlsRedis};
 
 /// A fresh random key root for one test, such as `t-6f1c.../`, so tests sharing a server never

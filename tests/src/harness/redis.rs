@@ -14,6 +14,8 @@ pub struct RedisServer {
     aof: bool,
     /// Whether the server runs as a Redis Cluster node (`--cluster-enabled yes`).
     cluster: bool,
+    /// The port of the server it replicates, for a replica started with `--replicaof`.
+    replica_of: Option<u16>,
     /// A cluster node that speaks TLS to clients, replicas and the other nodes.
     tls: Option<NodeTls>,
     process: Option<ServerProcess>,
@@ -46,7 +48,21 @@ impl RedisServer {
         Self::start_node(aof, false, None)
     }
 
+    /// Starts a replica of the server on `master_port` (loopback), which syncs at once.
+    pub fn start_replica_of(master_port: u16) -> Option<Self> {
+        Self::launch_new(false, false, None, Some(master_port))
+    }
+
     fn start_node(aof: bool, cluster: bool, tls: Option<&super::TestCerts>) -> Option<Self> {
+        Self::launch_new(aof, cluster, tls, None)
+    }
+
+    fn launch_new(
+        aof: bool,
+        cluster: bool,
+        tls: Option<&super::TestCerts>,
+        replica_of: Option<u16>,
+    ) -> Option<Self> {
         let binary = require_binary("redis-server", "redis-server")?;
         let mut dir = tempfile::Builder::new()
             .prefix("kv-redis-")
@@ -60,6 +76,7 @@ impl RedisServer {
                 port: if cluster { cluster_port() } else { free_port() },
                 aof,
                 cluster,
+                replica_of,
                 tls: tls.map(|certs| NodeTls {
                     certs: certs.path(""),
                     port: free_port(),
@@ -115,6 +132,10 @@ impl RedisServer {
                 "--repl-diskless-sync-delay",
                 "0",
             ]);
+        }
+        if let Some(master) = self.replica_of {
+            cmd.args(["--replicaof", "127.0.0.1", &master.to_string()])
+                .args(["--repl-diskless-sync-delay", "0"]);
         }
         if let Some(tls) = &self.tls {
             cmd.args(["--tls-port", &tls.port.to_string()])
@@ -535,8 +556,8 @@ fn cluster_nodes(con: &mut redis::Connection) -> redis::RedisResult<String> {
 }
 
 impl RedisServer {
-    /// A blocking connection to the server (the cluster harness forms clusters with it).
-    fn sync_connection(&self) -> redis::RedisResult<redis::Connection> {
+    /// A blocking connection to the server (the cluster and Sentinel harnesses use it).
+    pub(crate) fn sync_connection(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(self.url())?.get_connection()
     }
 }

@@ -1,0 +1,268 @@
+//! A Redis deployment under Sentinel: one master, two replicas and three sentinels, every
+//! process a `redis-server` on a free loopback port with its own directory.
+
+use super::process::{ServerProcess, exchange, free_port, require_binary, wait_ready};
+use super::redis::RedisServer;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The name the sentinels monitor the master under.
+pub const SENTINEL_MASTER: &str = "keyplane";
+
+/// How long a failover may take before the harness gives up.
+const FAILOVER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One master, two replicas and three sentinels (quorum 2) monitoring them as
+/// [`SENTINEL_MASTER`]. The sentinels mark a silent master down after one second.
+pub struct RedisSentinel {
+    /// The data servers: the first started as the master, the others as its replicas.
+    servers: Vec<RedisServer>,
+    sentinels: Vec<SentinelProcess>,
+}
+
+/// One `redis-server --sentinel`, with the configuration file it rewrites.
+struct SentinelProcess {
+    port: u16,
+    _dir: tempfile::TempDir,
+    _process: ServerProcess,
+}
+
+impl RedisSentinel {
+    /// Starts the deployment and waits until every sentinel knows both replicas and the
+    /// other two sentinels. `None` (after a SKIP line) when `redis-server` is missing and
+    /// servers are not required.
+    ///
+    /// # Panics
+    /// When a process does not start, or the sentinels do not see the whole deployment
+    /// within 30 s.
+    pub fn start() -> Option<Self> {
+        let binary = require_binary("redis-server", "redis-server")?;
+        let master = RedisServer::start()?;
+        let master_port = master.port();
+        let mut servers = vec![master];
+        for _ in 0..2 {
+            servers.push(RedisServer::start_replica_of(master_port)?);
+        }
+        let sentinels = (0..3)
+            .map(|_| SentinelProcess::start(&binary, master_port))
+            .collect::<Result<Vec<_>, String>>()
+            .unwrap_or_else(|e| panic!("a sentinel did not start: {e}"));
+        let deployment = RedisSentinel { servers, sentinels };
+        deployment.wait("the sentinels to see the replicas and each other", |s| {
+            let info = s.sentinel_query(|con| {
+                redis::cmd("SENTINEL")
+                    .arg("MASTER")
+                    .arg(SENTINEL_MASTER)
+                    .query::<Vec<String>>(con)
+            })?;
+            let field = |name: &str| {
+                info.iter()
+                    .position(|f| f == name)
+                    .and_then(|i| info.get(i + 1))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            Ok(field("num-slaves") == "2" && field("num-other-sentinels") == "2")
+        });
+        deployment.wait("the replicas to sync", |s| {
+            Ok(s.servers[1..]
+                .iter()
+                .all(|r| replication(r).is_ok_and(|info| info.contains("master_link_status:up"))))
+        });
+        Some(deployment)
+    }
+
+    /// The deployment's URL for the store: `redis+sentinel://` with the three sentinels'
+    /// addresses and the master's name.
+    pub fn url(&self) -> String {
+        let sentinels: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port))
+            .collect();
+        format!("redis+sentinel://{}/{SENTINEL_MASTER}", sentinels.join(","))
+    }
+
+    /// The sentinels' ports.
+    pub fn sentinel_ports(&self) -> Vec<u16> {
+        self.sentinels.iter().map(|s| s.port).collect()
+    }
+
+    /// The port of the master, as the first sentinel that answers reports it.
+    ///
+    /// # Panics
+    /// When no sentinel answers.
+    pub fn master_port(&self) -> u16 {
+        self.sentinel_master()
+            .unwrap_or_else(|e| panic!("no sentinel names the master: {e}"))
+    }
+
+    /// The data server on `port` (the master or a replica).
+    ///
+    /// # Panics
+    /// When no server of the deployment listens on `port`.
+    pub fn server(&mut self, port: u16) -> &mut RedisServer {
+        self.servers
+            .iter_mut()
+            .find(|s| s.port() == port)
+            .unwrap_or_else(|| panic!("no server of the deployment on port {port}"))
+    }
+
+    /// Asks a sentinel to fail over (`SENTINEL FAILOVER`), then waits until every sentinel
+    /// names another master, which says it is one, and returns its port.
+    ///
+    /// # Panics
+    /// When the failover does not complete within 30 s.
+    pub fn fail_over(&self) -> u16 {
+        let old = self.master_port();
+        self.sentinel_query(|con| {
+            redis::cmd("SENTINEL")
+                .arg("FAILOVER")
+                .arg(SENTINEL_MASTER)
+                .query::<()>(con)
+        })
+        .unwrap_or_else(|e| panic!("SENTINEL FAILOVER was refused: {e}"));
+        self.wait_for_new_master(old)
+    }
+
+    /// Waits until every sentinel names a master other than the one on `old`, and that
+    /// server says it is a master; returns its port.
+    ///
+    /// # Panics
+    /// When that does not happen within 30 s.
+    pub fn wait_for_new_master(&self, old: u16) -> u16 {
+        let mut new = 0;
+        self.wait("a new master", |s| {
+            let mut named = Vec::new();
+            for port in s.sentinel_ports() {
+                let mut con = sentinel_connection(port)?;
+                named.push(master_addr(&mut con)?);
+            }
+            let Some(&first) = named.first() else {
+                return Ok(false);
+            };
+            if first == old || named.iter().any(|&p| p != first) {
+                return Ok(false);
+            }
+            let promoted = s
+                .servers
+                .iter()
+                .find(|r| r.port() == first)
+                .is_some_and(|r| replication(r).is_ok_and(|i| i.contains("role:master")));
+            new = first;
+            Ok(promoted)
+        });
+        new
+    }
+
+    /// Waits until the other two data servers replicate the master on `port` and are in
+    /// sync with it (the sentinels reconfigure them after a failover).
+    ///
+    /// # Panics
+    /// When that does not happen within 30 s.
+    pub fn wait_for_replicas_of(&self, port: u16) {
+        let master = format!("master_port:{port}\r\n");
+        self.wait("the replicas to follow the master", |s| {
+            Ok(s.servers.iter().filter(|r| r.port() != port).all(|r| {
+                replication(r)
+                    .is_ok_and(|i| i.contains(&master) && i.contains("master_link_status:up"))
+            }))
+        });
+    }
+
+    /// The master's port, from the first sentinel that answers.
+    fn sentinel_master(&self) -> redis::RedisResult<u16> {
+        self.sentinel_query(master_addr)
+    }
+
+    /// Runs `query` on the first sentinel that answers.
+    fn sentinel_query<T>(
+        &self,
+        mut query: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
+        let mut last = None;
+        for port in self.sentinel_ports() {
+            match sentinel_connection(port).and_then(|mut con| query(&mut con)) {
+                Ok(answer) => return Ok(answer),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| (redis::ErrorKind::Io, "no sentinel").into()))
+    }
+
+    /// Polls `ready` every 50 ms for up to 30 s.
+    fn wait(&self, what: &str, mut ready: impl FnMut(&Self) -> redis::RedisResult<bool>) {
+        let deadline = Instant::now() + FAILOVER_TIMEOUT;
+        let mut last = String::new();
+        loop {
+            match ready(self) {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(e) => last = e.to_string(),
+            }
+            if Instant::now() > deadline {
+                panic!("waited 30 s for {what}; last error: {last}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl SentinelProcess {
+    /// Writes a sentinel's configuration (it must be writable: sentinels record what they
+    /// learn in it) and starts it.
+    fn start(binary: &PathBuf, master_port: u16) -> Result<Self, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("kv-sentinel-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let port = free_port();
+        let conf = dir.path().join("sentinel.conf");
+        let text = format!(
+            "port {port}\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\n\
+             sentinel resolve-hostnames no\n\
+             sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {master_port} 2\n\
+             sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n\
+             sentinel failover-timeout {SENTINEL_MASTER} 10000\n\
+             sentinel parallel-syncs {SENTINEL_MASTER} 2\n"
+        );
+        std::fs::write(&conf, text).map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(binary);
+        cmd.arg(&conf)
+            .arg("--sentinel")
+            .arg("--dir")
+            .arg(dir.path());
+        let log = dir.path().join("sentinel.log");
+        let mut process = ServerProcess::spawn(cmd, &log, dir.path()).map_err(|e| e.to_string())?;
+        wait_ready(&mut process, Duration::from_secs(20), || {
+            exchange(port, b"PING\r\n").starts_with("+PONG\r\n")
+        })?;
+        Ok(SentinelProcess {
+            port,
+            _dir: dir,
+            _process: process,
+        })
+    }
+}
+
+/// A blocking connection to the sentinel on `port`.
+fn sentinel_connection(port: u16) -> redis::RedisResult<redis::Connection> {
+    redis::Client::open(format!("redis://127.0.0.1:{port}"))?.get_connection()
+}
+
+/// The master's port as the sentinel of `con` names it.
+fn master_addr(con: &mut redis::Connection) -> redis::RedisResult<u16> {
+    let (_host, port): (String, u16) = redis::cmd("SENTINEL")
+        .arg("GET-MASTER-ADDR-BY-NAME")
+        .arg(SENTINEL_MASTER)
+        .query(con)?;
+    Ok(port)
+}
+
+/// `INFO replication` of a data server.
+fn replication(server: &RedisServer) -> redis::RedisResult<String> {
+    redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut server.sync_connection()?)
+}
