@@ -22,7 +22,7 @@ field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templ
 #[command(name = "kvctl", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
     /// Store URL: mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
-    /// redis+cluster://HOST:PORT[,HOST:PORT...],
+    /// redis+cluster://HOST:PORT[,HOST:PORT...], redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB],
     /// rediss://..., rediss+cluster://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
     /// Passwords in it are never printed.
     // The value may hold a password: `--help` names the variable without showing it.

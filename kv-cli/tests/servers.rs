@@ -485,3 +485,32 @@ async fn redis_cluster_watch_follows_new_groups() {
     assert!(killed.success());
     assert_eq!(child.wait().expect("kvctl ends").code(), Some(0));
 }
+
+/// `kvctl` through `redis+sentinel://`: it writes to the master the sentinels name, and
+/// after a failover it reads what was written and writes to the promoted replica.
+#[test]
+fn redis_sentinel_url_before_and_after_a_failover() {
+    let Some(deployment) = keyplane_tests::harness::RedisSentinel::start() else {
+        return;
+    };
+    let url = deployment.url();
+    typed_round_trip(&url);
+    ok(&url, &["put", "tenant.meta", "id=2", &tenant_meta(2)]);
+    let old = deployment.master_port();
+    let new = deployment.fail_over();
+    assert_ne!(old, new);
+    deployment.wait_for_replicas_of(new);
+    assert_eq!(
+        json(&url, &["get", "tenant.meta", "id=2"])["value"]["code"],
+        "t2"
+    );
+    assert_eq!(
+        json(&url, &["get", "tenant.meta", "id=1"])["value"]["code"],
+        "t1"
+    );
+    ok(&url, &["put", "tenant.meta", "id=3", &tenant_meta(3)]);
+    assert_eq!(
+        listed_keys(&url, &["tenant.meta", "id=3"]),
+        ["jxt/tenants/3/meta"]
+    );
+}

@@ -3,6 +3,11 @@
 //! `ASK` and refreshes its slot map after a failover), behind one [`ConnectionLike`]; and
 //! [`Dial`], which opens connections of their own (for the watch hub's blocking reads).
 
+mod sentinel;
+
+pub(crate) use sentinel::Following;
+
+use crate::config::SentinelTarget;
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
@@ -18,6 +23,8 @@ pub(crate) enum Con {
     Multiplexed(MultiplexedConnection),
     /// A connection to a cluster, routing each command by its key's slot.
     Cluster(ClusterConnection),
+    /// The store's shared connection to the master Sentinel names, following failovers.
+    Sentinel(Following),
 }
 
 impl ConnectionLike for Con {
@@ -26,6 +33,7 @@ impl ConnectionLike for Con {
             Con::Manager(c) => c.req_packed_command(cmd),
             Con::Multiplexed(c) => c.req_packed_command(cmd),
             Con::Cluster(c) => c.req_packed_command(cmd),
+            Con::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -39,6 +47,7 @@ impl ConnectionLike for Con {
             Con::Manager(c) => c.req_packed_commands(cmd, offset, count),
             Con::Multiplexed(c) => c.req_packed_commands(cmd, offset, count),
             Con::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Con::Sentinel(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
@@ -47,6 +56,7 @@ impl ConnectionLike for Con {
             Con::Manager(c) => c.get_db(),
             Con::Multiplexed(c) => c.get_db(),
             Con::Cluster(c) => c.get_db(),
+            Con::Sentinel(c) => c.get_db(),
         }
     }
 }
@@ -64,6 +74,8 @@ pub(crate) enum Dial {
         #[cfg(feature = "tls")]
         certificates: Option<redis::TlsCertificates>,
     },
+    /// The sentinels, asked for the master at every new connection.
+    Sentinel(SentinelTarget),
 }
 
 impl Dial {
@@ -84,6 +96,9 @@ impl Dial {
                         .await?,
                 ))
             }
+            Dial::Sentinel(target) => Ok(Con::Multiplexed(
+                sentinel::dedicated(target, connect_timeout, request_timeout).await?,
+            )),
             Dial::Cluster { .. } => Ok(Con::Cluster(
                 self.cluster_client(connect_timeout, request_timeout)?
                     .get_async_connection()
@@ -133,7 +148,7 @@ impl Dial {
     pub(crate) fn single(&self) -> Option<&redis::Client> {
         match self {
             Dial::Single(client) => Some(client),
-            Dial::Cluster { .. } => None,
+            Dial::Cluster { .. } | Dial::Sentinel(_) => None,
         }
     }
 }

@@ -1,5 +1,9 @@
 //! `RedisConfig`: where the Redis server is and how the store lays out its data there.
 
+mod sentinel;
+
+pub(crate) use sentinel::SentinelTarget;
+
 use keyplane_core::raw::redact_secret;
 #[cfg(feature = "tls")]
 use keyplane_core::tls::TlsConfig;
@@ -24,7 +28,10 @@ pub struct RedisConfig {
     /// `redis://host:port[/db]`, `rediss://` for TLS (crate feature `tls`), or
     /// `redis+cluster://[user:password@]host:port,host:port...` for a Redis Cluster (its seed
     /// nodes; see the crate documentation for what the store does on a cluster), and
-    /// `rediss+cluster://` for one over TLS. Default `redis://127.0.0.1:6379`.
+    /// `rediss+cluster://` for one over TLS, and
+    /// `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER_NAME[/DB]` for the
+    /// master that these sentinels name (the store follows its failovers). Default
+    /// `redis://127.0.0.1:6379`.
     pub url: String,
     /// ACL user name; overrides one given in the URL.
     pub username: Option<String>,
@@ -177,7 +184,7 @@ impl RedisConfig {
         let config_error = |message: String| Error::new(ErrorKind::Config, message);
         if !(self.url.starts_with("redis://") || self.url.starts_with("rediss://")) {
             return Err(config_error(format!(
-                "a Redis URL starts with redis://, rediss:// or redis+cluster://, got {:?}",
+                "a Redis URL starts with redis://, rediss://, redis+cluster:// or redis+sentinel://, got {:?}",
                 keyplane_core::raw::redact_url(&self.url)
             )));
         }
@@ -225,6 +232,8 @@ impl RedisConfig {
     pub fn validate(&self) -> Result<()> {
         if self.is_cluster() {
             self.cluster_nodes().map(|_| ())
+        } else if self.is_sentinel() {
+            self.sentinel_target().map(|_| ())
         } else {
             self.connection_info().map(|_| ())
         }

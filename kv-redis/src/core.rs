@@ -21,7 +21,7 @@ pub(crate) mod reconcile;
 pub(crate) mod route;
 pub(crate) mod scripts;
 
-use crate::con::{Con, Dial};
+use crate::con::{Con, Dial, Following};
 use crate::config::RedisConfig;
 use crate::core::commit::{Committer, Writer};
 use crate::core::decode::{array, corrupted, int};
@@ -135,6 +135,17 @@ impl Core {
                 .await
                 .map_err(|e| map_error("connect", e))?;
             (Con::Cluster(con), dial, 0)
+        } else if config.is_sentinel() {
+            let target = config.sentinel_target()?;
+            let db = target.settings.db();
+            let con = Following::connect(
+                target.clone(),
+                config.connect_timeout(),
+                config.request_timeout(),
+            )
+            .await
+            .map_err(|e| map_error("connect", e))?;
+            (Con::Sentinel(con), Dial::Sentinel(target), db)
         } else {
             let info = config.connection_info()?;
             let db = info.redis_settings().db();

@@ -238,7 +238,7 @@ async fn subscribe(core: &Core) -> Result<PubSubStream> {
     let Some(client) = core.dial.single() else {
         return Err(Error::new(
             ErrorKind::Unsupported,
-            "the reconciler does not run on Redis Cluster",
+            "the reconciler does not run on Redis Cluster or under Sentinel",
         ));
     };
     let connect = client.get_async_pubsub();

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 /// The URL forms [`open()`] takes, for error messages.
 const FORMS: &str = "mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
-                     redis://HOST:PORT/DB, rediss://..., redis+cluster://HOST:PORT[,HOST:PORT...] \
-                     or rediss+cluster://...";
+                     redis://HOST:PORT/DB, rediss://..., redis+cluster://HOST:PORT[,HOST:PORT...], \
+                     rediss+cluster://... or redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]";
 
 /// A store opened from a URL, as its own type: for the backend-specific API (a Redis
 /// reconcile, an etcd mirror) beside the contract. [`Backend::into_store`] gives the
@@ -22,7 +22,8 @@ pub enum Backend {
     /// `etcd://...`
     #[cfg(feature = "etcd")]
     Etcd(keyplane_etcd::EtcdStore),
-    /// `redis://...`, `rediss://...`, `redis+cluster://...` or `rediss+cluster://...`
+    /// `redis://...`, `rediss://...`, `redis+cluster://...`, `rediss+cluster://...` or
+    /// `redis+sentinel://...`
     #[cfg(feature = "redis")]
     Redis(Arc<keyplane_redis::RedisStore>),
 }
@@ -38,7 +39,8 @@ impl Backend {
     /// (the directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]` with the
     /// options of `EtcdConfig::from_url`, `redis://HOST:PORT/DB`, `rediss://...` (with
     /// the `tls` feature), `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis Cluster's
-    /// seed nodes) or `rediss+cluster://...` (over TLS, with the `tls` feature).
+    /// seed nodes), `rediss+cluster://...` (over TLS, with the `tls` feature) or
+    /// `redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]` (a master its sentinels name).
     ///
     /// # Errors
     /// `Config` for a URL of no known form, or of a backend whose feature is not enabled;
@@ -78,7 +80,8 @@ impl Backend {
                 Ok(Backend::Etcd(keyplane_etcd::EtcdStore::open(config).await?))
             }
             #[cfg(feature = "redis")]
-            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
+            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel"
+            | "rediss+sentinel" => {
                 let mut config = keyplane_redis::RedisConfig::new(url);
                 if let Some(timeout) = options.connect_timeout {
                     config.connect_timeout_ms = millis(timeout);
@@ -91,7 +94,8 @@ impl Backend {
             #[cfg(not(feature = "etcd"))]
             "etcd" => Err(not_built(url, "etcd")),
             #[cfg(not(feature = "redis"))]
-            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => Err(not_built(url, "redis")),
+            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel"
+            | "rediss+sentinel" => Err(not_built(url, "redis")),
             other => Err(invalid(
                 url,
                 &format!("unknown scheme {other:?}; expected {FORMS}"),

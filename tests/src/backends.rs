@@ -5,7 +5,9 @@
 //! [`on_every_backend!`](crate::on_every_backend) turns one `async fn(Arc<dyn Store>)` into a
 //! test per backend.
 
-use crate::harness::{redis_connection, shared_etcd, shared_redis, shared_redis_cluster};
+use crate::harness::{
+    redis_connection, shared_etcd, shared_redis, shared_redis_cluster, shared_redis_sentinel,
+};
 use keyplane_core::Store;
 use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_mem::MemStore;
@@ -43,6 +45,16 @@ pub async fn redis() -> Option<Arc<dyn Store>> {
     let store = RedisStore::from_url(&server.url())
         .await
         .expect("connect to the harness Redis");
+    Some(Arc::new(store))
+}
+
+/// A `RedisStore` through this test binary's shared Sentinel deployment
+/// (`redis+sentinel://`), writing to the master the sentinels name.
+pub async fn redis_sentinel() -> Option<Arc<dyn Store>> {
+    let deployment = shared_redis_sentinel().await?;
+    let store = RedisStore::from_url(&deployment.url())
+        .await
+        .expect("connect through the harness sentinels");
     Some(Arc::new(store))
 }
 

@@ -61,3 +61,104 @@ fn sentinels_follow_a_failover_to_a_replica_that_takes_writes() {
     // The old master now replicates the new one.
     assert_eq!(read(old, "sentinel-test/after").as_deref(), Some("2"));
 }
+
+/// The store opened from `redis+sentinel://` writes with `wait_replicas = 1`; after a
+/// failover it writes to the promoted replica, keeps every acknowledged write, its revisions
+/// only grow, and an open watch delivers each revision once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_follows_a_failover() {
+    use futures::StreamExt;
+    use keyplane_core::{ErrorKind, Event, PutOptions, Store, WatchOptions};
+    use keyplane_redis::{RedisConfig, RedisStore};
+    use std::time::{Duration, Instant};
+
+    let Some(deployment) = tokio::task::spawn_blocking(RedisSentinel::start)
+        .await
+        .unwrap()
+    else {
+        return;
+    };
+    let config = RedisConfig {
+        wait_replicas: 1,
+        ..RedisConfig::new(deployment.url())
+    };
+    let store = RedisStore::open(config)
+        .await
+        .expect("open through the sentinels");
+    let through_facade = keyplane::open(&deployment.url())
+        .await
+        .expect("keyplane::open");
+    let root = keyplane_tests::harness::key_root("sentinel");
+    let key = |name: &str| format!("{root}{name}").into_bytes();
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    let mut acknowledged = Vec::new();
+    for i in 0..5 {
+        let put = store
+            .put(&key(&format!("before-{i}")), b"v", PutOptions::default())
+            .await
+            .unwrap();
+        acknowledged.push(put.revision);
+    }
+    let old = deployment.master_port();
+    let new = tokio::task::block_in_place(|| deployment.fail_over());
+    assert_ne!(old, new);
+
+    // The first writes may meet the demoted master or a dropped connection: each is
+    // refused with a retryable error, and the store moves to the new master.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for i in 0..5 {
+        let name = key(&format!("after-{i}"));
+        let put = loop {
+            match store.put(&name, b"v", PutOptions::default()).await {
+                Ok(put) => break put,
+                Err(e) if matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Timeout) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "no write succeeded after the failover: {e}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("a write after the failover: {e}"),
+            }
+        };
+        acknowledged.push(put.revision);
+    }
+    assert!(
+        acknowledged.windows(2).all(|w| w[0] < w[1]),
+        "revisions only grow: {acknowledged:?}"
+    );
+    for i in 0..5 {
+        for name in [format!("before-{i}"), format!("after-{i}")] {
+            assert!(
+                store.get(&key(&name)).await.unwrap().is_some(),
+                "{name} kept"
+            );
+            assert!(
+                through_facade.get(&key(&name)).await.unwrap().is_some(),
+                "{name} kept"
+            );
+        }
+    }
+    // The watch delivers every revision once and in order, across the failover.
+    let last = *acknowledged.last().unwrap();
+    let mut seen = Vec::new();
+    while seen.last().is_none_or(|&r| r < last) {
+        let batch = tokio::time::timeout(Duration::from_secs(30), watch.next())
+            .await
+            .expect("the watch delivers within 30 s")
+            .expect("the watch is open");
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(e) => panic!("the watch failed across the failover: {e}"),
+        };
+        for event in &batch.events {
+            if let Event::Put { entry, .. } = event {
+                seen.push(entry.mod_revision);
+            }
+        }
+    }
+    let mut expected = acknowledged.clone();
+    expected.sort_unstable();
+    seen.retain(|r| expected.contains(r));
+    assert_eq!(seen, expected, "each revision once, in order");
+}

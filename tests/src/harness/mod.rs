@@ -30,7 +30,7 @@ pub use redis::{
     RedisCluster, RedisServer, own_redis_store, redis_command_calls, redis_command_stat,
     redis_commands, redis_connection, redis_lrange, redis_scan, shared_redis, shared_redis_cluster,
 };
-pub use sentinel::{RedisSentinel, SENTINEL_MASTER};
+pub use sentinel::{RedisSentinel, SENTINEL_MASTER, shared_redis_sentinel};
 pub use tls::{TestCerts, TlsEtcd, TlsRedis};
 
 /// A fresh random key root for one test, such as `t-6f1c.../`, so tests sharing a server never

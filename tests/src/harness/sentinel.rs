@@ -5,6 +5,7 @@ use super::process::{ServerProcess, exchange, free_port, require_binary, wait_re
 use super::redis::RedisServer;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The name the sentinels monitor the master under.
@@ -265,4 +266,11 @@ fn replication(server: &RedisServer) -> redis::RedisResult<String> {
     redis::cmd("INFO")
         .arg("replication")
         .query(&mut server.sync_connection()?)
+}
+
+/// The Sentinel deployment shared by every test of this test binary, started on first use.
+pub async fn shared_redis_sentinel() -> Option<&'static RedisSentinel> {
+    static DEPLOYMENT: OnceLock<Option<RedisSentinel>> = OnceLock::new();
+    // Starting it blocks for a few seconds, once per test binary.
+    DEPLOYMENT.get_or_init(RedisSentinel::start).as_ref()
 }

@@ -1,0 +1,207 @@
+//! The connection to a master that Sentinel names, which follows a failover: after a failure
+//! that may mean the master moved (a dropped connection, a refused one, a timeout, `READONLY`
+//! from a demoted master), it asks the sentinels for the master again and moves to it. The
+//! failed call returns its error, which the caller's retry policy sees as usual.
+
+use crate::config::SentinelTarget;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// The master's connection, shared by clones, and what it takes to find the next master.
+#[derive(Clone)]
+pub(crate) struct Following {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    target: SentinelTarget,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    /// The connection in use, its master's address, and how many times it was replaced.
+    current: Mutex<Current>,
+    /// Held while the master is looked up again, so that concurrent failures look it up once.
+    moving: tokio::sync::Mutex<()>,
+}
+
+#[derive(Clone)]
+struct Current {
+    generation: u64,
+    address: (String, u16),
+    con: MultiplexedConnection,
+}
+
+impl Following {
+    /// Connects to the master the sentinels name.
+    pub(crate) async fn connect(
+        target: SentinelTarget,
+        connect_timeout: Duration,
+        request_timeout: Duration,
+    ) -> RedisResult<Self> {
+        let (address, con) = master(&target, connect_timeout, request_timeout).await?;
+        Ok(Following {
+            inner: Arc::new(Inner {
+                target,
+                connect_timeout,
+                request_timeout,
+                current: Mutex::new(Current {
+                    generation: 0,
+                    address,
+                    con,
+                }),
+                moving: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+
+    fn current(&self) -> Current {
+        self.inner
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// After a call on the connection of `generation` failed with `err`: when the failure
+    /// may mean the master moved, asks the sentinels and moves to the master they name (a
+    /// timeout moves only when they name another one: a slow master is still the master).
+    async fn after(&self, generation: u64, err: &RedisError) {
+        let moved = err.is_io_error()
+            || err.is_connection_dropped()
+            || err.is_connection_refusal()
+            || matches!(
+                err.kind(),
+                redis::ErrorKind::Server(
+                    redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
+                )
+            );
+        if !moved && !err.is_timeout() {
+            return;
+        }
+        let _moving = self.inner.moving.lock().await;
+        let current = self.current();
+        if current.generation != generation {
+            return;
+        }
+        let Ok((address, con)) = master(
+            &self.inner.target,
+            self.inner.connect_timeout,
+            self.inner.request_timeout,
+        )
+        .await
+        else {
+            return;
+        };
+        if !moved && address == current.address {
+            return;
+        }
+        *self
+            .inner
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Current {
+            generation: generation + 1,
+            address,
+            con,
+        };
+    }
+}
+
+impl ConnectionLike for Following {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let Current {
+                generation,
+                mut con,
+                ..
+            } = self.current();
+            let answer = con.req_packed_command(cmd).await;
+            if let Err(err) = &answer {
+                self.after(generation, err).await;
+            }
+            answer
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let Current {
+                generation,
+                mut con,
+                ..
+            } = self.current();
+            let answer = con.req_packed_commands(cmd, offset, count).await;
+            if let Err(err) = &answer {
+                self.after(generation, err).await;
+            }
+            answer
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.inner.target.settings.db()
+    }
+}
+
+/// A connection of its own to the master the sentinels name (for the watch hub's blocking
+/// reads).
+pub(crate) async fn dedicated(
+    target: &SentinelTarget,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+) -> RedisResult<MultiplexedConnection> {
+    master(target, connect_timeout, request_timeout)
+        .await
+        .map(|(_, con)| con)
+}
+
+/// The master the first answering sentinel names, once it says it is the master (a sentinel
+/// may still name a demoted one for a moment after a failover), and a connection to it.
+async fn master(
+    target: &SentinelTarget,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+) -> RedisResult<((String, u16), MultiplexedConnection)> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(connect_timeout))
+        .set_response_timeout(Some(request_timeout));
+    let mut last: Option<RedisError> = None;
+    for sentinel in &target.sentinels {
+        let attempt = async {
+            let mut con = redis::Client::open(sentinel.clone())?
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            let (host, port): (String, u16) = redis::cmd("SENTINEL")
+                .arg("GET-MASTER-ADDR-BY-NAME")
+                .arg(&target.master)
+                .query_async(&mut con)
+                .await?;
+            let info = format!("redis://{host}:{port}")
+                .into_connection_info()?
+                .set_redis_settings(target.settings.clone());
+            let mut master = redis::Client::open(info)?
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            let role: Vec<Value> = redis::cmd("ROLE").query_async(&mut master).await?;
+            match role.first() {
+                Some(Value::BulkString(role)) if role == b"master" => Ok(((host, port), master)),
+                _ => Err(RedisError::from((
+                    redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly),
+                    "the server the sentinel names is not a master (yet)",
+                ))),
+            }
+        };
+        match attempt.await {
+            Ok(found) => return Ok(found),
+            Err(err) => last = Some(err),
+        }
+    }
+    Err(last
+        .unwrap_or_else(|| RedisError::from((redis::ErrorKind::Io, "no sentinel is configured"))))
+}
