@@ -62,7 +62,7 @@ fn sentinels_follow_a_failover_to_a_replica_that_takes_writes() {
     assert_eq!(read(old, "sentinel-test/after").as_deref(), Some("2"));
 }
 
-/// The store opened from `redis+sentinel://` writes with `wait_replicas = 1`; after a
+/// The store opened from `redis+sentinel://` writes with `wait_replicas = 2`; after a
 /// failover it writes to the promoted replica, keeps every acknowledged write, its revisions
 /// only grow, and an open watch delivers each revision once, in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,8 +78,11 @@ async fn the_store_follows_a_failover() {
     else {
         return;
     };
+    // Both replicas: the old master goes on taking writes until the sentinels reconfigure
+    // it, and only a write both replicas hold can be acknowledged then (see
+    // `failover_under_concurrent_writes`).
     let config = RedisConfig {
-        wait_replicas: 1,
+        wait_replicas: 2,
         ..RedisConfig::new(deployment.url())
     };
     let store = RedisStore::open(config)
@@ -129,14 +132,21 @@ async fn the_store_follows_a_failover() {
     );
     for i in 0..5 {
         for name in [format!("before-{i}"), format!("after-{i}")] {
-            assert!(
-                store.get(&key(&name)).await.unwrap().is_some(),
-                "{name} kept"
-            );
-            assert!(
-                through_facade.get(&key(&name)).await.unwrap().is_some(),
-                "{name} kept"
-            );
+            for reader in [&store as &dyn Store, &*through_facade] {
+                // A read may still meet the demoted master until the sentinels reconfigure
+                // it: then it fails, retryable, and the next goes to the new master.
+                let entry = loop {
+                    match reader.get(&key(&name)).await {
+                        Ok(entry) => break entry,
+                        Err(e) => {
+                            assert!(e.is_retryable(), "{e}");
+                            assert!(Instant::now() < deadline, "{name}: {e}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                };
+                assert!(entry.is_some(), "{name} kept");
+            }
         }
     }
     // The watch delivers every revision once and in order, across the failover.
@@ -161,4 +171,150 @@ async fn the_store_follows_a_failover() {
     expected.sort_unstable();
     seen.retain(|r| expected.contains(r));
     assert_eq!(seen, expected, "each revision once, in order");
+}
+
+/// How the master goes away.
+#[derive(Clone, Copy, Debug)]
+enum Failover {
+    /// `SENTINEL FAILOVER`: the master is demoted while it runs.
+    Command,
+    /// `kill -9` of the master: the sentinels find it down and promote a replica.
+    Kill,
+}
+
+/// Four writers write while the master goes away `how`: every write acknowledged is kept,
+/// each writer's revisions only grow, and an open watch delivers each revision once and in
+/// order.
+///
+/// A killed master takes no more writes, and the sentinels promote the replica with the most
+/// data, so `wait_replicas = 1` is enough. A master demoted by `SENTINEL FAILOVER` goes on
+/// taking writes until the sentinels reconfigure it, seconds later, and the replica still
+/// attached to it acknowledges them: with `wait_replicas = 1` those writes would be
+/// acknowledged and then lost. The promoted replica leaves the old master at once, so with
+/// `wait_replicas = 2` (every replica) the old master can acknowledge nothing more.
+async fn failover_under_concurrent_writes(how: Failover) {
+    use futures::StreamExt;
+    use keyplane_core::{Event, PutOptions, Store, WatchOptions};
+    use keyplane_redis::{RedisConfig, RedisStore};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    let Some(mut deployment) = tokio::task::spawn_blocking(RedisSentinel::start)
+        .await
+        .unwrap()
+    else {
+        return;
+    };
+    let config = RedisConfig {
+        wait_replicas: match how {
+            Failover::Kill => 1,
+            Failover::Command => 2,
+        },
+        ..RedisConfig::new(deployment.url())
+    };
+    let store = Arc::new(
+        RedisStore::open(config)
+            .await
+            .expect("open through the sentinels"),
+    );
+    let root = keyplane_tests::harness::key_root("failover");
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (store, root, done) = (store.clone(), root.clone(), done.clone());
+            tokio::spawn(async move {
+                let deadline = Instant::now() + Duration::from_secs(60);
+                let mut acknowledged = Vec::new();
+                let mut i = 0u32;
+                // Writes go on until the failover is over, then ten more.
+                let mut after = 0;
+                while after < 10 {
+                    if done.load(Ordering::SeqCst) {
+                        after += 1;
+                    }
+                    let key = format!("{root}w{w}/{i:05}").into_bytes();
+                    match store.put(&key, b"v", PutOptions::default()).await {
+                        Ok(put) => {
+                            acknowledged.push((key, put.revision));
+                            i += 1;
+                        }
+                        Err(e) => {
+                            assert!(e.is_retryable(), "writer {w}: {e}");
+                            assert!(Instant::now() < deadline, "writer {w} stuck: {e}");
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let old = deployment.master_port();
+    let new = tokio::task::block_in_place(|| match how {
+        Failover::Command => deployment.fail_over(),
+        Failover::Kill => {
+            deployment.server(old).kill();
+            deployment.wait_for_new_master(old)
+        }
+    });
+    assert_ne!(old, new, "{how:?}");
+    done.store(true, Ordering::SeqCst);
+    let mut acknowledged = Vec::new();
+    for writer in writers {
+        let written = writer.await.unwrap();
+        let revisions: Vec<i64> = written.iter().map(|(_, r)| *r).collect();
+        assert!(
+            revisions.windows(2).all(|w| w[0] < w[1]),
+            "{how:?}: a writer's revisions only grow: {revisions:?}"
+        );
+        acknowledged.extend(written);
+    }
+    for (key, revision) in &acknowledged {
+        let entry = store.get(key).await.unwrap();
+        let entry = entry.unwrap_or_else(|| {
+            panic!(
+                "{how:?}: the write of {} acknowledged at {revision} was lost",
+                String::from_utf8_lossy(key)
+            )
+        });
+        assert!(entry.mod_revision >= *revision, "{how:?}");
+    }
+    // The watch: each revision once, in order, every acknowledged one among them.
+    let last = acknowledged.iter().map(|(_, r)| *r).max().unwrap();
+    let mut seen = Vec::new();
+    while seen.last().is_none_or(|&r| r < last) {
+        let batch = tokio::time::timeout(Duration::from_secs(30), watch.next())
+            .await
+            .expect("the watch delivers within 30 s")
+            .expect("the watch is open")
+            .unwrap_or_else(|e| panic!("{how:?}: the watch failed across the failover: {e}"));
+        for event in &batch.events {
+            if let Event::Put { entry, .. } = event {
+                seen.push(entry.mod_revision);
+            }
+        }
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "{how:?}: each revision once, in order"
+    );
+    for (_, revision) in &acknowledged {
+        assert!(
+            seen.contains(revision),
+            "{how:?}: revision {revision} not watched"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_failover_under_concurrent_writes_loses_no_acknowledged_write() {
+    failover_under_concurrent_writes(Failover::Command).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_under_concurrent_writes_loses_no_acknowledged_write() {
+    failover_under_concurrent_writes(Failover::Kill).await;
 }
