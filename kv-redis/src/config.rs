@@ -297,20 +297,7 @@ impl RedisConfig {
                     .to_owned(),
             ));
         }
-        let (credentials, hosts) = match rest.rsplit_once('@') {
-            Some((credentials, hosts)) => (Some(credentials), hosts),
-            None => (None, rest),
-        };
-        let (mut username, mut password) = match credentials.map(|c| c.split_once(':')) {
-            Some(Some((user, password))) => (
-                (!user.is_empty()).then(|| user.to_owned()),
-                Some(password.to_owned()),
-            ),
-            Some(None) => (credentials.map(str::to_owned), None),
-            None => (None, None),
-        };
-        username = self.username.clone().or(username);
-        password = self.password.clone().or(password);
+        let (username, password, hosts) = self.credentials_and_hosts(rest);
         let nodes = hosts
             .split(',')
             .map(|host| {
@@ -330,6 +317,32 @@ impl RedisConfig {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok((nodes, username, password))
+    }
+
+    /// Splits the `[user[:password]@]hosts` part of a cluster or Sentinel URL into the
+    /// username, the password and the hosts; the configuration's own username and password
+    /// override the URL's.
+    fn credentials_and_hosts<'a>(
+        &self,
+        authority: &'a str,
+    ) -> (Option<String>, Option<String>, &'a str) {
+        let (credentials, hosts) = match authority.rsplit_once('@') {
+            Some((credentials, hosts)) => (Some(credentials), hosts),
+            None => (None, authority),
+        };
+        let (username, password) = match credentials.map(|c| c.split_once(':')) {
+            Some(Some((user, password))) => (
+                (!user.is_empty()).then(|| user.to_owned()),
+                Some(password.to_owned()),
+            ),
+            Some(None) => (credentials.map(str::to_owned), None),
+            None => (None, None),
+        };
+        (
+            self.username.clone().or(username),
+            self.password.clone().or(password),
+            hosts,
+        )
     }
 
     /// The checks every URL shares: the internal prefix, the sizes, the reconcile roots, the

@@ -56,10 +56,7 @@ impl RedisConfig {
             ));
         }
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let (credentials, hosts) = match authority.rsplit_once('@') {
-            Some((credentials, hosts)) => (Some(credentials), hosts),
-            None => (None, authority),
-        };
+        let (username, password, hosts) = self.credentials_and_hosts(authority);
         let mut path = path.split('/').filter(|part| !part.is_empty());
         let master = path
             .next()
@@ -80,20 +77,12 @@ impl RedisConfig {
                 "a redis+sentinel:// URL ends with /NAME or /NAME/DB".to_owned(),
             ));
         }
-        let (url_user, url_password) = match credentials.map(|c| c.split_once(':')) {
-            Some(Some((user, password))) => (
-                (!user.is_empty()).then(|| user.to_owned()),
-                Some(password.to_owned()),
-            ),
-            Some(None) => (credentials.map(str::to_owned), None),
-            None => (None, None),
-        };
         let mut settings =
             redis::RedisConnectionInfo::default().set_db(self.database.unwrap_or(db));
-        if let Some(user) = self.username.clone().or(url_user) {
+        if let Some(user) = username {
             settings = settings.set_username(user);
         }
-        if let Some(password) = self.password.clone().or(url_password) {
+        if let Some(password) = password {
             settings = settings.set_password(password);
         }
         let sentinels = hosts
