@@ -47,40 +47,27 @@ pub fn layer_name(path: &[String]) -> String {
     }
 }
 
-/// Every place a backend's code (tests left out) names a module of keyplane-core it should
-/// not need: `(file, line, module)`.
-pub fn backend_breaks(root: &Path) -> Result<Vec<(PathBuf, usize, String)>, String> {
+/// Every place the modules of the crate in `dir` name a module of keyplane-core a backend
+/// should not need, when the crate is a backend (tests left out): `(file, line, module)`.
+pub fn backend_breaks<'a>(
+    dir: &Path,
+    files: impl IntoIterator<Item = &'a Path>,
+) -> Result<Vec<(PathBuf, usize, String)>, String> {
     let mut out = Vec::new();
-    for backend in BACKENDS {
-        for file in rust_files(&root.join(backend).join("src"))? {
-            let text =
-                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            for (line, module) in core_modules_named(&strip(&text)) {
-                if !FOR_IMPLEMENTORS.contains(&module.as_str()) {
-                    out.push((file.clone(), line, module));
-                }
+    if !dir
+        .file_name()
+        .is_some_and(|n| BACKENDS.iter().any(|b| n == *b))
+    {
+        return Ok(out);
+    }
+    for file in files {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        for (line, module) in core_modules_named(&strip(&text)) {
+            if !FOR_IMPLEMENTORS.contains(&module.as_str()) {
+                out.push((file.to_path_buf(), line, module));
             }
         }
     }
-    Ok(out)
-}
-
-/// The `.rs` files under `dir`, sorted.
-fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for entry in entries {
-            let path = entry.map_err(|e| e.to_string())?.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
     Ok(out)
 }
 
