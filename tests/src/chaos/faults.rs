@@ -3,7 +3,7 @@
 //! deadline and leaves every process running.
 
 use super::history::Recorder;
-use crate::harness::{EtcdCluster, RedisServer};
+use crate::harness::{CLIENT, EtcdCluster, RedisServer};
 use rand::Rng;
 use rand::rngs::StdRng;
 use std::time::{Duration, Instant};
@@ -86,7 +86,9 @@ pub async fn etcd_leader(endpoints: &[String]) -> Option<usize> {
 
 /// etcd faults on a 3-member cluster until `until`: the leader killed with SIGKILL and
 /// restarted, a member paused with SIGSTOP for up to 3 s, or a follower killed and
-/// restarted.
+/// restarted; on a partitionable cluster also a follower cut off from the other members,
+/// the leader cut off from the others (the minority side, which the clients still reach),
+/// or the clients cut off from one member, each for up to 3 s.
 pub async fn etcd(
     cluster: &mut EtcdCluster,
     recorder: &Recorder,
@@ -103,9 +105,10 @@ pub async fn etcd(
         {
             return;
         }
-        let endpoints = cluster.endpoints();
+        let endpoints = cluster.direct_endpoints();
         let leader = etcd_leader(&endpoints).await;
-        match (rng.random_range(0..3), leader) {
+        let kinds = if cluster.network().is_some() { 6 } else { 3 };
+        match (rng.random_range(0..kinds), leader) {
             (0, Some(leader)) => {
                 recorder.fault(format!("etcd: kill -9 leader m{leader}, then restart"));
                 block_in_place(|| cluster.kill(leader));
@@ -124,6 +127,31 @@ pub async fn etcd(
                 )
                 .await;
                 block_in_place(|| cluster.restart(follower));
+            }
+            (3, Some(leader)) => {
+                let follower = (leader + rng.random_range(1..cluster.len())) % cluster.len();
+                let what = format!("etcd: partition: follower m{follower} cut off from the others");
+                etcd_partition(cluster, recorder, rng, &what, &[follower]).await;
+            }
+            (4, Some(leader)) => {
+                let what = format!(
+                    "etcd: partition: leader m{leader} alone on the minority side, the clients \
+                     still reaching it"
+                );
+                etcd_partition(cluster, recorder, rng, &what, &[leader]).await;
+            }
+            (5, _) => {
+                let member = rng.random_range(0..cluster.len());
+                let Some(net) = cluster.network() else {
+                    continue;
+                };
+                recorder.fault(format!("etcd: partition: the clients cut off from m{member}"));
+                net.cut(&[CLIENT], &[cluster.name(member)]);
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),
+                )
+                .await;
+                net.heal();
             }
             _ => {
                 let member = rng.random_range(0..cluster.len());
@@ -145,4 +173,29 @@ pub async fn etcd(
             }
         }
     }
+}
+
+/// Cuts the members `alone` off from the other members (the clients still reach every
+/// member) for 300 ms to 3 s, then heals.
+async fn etcd_partition(
+    cluster: &EtcdCluster,
+    recorder: &Recorder,
+    rng: &mut StdRng,
+    what: &str,
+    alone: &[usize],
+) {
+    let Some(net) = cluster.network() else {
+        return;
+    };
+    let side = |alone_side: bool| -> Vec<&str> {
+        (0..cluster.len())
+            .filter(|i| alone.contains(i) == alone_side)
+            .map(|i| cluster.name(i))
+            .collect()
+    };
+    let (inside, outside) = (side(true), side(false));
+    recorder.fault(what);
+    net.cut(&inside, &outside);
+    tokio::time::sleep(rng.random_range(Duration::from_millis(300)..Duration::from_secs(3))).await;
+    net.heal();
 }

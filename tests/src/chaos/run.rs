@@ -324,11 +324,13 @@ pub async fn redis(settings: &Settings) -> Option<Report> {
     Some(report)
 }
 
-/// EtcdStore on a 3-member cluster whose leader is killed and whose members are paused.
+/// EtcdStore on a 3-member cluster whose leader is killed, whose members are paused, and
+/// which is partitioned: a follower or the leader cut off from the others, the clients cut
+/// off from a member.
 ///
 /// `None` after a SKIP line when `etcd` is missing and servers are not required.
 pub async fn etcd(settings: &Settings) -> Option<Report> {
-    let mut cluster = block_in_place(|| EtcdCluster::start(3))?;
+    let mut cluster = block_in_place(|| EtcdCluster::start_partitionable(3))?;
     let mut config = EtcdConfig::new(cluster.endpoints());
     config.connect_timeout_ms = 1000;
     config.request_timeout_ms = 3000;

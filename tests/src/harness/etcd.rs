@@ -1,9 +1,11 @@
-//! `etcd` processes: single servers and a 3-member cluster.
+//! `etcd` processes: single servers and a 3-member cluster, optionally behind the proxies
+//! of a [`Network`] that can partition it.
 
+use super::partition::Network;
 use super::process::{ServerProcess, exchange, free_port, require_binary, wait_ready};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// One etcd member's identity: its name, ports and data directory.
@@ -11,34 +13,50 @@ struct Member {
     name: String,
     client_port: u16,
     peer_port: u16,
+    /// The ports the member is known by: its own, or its proxies' on a [`Network`].
+    advertised_client: u16,
+    advertised_peer: u16,
     process: Option<ServerProcess>,
 }
 
 impl Member {
-    fn new(name: String) -> Self {
+    fn new(name: String, network: Option<&Network>) -> Self {
+        let (client_port, peer_port) = (free_port(), free_port());
+        let (advertised_client, advertised_peer) = match network {
+            Some(net) => (net.proxy(&name, client_port), net.proxy(&name, peer_port)),
+            None => (client_port, peer_port),
+        };
         Member {
             name,
-            client_port: free_port(),
-            peer_port: free_port(),
+            client_port,
+            peer_port,
+            advertised_client,
+            advertised_peer,
             process: None,
         }
     }
 
     fn peer_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.peer_port)
+        format!("http://127.0.0.1:{}", self.advertised_peer)
     }
 
     fn client_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.advertised_client)
+    }
+
+    fn direct_client_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.client_port)
     }
 
-    /// Starts the member; `initial_cluster` lists every member as `name=peer_url`.
+    /// Starts the member; `initial_cluster` lists every member as `name=peer_url`. On a
+    /// `network`, the process is named as the member before it connects anywhere.
     fn launch(
         &mut self,
         binary: &Path,
         root: &Path,
         initial_cluster: &str,
         token: &str,
+        network: Option<&Network>,
     ) -> Result<(), String> {
         let data = root.join(&self.name);
         let mut cmd = Command::new(binary);
@@ -47,11 +65,11 @@ impl Member {
             .arg("--data-dir")
             .arg(&data)
             .arg("--listen-client-urls")
-            .arg(self.client_url())
+            .arg(self.direct_client_url())
             .arg("--advertise-client-urls")
             .arg(self.client_url())
             .arg("--listen-peer-urls")
-            .arg(self.peer_url())
+            .arg(format!("http://127.0.0.1:{}", self.peer_port))
             .arg("--initial-advertise-peer-urls")
             .arg(self.peer_url())
             .arg("--initial-cluster")
@@ -72,6 +90,9 @@ impl Member {
             .args(["--snapshot-count", "100000"]);
         let log = root.join(format!("{}.log", self.name));
         let mut process = ServerProcess::spawn(cmd, &log, root).map_err(|e| e.to_string())?;
+        if let Some(net) = network {
+            net.name_process(process.pid(), &self.name);
+        }
         let port = self.client_port;
         wait_ready(&mut process, Duration::from_secs(30), || {
             exchange(port, b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
@@ -95,6 +116,7 @@ fn launch_all(
     binary: &Path,
     root: &Path,
     token: &str,
+    network: Option<&Network>,
 ) -> Result<(), String> {
     let initial: Vec<String> = members
         .iter()
@@ -106,7 +128,7 @@ fn launch_all(
             .iter_mut()
             .map(|m| {
                 let initial = &initial;
-                s.spawn(move || m.launch(binary, root, initial, token))
+                s.spawn(move || m.launch(binary, root, initial, token, network))
             })
             .collect();
         // Every thread is joined (the scope guarantees it); the first failure is reported.
@@ -153,12 +175,24 @@ pub struct EtcdCluster {
     dir: tempfile::TempDir,
     token: String,
     members: Vec<Member>,
+    network: Option<Arc<Network>>,
 }
 
 impl EtcdCluster {
     /// Starts `n` members (3 for fault tests) and waits until each is healthy. `None` (after a
     /// SKIP line) when `etcd` is missing and servers are not required.
     pub fn start(n: usize) -> Option<Self> {
+        Self::start_on(n, None)
+    }
+
+    /// Starts `n` members as [`EtcdCluster::start`] does, each known to the others and to
+    /// clients only through proxies of a [`Network`] of its own, whose nodes are the
+    /// members, named `m0`, `m1`..., and the clients ([`super::CLIENT`]).
+    pub fn start_partitionable(n: usize) -> Option<Self> {
+        Self::start_on(n, Some(Arc::new(Network::new())))
+    }
+
+    fn start_on(n: usize, network: Option<Arc<Network>>) -> Option<Self> {
         let binary = require_binary("etcd", "etcd-server")?;
         let mut last_error = String::new();
         for _ in 0..3 {
@@ -167,14 +201,17 @@ impl EtcdCluster {
                 .tempdir()
                 .expect("temp dir");
             let token = format!("kv-{}", uuid::Uuid::new_v4().simple());
-            let mut members: Vec<Member> = (0..n).map(|i| Member::new(format!("m{i}"))).collect();
-            match launch_all(&mut members, &binary, dir.path(), &token) {
+            let net = network.as_deref();
+            let mut members: Vec<Member> =
+                (0..n).map(|i| Member::new(format!("m{i}"), net)).collect();
+            match launch_all(&mut members, &binary, dir.path(), &token, net) {
                 Ok(()) => {
                     return Some(EtcdCluster {
                         binary,
                         dir,
                         token,
                         members,
+                        network,
                     });
                 }
                 Err(e) => {
@@ -186,9 +223,25 @@ impl EtcdCluster {
         panic!("etcd did not start: {last_error}");
     }
 
-    /// Every member's client endpoint, in member order.
+    /// Every member's client endpoint, in member order (its proxy's, on a network).
     pub fn endpoints(&self) -> Vec<String> {
         self.members.iter().map(Member::client_url).collect()
+    }
+
+    /// Every member's own client endpoint, in member order: on a network, the way around
+    /// its proxies (for the harness's questions, which a partition must not stop).
+    pub fn direct_endpoints(&self) -> Vec<String> {
+        self.members.iter().map(Member::direct_client_url).collect()
+    }
+
+    /// The network the cluster runs behind ([`EtcdCluster::start_partitionable`]).
+    pub fn network(&self) -> Option<&Network> {
+        self.network.as_deref()
+    }
+
+    /// Member `i`'s name, its node on the network.
+    pub fn name(&self, i: usize) -> &str {
+        &self.members[i].name
     }
 
     /// The number of members.
@@ -223,7 +276,8 @@ impl EtcdCluster {
             .map(|m| format!("{}={}", m.name, m.peer_url()))
             .collect();
         let (binary, root, token) = (&self.binary, self.dir.path(), &self.token);
-        if let Err(e) = self.members[i].launch(binary, root, &initial.join(","), token) {
+        let net = self.network.as_deref();
+        if let Err(e) = self.members[i].launch(binary, root, &initial.join(","), token, net) {
             panic!("etcd member {i} did not restart: {e}");
         }
     }

@@ -1,6 +1,7 @@
 //! Real `etcd` and `redis-server` processes for tests: free loopback ports, temporary data
 //! directories, readiness checks, kill and restart on demand, a 3-member etcd cluster, a
-//! Redis Cluster and a Redis deployment under Sentinel ([`RedisSentinel`]).
+//! Redis Cluster and a Redis deployment under Sentinel ([`RedisSentinel`]), and network
+//! partitions between them ([`Network`]).
 //! [`Browser`] drives a headless Chromium through `chromedriver`, for tests of web pages.
 //!
 //! A test binary shares one server of each kind across its tests ([`shared_etcd`],
@@ -17,6 +18,7 @@
 mod browser;
 mod etcd;
 mod http;
+mod partition;
 mod process;
 mod redis;
 mod sentinel;
@@ -25,6 +27,7 @@ mod tls;
 pub use browser::Browser;
 pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
 pub use http::http_request;
+pub use partition::{CLIENT, Network};
 pub use process::{complete_lines, find_binary, servers_required};
 pub use redis::{
     RedisCluster, RedisServer, own_redis_store, redis_command_calls, redis_command_stat,
