@@ -1,9 +1,10 @@
 //! `redis-server` processes.
 
+use super::partition::Network;
 use super::process::{ServerProcess, exchange, free_port, require_binary, wait_ready};
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// A `redis-server` on a free loopback port with its own temporary directory.
@@ -18,7 +19,19 @@ pub struct RedisServer {
     replica_of: Option<u16>,
     /// A cluster node that speaks TLS to clients, replicas and the other nodes.
     tls: Option<NodeTls>,
+    /// A node of a [`Network`]: its name there and the port of its proxy, which it
+    /// announces to its master and the sentinels.
+    node: Option<NetworkNode>,
     process: Option<ServerProcess>,
+}
+
+/// A server's place on a [`Network`].
+#[derive(Clone)]
+pub(crate) struct NetworkNode {
+    pub(crate) network: Arc<Network>,
+    pub(crate) name: String,
+    /// The proxy's port, set when the server's own port is chosen.
+    pub(crate) port: u16,
 }
 
 /// The TLS side of a cluster node: its certificates (`ca.pem`, `server.pem`,
@@ -50,11 +63,27 @@ impl RedisServer {
 
     /// Starts a replica of the server on `master_port` (loopback), which syncs at once.
     pub fn start_replica_of(master_port: u16) -> Option<Self> {
-        Self::launch_new(false, false, None, Some(master_port))
+        Self::launch_new(false, false, None, Some(master_port), None)
+    }
+
+    /// Starts a server (a replica of the server known on `master_port`, when given) as the
+    /// node `name` of `network`: known to others through a proxy, whose port it announces
+    /// as a replica.
+    pub(crate) fn start_on(
+        network: &Arc<Network>,
+        name: &str,
+        master_port: Option<u16>,
+    ) -> Option<Self> {
+        let node = NetworkNode {
+            network: Arc::clone(network),
+            name: name.to_string(),
+            port: 0,
+        };
+        Self::launch_new(false, false, None, master_port, Some(node))
     }
 
     fn start_node(aof: bool, cluster: bool, tls: Option<&super::TestCerts>) -> Option<Self> {
-        Self::launch_new(aof, cluster, tls, None)
+        Self::launch_new(aof, cluster, tls, None, None)
     }
 
     fn launch_new(
@@ -62,6 +91,7 @@ impl RedisServer {
         cluster: bool,
         tls: Option<&super::TestCerts>,
         replica_of: Option<u16>,
+        node: Option<NetworkNode>,
     ) -> Option<Self> {
         let binary = require_binary("redis-server", "redis-server")?;
         let mut dir = tempfile::Builder::new()
@@ -70,10 +100,15 @@ impl RedisServer {
             .expect("temp dir");
         let mut last_error = String::new();
         for _ in 0..3 {
+            let port = if cluster { cluster_port() } else { free_port() };
+            let node = node.clone().map(|mut node| {
+                node.port = node.network.proxy(&node.name, port);
+                node
+            });
             let mut server = RedisServer {
                 binary: binary.clone(),
                 dir,
-                port: if cluster { cluster_port() } else { free_port() },
+                port,
                 aof,
                 cluster,
                 replica_of,
@@ -82,6 +117,7 @@ impl RedisServer {
                     port: free_port(),
                     bus: free_port(),
                 }),
+                node,
                 process: None,
             };
             match server.launch() {
@@ -134,8 +170,15 @@ impl RedisServer {
             ]);
         }
         if let Some(master) = self.replica_of {
-            cmd.args(["--replicaof", "127.0.0.1", &master.to_string()])
-                .args(["--repl-diskless-sync-delay", "0"]);
+            cmd.args(["--replicaof", "127.0.0.1", &master.to_string()]);
+        }
+        if self.replica_of.is_some() || self.node.is_some() {
+            // Replicas sync at once; a node on a network may become a master after a failover.
+            cmd.args(["--repl-diskless-sync-delay", "0"]);
+        }
+        if let Some(node) = &self.node {
+            cmd.args(["--replica-announce-ip", "127.0.0.1"])
+                .args(["--replica-announce-port", &node.port.to_string()]);
         }
         if let Some(tls) = &self.tls {
             cmd.args(["--tls-port", &tls.port.to_string()])
@@ -155,6 +198,9 @@ impl RedisServer {
         let log = self.dir.path().join("redis.log");
         let mut process =
             ServerProcess::spawn(cmd, &log, self.dir.path()).map_err(|e| e.to_string())?;
+        if let Some(node) = &self.node {
+            node.network.name_process(process.pid(), &node.name);
+        }
         let port = self.port;
         wait_ready(&mut process, Duration::from_secs(20), || {
             exchange(port, b"PING\r\n").starts_with("+PONG\r\n")
@@ -171,6 +217,16 @@ impl RedisServer {
     /// The server's port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port the server is known by: its proxy's on a network, else its own.
+    pub fn announced_port(&self) -> u16 {
+        self.node.as_ref().map_or(self.port, |node| node.port)
+    }
+
+    /// The server's name on its network, if it is on one.
+    pub fn node_name(&self) -> Option<&str> {
+        self.node.as_ref().map(|node| node.name.as_str())
     }
 
     /// The server's process id, while it runs (for fault tests that pause it).

@@ -1,11 +1,13 @@
 //! A Redis deployment under Sentinel: one master, two replicas and three sentinels, every
-//! process a `redis-server` on a free loopback port with its own directory.
+//! process a `redis-server` on a free loopback port with its own directory, optionally
+//! behind the proxies of a [`Network`] that can partition it.
 
+use super::partition::Network;
 use super::process::{ServerProcess, exchange, free_port, require_binary, wait_ready};
 use super::redis::RedisServer;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The name the sentinels monitor the master under.
@@ -20,11 +22,14 @@ pub struct RedisSentinel {
     /// The data servers: the first started as the master, the others as its replicas.
     servers: Vec<RedisServer>,
     sentinels: Vec<SentinelProcess>,
+    network: Option<Arc<Network>>,
 }
 
 /// One `redis-server --sentinel`, with the configuration file it rewrites.
 struct SentinelProcess {
     port: u16,
+    /// The port it is known by: its proxy's on a network, else `port`.
+    announced: u16,
     _dir: tempfile::TempDir,
     _process: ServerProcess,
 }
@@ -38,18 +43,39 @@ impl RedisSentinel {
     /// When a process does not start, or the sentinels do not see the whole deployment
     /// within 30 s.
     pub fn start() -> Option<Self> {
+        Self::start_on(None)
+    }
+
+    /// Starts the deployment as [`RedisSentinel::start`] does, every process known to the
+    /// others and to clients only through proxies of a [`Network`] of its own, whose nodes
+    /// are the data servers `r0` (the first master), `r1`, `r2`, the sentinels `s0`, `s1`,
+    /// `s2`, and the clients ([`super::CLIENT`]).
+    pub fn start_partitionable() -> Option<Self> {
+        Self::start_on(Some(Arc::new(Network::new())))
+    }
+
+    fn start_on(network: Option<Arc<Network>>) -> Option<Self> {
         let binary = require_binary("redis-server", "redis-server")?;
-        let master = RedisServer::start()?;
-        let master_port = master.port();
+        let start = |i: usize, master: Option<u16>| match (&network, master) {
+            (Some(net), _) => RedisServer::start_on(net, &format!("r{i}"), master),
+            (None, Some(master)) => RedisServer::start_replica_of(master),
+            (None, None) => RedisServer::start(),
+        };
+        let master = start(0, None)?;
+        let master_port = master.announced_port();
         let mut servers = vec![master];
-        for _ in 0..2 {
-            servers.push(RedisServer::start_replica_of(master_port)?);
+        for i in 1..3 {
+            servers.push(start(i, Some(master_port))?);
         }
         let sentinels = (0..3)
-            .map(|_| SentinelProcess::start(&binary, master_port))
+            .map(|i| SentinelProcess::start(&binary, master_port, network.as_deref(), i))
             .collect::<Result<Vec<_>, String>>()
             .unwrap_or_else(|e| panic!("a sentinel did not start: {e}"));
-        let deployment = RedisSentinel { servers, sentinels };
+        let deployment = RedisSentinel {
+            servers,
+            sentinels,
+            network,
+        };
         deployment.wait("the sentinels to see the replicas and each other", |s| {
             let info = s.sentinel_query(|con| {
                 redis::cmd("SENTINEL")
@@ -75,22 +101,50 @@ impl RedisSentinel {
     }
 
     /// The deployment's URL for the store: `redis+sentinel://` with the three sentinels'
-    /// addresses and the master's name.
+    /// addresses (their proxies', on a network) and the master's name.
     pub fn url(&self) -> String {
         let sentinels: Vec<String> = self
             .sentinels
             .iter()
-            .map(|s| format!("127.0.0.1:{}", s.port))
+            .map(|s| format!("127.0.0.1:{}", s.announced))
             .collect();
         format!("redis+sentinel://{}/{SENTINEL_MASTER}", sentinels.join(","))
     }
 
-    /// The sentinels' ports.
+    /// The sentinels' own ports (the harness asks them directly, around any proxy).
     pub fn sentinel_ports(&self) -> Vec<u16> {
         self.sentinels.iter().map(|s| s.port).collect()
     }
 
-    /// The port of the master, as the first sentinel that answers reports it.
+    /// The network the deployment runs behind ([`RedisSentinel::start_partitionable`]).
+    pub fn network(&self) -> Option<&Network> {
+        self.network.as_deref()
+    }
+
+    /// The name on the network of the data server known on `port`, as
+    /// [`RedisServer::node_name`] gives it.
+    pub fn node_name(&self, port: u16) -> Option<&str> {
+        self.servers
+            .iter()
+            .find(|s| s.announced_port() == port || s.port() == port)
+            .and_then(RedisServer::node_name)
+    }
+
+    /// The sentinels' names on the network (`s0`, `s1`, `s2`).
+    pub fn sentinel_names(&self) -> Vec<String> {
+        (0..self.sentinels.len()).map(|i| format!("s{i}")).collect()
+    }
+
+    /// Every data server's name on the network.
+    pub fn server_names(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter_map(|s| s.node_name().map(String::from))
+            .collect()
+    }
+
+    /// The port the master is known by (its proxy's, on a network), as the first sentinel
+    /// that answers reports it.
     ///
     /// # Panics
     /// When no sentinel answers.
@@ -99,14 +153,14 @@ impl RedisSentinel {
             .unwrap_or_else(|e| panic!("no sentinel names the master: {e}"))
     }
 
-    /// The data server on `port` (the master or a replica).
+    /// The data server on `port` (the master or a replica), by its own or its announced port.
     ///
     /// # Panics
     /// When no server of the deployment listens on `port`.
     pub fn server(&mut self, port: u16) -> &mut RedisServer {
         self.servers
             .iter_mut()
-            .find(|s| s.port() == port)
+            .find(|s| s.port() == port || s.announced_port() == port)
             .unwrap_or_else(|| panic!("no server of the deployment on port {port}"))
     }
 
@@ -149,7 +203,7 @@ impl RedisSentinel {
             let promoted = s
                 .servers
                 .iter()
-                .find(|r| r.port() == first)
+                .find(|r| r.announced_port() == first)
                 .is_some_and(|r| replication(r).is_ok_and(|i| i.contains("role:master")));
             new = first;
             Ok(promoted)
@@ -157,15 +211,15 @@ impl RedisSentinel {
         new
     }
 
-    /// Waits until the other two data servers replicate the master on `port` and are in
-    /// sync with it (the sentinels reconfigure them after a failover).
+    /// Waits until the other two data servers replicate the master known on `port` and are
+    /// in sync with it (the sentinels reconfigure them after a failover).
     ///
     /// # Panics
     /// When that does not happen within 30 s.
     pub fn wait_for_replicas_of(&self, port: u16) {
         let master = format!("master_port:{port}\r\n");
         self.wait("the replicas to follow the master", |s| {
-            Ok(s.servers.iter().filter(|r| r.port() != port).all(|r| {
+            Ok(s.servers.iter().filter(|r| r.announced_port() != port).all(|r| {
                 replication(r)
                     .is_ok_and(|i| i.contains(&master) && i.contains("master_link_status:up"))
             }))
@@ -212,15 +266,23 @@ impl RedisSentinel {
 
 impl SentinelProcess {
     /// Writes a sentinel's configuration (it must be writable: sentinels record what they
-    /// learn in it) and starts it.
-    fn start(binary: &PathBuf, master_port: u16) -> Result<Self, String> {
+    /// learn in it) and starts it; on a `network`, as the node `s{index}` behind a proxy
+    /// whose port it announces.
+    fn start(
+        binary: &PathBuf,
+        master_port: u16,
+        network: Option<&Network>,
+        index: usize,
+    ) -> Result<Self, String> {
         let dir = tempfile::Builder::new()
             .prefix("kv-sentinel-")
             .tempdir()
             .map_err(|e| e.to_string())?;
         let port = free_port();
+        let name = format!("s{index}");
+        let announced = network.map_or(port, |net| net.proxy(&name, port));
         let conf = dir.path().join("sentinel.conf");
-        let text = format!(
+        let mut text = format!(
             "port {port}\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\n\
              sentinel resolve-hostnames no\n\
              sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {master_port} 2\n\
@@ -228,6 +290,11 @@ impl SentinelProcess {
              sentinel failover-timeout {SENTINEL_MASTER} 10000\n\
              sentinel parallel-syncs {SENTINEL_MASTER} 2\n"
         );
+        if network.is_some() {
+            text.push_str(&format!(
+                "sentinel announce-ip 127.0.0.1\nsentinel announce-port {announced}\n"
+            ));
+        }
         std::fs::write(&conf, text).map_err(|e| e.to_string())?;
         let mut cmd = Command::new(binary);
         cmd.arg(&conf)
@@ -236,11 +303,15 @@ impl SentinelProcess {
             .arg(dir.path());
         let log = dir.path().join("sentinel.log");
         let mut process = ServerProcess::spawn(cmd, &log, dir.path()).map_err(|e| e.to_string())?;
+        if let Some(net) = network {
+            net.name_process(process.pid(), &name);
+        }
         wait_ready(&mut process, Duration::from_secs(20), || {
             exchange(port, b"PING\r\n").starts_with("+PONG\r\n")
         })?;
         Ok(SentinelProcess {
             port,
+            announced,
             _dir: dir,
             _process: process,
         })
