@@ -1,7 +1,8 @@
 //! The connection to a master that Sentinel names, which follows a failover: after a failure
 //! that may mean the master moved (a dropped connection, a refused one, a timeout, `READONLY`
-//! from a demoted master), it asks the sentinels for the master again and moves to it. The
-//! failed call returns its error, which the caller's retry policy sees as usual.
+//! from a demoted master, a write its replicas did not acknowledge), it asks the sentinels
+//! for the master again and moves to it. The failed call returns its error, which the
+//! caller's retry policy sees as usual.
 
 use crate::config::SentinelTarget;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
@@ -76,9 +77,21 @@ impl Following {
                     redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
                 )
             );
-        if !moved && !err.is_timeout() {
-            return;
+        if moved || err.is_timeout() {
+            self.follow(generation, moved).await;
         }
+    }
+
+    /// After a write that fewer replicas acknowledged than it waited for: the master may
+    /// be cut off from its replicas, and the sentinels may have promoted one of them. Moves
+    /// only when they name another master.
+    pub(crate) async fn recheck(&self) {
+        self.follow(self.current().generation, false).await;
+    }
+
+    /// Asks the sentinels for the master and moves to it, unless the connection of
+    /// `generation` was replaced meanwhile, or (when not `moved`) they name the same one.
+    async fn follow(&self, generation: u64, moved: bool) {
         let _moving = self.inner.moving.lock().await;
         let current = self.current();
         if current.generation != generation {

@@ -91,6 +91,10 @@ impl Link {
                 .map_err(|e| map_error(op, e))?,
         };
         if acked < i64::from(wanted) {
+            // A master cut off from its replicas may have been replaced meanwhile.
+            if let Con::Sentinel(following) = &self.con {
+                following.recheck().await;
+            }
             return Err(Error::new(
                 ErrorKind::Timeout,
                 format!(

@@ -1,17 +1,17 @@
-//! `cargo xtask chaos [--minutes N] [--backend all|memory|sled|etcd|redis] [--seed N]`:
+//! `cargo xtask chaos [--minutes N] [--backend all|memory|sled|etcd|redis|sentinel] [--seed N]`:
 //! concurrent clients run random operations on each backend while faults are injected; the
 //! histories are checked for linearizability per key and for the six watch properties (see
 //! `keyplane_tests::chaos`). Prints one line per backend, every anomaly, and closes with
 //! `chaos: N operations, M faults, K anomalies`; exits with 1 on any anomaly.
 
 use keyplane_tests::chaos::run::{self, Report, Settings};
-use keyplane_tests::chaos::sled;
+use keyplane_tests::chaos::{sentinel, sled};
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str = "usage: chaos [--minutes N] [--backend all|memory|sled|etcd|redis[,...]] \
-                     [--seed N] [--clients N]";
-const BACKENDS: [&str; 4] = ["memory", "sled", "etcd", "redis"];
+const USAGE: &str = "usage: chaos [--minutes N] \
+                     [--backend all|memory|sled|etcd|redis|sentinel[,...]] [--seed N] [--clients N]";
+const BACKENDS: [&str; 5] = ["memory", "sled", "etcd", "redis", "sentinel"];
 /// The part of each backend's share of the time taken by start-up, lease expiry and checks.
 const OVERHEAD: Duration = Duration::from_secs(4);
 
@@ -74,6 +74,17 @@ fn print(report: &Report) {
     for inconclusive in &report.analysis.inconclusive {
         println!("  INCONCLUSIVE {inconclusive}");
     }
+    if let (Some(line), Some(apart)) = (report.apart_line(), &report.apart) {
+        println!("{line}");
+        // The first few of each, as examples: they are what the README's Sentinel section
+        // describes, not anomalies.
+        for lost in apart.lost_unwaited.iter().take(3) {
+            println!("  apart: lost, not waited for: {lost}");
+        }
+        for finding in apart.findings.iter().take(3) {
+            println!("  apart: {finding}");
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -116,6 +127,7 @@ fn main() -> ExitCode {
                 "memory" => Some(run::memory(&settings).await),
                 "sled" => Some(sled::sled(&settings, &exe).await),
                 "etcd" => run::etcd(&settings).await,
+                "sentinel" => sentinel::sentinel(&settings).await,
                 _ => run::redis(&settings).await,
             };
             match report {

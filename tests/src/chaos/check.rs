@@ -69,7 +69,7 @@ pub struct Analysis {
 }
 
 /// The revision a write created and the events it must produce there, when it wrote.
-fn effects(op: &Op) -> Option<(i64, Vec<Vec<String>>)> {
+pub(super) fn effects(op: &Op) -> Option<(i64, Vec<Vec<String>>)> {
     let Outcome::Ok(ret) = &op.outcome else {
         return None;
     };

@@ -3,7 +3,7 @@
 //! deadline and leaves every process running.
 
 use super::history::Recorder;
-use crate::harness::{CLIENT, EtcdCluster, RedisServer};
+use crate::harness::{CLIENT, EtcdCluster, RedisSentinel, RedisServer};
 use rand::Rng;
 use rand::rngs::StdRng;
 use std::time::{Duration, Instant};
@@ -198,4 +198,97 @@ async fn etcd_partition(
     net.cut(&inside, &outside);
     tokio::time::sleep(rng.random_range(Duration::from_millis(300)..Duration::from_secs(3))).await;
     net.heal();
+}
+
+/// Redis Sentinel faults until `until`, every one a partition of the deployment's network,
+/// healed before the next: the master cut off from its replicas and the sentinels (its
+/// clients still reach it) until the sentinels have promoted a replica and the other
+/// replica follows it, then healed, after which the sentinels make the old master a replica
+/// of the new one; the master cut off for less than the sentinels' down-after time (no
+/// failover); a replica cut off from every other node for up to 3 s.
+pub async fn sentinel(
+    deployment: &RedisSentinel,
+    recorder: &Recorder,
+    rng: &mut StdRng,
+    until: Instant,
+) {
+    let Some(net) = deployment.network() else {
+        return;
+    };
+    loop {
+        if !pause_within(
+            rng,
+            Duration::from_millis(1500)..Duration::from_millis(3500),
+            until,
+        )
+        .await
+        {
+            return;
+        }
+        let old = block_in_place(|| deployment.master_port());
+        let Some(master) = deployment.node_name(old).map(String::from) else {
+            return;
+        };
+        let nodes: Vec<String> = deployment
+            .server_names()
+            .into_iter()
+            .chain(deployment.sentinel_names())
+            .collect();
+        let apart = |alone: &str| -> Vec<&str> {
+            nodes
+                .iter()
+                .map(String::as_str)
+                .filter(|n| *n != alone)
+                .collect()
+        };
+        match rng.random_range(0..4) {
+            0 | 1 => {
+                recorder.fault(format!(
+                    "sentinel: partition: master {master} cut off from its replicas and the \
+                     sentinels until a replica is promoted, then healed"
+                ));
+                net.cut(&[&master], &apart(&master));
+                let failed_over = block_in_place(|| {
+                    let new = deployment.try_wait_for_new_master(old)?;
+                    deployment.try_wait_for_replicas_of(new, Some(old))?;
+                    Ok::<u16, String>(new)
+                });
+                tokio::time::sleep(rng.random_range(Duration::ZERO..Duration::from_secs(2))).await;
+                net.heal();
+                match failed_over {
+                    Ok(new) => {
+                        if let Err(e) = block_in_place(|| deployment.try_wait_for_replicas_of(new, None)) {
+                            recorder.fault(format!("sentinel: the old master did not rejoin: {e}"));
+                        }
+                    }
+                    Err(e) => recorder.fault(format!("sentinel: no failover: {e}")),
+                }
+            }
+            2 => {
+                recorder.fault(format!(
+                    "sentinel: partition: master {master} cut off for less than down-after"
+                ));
+                net.cut(&[&master], &apart(&master));
+                tokio::time::sleep(rng.random_range(Duration::from_millis(200)..Duration::from_millis(800)))
+                    .await;
+                net.heal();
+            }
+            _ => {
+                let replicas: Vec<String> = deployment
+                    .server_names()
+                    .into_iter()
+                    .filter(|n| *n != master)
+                    .collect();
+                let replica = &replicas[rng.random_range(0..replicas.len())];
+                recorder.fault(format!("sentinel: partition: replica {replica} cut off from every node"));
+                let mut others = apart(replica);
+                others.push(CLIENT);
+                net.cut(&[replica], &others);
+                tokio::time::sleep(rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)))
+                    .await;
+                net.heal();
+                let _ = block_in_place(|| deployment.try_wait_for_replicas_of(old, None));
+            }
+        }
+    }
 }

@@ -40,12 +40,14 @@
 //! acceptable.
 
 pub mod check;
+pub mod durability;
 pub mod faults;
 pub mod history;
 pub mod linearizability;
 mod lines;
 mod resolve;
 pub mod run;
+pub mod sentinel;
 pub mod sled;
 pub mod watch;
 pub mod workload;

@@ -42,6 +42,24 @@ pub struct Report {
     pub analysis: Analysis,
     /// Wall time of the run, checks included.
     pub wall: Duration,
+    /// On a replicated deployment whose replication is asynchronous (Redis under
+    /// Sentinel): what a partition may cost by design, reported apart from the anomalies.
+    pub apart: Option<Apart>,
+}
+
+/// What asynchronous replication permits under a partition, counted apart from the
+/// anomalies: acknowledged writes not waited for that a failover lost, and what the
+/// consistency checks found once writes could be lost.
+#[derive(Debug, Default)]
+pub struct Apart {
+    /// Writes acknowledged without `wait_replicas` that the final history lacks.
+    pub lost_unwaited: Vec<String>,
+    /// Writes acknowledged with `wait_replicas`, all of which must survive.
+    pub waited: usize,
+    /// Writes acknowledged without it.
+    pub unwaited: usize,
+    /// What the linearizability, revision and watch checks found.
+    pub findings: Vec<String>,
 }
 
 impl Report {
@@ -66,6 +84,19 @@ impl Report {
             a.inconclusive.len(),
             self.wall.as_secs_f64()
         )
+    }
+
+    /// The line of what was counted apart, if anything was.
+    pub fn apart_line(&self) -> Option<String> {
+        let apart = self.apart.as_ref()?;
+        Some(format!(
+            "  apart: {} of {} acknowledged writes not waited for were lost ({} writes waited \
+             for, none may be); {} findings of the consistency checks after writes were lost",
+            apart.lost_unwaited.len(),
+            apart.unwaited,
+            apart.waited,
+            apart.findings.len()
+        ))
     }
 
     /// The faults by kind, one line.
@@ -198,6 +229,52 @@ where
     F: Future<Output = ()>,
 {
     let began = Instant::now();
+    let driven = drive(&[store], workload, settings, recorder, faults).await;
+    save(backend, &driven.records);
+    let mut analysis = block_in_place(|| {
+        analyse(
+            &driven.records,
+            &driven.workload.layout,
+            driven.end,
+            settings.budget,
+        )
+    });
+    analysis.anomalies.extend(driven.anomalies);
+    Report {
+        backend,
+        analysis,
+        wall: began.elapsed(),
+        apart: None,
+    }
+}
+
+/// What a run recorded, before the checks.
+pub struct Driven {
+    /// The workload run.
+    pub workload: Arc<Workload>,
+    /// Every record.
+    pub records: Vec<super::history::Record>,
+    /// The revision of the sentinel write made after the faults, when it succeeded.
+    pub end: Option<i64>,
+    /// The first revision of the run.
+    pub start: i64,
+    /// What settling found.
+    pub anomalies: Vec<String>,
+}
+
+/// Runs the workload while `faults` runs, client `i` on `stores[i % stores.len()]` (the
+/// watches and the settling on the first), and settles.
+pub async fn drive<F>(
+    stores: &[Arc<dyn Store>],
+    workload: Workload,
+    settings: &Settings,
+    recorder: Arc<Recorder>,
+    faults: impl FnOnce(Instant) -> F,
+) -> Driven
+where
+    F: Future<Output = ()>,
+{
+    let store = Arc::clone(&stores[0]);
     let workload = Arc::new(workload);
     let prefix = workload.layout.root.clone();
     let start = retry(Duration::from_secs(60), || store.revision())
@@ -224,7 +301,7 @@ where
     let clients: Vec<_> = (0..settings.clients)
         .map(|i| {
             tokio::spawn(client(
-                Arc::clone(&store),
+                Arc::clone(&stores[i as usize % stores.len()]),
                 Arc::clone(&recorder),
                 Arc::clone(&workload),
                 i,
@@ -237,16 +314,14 @@ where
     for c in clients {
         c.await.expect("a client panicked");
     }
-    let (end, extra) = settle(&store, &workload, &watchers, main).await;
+    let (end, anomalies) = settle(&store, &workload, &watchers, main).await;
     let _ = tokio::time::timeout(Duration::from_secs(10), bookmarks).await;
-    let records = recorder.records();
-    save(backend, &records);
-    let mut analysis = block_in_place(|| analyse(&records, &workload.layout, end, settings.budget));
-    analysis.anomalies.extend(extra);
-    Report {
-        backend,
-        analysis,
-        wall: began.elapsed(),
+    Driven {
+        workload,
+        records: recorder.records(),
+        end,
+        start,
+        anomalies,
     }
 }
 

@@ -266,5 +266,6 @@ pub async fn sled(settings: &Settings, exe: &Path) -> Report {
         backend: "sled",
         analysis,
         wall: began.elapsed(),
+        apart: None,
     }
 }

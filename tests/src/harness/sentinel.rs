@@ -187,8 +187,17 @@ impl RedisSentinel {
     /// # Panics
     /// When that does not happen within 30 s.
     pub fn wait_for_new_master(&self, old: u16) -> u16 {
+        self.try_wait_for_new_master(old)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`RedisSentinel::wait_for_new_master`], with an error in place of the panic.
+    ///
+    /// # Errors
+    /// When no new master is agreed on within 30 s.
+    pub fn try_wait_for_new_master(&self, old: u16) -> Result<u16, String> {
         let mut new = 0;
-        self.wait("a new master", |s| {
+        self.try_wait("a new master", |s| {
             let mut named = Vec::new();
             for port in s.sentinel_ports() {
                 let mut con = sentinel_connection(port)?;
@@ -207,8 +216,8 @@ impl RedisSentinel {
                 .is_some_and(|r| replication(r).is_ok_and(|i| i.contains("role:master")));
             new = first;
             Ok(promoted)
-        });
-        new
+        })?;
+        Ok(new)
     }
 
     /// Waits until the other two data servers replicate the master known on `port` and are
@@ -217,13 +226,26 @@ impl RedisSentinel {
     /// # Panics
     /// When that does not happen within 30 s.
     pub fn wait_for_replicas_of(&self, port: u16) {
+        self.try_wait_for_replicas_of(port, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Waits until every data server but the master known on `port` and the one known on
+    /// `except` replicates that master and is in sync with it.
+    ///
+    /// # Errors
+    /// When that does not happen within 30 s.
+    pub fn try_wait_for_replicas_of(&self, port: u16, except: Option<u16>) -> Result<(), String> {
         let master = format!("master_port:{port}\r\n");
-        self.wait("the replicas to follow the master", |s| {
-            Ok(s.servers.iter().filter(|r| r.announced_port() != port).all(|r| {
-                replication(r)
-                    .is_ok_and(|i| i.contains(&master) && i.contains("master_link_status:up"))
-            }))
-        });
+        self.try_wait("the replicas to follow the master", |s| {
+            Ok(s.servers
+                .iter()
+                .filter(|r| r.announced_port() != port && Some(r.announced_port()) != except)
+                .all(|r| {
+                    replication(r)
+                        .is_ok_and(|i| i.contains(&master) && i.contains("master_link_status:up"))
+                }))
+        })
     }
 
     /// The master's port, from the first sentinel that answers.
@@ -247,17 +269,29 @@ impl RedisSentinel {
     }
 
     /// Polls `ready` every 50 ms for up to 30 s.
-    fn wait(&self, what: &str, mut ready: impl FnMut(&Self) -> redis::RedisResult<bool>) {
+    ///
+    /// # Panics
+    /// When it is not ready by then.
+    fn wait(&self, what: &str, ready: impl FnMut(&Self) -> redis::RedisResult<bool>) {
+        self.try_wait(what, ready).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Polls `ready` every 50 ms for up to 30 s; the error says what it waited for.
+    fn try_wait(
+        &self,
+        what: &str,
+        mut ready: impl FnMut(&Self) -> redis::RedisResult<bool>,
+    ) -> Result<(), String> {
         let deadline = Instant::now() + FAILOVER_TIMEOUT;
         let mut last = String::new();
         loop {
             match ready(self) {
-                Ok(true) => return,
+                Ok(true) => return Ok(()),
                 Ok(false) => {}
                 Err(e) => last = e.to_string(),
             }
             if Instant::now() > deadline {
-                panic!("waited 30 s for {what}; last error: {last}");
+                return Err(format!("waited 30 s for {what}; last error: {last}"));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
