@@ -1,7 +1,8 @@
 //! Network partitions through the harness's proxies: what each store acknowledges, and what
 //! it reads, while part of its deployment cannot reach the rest.
 
-use keyplane_core::{PutOptions, Store};
+use futures::StreamExt;
+use keyplane_core::{PutOptions, Store, WatchBatch, WatchOptions};
 use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::chaos::faults::etcd_leader;
@@ -26,6 +27,14 @@ where
             Err(e) => panic!("{what} did not succeed within 30 s: {e}"),
         }
     }
+}
+
+/// The watch's next item, within 30 s.
+async fn next(watch: &mut keyplane_core::WatchStream) -> keyplane_core::Result<WatchBatch> {
+    tokio::time::timeout(Duration::from_secs(30), watch.next())
+        .await
+        .expect("the watch answers within 30 s")
+        .expect("a watch never just ends")
 }
 
 /// A store on one member only, through its proxy.
@@ -187,7 +196,8 @@ async fn an_etcd_client_cut_off_from_its_member_fails_then_recovers() {
 /// reach it: the sentinels promote a replica; the old master still takes writes, but a
 /// store with `wait_replicas = 1` acknowledges none of them, while a store without it
 /// does, and those writes are lost when the heal makes the old master a replica of the new
-/// one. Writes acknowledged with `wait_replicas` before the cut are all kept.
+/// one; a watch that read them ends with `Compacted`. Writes acknowledged with
+/// `wait_replicas` before the cut are all kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_master_cut_off_loses_only_the_writes_not_waited_for() {
     let Some(deployment) = block_in_place(RedisSentinel::start_partitionable) else {
@@ -212,6 +222,7 @@ async fn a_redis_master_cut_off_loses_only_the_writes_not_waited_for() {
             .unwrap();
     }
 
+    let mut watch = unwaited.watch(WatchOptions::prefix(&root)).await.unwrap();
     let old = deployment.master_port();
     let old_name = deployment.node_name(old).expect("the master's node").to_string();
     let rest: Vec<String> = deployment
@@ -233,8 +244,31 @@ async fn a_redis_master_cut_off_loses_only_the_writes_not_waited_for() {
     let refused = waited.put(&key("unacknowledged"), b"v", PutOptions::default()).await;
     let err = refused.expect_err("a write acknowledged by no replica was acknowledged");
     assert!(err.is_retryable(), "{err}");
+    // The watch, on the old master's side, delivers the write that will be lost.
+    loop {
+        let batch = next(&mut watch).await.expect("the watch on the old master");
+        if batch.revision >= lost.revision {
+            break;
+        }
+    }
 
     net.heal();
+    // Once the old master is demoted, the new one lacks what the watch read, and reissues
+    // those revisions to other writes: the watch ends with `Compacted` rather than go on
+    // as if nothing had happened.
+    loop {
+        match next(&mut watch).await {
+            Ok(batch) => assert!(
+                batch.revision > lost.revision,
+                "after the failover the watch delivered revision {} again",
+                batch.revision
+            ),
+            Err(e) => {
+                assert!(e.compact_revision().is_some(), "{e}");
+                break;
+            }
+        }
+    }
     block_in_place(|| deployment.wait_for_replicas_of(new));
     for store in [&waited, &unwaited] {
         for i in 0..5 {

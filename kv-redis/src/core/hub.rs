@@ -103,7 +103,7 @@ impl Hub {
 
     async fn run(self: Arc<Self>, tx: broadcast::Sender<HubPage>, ready: watch::Sender<bool>) {
         let mut con = None;
-        let mut last: Option<i64> = None;
+        let mut last = Tail::default();
         let mut failures = 0u32;
         loop {
             if self.stop_if_unwatched(&tx) {
@@ -130,27 +130,29 @@ impl Hub {
         }
     }
 
-    /// One XREAD BLOCK after revision `last` (the current revision when the hub starts,
-    /// which `ready` then announces), connecting first when needed; moves `last` to the
-    /// last entry read.
+    /// One XREAD BLOCK after the revision of `last` (the current revision when the hub
+    /// starts, which `ready` then announces), connecting first when needed, and then
+    /// checking that the log still holds the last entry read; moves `last` to the last
+    /// entry read.
     async fn read(
         &self,
         con: &mut Option<Con>,
-        last: &mut Option<i64>,
+        last: &mut Tail,
         ready: &watch::Sender<bool>,
     ) -> Result<Vec<LogEntry>> {
         if con.is_none() {
-            let fresh = self
+            let mut fresh = self
                 .dial
                 .dedicated(self.connect_timeout, self.request_timeout)
                 .await
                 .map_err(|e| unavailable(map_error("watch", e)))?;
+            self.check_continuity(&mut fresh, last).await?;
             *con = Some(fresh);
         }
         let Some(c) = con.as_mut() else {
             return Err(corrupted("no watch connection"));
         };
-        let from = match *last {
+        let from = match last.revision {
             Some(last) => last,
             None => {
                 let rev: Option<i64> = redis::cmd("GET")
@@ -158,7 +160,7 @@ impl Hub {
                     .query_async(c)
                     .await
                     .map_err(|e| unavailable(map_error("watch", e)))?;
-                *last = Some(rev.unwrap_or(0));
+                last.revision = Some(rev.unwrap_or(0));
                 ready.send_replace(true);
                 rev.unwrap_or(0)
             }
@@ -185,8 +187,49 @@ impl Hub {
         };
         let entries = flatten(raw)?;
         if let Some(entry) = entries.last() {
-            *last = Some(entry.revision);
+            last.revision = Some(entry.revision);
+            last.events = Some(entry.events.clone());
         }
         Ok(entries)
     }
+
+    /// After a reconnection: whether the server still holds the last entry the hub read,
+    /// as it read it. A failover to a replica that lacks the entries a cut-off master
+    /// acknowledged without `wait_replicas` rewinds the log; the new master then issues
+    /// those revisions again to other writes, and reading on after `last` would skip them
+    /// without a word. The hub ends instead, with `Compacted`: every watch learns that the
+    /// history it read is gone, and relists.
+    async fn check_continuity(&self, con: &mut Con, last: &Tail) -> Result<()> {
+        let (Some(revision), Some(events)) = (last.revision, &last.events) else {
+            return Ok(());
+        };
+        let id = format!("{revision}-0");
+        let reply: Value = redis::cmd("XRANGE")
+            .arg(self.log.as_slice())
+            .arg(&id)
+            .arg(&id)
+            .query_async(con)
+            .await
+            .map_err(|e| unavailable(map_error("watch", e)))?;
+        let found = flatten(array(reply)?)?;
+        match found.first() {
+            Some(entry) if entry.revision == revision && entry.events == *events => Ok(()),
+            _ => Err(Error::compacted(revision + 1).with_context(
+                "reason",
+                format!(
+                    "the log no longer holds revision {revision} as this watch read it (a \
+                     failover to a replica that lacked it, or the log trimmed past it): \
+                     relist"
+                ),
+            )),
+        }
+    }
+}
+
+/// Where the hub has read to: the last revision, and that entry's events once it has read
+/// one (to check after a reconnection that the log still holds it).
+#[derive(Default)]
+struct Tail {
+    revision: Option<i64>,
+    events: Option<Vec<keyplane_core::Event>>,
 }

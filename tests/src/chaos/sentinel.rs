@@ -105,6 +105,22 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
             }
         }
     }
+    // A main watch that learnt its history was rewound (`Compacted`) ends there, as it
+    // must, and cannot deliver the end: that is a consequence of the lost writes.
+    let rewound = super::watch::segments(&driven.records)
+        .iter()
+        .any(|s| s.main && s.end.as_deref().is_some_and(|e| e.contains("no longer holds")));
+    if rewound && !apart.lost_unwaited.is_empty() {
+        let (lost_watch, rest): (Vec<String>, Vec<String>) = anomalies
+            .into_iter()
+            .partition(|a| a.starts_with("watch reliable:"));
+        anomalies = rest;
+        apart.findings.extend(
+            lost_watch
+                .into_iter()
+                .map(|a| format!("{a}; it ended with Compacted when a failover lost its history")),
+        );
+    }
     analysis.anomalies = anomalies;
     Some(Report {
         backend: "sentinel",
