@@ -73,13 +73,23 @@ pub const RECONCILER_COMMANDS: &[&str] =
 /// (`CLUSTER SLOTS`) when it connects and after a `MOVED`. Every node needs the ACL user.
 pub const CLUSTER_COMMANDS: &[&str] = &["cluster|slots"];
 
+/// What a store under Sentinel adds on the data servers: it asks the server the sentinels
+/// name whether it is the master (`ROLE`). Every data server needs the ACL user (ACL users
+/// are not replicated), since any replica may become the master.
+pub const MASTER_COMMANDS: &[&str] = &["role"];
+
+/// All a store asks of the sentinels: the master's address. The sentinels' ACL user
+/// ([`RedisConfig::sentinel_username`]) needs this and nothing else.
+pub const SENTINEL_COMMANDS: &[&str] = &["sentinel|get-master-addr-by-name"];
+
 impl RedisConfig {
     /// The rules of an ACL user (`ACL SETUSER name on >password RULES`) that may use a store
     /// of this configuration on the keys matching `key_patterns` (Redis glob patterns, such
     /// as `nxc:*`) and nothing else: those patterns and the internal prefix's keys,
     /// [`REQUIRED_COMMANDS`] (and [`RECONCILER_COMMANDS`] with the keyspace channels of
     /// the reconcile roots when the reconciler follows notifications, and
-    /// [`CLUSTER_COMMANDS`] on a cluster), no other command and no other channel.
+    /// [`CLUSTER_COMMANDS`] on a cluster, [`MASTER_COMMANDS`] under Sentinel), no other
+    /// command and no other channel.
     ///
     /// Outside them every operation fails with
     /// [`ErrorKind::PermissionDenied`](keyplane_core::ErrorKind::PermissionDenied), and
@@ -100,6 +110,9 @@ impl RedisConfig {
         if self.is_cluster() {
             rules.extend(CLUSTER_COMMANDS.iter().map(|c| format!("+{c}")));
         }
+        if self.is_sentinel() {
+            rules.extend(MASTER_COMMANDS.iter().map(|c| format!("+{c}")));
+        }
         if !self.reconcile_roots.is_empty() && self.keyspace_notifications {
             rules.extend(RECONCILER_COMMANDS.iter().map(|c| format!("+{c}")));
             let db = self.database.unwrap_or(0);
@@ -109,6 +122,19 @@ impl RedisConfig {
                     .map(|root| format!("&__keyspace@{db}__:{}", glob(root))),
             );
         }
+        rules.join(" ")
+    }
+
+    /// The rules of the sentinels' ACL user (`ACL SETUSER name on >password RULES` on each
+    /// sentinel) for a store under Sentinel: [`SENTINEL_COMMANDS`], no key, no channel.
+    ///
+    /// ```
+    /// let rules = keyplane_redis::RedisConfig::default().sentinel_acl_rules();
+    /// assert_eq!(rules, "resetkeys resetchannels -@all +sentinel|get-master-addr-by-name");
+    /// ```
+    pub fn sentinel_acl_rules(&self) -> String {
+        let mut rules = vec!["resetkeys".to_owned(), "resetchannels".to_owned(), "-@all".to_owned()];
+        rules.extend(SENTINEL_COMMANDS.iter().map(|c| format!("+{c}")));
         rules.join(" ")
     }
 }

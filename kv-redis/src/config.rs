@@ -30,7 +30,9 @@ pub struct RedisConfig {
     /// nodes; see the crate documentation for what the store does on a cluster), and
     /// `rediss+cluster://` for one over TLS, and
     /// `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER_NAME[/DB]` for the
-    /// master that these sentinels name (the store follows its failovers). Default
+    /// master that these sentinels name (the store follows its failovers; the credentials
+    /// are the master's, `?sentinel_username=U&sentinel_password=P` the sentinels'), and
+    /// `rediss+sentinel://` for TLS to the sentinels and the master. Default
     /// `redis://127.0.0.1:6379`.
     pub url: String,
     /// ACL user name; overrides one given in the URL.
@@ -39,7 +41,16 @@ pub struct RedisConfig {
     pub password: Option<String>,
     /// Database index; overrides one given in the URL.
     pub database: Option<i64>,
-    /// TLS settings for a `rediss://` or `rediss+cluster://` URL (feature `tls`): the CA to
+    /// The ACL user the store authenticates as with the sentinels of a
+    /// `redis+sentinel://` URL, when they require one (the URL's credentials are the
+    /// master's); overrides the URL's `?sentinel_username=`. It needs only
+    /// [`SENTINEL_COMMANDS`](crate::SENTINEL_COMMANDS) (see
+    /// [`RedisConfig::sentinel_acl_rules`]).
+    pub sentinel_username: Option<String>,
+    /// The sentinels' password; overrides the URL's `?sentinel_password=`. Never printed.
+    pub sentinel_password: Option<String>,
+    /// TLS settings for a `rediss://`, `rediss+cluster://` or `rediss+sentinel://` URL
+    /// (feature `tls`; under Sentinel, for the sentinels and the master alike): the CA to
     /// trust instead of the system's roots, and a client certificate for servers with
     /// `tls-auth-clients`.
     /// Default none (the system's roots, no client certificate).
@@ -121,6 +132,8 @@ impl Default for RedisConfig {
             username: None,
             password: None,
             database: None,
+            sentinel_username: None,
+            sentinel_password: None,
             #[cfg(feature = "tls")]
             tls: None,
             connect_timeout_ms: 5000,
@@ -407,6 +420,8 @@ impl fmt::Debug for RedisConfig {
             .field("username", &self.username)
             .field("password", &redact_secret(self.password.as_ref()))
             .field("database", &self.database)
+            .field("sentinel_username", &self.sentinel_username)
+            .field("sentinel_password", &redact_secret(self.sentinel_password.as_ref()))
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("request_timeout_ms", &self.request_timeout_ms)
             .field("internal_prefix", &self.internal_prefix)

@@ -15,7 +15,9 @@ mod txn;
 mod watch;
 
 pub use crate::core::reconcile::ReconcileReport;
-pub use access::{CLUSTER_COMMANDS, RECONCILER_COMMANDS, REQUIRED_COMMANDS};
+pub use access::{
+    CLUSTER_COMMANDS, MASTER_COMMANDS, RECONCILER_COMMANDS, REQUIRED_COMMANDS, SENTINEL_COMMANDS,
+};
 pub use config::RedisConfig;
 #[cfg(feature = "tls")]
 #[allow(deprecated)]

@@ -255,3 +255,115 @@ async fn a_redis_acl_user_on_key_patterns() {
         .unwrap();
     assert_eq!(value.as_deref(), Some("s"));
 }
+
+/// Runs `args` on the server on `port` (a data server or a sentinel) as the default user.
+fn admin(port: u16, args: &[&str]) -> redis::RedisResult<redis::Value> {
+    let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}"))?.get_connection()?;
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(&mut con)
+}
+
+/// Under Sentinel the store needs, of the sentinels, one command
+/// (`RedisConfig::sentinel_acl_rules`: `SENTINEL GET-MASTER-ADDR-BY-NAME`) as a user of its
+/// own, and of the data servers the user of `acl_rules` (which adds `ROLE`). With just that
+/// it uses the whole store, follows a failover, and is refused outside its keys; the
+/// sentinel user can do nothing else, and a wrong sentinel password is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_user_that_may_only_name_the_master() {
+    use keyplane_tests::harness::{RedisSentinel, SENTINEL_MASTER};
+    let Some(deployment) = block_in_place(RedisSentinel::start) else {
+        return;
+    };
+    let root = key_root("acl-sentinel");
+    let url = deployment
+        .url()
+        .replace("redis+sentinel://", "redis+sentinel://app:apppw@");
+    // The configuration's sentinel credentials override the URL's.
+    let config = RedisConfig {
+        sentinel_username: Some("watcher".into()),
+        sentinel_password: Some("watcherpw".into()),
+        ..RedisConfig::new(format!("{url}?sentinel_username=ignored"))
+    };
+    // ACL users are not replicated: every data server, which may become the master, has it.
+    let data_rules = config.acl_rules(&[&format!("{root}in/*")]);
+    let data_rules: Vec<&str> = data_rules.split(' ').collect();
+    for port in deployment.server_ports() {
+        let mut args = vec!["ACL", "SETUSER", "app", "on", ">apppw"];
+        args.extend(&data_rules);
+        block_in_place(|| admin(port, &args)).unwrap();
+    }
+    let sentinel_rules = config.sentinel_acl_rules();
+    for port in deployment.sentinel_ports() {
+        let mut args = vec!["ACL", "SETUSER", "watcher", "on", ">watcherpw"];
+        args.extend(sentinel_rules.split(' '));
+        block_in_place(|| admin(port, &args)).unwrap();
+    }
+    // The sentinel user may name the master and do nothing else.
+    let as_watcher = |args: &[&str]| {
+        let port = deployment.sentinel_ports()[0];
+        let url = format!("redis://watcher:watcherpw@127.0.0.1:{port}");
+        let mut con = redis::Client::open(url)?.get_connection()?;
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query::<redis::Value>(&mut con)
+    };
+    block_in_place(|| as_watcher(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER]))
+        .unwrap();
+    for forbidden in [
+        &["SENTINEL", "FAILOVER", SENTINEL_MASTER][..],
+        &["SENTINEL", "MASTERS"],
+        &["SENTINEL", "SET", SENTINEL_MASTER, "quorum", "1"],
+        &["SENTINEL", "SENTINELS", SENTINEL_MASTER],
+        &["ACL", "LIST"],
+    ] {
+        let err = block_in_place(|| as_watcher(forbidden)).expect_err("a forbidden command ran");
+        assert!(err.to_string().contains("no permissions"), "{forbidden:?}: {err}");
+    }
+
+    let store = RedisStore::open(config.clone()).await.unwrap();
+    let inside = format!("{root}in/");
+    works_inside(&store, &inside).await;
+    let other = RedisStore::open(RedisConfig::new(deployment.url()))
+        .await
+        .unwrap();
+    let outside = format!("{root}out/secret");
+    other
+        .put(outside.as_bytes(), b"s", PutOptions::default())
+        .await
+        .unwrap();
+    refused_outside(&store, &outside, &format!("{inside}txn")).await;
+
+    // It follows a failover with the same rights.
+    let old = deployment.master_port();
+    let new = block_in_place(|| deployment.fail_over());
+    assert_ne!(old, new);
+    let key = format!("{inside}after");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.put(key.as_bytes(), b"v", PutOptions::default()).await {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(e.is_retryable(), "{e}");
+                assert!(std::time::Instant::now() < deadline, "{e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    assert!(store.get(key.as_bytes()).await.unwrap().is_some());
+
+    // A wrong sentinel password: refused, with the kind that says so.
+    let wrong = RedisConfig {
+        sentinel_password: Some("wrong".into()),
+        ..config
+    };
+    let err = RedisStore::open(wrong).await.err().expect("a wrong password was taken");
+    assert!(
+        matches!(err.kind(), ErrorKind::Unauthorized | ErrorKind::PermissionDenied),
+        "{err}"
+    );
+}

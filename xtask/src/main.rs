@@ -13,8 +13,9 @@
 //!   `--only WORD`: some sections); `bench criterion [ARGS]` runs the other benchmarks
 //!   (collections, layers, mirror, the Redis reconciler);
 //! - `chaos`: concurrent clients on every backend under injected faults (kill -9,
-//!   SIGSTOP/SIGCONT, restarts, etcd leader loss), their histories checked for
-//!   linearizability and the watch properties; closes with
+//!   SIGSTOP/SIGCONT, restarts, etcd leader loss, network partitions of etcd and of Redis
+//!   under Sentinel), their histories checked for linearizability and the watch
+//!   properties, and for lost writes; closes with
 //!   `chaos: N operations, M faults, K anomalies` and fails on any anomaly;
 //! - `modules`: each crate's import circles between modules, its files over 500 lines of
 //!   code, keyplane-core's layers and the backends' use of it (`--check`: fail on any).
@@ -51,9 +52,10 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
   bench criterion [ARGS]
                the other benchmarks: collections, layers, mirror, the Redis reconciler
                (ARGS go to `cargo bench`)
-  chaos [--minutes N] [--backend all|memory|sled|etcd|redis] [--seed N]
-               random concurrent operations under injected faults on every backend, checked
-               for linearizability and the watch properties (default: 2 minutes in all)
+  chaos [--minutes N] [--backend all|memory|sled|etcd|redis|sentinel] [--seed N]
+               random concurrent operations under injected faults and network partitions on
+               every backend, checked for linearizability, the watch properties and lost
+               writes (default: 2 minutes in all)
   modules [--check]
                each crate's import circles between modules, its files over 500 lines of code,
                keyplane-core's layers and what the backends use of it, from the source

@@ -6,7 +6,7 @@
 
 use crate::config::SentinelTarget;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -187,7 +187,8 @@ async fn master(
     let mut last: Option<RedisError> = None;
     for sentinel in &target.sentinels {
         let attempt = async {
-            let mut con = redis::Client::open(sentinel.clone())?
+            let mut con = target
+                .client(sentinel.clone())?
                 .get_multiplexed_async_connection_with_config(&config)
                 .await?;
             let (host, port): (String, u16) = redis::cmd("SENTINEL")
@@ -195,10 +196,8 @@ async fn master(
                 .arg(&target.master)
                 .query_async(&mut con)
                 .await?;
-            let info = format!("redis://{host}:{port}")
-                .into_connection_info()?
-                .set_redis_settings(target.settings.clone());
-            let mut master = redis::Client::open(info)?
+            let mut master = target
+                .client(target.master_info(&host, port)?)?
                 .get_multiplexed_async_connection_with_config(&config)
                 .await?;
             let role: Vec<Value> = redis::cmd("ROLE").query_async(&mut master).await?;

@@ -1,5 +1,6 @@
-//! `redis+sentinel://` URLs: the sentinels, the name they monitor the master under, and the
-//! master's database and credentials.
+//! `redis+sentinel://` URLs: the sentinels, the name they monitor the master under, the
+//! master's database and credentials, the sentinels' own credentials, and TLS
+//! (`rediss+sentinel://`).
 
 use super::RedisConfig;
 use keyplane_core::{Error, ErrorKind, Result};
@@ -9,15 +10,44 @@ pub(super) const SENTINEL_SCHEME: &str = "redis+sentinel://";
 /// The same over TLS.
 pub(super) const TLS_SENTINEL_SCHEME: &str = "rediss+sentinel://";
 
+/// The URL parameters that set [`RedisConfig::sentinel_username`] and
+/// [`RedisConfig::sentinel_password`].
+const SENTINEL_PARAMETERS: [&str; 2] = ["sentinel_username", "sentinel_password"];
+
 /// What a `redis+sentinel://` URL names.
 #[derive(Clone)]
 pub(crate) struct SentinelTarget {
-    /// The sentinels' addresses.
+    /// The sentinels' addresses, with the sentinels' credentials.
     pub(crate) sentinels: Vec<redis::ConnectionInfo>,
     /// The name the sentinels monitor the master under.
     pub(crate) master: String,
     /// The database, user and password of every connection to the master.
     pub(crate) settings: redis::RedisConnectionInfo,
+    /// Whether the sentinels and the master speak TLS (`rediss+sentinel://`).
+    pub(crate) tls: bool,
+    /// The CA and client certificate for TLS, from [`RedisConfig::tls`].
+    #[cfg(feature = "tls")]
+    pub(crate) certificates: Option<redis::TlsCertificates>,
+}
+
+impl SentinelTarget {
+    /// The client of `info` (a sentinel or the master), with the TLS certificates.
+    pub(crate) fn client(&self, info: redis::ConnectionInfo) -> redis::RedisResult<redis::Client> {
+        #[cfg(feature = "tls")]
+        if let Some(certificates) = &self.certificates {
+            return redis::Client::build_with_tls(info, certificates.clone());
+        }
+        redis::Client::open(info)
+    }
+
+    /// The master's connection information at `host:port`.
+    pub(crate) fn master_info(&self, host: &str, port: u16) -> redis::RedisResult<redis::ConnectionInfo> {
+        use redis::IntoConnectionInfo;
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        Ok(format!("{scheme}://{host}:{port}")
+            .into_connection_info()?
+            .set_redis_settings(self.settings.clone()))
+    }
 }
 
 impl RedisConfig {
@@ -27,27 +57,39 @@ impl RedisConfig {
     }
 
     /// The sentinels, the master's name and its connection settings of a
-    /// `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER_NAME[/DB]` URL (the
-    /// configuration's own credentials and database override the URL's).
+    /// `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER_NAME[/DB][?sentinel_username=U&sentinel_password=P]`
+    /// URL, or `rediss+sentinel://` (TLS to the sentinels and the master). The
+    /// configuration's own credentials, database and sentinel credentials override the
+    /// URL's.
     ///
     /// # Errors
     /// [`ErrorKind::Config`] for a URL without a sentinel or a master name, a sentinel or a
-    /// database that does not parse, `rediss+sentinel://` (TLS to the sentinels and the
-    /// master is not supported), reconcile roots (the reconciler does not run under
-    /// Sentinel), or the checks every URL shares.
+    /// database that does not parse, an unknown URL parameter, `rediss+sentinel://` without
+    /// the `tls` feature or TLS settings without it, reconcile roots (the reconciler does not
+    /// run under Sentinel), or the checks every URL shares.
     pub(crate) fn sentinel_target(&self) -> Result<SentinelTarget> {
         use redis::IntoConnectionInfo;
         let config_error = |message: String| Error::new(ErrorKind::Config, message);
-        if self.url.starts_with(TLS_SENTINEL_SCHEME) {
+        let (rest, tls) = match (
+            self.url.strip_prefix(SENTINEL_SCHEME),
+            self.url.strip_prefix(TLS_SENTINEL_SCHEME),
+        ) {
+            (Some(rest), _) => (rest, false),
+            (_, Some(rest)) => (rest, true),
+            _ => return Err(config_error("not a redis+sentinel:// URL".to_owned())),
+        };
+        if tls && !cfg!(feature = "tls") {
             return Err(config_error(
-                "rediss+sentinel:// is not supported: TLS to the sentinels and the master \
-                 is not built yet"
+                "rediss+sentinel:// needs keyplane-redis to be built with the `tls` feature"
                     .to_owned(),
             ));
         }
-        let Some(rest) = self.url.strip_prefix(SENTINEL_SCHEME) else {
-            return Err(config_error("not a redis+sentinel:// URL".to_owned()));
-        };
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() && !tls {
+            return Err(config_error(
+                "TLS settings need a rediss+sentinel:// URL".to_owned(),
+            ));
+        }
         self.check()?;
         if !self.reconcile_roots.is_empty() {
             return Err(config_error(
@@ -55,6 +97,7 @@ impl RedisConfig {
                     .to_owned(),
             ));
         }
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (username, password, hosts) = self.credentials_and_hosts(authority);
         let mut path = path.split('/').filter(|part| !part.is_empty());
@@ -77,6 +120,20 @@ impl RedisConfig {
                 "a redis+sentinel:// URL ends with /NAME or /NAME/DB".to_owned(),
             ));
         }
+        let (mut sentinel_username, mut sentinel_password) = (None, None);
+        for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+            match pair.split_once('=') {
+                Some(("sentinel_username", v)) => sentinel_username = Some(v.to_owned()),
+                Some(("sentinel_password", v)) => sentinel_password = Some(v.to_owned()),
+                _ => {
+                    let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+                    return Err(config_error(format!(
+                        "a redis+sentinel:// URL takes the parameters {SENTINEL_PARAMETERS:?}, \
+                         got {name:?}"
+                    )));
+                }
+            }
+        }
         let mut settings =
             redis::RedisConnectionInfo::default().set_db(self.database.unwrap_or(db));
         if let Some(user) = username {
@@ -85,6 +142,14 @@ impl RedisConfig {
         if let Some(password) = password {
             settings = settings.set_password(password);
         }
+        let mut sentinel_settings = redis::RedisConnectionInfo::default();
+        if let Some(user) = self.sentinel_username.clone().or(sentinel_username) {
+            sentinel_settings = sentinel_settings.set_username(user);
+        }
+        if let Some(password) = self.sentinel_password.clone().or(sentinel_password) {
+            sentinel_settings = sentinel_settings.set_password(password);
+        }
+        let scheme = if tls { "rediss" } else { "redis" };
         let sentinels = hosts
             .split(',')
             .map(|host| {
@@ -93,8 +158,9 @@ impl RedisConfig {
                         "a sentinel is host:port, got an empty one".to_owned(),
                     ));
                 }
-                format!("redis://{host}")
+                format!("{scheme}://{host}")
                     .into_connection_info()
+                    .map(|info| info.set_redis_settings(sentinel_settings.clone()))
                     .map_err(|e| {
                         Error::new(ErrorKind::Config, "a sentinel's address does not parse")
                             .with_context("sentinel", host.to_owned())
@@ -106,6 +172,9 @@ impl RedisConfig {
             sentinels,
             master,
             settings,
+            tls,
+            #[cfg(feature = "tls")]
+            certificates: self.tls.as_ref().map(super::certificates).transpose()?,
         })
     }
 }
@@ -135,6 +204,48 @@ mod tests {
     }
 
     #[test]
+    fn the_sentinels_have_credentials_of_their_own() {
+        let url = "redis+sentinel://app:pw@10.0.0.1:26379/main?sentinel_username=watcher\
+                   &sentinel_password=s3cret";
+        let target = RedisConfig::new(url).sentinel_target().unwrap();
+        let sentinel = target.sentinels[0].redis_settings();
+        assert_eq!(sentinel.username(), Some("watcher"));
+        assert_eq!(sentinel.password(), Some("s3cret"));
+        assert_eq!(sentinel.db(), 0);
+        assert_eq!(target.settings.username(), Some("app"));
+        assert_eq!(target.master, "main");
+        // The configuration's own override the URL's; the password is never printed.
+        let config = RedisConfig {
+            sentinel_password: Some("from-config".into()),
+            ..RedisConfig::new(url)
+        };
+        let target = config.sentinel_target().unwrap();
+        assert_eq!(target.sentinels[0].redis_settings().password(), Some("from-config"));
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("s3cret") && !shown.contains("from-config"), "{shown}");
+    }
+
+    #[test]
+    fn rediss_sentinel_speaks_tls_to_the_sentinels_and_the_master() {
+        let config = RedisConfig::new("rediss+sentinel://10.0.0.1:26379/main");
+        if cfg!(feature = "tls") {
+            let target = config.sentinel_target().unwrap();
+            assert!(target.tls);
+            assert!(matches!(
+                target.sentinels[0].addr(),
+                redis::ConnectionAddr::TcpTls { .. }
+            ));
+            let master = target.master_info("10.0.0.2", 6379).unwrap();
+            assert!(matches!(master.addr(), redis::ConnectionAddr::TcpTls { .. }));
+        } else {
+            assert_eq!(
+                config.sentinel_target().err().map(|e| e.kind()),
+                Some(ErrorKind::Config)
+            );
+        }
+    }
+
+    #[test]
     fn bad_sentinel_urls_are_refused() {
         for url in [
             "redis+sentinel://10.0.0.1:26379",
@@ -142,7 +253,7 @@ mod tests {
             "redis+sentinel://10.0.0.1:26379,,10.0.0.2:26379/main",
             "redis+sentinel://10.0.0.1:26379/main/x",
             "redis+sentinel://10.0.0.1:26379/main/1/2",
-            "rediss+sentinel://10.0.0.1:26379/main",
+            "redis+sentinel://10.0.0.1:26379/main?password=x",
         ] {
             let err = RedisConfig::new(url).sentinel_target().err();
             assert_eq!(err.map(|e| e.kind()), Some(ErrorKind::Config), "{url}");

@@ -145,7 +145,7 @@ pub async fn etcd(
                 let Some(net) = cluster.network() else {
                     continue;
                 };
-                recorder.fault(format!("etcd: partition: the clients cut off from m{member}"));
+                recorder.fault(format!("etcd: partition: the clients cut off from one member (m{member})"));
                 net.cut(&[CLIENT], &[cluster.name(member)]);
                 tokio::time::sleep(
                     rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),

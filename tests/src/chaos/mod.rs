@@ -11,7 +11,12 @@
 //!   SledStore's clients in a child process killed with SIGKILL and restarted over the same
 //!   database; Redis killed with SIGKILL and restarted, or paused with SIGSTOP/SIGCONT; a
 //!   3-member etcd cluster whose leader or a follower is killed and restarted, or a member
-//!   paused.
+//!   paused, or which is partitioned (a follower cut off from the others, the leader alone
+//!   on the minority side with its clients, the clients cut off from a member); Redis under
+//!   Sentinel, partitioned (the master cut off from its replicas and the sentinels until a
+//!   replica is promoted, then healed; the master cut off for less than the sentinels'
+//!   down-after time; a replica cut off). The partitions are made by the harness's proxies
+//!   ([`crate::harness::Network`]), on loopback.
 //! - **Outcomes**: an operation that answered is `Ok`; one that certainly did not take
 //!   effect (`Error::is_unapplied`, or a definite error such as `LeaseNotFound`) or a read
 //!   that failed is `Fail`; a write that timed out or lost its connection is `Unknown`: it
@@ -25,6 +30,13 @@
 //!   a search over budget is reported as inconclusive, not as an anomaly); the watches are
 //!   ordered, unique, atomic, bookmarkable, reliable and resumable ([`watch`]); a leased key
 //!   never disappears before its TTL and always does after it, with a delete event.
+//!
+//! - **Redis under Sentinel** ([`sentinel`]): replication is asynchronous, so half the
+//!   clients write with `wait_replicas = 1` and half without. A write acknowledged with
+//!   `wait_replicas` that the final history (one watch read after the faults) lacks is an
+//!   anomaly ([`durability`]); the writes not waited for that a failover lost, and what the
+//!   linearizability, revision and watch checks find once writes could be lost, are counted
+//!   apart and printed as `apart:` lines.
 //!
 //! The binary `chaos` (`cargo xtask chaos`) runs each backend for its share of
 //! `--minutes`, prints a line per backend and every anomaly with the operations involved,

@@ -116,6 +116,11 @@ impl RedisSentinel {
         self.sentinels.iter().map(|s| s.port).collect()
     }
 
+    /// The data servers' own ports (the harness asks them directly, around any proxy).
+    pub fn server_ports(&self) -> Vec<u16> {
+        self.servers.iter().map(RedisServer::port).collect()
+    }
+
     /// The network the deployment runs behind ([`RedisSentinel::start_partitionable`]).
     pub fn network(&self) -> Option<&Network> {
         self.network.as_deref()
