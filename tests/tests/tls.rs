@@ -215,3 +215,65 @@ async fn redis_cluster_over_tls() {
     };
     refused(answer.unwrap_err(), true);
 }
+
+/// `rediss+sentinel://`: the sentinels and every data server speak TLS only to clients with
+/// a certificate of the test CA. The store asks the sentinels over TLS, writes to the
+/// master over TLS, follows a failover, and a wrong CA is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_sentinel_over_tls() {
+    use keyplane_tests::harness::RedisSentinel;
+    let certs = TestCerts::new();
+    let Some(deployment) = block_in_place(|| RedisSentinel::start_tls(&certs)) else {
+        return;
+    };
+    let url = deployment.url();
+    assert!(url.starts_with("rediss+sentinel://"), "{url}");
+    let config = |ca: &str| RedisConfig {
+        tls: Some(TlsConfig {
+            ca_file: Some(certs.path(ca)),
+            cert_file: Some(certs.path("client.pem")),
+            key_file: Some(certs.path("client-key.pem")),
+            domain: None,
+        }),
+        connect_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
+        ..RedisConfig::new(&url)
+    };
+    let store = RedisStore::open(config("ca.pem")).await.unwrap();
+    round_trip(&store).await;
+
+    let old = deployment.master_port();
+    let new = block_in_place(|| deployment.fail_over());
+    assert_ne!(old, new);
+    let key = key_root("tls-sentinel");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match store.put(key.as_bytes(), b"v", PutOptions::default()).await {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(e.is_retryable(), "{}", chain(&e));
+                assert!(std::time::Instant::now() < deadline, "{}", chain(&e));
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+    round_trip(&store).await;
+
+    let err = RedisStore::open(config("other-ca.pem"))
+        .await
+        .err()
+        .expect("a sentinel with a certificate of another CA was trusted");
+    refused(err, false);
+    // Without the TLS URL, the sentinels' TLS ports get nowhere.
+    let plain = RedisConfig {
+        connect_timeout_ms: 2_000,
+        request_timeout_ms: 2_000,
+        ..RedisConfig::new(url.replace("rediss+", "redis+"))
+    };
+    let err = RedisStore::open(plain).await.err().expect("plain text reached a TLS sentinel");
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Timeout),
+        "{}",
+        chain(&err)
+    );
+}

@@ -82,6 +82,13 @@ impl RedisServer {
         Self::launch_new(false, false, None, master_port, Some(node))
     }
 
+    /// Starts a server whose clients and replicas must use TLS with a certificate of
+    /// `certs` (its plain port stays open for the harness), a replica of the server whose
+    /// TLS port is `master_tls_port` when given, replicating over TLS.
+    pub(crate) fn start_tls(certs: &super::TestCerts, master_tls_port: Option<u16>) -> Option<Self> {
+        Self::launch_new(false, false, Some(certs), master_tls_port, None)
+    }
+
     fn start_node(aof: bool, cluster: bool, tls: Option<&super::TestCerts>) -> Option<Self> {
         Self::launch_new(aof, cluster, tls, None, None)
     }
@@ -182,9 +189,12 @@ impl RedisServer {
         }
         if let Some(tls) = &self.tls {
             cmd.args(["--tls-port", &tls.port.to_string()])
-                .args(["--cluster-port", &tls.bus.to_string()])
-                .args(["--tls-cluster", "yes", "--tls-replication", "yes"])
+                .args(["--tls-replication", "yes"])
                 .args(["--tls-auth-clients", "yes"]);
+            if self.cluster {
+                cmd.args(["--cluster-port", &tls.bus.to_string()])
+                    .args(["--tls-cluster", "yes"]);
+            }
             for (option, file) in [
                 ("--tls-ca-cert-file", "ca.pem"),
                 ("--tls-cert-file", "server.pem"),
@@ -219,9 +229,14 @@ impl RedisServer {
         self.port
     }
 
-    /// The port the server is known by: its proxy's on a network, else its own.
+    /// The port the server is known by to its master, its replicas and the sentinels: its
+    /// proxy's on a network, its TLS port when it speaks TLS, else its own.
     pub fn announced_port(&self) -> u16 {
-        self.node.as_ref().map_or(self.port, |node| node.port)
+        match (&self.node, &self.tls) {
+            (Some(node), _) => node.port,
+            (None, Some(tls)) => tls.port,
+            (None, None) => self.port,
+        }
     }
 
     /// The server's name on its network, if it is on one.

@@ -5,6 +5,7 @@
 use super::partition::Network;
 use super::process::{ServerProcess, exchange, free_port, require_binary, wait_ready};
 use super::redis::RedisServer;
+use super::tls::TestCerts;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
@@ -23,6 +24,8 @@ pub struct RedisSentinel {
     servers: Vec<RedisServer>,
     sentinels: Vec<SentinelProcess>,
     network: Option<Arc<Network>>,
+    /// Whether every process speaks TLS ([`RedisSentinel::start_tls`]).
+    tls: bool,
 }
 
 /// One `redis-server --sentinel`, with the configuration file it rewrites.
@@ -54,12 +57,24 @@ impl RedisSentinel {
         Self::start_on(Some(Arc::new(Network::new())))
     }
 
+    /// Starts the deployment as [`RedisSentinel::start`] does, every process speaking TLS
+    /// with the certificates of `certs` to its clients and to the others, and requiring a
+    /// client certificate; [`RedisSentinel::url`] is then a `rediss+sentinel://` URL.
+    pub fn start_tls(certs: &TestCerts) -> Option<Self> {
+        Self::start_with(None, Some(certs))
+    }
+
     fn start_on(network: Option<Arc<Network>>) -> Option<Self> {
+        Self::start_with(network, None)
+    }
+
+    fn start_with(network: Option<Arc<Network>>, certs: Option<&TestCerts>) -> Option<Self> {
         let binary = require_binary("redis-server", "redis-server")?;
-        let start = |i: usize, master: Option<u16>| match (&network, master) {
-            (Some(net), _) => RedisServer::start_on(net, &format!("r{i}"), master),
-            (None, Some(master)) => RedisServer::start_replica_of(master),
-            (None, None) => RedisServer::start(),
+        let start = |i: usize, master: Option<u16>| match (&network, certs, master) {
+            (Some(net), _, _) => RedisServer::start_on(net, &format!("r{i}"), master),
+            (None, Some(certs), _) => RedisServer::start_tls(certs, master),
+            (None, None, Some(master)) => RedisServer::start_replica_of(master),
+            (None, None, None) => RedisServer::start(),
         };
         let master = start(0, None)?;
         let master_port = master.announced_port();
@@ -68,13 +83,14 @@ impl RedisSentinel {
             servers.push(start(i, Some(master_port))?);
         }
         let sentinels = (0..3)
-            .map(|i| SentinelProcess::start(&binary, master_port, network.as_deref(), i))
+            .map(|i| SentinelProcess::start(&binary, master_port, network.as_deref(), certs, i))
             .collect::<Result<Vec<_>, String>>()
             .unwrap_or_else(|e| panic!("a sentinel did not start: {e}"));
         let deployment = RedisSentinel {
             servers,
             sentinels,
             network,
+            tls: certs.is_some(),
         };
         deployment.wait("the sentinels to see the replicas and each other", |s| {
             let info = s.sentinel_query(|con| {
@@ -100,15 +116,17 @@ impl RedisSentinel {
         Some(deployment)
     }
 
-    /// The deployment's URL for the store: `redis+sentinel://` with the three sentinels'
-    /// addresses (their proxies', on a network) and the master's name.
+    /// The deployment's URL for the store: `redis+sentinel://` (`rediss+sentinel://` with
+    /// TLS) with the three sentinels' addresses (their proxies' on a network, their TLS
+    /// ports with TLS) and the master's name.
     pub fn url(&self) -> String {
         let sentinels: Vec<String> = self
             .sentinels
             .iter()
             .map(|s| format!("127.0.0.1:{}", s.announced))
             .collect();
-        format!("redis+sentinel://{}/{SENTINEL_MASTER}", sentinels.join(","))
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}+sentinel://{}/{SENTINEL_MASTER}", sentinels.join(","))
     }
 
     /// The sentinels' own ports (the harness asks them directly, around any proxy).
@@ -311,6 +329,7 @@ impl SentinelProcess {
         binary: &PathBuf,
         master_port: u16,
         network: Option<&Network>,
+        certs: Option<&TestCerts>,
         index: usize,
     ) -> Result<Self, String> {
         let dir = tempfile::Builder::new()
@@ -319,7 +338,12 @@ impl SentinelProcess {
             .map_err(|e| e.to_string())?;
         let port = free_port();
         let name = format!("s{index}");
-        let announced = network.map_or(port, |net| net.proxy(&name, port));
+        let tls_port = certs.map(|_| free_port());
+        let announced = match (network, tls_port) {
+            (Some(net), _) => net.proxy(&name, port),
+            (None, Some(tls_port)) => tls_port,
+            (None, None) => port,
+        };
         let conf = dir.path().join("sentinel.conf");
         let mut text = format!(
             "port {port}\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\n\
@@ -329,6 +353,19 @@ impl SentinelProcess {
              sentinel failover-timeout {SENTINEL_MASTER} 10000\n\
              sentinel parallel-syncs {SENTINEL_MASTER} 2\n"
         );
+        if let (Some(certs), Some(tls_port)) = (certs, tls_port) {
+            // Clients, the other sentinels and the data servers, all over TLS.
+            text.push_str(&format!(
+                "tls-port {tls_port}\ntls-replication yes\ntls-auth-clients yes\n\
+                 tls-ca-cert-file {}\ntls-cert-file {}\ntls-key-file {}\n\
+                 tls-client-cert-file {}\ntls-client-key-file {}\n",
+                certs.path("ca.pem").display(),
+                certs.path("server.pem").display(),
+                certs.path("server-key.pem").display(),
+                certs.path("client.pem").display(),
+                certs.path("client-key.pem").display(),
+            ));
+        }
         if network.is_some() {
             text.push_str(&format!(
                 "sentinel announce-ip 127.0.0.1\nsentinel announce-port {announced}\n"
