@@ -143,12 +143,22 @@ impl Dial {
         builder.build()
     }
 
-    /// The client of one server, for the reconciler's keyspace notifications (`None` on a
+    /// The client of the server to subscribe to for the reconciler's keyspace
+    /// notifications: the one server, or the master the sentinels name now (`None` on a
     /// cluster, where the reconciler does not run).
-    pub(crate) fn single(&self) -> Option<&redis::Client> {
+    pub(crate) async fn pubsub_client(
+        &self,
+        connect_timeout: Duration,
+        request_timeout: Duration,
+    ) -> RedisResult<Option<redis::Client>> {
         match self {
-            Dial::Single(client) => Some(client),
-            Dial::Cluster { .. } | Dial::Sentinel(_) => None,
+            Dial::Single(client) => Ok(Some(client.clone())),
+            Dial::Sentinel(target) => {
+                sentinel::master_client(target, connect_timeout, request_timeout)
+                    .await
+                    .map(Some)
+            }
+            Dial::Cluster { .. } => Ok(None),
         }
     }
 }

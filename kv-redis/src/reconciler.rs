@@ -235,17 +235,26 @@ async fn subscribe(core: &Core) -> Result<PubSubStream> {
     if !notifications_on(core).await? {
         enable_notifications(core).await?;
     }
-    let Some(client) = core.dial.single() else {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            "the reconciler does not run on Redis Cluster or under Sentinel",
-        ));
+    // Under Sentinel, the master the sentinels name now: after a failover the sentinels
+    // disconnect the demoted master's clients, the subscription ends, and the next one
+    // goes to the new master (whose notification setting `notifications_on` checks anew,
+    // since configuration is not replicated), followed by a full pass.
+    let connect = async {
+        match core.dial.pubsub_client(core.config.connect_timeout(), core.config.request_timeout()).await? {
+            Some(client) => client.get_async_pubsub().await.map(Some),
+            None => Ok(None),
+        }
     };
-    let connect = client.get_async_pubsub();
-    let mut pubsub = tokio::time::timeout(core.config.connect_timeout(), connect)
+    let pubsub = tokio::time::timeout(core.config.connect_timeout() * 2, connect)
         .await
         .map_err(|_| Error::new(ErrorKind::Timeout, "subscribing to notifications timed out"))?
         .map_err(|e| map_error("reconcile", e))?;
+    let Some(mut pubsub) = pubsub else {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "the reconciler does not run on Redis Cluster",
+        ));
+    };
     for root in &core.config.reconcile_roots {
         let mut channel = format!("__keyspace@{}__:", core.db).into_bytes();
         channel.extend(glob_prefix(root.as_bytes()));

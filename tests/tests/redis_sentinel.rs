@@ -318,3 +318,89 @@ async fn a_sentinel_failover_under_concurrent_writes_loses_no_acknowledged_write
 async fn a_killed_master_under_concurrent_writes_loses_no_acknowledged_write() {
     failover_under_concurrent_writes(Failover::Kill).await;
 }
+
+/// The reconciler under Sentinel: a key another program writes straight to the master
+/// reaches the store's watch, before a failover and after it (the subscription follows the
+/// master, whose notification setting the store turns on anew: configuration is not
+/// replicated).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_writes_reach_the_watch_across_a_failover() {
+    use futures::StreamExt;
+    use keyplane_core::{Event, Store, WatchOptions};
+    use keyplane_redis::{RedisConfig, RedisStore};
+    use std::time::Duration;
+
+    let Some(deployment) = tokio::task::spawn_blocking(RedisSentinel::start)
+        .await
+        .unwrap()
+    else {
+        return;
+    };
+    let root = keyplane_tests::harness::key_root("sentinel-foreign");
+    let config = RedisConfig {
+        reconcile_roots: vec![root.clone()],
+        ..RedisConfig::new(deployment.url())
+    };
+    let store = RedisStore::open(config).await.expect("open with a reconcile root");
+    let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
+    let set_on_master = |port: u16, key: &str| {
+        let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+            .and_then(|c| c.get_connection())
+            .expect("a connection to the master");
+        let () = redis::cmd("SET")
+            .arg(key)
+            .arg("foreign")
+            .query(&mut con)
+            .expect("SET on the master");
+    };
+    // Waits for a put of `key`, skipping anything else; the watch may fail once across the
+    // failover (retryable), and is then reopened after the last revision it delivered.
+    async fn put_of(
+        store: &RedisStore,
+        watch: &mut keyplane_core::WatchStream,
+        root: &str,
+        key: &str,
+        last: &mut i64,
+    ) {
+        let found = tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                match watch.next().await.expect("a watch never just ends") {
+                    Ok(batch) => {
+                        *last = batch.revision;
+                        if batch.events.iter().any(|e| {
+                            matches!(e, Event::Put { entry, .. } if entry.key == key.as_bytes())
+                        }) {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        assert!(e.is_retryable(), "{e}");
+                        let options = WatchOptions::prefix(root).from_revision(*last + 1);
+                        *watch = loop {
+                            match store.watch(options.clone()).await {
+                                Ok(w) => break w,
+                                Err(e) if e.is_retryable() => {
+                                    tokio::time::sleep(Duration::from_millis(100)).await;
+                                }
+                                Err(e) => panic!("reopening the watch: {e}"),
+                            }
+                        };
+                    }
+                }
+            }
+        })
+        .await;
+        assert!(found.is_ok(), "the foreign write of {key} never reached the watch");
+    }
+    let mut last = store.revision().await.unwrap();
+    let before = format!("{root}before");
+    tokio::task::block_in_place(|| set_on_master(deployment.master_port(), &before));
+    put_of(&store, &mut watch, &root, &before, &mut last).await;
+
+    let new = tokio::task::block_in_place(|| deployment.fail_over());
+    let after = format!("{root}after");
+    tokio::task::block_in_place(|| set_on_master(new, &after));
+    put_of(&store, &mut watch, &root, &after, &mut last).await;
+    let entry = store.get(after.as_bytes()).await.unwrap().expect("adopted");
+    assert_eq!(entry.value, b"foreign");
+}

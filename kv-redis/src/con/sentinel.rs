@@ -174,6 +174,16 @@ pub(crate) async fn dedicated(
         .map(|(_, con)| con)
 }
 
+/// The client of the master the sentinels name (for the reconciler's subscription).
+pub(crate) async fn master_client(
+    target: &SentinelTarget,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+) -> RedisResult<redis::Client> {
+    let ((host, port), _) = master(target, connect_timeout, request_timeout).await?;
+    target.client(target.master_info(&host, port)?)
+}
+
 /// The master the first answering sentinel names, once it says it is the master (a sentinel
 /// may still name a demoted one for a moment after a failover), and a connection to it.
 async fn master(

@@ -65,8 +65,7 @@ impl RedisConfig {
     /// # Errors
     /// [`ErrorKind::Config`] for a URL without a sentinel or a master name, a sentinel or a
     /// database that does not parse, an unknown URL parameter, `rediss+sentinel://` without
-    /// the `tls` feature or TLS settings without it, reconcile roots (the reconciler does not
-    /// run under Sentinel), or the checks every URL shares.
+    /// the `tls` feature or TLS settings without it, or the checks every URL shares.
     pub(crate) fn sentinel_target(&self) -> Result<SentinelTarget> {
         use redis::IntoConnectionInfo;
         let config_error = |message: String| Error::new(ErrorKind::Config, message);
@@ -91,12 +90,6 @@ impl RedisConfig {
             ));
         }
         self.check()?;
-        if !self.reconcile_roots.is_empty() {
-            return Err(config_error(
-                "the reconciler does not run under Sentinel: reconcile_roots must be empty"
-                    .to_owned(),
-            ));
-        }
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (username, password, hosts) = self.credentials_and_hosts(authority);
@@ -258,10 +251,11 @@ mod tests {
             let err = RedisConfig::new(url).sentinel_target().err();
             assert_eq!(err.map(|e| e.kind()), Some(ErrorKind::Config), "{url}");
         }
+        // The reconciler runs under Sentinel: its subscription follows the master.
         let roots = RedisConfig {
             reconcile_roots: vec!["app/".into()],
             ..RedisConfig::new("redis+sentinel://10.0.0.1:26379/main")
         };
-        assert!(roots.sentinel_target().is_err());
+        assert!(roots.sentinel_target().is_ok());
     }
 }
