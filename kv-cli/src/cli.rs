@@ -23,7 +23,7 @@ field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templ
 pub(crate) struct Cli {
     /// Store URL: mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
     /// redis+cluster://HOST:PORT[,HOST:PORT...], redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB],
-    /// rediss://..., rediss+cluster://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
+    /// rediss://..., rediss+cluster://..., rediss+sentinel://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
     /// Passwords in it are never printed.
     // The value may hold a password: `--help` names the variable without showing it.
     #[arg(long, env = "KVCTL_STORE", hide_env_values = true, global = true)]

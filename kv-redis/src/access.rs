@@ -133,7 +133,11 @@ impl RedisConfig {
     /// assert_eq!(rules, "resetkeys resetchannels -@all +sentinel|get-master-addr-by-name");
     /// ```
     pub fn sentinel_acl_rules(&self) -> String {
-        let mut rules = vec!["resetkeys".to_owned(), "resetchannels".to_owned(), "-@all".to_owned()];
+        let mut rules = vec![
+            "resetkeys".to_owned(),
+            "resetchannels".to_owned(),
+            "-@all".to_owned(),
+        ];
         rules.extend(SENTINEL_COMMANDS.iter().map(|c| format!("+{c}")));
         rules.join(" ")
     }

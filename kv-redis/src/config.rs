@@ -421,7 +421,10 @@ impl fmt::Debug for RedisConfig {
             .field("password", &redact_secret(self.password.as_ref()))
             .field("database", &self.database)
             .field("sentinel_username", &self.sentinel_username)
-            .field("sentinel_password", &redact_secret(self.sentinel_password.as_ref()))
+            .field(
+                "sentinel_password",
+                &redact_secret(self.sentinel_password.as_ref()),
+            )
             .field("connect_timeout_ms", &self.connect_timeout_ms)
             .field("request_timeout_ms", &self.request_timeout_ms)
             .field("internal_prefix", &self.internal_prefix)

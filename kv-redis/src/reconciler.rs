@@ -240,7 +240,11 @@ async fn subscribe(core: &Core) -> Result<PubSubStream> {
     // goes to the new master (whose notification setting `notifications_on` checks anew,
     // since configuration is not replicated), followed by a full pass.
     let connect = async {
-        match core.dial.pubsub_client(core.config.connect_timeout(), core.config.request_timeout()).await? {
+        match core
+            .dial
+            .pubsub_client(core.config.connect_timeout(), core.config.request_timeout())
+            .await?
+        {
             Some(client) => client.get_async_pubsub().await.map(Some),
             None => Ok(None),
         }

@@ -10,7 +10,7 @@
 //! | (always) | [`mem`] | `mem://` |
 //! | `sled` (default) | [`sled`] | `sled://PATH` |
 //! | `etcd` | `etcd` | `etcd://HOST:PORT[,HOST:PORT...][?options]` |
-//! | `redis` | `redis` | `redis://HOST:PORT/DB`, `rediss://...` with `tls`, `redis+cluster://HOST:PORT[,HOST:PORT...]`, `rediss+cluster://...` with `tls`, `redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]` |
+//! | `redis` | `redis` | `redis://HOST:PORT/DB`, `rediss://...` with `tls`, `redis+cluster://HOST:PORT[,HOST:PORT...]`, `rediss+cluster://...` with `tls`, `redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]`, `rediss+sentinel://...` with `tls` |
 //!
 //! `tls` adds TLS to the network backends that are enabled, `encryption` the `Encrypted`
 //! codec, `proptest` the strategies of [`keyspace`]. The `etcd` feature needs `protoc` at build

@@ -6,7 +6,8 @@ use std::sync::Arc;
 /// The URL forms [`open()`] takes, for error messages.
 const FORMS: &str = "mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
                      redis://HOST:PORT/DB, rediss://..., redis+cluster://HOST:PORT[,HOST:PORT...], \
-                     rediss+cluster://... or redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]";
+                     rediss+cluster://..., redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB] \
+                     or rediss+sentinel://...";
 
 /// A store opened from a URL, as its own type: for the backend-specific API (a Redis
 /// reconcile, an etcd mirror) beside the contract. [`Backend::into_store`] gives the
@@ -23,7 +24,7 @@ pub enum Backend {
     #[cfg(feature = "etcd")]
     Etcd(keyplane_etcd::EtcdStore),
     /// `redis://...`, `rediss://...`, `redis+cluster://...`, `rediss+cluster://...` or
-    /// `redis+sentinel://...`
+    /// `redis+sentinel://...` or `rediss+sentinel://...`
     #[cfg(feature = "redis")]
     Redis(Arc<keyplane_redis::RedisStore>),
 }
@@ -39,8 +40,9 @@ impl Backend {
     /// (the directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]` with the
     /// options of `EtcdConfig::from_url`, `redis://HOST:PORT/DB`, `rediss://...` (with
     /// the `tls` feature), `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis Cluster's
-    /// seed nodes), `rediss+cluster://...` (over TLS, with the `tls` feature) or
-    /// `redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]` (a master its sentinels name).
+    /// seed nodes), `rediss+cluster://...` (over TLS, with the `tls` feature),
+    /// `redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]` (a master its sentinels name)
+    /// or `rediss+sentinel://...` (over TLS, with the `tls` feature).
     ///
     /// # Errors
     /// `Config` for a URL of no known form, or of a backend whose feature is not enabled;

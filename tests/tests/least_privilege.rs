@@ -322,7 +322,10 @@ async fn a_sentinel_user_that_may_only_name_the_master() {
         &["ACL", "LIST"],
     ] {
         let err = block_in_place(|| as_watcher(forbidden)).expect_err("a forbidden command ran");
-        assert!(err.to_string().contains("no permissions"), "{forbidden:?}: {err}");
+        assert!(
+            err.to_string().contains("no permissions"),
+            "{forbidden:?}: {err}"
+        );
     }
 
     let store = RedisStore::open(config.clone()).await.unwrap();
@@ -361,9 +364,15 @@ async fn a_sentinel_user_that_may_only_name_the_master() {
         sentinel_password: Some("wrong".into()),
         ..config
     };
-    let err = RedisStore::open(wrong).await.err().expect("a wrong password was taken");
+    let err = RedisStore::open(wrong)
+        .await
+        .err()
+        .expect("a wrong password was taken");
     assert!(
-        matches!(err.kind(), ErrorKind::Unauthorized | ErrorKind::PermissionDenied),
+        matches!(
+            err.kind(),
+            ErrorKind::Unauthorized | ErrorKind::PermissionDenied
+        ),
         "{err}"
     );
 }

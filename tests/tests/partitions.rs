@@ -224,7 +224,10 @@ async fn a_redis_master_cut_off_loses_only_the_writes_not_waited_for() {
 
     let mut watch = unwaited.watch(WatchOptions::prefix(&root)).await.unwrap();
     let old = deployment.master_port();
-    let old_name = deployment.node_name(old).expect("the master's node").to_string();
+    let old_name = deployment
+        .node_name(old)
+        .expect("the master's node")
+        .to_string();
     let rest: Vec<String> = deployment
         .server_names()
         .into_iter()
@@ -241,7 +244,9 @@ async fn a_redis_master_cut_off_loses_only_the_writes_not_waited_for() {
         .put(&key("lost"), b"v", PutOptions::default())
         .await
         .expect("the old master takes a write it cannot replicate");
-    let refused = waited.put(&key("unacknowledged"), b"v", PutOptions::default()).await;
+    let refused = waited
+        .put(&key("unacknowledged"), b"v", PutOptions::default())
+        .await;
     let err = refused.expect_err("a write acknowledged by no replica was acknowledged");
     assert!(err.is_retryable(), "{err}");
     // The watch, on the old master's side, delivers the write that will be lost.
@@ -274,7 +279,10 @@ async fn a_redis_master_cut_off_loses_only_the_writes_not_waited_for() {
         for i in 0..5 {
             let kept = key(&format!("kept-{i}"));
             let entry = eventually("a read after the heal", || store.get(&kept)).await;
-            assert!(entry.is_some(), "kept-{i}: an acknowledged, waited write was lost");
+            assert!(
+                entry.is_some(),
+                "kept-{i}: an acknowledged, waited write was lost"
+            );
         }
         let lost_key = key("lost");
         let after = eventually("a read after the heal", || store.get(&lost_key)).await;

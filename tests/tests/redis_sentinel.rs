@@ -341,7 +341,9 @@ async fn foreign_writes_reach_the_watch_across_a_failover() {
         reconcile_roots: vec![root.clone()],
         ..RedisConfig::new(deployment.url())
     };
-    let store = RedisStore::open(config).await.expect("open with a reconcile root");
+    let store = RedisStore::open(config)
+        .await
+        .expect("open with a reconcile root");
     let mut watch = store.watch(WatchOptions::prefix(&root)).await.unwrap();
     let set_on_master = |port: u16, key: &str| {
         let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}"))
@@ -390,7 +392,10 @@ async fn foreign_writes_reach_the_watch_across_a_failover() {
             }
         })
         .await;
-        assert!(found.is_ok(), "the foreign write of {key} never reached the watch");
+        assert!(
+            found.is_ok(),
+            "the foreign write of {key} never reached the watch"
+        );
     }
     let mut last = store.revision().await.unwrap();
     let before = format!("{root}before");

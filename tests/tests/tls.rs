@@ -270,7 +270,10 @@ async fn redis_sentinel_over_tls() {
         request_timeout_ms: 2_000,
         ..RedisConfig::new(url.replace("rediss+", "redis+"))
     };
-    let err = RedisStore::open(plain).await.err().expect("plain text reached a TLS sentinel");
+    let err = RedisStore::open(plain)
+        .await
+        .err()
+        .expect("plain text reached a TLS sentinel");
     assert!(
         matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Timeout),
         "{}",

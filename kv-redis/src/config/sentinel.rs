@@ -41,7 +41,11 @@ impl SentinelTarget {
     }
 
     /// The master's connection information at `host:port`.
-    pub(crate) fn master_info(&self, host: &str, port: u16) -> redis::RedisResult<redis::ConnectionInfo> {
+    pub(crate) fn master_info(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> redis::RedisResult<redis::ConnectionInfo> {
         use redis::IntoConnectionInfo;
         let scheme = if self.tls { "rediss" } else { "redis" };
         Ok(format!("{scheme}://{host}:{port}")
@@ -213,9 +217,15 @@ mod tests {
             ..RedisConfig::new(url)
         };
         let target = config.sentinel_target().unwrap();
-        assert_eq!(target.sentinels[0].redis_settings().password(), Some("from-config"));
+        assert_eq!(
+            target.sentinels[0].redis_settings().password(),
+            Some("from-config")
+        );
         let shown = format!("{config:?}");
-        assert!(!shown.contains("s3cret") && !shown.contains("from-config"), "{shown}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("from-config"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -229,7 +239,10 @@ mod tests {
                 redis::ConnectionAddr::TcpTls { .. }
             ));
             let master = target.master_info("10.0.0.2", 6379).unwrap();
-            assert!(matches!(master.addr(), redis::ConnectionAddr::TcpTls { .. }));
+            assert!(matches!(
+                master.addr(),
+                redis::ConnectionAddr::TcpTls { .. }
+            ));
         } else {
             assert_eq!(
                 config.sentinel_target().err().map(|e| e.kind()),

@@ -192,15 +192,16 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Queued<Batcher>>)
         }
     }
     let mut con = link.con.clone();
-    let mut reply = call.query_async::<Value>(&mut con).await;
+    let wait = link.waits();
+    let mut reply = link.query(&mut con, &call, wait).await;
     if let Err(e) = &reply
         && function_missing(e)
         && load_library(&mut con).await.is_ok()
     {
-        reply = call.query_async(&mut con).await;
+        reply = link.query(&mut con, &call, wait).await;
     }
-    let replies = match reply {
-        Ok(Value::Array(replies)) if replies.len() == 3 * batch.len() => replies,
+    let (replies, acked) = match reply {
+        Ok((Value::Array(replies), acked)) if replies.len() == 3 * batch.len() => (replies, acked),
         Ok(_) => {
             let e = corrupted("a batch reply has three values per write");
             for p in batch {
@@ -241,9 +242,11 @@ async fn send_batch(link: &Link, scripts: &Scripts, batch: Vec<Queued<Batcher>>)
             outcome(p.request.op, a, b, c)
         })
         .collect();
-    if results.iter().any(Result::is_ok)
-        && let Err(e) = link.wait_for_replicas("batch").await
-    {
+    let waited = match acked {
+        Some(acked) if results.iter().any(Result::is_ok) => link.check_acked(acked, "batch").await,
+        _ => Ok(()),
+    };
+    if let Err(e) = waited {
         for result in &mut results {
             if result.is_ok() {
                 *result = Err(e.clone());

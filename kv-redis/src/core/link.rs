@@ -1,17 +1,15 @@
 //! [`Link`]: how a core's requests reach the server. A script runs as a function of the
 //! library (`FCALL`) or by `EVALSHA`, with the fallbacks between the two; a write waits for
-//! the replicas when configured. A [`Link`] is cheap to clone, so that the group commit's
+//! the replicas when configured, its `WAIT` in one pipeline with it. A [`Link`] is cheap to clone, so that the group commit's
 //! driver ([`super::commit`]) can own one.
 
 use crate::con::Con;
 use crate::core::scripts::{self, Lua, Scripts};
 use crate::error::map_error;
-use keyplane_core::retry::Backoff;
 use keyplane_core::{Error, ErrorKind, Result};
 use redis::{Cmd, FromRedisValue, RedisError, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 /// What sending a core's scripts needs: the connection, whether scripts run as functions,
 /// the internal keys every call names, and the write settings.
@@ -33,7 +31,7 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// Sends a writing script's run from `write_call`, then waits for the replicas, when
+    /// Sends a writing script's run from `write_call`, and waits for the replicas, when
     /// configured.
     pub(crate) async fn send_write<T: FromRedisValue>(
         &self,
@@ -41,55 +39,53 @@ impl Link {
         call: &Cmd,
         op: &'static str,
     ) -> Result<T> {
-        let reply = self.invoke(script, call, op).await?;
-        self.wait_for_replicas(op).await?;
+        let (reply, acked) = self.run(script, call, op, self.waits()).await?;
+        let reply = T::from_redis_value(reply).map_err(|e| map_error(op, e.into()))?;
+        if let Some(acked) = acked {
+            self.check_acked(acked, op).await?;
+        }
         Ok(reply)
     }
 
-    /// After a write, waits until [`RedisConfig::wait_replicas`] replicas of the master that
-    /// ran it have acknowledged it (`WAIT`, sent to that master), when configured.
+    /// Whether a write waits for replicas. Its `WAIT` then travels with it, in one pipeline
+    /// on one connection (on a cluster, to the node of the write's slot): `WAIT` counts the
+    /// replicas that have the last write *of its connection*, so sent apart it could reach
+    /// a connection opened after a reconnection, a failover or a move to a new master,
+    /// which wrote nothing, and say yes at once for a write no replica has.
+    pub(crate) fn waits(&self) -> bool {
+        self.wait_replicas > 0
+    }
+
+    /// Sends `cmd` on `con`; with `wait`, in one pipeline with `WAIT`, whose answer (how
+    /// many replicas acknowledged it) comes second. An error reply to `cmd` is the error.
+    pub(crate) async fn query(
+        &self,
+        con: &mut Con,
+        cmd: &Cmd,
+        wait: bool,
+    ) -> redis::RedisResult<(Value, Option<i64>)> {
+        if !wait {
+            return cmd.query_async::<Value>(con).await.map(|v| (v, None));
+        }
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd.clone())
+            .add_command(self.wait_command());
+        let (reply, acked): (Value, i64) = pipe.query_async(con).await?;
+        Ok((reply, Some(acked)))
+    }
+
+    fn wait_command(&self) -> Cmd {
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(self.wait_replicas).arg(self.wait_timeout_ms);
+        wait
+    }
+
+    /// The outcome of a write `acked` replicas acknowledged.
     ///
     /// # Errors
-    /// `Timeout` when fewer replicas acknowledged it within `wait_timeout_ms` (the write is
-    /// applied on the master).
-    pub(crate) async fn wait_for_replicas(&self, op: &'static str) -> Result<()> {
+    /// `Timeout` when that is fewer than [`RedisConfig::wait_replicas`].
+    pub(crate) async fn check_acked(&self, acked: i64, op: &'static str) -> Result<()> {
         let wanted = self.wait_replicas;
-        if wanted == 0 {
-            return Ok(());
-        }
-        let mut wait = redis::cmd("WAIT");
-        wait.arg(wanted).arg(self.wait_timeout_ms);
-        let acked: i64 = match &self.con {
-            Con::Cluster(con) => {
-                use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-                let slot = keyplane_core::raw::redis_key_slot(&self.rev_key);
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
-                    Route::new(slot, SlotAddr::Master),
-                ));
-                // Right after a failover the client may still take the old master, now a
-                // replica, for the slot's master (the write itself followed a MOVED): ask
-                // again once it has learnt the new slot map, for up to 5 s.
-                let policy = Backoff::requests().deadline(Some(Duration::from_secs(5)));
-                let mut attempts = policy.start();
-                loop {
-                    let reply = con
-                        .clone()
-                        .route_command(wait.clone(), route.clone())
-                        .await
-                        .map_err(|e| map_error(op, e))?;
-                    let replica = matches!(&reply, Value::ServerError(e)
-                        if e.details().is_some_and(|d| d.contains("replica")));
-                    if replica && attempts.wait().await {
-                        continue;
-                    }
-                    break redis::from_redis_value(reply).map_err(|e| map_error(op, e.into()))?;
-                }
-            }
-            con => wait
-                .query_async(&mut con.clone())
-                .await
-                .map_err(|e| map_error(op, e))?,
-        };
         if acked < i64::from(wanted) {
             // A master cut off from its replicas may have been replaced meanwhile.
             if let Con::Sentinel(following) = &self.con {
@@ -146,14 +142,27 @@ impl Link {
         call: &Cmd,
         op: &'static str,
     ) -> Result<T> {
+        let (reply, _) = self.run(script, call, op, false).await?;
+        T::from_redis_value(reply).map_err(|e| map_error(op, e.into()))
+    }
+
+    /// [`Link::invoke`], each run of the script followed in its pipeline by `WAIT` when
+    /// `wait` (see [`Link::query`]): the reply, and how many replicas acknowledged it.
+    async fn run(
+        &self,
+        script: &Lua,
+        call: &Cmd,
+        op: &'static str,
+        wait: bool,
+    ) -> Result<(Value, Option<i64>)> {
         let mut con = self.con.clone();
-        let mut reply = call.query_async(&mut con).await;
+        let mut reply = self.query(&mut con, call, wait).await;
         if is_fcall(call) {
             let mut eval = false;
             if let Err(e) = &reply {
                 if function_missing(e) {
                     match load_library(&mut con).await {
-                        Ok(()) => reply = call.query_async(&mut con).await,
+                        Ok(()) => reply = self.query(&mut con, call, wait).await,
                         Err(e) if unreachable(&e) => reply = Err(e),
                         Err(_) => {
                             self.functions.store(false, Ordering::Relaxed);
@@ -168,13 +177,13 @@ impl Link {
                 }
             }
             if eval {
-                reply = as_evalsha(script, call).query_async(&mut con).await;
+                reply = self.query(&mut con, &as_evalsha(script, call), wait).await;
             }
         }
         let reply = match reply {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 match script.script.load_async(&mut con).await {
-                    Ok(_) => as_evalsha(script, call).query_async(&mut con).await,
+                    Ok(_) => self.query(&mut con, &as_evalsha(script, call), wait).await,
                     Err(e) => Err(e),
                 }
             }

@@ -145,7 +145,9 @@ pub async fn etcd(
                 let Some(net) = cluster.network() else {
                     continue;
                 };
-                recorder.fault(format!("etcd: partition: the clients cut off from one member (m{member})"));
+                recorder.fault(format!(
+                    "etcd: partition: the clients cut off from one member (m{member})"
+                ));
                 net.cut(&[CLIENT], &[cluster.name(member)]);
                 tokio::time::sleep(
                     rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),
@@ -257,7 +259,9 @@ pub async fn sentinel(
                 net.heal();
                 match failed_over {
                     Ok(new) => {
-                        if let Err(e) = block_in_place(|| deployment.try_wait_for_replicas_of(new, None)) {
+                        if let Err(e) =
+                            block_in_place(|| deployment.try_wait_for_replicas_of(new, None))
+                        {
                             recorder.fault(format!("sentinel: the old master did not rejoin: {e}"));
                         }
                     }
@@ -269,8 +273,10 @@ pub async fn sentinel(
                     "sentinel: partition: master {master} cut off for less than down-after"
                 ));
                 net.cut(&[&master], &apart(&master));
-                tokio::time::sleep(rng.random_range(Duration::from_millis(200)..Duration::from_millis(800)))
-                    .await;
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(200)..Duration::from_millis(800)),
+                )
+                .await;
                 net.heal();
             }
             _ => {
@@ -280,12 +286,16 @@ pub async fn sentinel(
                     .filter(|n| *n != master)
                     .collect();
                 let replica = &replicas[rng.random_range(0..replicas.len())];
-                recorder.fault(format!("sentinel: partition: replica {replica} cut off from every node"));
+                recorder.fault(format!(
+                    "sentinel: partition: replica {replica} cut off from every node"
+                ));
                 let mut others = apart(replica);
                 others.push(CLIENT);
                 net.cut(&[replica], &others);
-                tokio::time::sleep(rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)))
-                    .await;
+                tokio::time::sleep(
+                    rng.random_range(Duration::from_millis(300)..Duration::from_secs(3)),
+                )
+                .await;
                 net.heal();
                 let _ = block_in_place(|| deployment.try_wait_for_replicas_of(old, None));
             }

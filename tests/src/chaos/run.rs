@@ -422,17 +422,32 @@ pub async fn etcd(settings: &Settings) -> Option<Report> {
     );
     let mut rng = StdRng::seed_from_u64(settings.seed ^ 0xe7cd);
     let rec = Arc::clone(&recorder);
-    let cluster = &mut cluster;
-    let report = exercise(
+    let members = &mut cluster;
+    let mut report = exercise(
         "etcd",
         store,
         work,
         settings,
         recorder,
         move |until| async move {
-            faults::etcd(cluster, &rec, &mut rng, until).await;
+            faults::etcd(members, &rec, &mut rng, until).await;
         },
     )
     .await;
+    if let Some(net) = cluster.network() {
+        report.analysis.anomalies.extend(partition_leaks(net));
+    }
     Some(report)
+}
+
+/// An anomaly when a connection came from a process the network could not place: a cut
+/// would not have held it, so the run's partitions cannot be trusted.
+pub fn partition_leaks(net: &crate::harness::Network) -> Option<String> {
+    let n = net.unidentified();
+    (n > 0).then(|| {
+        format!(
+            "partition: {n} connections came from a process that is neither a node nor this \
+             one; the cuts may not have held them"
+        )
+    })
 }

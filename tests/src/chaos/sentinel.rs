@@ -99,7 +99,10 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
     if let Some(history) = &history {
         for lost in lost_writes(&ops, history) {
             if waits(lost.client) {
-                anomalies.push(format!("lost write acknowledged with wait_replicas: {}", lost.text));
+                anomalies.push(format!(
+                    "lost write acknowledged with wait_replicas: {}",
+                    lost.text
+                ));
             } else {
                 apart.lost_unwaited.push(lost.text);
             }
@@ -107,9 +110,12 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
     }
     // A main watch that learnt its history was rewound (`Compacted`) ends there, as it
     // must, and cannot deliver the end: that is a consequence of the lost writes.
-    let rewound = super::watch::segments(&driven.records)
-        .iter()
-        .any(|s| s.main && s.end.as_deref().is_some_and(|e| e.contains("no longer holds")));
+    let rewound = super::watch::segments(&driven.records).iter().any(|s| {
+        s.main
+            && s.end
+                .as_deref()
+                .is_some_and(|e| e.contains("no longer holds"))
+    });
     if rewound && !apart.lost_unwaited.is_empty() {
         let (lost_watch, rest): (Vec<String>, Vec<String>) = anomalies
             .into_iter()
@@ -120,6 +126,9 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
                 .into_iter()
                 .map(|a| format!("{a}; it ended with Compacted when a failover lost its history")),
         );
+    }
+    if let Some(net) = deployment.network() {
+        anomalies.extend(super::run::partition_leaks(net));
     }
     analysis.anomalies = anomalies;
     Some(Report {

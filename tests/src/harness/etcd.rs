@@ -48,15 +48,13 @@ impl Member {
         format!("http://127.0.0.1:{}", self.client_port)
     }
 
-    /// Starts the member; `initial_cluster` lists every member as `name=peer_url`. On a
-    /// `network`, the process is named as the member before it connects anywhere.
+    /// Starts the member; `initial_cluster` lists every member as `name=peer_url`.
     fn launch(
         &mut self,
         binary: &Path,
         root: &Path,
         initial_cluster: &str,
         token: &str,
-        network: Option<&Network>,
     ) -> Result<(), String> {
         let data = root.join(&self.name);
         let mut cmd = Command::new(binary);
@@ -90,9 +88,6 @@ impl Member {
             .args(["--snapshot-count", "100000"]);
         let log = root.join(format!("{}.log", self.name));
         let mut process = ServerProcess::spawn(cmd, &log, root).map_err(|e| e.to_string())?;
-        if let Some(net) = network {
-            net.name_process(process.pid(), &self.name);
-        }
         let port = self.client_port;
         wait_ready(&mut process, Duration::from_secs(30), || {
             exchange(port, b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
@@ -116,7 +111,6 @@ fn launch_all(
     binary: &Path,
     root: &Path,
     token: &str,
-    network: Option<&Network>,
 ) -> Result<(), String> {
     let initial: Vec<String> = members
         .iter()
@@ -128,7 +122,7 @@ fn launch_all(
             .iter_mut()
             .map(|m| {
                 let initial = &initial;
-                s.spawn(move || m.launch(binary, root, initial, token, network))
+                s.spawn(move || m.launch(binary, root, initial, token))
             })
             .collect();
         // Every thread is joined (the scope guarantees it); the first failure is reported.
@@ -204,7 +198,7 @@ impl EtcdCluster {
             let net = network.as_deref();
             let mut members: Vec<Member> =
                 (0..n).map(|i| Member::new(format!("m{i}"), net)).collect();
-            match launch_all(&mut members, &binary, dir.path(), &token, net) {
+            match launch_all(&mut members, &binary, dir.path(), &token) {
                 Ok(()) => {
                     return Some(EtcdCluster {
                         binary,
@@ -276,8 +270,7 @@ impl EtcdCluster {
             .map(|m| format!("{}={}", m.name, m.peer_url()))
             .collect();
         let (binary, root, token) = (&self.binary, self.dir.path(), &self.token);
-        let net = self.network.as_deref();
-        if let Err(e) = self.members[i].launch(binary, root, &initial.join(","), token, net) {
+        if let Err(e) = self.members[i].launch(binary, root, &initial.join(","), token) {
             panic!("etcd member {i} did not restart: {e}");
         }
     }

@@ -1,13 +1,15 @@
 //! Network partitions on loopback: a TCP proxy in front of each server port, which knows
-//! which of the run's processes opened each connection and stops the traffic between the
-//! nodes a partition separates.
+//! which node opened each connection and stops the traffic between the nodes a partition
+//! separates.
 //!
 //! Every address a server advertises to its peers (an etcd member's peer URL, a Redis
 //! replica's or sentinel's announced port) and every address the client is given is a
-//! proxy's. The proxy tells a connection's source from its process: it finds the socket
-//! in `/proc/net/tcp` by its two ends, then the process whose file descriptors hold that
-//! socket among the processes named with [`Network::name_process`]. Any other process (the
-//! test's own clients) is the node [`CLIENT`].
+//! proxy's. A proxy is made for a node and the port it fronts ([`Network::proxy`]), so the
+//! network knows each node's own ports. It tells a connection's source by the process at
+//! its other end: it finds the connecting socket in `/proc/net/tcp` by its two ends, the
+//! process whose file descriptors hold it, and the node whose port that process listens
+//! on. This process (the test's clients) is the node [`CLIENT`]; a connection from any
+//! other process is counted ([`Network::unidentified`]), since a cut would not hold it.
 //!
 //! A cut behaves as a partition does to TCP: nothing passes either way on a connection
 //! between separated nodes, while the connections stay open; a new connection is accepted
@@ -33,8 +35,12 @@ pub struct Network {
 }
 
 struct Shared {
-    /// Process id to node name.
-    processes: Mutex<HashMap<u32, String>>,
+    /// Each node's own ports (the ports its proxies front) to its name.
+    ports: Mutex<HashMap<u16, String>>,
+    /// Process ids already told apart, to their node (`None`: not a node).
+    processes: Mutex<HashMap<u32, Option<String>>>,
+    /// Connections from a process that is neither a node nor this one.
+    unidentified: std::sync::atomic::AtomicU64,
     /// The pairs of nodes that cannot reach each other, each pair in both orders.
     cut: Mutex<HashSet<(String, String)>>,
     /// Bumped at every change of `cut`, for the pumps that wait for a heal.
@@ -56,7 +62,9 @@ impl Network {
             .expect("the proxies' runtime");
         Network {
             shared: Arc::new(Shared {
+                ports: Mutex::new(HashMap::new()),
                 processes: Mutex::new(HashMap::new()),
+                unidentified: std::sync::atomic::AtomicU64::new(0),
                 cut: Mutex::new(HashSet::new()),
                 changes: watch::channel(0).0,
             }),
@@ -65,13 +73,18 @@ impl Network {
     }
 
     fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.runtime.as_ref().expect("the proxies' runtime runs until drop")
+        self.runtime
+            .as_ref()
+            .expect("the proxies' runtime runs until drop")
     }
 
-    /// Names process `pid` as the node `node`: the connections it opens come from `node`.
-    /// Call it as soon as the process is spawned, before it connects anywhere.
-    pub fn name_process(&self, pid: u32, node: &str) {
-        lock(&self.shared.processes).insert(pid, node.to_string());
+    /// How many connections came from a process that is neither a node (one listening on a
+    /// port a proxy fronts) nor this one: a cut does not hold them, so a run that sees any
+    /// cannot trust its partitions.
+    pub fn unidentified(&self) -> u64 {
+        self.shared
+            .unidentified
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Starts a proxy for the node `node` in front of the loopback port `target`, and
@@ -85,6 +98,7 @@ impl Network {
             .block_on(TcpListener::bind("127.0.0.1:0"))
             .expect("a loopback port for a proxy");
         let port = listener.local_addr().expect("the proxy's address").port();
+        lock(&self.shared.ports).insert(target, node.to_string());
         let shared = Arc::clone(&self.shared);
         let node = node.to_string();
         self.runtime()
@@ -205,51 +219,127 @@ async fn pump(
     }
 }
 
-/// The node whose process opened the connection from `peer` to the proxy on `port`:
-/// [`CLIENT`] when it is none of the named processes, or when `/proc` cannot say.
+/// The node whose process opened the connection from `peer` to the proxy on `port`: the
+/// node listening on a port of the process at the other end, [`CLIENT`] for this process.
+/// A connection from any other process (or one `/proc` cannot place) counts as
+/// unidentified and is taken for a client's.
 fn source(shared: &Shared, peer: SocketAddr, port: u16) -> String {
-    let Some(inode) = socket_inode(peer, port) else {
-        return CLIENT.to_string();
-    };
-    let wanted = format!("socket:[{inode}]");
-    let processes = lock(&shared.processes).clone();
-    for (pid, node) in processes {
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-            continue;
-        };
-        let holds = fds.flatten().any(|fd| {
-            std::fs::read_link(fd.path()).is_ok_and(|link| link.as_os_str() == wanted.as_str())
-        });
-        if holds {
-            return node;
+    let tables = Tables::read();
+    let owner = tables
+        .connecting_inode(peer, port)
+        .and_then(|inode| owner_of(&format!("socket:[{inode}]")));
+    let node = match owner {
+        Some(pid) if pid == std::process::id() => return CLIENT.to_string(),
+        Some(pid) => {
+            let known = lock(&shared.processes).get(&pid).cloned();
+            known.unwrap_or_else(|| {
+                let node = node_of(shared, &tables, pid);
+                lock(&shared.processes).insert(pid, node.clone());
+                node
+            })
         }
-    }
-    CLIENT.to_string()
+        None => None,
+    };
+    node.unwrap_or_else(|| {
+        shared
+            .unidentified
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        CLIENT.to_string()
+    })
 }
 
-/// The inode of the connecting end of a loopback connection from `peer` to port `port`,
-/// from `/proc/net/tcp` (addresses there are hex, the IPv4 address in host byte order).
-fn socket_inode(peer: SocketAddr, port: u16) -> Option<u64> {
-    let SocketAddr::V4(peer) = peer else {
-        return None;
-    };
-    let local = format!(
-        "{:08X}:{:04X}",
-        u32::from_ne_bytes(peer.ip().octets()),
-        peer.port()
-    );
-    let remote = format!(
-        "{:08X}:{:04X}",
-        u32::from_ne_bytes([127, 0, 0, 1]),
-        port
-    );
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
-    table.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        (fields.get(1) == Some(&local.as_str()) && fields.get(2) == Some(&remote.as_str()))
-            .then(|| fields.get(9)?.parse().ok())
-            .flatten()
+/// The node listening on one of the ports of process `pid`, if any.
+fn node_of(shared: &Shared, tables: &Tables, pid: u32) -> Option<String> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    let ports = lock(&shared.ports).clone();
+    fds.flatten().find_map(|fd| {
+        let link = std::fs::read_link(fd.path()).ok()?;
+        let inode = link
+            .to_str()?
+            .strip_prefix("socket:[")?
+            .strip_suffix(']')?
+            .parse()
+            .ok()?;
+        ports.get(tables.listening.get(&inode)?).cloned()
     })
+}
+
+/// The process whose file descriptors hold `socket` (`socket:[INODE]`).
+fn owner_of(socket: &str) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let fds = std::fs::read_dir(entry.path().join("fd")).ok()?;
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == socket))
+                .then_some(pid)
+        })
+}
+
+/// The IPv4 TCP sockets of `/proc/net/tcp`: addresses are hex, the address in host byte
+/// order; state `01` is established, `0A` listening; a socket in `TIME_WAIT` has inode 0.
+struct Tables {
+    /// `(local, remote)` of each established socket, to its inode.
+    established: HashMap<(String, String), u64>,
+    /// Each listening socket's inode, to its port.
+    listening: HashMap<u64, u16>,
+}
+
+impl Tables {
+    fn read() -> Self {
+        let mut tables = Tables {
+            established: HashMap::new(),
+            listening: HashMap::new(),
+        };
+        let text = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(remote), Some(state), Some(inode)) =
+                (fields.get(1), fields.get(2), fields.get(3), fields.get(9))
+            else {
+                continue;
+            };
+            let Ok(inode) = inode.parse::<u64>() else {
+                continue;
+            };
+            if inode == 0 {
+                continue;
+            }
+            match *state {
+                "01" => {
+                    tables
+                        .established
+                        .insert((local.to_string(), remote.to_string()), inode);
+                }
+                "0A" => {
+                    let port = local
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| u16::from_str_radix(p, 16).ok());
+                    if let Some(port) = port {
+                        tables.listening.insert(inode, port);
+                    }
+                }
+                _ => {}
+            }
+        }
+        tables
+    }
+
+    /// The inode of the connecting end of a loopback connection from `peer` to `port`.
+    fn connecting_inode(&self, peer: SocketAddr, port: u16) -> Option<u64> {
+        let SocketAddr::V4(peer) = peer else {
+            return None;
+        };
+        let hex = |ip: [u8; 4], port: u16| format!("{:08X}:{port:04X}", u32::from_ne_bytes(ip));
+        let key = (
+            hex(peer.ip().octets(), peer.port()),
+            hex([127, 0, 0, 1], port),
+        );
+        self.established.get(&key).copied()
+    }
 }
 
 #[cfg(test)]
@@ -295,19 +385,32 @@ mod tests {
         assert_eq!(round_trip(&mut stream, b"before").unwrap(), b"before");
         net.cut(&[CLIENT], &["server"]);
         assert!(net.is_cut("server", CLIENT));
-        assert!(round_trip(&mut stream, b"during").is_err(), "a cut link answered");
+        assert!(
+            round_trip(&mut stream, b"during").is_err(),
+            "a cut link answered"
+        );
         // A new connection is accepted but hears nothing either.
         let mut fresh = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         fresh
             .set_read_timeout(Some(Duration::from_millis(300)))
             .unwrap();
-        assert!(round_trip(&mut fresh, b"new").is_err(), "a new connection answered");
+        assert!(
+            round_trip(&mut fresh, b"new").is_err(),
+            "a new connection answered"
+        );
         net.heal();
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         let mut held = [0u8; 6];
         stream.read_exact(&mut held).unwrap();
-        assert_eq!(&held, b"during", "the held data is delivered after the heal");
-        fresh.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(
+            &held, b"during",
+            "the held data is delivered after the heal"
+        );
+        fresh
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         let mut held = [0u8; 3];
         fresh.read_exact(&mut held).unwrap();
         assert_eq!(&held, b"new");
@@ -316,24 +419,58 @@ mod tests {
     #[test]
     fn a_connection_is_known_by_the_process_that_opened_it() {
         let net = Network::new();
-        let port = net.proxy("server", echo_server());
-        // This process opens it: as a named process it is `me`, unnamed it is the client.
-        net.name_process(std::process::id(), "me");
-        net.cut(&["me"], &["server"]);
+        let target = echo_server();
+        let port = net.proxy("server", target);
+        // This process listens on no node's port: it is the client.
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        assert_eq!(round_trip(&mut stream, b"a").unwrap(), b"a");
+        net.cut(&["other"], &["server"]);
+        assert_eq!(
+            round_trip(&mut stream, b"b").unwrap(),
+            b"b",
+            "a cut of another node"
+        );
+        net.cut(&[CLIENT], &["server"]);
         stream
             .set_read_timeout(Some(Duration::from_millis(300)))
             .unwrap();
-        assert!(round_trip(&mut stream, b"x").is_err(), "the cut did not apply to `me`");
-        net.heal();
-        net.cut(&[CLIENT], &["server"]);
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut held = [0u8; 1];
-        stream.read_exact(&mut held).unwrap();
-        assert_eq!(
-            round_trip(&mut stream, b"y").unwrap(),
-            b"y",
-            "a cut of the clients applied to a named process"
+        assert!(
+            round_trip(&mut stream, b"c").is_err(),
+            "the client's cut did not apply"
         );
+        assert_eq!(net.unidentified(), 0);
+    }
+
+    #[test]
+    fn another_process_is_known_by_the_port_it_listens_on() {
+        let net = Network::new();
+        let port = net.proxy("server", echo_server());
+        // A process of its own that listens on a node's port, then connects through the
+        // proxy: python, as a stand-in for a server that dials its peers.
+        let node_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let _ = net.proxy("peer", node_port);
+        net.cut(&["peer"], &["server"]);
+        let script = format!(
+            "import socket\n\
+             l = socket.socket(); l.bind(('127.0.0.1', {node_port})); l.listen()\n\
+             c = socket.create_connection(('127.0.0.1', {port})); c.settimeout(0.5)\n\
+             c.sendall(b'x')\n\
+             try:\n    print('answered' if c.recv(1) else 'closed')\n\
+             except socket.timeout:\n    print('silent')\n"
+        );
+        let Ok(out) = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(&script)
+            .output()
+        else {
+            eprintln!("SKIP: no python3 to play another process");
+            return;
+        };
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "silent");
+        assert_eq!(net.unidentified(), 0);
     }
 }

@@ -85,7 +85,10 @@ impl RedisServer {
     /// Starts a server whose clients and replicas must use TLS with a certificate of
     /// `certs` (its plain port stays open for the harness), a replica of the server whose
     /// TLS port is `master_tls_port` when given, replicating over TLS.
-    pub(crate) fn start_tls(certs: &super::TestCerts, master_tls_port: Option<u16>) -> Option<Self> {
+    pub(crate) fn start_tls(
+        certs: &super::TestCerts,
+        master_tls_port: Option<u16>,
+    ) -> Option<Self> {
         Self::launch_new(false, false, Some(certs), master_tls_port, None)
     }
 
@@ -208,9 +211,6 @@ impl RedisServer {
         let log = self.dir.path().join("redis.log");
         let mut process =
             ServerProcess::spawn(cmd, &log, self.dir.path()).map_err(|e| e.to_string())?;
-        if let Some(node) = &self.node {
-            node.network.name_process(process.pid(), &node.name);
-        }
         let port = self.port;
         wait_ready(&mut process, Duration::from_secs(20), || {
             exchange(port, b"PING\r\n").starts_with("+PONG\r\n")

@@ -126,7 +126,10 @@ impl RedisSentinel {
             .map(|s| format!("127.0.0.1:{}", s.announced))
             .collect();
         let scheme = if self.tls { "rediss" } else { "redis" };
-        format!("{scheme}+sentinel://{}/{SENTINEL_MASTER}", sentinels.join(","))
+        format!(
+            "{scheme}+sentinel://{}/{SENTINEL_MASTER}",
+            sentinels.join(",")
+        )
     }
 
     /// The sentinels' own ports (the harness asks them directly, around any proxy).
@@ -379,9 +382,6 @@ impl SentinelProcess {
             .arg(dir.path());
         let log = dir.path().join("sentinel.log");
         let mut process = ServerProcess::spawn(cmd, &log, dir.path()).map_err(|e| e.to_string())?;
-        if let Some(net) = network {
-            net.name_process(process.pid(), &name);
-        }
         wait_ready(&mut process, Duration::from_secs(20), || {
             exchange(port, b"PING\r\n").starts_with("+PONG\r\n")
         })?;
