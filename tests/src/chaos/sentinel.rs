@@ -26,7 +26,7 @@ use tokio::task::block_in_place;
 
 /// Whether client `id` writes with `wait_replicas` (client `i` uses store `i % 2`).
 fn waits(client: u32) -> bool {
-    client % 2 == 0
+    client.is_multiple_of(2)
 }
 
 /// RedisStore through `redis+sentinel://` on a deployment behind partitioning proxies.
