@@ -37,6 +37,16 @@ async fn next(watch: &mut keyplane_core::WatchStream) -> keyplane_core::Result<W
         .expect("a watch never just ends")
 }
 
+/// A 3-member cluster behind a network, a key of the test's own, and the leader.
+async fn partitionable_etcd() -> Option<(EtcdCluster, Vec<u8>, usize)> {
+    let cluster = block_in_place(|| EtcdCluster::start_partitionable(3))?;
+    let key = format!("{}k", key_root("partition")).into_bytes();
+    let leader = etcd_leader(&cluster.direct_endpoints())
+        .await
+        .expect("a leader");
+    Some((cluster, key, leader))
+}
+
 /// A store on one member only, through its proxy.
 async fn store_on(cluster: &EtcdCluster, member: usize) -> EtcdStore {
     let mut config = EtcdConfig::new(vec![cluster.endpoints()[member].clone()]);
@@ -67,15 +77,10 @@ async fn new_leader(cluster: &EtcdCluster, old: usize) -> usize {
 /// returns no stale read; once healed it serves the majority's data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_etcd_leader_on_the_minority_side_acknowledges_nothing_and_reads_nothing_stale() {
-    let Some(cluster) = block_in_place(|| EtcdCluster::start_partitionable(3)) else {
+    let Some((cluster, key, leader)) = partitionable_etcd().await else {
         return;
     };
     let net = cluster.network().expect("a partitionable cluster");
-    let root = key_root("partition");
-    let key = format!("{root}k").into_bytes();
-    let leader = etcd_leader(&cluster.direct_endpoints())
-        .await
-        .expect("a leader");
     let on_leader = store_on(&cluster, leader).await;
     on_leader
         .put(&key, b"before", PutOptions::default())
@@ -122,15 +127,10 @@ async fn an_etcd_leader_on_the_minority_side_acknowledges_nothing_and_reads_noth
 /// errors, not stale reads, until it heals.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_etcd_follower_cut_off_returns_errors_then_catches_up() {
-    let Some(cluster) = block_in_place(|| EtcdCluster::start_partitionable(3)) else {
+    let Some((cluster, key, leader)) = partitionable_etcd().await else {
         return;
     };
     let net = cluster.network().expect("a partitionable cluster");
-    let root = key_root("partition");
-    let key = format!("{root}k").into_bytes();
-    let leader = etcd_leader(&cluster.direct_endpoints())
-        .await
-        .expect("a leader");
     let follower = (leader + 1) % 3;
     let on_follower = store_on(&cluster, follower).await;
     let on_leader = store_on(&cluster, leader).await;

@@ -28,6 +28,13 @@ async fn pause_within(rng: &mut StdRng, range: std::ops::Range<Duration>, until:
     Instant::now() < until
 }
 
+/// Sleeps the pause between two faults (1.5 to 3.5 s), but not past `until`; false when
+/// `until` has passed.
+async fn between_faults(rng: &mut StdRng, until: Instant) -> bool {
+    let pause = Duration::from_millis(1500)..Duration::from_millis(3500);
+    pause_within(rng, pause, until).await
+}
+
 /// Redis faults until `until`: kill -9 then restart (the AOF with `appendfsync always`
 /// brings back every acknowledged write), or SIGSTOP for up to 3 s then SIGCONT.
 pub async fn redis(
@@ -37,13 +44,7 @@ pub async fn redis(
     until: Instant,
 ) {
     loop {
-        if !pause_within(
-            rng,
-            Duration::from_millis(1500)..Duration::from_millis(3500),
-            until,
-        )
-        .await
-        {
+        if !between_faults(rng, until).await {
             return;
         }
         if rng.random_bool(0.5) {
@@ -96,13 +97,7 @@ pub async fn etcd(
     until: Instant,
 ) {
     loop {
-        if !pause_within(
-            rng,
-            Duration::from_millis(1500)..Duration::from_millis(3500),
-            until,
-        )
-        .await
-        {
+        if !between_faults(rng, until).await {
             return;
         }
         let endpoints = cluster.direct_endpoints();
@@ -218,13 +213,7 @@ pub async fn sentinel(
         return;
     };
     loop {
-        if !pause_within(
-            rng,
-            Duration::from_millis(1500)..Duration::from_millis(3500),
-            until,
-        )
-        .await
-        {
+        if !between_faults(rng, until).await {
             return;
         }
         let old = block_in_place(|| deployment.master_port());
