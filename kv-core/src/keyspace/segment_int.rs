@@ -3,6 +3,42 @@
 use super::segment::{Segment, SegmentError, Separator};
 use std::fmt::Write;
 
+/// Appends `value` in canonical decimal, without the formatter (a lookup of a typed key
+/// encodes it on every call).
+fn push_decimal(value: i128, out: &mut String) {
+    if value < 0 {
+        out.push('-');
+    }
+    let mut digits = [0u8; 40];
+    let mut at = digits.len();
+    // Most values fit 64 bits, whose division is the cheaper; the casts below take digits,
+    // each less than 10.
+    match u64::try_from(value.unsigned_abs()) {
+        Ok(mut n) => loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        },
+        Err(_) => {
+            let mut n = value.unsigned_abs();
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+}
+
 /// Checks the canonical decimal form: an optional `-` (when `signed`), then digits without a
 /// leading zero (except `0` itself), and never `-0`.
 fn check_decimal(raw: &str, signed: bool) -> Result<(), SegmentError> {
@@ -29,8 +65,15 @@ macro_rules! int_segment {
     ($($t:ty: $signed:expr),* $(,)?) => {$(
         impl Segment for $t {
             fn encode(&self, _sep: Separator, out: &mut String) {
-                // Writing to a String cannot fail.
-                let _ = write!(out, "{self}");
+                // Every type here widens to i128 without loss but u128, whose values past
+                // i128::MAX take the formatter's path.
+                match i128::try_from(*self) {
+                    Ok(value) => push_decimal(value, out),
+                    // Writing to a String cannot fail.
+                    Err(_) => {
+                        let _ = write!(out, "{self}");
+                    }
+                }
             }
 
             fn decode(raw: &str, _sep: Separator) -> Result<Self, SegmentError> {

@@ -7,20 +7,24 @@
 //! `cargo xtask bench` runs it in full; `cargo xtask bench --quick` with short samples (every
 //! measure, under ten minutes on a 2-core machine). `--only WORD` runs the sections whose
 //! name contains WORD (`keyspace`, `redis`, `etcd`, `cluster`, `group commit`, `sled`,
-//! `memory`, `scale`, `busy`).
+//! `memory`, `mirror`, `scale`, `busy`).
 //!
 //! The JSON is `{"quick", "elapsed_seconds", "cpus", "measures": [{"name", "ours", "raw",
 //! "unit", "ratio", "target", "goal", "met", "note"}]}`: `ratio` is `ours / raw`; `goal` says
-//! whether the ratio must be `at_most` or `at_least` the `target` (`none`: no target, `met`
-//! true); `met` is a boolean.
+//! whether the ratio must be `at_most` or `at_least` the `target`, or `within` it: `ours`
+//! itself at most the `target`, in `unit` (`none`: no target, `met` true); `met` is a
+//! boolean.
 
 mod busy;
 mod cluster;
 mod concurrency;
 mod group_commit;
+#[path = "../common/items.rs"]
+mod items;
 mod keyspace;
 mod measure;
 mod memory;
+mod mirror;
 mod readme;
 mod scale;
 mod single;
@@ -52,7 +56,7 @@ fn main() {
         .map(|w| w[1].as_str())
         .collect();
     let budget = Budget::new(quick);
-    let sections: [Section; 11] = [
+    let sections: [Section; 12] = [
         ("keyspace", keyspace::run),
         ("redis single", single::redis),
         ("etcd single", single::etcd),
@@ -62,6 +66,7 @@ fn main() {
         ("redis cluster", cluster::run),
         ("sled", sled_writes::run),
         ("memory", memory::run),
+        ("mirror lookups", mirror::run),
         ("scale", scale::run),
         ("busy reads", busy::run),
     ];

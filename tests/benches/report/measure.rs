@@ -52,6 +52,9 @@ pub enum Goal {
     AtMost(f64),
     /// `ours / raw` at least this (rates).
     AtLeast(f64),
+    /// `ours` itself at most this, in the measure's unit: a floor the issue names in
+    /// absolute terms (a lookup's nanoseconds), with `raw` the reference beside it.
+    Within(f64),
     /// No target: the figure is reported for what it says.
     Info,
 }
@@ -101,7 +104,7 @@ impl Measure {
 
     fn target(&self) -> Option<f64> {
         match self.goal {
-            Goal::AtMost(t) | Goal::AtLeast(t) => Some(t),
+            Goal::AtMost(t) | Goal::AtLeast(t) | Goal::Within(t) => Some(t),
             Goal::Info => None,
         }
     }
@@ -127,6 +130,7 @@ impl Measure {
         match self.goal {
             Goal::AtMost(t) => r <= t,
             Goal::AtLeast(t) => r >= t,
+            Goal::Within(t) => self.ours <= t,
             Goal::Info => true,
         }
     }
@@ -143,6 +147,7 @@ impl Measure {
             "goal": match self.goal {
                 Goal::AtMost(_) => "at_most",
                 Goal::AtLeast(_) => "at_least",
+                Goal::Within(_) => "within",
                 Goal::Info => "none",
             },
             "met": self.met(),

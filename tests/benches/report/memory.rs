@@ -73,9 +73,7 @@ async fn redis_per_key(retention: Option<u64>) -> Option<(f64, f64)> {
     Some((ours, raw))
 }
 
-#[path = "../common/items.rs"]
-mod items;
-use items::{ItemKey, Items, Root};
+use crate::items::{ItemKey, Items, Root};
 
 fn item(i: u64) -> (Vec<u8>, Vec<u8>) {
     (format!("bench/item/{i}").into_bytes(), VALUE.to_vec())
@@ -171,7 +169,7 @@ pub fn run(_budget: Budget, report: &mut Report) {
             mirror,
             raw,
             "bytes",
-            Goal::Info,
+            Goal::AtMost(2.5),
         )
         .note("a typed mirror of 100,000 keys of 100 bytes (text values)"),
     );

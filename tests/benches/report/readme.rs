@@ -38,6 +38,7 @@ pub fn table(measures: &[Value]) -> String {
         let target = match (m["goal"].as_str(), m["target"].as_f64()) {
             (Some("at_most"), Some(t)) => format!("≤ {t}×"),
             (Some("at_least"), Some(t)) => format!("≥ {t}×"),
+            (Some("within"), Some(t)) => format!("≤ {t} {}", m["unit"].as_str().unwrap_or("")),
             _ => "—".to_owned(),
         };
         let ratio = match m["ratio"].as_f64() {
