@@ -63,7 +63,6 @@
 mod batch;
 mod builder;
 mod handle;
-mod items;
 mod snapshot;
 mod task;
 mod typer;

@@ -1,7 +1,6 @@
 //! [`MirrorSnapshot`]: one immutable, consistent view of a mirrored range, and how a change
 //! is applied to a copy of it (persistent maps: a copy costs O(1), a change O(log n)).
 
-use super::items::{Item, Items, Parsed};
 use super::typer::{Indexer, Typer};
 use crate::changes::{CollectionChange, CollectionEvent, CollectionValue};
 use crate::collections::CollectionKind;
@@ -12,6 +11,9 @@ use crate::watch::Event;
 use imbl::{OrdMap, OrdSet};
 use std::fmt;
 use std::sync::Arc;
+
+/// A parsed key with its decoded value.
+type Item<K, V> = Arc<(K, Versioned<V>)>;
 
 /// An entry the mirror could not type, with the reason.
 type Unreadable = Arc<(Entry, Error)>;
@@ -39,7 +41,7 @@ type Collection<K> = Arc<(std::result::Result<K, Error>, CollectionValue)>;
 /// readers load it without locks and hold it as long as they like.
 pub struct MirrorSnapshot<K, V> {
     pub(super) revision: i64,
-    pub(super) items: Items<K, V>,
+    pub(super) items: OrdMap<Vec<u8>, Item<K, V>>,
     pub(super) unreadable: OrdMap<Vec<u8>, Unreadable>,
     pub(super) indexes: Vec<OrdMap<String, OrdSet<Vec<u8>>>>,
     pub(super) index_names: Arc<[&'static str]>,
@@ -76,7 +78,7 @@ impl<K, V> MirrorSnapshot<K, V> {
     pub(super) fn empty(revision: i64, index_names: Arc<[&'static str]>) -> Self {
         MirrorSnapshot {
             revision,
-            items: Items::new(),
+            items: OrdMap::new(),
             unreadable: OrdMap::new(),
             indexes: vec![OrdMap::new(); index_names.len()],
             index_names,
@@ -101,12 +103,12 @@ impl<K, V> MirrorSnapshot<K, V> {
 
     /// The key stored as `raw`, with its value.
     pub fn get_raw(&self, raw: &[u8]) -> Option<(&K, &Versioned<V>)> {
-        self.items.get(raw).map(|item| (&item.key, &item.value))
+        self.items.get(raw).map(|item| (&item.0, &item.1))
     }
 
     /// Every key with its value, in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &Versioned<V>)> {
-        self.items.iter().map(|item| (&item.key, &item.value))
+        self.items.values().map(|item| (&item.0, &item.1))
     }
 
     /// The keys whose raw encoding starts with `prefix` (a directory), in key order.
@@ -114,10 +116,11 @@ impl<K, V> MirrorSnapshot<K, V> {
         &'a self,
         prefix: &[u8],
     ) -> impl Iterator<Item = (&'a K, &'a Versioned<V>)> + use<'a, K, V> {
-        let from = self.items.iter_from(prefix);
         let prefix = prefix.to_vec();
-        from.take_while(move |item| item.raw.starts_with(&prefix))
-            .map(|item| (&item.key, &item.value))
+        self.items
+            .range::<_, Vec<u8>>(prefix.clone()..)
+            .take_while(move |(raw, _)| raw.starts_with(&prefix))
+            .map(|(_, item)| (&item.0, &item.1))
     }
 
     /// The keys of the range that did not parse or whose value did not decode, with the
@@ -215,7 +218,7 @@ impl<K, V> MirrorSnapshot<K, V> {
         let items = self
             .items
             .iter()
-            .map(|item| (&*item.raw, item.value.mod_revision));
+            .map(|(k, item)| (k.as_slice(), item.1.mod_revision));
         let unreadable = self
             .unreadable
             .iter()
@@ -230,7 +233,7 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
     where
         K: Key,
     {
-        with_encoded(key, |raw| self.items.get(raw).map(|item| &item.value))
+        with_encoded(key, |raw| self.items.get(raw).map(|item| &item.1))
     }
 
     /// The members of the set at `key`, encoded (`None`: no such set, or the mirror was
@@ -354,7 +357,7 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
         self.unreadable.remove(raw);
         let old = self.items.remove(raw)?;
         for (i, indexer) in indexers.iter().enumerate() {
-            for value in (indexer.f)(&old.key, &old.value.value) {
+            for value in (indexer.f)(&old.0, &old.1.value) {
                 if let Some(keys) = self.indexes[i].get_mut(&value) {
                     keys.remove(raw);
                     if keys.is_empty() {
@@ -366,16 +369,16 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
         Some(old)
     }
 
-    fn insert(&mut self, item: Item<K, V>, indexers: &[Indexer<K, V>]) {
+    fn insert(&mut self, raw: Vec<u8>, item: Item<K, V>, indexers: &[Indexer<K, V>]) {
         for (i, indexer) in indexers.iter().enumerate() {
-            for value in (indexer.f)(&item.key, &item.value.value) {
+            for value in (indexer.f)(&item.0, &item.1.value) {
                 self.indexes[i]
                     .entry(value)
                     .or_default()
-                    .insert(item.raw.to_vec());
+                    .insert(raw.clone());
             }
         }
-        self.items.insert(item);
+        self.items.insert(raw, item);
     }
 
     /// Applies one event of a batch; the typed change it makes.
@@ -390,16 +393,12 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
                 self.remove(&entry.key, indexers);
                 match typer.type_entry(&entry) {
                     Ok((key, value)) => {
-                        let item = Arc::new(Parsed {
-                            raw: entry.key.as_slice().into(),
-                            key,
-                            value,
-                        });
+                        let item = Arc::new((key, value));
                         let change = TypedEvent::Put {
-                            key: item.key.clone(),
-                            value: item.value.clone(),
+                            key: item.0.clone(),
+                            value: item.1.clone(),
                         };
-                        self.insert(item, indexers);
+                        self.insert(entry.key.clone(), item, indexers);
                         Some(change)
                     }
                     Err(error) => {
@@ -419,9 +418,7 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
             Event::Delete { key, .. } => {
                 let was_unreadable = self.unreadable.contains_key(&key);
                 match self.remove(&key, indexers) {
-                    Some(old) => Some(TypedEvent::Delete {
-                        key: old.key.clone(),
-                    }),
+                    Some(old) => Some(TypedEvent::Delete { key: old.0.clone() }),
                     None if was_unreadable => Some(unreadable_delete(key, typer)),
                     None => None,
                 }
@@ -445,8 +442,8 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
             }
             if let Some(item) = other.items.get(raw) {
                 changes.push(TypedEvent::Put {
-                    key: item.key.clone(),
-                    value: item.value.clone(),
+                    key: item.0.clone(),
+                    value: item.1.clone(),
                 });
             } else if let Some(u) = other.unreadable.get(raw) {
                 changes.push(TypedEvent::Unreadable {
@@ -458,7 +455,7 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
                 });
             } else if let Some(item) = self.items.get(raw) {
                 changes.push(TypedEvent::Delete {
-                    key: item.key.clone(),
+                    key: item.0.clone(),
                 });
             } else {
                 changes.push(unreadable_delete(raw.to_vec(), typer));
