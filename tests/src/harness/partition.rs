@@ -93,16 +93,21 @@ impl Network {
     /// # Panics
     /// When no loopback port can be bound.
     pub fn proxy(&self, node: &str, target: u16) -> u16 {
-        let listener = self
-            .runtime()
-            .block_on(TcpListener::bind("127.0.0.1:0"))
+        // Bound here, without entering the proxies' runtime (the caller may be inside
+        // another one), and handed to it.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
             .expect("a loopback port for a proxy");
         let port = listener.local_addr().expect("the proxy's address").port();
         lock(&self.shared.ports).insert(target, node.to_string());
         let shared = Arc::clone(&self.shared);
         let node = node.to_string();
-        self.runtime()
-            .spawn(async move { serve(listener, port, target, node, shared).await });
+        self.runtime().spawn(async move {
+            match TcpListener::from_std(listener) {
+                Ok(listener) => serve(listener, port, target, node, shared).await,
+                Err(e) => eprintln!("partition proxy for {node} did not start: {e}"),
+            }
+        });
         port
     }
 
@@ -171,6 +176,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 async fn serve(listener: TcpListener, port: u16, target: u16, node: String, shared: Arc<Shared>) {
     loop {
         let Ok((inbound, peer)) = listener.accept().await else {
+            // Out of descriptors, say: try again shortly rather than spin.
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             continue;
         };
         let from = source(&shared, peer, port);
@@ -414,6 +421,22 @@ mod tests {
         let mut held = [0u8; 3];
         fresh.read_exact(&mut held).unwrap();
         assert_eq!(&held, b"new");
+    }
+
+    #[tokio::test]
+    async fn a_proxy_starts_from_inside_another_runtime() {
+        let net = Network::new();
+        let port = net.proxy("server", echo_server());
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        stream.write_all(b"hi").await.unwrap();
+        let mut buf = [0u8; 2];
+        stream.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"hi");
+        // Dropped inside this runtime: the proxies' runtime shuts down in the background.
+        drop(net);
     }
 
     #[test]
