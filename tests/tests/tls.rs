@@ -156,7 +156,9 @@ async fn redis_with_client_certificates() {
     );
 }
 
-fn cluster_config(url: String, certs: &TestCerts, ca: &str) -> RedisConfig {
+/// A store's configuration for `url` (a cluster's or a Sentinel deployment's) with the CA
+/// `ca` and the test's client certificate.
+fn client_certificate_config(url: String, certs: &TestCerts, ca: &str) -> RedisConfig {
     RedisConfig {
         tls: Some(TlsConfig {
             ca_file: Some(certs.path(ca)),
@@ -184,7 +186,7 @@ async fn redis_cluster_over_tls() {
     };
     let url = cluster.url();
     assert!(url.starts_with("rediss+cluster://"), "{url}");
-    let store = RedisStore::open(cluster_config(url.clone(), &certs, "ca.pem"))
+    let store = RedisStore::open(client_certificate_config(url.clone(), &certs, "ca.pem"))
         .await
         .unwrap();
     let mut watch = store.watch(WatchOptions::prefix("tls/")).await.unwrap();
@@ -209,10 +211,11 @@ async fn redis_cluster_over_tls() {
     groups.sort();
     assert_eq!(groups, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
 
-    let answer = match RedisStore::open(cluster_config(url, &certs, "other-ca.pem")).await {
-        Ok(store) => store.get(b"{a}any").await.map(|_| ()),
-        Err(e) => Err(e),
-    };
+    let answer =
+        match RedisStore::open(client_certificate_config(url, &certs, "other-ca.pem")).await {
+            Ok(store) => store.get(b"{a}any").await.map(|_| ()),
+            Err(e) => Err(e),
+        };
     refused(answer.unwrap_err(), true);
 }
 
@@ -228,17 +231,7 @@ async fn redis_sentinel_over_tls() {
     };
     let url = deployment.url();
     assert!(url.starts_with("rediss+sentinel://"), "{url}");
-    let config = |ca: &str| RedisConfig {
-        tls: Some(TlsConfig {
-            ca_file: Some(certs.path(ca)),
-            cert_file: Some(certs.path("client.pem")),
-            key_file: Some(certs.path("client-key.pem")),
-            domain: None,
-        }),
-        connect_timeout_ms: 2_000,
-        request_timeout_ms: 2_000,
-        ..RedisConfig::new(&url)
-    };
+    let config = |ca: &str| client_certificate_config(url.clone(), &certs, ca);
     let store = RedisStore::open(config("ca.pem")).await.unwrap();
     round_trip(&store).await;
 

@@ -231,14 +231,7 @@ where
     let began = Instant::now();
     let driven = drive(&[store], workload, settings, recorder, faults).await;
     save(backend, &driven.records);
-    let mut analysis = block_in_place(|| {
-        analyse(
-            &driven.records,
-            &driven.workload.layout,
-            driven.end,
-            settings.budget,
-        )
-    });
+    let mut analysis = driven.analyse(settings.budget);
     analysis.anomalies.extend(driven.anomalies);
     Report {
         backend,
@@ -260,6 +253,13 @@ pub struct Driven {
     pub start: i64,
     /// What settling found.
     pub anomalies: Vec<String>,
+}
+
+impl Driven {
+    /// The checks of [`analyse`] on what was recorded (settling's anomalies apart).
+    pub fn analyse(&self, budget: u64) -> Analysis {
+        block_in_place(|| analyse(&self.records, &self.workload.layout, self.end, budget))
+    }
 }
 
 /// Runs the workload while `faults` runs, client `i` on `stores[i % stores.len()]` (the

@@ -8,7 +8,6 @@
 //! that were lost, and what the consistency checks find once writes could be lost, are
 //! counted apart.
 
-use super::check::analyse;
 use super::durability::{History, lost_writes};
 use super::faults;
 use super::history::{Recorder, operations};
@@ -53,7 +52,7 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
     let mut rng = StdRng::seed_from_u64(settings.seed ^ 0x5e7);
     let rec = Arc::clone(&recorder);
     let deployment = &deployment;
-    let driven = drive(
+    let mut driven = drive(
         &[Arc::clone(&waited), unwaited],
         work,
         settings,
@@ -64,7 +63,7 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
     )
     .await;
     save("sentinel", &driven.records);
-    let mut anomalies = driven.anomalies;
+    let mut anomalies = std::mem::take(&mut driven.anomalies);
     let history = match driven.end {
         Some(end) => match final_history(&*waited, &root, driven.start, end).await {
             Ok(history) => Some(history),
@@ -75,14 +74,7 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
         },
         None => None,
     };
-    let mut analysis = block_in_place(|| {
-        analyse(
-            &driven.records,
-            &driven.workload.layout,
-            driven.end,
-            settings.budget,
-        )
-    });
+    let mut analysis = driven.analyse(settings.budget);
     let ops = operations(&driven.records);
     let acknowledged = |wait: bool| {
         ops.iter()
