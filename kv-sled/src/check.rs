@@ -2,7 +2,7 @@
 
 use crate::core::Core;
 use crate::core::codec::{
-    LeaseRecord, attachment_key, corrupted, decode_entry, decode_events, lease_key, read_be,
+    LeaseRecord, attachment_key, corrupted, decode_entry, decode_log_record, lease_key, read_be,
 };
 use crate::error::map_error;
 use keyplane_core::raw::escape_bytes;
@@ -26,18 +26,20 @@ pub(crate) fn check(inner: &Core) -> Result<()> {
     let mut expected = None;
     for kv in t.log.iter() {
         let (key, value) = kv.map_err(|e| map_error("check_consistency", e))?;
-        let rev = read_be(&key)?;
-        if let Some(expected) = expected
-            && expected != rev
-        {
-            return Err(corrupted(format!(
-                "the event log jumps from revision {} to {rev}",
-                expected - 1
-            )));
-        }
-        expected = Some(rev + 1);
-        if rev >= oldest {
-            log.insert(rev, decode_events(&value)?);
+        for logged in decode_log_record(&key, &value)? {
+            let rev = logged.revision;
+            if let Some(expected) = expected
+                && expected != rev
+            {
+                return Err(corrupted(format!(
+                    "the event log jumps from revision {} to {rev}",
+                    expected - 1
+                )));
+            }
+            expected = Some(rev + 1);
+            if rev >= oldest {
+                log.insert(rev, logged.events);
+            }
         }
     }
     match log.last_key_value() {

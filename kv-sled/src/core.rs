@@ -68,7 +68,7 @@ pub(crate) struct Core {
     pub(crate) unflushed: AtomicUsize,
     /// Wakes the lease expiry task (a lease was granted or renewed, or the store closed).
     pub(crate) expiry_wake: Arc<Notify>,
-    /// The first revision still physically in the log tree.
+    /// The log holds no record that ends below it (the first record may begin below it).
     pub(crate) log_floor: AtomicI64,
     /// Held while log records are removed.
     pub(crate) pruning: Mutex<()>,
@@ -283,10 +283,11 @@ impl Core {
         Ok(())
     }
 
-    /// Removes log records below the retained history once at least `batch` of them
-    /// accumulate, in batches of at most [`PRUNE_STEP`]. They are already invisible;
-    /// removing them is not part of any transaction. Called by writers (under the writer
-    /// mutex, after their commit) and by compaction.
+    /// Removes the log records that end below the retained history once at least `batch`
+    /// revisions accumulate there, in batches of at most [`PRUNE_STEP`] revisions. They are
+    /// already invisible; removing them is not part of any transaction. A record that ends
+    /// inside the retained history stays whole. Called by writers (under the writer mutex,
+    /// after their commit) and by compaction.
     pub(crate) fn prune(&self, batch: i64) -> Result<()> {
         let _pruning = self.pruning.lock().unwrap_or_else(PoisonError::into_inner);
         let oldest = self.oldest();
@@ -294,8 +295,9 @@ impl Core {
         while oldest - floor >= batch.max(1) {
             let to = oldest.min(floor + PRUNE_STEP);
             let mut remove = sled::Batch::default();
-            for rev in floor..to {
-                remove.remove(&be(rev));
+            // Records are keyed by their last revision: these end below `to`.
+            for key in self.trees.log.range(be(floor)..be(to)).keys() {
+                remove.remove(key.map_err(|e| map_error("prune_history", e))?);
             }
             self.trees
                 .log

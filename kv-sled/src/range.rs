@@ -3,7 +3,7 @@
 
 use crate::core::Core;
 use crate::core::TreeState;
-use crate::core::codec::{be, decode_entry, decode_record, read_be};
+use crate::core::codec::{be, decode_entry, decode_log_record};
 use crate::error::map_error;
 use keyplane_core::raw::emulation::{
     Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
@@ -44,14 +44,18 @@ pub(crate) fn range(inner: &Core, opts: &RangeOptions) -> Result<RangeResult> {
     let floor = inner.compact_floor.load(Ordering::Acquire);
     check_revision(revision, current, (inner.oldest() - 1).max(floor))?;
     let mut events = Vec::new();
+    // Records are keyed by their last revision; the first may begin at or before `revision`.
     for record in inner.trees.log.range(be(revision + 1)..=be(current)) {
         let (key, record) = record.map_err(|e| map_error("range", e))?;
-        let (logged, deleted) = decode_record(&record)?;
-        events.push(Logged {
-            revision: read_be(&key)?,
-            events: logged,
-            deleted,
-        });
+        for logged in decode_log_record(&key, &record)? {
+            if logged.revision > revision {
+                events.push(Logged {
+                    revision: logged.revision,
+                    events: logged.events,
+                    deleted: logged.deleted,
+                });
+            }
+        }
     }
     let touched = Touched::new(opts, revision, &events);
     let fetch = touched.fetch_limit(opts);

@@ -3,7 +3,7 @@
 //! same path, so nothing falls between them, and a watcher that saw revision `r` before a
 //! restart resumes from `r + 1` after it.
 
-use crate::core::codec::{COMPACT_KEY, be, decode_events, read_be};
+use crate::core::codec::{COMPACT_KEY, be, decode_log_record};
 use crate::core::{Core, Plan};
 use crate::error::map_error;
 use futures::StreamExt;
@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use tokio::sync::watch;
 
-/// Log records read per step of a stream.
+/// Log records read per step of a stream (each holds one revision or more).
 const READ_BATCH: usize = 256;
 
 pub(crate) fn watch(inner: &Arc<Core>, opts: WatchOptions) -> Result<WatchStream> {
@@ -107,22 +107,29 @@ impl Cursor {
             return Err(Error::compacted(oldest));
         }
         for (key, record) in records {
-            let revision = read_be(&key)?;
-            if revision != self.next {
-                return Err(crate::core::codec::corrupted(format!(
-                    "the event log has no record of revision {}",
-                    self.next
-                )));
+            // Keyed by its last revision, the first record read may begin before `next`.
+            for logged in decode_log_record(&key, &record)? {
+                if logged.revision < self.next {
+                    continue;
+                }
+                if logged.revision != self.next {
+                    return Err(crate::core::codec::corrupted(format!(
+                        "the event log has no record of revision {}",
+                        self.next
+                    )));
+                }
+                let events: Vec<Event> = logged
+                    .events
+                    .into_iter()
+                    .filter(|e| self.opts.covers(e))
+                    .map(|e| self.opts.shape(&e))
+                    .collect();
+                if !events.is_empty() {
+                    self.ready
+                        .push_back(WatchBatch::new(logged.revision, events));
+                }
+                self.next = logged.revision + 1;
             }
-            let events: Vec<Event> = decode_events(&record)?
-                .into_iter()
-                .filter(|e| self.opts.covers(e))
-                .map(|e| self.opts.shape(&e))
-                .collect();
-            if !events.is_empty() {
-                self.ready.push_back(WatchBatch::new(revision, events));
-            }
-            self.next = revision + 1;
         }
         Ok(())
     }

@@ -395,3 +395,190 @@ async fn a_put_with_an_unknown_lease_writes_nothing() {
     assert!(store.get(b"x").await.unwrap().is_none());
     assert_eq!(store.revision().await.unwrap(), 0);
 }
+
+/// The revisions of the log records in the raw database: each record's key is its last
+/// revision.
+fn log_record_keys(dir: &Path) -> Vec<i64> {
+    let db = open_raw(dir);
+    let log = db.open_tree("kv.log").unwrap();
+    log.iter()
+        .keys()
+        .map(|k| i64::from_be_bytes(k.unwrap().as_ref().try_into().unwrap()))
+        .collect()
+}
+
+/// The state of `g/` after each revision, as a watch from revision 1 delivers it.
+async fn states_by_revision(
+    store: &SledStore,
+    last: i64,
+) -> Vec<std::collections::BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut watch = store
+        .watch(WatchOptions::prefix("g/").from_revision(1))
+        .await
+        .unwrap();
+    let mut state = std::collections::BTreeMap::new();
+    let mut states = vec![state.clone()];
+    while (states.len() as i64) <= last {
+        let batch = next_batch(&mut watch).await;
+        assert_eq!(
+            batch.revision,
+            states.len() as i64,
+            "every revision once, in order"
+        );
+        for event in batch.events {
+            match event {
+                Event::Put { entry, .. } => {
+                    state.insert(entry.key, entry.value);
+                }
+                other => panic!("only puts were written: {other:?}"),
+            }
+        }
+        states.push(state.clone());
+    }
+    states
+}
+
+/// Every revision from `first` can be watched from and listed at, whatever log record holds
+/// it.
+async fn history_reads_back(
+    store: &SledStore,
+    first: i64,
+    states: &[std::collections::BTreeMap<Vec<u8>, Vec<u8>>],
+) {
+    let last = states.len() as i64 - 1;
+    for revision in first..=last {
+        let mut watch = store
+            .watch(WatchOptions::prefix("g/").from_revision(revision))
+            .await
+            .unwrap();
+        assert_eq!(next_batch(&mut watch).await.revision, revision);
+        let page = store
+            .range(keyplane_core::RangeOptions::prefix("g/").at_revision(revision))
+            .await
+            .unwrap();
+        let listed: std::collections::BTreeMap<_, _> =
+            page.entries.into_iter().map(|e| (e.key, e.value)).collect();
+        assert_eq!(
+            listed, states[revision as usize],
+            "the listing at {revision}"
+        );
+    }
+}
+
+/// Concurrent writers are committed in groups whose revisions share one log record; every
+/// revision inside such a record is still watched from and listed at on its own, a
+/// compaction to the middle of one keeps exactly its later revisions, and all of it holds
+/// after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_writes_share_log_records_and_every_revision_stays_readable() {
+    const TASKS: usize = 16;
+    const PUTS: usize = 20;
+    let dir = TempDir::new().unwrap();
+    let config = SledConfig::new(dir.path()).durability(Durability::Buffered {
+        flush_interval: Duration::from_millis(50),
+    });
+    let store = SledStore::open(config.clone()).unwrap();
+    let writers: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..PUTS {
+                    put(&store, &format!("g/{t}/{}", i % 5), &format!("{t}.{i}")).await;
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let last = (TASKS * PUTS) as i64;
+    assert_eq!(store.revision().await.unwrap(), last);
+    let states = states_by_revision(&store, last).await;
+    history_reads_back(&store, 1, &states).await;
+    store.check_consistency().unwrap();
+    drop(store);
+
+    let keys = log_record_keys(dir.path());
+    assert_eq!(keys.last(), Some(&last));
+    assert!(
+        keys.len() < last as usize,
+        "{} log records for {last} revisions: no group shared one",
+        keys.len()
+    );
+    // A record of three revisions or more: compacting to its second revision keeps the
+    // record, and exactly the revisions from there on.
+    let (before, end) = keys
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .chain(keys.first().map(|&k| (0, k)))
+        .find(|(before, end)| end - before >= 3)
+        .expect("a group of three writes or more");
+    let compact = before + 2;
+    let store = SledStore::open(config.clone()).unwrap();
+    store.compact(compact).await.unwrap();
+    let checks = async |store: &SledStore| {
+        let err = store
+            .watch(WatchOptions::prefix("g/").from_revision(compact - 1))
+            .await
+            .err()
+            .expect("the revision before the compaction is gone");
+        assert_eq!(err.compact_revision(), Some(compact));
+        let err = store
+            .range(keyplane_core::RangeOptions::prefix("g/").at_revision(compact - 1))
+            .await
+            .unwrap_err();
+        assert_eq!(err.compact_revision(), Some(compact), "{err}");
+        history_reads_back(store, compact, &states).await;
+        store.check_consistency().unwrap();
+    };
+    checks(&store).await;
+    drop(store);
+    // The records that end before the compaction are removed; the one it falls in stays.
+    assert_eq!(log_record_keys(dir.path()).first(), Some(&end));
+    let store = SledStore::open(config).unwrap();
+    checks(&store).await;
+}
+
+/// A database of layout version 1, whose log records hold one revision each, opens with
+/// its whole history, takes grouped writes, and is marked with the current version, which
+/// an older build refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layout_version_1_database_is_read_and_upgraded() {
+    let dir = TempDir::new().unwrap();
+    let store = open(dir.path());
+    // One writer at a time: every record holds one revision, as version 1 wrote them.
+    for i in 0..10 {
+        put(&store, &format!("g/{}", i % 3), &i.to_string()).await;
+    }
+    drop(store);
+    assert_eq!(log_record_keys(dir.path()), (1..=10).collect::<Vec<_>>());
+    let version = |dir: &Path| {
+        let db = open_raw(dir);
+        let meta = db.open_tree("kv.meta").unwrap();
+        let v = meta.get("format_version").unwrap().unwrap();
+        i64::from_be_bytes(v.as_ref().try_into().unwrap())
+    };
+    {
+        let db = open_raw(dir.path());
+        let meta = db.open_tree("kv.meta").unwrap();
+        meta.insert("format_version", &1i64.to_be_bytes()).unwrap();
+        db.flush().unwrap();
+    }
+    let store = open(dir.path());
+    let states = states_by_revision(&store, 10).await;
+    history_reads_back(&store, 1, &states).await;
+    let writers: Vec<_> = (0..8)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move { put(&store, &format!("g/new/{t}"), "v").await })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let states = states_by_revision(&store, 18).await;
+    history_reads_back(&store, 1, &states).await;
+    store.check_consistency().unwrap();
+    drop(store);
+    assert_eq!(version(dir.path()), 2);
+}

@@ -2,8 +2,12 @@
 //!
 //! - data: user key → [`encode_entry`] (32-byte header: create revision, mod revision,
 //!   version, lease; then the value). Reserved collection keys (`\0`...) hold raw values.
-//! - log: revision (8 bytes big-endian) → [`encode_events`] of that revision's transaction
-//!   (its events and the sizes of the collections it deleted).
+//! - log: the last revision of a record (8 bytes big-endian) → the [`encode_events`] of each
+//!   of the record's consecutive revisions, oldest first, one after another (a revision's
+//!   events and the sizes of the collections it deleted). A group commit logs its
+//!   revisions in one record (at most about [`LOG_RECORD_BYTES`], a larger revision alone):
+//!   the log tree is sled's costliest write, as its keys only grow. Layout version 1 kept one
+//!   revision per record, which version 2 reads as it is.
 //! - leases: `L` id → [`LeaseRecord`]; `K` id key → empty (the key is attached to the lease).
 //! - meta: [`FORMAT_KEY`], [`COMPACT_KEY`], [`LEASE_SEQ_KEY`] → 8 bytes big-endian.
 
@@ -13,8 +17,13 @@ use keyplane_core::{
     CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId, Result,
 };
 
-/// The layout version this build reads and writes.
-pub(crate) const FORMAT_VERSION: u64 = 1;
+/// The layout version this build writes.
+pub(crate) const FORMAT_VERSION: u64 = 2;
+/// The oldest layout version this build reads (and upgrades on open: a version 1 log is a
+/// version 2 log whose records hold one revision each).
+pub(crate) const OLDEST_FORMAT_VERSION: u64 = 1;
+/// A log record takes the next revision of its group while it is smaller than this.
+pub(crate) const LOG_RECORD_BYTES: usize = 64 << 10;
 /// Meta key of the layout version.
 pub(crate) const FORMAT_KEY: &[u8] = b"format_version";
 /// Meta key of the oldest revision an explicit compaction kept.
@@ -94,13 +103,19 @@ fn put_opt_entry(out: &mut Vec<u8>, e: Option<&Entry>) {
 }
 
 /// Encodes the events of one transaction (previous entries always included) and the sizes
-/// of the collections it deleted.
+/// of the collections it deleted: a log record of one revision.
 pub(crate) fn encode_events(events: &[Event], deleted: &[DeletedSize]) -> Vec<u8> {
     let mut out = Vec::new();
+    append_events(&mut out, events, deleted);
+    out
+}
+
+/// Appends [`encode_events`] of one revision to a log record.
+pub(crate) fn append_events(out: &mut Vec<u8>, events: &[Event], deleted: &[DeletedSize]) {
     out.extend_from_slice(&((events.len() + deleted.len()) as u32).to_be_bytes());
     for d in deleted {
         out.push(b'S');
-        put_bytes(&mut out, &d.key);
+        put_bytes(out, &d.key);
         out.push(d.kind.tag());
         out.extend_from_slice(&d.size.to_be_bytes());
     }
@@ -108,83 +123,119 @@ pub(crate) fn encode_events(events: &[Event], deleted: &[DeletedSize]) -> Vec<u8
         match event {
             Event::Put { entry, prev } => {
                 out.push(b'P');
-                put_bytes(&mut out, &entry.key);
-                put_opt_entry(&mut out, Some(entry));
-                put_opt_entry(&mut out, prev.as_ref());
+                put_bytes(out, &entry.key);
+                put_opt_entry(out, Some(entry));
+                put_opt_entry(out, prev.as_ref());
             }
             Event::Delete { key, prev } => {
                 out.push(b'D');
-                put_bytes(&mut out, key);
-                put_opt_entry(&mut out, prev.as_ref());
+                put_bytes(out, key);
+                put_opt_entry(out, prev.as_ref());
             }
             Event::Collection(c) => {
                 out.push(b'C');
-                put_bytes(&mut out, &c.key);
+                put_bytes(out, &c.key);
                 out.push(c.kind.tag());
-                put_bytes(&mut out, &encode_changes(std::slice::from_ref(&c.change)));
+                put_bytes(out, &encode_changes(std::slice::from_ref(&c.change)));
             }
         }
     }
-    out
 }
 
-/// Decodes the events of one log record.
-pub(crate) fn decode_events(bytes: &[u8]) -> Result<Vec<Event>> {
-    decode_record(bytes).map(|(events, _)| events)
+/// One revision of a log record: its events and the sizes of the collections it deleted.
+#[derive(Debug)]
+pub(crate) struct Revision {
+    pub(crate) revision: i64,
+    pub(crate) events: Vec<Event>,
+    pub(crate) deleted: Vec<DeletedSize>,
 }
 
-/// Decodes one log record: its events and the sizes of the collections it deleted.
-pub(crate) fn decode_record(bytes: &[u8]) -> Result<(Vec<Event>, Vec<DeletedSize>)> {
+/// Decodes the log record stored under `key` (its last revision): its revisions, oldest
+/// first.
+pub(crate) fn decode_log_record(key: &[u8], bytes: &[u8]) -> Result<Vec<Revision>> {
+    let last = read_be(key)?;
     let mut r = Reader(bytes);
-    let n = r.u32()?;
-    let mut events = Vec::with_capacity(n.min(1024) as usize);
-    let mut deleted = Vec::new();
-    for _ in 0..n {
-        let tag = r.take(1)?[0];
-        let key = r.bytes()?.to_vec();
-        if tag == b'S' {
-            let kind = r.take(1)?[0];
-            let kind = CollectionKind::from_tag(kind)
-                .ok_or_else(|| corrupted(format!("unknown collection kind {kind:#x}")))?;
-            let size = read_be(r.take(8)?)? as u64;
-            deleted.push(DeletedSize { key, kind, size });
-            continue;
+    let mut decoded = Vec::new();
+    loop {
+        let (events, deleted) = r.revision()?;
+        decoded.push((events, deleted));
+        if r.0.is_empty() {
+            break;
         }
-        events.push(match tag {
-            b'P' => {
-                let entry = r
-                    .opt_entry(&key)?
-                    .ok_or_else(|| corrupted("a put event without its entry"))?;
-                let prev = r.opt_entry(&key)?;
-                Event::Put { entry, prev }
-            }
-            b'D' => {
-                let prev = r.opt_entry(&key)?;
-                Event::Delete { key, prev }
-            }
-            b'C' => {
-                let tag = r.take(1)?[0];
-                let kind = CollectionKind::from_tag(tag)
-                    .ok_or_else(|| corrupted(format!("unknown collection kind {tag:#x}")))?;
-                let mut changes = decode_changes(r.bytes()?)?;
-                if changes.len() != 1 {
-                    return Err(corrupted("a collection event without exactly one change"));
-                }
-                let change = changes.remove(0);
-                Event::Collection(CollectionEvent { key, kind, change })
-            }
-            other => return Err(corrupted(format!("unknown event tag {other:#x}"))),
-        });
     }
-    if !r.0.is_empty() {
-        return Err(corrupted("trailing bytes after a log record"));
+    let first = last - (decoded.len() as i64 - 1);
+    if first < 1 {
+        return Err(corrupted(format!(
+            "the log record of revision {last} holds {} revisions",
+            decoded.len()
+        )));
     }
-    Ok((events, deleted))
+    Ok(decoded
+        .into_iter()
+        .zip(first..)
+        .map(|((events, deleted), revision)| Revision {
+            revision,
+            events,
+            deleted,
+        })
+        .collect())
+}
+
+/// The first revision of the log record stored under `key`.
+pub(crate) fn first_revision(key: &[u8], bytes: &[u8]) -> Result<i64> {
+    let revisions = decode_log_record(key, bytes)?;
+    Ok(revisions[0].revision)
 }
 
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
+    /// Reads the encoding of one revision.
+    fn revision(&mut self) -> Result<(Vec<Event>, Vec<DeletedSize>)> {
+        let r = self;
+        let n = r.u32()?;
+        let mut events = Vec::with_capacity(n.min(1024) as usize);
+        let mut deleted = Vec::new();
+        for _ in 0..n {
+            let tag = r.take(1)?[0];
+            let key = r.bytes()?.to_vec();
+            if tag == b'S' {
+                let kind = r.take(1)?[0];
+                let kind = CollectionKind::from_tag(kind)
+                    .ok_or_else(|| corrupted(format!("unknown collection kind {kind:#x}")))?;
+                let size = read_be(r.take(8)?)? as u64;
+                deleted.push(DeletedSize { key, kind, size });
+                continue;
+            }
+            events.push(match tag {
+                b'P' => {
+                    let entry = r
+                        .opt_entry(&key)?
+                        .ok_or_else(|| corrupted("a put event without its entry"))?;
+                    let prev = r.opt_entry(&key)?;
+                    Event::Put { entry, prev }
+                }
+                b'D' => {
+                    let prev = r.opt_entry(&key)?;
+                    Event::Delete { key, prev }
+                }
+                b'C' => {
+                    let tag = r.take(1)?[0];
+                    let kind = CollectionKind::from_tag(tag)
+                        .ok_or_else(|| corrupted(format!("unknown collection kind {tag:#x}")))?;
+                    let mut changes = decode_changes(r.bytes()?)?;
+                    if changes.len() != 1 {
+                        return Err(corrupted("a collection event without exactly one change"));
+                    }
+                    let change = changes.remove(0);
+                    Event::Collection(CollectionEvent { key, kind, change })
+                }
+                other => return Err(corrupted(format!("unknown event tag {other:#x}"))),
+            });
+        }
+        Ok((events, deleted))
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if self.0.len() < n {
             return Err(corrupted("a log record is truncated"));
@@ -304,16 +355,33 @@ mod tests {
                 prev: Some(entry("b", "", 1)),
             },
         ];
-        assert_eq!(decode_events(&encode_events(&events, &[])).unwrap(), events);
         let deleted = vec![DeletedSize {
             key: b"s".to_vec(),
             kind: CollectionKind::Set,
             size: 7,
         }];
+        // A record of one revision, as layout version 1 wrote it.
+        let one = decode_log_record(&be(4), &encode_events(&events, &deleted)).unwrap();
+        assert_eq!(one.len(), 1);
         assert_eq!(
-            decode_record(&encode_events(&events, &deleted)).unwrap(),
-            (events, deleted)
+            (one[0].revision, &one[0].events, &one[0].deleted),
+            (4, &events, &deleted)
         );
+        // A group's record: its revisions in order, the last one its key.
+        let mut record = Vec::new();
+        append_events(&mut record, &events, &[]);
+        append_events(&mut record, &events[1..], &deleted);
+        append_events(&mut record, &[], &[]);
+        let group = decode_log_record(&be(9), &record).unwrap();
+        let revisions: Vec<_> = group.iter().map(|r| r.revision).collect();
+        assert_eq!(revisions, [7, 8, 9]);
+        assert_eq!(group[1].events, events[1..]);
+        assert_eq!(group[1].deleted, deleted);
+        assert!(group[2].events.is_empty());
+        assert_eq!(first_revision(&be(9), &record).unwrap(), 7);
+        // More revisions than the key leaves room for.
+        let err = decode_log_record(&be(2), &record).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupted);
     }
 
     #[test]
@@ -325,7 +393,11 @@ mod tests {
             }],
             &[],
         );
-        let err = decode_events(&bytes[..bytes.len() - 1]).unwrap_err();
+        let err = decode_log_record(&be(1), &bytes[..bytes.len() - 1]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupted);
+        let err = decode_log_record(&be(1), &[]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupted);
+        let err = decode_log_record(b"short", &bytes).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corrupted);
         assert!(decode_entry(b"k", b"short", false).is_err());
     }

@@ -4,13 +4,16 @@
 //!
 //! A transaction is a job on the queue. The caller that queues a job while no leader is
 //! active becomes the leader; that decision is made under the queue mutex, so a queued job
-//! always has a leader. The leader takes every queued job and runs them as one group: each
+//! always has a leader. The leader yields once, so that the writers ready to run queue
+//! their jobs too (under flush-on-commit they also queue while a group flushes; a buffered
+//! group has no flush to wait for), then takes every queued job and runs them as one
+//! group, whose revisions share one log record: each
 //! job gets its own compares, results and (when it changes keys) the next revision, and a
 //! job whose planning fails gets its error and contributes nothing. Once the group is
 //! committed and durable, the leader publishes its last revision, answers every job, and
 //! hands the leadership to the caller of the first job queued meanwhile, or ends it when
 //! none is. Each caller so leads at most the one group that holds its own job, and a write
-//! that meets no other pays one extra mutex round and no await.
+//! that meets no other pays one extra mutex round and one yield.
 //!
 //! Cancellation: a leader whose future is dropped while its group flushes finishes that
 //! group on the spot (a blocking flush, then publication and the answers, in
@@ -64,6 +67,11 @@ impl Core {
     /// Runs one group as its leader, then hands the leadership on (when `leadership` drops,
     /// after the group's jobs are answered).
     async fn lead(&self, leadership: Leadership) {
+        // Lets the writers that are ready to run queue their jobs first, the callers the
+        // last group answered among them: without it, a group commits on the thread that
+        // answered the last one before those callers could run again, and groups stay
+        // small whenever nothing else (a flush) holds the leader.
+        tokio::task::yield_now().await;
         let mut group = self.run_group();
         if group.must_flush {
             group.flushed = Some(self.flush().await);
@@ -342,7 +350,7 @@ mod tests {
             .map(|i| spawn_txn(&core, put(&format!("group/f{i}"), "1")))
             .collect();
         queued(&core, followers.len()).await;
-        // Cancelled at its first await: the flush of its group.
+        // Cancelled at its next await: the flush of its group.
         leader.abort();
         drop(writer);
         assert!(leader.await.unwrap_err().is_cancelled());

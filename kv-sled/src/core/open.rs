@@ -4,7 +4,8 @@
 
 use super::claim::{LOCK_POLL, PathClaim};
 use super::codec::{
-    COMPACT_KEY, FORMAT_KEY, FORMAT_VERSION, LEASE_SEQ_KEY, LeaseRecord, be, corrupted, read_be,
+    COMPACT_KEY, FORMAT_KEY, FORMAT_VERSION, LEASE_SEQ_KEY, LeaseRecord, OLDEST_FORMAT_VERSION, be,
+    corrupted, first_revision, read_be,
 };
 use super::{Core, LeaseIndex, Trees, Writer};
 use crate::config::{Durability, SledConfig};
@@ -61,7 +62,7 @@ pub(crate) fn open(
         None => 0,
     };
     let log_floor = match trees.log.first().map_err(|e| map_error("open", e))? {
-        Some((key, _)) => read_be(&key)?,
+        Some((key, record)) => first_revision(&key, &record)?,
         None => revision + 1,
     };
     let compact_floor = meta_i64(&trees, COMPACT_KEY)?
@@ -147,15 +148,28 @@ fn meta_i64(trees: &Trees, key: &[u8]) -> Result<Option<i64>> {
         .transpose()
 }
 
-/// Checks the stored layout version, writing it into a new database.
+/// Checks the stored layout version, writing it into a new database and over an older one
+/// this build reads.
 fn check_format(db: &sled::Db, trees: &Trees) -> Result<()> {
     match meta_i64(trees, FORMAT_KEY)? {
         Some(version) if version == FORMAT_VERSION as i64 => Ok(()),
+        // An older layout this build reads as it is: marked as the current one before
+        // anything is written in it, so that an older build refuses it from then on.
+        Some(version)
+            if (OLDEST_FORMAT_VERSION as i64..FORMAT_VERSION as i64).contains(&version) =>
+        {
+            trees
+                .meta
+                .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
+                .map_err(|e| map_error("open", e))?;
+            db.flush().map_err(|e| map_error("open", e))?;
+            Ok(())
+        }
         Some(version) => Err(Error::new(
             ErrorKind::Corrupted,
             format!(
                 "the sled database was written with layout version {version}; this build \
-                 reads layout version {FORMAT_VERSION} only"
+                 reads layout versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}"
             ),
         )),
         None => {

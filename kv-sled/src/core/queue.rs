@@ -1,7 +1,7 @@
 //! The queue of a group commit: the jobs waiting for a group, the leadership that runs them,
 //! and the state of a group being planned (see [`group`](super::group) for how groups run).
 
-use super::codec::encode_events;
+use super::codec::{LOG_RECORD_BYTES, append_events, encode_events};
 use super::writes::{Plan, TreeState, Writer, Writes};
 use keyplane_core::raw::emulation::Overlay;
 use keyplane_core::{Result, Txn, TxnResponse};
@@ -61,7 +61,8 @@ impl Queue {
 }
 
 /// The state of a group being planned: the data as its jobs so far left it, and their
-/// writes to the other trees.
+/// writes to the other trees (their revisions' events in as few log records as
+/// [`LOG_RECORD_BYTES`] allows).
 pub(crate) struct GroupState<'a> {
     data: GroupData<'a>,
     leases: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
@@ -99,8 +100,15 @@ impl<'a> GroupState<'a> {
         self.meta.extend(plan.meta);
         if let Some(events) = plan.events {
             self.revision += 1;
-            self.log
-                .push((self.revision, encode_events(&events, &plan.deleted)));
+            match self.log.last_mut() {
+                Some((last, record)) if record.len() < LOG_RECORD_BYTES => {
+                    *last = self.revision;
+                    append_events(record, &events, &plan.deleted);
+                }
+                _ => self
+                    .log
+                    .push((self.revision, encode_events(&events, &plan.deleted))),
+            }
         }
         self.revision
     }

@@ -82,7 +82,8 @@ pub(crate) struct Writes {
     pub(crate) leases: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// Meta tree inserts.
     pub(crate) meta: Vec<(&'static [u8], Vec<u8>)>,
-    /// The log records of the revisions it commits, ascending from the next revision.
+    /// The log records of the revisions it commits, each under its last revision, ascending
+    /// from the one that holds the next revision.
     pub(crate) log: Vec<(i64, Vec<u8>)>,
 }
 
