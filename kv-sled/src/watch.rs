@@ -3,11 +3,11 @@
 //! same path, so nothing falls between them, and a watcher that saw revision `r` before a
 //! restart resumes from `r + 1` after it.
 
-use crate::core::codec::{COMPACT_KEY, be, decode_log_record};
+use crate::core::codec::{COMPACT_KEY, Select, be, decode_log_record_with};
 use crate::core::{Core, Plan};
 use crate::error::map_error;
 use futures::StreamExt;
-use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_core::{Error, ErrorKind, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -108,7 +108,14 @@ impl Cursor {
         }
         for (key, record) in records {
             // Keyed by its last revision, the first record read may begin before `next`.
-            for logged in decode_log_record(&key, &record)? {
+            let opts = &self.opts;
+            let select = Select {
+                event: &|key, collection| {
+                    (opts.collections || !collection) && opts.range.contains(key)
+                },
+                prev: opts.prev,
+            };
+            for logged in decode_log_record_with(&key, &record, &select)? {
                 if logged.revision < self.next {
                     continue;
                 }
@@ -118,15 +125,10 @@ impl Cursor {
                         self.next
                     )));
                 }
-                let events: Vec<Event> = logged
-                    .events
-                    .into_iter()
-                    .filter(|e| self.opts.covers(e))
-                    .map(|e| self.opts.shape(&e))
-                    .collect();
-                if !events.is_empty() {
+                // Decoded as `covers` and `shape` would leave them.
+                if !logged.events.is_empty() {
                     self.ready
-                        .push_back(WatchBatch::new(logged.revision, events));
+                        .push_back(WatchBatch::new(logged.revision, logged.events));
                 }
                 self.next = logged.revision + 1;
             }

@@ -63,20 +63,22 @@ pub(crate) fn decode_entry(key: &[u8], bytes: &[u8], keys_only: bool) -> Result<
         return Err(corrupted("a data record is shorter than its header")
             .with_context("key", keyplane_core::raw::escape_bytes(key)));
     }
-    let field = |i: usize| i64::from_be_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8"));
+    let (header, value) = bytes.split_at(HEADER);
+    Ok(entry_of(key, header, if keys_only { &[] } else { value }))
+}
+
+/// The entry of `key` with a [`HEADER`]-byte `header` and `value`.
+fn entry_of(key: &[u8], header: &[u8], value: &[u8]) -> Entry {
+    let field = |i: usize| i64::from_be_bytes(header[i * 8..i * 8 + 8].try_into().expect("8"));
     let lease = field(3);
-    Ok(Entry {
+    Entry {
         key: key.to_vec(),
-        value: if keys_only {
-            Vec::new()
-        } else {
-            bytes[HEADER..].to_vec()
-        },
+        value: value.to_vec(),
         create_revision: field(0),
         mod_revision: field(1),
         version: field(2),
         lease: (lease != 0).then_some(LeaseId(lease)),
-    })
+    }
 }
 
 fn put_meta(out: &mut Vec<u8>, e: &Entry) {
@@ -150,14 +152,41 @@ pub(crate) struct Revision {
     pub(crate) deleted: Vec<DeletedSize>,
 }
 
+/// Which events of a log record to decode, and whether with their previous entries: the
+/// others are skipped without allocating.
+pub(crate) struct Select<'a> {
+    /// Whether to decode the event of this key (`true`: a collection event).
+    pub(crate) event: &'a dyn Fn(&[u8], bool) -> bool,
+    /// Whether to decode previous entries (else they are `None`).
+    pub(crate) prev: bool,
+}
+
+impl Select<'_> {
+    /// Every event, with its previous entry.
+    pub(crate) const ALL: Select<'static> = Select {
+        event: &|_, _| true,
+        prev: true,
+    };
+}
+
 /// Decodes the log record stored under `key` (its last revision): its revisions, oldest
 /// first.
 pub(crate) fn decode_log_record(key: &[u8], bytes: &[u8]) -> Result<Vec<Revision>> {
+    decode_log_record_with(key, bytes, &Select::ALL)
+}
+
+/// [`decode_log_record`] of the events `select` picks (the sizes of deleted collections
+/// always).
+pub(crate) fn decode_log_record_with(
+    key: &[u8],
+    bytes: &[u8],
+    select: &Select<'_>,
+) -> Result<Vec<Revision>> {
     let last = read_be(key)?;
     let mut r = Reader(bytes);
     let mut decoded = Vec::new();
     loop {
-        let (events, deleted) = r.revision()?;
+        let (events, deleted) = r.revision(select)?;
         decoded.push((events, deleted));
         if r.0.is_empty() {
             break;
@@ -183,55 +212,77 @@ pub(crate) fn decode_log_record(key: &[u8], bytes: &[u8]) -> Result<Vec<Revision
 
 /// The first revision of the log record stored under `key`.
 pub(crate) fn first_revision(key: &[u8], bytes: &[u8]) -> Result<i64> {
-    let revisions = decode_log_record(key, bytes)?;
+    let none = Select {
+        event: &|_, _| false,
+        prev: false,
+    };
+    let revisions = decode_log_record_with(key, bytes, &none)?;
     Ok(revisions[0].revision)
 }
 
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
-    /// Reads the encoding of one revision.
-    fn revision(&mut self) -> Result<(Vec<Event>, Vec<DeletedSize>)> {
+    /// Reads the encoding of one revision, decoding what `select` picks.
+    fn revision(&mut self, select: &Select<'_>) -> Result<(Vec<Event>, Vec<DeletedSize>)> {
         let r = self;
         let n = r.u32()?;
         let mut events = Vec::with_capacity(n.min(1024) as usize);
         let mut deleted = Vec::new();
         for _ in 0..n {
             let tag = r.take(1)?[0];
-            let key = r.bytes()?.to_vec();
-            if tag == b'S' {
-                let kind = r.take(1)?[0];
-                let kind = CollectionKind::from_tag(kind)
-                    .ok_or_else(|| corrupted(format!("unknown collection kind {kind:#x}")))?;
-                let size = read_be(r.take(8)?)? as u64;
-                deleted.push(DeletedSize { key, kind, size });
-                continue;
-            }
-            events.push(match tag {
+            let key = r.bytes()?;
+            let keep = match tag {
+                b'S' => true,
+                b'P' | b'D' => (select.event)(key, false),
+                b'C' => (select.event)(key, true),
+                other => return Err(corrupted(format!("unknown event tag {other:#x}"))),
+            };
+            match tag {
+                b'S' => {
+                    let kind = collection_kind(r.take(1)?[0])?;
+                    let size = read_be(r.take(8)?)? as u64;
+                    deleted.push(DeletedSize {
+                        key: key.to_vec(),
+                        kind,
+                        size,
+                    });
+                }
                 b'P' => {
-                    let entry = r
-                        .opt_entry(&key)?
-                        .ok_or_else(|| corrupted("a put event without its entry"))?;
-                    let prev = r.opt_entry(&key)?;
-                    Event::Put { entry, prev }
+                    let entry = r.opt_entry(key, keep)?;
+                    let prev = r.opt_entry(key, keep && select.prev)?;
+                    if keep {
+                        let entry =
+                            entry.ok_or_else(|| corrupted("a put event without its entry"))?;
+                        events.push(Event::Put { entry, prev });
+                    }
                 }
                 b'D' => {
-                    let prev = r.opt_entry(&key)?;
-                    Event::Delete { key, prev }
-                }
-                b'C' => {
-                    let tag = r.take(1)?[0];
-                    let kind = CollectionKind::from_tag(tag)
-                        .ok_or_else(|| corrupted(format!("unknown collection kind {tag:#x}")))?;
-                    let mut changes = decode_changes(r.bytes()?)?;
-                    if changes.len() != 1 {
-                        return Err(corrupted("a collection event without exactly one change"));
+                    let prev = r.opt_entry(key, keep && select.prev)?;
+                    if keep {
+                        events.push(Event::Delete {
+                            key: key.to_vec(),
+                            prev,
+                        });
                     }
-                    let change = changes.remove(0);
-                    Event::Collection(CollectionEvent { key, kind, change })
                 }
-                other => return Err(corrupted(format!("unknown event tag {other:#x}"))),
-            });
+                _ => {
+                    let kind = collection_kind(r.take(1)?[0])?;
+                    let changes = r.bytes()?;
+                    if keep {
+                        let mut changes = decode_changes(changes)?;
+                        if changes.len() != 1 {
+                            return Err(corrupted("a collection event without exactly one change"));
+                        }
+                        let change = changes.remove(0);
+                        events.push(Event::Collection(CollectionEvent {
+                            key: key.to_vec(),
+                            kind,
+                            change,
+                        }));
+                    }
+                }
+            }
         }
         Ok((events, deleted))
     }
@@ -254,19 +305,23 @@ impl<'a> Reader<'a> {
         self.take(n)
     }
 
-    fn opt_entry(&mut self, key: &[u8]) -> Result<Option<Entry>> {
+    /// An optional entry of `key`; read past without allocating unless `keep`.
+    fn opt_entry(&mut self, key: &[u8], keep: bool) -> Result<Option<Entry>> {
         match self.take(1)?[0] {
             0 => Ok(None),
             1 => {
                 let header = self.take(HEADER)?;
                 let value = self.bytes()?;
-                let mut record = header.to_vec();
-                record.extend_from_slice(value);
-                decode_entry(key, &record, false).map(Some)
+                Ok(keep.then(|| entry_of(key, header, value)))
             }
             other => Err(corrupted(format!("bad entry marker {other:#x}"))),
         }
     }
+}
+
+fn collection_kind(tag: u8) -> Result<CollectionKind> {
+    CollectionKind::from_tag(tag)
+        .ok_or_else(|| corrupted(format!("unknown collection kind {tag:#x}")))
 }
 
 /// A lease as stored: its granted TTL and its wall-clock deadline, both in milliseconds.
@@ -379,6 +434,16 @@ mod tests {
         assert_eq!(group[1].deleted, deleted);
         assert!(group[2].events.is_empty());
         assert_eq!(first_revision(&be(9), &record).unwrap(), 7);
+        // Only the events selected, without their previous entries.
+        let select = Select {
+            event: &|key, _| key == b"a",
+            prev: false,
+        };
+        let picked = decode_log_record_with(&be(9), &record, &select).unwrap();
+        assert_eq!(picked.len(), 3);
+        assert_eq!(picked[0].events, [events[0].without_prev()]);
+        assert!(picked[1].events.is_empty());
+        assert_eq!(picked[1].deleted, deleted);
         // More revisions than the key leaves room for.
         let err = decode_log_record(&be(2), &record).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corrupted);

@@ -35,8 +35,16 @@ struct Figures {
     resume_ms: f64,
 }
 
-/// Loads `n` keys, writes 10,000 single-key revisions, then times the range and the resume.
-async fn figures(budget: Budget, store: Arc<dyn Store>, n: u64) -> Figures {
+/// A store loaded with `n` keys and then 10,000 single-key revisions.
+struct Loaded {
+    store: Arc<dyn Store>,
+    load_keys_per_s: f64,
+    /// The first of the 10,000 revisions.
+    first: i64,
+}
+
+/// Loads `n` keys, then writes 10,000 single-key revisions.
+async fn load(store: Arc<dyn Store>, n: u64) -> Loaded {
     let started = Instant::now();
     BulkLoader::new(store.as_ref())
         .concurrency(8)
@@ -60,39 +68,68 @@ async fn figures(budget: Budget, store: Arc<dyn Store>, n: u64) -> Figures {
         .buffer_unordered(16)
         .collect::<Vec<()>>()
         .await;
-
-    let rounds = if budget.quick { 5 } else { 15 };
-    let mut ranges = Vec::new();
-    for _ in 0..rounds {
-        let started = Instant::now();
-        for _ in 0..20 {
-            range_100(store.as_ref()).await;
-        }
-        ranges.push(started.elapsed().as_secs_f64() * 1e6 / 20.0);
-    }
-    let mut resumes = Vec::new();
-    for _ in 0..rounds.min(7) {
-        let started = Instant::now();
-        let mut watch = store
-            .watch(WatchOptions::prefix("bench/w/").from_revision(first))
-            .await
-            .unwrap();
-        let mut seen = 0u64;
-        while seen < REVISIONS {
-            let batch = watch
-                .next()
-                .await
-                .expect("watch ended")
-                .expect("watch failed");
-            seen += batch.events.len() as u64;
-        }
-        resumes.push(started.elapsed().as_secs_f64() * 1e3);
-    }
-    Figures {
+    Loaded {
+        store,
         load_keys_per_s,
+        first,
+    }
+}
+
+/// One sample of the range: µs per range of 100 keys, over 20 ranges.
+async fn range_sample(loaded: &Loaded) -> f64 {
+    let started = Instant::now();
+    for _ in 0..20 {
+        range_100(loaded.store.as_ref()).await;
+    }
+    started.elapsed().as_secs_f64() * 1e6 / 20.0
+}
+
+/// One sample of the resume: ms to read the 10,000 revisions from the first.
+async fn resume_sample(loaded: &Loaded) -> f64 {
+    let started = Instant::now();
+    let mut watch = loaded
+        .store
+        .watch(WatchOptions::prefix("bench/w/").from_revision(loaded.first))
+        .await
+        .unwrap();
+    let mut seen = 0u64;
+    while seen < REVISIONS {
+        let batch = watch
+            .next()
+            .await
+            .expect("watch ended")
+            .expect("watch failed");
+        seen += batch.events.len() as u64;
+    }
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+/// The range and the resume in the small and the large store, both loaded first and then
+/// sampled in turn, like a paired comparison: sampling the small store before the large one
+/// is loaded would compare a process that has just loaded 10^6 keys (its allocator's state,
+/// the backend's background work) with a fresh one, not two store sizes.
+async fn sizes(budget: Budget, small: &Loaded, large: &Loaded) -> (Figures, Figures) {
+    let rounds = if budget.quick { 5 } else { 15 };
+    let (mut ranges, mut resumes) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    for round in 0..rounds {
+        for (i, loaded) in [small, large].into_iter().enumerate() {
+            ranges[i].push(range_sample(loaded).await);
+            if round < rounds.min(7) {
+                resumes[i].push(resume_sample(loaded).await);
+            }
+        }
+    }
+    let [small_ranges, large_ranges] = ranges;
+    let [small_resumes, large_resumes] = resumes;
+    let figures = |loaded: &Loaded, ranges, resumes| Figures {
+        load_keys_per_s: loaded.load_keys_per_s,
         range_us: median(ranges),
         resume_ms: median(resumes),
-    }
+    };
+    (
+        figures(small, small_ranges, small_resumes),
+        figures(large, large_ranges, large_resumes),
+    )
 }
 
 /// Reads every key under `bench/k/` through the store in pages of 10,000; keys per second.
@@ -176,11 +213,11 @@ async fn memory(budget: Budget, report: &mut Report) {
             ..MemConfig::default()
         }))
     };
-    let small = figures(budget, open(), SMALL).await;
-    let large_store = open();
-    let large = figures(budget, large_store.clone(), LARGE).await;
+    let small = load(open(), SMALL).await;
+    let large_store = load(open(), LARGE).await;
+    let (small, large) = sizes(budget, &small, &large_store).await;
     report_sizes(report, "memory", &small, &large);
-    let ours = export(large_store.as_ref(), LARGE).await;
+    let ours = export(large_store.store.as_ref(), LARGE).await;
     report.add(Measure::new(
         "memory bulk load of 10^6 keys",
         large.load_keys_per_s,
@@ -202,11 +239,11 @@ async fn sled(budget: Budget, report: &mut Report) {
     let open = |dir: &tempfile::TempDir| -> Arc<dyn Store> {
         Arc::new(SledStore::open(SledConfig::new(dir.path()).history_retention(RETENTION)).unwrap())
     };
-    let small = figures(budget, open(&a), SMALL).await;
-    let large_store = open(&b);
-    let large = figures(budget, large_store.clone(), LARGE).await;
+    let small = load(open(&a), SMALL).await;
+    let large_store = load(open(&b), LARGE).await;
+    let (small, large) = sizes(budget, &small, &large_store).await;
     report_sizes(report, "sled", &small, &large);
-    let ours_export = export(large_store.as_ref(), LARGE).await;
+    let ours_export = export(large_store.store.as_ref(), LARGE).await;
     drop(large_store);
 
     // Raw: batches of 4,096 inserts, flushed like the store's default durability.
@@ -282,11 +319,11 @@ async fn redis(budget: Budget, report: &mut Report) {
         let store: Arc<dyn Store> = Arc::new(RedisStore::open(config).await.expect("connect"));
         store
     };
-    let small = figures(budget, open(&small_server).await, SMALL).await;
-    let large_store = open(&large_server).await;
-    let large = figures(budget, large_store.clone(), LARGE).await;
+    let small = load(open(&small_server).await, SMALL).await;
+    let large_store = load(open(&large_server).await, LARGE).await;
+    let (small, large) = sizes(budget, &small, &large_store).await;
     report_sizes(report, "redis", &small, &large);
-    let ours_export = export(large_store.as_ref(), LARGE).await;
+    let ours_export = export(large_store.store.as_ref(), LARGE).await;
 
     // Raw, on the small server under another prefix: pipelined SETs of 1,000 keys, 8 in
     // flight; the export lists the keys with SCAN and reads them with MGET.
@@ -358,11 +395,11 @@ async fn etcd(budget: Budget, report: &mut Report) {
         );
         store
     };
-    let small = figures(budget, open(&small_server).await, SMALL).await;
-    let large_store = open(&large_server).await;
-    let large = figures(budget, large_store.clone(), LARGE).await;
+    let small = load(open(&small_server).await, SMALL).await;
+    let large_store = load(open(&large_server).await, LARGE).await;
+    let (small, large) = sizes(budget, &small, &large_store).await;
     report_sizes(report, "etcd", &small, &large);
-    let ours_export = export(large_store.as_ref(), LARGE).await;
+    let ours_export = export(large_store.store.as_ref(), LARGE).await;
 
     // Raw, on the small server under another prefix: transactions of 128 puts, 8 in flight;
     // the export reads pages of 10,000 keys.
