@@ -238,3 +238,89 @@ async fn collections_survive_restarts_and_are_deleted_with_their_prefix() {
     );
     store.check_consistency().unwrap();
 }
+
+/// Large transactions written concurrently, each over keys some of which exist (a bulk
+/// write's group reads the span of its keys ahead): every put gets the version, create
+/// revision and previous entry the key had, whatever other keys lie in the span and
+/// whichever group the transaction joined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_concurrent_transactions_see_every_previous_entry() {
+    const TXNS: usize = 8;
+    const KEYS: usize = 3000;
+    let dir = TempDir::new().unwrap();
+    let store = SledStore::open(SledConfig::new(dir.path())).unwrap();
+    // Every third key exists, at version 2; keys of no transaction sit between them.
+    let existing: Vec<usize> = (0..TXNS * KEYS).step_by(3).collect();
+    for value in ["a", "b"] {
+        for chunk in existing.chunks(1000) {
+            let ops = chunk.iter().flat_map(|i| {
+                [
+                    TxnOp::put(format!("big/{i:06}"), value),
+                    TxnOp::put(format!("big/{i:06}/x"), "other"),
+                ]
+            });
+            store.txn(Txn::new().and_then(ops)).await.unwrap();
+        }
+    }
+    let start = store.revision().await.unwrap();
+    let mut watch = store
+        .watch(
+            WatchOptions::prefix("big/")
+                .from_revision(start + 1)
+                .with_prev(),
+        )
+        .await
+        .unwrap();
+    let txns: Vec<_> = (0..TXNS)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let ops =
+                    (t * KEYS..(t + 1) * KEYS).map(|i| TxnOp::put(format!("big/{i:06}"), "c"));
+                store.txn(Txn::new().and_then(ops)).await.unwrap().revision
+            })
+        })
+        .collect();
+    let mut revisions = Vec::new();
+    for txn in txns {
+        revisions.push(txn.await.unwrap());
+    }
+    revisions.sort_unstable();
+    assert_eq!(
+        revisions,
+        ((start + 1)..=(start + TXNS as i64)).collect::<Vec<_>>()
+    );
+    let mut puts = 0;
+    while puts < TXNS * KEYS {
+        let batch = tokio::time::timeout(Duration::from_secs(20), watch.next())
+            .await
+            .expect("every revision reaches the watcher")
+            .unwrap()
+            .unwrap();
+        assert_eq!(batch.events.len(), KEYS);
+        for event in batch.events {
+            let Event::Put { entry, prev } = event else {
+                panic!("only puts were written");
+            };
+            let i: usize = std::str::from_utf8(&entry.key[4..])
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(entry.value, b"c");
+            assert_eq!(entry.mod_revision, batch.revision);
+            if i % 3 == 0 {
+                let prev = prev.expect("the key existed");
+                assert_eq!((prev.value.as_slice(), prev.version), (&b"b"[..], 2));
+                assert_eq!(entry.version, 3);
+                assert_eq!(entry.create_revision, prev.create_revision);
+            } else {
+                assert!(prev.is_none(), "big/{i:06} did not exist");
+                assert_eq!((entry.version, entry.create_revision), (1, batch.revision));
+            }
+            puts += 1;
+        }
+    }
+    let other = store.get(b"big/000000/x").await.unwrap().unwrap();
+    assert_eq!(other.value, b"other");
+    store.check_consistency().unwrap();
+}

@@ -6,12 +6,12 @@
 //! active becomes the leader; that decision is made under the queue mutex, so a queued job
 //! always has a leader. The leader yields once, so that the writers ready to run queue
 //! their jobs too (under flush-on-commit they also queue while a group flushes; a buffered
-//! group has no flush to wait for), then takes every queued job and runs them as one
-//! group, whose revisions share one log record: each
+//! group has no flush to wait for), then takes the queued jobs (up to [`GROUP_OPS`] ops)
+//! and runs them as one group, whose revisions share one log record: each
 //! job gets its own compares, results and (when it changes keys) the next revision, and a
 //! job whose planning fails gets its error and contributes nothing. Once the group is
 //! committed and durable, the leader publishes its last revision, answers every job, and
-//! hands the leadership to the caller of the first job queued meanwhile, or ends it when
+//! hands the leadership to the caller of the first job still queued, or ends it when
 //! none is. Each caller so leads at most the one group that holds its own job, and a write
 //! that meets no other pays one extra mutex round and one yield.
 //!
@@ -22,7 +22,7 @@
 //! finds its caller gone moves on to the next job.
 
 use super::queue::{GroupState, Job, Leadership, PlanJob, Reply};
-use super::writes::{Commits, TreeState};
+use super::writes::{Commits, GroupBase};
 use super::{Core, expire_due};
 use crate::config::Durability;
 use crate::error::map_error;
@@ -30,6 +30,11 @@ use keyplane_core::{Error, Result, Txn, TxnResponse};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::oneshot;
+
+/// Most ops one group plans (a transaction larger than that is a group of its own). A
+/// larger sled transaction costs more per key it writes (its read and write sets, and the
+/// garbage its pinned epoch holds back, grow with it), and its readers wait behind it.
+const GROUP_OPS: usize = 8192;
 
 impl Core {
     /// Runs a validated transaction as a job of a group and returns its result once the
@@ -99,17 +104,19 @@ impl Core {
     /// Takes the queued jobs and commits them as one group; the flush, the publication and
     /// the answers are left to the returned [`InFlight`].
     fn run_group(&self) -> InFlight<'_> {
-        let jobs = std::mem::take(&mut self.group.lock().jobs);
+        let jobs = self.group.take(GROUP_OPS);
         let mut commits = Commits::default();
         let mut answers = Vec::with_capacity(jobs.len());
         {
             let mut w = self.lock_writer();
-            match expire_due(self, &mut w, &mut commits) {
+            let base = expire_due(self, &mut w, &mut commits).and_then(|()| {
+                GroupBase::new(&self.trees.data, jobs.iter().flat_map(Job::written))
+            });
+            match base {
                 Err(err) => {
                     answers.extend(jobs.into_iter().map(|job| (job.reply, Err(err.clone()))));
                 }
-                Ok(()) => {
-                    let tree = TreeState(&self.trees.data);
+                Ok(tree) => {
                     let mut group = GroupState::new(&tree, self.revision());
                     for job in jobs {
                         // Its caller is gone: nobody waits for it, so it is not run.

@@ -2,9 +2,9 @@
 //! and the state of a group being planned (see [`group`](super::group) for how groups run).
 
 use super::codec::{LOG_RECORD_BYTES, append_events, encode_events};
-use super::writes::{Plan, TreeState, Writer, Writes};
+use super::writes::{GroupBase, Plan, Writer, Writes};
 use keyplane_core::raw::emulation::Overlay;
-use keyplane_core::{Result, Txn, TxnResponse};
+use keyplane_core::{Result, Txn, TxnOp, TxnResponse};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::oneshot;
@@ -15,7 +15,7 @@ pub(crate) type PlanJob = fn(&Writer, &mut GroupState<'_>, &Txn) -> Result<TxnRe
 
 /// The data a job of a group sees: the data tree overlaid with the writes of the jobs
 /// planned before it in the group.
-pub(crate) type GroupData<'a> = Overlay<'a, TreeState<'a>>;
+pub(crate) type GroupData<'a> = Overlay<'a, GroupBase<'a>>;
 
 /// The queue of jobs waiting for a group, and whether a leader is active.
 #[derive(Default)]
@@ -58,6 +58,44 @@ impl Queue {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Waiting> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Takes the jobs of the next group: the queued ones, oldest first, while their ops add
+    /// up to at most `ops` (always one at least). The rest wait for the group after it.
+    pub(crate) fn take(&self, ops: usize) -> Vec<Job> {
+        let mut waiting = self.lock();
+        let mut total = 0;
+        let count = waiting
+            .jobs
+            .iter()
+            .take_while(|job| {
+                total += job.weight();
+                total <= ops
+            })
+            .count()
+            .max(1);
+        let count = count.min(waiting.jobs.len());
+        waiting.jobs.drain(..count).collect()
+    }
+}
+
+impl Job {
+    /// The keys its ops write (in either branch).
+    pub(crate) fn written(&self) -> impl Iterator<Item = &[u8]> {
+        let txn = &self.txn;
+        txn.success
+            .iter()
+            .chain(&txn.failure)
+            .filter_map(|op| match op {
+                TxnOp::Put { key, .. } | TxnOp::Delete { key } => Some(key.as_slice()),
+                _ => None,
+            })
+    }
+
+    /// How many ops its group may have to plan and write for it.
+    fn weight(&self) -> usize {
+        let txn = &self.txn;
+        1 + txn.compares.len() + txn.success.len().max(txn.failure.len())
+    }
 }
 
 /// The state of a group being planned: the data as its jobs so far left it, and their
@@ -72,7 +110,7 @@ pub(crate) struct GroupState<'a> {
 }
 
 impl<'a> GroupState<'a> {
-    pub(crate) fn new(data: &'a TreeState<'a>, revision: i64) -> Self {
+    pub(crate) fn new(data: &'a GroupBase<'a>, revision: i64) -> Self {
         GroupState {
             data: Overlay::new(data),
             leases: BTreeMap::new(),

@@ -1,6 +1,6 @@
 //! The vocabulary of the write path: the writer's own state, the writes of one sled
 //! transaction, what a writer section leaves to do, and the data tree as the emulation's
-//! ordered state.
+//! ordered state (as a group plans against it, with the span of its keys read ahead).
 
 use super::codec::LeaseRecord;
 use crate::error::map_error;
@@ -148,5 +148,149 @@ impl OrderedState for TreeState<'_> {
             .transpose()
             .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
             .map_err(|e| map_error("read", e))
+    }
+}
+
+/// A group's writes to this many keys or more are read ahead (see [`GroupBase`]).
+const READ_AHEAD_MIN: usize = 64;
+
+/// The data tree as a group plans against it: [`TreeState`], with the records in the span
+/// of the keys the group writes read ahead in one scan, when it writes many keys
+/// ([`READ_AHEAD_MIN`]) and few other keys lie between them. A bulk write then costs one
+/// pass over its span instead of one descent of the tree per key. Planning holds the writer
+/// mutex, so the tree does not change under the records read ahead.
+pub(crate) struct GroupBase<'a> {
+    tree: TreeState<'a>,
+    /// The span read ahead (both bounds included) and every record in it.
+    ahead: Option<(Vec<u8>, Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>)>,
+}
+
+impl<'a> GroupBase<'a> {
+    /// The data tree for a group that writes `keys`.
+    pub(crate) fn new<'k>(
+        tree: &'a sled::Tree,
+        keys: impl Iterator<Item = &'k [u8]>,
+    ) -> Result<Self> {
+        let mut base = GroupBase {
+            tree: TreeState(tree),
+            ahead: None,
+        };
+        let mut count = 0usize;
+        let mut span: Option<(&[u8], &[u8])> = None;
+        for key in keys {
+            count += 1;
+            span = Some(match span {
+                None => (key, key),
+                Some((lo, hi)) => (lo.min(key), hi.max(key)),
+            });
+        }
+        let Some((lo, hi)) = span.filter(|_| count >= READ_AHEAD_MIN) else {
+            return Ok(base);
+        };
+        // Past this many records the span holds mostly other keys: a descent per key is
+        // then cheaper than the pass.
+        let most = 2 * count + READ_AHEAD_MIN;
+        let mut records = BTreeMap::new();
+        for kv in tree.range::<&[u8], _>(lo..=hi) {
+            let (k, v) = kv.map_err(|e| map_error("read", e))?;
+            if records.len() == most {
+                return Ok(base);
+            }
+            records.insert(k.to_vec(), v.to_vec());
+        }
+        base.ahead = Some((lo.to_vec(), hi.to_vec(), records));
+        Ok(base)
+    }
+}
+
+impl OrderedState for GroupBase<'_> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match &self.ahead {
+            Some((lo, hi, records)) if lo.as_slice() <= key && key <= hi.as_slice() => {
+                Ok(records.get(key).cloned())
+            }
+            _ => self.tree.get(key),
+        }
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: Option<usize>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.tree.scan(start, end, limit)
+    }
+
+    fn last(&self, start: &[u8], end: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.tree.last(start, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(keys: impl IntoIterator<Item = String>) -> (sled::Db, sled::Tree) {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let tree = db.open_tree("data").unwrap();
+        for key in keys {
+            tree.insert(key.as_bytes(), key.as_bytes()).unwrap();
+        }
+        (db, tree)
+    }
+
+    fn written(keys: &[String]) -> impl Iterator<Item = &[u8]> {
+        keys.iter().map(|k| k.as_bytes())
+    }
+
+    #[test]
+    fn a_dense_span_is_read_ahead_and_answers_like_the_tree() {
+        // Every other key of the span exists.
+        let (_db, data) = tree((0..200).step_by(2).map(|i| format!("k/{i:03}")));
+        let keys: Vec<String> = (0..200).map(|i| format!("k/{i:03}")).collect();
+        let base = GroupBase::new(&data, written(&keys)).unwrap();
+        let (lo, hi, records) = base.ahead.as_ref().expect("read ahead");
+        assert_eq!(
+            (lo.as_slice(), hi.as_slice()),
+            (&b"k/000"[..], &b"k/199"[..])
+        );
+        assert_eq!(records.len(), 100);
+        let plain = TreeState(&data);
+        for key in keys
+            .iter()
+            .map(String::as_str)
+            .chain(["k/", "k/200", "j", "l"])
+        {
+            assert_eq!(
+                base.get(key.as_bytes()).unwrap(),
+                plain.get(key.as_bytes()).unwrap(),
+                "{key}"
+            );
+        }
+        assert_eq!(
+            base.scan(b"k/", b"k/010", None).unwrap(),
+            plain.scan(b"k/", b"k/010", None).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_span_mostly_of_other_keys_or_few_writes_is_not_read_ahead() {
+        let (_db, data) = tree((0..10_000).map(|i| format!("k/{i:05}")));
+        // 64 writes spread over 10,000 keys.
+        let spread: Vec<String> = (0..64).map(|i| format!("k/{:05}", i * 150)).collect();
+        let base = GroupBase::new(&data, written(&spread)).unwrap();
+        assert!(base.ahead.is_none());
+        assert_eq!(base.get(b"k/00150").unwrap(), Some(b"k/00150".to_vec()));
+        assert_eq!(base.get(b"k/00151x").unwrap(), None);
+        let few: Vec<String> = (0..READ_AHEAD_MIN - 1)
+            .map(|i| format!("k/{i:05}"))
+            .collect();
+        assert!(
+            GroupBase::new(&data, written(&few))
+                .unwrap()
+                .ahead
+                .is_none()
+        );
     }
 }

@@ -179,10 +179,10 @@ fn report_bulk(
             load.0,
             load.1,
             "keys/s",
-            if backend == "redis" {
-                Goal::AtLeast(0.5)
-            } else {
-                Goal::Info
+            match backend {
+                "redis" => Goal::AtLeast(0.5),
+                "sled" => Goal::AtLeast(0.8),
+                _ => Goal::Info,
             },
         )
         .note(format!("BulkLoader, 8 batches in flight; raw: {raw}")),
