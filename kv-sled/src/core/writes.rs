@@ -161,9 +161,11 @@ const READ_AHEAD_MIN: usize = 64;
 /// mutex, so the tree does not change under the records read ahead.
 pub(crate) struct GroupBase<'a> {
     tree: TreeState<'a>,
-    /// The span read ahead (both bounds included) and every record in it.
-    ahead: Option<(Vec<u8>, Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>)>,
+    ahead: Option<ReadAhead>,
 }
+
+/// A span read ahead (both bounds included) and every record in it.
+type ReadAhead = (Vec<u8>, Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>);
 
 impl<'a> GroupBase<'a> {
     /// The data tree for a group that writes `keys`.
