@@ -308,7 +308,7 @@ async fn large_concurrent_transactions_see_every_previous_entry() {
                 .unwrap();
             assert_eq!(entry.value, b"c");
             assert_eq!(entry.mod_revision, batch.revision);
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 let prev = prev.expect("the key existed");
                 assert_eq!((prev.value.as_slice(), prev.version), (&b"b"[..], 2));
                 assert_eq!(entry.version, 3);
