@@ -158,12 +158,7 @@ fn check_format(db: &sled::Db, trees: &Trees) -> Result<()> {
         Some(version)
             if (OLDEST_FORMAT_VERSION as i64..FORMAT_VERSION as i64).contains(&version) =>
         {
-            trees
-                .meta
-                .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
-                .map_err(|e| map_error("open", e))?;
-            db.flush().map_err(|e| map_error("open", e))?;
-            Ok(())
+            mark_current(db, trees)
         }
         Some(version) => Err(Error::new(
             ErrorKind::Corrupted,
@@ -182,12 +177,17 @@ fn check_format(db: &sled::Db, trees: &Trees) -> Result<()> {
                      this store",
                 ));
             }
-            trees
-                .meta
-                .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
-                .map_err(|e| map_error("open", e))?;
-            db.flush().map_err(|e| map_error("open", e))?;
-            Ok(())
+            mark_current(db, trees)
         }
     }
+}
+
+/// Writes the current layout version, durably.
+fn mark_current(db: &sled::Db, trees: &Trees) -> Result<()> {
+    trees
+        .meta
+        .insert(FORMAT_KEY, &be(FORMAT_VERSION as i64))
+        .map_err(|e| map_error("open", e))?;
+    db.flush().map_err(|e| map_error("open", e))?;
+    Ok(())
 }
