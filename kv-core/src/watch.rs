@@ -162,7 +162,14 @@ impl WatchOptions {
     /// Whether this watch reports `event`: its key is in the range, and a collection event
     /// only when collections were asked for.
     pub fn covers(&self, event: &Event) -> bool {
-        (self.collections || !event.is_collection()) && self.range.contains(event.key())
+        self.covers_key(event.key(), event.is_collection())
+    }
+
+    /// Whether this watch reports an event of `key` (`collection`: of a set, map or list),
+    /// as [`covers`](Self::covers) decides it: for a backend that reads its log without
+    /// decoding the events it would drop.
+    pub fn covers_key(&self, key: &[u8], collection: bool) -> bool {
+        (self.collections || !collection) && self.range.contains(key)
     }
 
     /// `event` as this watch reports it: without its previous entry unless asked for.

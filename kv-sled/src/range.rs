@@ -6,7 +6,7 @@ use crate::core::TreeState;
 use crate::core::codec::{be, decode_entry, decode_log_record};
 use crate::error::map_error;
 use keyplane_core::raw::emulation::{
-    Logged, Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
+    Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
 use keyplane_core::raw::validate_key;
 use keyplane_core::{Entry, RangeOptions, RangeResult, Result};
@@ -47,15 +47,11 @@ pub(crate) fn range(inner: &Core, opts: &RangeOptions) -> Result<RangeResult> {
     // Records are keyed by their last revision; the first may begin at or before `revision`.
     for record in inner.trees.log.range(be(revision + 1)..=be(current)) {
         let (key, record) = record.map_err(|e| map_error("range", e))?;
-        for logged in decode_log_record(&key, &record)? {
-            if logged.revision > revision {
-                events.push(Logged {
-                    revision: logged.revision,
-                    events: logged.events,
-                    deleted: logged.deleted,
-                });
-            }
-        }
+        events.extend(
+            decode_log_record(&key, &record)?
+                .into_iter()
+                .filter(|logged| logged.revision > revision),
+        );
     }
     let touched = Touched::new(opts, revision, &events);
     let fetch = touched.fetch_limit(opts);

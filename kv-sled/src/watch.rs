@@ -106,15 +106,13 @@ impl Cursor {
         if self.next < oldest {
             return Err(Error::compacted(oldest));
         }
+        let opts = &self.opts;
+        let select = Select {
+            event: &|key, collection| opts.covers_key(key, collection),
+            prev: opts.prev,
+        };
         for (key, record) in records {
             // Keyed by its last revision, the first record read may begin before `next`.
-            let opts = &self.opts;
-            let select = Select {
-                event: &|key, collection| {
-                    (opts.collections || !collection) && opts.range.contains(key)
-                },
-                prev: opts.prev,
-            };
             for logged in decode_log_record_with(&key, &record, &select)? {
                 if logged.revision < self.next {
                     continue;

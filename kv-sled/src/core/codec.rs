@@ -11,7 +11,7 @@
 //! - leases: `L` id → [`LeaseRecord`]; `K` id key → empty (the key is attached to the lease).
 //! - meta: [`FORMAT_KEY`], [`COMPACT_KEY`], [`LEASE_SEQ_KEY`] → 8 bytes big-endian.
 
-use keyplane_core::raw::emulation::DeletedSize;
+use keyplane_core::raw::emulation::{DeletedSize, Logged};
 use keyplane_core::raw::{decode_changes, encode_changes};
 use keyplane_core::{
     CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId, Result,
@@ -144,14 +144,6 @@ pub(crate) fn append_events(out: &mut Vec<u8>, events: &[Event], deleted: &[Dele
     }
 }
 
-/// One revision of a log record: its events and the sizes of the collections it deleted.
-#[derive(Debug)]
-pub(crate) struct Revision {
-    pub(crate) revision: i64,
-    pub(crate) events: Vec<Event>,
-    pub(crate) deleted: Vec<DeletedSize>,
-}
-
 /// Which events of a log record to decode, and whether with their previous entries: the
 /// others are skipped without allocating.
 pub(crate) struct Select<'a> {
@@ -171,7 +163,7 @@ impl Select<'_> {
 
 /// Decodes the log record stored under `key` (its last revision): its revisions, oldest
 /// first.
-pub(crate) fn decode_log_record(key: &[u8], bytes: &[u8]) -> Result<Vec<Revision>> {
+pub(crate) fn decode_log_record(key: &[u8], bytes: &[u8]) -> Result<Vec<Logged>> {
     decode_log_record_with(key, bytes, &Select::ALL)
 }
 
@@ -181,17 +173,17 @@ pub(crate) fn decode_log_record_with(
     key: &[u8],
     bytes: &[u8],
     select: &Select<'_>,
-) -> Result<Vec<Revision>> {
+) -> Result<Vec<Logged>> {
     let last = read_be(key)?;
     let mut r = Reader(bytes);
     let mut decoded = Vec::new();
     loop {
-        let (events, deleted) = r.revision(select)?;
-        decoded.push((events, deleted));
+        decoded.push(r.revision(select)?);
         if r.0.is_empty() {
             break;
         }
     }
+    // The record's length says where its revisions start.
     let first = last - (decoded.len() as i64 - 1);
     if first < 1 {
         return Err(corrupted(format!(
@@ -199,15 +191,10 @@ pub(crate) fn decode_log_record_with(
             decoded.len()
         )));
     }
-    Ok(decoded
-        .into_iter()
-        .zip(first..)
-        .map(|((events, deleted), revision)| Revision {
-            revision,
-            events,
-            deleted,
-        })
-        .collect())
+    for (logged, revision) in decoded.iter_mut().zip(first..) {
+        logged.revision = revision;
+    }
+    Ok(decoded)
 }
 
 /// The first revision of the log record stored under `key`.
@@ -223,8 +210,9 @@ pub(crate) fn first_revision(key: &[u8], bytes: &[u8]) -> Result<i64> {
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
-    /// Reads the encoding of one revision, decoding what `select` picks.
-    fn revision(&mut self, select: &Select<'_>) -> Result<(Vec<Event>, Vec<DeletedSize>)> {
+    /// Reads the encoding of one revision, decoding what `select` picks (its revision
+    /// number is the record's to give).
+    fn revision(&mut self, select: &Select<'_>) -> Result<Logged> {
         let r = self;
         let n = r.u32()?;
         let mut events = Vec::with_capacity(n.min(1024) as usize);
@@ -284,7 +272,11 @@ impl<'a> Reader<'a> {
                 }
             }
         }
-        Ok((events, deleted))
+        Ok(Logged {
+            revision: 0,
+            events,
+            deleted,
+        })
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {

@@ -1,8 +1,9 @@
 //! The sled write path: sequential put against the floor of any atomic multi-tree write in
 //! sled (a raw transaction over four trees writing a data and a log record, SledStore's record
 //! sizes), get against a raw `Tree::get`, group commit (16 concurrent writers against one,
-//! buffered and flush-on-commit, on a multi-thread and a current-thread runtime), and the cost of log pruning (a put in a store past its
-//! default retention against one whose retention is never reached).
+//! buffered and flush-on-commit, on a multi-thread and a current-thread runtime), and the
+//! cost of log pruning (a put in a store past its default retention against one whose
+//! retention is never reached).
 
 use crate::measure::{
     Budget, Goal, Measure, Report, current_thread, multi_thread, paired_us, throughput,
