@@ -63,6 +63,7 @@
 mod batch;
 mod builder;
 mod handle;
+mod hashed;
 mod snapshot;
 mod task;
 mod typer;

@@ -1,6 +1,11 @@
 //! [`MirrorSnapshot`]: one immutable, consistent view of a mirrored range, and how a change
 //! is applied to a copy of it (persistent maps: a copy costs O(1), a change O(log n)).
+//!
+//! Each item is held once, behind an `Arc` with its raw key, and shared by a hash index
+//! (lookups by key) and an ordered set (iteration in key order, directories, secondary
+//! indexes).
 
+use super::hashed::{HashIndex, Keyed};
 use super::typer::{Indexer, Typer};
 use crate::changes::{CollectionChange, CollectionEvent, CollectionValue};
 use crate::collections::CollectionKind;
@@ -9,11 +14,107 @@ use crate::error::{Error, Result};
 use crate::keyspace::{Key, TypedEvent, Versioned};
 use crate::watch::Event;
 use imbl::{OrdMap, OrdSet};
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::fmt;
+use std::ops::Bound;
 use std::sync::Arc;
 
-/// A parsed key with its decoded value.
-type Item<K, V> = Arc<(K, Versioned<V>)>;
+/// A parsed key with its decoded value, and the raw key it is stored as (first: a lookup
+/// compares it, and it then shares the allocation's first cache line with the counts).
+#[repr(C)]
+struct Stored<K, V> {
+    raw: RawKey,
+    key: K,
+    value: Versioned<V>,
+}
+
+/// Raw keys up to this length are held in the item itself.
+const SHORT: usize = 38;
+
+/// A raw key: in the item when short, so that a lookup compares it without one more memory
+/// access (a miss in the processor's caches, in a large mirror).
+enum RawKey {
+    Short(u8, [u8; SHORT]),
+    Long(Box<[u8]>),
+}
+
+impl RawKey {
+    fn new(raw: Vec<u8>) -> Self {
+        match u8::try_from(raw.len()) {
+            Ok(len) if raw.len() <= SHORT => {
+                let mut bytes = [0; SHORT];
+                bytes[..raw.len()].copy_from_slice(&raw);
+                RawKey::Short(len, bytes)
+            }
+            _ => RawKey::Long(raw.into_boxed_slice()),
+        }
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            RawKey::Short(len, bytes) => &bytes[..usize::from(*len)],
+            RawKey::Long(raw) => raw,
+        }
+    }
+}
+
+/// A shared handle on a stored item, compared, ordered and found by its raw key.
+pub(super) struct Item<K, V>(Arc<Stored<K, V>>);
+
+impl<K, V> Item<K, V> {
+    fn new(raw: Vec<u8>, key: K, value: Versioned<V>) -> Self {
+        Item(Arc::new(Stored {
+            raw: RawKey::new(raw),
+            key,
+            value,
+        }))
+    }
+
+    fn pair(&self) -> (&K, &Versioned<V>) {
+        (&self.0.key, &self.0.value)
+    }
+}
+
+impl<K, V> Clone for Item<K, V> {
+    fn clone(&self) -> Self {
+        Item(Arc::clone(&self.0))
+    }
+}
+
+impl<K, V> Keyed for Item<K, V> {
+    #[inline]
+    fn raw(&self) -> &[u8] {
+        self.0.raw.as_slice()
+    }
+}
+
+impl<K, V> Borrow<[u8]> for Item<K, V> {
+    fn borrow(&self) -> &[u8] {
+        self.0.raw.as_slice()
+    }
+}
+
+impl<K, V> PartialEq for Item<K, V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.raw.as_slice() == other.0.raw.as_slice()
+    }
+}
+
+impl<K, V> Eq for Item<K, V> {}
+
+impl<K, V> PartialOrd for Item<K, V> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K, V> Ord for Item<K, V> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.raw.as_slice().cmp(other.0.raw.as_slice())
+    }
+}
 
 /// An entry the mirror could not type, with the reason.
 type Unreadable = Arc<(Entry, Error)>;
@@ -41,9 +142,12 @@ type Collection<K> = Arc<(std::result::Result<K, Error>, CollectionValue)>;
 /// readers load it without locks and hold it as long as they like.
 pub struct MirrorSnapshot<K, V> {
     pub(super) revision: i64,
-    pub(super) items: OrdMap<Vec<u8>, Item<K, V>>,
+    /// The items, by raw key: what a lookup reads.
+    items: HashIndex<Item<K, V>>,
+    /// The same items in key order.
+    ordered: OrdSet<Item<K, V>>,
     pub(super) unreadable: OrdMap<Vec<u8>, Unreadable>,
-    pub(super) indexes: Vec<OrdMap<String, OrdSet<Vec<u8>>>>,
+    indexes: Vec<OrdMap<String, OrdSet<Item<K, V>>>>,
     pub(super) index_names: Arc<[&'static str]>,
     /// Sets, maps and lists (by [`slot`]), by raw key.
     pub(super) collections: [OrdMap<Vec<u8>, Collection<K>>; 3],
@@ -54,6 +158,7 @@ impl<K, V> Clone for MirrorSnapshot<K, V> {
         MirrorSnapshot {
             revision: self.revision,
             items: self.items.clone(),
+            ordered: self.ordered.clone(),
             unreadable: self.unreadable.clone(),
             indexes: self.indexes.clone(),
             index_names: Arc::clone(&self.index_names),
@@ -66,7 +171,7 @@ impl<K, V> fmt::Debug for MirrorSnapshot<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MirrorSnapshot")
             .field("revision", &self.revision)
-            .field("keys", &self.items.len())
+            .field("keys", &self.ordered.len())
             .field("unreadable", &self.unreadable.len())
             .field("collections", &self.collection_count())
             .field("indexes", &self.index_names)
@@ -78,7 +183,8 @@ impl<K, V> MirrorSnapshot<K, V> {
     pub(super) fn empty(revision: i64, index_names: Arc<[&'static str]>) -> Self {
         MirrorSnapshot {
             revision,
-            items: OrdMap::new(),
+            items: HashIndex::new(),
+            ordered: OrdSet::new(),
             unreadable: OrdMap::new(),
             indexes: vec![OrdMap::new(); index_names.len()],
             index_names,
@@ -93,22 +199,22 @@ impl<K, V> MirrorSnapshot<K, V> {
 
     /// How many keys parsed and decoded.
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.ordered.len()
     }
 
     /// Whether no key parsed and decoded.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.ordered.is_empty()
     }
 
     /// The key stored as `raw`, with its value.
     pub fn get_raw(&self, raw: &[u8]) -> Option<(&K, &Versioned<V>)> {
-        self.items.get(raw).map(|item| (&item.0, &item.1))
+        self.items.get(raw).map(Item::pair)
     }
 
     /// Every key with its value, in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &Versioned<V>)> {
-        self.items.values().map(|item| (&item.0, &item.1))
+        self.ordered.iter().map(Item::pair)
     }
 
     /// The keys whose raw encoding starts with `prefix` (a directory), in key order.
@@ -117,10 +223,11 @@ impl<K, V> MirrorSnapshot<K, V> {
         prefix: &[u8],
     ) -> impl Iterator<Item = (&'a K, &'a Versioned<V>)> + use<'a, K, V> {
         let prefix = prefix.to_vec();
-        self.items
-            .range::<_, Vec<u8>>(prefix.clone()..)
-            .take_while(move |(raw, _)| raw.starts_with(&prefix))
-            .map(|(_, item)| (&item.0, &item.1))
+        let from = (Bound::Included(prefix.as_slice()), Bound::Unbounded);
+        self.ordered
+            .range::<_, [u8]>(from)
+            .take_while(move |item| item.raw().starts_with(&prefix))
+            .map(Item::pair)
     }
 
     /// The keys of the range that did not parse or whose value did not decode, with the
@@ -141,8 +248,7 @@ impl<K, V> MirrorSnapshot<K, V> {
             .position(|name| *name == index)
             .and_then(|i| self.indexes[i].get(value));
         keys.into_iter()
-            .flat_map(|keys| keys.iter())
-            .filter_map(|raw| self.get_raw(raw))
+            .flat_map(|items| items.iter().map(Item::pair))
     }
 
     /// The values index `index` holds, in order (none for an unknown index).
@@ -216,9 +322,9 @@ impl<K, V> MirrorSnapshot<K, V> {
     /// The mod revision of every raw key, readable or not: what a listing is compared with.
     pub(super) fn mod_revisions(&self) -> impl Iterator<Item = (&[u8], i64)> {
         let items = self
-            .items
+            .ordered
             .iter()
-            .map(|(k, item)| (k.as_slice(), item.1.mod_revision));
+            .map(|item| (item.raw(), item.0.value.mod_revision));
         let unreadable = self
             .unreadable
             .iter()
@@ -233,7 +339,7 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
     where
         K: Key,
     {
-        with_encoded(key, |raw| self.items.get(raw).map(|item| &item.1))
+        with_encoded(key, |raw| self.items.get(raw).map(|item| &item.0.value))
     }
 
     /// The members of the set at `key`, encoded (`None`: no such set, or the mirror was
@@ -356,8 +462,9 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
     fn remove(&mut self, raw: &[u8], indexers: &[Indexer<K, V>]) -> Option<Item<K, V>> {
         self.unreadable.remove(raw);
         let old = self.items.remove(raw)?;
+        self.ordered.remove(raw);
         for (i, indexer) in indexers.iter().enumerate() {
-            for value in (indexer.f)(&old.0, &old.1.value) {
+            for value in (indexer.f)(&old.0.key, &old.0.value.value) {
                 if let Some(keys) = self.indexes[i].get_mut(&value) {
                     keys.remove(raw);
                     if keys.is_empty() {
@@ -369,16 +476,17 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
         Some(old)
     }
 
-    fn insert(&mut self, raw: Vec<u8>, item: Item<K, V>, indexers: &[Indexer<K, V>]) {
+    fn insert(&mut self, item: Item<K, V>, indexers: &[Indexer<K, V>]) {
         for (i, indexer) in indexers.iter().enumerate() {
-            for value in (indexer.f)(&item.0, &item.1.value) {
+            for value in (indexer.f)(&item.0.key, &item.0.value.value) {
                 self.indexes[i]
                     .entry(value)
                     .or_default()
-                    .insert(raw.clone());
+                    .insert(item.clone());
             }
         }
-        self.items.insert(raw, item);
+        self.ordered.insert(item.clone());
+        self.items.insert(item);
     }
 
     /// Applies one event of a batch; the typed change it makes.
@@ -393,12 +501,11 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
                 self.remove(&entry.key, indexers);
                 match typer.type_entry(&entry) {
                     Ok((key, value)) => {
-                        let item = Arc::new((key, value));
                         let change = TypedEvent::Put {
-                            key: item.0.clone(),
-                            value: item.1.clone(),
+                            key: key.clone(),
+                            value: value.clone(),
                         };
-                        self.insert(entry.key.clone(), item, indexers);
+                        self.insert(Item::new(entry.key, key, value), indexers);
                         Some(change)
                     }
                     Err(error) => {
@@ -418,7 +525,9 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
             Event::Delete { key, .. } => {
                 let was_unreadable = self.unreadable.contains_key(&key);
                 match self.remove(&key, indexers) {
-                    Some(old) => Some(TypedEvent::Delete { key: old.0.clone() }),
+                    Some(old) => Some(TypedEvent::Delete {
+                        key: old.0.key.clone(),
+                    }),
                     None if was_unreadable => Some(unreadable_delete(key, typer)),
                     None => None,
                 }
@@ -442,8 +551,8 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
             }
             if let Some(item) = other.items.get(raw) {
                 changes.push(TypedEvent::Put {
-                    key: item.0.clone(),
-                    value: item.1.clone(),
+                    key: item.0.key.clone(),
+                    value: item.0.value.clone(),
                 });
             } else if let Some(u) = other.unreadable.get(raw) {
                 changes.push(TypedEvent::Unreadable {
@@ -455,7 +564,7 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
                 });
             } else if let Some(item) = self.items.get(raw) {
                 changes.push(TypedEvent::Delete {
-                    key: item.0.clone(),
+                    key: item.0.key.clone(),
                 });
             } else {
                 changes.push(unreadable_delete(raw.to_vec(), typer));
@@ -488,5 +597,162 @@ fn unreadable_delete<K, V>(key: Vec<u8>, typer: &Typer<K, V>) -> TypedEvent<K, V
             event: Box::new(Event::Delete { key, prev: None }),
             error,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Raw keys of every length class (held in the item, and not), several the prefix of
+    /// others, and two that do not parse.
+    fn pool() -> Vec<Vec<u8>> {
+        let long = "d/".to_owned() + &"x".repeat(SHORT - 2);
+        let mut keys: Vec<String> = ["", "a", "a/", "a/b", "a/bc", "a/b/c", "b", "bad/1", "c/bad"]
+            .iter()
+            .map(|k| (*k).to_owned())
+            .collect();
+        keys.push(long.clone());
+        keys.push(long.clone() + "y");
+        keys.push(long.clone() + "/z");
+        keys.push(long + &"w".repeat(100));
+        keys.retain(|k| !k.is_empty());
+        keys.into_iter().map(String::into_bytes).collect()
+    }
+
+    /// Keys parse unless they contain "bad"; values decode unless they are "?".
+    fn typer() -> Typer<String, String> {
+        Typer {
+            parse: Arc::new(|raw: &[u8]| {
+                let key = String::from_utf8_lossy(raw).into_owned();
+                match key.contains("bad") {
+                    true => Err(Error::invalid_argument("a bad key")),
+                    false => Ok(key),
+                }
+            }),
+            decode: Arc::new(|_key: &String, entry: &Entry| {
+                let value = String::from_utf8_lossy(&entry.value).into_owned();
+                match value.as_str() {
+                    "?" => Err(Error::invalid_argument("a bad value")),
+                    _ => Ok(Versioned {
+                        value,
+                        create_revision: entry.create_revision,
+                        mod_revision: entry.mod_revision,
+                        version: entry.version,
+                        lease: None,
+                    }),
+                }
+            }),
+        }
+    }
+
+    /// Indexes each value under its first character.
+    fn indexers() -> Vec<Indexer<String, String>> {
+        vec![Indexer {
+            name: "first",
+            f: Arc::new(|_key: &String, value: &String| {
+                value.chars().take(1).map(String::from).collect()
+            }),
+        }]
+    }
+
+    /// What a view should hold: each raw key's value and revision.
+    type Model = BTreeMap<Vec<u8>, (String, i64)>;
+
+    fn readable(raw: &[u8], value: &str) -> bool {
+        !String::from_utf8_lossy(raw).contains("bad") && value != "?"
+    }
+
+    fn agrees(view: &MirrorSnapshot<String, String>, model: &Model) -> Result<(), TestCaseError> {
+        let good: Vec<(String, String, i64)> = (model.iter())
+            .filter(|(raw, (value, _))| readable(raw, value))
+            .map(|(raw, (v, rev))| (String::from_utf8_lossy(raw).into_owned(), v.clone(), *rev))
+            .collect();
+        let seen: Vec<(String, String, i64)> = (view.iter())
+            .map(|(k, v)| (k.clone(), v.value.clone(), v.mod_revision))
+            .collect();
+        prop_assert_eq!(&seen, &good);
+        prop_assert_eq!(view.len(), good.len());
+        for raw in pool() {
+            let expected = good.iter().find(|(k, ..)| k.as_bytes() == raw.as_slice());
+            let found = view
+                .get_raw(&raw)
+                .map(|(k, v)| (k.clone(), v.value.clone()));
+            prop_assert_eq!(found, expected.map(|(k, v, _)| (k.clone(), v.clone())));
+        }
+        for prefix in ["", "a", "a/", "a/b", "d/", "d/xx", "e"] {
+            let under: Vec<&String> = view
+                .iter_prefix(prefix.as_bytes())
+                .map(|(k, _)| k)
+                .collect();
+            let expected: Vec<&String> = good
+                .iter()
+                .map(|(k, ..)| k)
+                .filter(|k| k.starts_with(prefix))
+                .collect();
+            prop_assert_eq!(under, expected, "prefix {:?}", prefix);
+        }
+        for first in ["v", "w", "z"] {
+            let found: Vec<&String> = view.lookup("first", first).map(|(k, _)| k).collect();
+            let expected: Vec<&String> = good
+                .iter()
+                .filter(|(_, v, _)| v.starts_with(first))
+                .map(|(k, ..)| k)
+                .collect();
+            prop_assert_eq!(found, expected, "index value {:?}", first);
+        }
+        let unreadable: Vec<&[u8]> = view.unreadable().map(|(e, _)| e.key.as_slice()).collect();
+        let expected: Vec<&[u8]> = (model.iter())
+            .filter(|(raw, (value, _))| !readable(raw, value))
+            .map(|(raw, _)| raw.as_slice())
+            .collect();
+        prop_assert_eq!(unreadable, expected);
+        Ok(())
+    }
+
+    proptest! {
+        /// After any puts and deletes, a view answers every read as the map of what was
+        /// written: lookups, order, directories, the index, the unreadable keys; and a view
+        /// kept before later changes still answers as then.
+        #[test]
+        fn a_view_reads_as_its_model_and_kept_views_do_not_change(
+            ops in proptest::collection::vec(
+                (0..13usize, prop_oneof![Just("v1"), Just("w2"), Just("v3"), Just("?"), Just("")]),
+                0..120,
+            ),
+        ) {
+            let (typer, indexers, pool) = (typer(), indexers(), pool());
+            let mut view = MirrorSnapshot::empty(0, Arc::from(["first"]));
+            let mut model = Model::new();
+            let mut kept = Vec::new();
+            for (revision, (at, value)) in (1..).zip(ops) {
+                let raw = pool[at % pool.len()].clone();
+                if at >= pool.len() {
+                    kept.push((view.clone(), model.clone()));
+                    continue;
+                }
+                if value.is_empty() {
+                    view.apply(Event::Delete { key: raw.clone(), prev: None }, &typer, &indexers);
+                    model.remove(&raw);
+                } else {
+                    let entry = Entry {
+                        key: raw.clone(),
+                        value: value.as_bytes().to_vec(),
+                        create_revision: revision,
+                        mod_revision: revision,
+                        version: 1,
+                        lease: None,
+                    };
+                    view.apply(Event::Put { entry, prev: None }, &typer, &indexers);
+                    model.insert(raw, (value.to_owned(), revision));
+                }
+                agrees(&view, &model)?;
+            }
+            for (view, model) in &kept {
+                agrees(view, model)?;
+            }
+        }
     }
 }
