@@ -23,7 +23,7 @@ const MASK: u64 = (1 << BITS) - 1;
 type Bitmap = u64;
 
 /// One slot of a node.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 enum Slot<T> {
     /// One item, with the hash of its raw key.
     Leaf(u64, T),
@@ -32,7 +32,12 @@ enum Slot<T> {
     /// Two items or more whose raw keys share the whole 64-bit hash (kept behind one
     /// pointer, so that this rare case does not widen every slot).
     Collision(Arc<Collided<T>>),
+    /// Nothing: what a slot moved out of a node that is being rebuilt holds. A node in
+    /// the index never has one.
+    #[default]
+    Vacant,
 }
+
 
 /// Items whose raw keys share one hash.
 #[derive(Clone)]
@@ -91,7 +96,7 @@ impl<T: Keyed, S: BuildHasher> HashIndex<T, S> {
     /// The hash of a raw key: its bytes alone (the index hashes nothing else, so no length
     /// prefix is needed to keep two keys' inputs apart).
     #[inline]
-    fn hash(&self, raw: &[u8]) -> u64 {
+    pub(super) fn hash(&self, raw: &[u8]) -> u64 {
         let mut hasher = self.hasher.build_hasher();
         hasher.write(raw);
         hasher.finish()
@@ -107,8 +112,31 @@ impl<T: Keyed, S: BuildHasher> HashIndex<T, S> {
         }
     }
 
+    /// An index of `items`, each with the [`hash`](Self::hash) of its raw key, hashing as
+    /// this one does; of items with the same raw key, the last. Built at once: each node is
+    /// allocated at its final width, where inserting the items one by one would reallocate
+    /// a node at every slot it gains.
+    pub(super) fn of_hashed(&self, mut items: Vec<(u64, T)>) -> Self
+    where
+        S: Clone,
+    {
+        // In the order of the trie's paths; a stable sort keeps a repeated key's last item
+        // after its first.
+        items.sort_by_cached_key(|(hash, _)| path(*hash));
+        let hashes: Vec<u64> = items.iter().map(|(hash, _)| *hash).collect();
+        // The items move into the nodes in this order: no item is touched again (a clone
+        // would write its count, a miss in the processor's caches for each).
+        let mut items = items.into_iter().map(|(_, item)| item);
+        let (bitmap, root, len) = build(0, &hashes, &mut items);
+        HashIndex {
+            bitmap,
+            root,
+            len,
+            hasher: self.hasher.clone(),
+        }
+    }
+
     /// How many items the index holds.
-    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.len
     }
@@ -129,6 +157,7 @@ impl<T: Keyed, S: BuildHasher> HashIndex<T, S> {
                     return collided.items.iter().find(|item| item.raw() == raw);
                 }
                 Slot::Branch(b, child) => (bitmap, node, level) = (*b, child, level + 1),
+                Slot::Vacant => return None,
             }
         }
     }
@@ -167,11 +196,7 @@ fn insert<T: Keyed>(
     let bit = bit(hash, level);
     let at = position(*bitmap, bit);
     if *bitmap & bit == 0 {
-        let mut slots = Vec::with_capacity(node.len() + 1);
-        slots.extend_from_slice(&node[..at]);
-        slots.push(Slot::Leaf(hash, item));
-        slots.extend_from_slice(&node[at..]);
-        *node = slots.into();
+        resize(node, at, Some(Slot::Leaf(hash, item)));
         *bitmap |= bit;
         return None;
     }
@@ -206,9 +231,97 @@ fn insert<T: Keyed>(
                 item,
             )
         }
+        Slot::Vacant => Slot::Leaf(hash, item),
     };
     *slot = grown;
     None
+}
+
+/// Rebuilds `node` one slot wider, with `slot` at `at`, or (`None`) one narrower, without the
+/// slot at `at`: a node sized to its contents is reallocated when its width changes. A node
+/// no other copy of the index shares gives its slots up instead of cloning them (a clone
+/// costs a reference count on each, and dropping the old node as many again).
+fn resize<T: Clone>(node: &mut Arc<[Slot<T>]>, at: usize, slot: Option<Slot<T>>) {
+    let skip = usize::from(slot.is_none());
+    let rebuilt: Arc<[Slot<T>]> = match Arc::get_mut(node) {
+        Some(owned) => {
+            let (before, after) = owned.split_at_mut(at);
+            let after = after.get_mut(skip..).unwrap_or_default();
+            (before.iter_mut().map(std::mem::take))
+                .chain(slot)
+                .chain(after.iter_mut().map(std::mem::take))
+                .collect()
+        }
+        None => {
+            let (before, after) = node.split_at(at);
+            let after = after.get(skip..).unwrap_or_default();
+            (before.iter().cloned())
+                .chain(slot)
+                .chain(after.iter().cloned())
+                .collect()
+        }
+    };
+    *node = rebuilt;
+}
+
+/// A hash's path through the trie as a number: its level 0 bits first, so that sorting by
+/// path groups the items of each node together, in slot order.
+fn path(hash: u64) -> u64 {
+    let levels = u64::BITS.div_ceil(BITS);
+    (0..levels).fold(0, |path, level| {
+        let width = BITS.min(u64::BITS - level * BITS);
+        (path << width) | (hash >> (level * BITS)) & ((1 << width) - 1)
+    })
+}
+
+/// The node at `level` holding the items of `hashes` (sorted by [`path`], all on one path
+/// down to this level), taken from `items` in that order: its bitmap, its slots and how many
+/// distinct items it holds.
+fn build<T: Keyed>(
+    level: u32,
+    hashes: &[u64],
+    items: &mut impl Iterator<Item = T>,
+) -> (Bitmap, Arc<[Slot<T>]>, usize) {
+    let bitmap = (hashes.iter()).fold(0, |bitmap, hash| bitmap | bit(*hash, level));
+    let mut groups = hashes.chunk_by(|a, b| bit(*a, level) == bit(*b, level));
+    let mut len = 0;
+    // One group per bit: collecting a counted range allocates the node once, at its width.
+    let slots = (0..bitmap.count_ones())
+        .map(|_| {
+            let Some(group) = groups.next() else {
+                // There are as many groups as bits, and as many items as hashes.
+                return Slot::Vacant;
+            };
+            let hash = group[0];
+            if group.len() > 1 && group.iter().any(|h| *h != hash) {
+                let (b, child, n) = build(level + 1, group, items);
+                len += n;
+                return Slot::Branch(b, child);
+            }
+            if let [_] = group {
+                let Some(item) = items.next() else {
+                    return Slot::Vacant;
+                };
+                len += 1;
+                return Slot::Leaf(hash, item);
+            }
+            // Items sharing the whole hash: the last of each raw key.
+            let mut kept: Vec<T> = Vec::new();
+            for item in items.by_ref().take(group.len()) {
+                match kept.iter_mut().find(|k| k.raw() == item.raw()) {
+                    Some(held) => *held = item,
+                    None => kept.push(item),
+                }
+            }
+            len += kept.len();
+            match <[T; 1]>::try_from(kept) {
+                Ok([item]) => Slot::Leaf(hash, item),
+                Err(items) if items.is_empty() => Slot::Vacant,
+                Err(items) => Slot::Collision(Arc::new(Collided { hash, items })),
+            }
+        })
+        .collect();
+    (bitmap, slots, len)
 }
 
 /// A node at `level` holding `held` (whose hash is `held_hash`) and a new leaf of `hash`,
@@ -244,16 +357,13 @@ fn remove<T: Keyed>(
             return None;
         }
         let removed = held.clone();
-        *node = (node.iter().enumerate())
-            .filter(|(j, _)| *j != at)
-            .map(|(_, slot)| slot.clone())
-            .collect();
+        resize(node, at, None);
         *bitmap &= !bit;
         return Some(removed);
     }
     let slot = &mut Arc::make_mut(node)[at];
     match slot {
-        Slot::Leaf(..) => None,
+        Slot::Leaf(..) | Slot::Vacant => None,
         Slot::Collision(collided) => {
             let i = collided.items.iter().position(|held| held.raw() == raw)?;
             let items = &mut Arc::make_mut(collided).items;
@@ -349,16 +459,23 @@ mod tests {
     }
 
     proptest! {
-        /// Every lookup agrees with a map after any inserts and removes, under hashes that
-        /// collide whole, share long paths, or neither; and a copy kept before the changes
-        /// still answers as the map did then.
+        /// Every lookup agrees with a map after any inserts and removes, whether the index
+        /// started empty or was built at once from items (some repeating a key), under
+        /// hashes that collide whole, share long paths, or neither; and a copy kept before
+        /// the changes still answers as the map did then.
         #[test]
         fn answers_as_a_map_and_copies_keep_their_contents(
             mask in prop_oneof![Just(u64::MAX), Just(0b111), Just(0xF000_0000_0000_000F), Just(0x8000_0000_0000_0001)],
+            initial in proptest::collection::vec((any::<u8>(), any::<u32>()), 0..300),
             ops in proptest::collection::vec(op(), 0..400),
         ) {
-            let mut index = HashIndex::with_hasher(Masked(mask));
-            let mut model = BTreeMap::new();
+            let empty = HashIndex::with_hasher(Masked(mask));
+            let items = (initial.iter())
+                .map(|(k, v)| (empty.hash(&raw(*k)), Held(Arc::new((raw(*k), *v)))))
+                .collect();
+            let mut index = empty.of_hashed(items);
+            let mut model: BTreeMap<u8, u32> = initial.into_iter().collect();
+            agrees(&index, &model)?;
             let mut kept = Vec::new();
             for op in ops {
                 match op {

@@ -463,20 +463,38 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
         self.unreadable.remove(raw);
         let old = self.items.remove(raw)?;
         self.ordered.remove(raw);
+        self.unindex(&old, indexers);
+        Some(old)
+    }
+
+    /// Takes `item` out of the secondary indexes.
+    fn unindex(&mut self, item: &Item<K, V>, indexers: &[Indexer<K, V>]) {
         for (i, indexer) in indexers.iter().enumerate() {
-            for value in (indexer.f)(&old.0.key, &old.0.value.value) {
-                if let Some(keys) = self.indexes[i].get_mut(&value) {
-                    keys.remove(raw);
-                    if keys.is_empty() {
+            for value in (indexer.f)(&item.0.key, &item.0.value.value) {
+                if let Some(items) = self.indexes[i].get_mut(&value) {
+                    items.remove(item.raw());
+                    if items.is_empty() {
                         self.indexes[i].remove(&value);
                     }
                 }
             }
         }
-        Some(old)
     }
 
+    /// Stores `item`, in place of the item of its key if there is one (a replacement
+    /// copies each path once, where a removal and an insertion would copy it twice).
     fn insert(&mut self, item: Item<K, V>, indexers: &[Indexer<K, V>]) {
+        self.items.insert(item.clone());
+        self.place(item, indexers);
+    }
+
+    /// Puts `item` in the ordered set (in place of the item of its key, if there is one) and
+    /// the secondary indexes, and its key out of the unreadable ones.
+    fn place(&mut self, item: Item<K, V>, indexers: &[Indexer<K, V>]) {
+        self.unreadable.remove(item.raw());
+        if let Some(old) = self.ordered.insert(item.clone()) {
+            self.unindex(&old, indexers);
+        }
         for (i, indexer) in indexers.iter().enumerate() {
             for value in (indexer.f)(&item.0.key, &item.0.value.value) {
                 self.indexes[i]
@@ -485,8 +503,47 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
                     .insert(item.clone());
             }
         }
-        self.ordered.insert(item.clone());
-        self.items.insert(item);
+    }
+
+    /// Adds one entry of a listing, and adds its item to `listed` with the hash of its key.
+    /// Lookups by key see the entries added this way only after [`loaded`](Self::loaded)
+    /// indexes `listed` at once.
+    pub(super) fn load(
+        &mut self,
+        entry: Entry,
+        typer: &Typer<K, V>,
+        indexers: &[Indexer<K, V>],
+        listed: &mut Vec<(u64, Item<K, V>)>,
+    ) {
+        // A listing lists a key once; a key listed again replaces what it listed before.
+        match typer.type_entry(&entry) {
+            Ok((key, value)) => {
+                let item = Item::new(entry.key, key, value);
+                // Hashed now, while the key is in the processor's caches.
+                listed.push((self.items.hash(item.raw()), item.clone()));
+                self.place(item, indexers);
+            }
+            Err(error) => {
+                if let Some(old) = self.ordered.remove(entry.key.as_slice()) {
+                    self.unindex(&old, indexers);
+                }
+                let raw = entry.key.clone();
+                self.unreadable.insert(raw, Arc::new((entry, error)));
+            }
+        }
+    }
+
+    /// Indexes by key the items [`load`](Self::load) added to `listed`.
+    pub(super) fn loaded(&mut self, listed: Vec<(u64, Item<K, V>)>) {
+        self.items = self.items.of_hashed(listed);
+        if self.items.len() != self.ordered.len() {
+            // A key listed again, unreadable the second time, is in `listed` but not in the
+            // view (the index holds a superset: equal sizes mean equal contents).
+            let items = (self.ordered.iter())
+                .map(|item| (self.items.hash(item.raw()), item.clone()))
+                .collect();
+            self.items = self.items.of_hashed(items);
+        }
     }
 
     /// Applies one event of a batch; the typed change it makes.
@@ -497,31 +554,29 @@ impl<K: Clone, V: Clone> MirrorSnapshot<K, V> {
         indexers: &[Indexer<K, V>],
     ) -> Option<TypedEvent<K, V>> {
         match event {
-            Event::Put { entry, .. } => {
-                self.remove(&entry.key, indexers);
-                match typer.type_entry(&entry) {
-                    Ok((key, value)) => {
-                        let change = TypedEvent::Put {
-                            key: key.clone(),
-                            value: value.clone(),
-                        };
-                        self.insert(Item::new(entry.key, key, value), indexers);
-                        Some(change)
-                    }
-                    Err(error) => {
-                        let raw = entry.key.clone();
-                        let change = TypedEvent::Unreadable {
-                            event: Box::new(Event::Put {
-                                entry: entry.clone(),
-                                prev: None,
-                            }),
-                            error: error.clone(),
-                        };
-                        self.unreadable.insert(raw, Arc::new((entry, error)));
-                        Some(change)
-                    }
+            Event::Put { entry, .. } => match typer.type_entry(&entry) {
+                Ok((key, value)) => {
+                    let change = TypedEvent::Put {
+                        key: key.clone(),
+                        value: value.clone(),
+                    };
+                    self.insert(Item::new(entry.key, key, value), indexers);
+                    Some(change)
                 }
-            }
+                Err(error) => {
+                    self.remove(&entry.key, indexers);
+                    let raw = entry.key.clone();
+                    let change = TypedEvent::Unreadable {
+                        event: Box::new(Event::Put {
+                            entry: entry.clone(),
+                            prev: None,
+                        }),
+                        error: error.clone(),
+                    };
+                    self.unreadable.insert(raw, Arc::new((entry, error)));
+                    Some(change)
+                }
+            },
             Event::Delete { key, .. } => {
                 let was_unreadable = self.unreadable.contains_key(&key);
                 match self.remove(&key, indexers) {
@@ -658,6 +713,17 @@ mod tests {
         }]
     }
 
+    fn entry(raw: &[u8], value: &str, revision: i64) -> Entry {
+        Entry {
+            key: raw.to_vec(),
+            value: value.as_bytes().to_vec(),
+            create_revision: revision,
+            mod_revision: revision,
+            version: 1,
+            lease: None,
+        }
+    }
+
     /// What a view should hold: each raw key's value and revision.
     type Model = BTreeMap<Vec<u8>, (String, i64)>;
 
@@ -713,11 +779,15 @@ mod tests {
     }
 
     proptest! {
-        /// After any puts and deletes, a view answers every read as the map of what was
-        /// written: lookups, order, directories, the index, the unreadable keys; and a view
-        /// kept before later changes still answers as then.
+        /// After a listing and any puts and deletes, a view answers every read as the map
+        /// of what was written: lookups, order, directories, the index, the unreadable keys;
+        /// and a view kept before later changes still answers as then.
         #[test]
         fn a_view_reads_as_its_model_and_kept_views_do_not_change(
+            listed in proptest::collection::vec(
+                (0..12usize, prop_oneof![Just("v0"), Just("w0"), Just("?")]),
+                0..30,
+            ),
             ops in proptest::collection::vec(
                 (0..13usize, prop_oneof![Just("v1"), Just("w2"), Just("v3"), Just("?"), Just("")]),
                 0..120,
@@ -726,8 +796,16 @@ mod tests {
             let (typer, indexers, pool) = (typer(), indexers(), pool());
             let mut view = MirrorSnapshot::empty(0, Arc::from(["first"]));
             let mut model = Model::new();
+            let mut items = Vec::new();
+            for (at, value) in listed {
+                let raw = pool[at % pool.len()].clone();
+                view.load(entry(&raw, value, 1), &typer, &indexers, &mut items);
+                model.insert(raw, (value.to_owned(), 1));
+            }
+            view.loaded(items);
+            agrees(&view, &model)?;
             let mut kept = Vec::new();
-            for (revision, (at, value)) in (1..).zip(ops) {
+            for (revision, (at, value)) in (2..).zip(ops) {
                 let raw = pool[at % pool.len()].clone();
                 if at >= pool.len() {
                     kept.push((view.clone(), model.clone()));
@@ -737,14 +815,7 @@ mod tests {
                     view.apply(Event::Delete { key: raw.clone(), prev: None }, &typer, &indexers);
                     model.remove(&raw);
                 } else {
-                    let entry = Entry {
-                        key: raw.clone(),
-                        value: value.as_bytes().to_vec(),
-                        create_revision: revision,
-                        mod_revision: revision,
-                        version: 1,
-                        lease: None,
-                    };
+                    let entry = entry(&raw, value, revision);
                     view.apply(Event::Put { entry, prev: None }, &typer, &indexers);
                     model.insert(raw, (value.to_owned(), revision));
                 }

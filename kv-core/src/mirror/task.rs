@@ -205,6 +205,7 @@ impl<K: Clone, V: Clone> Lister<K, V> {
             opts = opts.at_revision(revision);
         }
         let mut view = None;
+        let mut listed = Vec::new();
         let mut collections = Vec::new();
         loop {
             let page = self.store.range(opts.clone()).await?;
@@ -212,11 +213,7 @@ impl<K: Clone, V: Clone> Lister<K, V> {
                 MirrorSnapshot::empty(page.revision, Arc::clone(&self.names))
             });
             for entry in page.entries {
-                view.apply(
-                    Event::Put { entry, prev: None },
-                    &self.typer,
-                    &self.indexers,
-                );
+                view.load(entry, &self.typer, &self.indexers, &mut listed);
             }
             collections.extend(page.collections.into_iter().map(|c| (c.key, c.kind)));
             match page.next {
@@ -224,7 +221,8 @@ impl<K: Clone, V: Clone> Lister<K, V> {
                 None => break,
             }
         }
-        let view = view.ok_or_else(|| Error::internal("a listing without a first page"))?;
+        let mut view = view.ok_or_else(|| Error::internal("a listing without a first page"))?;
+        view.loaded(listed);
         Ok((view, collections))
     }
 
