@@ -7,6 +7,13 @@
 //! view, which it then publishes with one atomic swap. Readers load the published
 //! [`MirrorSnapshot`] without locks and never see half a transaction.
 //!
+//! A view finds a key by hash ([`get`](MirrorSnapshot::get), [`get_raw`](MirrorSnapshot::get_raw):
+//! in a view of 100,000 keys, about what a `HashMap` lookup of the same key costs) and keeps
+//! the keys in order for [`iter`](MirrorSnapshot::iter), directories
+//! ([`iter_prefix`](MirrorSnapshot::iter_prefix)) and secondary indexes. Both are persistent
+//! structures sharing each item: copying a view for the next batch costs O(1), and a change
+//! copies one path of each.
+//!
 //! - A watch that cannot resume (`Compacted`, or a connection the backend could not
 //!   re-establish) makes the mirror list again ([`MirrorHealth::relists`]); subscribers get the
 //!   difference as one [`MirrorCause::Relist`] batch.
@@ -64,6 +71,7 @@ mod batch;
 mod builder;
 mod handle;
 mod hashed;
+mod item;
 mod snapshot;
 mod task;
 mod typer;

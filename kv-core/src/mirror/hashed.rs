@@ -38,7 +38,6 @@ enum Slot<T> {
     Vacant,
 }
 
-
 /// Items whose raw keys share one hash.
 #[derive(Clone)]
 struct Collided<T> {
