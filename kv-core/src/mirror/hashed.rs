@@ -143,7 +143,12 @@ impl<T: Keyed, S: BuildHasher> HashIndex<T, S> {
     /// The item stored under `raw`.
     #[inline]
     pub(super) fn get(&self, raw: &[u8]) -> Option<&T> {
-        let hash = self.hash(raw);
+        self.find(self.hash(raw), raw)
+    }
+
+    /// The item stored under `raw`, whose hash is `hash`.
+    #[inline]
+    fn find(&self, hash: u64, raw: &[u8]) -> Option<&T> {
         let (mut bitmap, mut node, mut level) = (self.bitmap, &self.root, 0);
         loop {
             let bit = bit(hash, level);
@@ -173,9 +178,9 @@ impl<T: Keyed, S: BuildHasher> HashIndex<T, S> {
 
     /// Removes the item stored under `raw`; the item removed.
     pub(super) fn remove(&mut self, raw: &[u8]) -> Option<T> {
-        // Looking first keeps a miss from copying the path to it.
-        self.get(raw)?;
         let hash = self.hash(raw);
+        // Looking first keeps a miss from copying the path to it.
+        self.find(hash, raw)?;
         let removed = remove(&mut self.bitmap, &mut self.root, 0, hash, raw);
         if removed.is_some() {
             self.len -= 1;
