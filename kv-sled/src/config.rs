@@ -12,11 +12,13 @@ pub enum Durability {
     /// write survives `kill -9` and power loss. The default.
     #[default]
     FlushOnCommit,
-    /// Writes are acknowledged once applied in memory and flushed in the background every
-    /// `flush_interval`: a crash loses at most that much of the latest history, but never
-    /// leaves a transaction half applied.
+    /// Writes are acknowledged once applied in memory. A thread of the store flushes them in
+    /// the background as they commit, and a writer waits while two writes are not on disk
+    /// yet (an unbounded backlog deadlocks sled's I/O pool). A crash loses the writes not
+    /// flushed yet, but never leaves a transaction half applied.
     Buffered {
-        /// How often buffered writes are flushed (at least 1 ms).
+        /// How often sled also flushes on a timer of its own (at least 1 ms); committed writes
+        /// do not wait for it.
         #[serde(rename = "flush_interval_ms", with = "millis")]
         flush_interval: Duration,
     },

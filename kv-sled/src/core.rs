@@ -2,12 +2,14 @@
 //! database directory ([`open`]: sled's lock, the layout version, the state recovered from
 //! the trees; [`claim`]: the directories open in this process); the path every write takes
 //! (under the writer mutex, one sled transaction over the four trees, then the flush the
-//! durability asks for, then publication to watchers), which first expires the leases that
+//! durability asks for, then publication to watchers; under buffered durability it first
+//! waits while too many writes are unflushed, see [`behind`]), which first expires the leases that
 //! are due, and after it removes log records past the retained history. Transactions take
 //! that path in groups ([`group`], with their [`queue`]). The writer's state, the writes of
 //! one transaction and the data tree as the emulation's ordered state are the vocabulary of
 //! `writes`; the layout of the trees and the encoding of their records are in [`codec`].
 
+pub(crate) mod behind;
 pub(crate) mod claim;
 pub(crate) mod codec;
 pub(crate) mod group;
@@ -22,6 +24,7 @@ use crate::core::codec::{
     attachment_key, attachments_prefix, be, decode_entry, encode_events, lease_key,
 };
 use crate::error::{map_error, map_txn};
+use behind::Room;
 use keyplane_core::raw::emulation::PhysicalWrite;
 use keyplane_core::{Capabilities, Event, LeaseId, Result};
 use sled::Tree;
@@ -46,6 +49,11 @@ pub(crate) struct Trees {
 
 /// An open store.
 pub(crate) struct Core {
+    /// The flushing thread of a buffered store. Declared first: it is joined (and its copy
+    /// of the database handle dropped) before the database closes and the claim goes.
+    pub(crate) _flusher: Option<behind::Flusher>,
+    /// The store's sled writes that no finished flush covers yet.
+    pub(crate) backlog: Arc<behind::Backlog>,
     pub(crate) config: SledConfig,
     pub(crate) caps: Capabilities,
     pub(crate) db: sled::Db,
@@ -137,7 +145,8 @@ impl Core {
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
     ) -> Result<(Result<T>, bool)> {
-        let (out, commits) = self.write_locked(f);
+        let room = Room::take().await;
+        let (out, commits) = self.write_locked(Some(room), f);
         let wrote = commits.wrote;
         self.finish(commits).await?;
         Ok((out, wrote))
@@ -162,10 +171,10 @@ impl Core {
         &self,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
     ) -> Result<T> {
-        let (out, commits) = self.write_locked(f);
+        let (out, commits) = self.write_locked(None, f);
         let _unflushed = commits.counted.then(|| Unflushed(self));
         if commits.wrote && self.config.durability == Durability::FlushOnCommit {
-            self.db.flush().map_err(|e| map_error("flush", e))?;
+            self.flush_blocking()?;
         }
         self.publish(commits.revision);
         out
@@ -173,12 +182,16 @@ impl Core {
 
     fn write_locked<T>(
         &self,
+        room: Option<Room>,
         f: impl FnOnce(&Core, &mut Writer, &mut Commits) -> Result<T>,
     ) -> (Result<T>, Commits) {
         let mut commits = Commits::default();
         let mut w = self.lock_writer();
+        w.room = room;
         let out =
             expire_due(self, &mut w, &mut commits).and_then(|()| f(self, &mut w, &mut commits));
+        // Room the section did not use goes back.
+        w.room = None;
         (out, commits)
     }
 
@@ -189,18 +202,32 @@ impl Core {
     /// pool performs; with a transaction queued for the write lock, concurrent flushes can
     /// occupy the pool and deadlock it.
     pub(crate) async fn flush(&self) -> Result<()> {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || db.flush())
-            .await
-            .map_err(|e| {
-                keyplane_core::Error::new(
-                    keyplane_core::ErrorKind::Backend,
-                    "sled: the flush task failed",
-                )
-                .with_source(e)
-            })?
-            .map(drop)
-            .map_err(|e| map_error("flush", e))
+        let (db, backlog) = (self.db.clone(), self.backlog.clone());
+        let target = backlog.target();
+        // Counted flushed on the blocking thread, so also when this future is dropped.
+        tokio::task::spawn_blocking(move || {
+            let flushed = db.flush();
+            backlog.flushed(target);
+            flushed
+        })
+        .await
+        .map_err(|e| {
+            keyplane_core::Error::new(
+                keyplane_core::ErrorKind::Backend,
+                "sled: the flush task failed",
+            )
+            .with_source(e)
+        })?
+        .map(drop)
+        .map_err(|e| map_error("flush", e))
+    }
+
+    /// [`Core::flush`] on the calling thread.
+    pub(crate) fn flush_blocking(&self) -> Result<()> {
+        let target = self.backlog.target();
+        let flushed = self.db.flush();
+        self.backlog.flushed(target);
+        flushed.map(drop).map_err(|e| map_error("flush", e))
     }
 
     pub(crate) fn publish(&self, revision: Option<i64>) {
@@ -235,7 +262,7 @@ impl Core {
 
     /// Applies `writes` as one sled transaction over the four trees and moves the revision
     /// to its last log record. The writer mutex is held (`_w`).
-    fn apply(&self, _w: &mut Writer, writes: Writes, commits: &mut Commits) -> Result<()> {
+    fn apply(&self, w: &mut Writer, writes: Writes, commits: &mut Commits) -> Result<()> {
         if !commits.counted {
             // Counted before the commit can become visible to a reader.
             self.unflushed.fetch_add(1, Ordering::SeqCst);
@@ -271,6 +298,7 @@ impl Core {
                     Ok(())
                 });
             res.map_err(|e| map_txn("txn", e))?;
+            self.backlog.committed(w.room.take());
             if let Some(&(rev, _)) = writes.log.last() {
                 self.revision.store(rev, Ordering::Release);
             }
@@ -292,7 +320,13 @@ impl Core {
         let _pruning = self.pruning.lock().unwrap_or_else(PoisonError::into_inner);
         let oldest = self.oldest();
         let mut floor = self.log_floor.load(Ordering::Acquire);
+        let mut first = true;
         while oldest - floor >= batch.max(1) {
+            if !std::mem::take(&mut first) {
+                // Batches wait for the disk between them, or a long compaction would run
+                // ahead of it (see `behind`).
+                self.flush_blocking()?;
+            }
             let to = oldest.min(floor + PRUNE_STEP);
             let mut remove = sled::Batch::default();
             // Records are keyed by their last revision: these end below `to`.
@@ -303,6 +337,7 @@ impl Core {
                 .log
                 .apply_batch(remove)
                 .map_err(|e| map_error("prune_history", e))?;
+            self.backlog.committed(None);
             floor = to;
             self.log_floor.store(floor, Ordering::Release);
         }

@@ -5,8 +5,9 @@
 //! A transaction is a job on the queue. The caller that queues a job while no leader is
 //! active becomes the leader; that decision is made under the queue mutex, so a queued job
 //! always has a leader. The leader yields once, so that the writers ready to run queue
-//! their jobs too (under flush-on-commit they also queue while a group flushes; a buffered
-//! group has no flush to wait for), then takes the queued jobs (up to [`GROUP_OPS`] ops)
+//! their jobs too (under flush-on-commit they also queue while a group flushes; under
+//! buffered durability, while the leader waits for the disk to catch up, see
+//! [`behind`](super::behind)), then takes the queued jobs (up to [`GROUP_OPS`] ops)
 //! and runs them as one group, whose revisions share one log record: each
 //! job gets its own compares, results and (when it changes keys) the next revision, and a
 //! job whose planning fails gets its error and contributes nothing. Once the group is
@@ -21,11 +22,11 @@
 //! whose caller is gone before its group starts is skipped; a handed-over leadership that
 //! finds its caller gone moves on to the next job.
 
+use super::behind::Room;
 use super::queue::{GroupState, Job, Leadership, PlanJob, Reply};
 use super::writes::{Commits, GroupBase};
 use super::{Core, expire_due};
 use crate::config::Durability;
-use crate::error::map_error;
 use keyplane_core::{Error, Result, Txn, TxnResponse};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -77,7 +78,9 @@ impl Core {
         // answered the last one before those callers could run again, and groups stay
         // small whenever nothing else (a flush) holds the leader.
         tokio::task::yield_now().await;
-        let mut group = self.run_group();
+        // The jobs stay queued while it waits, and the group grows.
+        let room = Room::take().await;
+        let mut group = self.run_group(room);
         if group.must_flush {
             group.flushed = Some(self.flush().await);
         }
@@ -103,12 +106,13 @@ impl Core {
 
     /// Takes the queued jobs and commits them as one group; the flush, the publication and
     /// the answers are left to the returned [`InFlight`].
-    fn run_group(&self) -> InFlight<'_> {
+    fn run_group(&self, room: Room) -> InFlight<'_> {
         let jobs = self.group.take(GROUP_OPS);
         let mut commits = Commits::default();
         let mut answers = Vec::with_capacity(jobs.len());
         {
             let mut w = self.lock_writer();
+            w.room = Some(room);
             let base = expire_due(self, &mut w, &mut commits).and_then(|()| {
                 GroupBase::new(&self.trees.data, jobs.iter().flat_map(Job::written))
             });
@@ -140,6 +144,8 @@ impl Core {
                     }
                 }
             }
+            // Room the group did not use goes back.
+            w.room = None;
         }
         // A job that wrote nothing may have read another writer's commit that is not on
         // disk yet (see `Core::settle`).
@@ -188,7 +194,7 @@ impl Drop for InFlight<'_> {
         let flushed = match self.flushed.take() {
             Some(flushed) => flushed,
             None if self.must_flush => {
-                let flushed = core.db.flush().map(drop).map_err(|e| map_error("flush", e));
+                let flushed = core.flush_blocking();
                 if let Err(err) = &flushed {
                     tracing::warn!(error = %err, "sled store: flushing a cancelled write failed");
                 }

@@ -91,11 +91,27 @@ pub(crate) fn open(
         foreign_writes: keyplane_core::ForeignWrites::Immediate,
         sharding: keyplane_core::Sharding::Unsharded,
     };
+    let backlog = Arc::new(super::behind::Backlog::default());
+    let flusher = match config.durability {
+        Durability::FlushOnCommit => None,
+        Durability::Buffered { .. } => Some(
+            super::behind::Flusher::start(db.clone(), backlog.clone()).map_err(|e| {
+                Error::new(ErrorKind::Backend, "sled: starting the flush thread failed")
+                    .with_source(e)
+            })?,
+        ),
+    };
     let inner = Arc::new(Core {
+        _flusher: flusher,
+        backlog,
         caps,
         db,
         trees,
-        writer: Mutex::new(Writer { leases, lease_seq }),
+        writer: Mutex::new(Writer {
+            leases,
+            lease_seq,
+            room: None,
+        }),
         group: Arc::default(),
         gate: RwLock::new(()),
         revision: AtomicI64::new(revision),

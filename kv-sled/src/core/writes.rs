@@ -56,6 +56,8 @@ pub(crate) struct Writer {
     pub(crate) leases: LeaseIndex,
     /// The last lease id granted.
     pub(crate) lease_seq: i64,
+    /// The room taken for the section's first sled write ([`Room`](super::behind::Room)).
+    pub(crate) room: Option<super::behind::Room>,
 }
 
 /// The writes of one sled transaction.

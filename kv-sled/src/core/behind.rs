@@ -1,0 +1,314 @@
+//! The bound on sled writes that are not on disk yet, across the stores of the process.
+//!
+//! Every sled transaction or batch seals sled's I/O buffer twice, and each sealed buffer is
+//! a task for sled's process-wide I/O pool (a write and a `sync_file_range`). A buffered
+//! write does not wait for those tasks, so without a bound the writes run ahead of the disk
+//! and the pool's queue grows with them. Then sled 0.34 can deadlock: when the log file
+//! grows again after it shrank, the writer waits, holding sled's segment lock, for the
+//! shrink's truncation task, which is queued behind write tasks that each end by taking
+//! that lock. Once every pool thread holds one of them, nothing runs the truncation; the
+//! pool only grows when a new task arrives, and every writer waits behind the stuck one.
+//! Sixteen buffered writers stopped a store this way within a minute.
+//!
+//! So every writer section and group first takes [`Room`] for its write: it waits while the
+//! stores of the process have [`MAX_UNFLUSHED`] sled writes or more that no finished flush
+//! covers. Each store counts its writes in its [`Backlog`] until a flush covers them: under
+//! `FlushOnCommit` the writer's own flush, under buffered durability the store's
+//! [`Flusher`] thread, which flushes as writes commit. At most a few writes are then
+//! unflushed at any time, two buffers each, below the pool's seven standing threads, so one
+//! of them is always free to run a truncation.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use tokio::sync::Notify;
+
+/// Most unflushed sled writes in the process before a writer waits. A writer that takes
+/// room may add a pruning batch to its transaction: three writes, six buffers, one below
+/// sled's seven standing I/O threads.
+pub(crate) const MAX_UNFLUSHED: usize = 2;
+
+/// Unflushed sled writes of every store in this process, and the room taken for writes
+/// about to commit.
+static UNFLUSHED: AtomicUsize = AtomicUsize::new(0);
+/// Notified whenever [`UNFLUSHED`] goes down.
+static ROOM: LazyLock<Notify> = LazyLock::new(Notify::new);
+
+fn release(writes: u64) {
+    if writes > 0 {
+        let writes = usize::try_from(writes).unwrap_or(usize::MAX);
+        UNFLUSHED.fetch_sub(writes, Ordering::AcqRel);
+        ROOM.notify_waiters();
+    }
+}
+
+/// Room for one more unflushed write, counted in [`UNFLUSHED`] until the write it was taken
+/// for commits (then its store's [`Backlog`] counts it) or it is dropped unused.
+pub(crate) struct Room {
+    held: bool,
+}
+
+impl Room {
+    /// Waits until the process has fewer than [`MAX_UNFLUSHED`] unflushed writes and takes
+    /// room for one more. Cancel-safe: room is only taken when it returns.
+    pub(crate) async fn take() -> Room {
+        loop {
+            let notified = ROOM.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a flush that ends in between still wakes it.
+            notified.as_mut().enable();
+            let now = UNFLUSHED.load(Ordering::Acquire);
+            if now < MAX_UNFLUSHED {
+                if UNFLUSHED
+                    .compare_exchange(now, now + 1, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    return Room { held: true };
+                }
+                continue;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for Room {
+    fn drop(&mut self) {
+        if self.held {
+            release(1);
+        }
+    }
+}
+
+/// A store's sled writes that no finished flush covers yet.
+#[derive(Default)]
+pub(crate) struct Backlog {
+    state: Mutex<State>,
+    /// Wakes the store's [`Flusher`]: a write was committed, or the store closes.
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Sled writes committed so far.
+    committed: u64,
+    /// Committed writes that a finished flush covers.
+    flushed: u64,
+    closed: bool,
+}
+
+impl Backlog {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a committed sled write until a flush covers it; `room` is the room taken for
+    /// it, if any (a pruning batch, or a section's second write, takes none).
+    pub(crate) fn committed(&self, room: Option<Room>) {
+        self.lock().committed += 1;
+        match room {
+            Some(mut room) => room.held = false,
+            None => {
+                UNFLUSHED.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    /// The writes that a flush beginning now covers.
+    pub(crate) fn target(&self) -> u64 {
+        self.lock().committed
+    }
+
+    /// A flush that began at `target` ended (failed or not: a failed flush leaves sled's
+    /// error set and every later write fails with it, and no writer may wait for a flush
+    /// that cannot come).
+    pub(crate) fn flushed(&self, target: u64) {
+        let done = {
+            let mut state = self.lock();
+            let done = target.saturating_sub(state.flushed);
+            state.flushed = state.flushed.max(target);
+            done
+        };
+        release(done);
+    }
+
+    /// The store's writes not covered yet.
+    #[cfg(test)]
+    pub(crate) fn unflushed(&self) -> u64 {
+        let state = self.lock();
+        state.committed - state.flushed
+    }
+}
+
+impl Drop for Backlog {
+    fn drop(&mut self) {
+        // The store is closed (sled's close flushes); its writes hold no other store back.
+        let state = self.lock();
+        release(state.committed - state.flushed);
+    }
+}
+
+/// The flushing thread of a buffered store; stopped and joined when dropped.
+pub(crate) struct Flusher {
+    backlog: Arc<Backlog>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    /// Starts a thread that flushes `db` while `backlog` has writes to cover.
+    pub(crate) fn start(db: sled::Db, backlog: Arc<Backlog>) -> std::io::Result<Self> {
+        let thread = std::thread::Builder::new()
+            .name("keyplane-sled-flush".into())
+            .spawn({
+                let backlog = backlog.clone();
+                move || flush_while_behind(&db, &backlog)
+            })?;
+        Ok(Flusher {
+            backlog,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        self.backlog.lock().closed = true;
+        self.backlog.wake.notify_one();
+        if let Some(thread) = self.thread.take() {
+            // At most one flush in progress to wait for.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The thread's loop: flushes every write committed before the flush begins, until the
+/// store closes.
+fn flush_while_behind(db: &sled::Db, backlog: &Backlog) {
+    loop {
+        let target = {
+            let mut state = backlog.lock();
+            while state.committed == state.flushed && !state.closed {
+                state = backlog
+                    .wake
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            if state.closed {
+                return;
+            }
+            state.committed
+        };
+        if let Err(err) = db.flush() {
+            tracing::warn!(error = %err, "sled store: a background flush failed");
+        }
+        backlog.flushed(target);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Durability, SledConfig};
+    use keyplane_core::{Txn, TxnOp};
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    /// Sixteen writers for a while on a store whose every 256th revision also prunes (a
+    /// second write in its group), while another thread samples the store's unflushed
+    /// writes. Returns the most it saw.
+    async fn most_unflushed(durability: Durability) -> u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SledConfig::new(dir.path())
+            .durability(durability)
+            .history_retention(100);
+        let core = crate::core::open::open(config, None).unwrap().0;
+        let done = Arc::new(AtomicBool::new(false));
+        let until = Instant::now() + Duration::from_millis(1500);
+        let writers: Vec<_> = (0..16)
+            .map(|t| {
+                let core = core.clone();
+                tokio::spawn(async move {
+                    let mut i = 0u64;
+                    while Instant::now() < until {
+                        let txn = Txn::new()
+                            .and_then([TxnOp::put(format!("behind/{t}/{}", i % 50), "v")]);
+                        crate::txn::txn(&core, txn).await.unwrap();
+                        i += 1;
+                    }
+                    i
+                })
+            })
+            .collect();
+        let sampler = {
+            let (backlog, done) = (core.backlog.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut most = 0;
+                while !done.load(Ordering::Acquire) {
+                    most = most.max(backlog.unflushed());
+                    std::thread::yield_now();
+                }
+                most
+            })
+        };
+        let mut puts = 0;
+        for writer in writers {
+            puts += writer.await.unwrap();
+        }
+        done.store(true, Ordering::Release);
+        let most = sampler.join().unwrap();
+        assert!(puts > 300, "only {puts} puts");
+        // Every write is flushed in the end.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while core.backlog.unflushed() > 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("every committed write is flushed");
+        crate::check::check(&core).unwrap();
+        most
+    }
+
+    // A group takes room while fewer than MAX_UNFLUSHED writes are unflushed in the process,
+    // then adds its transaction and at most one pruning batch.
+    const MOST: u64 = MAX_UNFLUSHED as u64 + 1;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn buffered_writers_wait_for_the_disk_to_catch_up() {
+        let most = most_unflushed(Durability::Buffered {
+            flush_interval: Duration::from_secs(1),
+        })
+        .await;
+        assert!(most <= MOST, "{most} writes were unflushed at once");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn flush_on_commit_writers_count_their_writes_until_their_flush() {
+        let most = most_unflushed(Durability::FlushOnCommit).await;
+        assert!(most <= MOST, "{most} writes were unflushed at once");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn room_goes_back_when_it_is_not_used_and_when_its_store_closes() {
+        // Taken and dropped unused, over and over: it would run out if any were kept.
+        for _ in 0..100 {
+            drop(Room::take().await);
+        }
+        let backlog = Backlog::default();
+        for _ in 0..10 {
+            backlog.committed(Some(Room::take().await));
+            let target = backlog.target();
+            backlog.flushed(target);
+        }
+        // Writes counted without room (pruning) and never flushed: the close gives them back.
+        for _ in 0..MAX_UNFLUSHED + 3 {
+            backlog.committed(None);
+        }
+        assert_eq!(backlog.unflushed(), MAX_UNFLUSHED as u64 + 3);
+        drop(backlog);
+        tokio::time::timeout(Duration::from_secs(10), Room::take())
+            .await
+            .expect("a closed store holds no room");
+    }
+}
