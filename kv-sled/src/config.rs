@@ -13,9 +13,10 @@ pub enum Durability {
     #[default]
     FlushOnCommit,
     /// Writes are acknowledged once applied in memory. A thread of the store flushes them in
-    /// the background as they commit, and a writer waits while two writes are not on disk
-    /// yet (an unbounded backlog deadlocks sled's I/O pool). A crash loses the writes not
-    /// flushed yet, but never leaves a transaction half applied.
+    /// the background as they commit, and a writer waits while the sled stores of the
+    /// process have two writes not on disk yet (an unbounded backlog deadlocks sled's I/O
+    /// pool). A crash loses the writes not flushed yet, but never leaves a transaction half
+    /// applied.
     Buffered {
         /// How often sled also flushes on a timer of its own (at least 1 ms); committed writes
         /// do not wait for it.
