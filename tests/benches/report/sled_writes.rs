@@ -33,6 +33,14 @@ fn open(dir: &tempfile::TempDir, durability: Durability, retention: u64) -> Sled
     .expect("open sled")
 }
 
+/// A store of `durability` in a new directory, holding the bench's keys.
+async fn loaded(durability: Durability) -> (tempfile::TempDir, SledStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, durability, SledConfig::DEFAULT_HISTORY_RETENTION);
+    load(&store).await;
+    (dir, store)
+}
+
 pub fn run(budget: Budget, report: &mut Report) {
     let rt = multi_thread();
     rt.block_on(async {
@@ -44,13 +52,7 @@ pub fn run(budget: Budget, report: &mut Report) {
         for i in 0..KEYS {
             raw_tree.insert(key(i), &VALUE[..]).unwrap();
         }
-        let flushing_dir = tempfile::tempdir().unwrap();
-        let flushing = open(
-            &flushing_dir,
-            Durability::FlushOnCommit,
-            SledConfig::DEFAULT_HISTORY_RETENTION,
-        );
-        load(&flushing).await;
+        let (_flushing_dir, flushing) = loaded(Durability::FlushOnCommit).await;
         let (ours, raw_us) = paired_us(
             budget,
             async |i| {
@@ -76,9 +78,7 @@ pub fn run(budget: Budget, report: &mut Report) {
         );
     });
     rt.block_on(async {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(&dir, buffered(), SledConfig::DEFAULT_HISTORY_RETENTION);
-        load(&store).await;
+        let (_dir, store) = loaded(buffered()).await;
         let raw_dir = tempfile::tempdir().unwrap();
         let raw = sled::Config::new()
             .path(raw_dir.path())
@@ -135,13 +135,7 @@ pub fn run(budget: Budget, report: &mut Report) {
                  the raw loop does not",
             ),
         );
-        let flushing_dir = tempfile::tempdir().unwrap();
-        let flushing = open(
-            &flushing_dir,
-            Durability::FlushOnCommit,
-            SledConfig::DEFAULT_HISTORY_RETENTION,
-        );
-        load(&flushing).await;
+        let (_flushing_dir, flushing) = loaded(Durability::FlushOnCommit).await;
         let (ours, raw_us) = paired_us(
             budget,
             async |i| {
