@@ -1,9 +1,9 @@
 //! The shared state of an open store and the machinery every operation uses: opening a
 //! database directory ([`open`]: sled's lock, the layout version, the state recovered from
 //! the trees; [`claim`]: the directories open in this process); the path every write takes
-//! (under the writer mutex, one sled transaction over the four trees, then the flush the
-//! durability asks for, then publication to watchers; under buffered durability it first
-//! waits while too many writes are unflushed, see [`behind`]), which first expires the leases that
+//! (room for its write among the process's unflushed sled writes, see [`behind`]; then,
+//! under the writer mutex, one sled transaction over the four trees, then the flush the
+//! durability asks for, then publication to watchers), which first expires the leases that
 //! are due, and after it removes log records past the retained history. Transactions take
 //! that path in groups ([`group`], with their [`queue`]). The writer's state, the writes of
 //! one transaction and the data tree as the emulation's ordered state are the vocabulary of
@@ -261,12 +261,19 @@ impl Core {
     }
 
     /// Applies `writes` as one sled transaction over the four trees and moves the revision
-    /// to its last log record. The writer mutex is held (`_w`).
+    /// to its last log record. The writer mutex is held (`w`); the transaction takes the
+    /// room the section took for it, if any.
     fn apply(&self, w: &mut Writer, writes: Writes, commits: &mut Commits) -> Result<()> {
         if !commits.counted {
             // Counted before the commit can become visible to a reader.
             self.unflushed.fetch_add(1, Ordering::SeqCst);
             commits.counted = true;
+        }
+        if w.room.is_none() && self.backlog.unflushed() > 0 {
+            // A write after the first of its section (leases that expire together, say)
+            // has no room of its own: it waits for the disk first, so that a section of
+            // many writes does not run ahead of it (see `behind`).
+            self.flush_blocking()?;
         }
         let t = &self.trees;
         {

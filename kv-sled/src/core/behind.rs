@@ -14,7 +14,9 @@
 //! stores of the process have [`MAX_UNFLUSHED`] sled writes or more that no finished flush
 //! covers. Each store counts its writes in its [`Backlog`] until a flush covers them: under
 //! `FlushOnCommit` the writer's own flush, under buffered durability the store's
-//! [`Flusher`] thread, which flushes as writes commit. At most a few writes are then
+//! [`Flusher`] thread, which flushes as writes commit. A section that makes more than one
+//! write (leases that expire together, a compaction's pruning batches) flushes before each
+//! later write instead, as these take no room of their own. At most a few writes are then
 //! unflushed at any time, two buffers each, below the pool's seven standing threads, so one
 //! of them is always free to run a truncation.
 
@@ -134,7 +136,6 @@ impl Backlog {
     }
 
     /// The store's writes not covered yet.
-    #[cfg(test)]
     pub(crate) fn unflushed(&self) -> u64 {
         let state = self.lock();
         state.committed - state.flushed
@@ -287,6 +288,56 @@ mod tests {
     async fn flush_on_commit_writers_count_their_writes_until_their_flush() {
         let most = most_unflushed(Durability::FlushOnCommit).await;
         assert!(most <= MOST, "{most} writes were unflushed at once");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn leases_that_expire_together_wait_for_the_disk_between_their_writes() {
+        for durability in [
+            Durability::FlushOnCommit,
+            Durability::Buffered {
+                flush_interval: Duration::from_secs(1),
+            },
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let config = SledConfig::new(dir.path()).durability(durability);
+            // No expiry task: the leases expire in the section of the next write, one sled
+            // transaction each.
+            let core = crate::core::open::open(config, None).unwrap().0;
+            for i in 0..40 {
+                let lease = crate::lease::grant(&core, Duration::from_secs(1))
+                    .await
+                    .unwrap();
+                let txn = Txn::new().and_then([TxnOp::put_with_lease(
+                    format!("lease/{i}"),
+                    "v",
+                    lease.id,
+                )]);
+                crate::txn::txn(&core, txn).await.unwrap();
+            }
+            // Until the leases' deadline has passed.
+            tokio::time::sleep(Duration::from_millis(1100)).await;
+            let done = Arc::new(AtomicBool::new(false));
+            let sampler = {
+                let (backlog, done) = (core.backlog.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut most = 0;
+                    while !done.load(Ordering::Acquire) {
+                        most = most.max(backlog.unflushed());
+                        std::thread::yield_now();
+                    }
+                    most
+                })
+            };
+            let txn = Txn::new().and_then([TxnOp::put("lease/after", "v")]);
+            crate::txn::txn(&core, txn).await.unwrap();
+            done.store(true, Ordering::Release);
+            let most = sampler.join().unwrap();
+            assert!(crate::range::get(&core, b"lease/0").unwrap().is_none());
+            assert!(
+                most <= MOST,
+                "{most} writes were unflushed at once ({durability:?})"
+            );
+        }
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -5,8 +5,8 @@
 //! A transaction is a job on the queue. The caller that queues a job while no leader is
 //! active becomes the leader; that decision is made under the queue mutex, so a queued job
 //! always has a leader. The leader yields once, so that the writers ready to run queue
-//! their jobs too (under flush-on-commit they also queue while a group flushes; under
-//! buffered durability, while the leader waits for the disk to catch up, see
+//! their jobs too (under flush-on-commit they also queue while a group flushes, and in
+//! either durability while the leader waits for room for its write, see
 //! [`behind`](super::behind)), then takes the queued jobs (up to [`GROUP_OPS`] ops)
 //! and runs them as one group, whose revisions share one log record: each
 //! job gets its own compares, results and (when it changes keys) the next revision, and a
