@@ -215,6 +215,35 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};
 
+    /// A thread that samples a store's unflushed writes until asked for the most it saw.
+    struct Sampler {
+        done: Arc<AtomicBool>,
+        thread: std::thread::JoinHandle<u64>,
+    }
+
+    impl Sampler {
+        fn start(backlog: &Arc<Backlog>) -> Sampler {
+            let (backlog, done) = (backlog.clone(), Arc::new(AtomicBool::new(false)));
+            let thread = std::thread::spawn({
+                let done = done.clone();
+                move || {
+                    let mut most = 0;
+                    while !done.load(Ordering::Acquire) {
+                        most = most.max(backlog.unflushed());
+                        std::thread::yield_now();
+                    }
+                    most
+                }
+            });
+            Sampler { done, thread }
+        }
+
+        fn most(self) -> u64 {
+            self.done.store(true, Ordering::Release);
+            self.thread.join().unwrap()
+        }
+    }
+
     /// Sixteen writers for a while on a store whose every 256th revision also prunes (a
     /// second write in its group), while another thread samples the store's unflushed
     /// writes. Returns the most it saw.
@@ -224,7 +253,6 @@ mod tests {
             .durability(durability)
             .history_retention(100);
         let core = crate::core::open::open(config, None).unwrap().0;
-        let done = Arc::new(AtomicBool::new(false));
         let until = Instant::now() + Duration::from_millis(1500);
         let writers: Vec<_> = (0..16)
             .map(|t| {
@@ -241,23 +269,12 @@ mod tests {
                 })
             })
             .collect();
-        let sampler = {
-            let (backlog, done) = (core.backlog.clone(), done.clone());
-            std::thread::spawn(move || {
-                let mut most = 0;
-                while !done.load(Ordering::Acquire) {
-                    most = most.max(backlog.unflushed());
-                    std::thread::yield_now();
-                }
-                most
-            })
-        };
+        let sampler = Sampler::start(&core.backlog);
         let mut puts = 0;
         for writer in writers {
             puts += writer.await.unwrap();
         }
-        done.store(true, Ordering::Release);
-        let most = sampler.join().unwrap();
+        let most = sampler.most();
         assert!(puts > 300, "only {puts} puts");
         // Every write is flushed in the end.
         tokio::time::timeout(Duration::from_secs(10), async {
@@ -316,22 +333,10 @@ mod tests {
             }
             // Until the leases' deadline has passed.
             tokio::time::sleep(Duration::from_millis(1100)).await;
-            let done = Arc::new(AtomicBool::new(false));
-            let sampler = {
-                let (backlog, done) = (core.backlog.clone(), done.clone());
-                std::thread::spawn(move || {
-                    let mut most = 0;
-                    while !done.load(Ordering::Acquire) {
-                        most = most.max(backlog.unflushed());
-                        std::thread::yield_now();
-                    }
-                    most
-                })
-            };
+            let sampler = Sampler::start(&core.backlog);
             let txn = Txn::new().and_then([TxnOp::put("lease/after", "v")]);
             crate::txn::txn(&core, txn).await.unwrap();
-            done.store(true, Ordering::Release);
-            let most = sampler.join().unwrap();
+            let most = sampler.most();
             assert!(crate::range::get(&core, b"lease/0").unwrap().is_none());
             assert!(
                 most <= MOST,
