@@ -203,31 +203,24 @@ impl Core {
     /// occupy the pool and deadlock it.
     pub(crate) async fn flush(&self) -> Result<()> {
         let (db, backlog) = (self.db.clone(), self.backlog.clone());
-        let target = backlog.target();
-        // Counted flushed on the blocking thread, so also when this future is dropped.
-        tokio::task::spawn_blocking(move || {
-            let flushed = db.flush();
-            backlog.flushed(target);
-            flushed
-        })
-        .await
-        .map_err(|e| {
-            keyplane_core::Error::new(
-                keyplane_core::ErrorKind::Backend,
-                "sled: the flush task failed",
-            )
-            .with_source(e)
-        })?
-        .map(drop)
-        .map_err(|e| map_error("flush", e))
+        // Counted on the blocking thread, so also when this future is dropped.
+        tokio::task::spawn_blocking(move || backlog.flush(&db))
+            .await
+            .map_err(|e| {
+                keyplane_core::Error::new(
+                    keyplane_core::ErrorKind::Backend,
+                    "sled: the flush task failed",
+                )
+                .with_source(e)
+            })?
+            .map_err(|e| map_error("flush", e))
     }
 
     /// [`Core::flush`] on the calling thread.
     pub(crate) fn flush_blocking(&self) -> Result<()> {
-        let target = self.backlog.target();
-        let flushed = self.db.flush();
-        self.backlog.flushed(target);
-        flushed.map(drop).map_err(|e| map_error("flush", e))
+        self.backlog
+            .flush(&self.db)
+            .map_err(|e| map_error("flush", e))
     }
 
     pub(crate) fn publish(&self, revision: Option<i64>) {

@@ -117,15 +117,24 @@ impl Backlog {
         self.wake.notify_one();
     }
 
+    /// Flushes `db`, then counts the writes committed before the flush began as covered:
+    /// every flush of the store goes through it. Also when the flush fails: it leaves
+    /// sled's error set and every later write fails with it, and no writer may wait for a
+    /// flush that cannot come.
+    pub(crate) fn flush(&self, db: &sled::Db) -> sled::Result<()> {
+        let target = self.target();
+        let flushed = db.flush();
+        self.flushed(target);
+        flushed.map(drop)
+    }
+
     /// The writes that a flush beginning now covers.
-    pub(crate) fn target(&self) -> u64 {
+    fn target(&self) -> u64 {
         self.lock().committed
     }
 
-    /// A flush that began at `target` ended (failed or not: a failed flush leaves sled's
-    /// error set and every later write fails with it, and no writer may wait for a flush
-    /// that cannot come).
-    pub(crate) fn flushed(&self, target: u64) {
+    /// A flush that began at `target` ended.
+    fn flushed(&self, target: u64) {
         let done = {
             let mut state = self.lock();
             let done = target.saturating_sub(state.flushed);
@@ -183,11 +192,11 @@ impl Drop for Flusher {
     }
 }
 
-/// The thread's loop: flushes every write committed before the flush begins, until the
-/// store closes.
+/// The thread's loop: flushes while some committed write is not covered, until the store
+/// closes.
 fn flush_while_behind(db: &sled::Db, backlog: &Backlog) {
     loop {
-        let target = {
+        {
             let mut state = backlog.lock();
             while state.committed == state.flushed && !state.closed {
                 state = backlog
@@ -198,12 +207,10 @@ fn flush_while_behind(db: &sled::Db, backlog: &Backlog) {
             if state.closed {
                 return;
             }
-            state.committed
-        };
-        if let Err(err) = db.flush() {
+        }
+        if let Err(err) = backlog.flush(db) {
             tracing::warn!(error = %err, "sled store: a background flush failed");
         }
-        backlog.flushed(target);
     }
 }
 
