@@ -30,42 +30,59 @@ use tokio::sync::Notify;
 /// sled's seven standing I/O threads.
 pub(crate) const MAX_UNFLUSHED: usize = 2;
 
-/// Unflushed sled writes of every store in this process, and the room taken for writes
-/// about to commit.
-static UNFLUSHED: AtomicUsize = AtomicUsize::new(0);
-/// Notified whenever [`UNFLUSHED`] goes down.
-static ROOM: LazyLock<Notify> = LazyLock::new(Notify::new);
+/// The sled writes of every store in this process that no finished flush covers, and the
+/// room taken for writes about to commit.
+static PROCESS: LazyLock<Pool> = LazyLock::new(Pool::default);
 
-fn release(writes: u64) {
-    if writes > 0 {
-        let writes = usize::try_from(writes).unwrap_or(usize::MAX);
-        UNFLUSHED.fetch_sub(writes, Ordering::AcqRel);
-        ROOM.notify_waiters();
+/// A count of unflushed writes and the room taken for more, shared by the stores that
+/// count in it: [`PROCESS`] for every store (a test counts in one of its own).
+#[derive(Default)]
+pub(crate) struct Pool {
+    /// Unflushed writes, and room taken for writes about to commit.
+    unflushed: AtomicUsize,
+    /// Notified whenever `unflushed` goes down.
+    room: Notify,
+}
+
+impl Pool {
+    /// Counts `writes` more.
+    fn raise(&self, writes: usize) {
+        self.unflushed.fetch_add(writes, Ordering::AcqRel);
     }
-}
 
-/// Room for one more unflushed write, counted in [`UNFLUSHED`] until the write it was taken
-/// for commits (then its store's [`Backlog`] counts it) or it is dropped unused.
-pub(crate) struct Room {
-    held: bool,
-}
+    /// Counts `writes` fewer, and wakes the writers waiting for room. Only what was raised
+    /// can be released: a release of more would wrap the count, and every writer would
+    /// wait for room that never comes.
+    fn release(&self, writes: u64) {
+        if writes > 0 {
+            let writes = usize::try_from(writes).unwrap_or(usize::MAX);
+            let before = self.unflushed.fetch_sub(writes, Ordering::AcqRel);
+            debug_assert!(
+                before >= writes,
+                "{writes} unflushed writes released, {before} counted"
+            );
+            self.room.notify_waiters();
+        }
+    }
 
-impl Room {
-    /// Waits until the process has fewer than [`MAX_UNFLUSHED`] unflushed writes and takes
-    /// room for one more. Cancel-safe: room is only taken when it returns.
-    pub(crate) async fn take() -> Room {
+    /// [`Room::take`] in this pool.
+    async fn take(&'static self) -> Room {
         loop {
-            let notified = ROOM.notified();
+            let notified = self.room.notified();
             tokio::pin!(notified);
             // Registered before the check, so a flush that ends in between still wakes it.
             notified.as_mut().enable();
-            let now = UNFLUSHED.load(Ordering::Acquire);
+            let now = self.unflushed.load(Ordering::Acquire);
             if now < MAX_UNFLUSHED {
-                if UNFLUSHED
+                if self
+                    .unflushed
                     .compare_exchange(now, now + 1, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
-                    return Room { held: true };
+                    return Room {
+                        pool: self,
+                        held: true,
+                    };
                 }
                 continue;
             }
@@ -74,17 +91,33 @@ impl Room {
     }
 }
 
+/// Room for one more unflushed write, counted in its [`Pool`] until the write it was taken
+/// for commits (then its store's [`Backlog`] counts it) or it is dropped unused.
+pub(crate) struct Room {
+    pool: &'static Pool,
+    held: bool,
+}
+
+impl Room {
+    /// Waits until the process has fewer than [`MAX_UNFLUSHED`] unflushed writes and takes
+    /// room for one more. Cancel-safe: room is only taken when it returns.
+    pub(crate) async fn take() -> Room {
+        PROCESS.take().await
+    }
+}
+
 impl Drop for Room {
     fn drop(&mut self) {
         if self.held {
-            release(1);
+            self.pool.release(1);
         }
     }
 }
 
 /// A store's sled writes that no finished flush covers yet.
-#[derive(Default)]
 pub(crate) struct Backlog {
+    /// Where its writes are counted with those of the other stores.
+    pool: &'static Pool,
     state: Mutex<State>,
     /// Wakes the store's [`Flusher`]: a write was committed, or the store closes.
     wake: Condvar,
@@ -99,19 +132,41 @@ struct State {
     closed: bool,
 }
 
+impl Default for Backlog {
+    fn default() -> Self {
+        Backlog::in_pool(&PROCESS)
+    }
+}
+
 impl Backlog {
+    /// A backlog whose writes count in `pool`.
+    fn in_pool(pool: &'static Pool) -> Self {
+        Backlog {
+            pool,
+            state: Mutex::default(),
+            wake: Condvar::new(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Counts a committed sled write until a flush covers it; `room` is the room taken for
     /// it, if any (a pruning batch, or a section's second write, takes none).
+    ///
+    /// A write without room is counted in the pool under the same lock that makes it
+    /// visible to a flush: a flush reads the store's count under that lock, so it can only
+    /// release a write the pool already counts. (Raised after the lock, a flush in between
+    /// released it first: the count wrapped, a writer that saw it full waited, and the raise
+    /// that undid the wrap woke nobody.)
     pub(crate) fn committed(&self, room: Option<Room>) {
-        self.lock().committed += 1;
-        match room {
-            Some(mut room) => room.held = false,
-            None => {
-                UNFLUSHED.fetch_add(1, Ordering::AcqRel);
+        {
+            let mut state = self.lock();
+            state.committed += 1;
+            match room {
+                Some(mut room) => room.held = false,
+                None => self.pool.raise(1),
             }
         }
         self.wake.notify_one();
@@ -141,7 +196,7 @@ impl Backlog {
             state.flushed = state.flushed.max(target);
             done
         };
-        release(done);
+        self.pool.release(done);
     }
 
     /// The store's writes not covered yet.
@@ -155,7 +210,7 @@ impl Drop for Backlog {
     fn drop(&mut self) {
         // The store is closed (sled's close flushes); its writes hold no other store back.
         let state = self.lock();
-        release(state.committed - state.flushed);
+        self.pool.release(state.committed - state.flushed);
     }
 }
 
@@ -350,6 +405,38 @@ mod tests {
                 "{most} writes were unflushed at once ({durability:?})"
             );
         }
+    }
+
+    /// Writes counted without room (a pruning batch, a section's second write) on one
+    /// thread, while another flushes as fast as it can: a flush must never release a write
+    /// that its pool does not count yet, or the count wraps (the pool's release asserts it)
+    /// and, back from the wrap with no release, wakes no writer that saw it full.
+    #[test]
+    fn a_flush_releases_only_writes_already_counted_in_the_pool() {
+        let pool: &'static Pool = Box::leak(Box::default());
+        let backlog = Arc::new(Backlog::in_pool(pool));
+        let done = Arc::new(AtomicBool::new(false));
+        let flusher = std::thread::spawn({
+            let (backlog, done) = (backlog.clone(), done.clone());
+            move || {
+                while !done.load(Ordering::Acquire) {
+                    let target = backlog.target();
+                    backlog.flushed(target);
+                }
+            }
+        });
+        for _ in 0..200_000 {
+            backlog.committed(None);
+        }
+        done.store(true, Ordering::Release);
+        let flushed = flusher.join();
+        assert!(
+            flushed.is_ok(),
+            "a flush released a write its pool did not count yet"
+        );
+        let target = backlog.target();
+        backlog.flushed(target);
+        assert_eq!(pool.unflushed.load(Ordering::Acquire), 0);
     }
 
     #[tokio::test(flavor = "current_thread")]
