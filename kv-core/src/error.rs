@@ -176,7 +176,10 @@ impl fmt::Display for ErrorKind {
 ///
 /// `Display` shows the kind, the message and the context, not the cause: a reporter that
 /// walks [`source`](std::error::Error::source) (`anyhow`, `eyre`, or [`Error::chain`]) shows
-/// each cause once. Errors are cheap to clone; clones share the cause.
+/// each cause once. An error made of a typed condition ([`Error::from_condition`]: a key
+/// that breaks its template, a schema's refusal) shows the condition's text as its message
+/// and keeps the condition itself beside the cause, in [`Error::condition`], so that no
+/// reporter shows that text twice. Errors are cheap to clone; clones share the cause.
 #[derive(Clone)]
 pub struct Error {
     kind: ErrorKind,
@@ -185,6 +188,8 @@ pub struct Error {
     unapplied: bool,
     context: Vec<(&'static str, String)>,
     source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+    /// The typed condition whose text is the message, if the error was made of one.
+    condition: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 /// `Result` with this project's [`Error`].
@@ -200,7 +205,46 @@ impl Error {
             unapplied: false,
             context: Vec::new(),
             source: None,
+            condition: None,
         }
+    }
+
+    /// An error of `kind` that is `condition`: its message is the condition's text, and the
+    /// condition is kept, typed, for [`Error::condition`] (a caller matches on it with
+    /// `downcast_ref`). The condition is not the error's cause, which would show its text
+    /// twice to a reporter of the causes; its own cause, if any, is the error's
+    /// [`source`](std::error::Error::source).
+    ///
+    /// ```
+    /// use keyplane_core::{Error, ErrorKind};
+    /// #[derive(Debug, PartialEq)]
+    /// struct Taken(&'static str);
+    /// impl std::fmt::Display for Taken {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         write!(f, "name {} is taken", self.0)
+    ///     }
+    /// }
+    /// impl std::error::Error for Taken {}
+    ///
+    /// let err = Error::from_condition(ErrorKind::AlreadyExists, Taken("web"));
+    /// assert_eq!(err.chain(), "already exists: name web is taken");
+    /// let condition = err.condition().and_then(|c| c.downcast_ref::<Taken>());
+    /// assert_eq!(condition, Some(&Taken("web")));
+    /// ```
+    pub fn from_condition(
+        kind: ErrorKind,
+        condition: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        let mut err = Self::new(kind, condition.to_string());
+        err.condition = Some(Arc::new(condition));
+        err
+    }
+
+    /// The typed condition this error was made of ([`Error::from_condition`]), if any.
+    pub fn condition(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.condition
+            .as_ref()
+            .map(|c| c.as_ref() as &(dyn std::error::Error + 'static))
     }
 
     /// Shorthand for an [`ErrorKind::InvalidKey`] error.
@@ -342,6 +386,9 @@ impl fmt::Debug for Error {
         if !self.context.is_empty() {
             d.field("context", &self.context);
         }
+        if let Some(condition) = &self.condition {
+            d.field("condition", condition);
+        }
         if let Some(source) = &self.source {
             d.field("source", source);
         }
@@ -351,9 +398,11 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
+        match &self.source {
+            Some(source) => Some(source.as_ref() as &(dyn std::error::Error + 'static)),
+            // The condition is the message; what caused it is the error's cause.
+            None => self.condition.as_ref().and_then(|c| c.source()),
+        }
     }
 }
 
@@ -382,5 +431,38 @@ mod tests {
         assert_eq!(clone.chain(), err.chain());
         assert!(!Error::invalid_key("empty").is_retryable());
         assert_eq!(Error::compacted(7).compact_revision(), Some(7));
+    }
+
+    /// A condition (a key that breaks its template, a schema's own refusal) is the error's
+    /// message; a reporter that walks the causes must not show its text a second time.
+    #[test]
+    fn chain_shows_a_condition_once() {
+        use crate::keyspace::{KeyError, KeyErrorReason, SegmentError};
+        let key = KeyError::new(
+            "a/{id}",
+            "b/1",
+            0,
+            KeyErrorReason::Literal {
+                expected: "a".into(),
+                found: "b".into(),
+            },
+        );
+        let segment = SegmentError::new("x y", "a space is outside the charset");
+        for (err, text) in [
+            (Error::from(key.clone()), key.to_string()),
+            (Error::from(segment.clone()), segment.to_string()),
+        ] {
+            assert_eq!(err.chain().matches(&text).count(), 1, "{}", err.chain());
+            assert_eq!(err.message(), text);
+            let mut cause = std::error::Error::source(&err);
+            while let Some(c) = cause {
+                assert_ne!(c.to_string(), text, "a cause repeats the message");
+                cause = c.source();
+            }
+        }
+        // The condition is still there, typed.
+        let err = Error::from(key.clone());
+        let condition = err.condition().and_then(|c| c.downcast_ref::<KeyError>());
+        assert_eq!(condition, Some(&key));
     }
 }

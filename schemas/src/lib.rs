@@ -18,8 +18,9 @@ pub use reader::ReaderOptions;
 pub use schema::{ParsedKey, Schema};
 
 /// The error that carries a schema's own condition (`CronixError`, `RegistryError`): of
-/// `kind`, saying what the condition says, with the condition as its source so that a
-/// caller can recover it.
+/// `kind`, saying what the condition says, with the condition as its
+/// [`condition`](keyplane_core::Error::condition) (not its cause, which would show the same
+/// text twice) so that a caller can recover it.
 pub(crate) fn condition_error<C>(
     kind: keyplane_core::ErrorKind,
     condition: C,
@@ -27,7 +28,7 @@ pub(crate) fn condition_error<C>(
 where
     C: std::error::Error + Send + Sync + 'static,
 {
-    keyplane_core::Error::new(kind, condition.to_string()).with_source(condition)
+    keyplane_core::Error::from_condition(kind, condition)
 }
 
 /// Decodes `bytes` with the codec of key type `K`, built without state: how the readers

@@ -51,7 +51,8 @@ impl fmt::Display for KeyErrorReason {
 /// A raw key that is not a key of a template: the template, the key, how far it matched and
 /// why it stopped.
 ///
-/// Converts into [`Error`](crate::Error) of kind [`InvalidKey`](crate::ErrorKind::InvalidKey).
+/// Converts into [`Error`](crate::Error) of kind [`InvalidKey`](crate::ErrorKind::InvalidKey),
+/// whose [`condition`](crate::Error::condition) it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "key {:?} does not match template `{}` at segment {}: {}",
@@ -110,14 +111,14 @@ impl KeyError {
 
 impl From<KeyError> for crate::Error {
     fn from(err: KeyError) -> Self {
-        crate::Error::invalid_key(err.to_string())
-            .with_context("template", err.0.template.clone())
-            .with_source(err)
+        let template = err.0.template.clone();
+        crate::Error::from_condition(crate::ErrorKind::InvalidKey, err)
+            .with_context("template", template)
     }
 }
 
 impl From<SegmentError> for crate::Error {
     fn from(err: SegmentError) -> Self {
-        crate::Error::invalid_key(err.to_string()).with_source(err)
+        crate::Error::from_condition(crate::ErrorKind::InvalidKey, err)
     }
 }

@@ -123,7 +123,7 @@ impl fmt::Display for NoMatch {
 
 impl From<NoMatch> for crate::Error {
     fn from(err: NoMatch) -> Self {
-        crate::Error::invalid_key(err.to_string()).with_source(err)
+        crate::Error::from_condition(crate::ErrorKind::InvalidKey, err)
     }
 }
 

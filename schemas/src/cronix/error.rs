@@ -9,7 +9,8 @@ use uuid::Uuid;
 /// Every cronix operation returns [`keyplane_core::Error`], as every other schema and the
 /// store do: its [`ErrorKind`] is what a retry loop or a caller that only needs the class
 /// looks at (`AlreadyExists`, `NotFound`, `ConditionFailed`, `LockLost`, `InvalidArgument`),
-/// and the condition itself is the error's source, recovered with [`CronixError::of`].
+/// and the condition itself is carried as the error's
+/// [`condition`](Error::condition), recovered with [`CronixError::of`].
 ///
 /// ```
 /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -103,12 +104,28 @@ impl CronixError {
 
     /// The scheduler condition `err` carries, if it carries one.
     pub fn of(err: &Error) -> Option<&CronixError> {
-        std::error::Error::source(err).and_then(|source| source.downcast_ref())
+        err.condition()
+            .and_then(|condition| condition.downcast_ref())
     }
 }
 
 impl From<CronixError> for Error {
     fn from(condition: CronixError) -> Self {
         crate::condition_error(condition.kind(), condition)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The condition is the error's message, shown once by a reporter of the causes, and
+    /// still recovered typed.
+    #[test]
+    fn a_condition_is_shown_once_and_recovered() {
+        let err = Error::from(CronixError::NotDispatcher);
+        let text = CronixError::NotDispatcher.to_string();
+        assert_eq!(err.chain().matches(&text).count(), 1, "{}", err.chain());
+        assert_eq!(CronixError::of(&err), Some(&CronixError::NotDispatcher));
     }
 }

@@ -9,7 +9,8 @@ use keyplane_core::{Error, ErrorKind};
 ///
 /// Every registry operation returns [`keyplane_core::Error`], as every other schema and the
 /// store do: its [`ErrorKind`] is the class (`InvalidArgument`, `NotFound`), and the
-/// condition itself is the error's source, recovered with [`RegistryError::of`].
+/// condition itself is carried as the error's
+/// [`condition`](Error::condition), recovered with [`RegistryError::of`].
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RegistryError {
@@ -46,7 +47,8 @@ impl RegistryError {
 
     /// The registry condition `err` carries, if it carries one.
     pub fn of(err: &Error) -> Option<&RegistryError> {
-        std::error::Error::source(err).and_then(|source| source.downcast_ref())
+        err.condition()
+            .and_then(|condition| condition.downcast_ref())
     }
 }
 
