@@ -9,7 +9,7 @@ use crate::config::RedisConfig;
 use crate::core::decode::{LogEntry, array, corrupted, flatten};
 use crate::error::{map_error, unavailable};
 use keyplane_core::retry::Backoff;
-use keyplane_core::{Error, Result};
+use keyplane_core::{Error, Event, Result};
 use redis::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -160,9 +160,11 @@ impl Hub {
                     .query_async(c)
                     .await
                     .map_err(|e| unavailable(map_error("watch", e)))?;
-                last.revision = Some(rev.unwrap_or(0));
+                let rev = rev.unwrap_or(0);
+                last.revision = Some(rev);
+                last.events = self.events_of(c, rev).await?;
                 ready.send_replace(true);
-                rev.unwrap_or(0)
+                rev
             }
         };
         let reply: Value = redis::cmd("XREAD")
@@ -193,6 +195,27 @@ impl Hub {
         Ok(entries)
     }
 
+    /// The events of `revision` when it is the log's newest entry (read after the revision,
+    /// so that a write between the two leaves it unknown rather than wrong): what the hub
+    /// compares after a reconnection, even before it has read an entry of its own. `None`
+    /// when the log holds it no longer, or a later write came first.
+    async fn events_of(&self, con: &mut Con, revision: i64) -> Result<Option<Vec<Event>>> {
+        let reply: Value = redis::cmd("XREVRANGE")
+            .arg(self.log.as_slice())
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(con)
+            .await
+            .map_err(|e| unavailable(map_error("watch", e)))?;
+        let newest = flatten(array(reply)?)?;
+        Ok(newest
+            .into_iter()
+            .find(|entry| entry.revision == revision)
+            .map(|entry| entry.events))
+    }
+
     /// After a reconnection: whether the server still holds the last entry the hub read,
     /// as it read it. A failover to a replica that lacks the entries a cut-off master
     /// acknowledged without `wait_replicas` rewinds the log; the new master then issues
@@ -211,9 +234,11 @@ impl Hub {
             .query_async(con)
             .await
             .map_err(|e| unavailable(map_error("watch", e)))?;
+        // The entry whose id is that revision: a group's entry holds several revisions, the
+        // last one its id's, so the record of that revision is looked for among them.
         let found = flatten(array(reply)?)?;
-        match found.first() {
-            Some(entry) if entry.revision == revision && entry.events == *events => Ok(()),
+        match found.iter().find(|entry| entry.revision == revision) {
+            Some(entry) if entry.events == *events => Ok(()),
             _ => Err(Error::compacted(revision + 1).with_context(
                 "reason",
                 format!(
@@ -231,5 +256,5 @@ impl Hub {
 #[derive(Default)]
 struct Tail {
     revision: Option<i64>,
-    events: Option<Vec<keyplane_core::Event>>,
+    events: Option<Vec<Event>>,
 }

@@ -25,6 +25,7 @@
 //! ```
 
 pub mod bad_input;
+pub mod blip;
 pub mod bulk;
 pub mod busy;
 pub mod capabilities;

@@ -45,6 +45,9 @@ struct Shared {
     cut: Mutex<HashSet<(String, String)>>,
     /// Bumped at every change of `cut`, for the pumps that wait for a heal.
     changes: watch::Sender<u64>,
+    /// How many times each node's connections were dropped ([`Network::drop_connections`]),
+    /// for the relays, which end when their node's count moves.
+    drops: watch::Sender<HashMap<String, u64>>,
 }
 
 impl Network {
@@ -67,6 +70,7 @@ impl Network {
                 unidentified: std::sync::atomic::AtomicU64::new(0),
                 cut: Mutex::new(HashSet::new()),
                 changes: watch::channel(0).0,
+                drops: watch::channel(HashMap::new()).0,
             }),
             runtime: Some(runtime),
         }
@@ -131,6 +135,15 @@ impl Network {
         self.shared.changes.send_modify(|n| *n += 1);
     }
 
+    /// Closes every connection relayed to `node` now, both ways, as a proxy restart or an
+    /// operator killing the clients would: each side reads the end of its stream. New
+    /// connections are relayed as before.
+    pub fn drop_connections(&self, node: &str) {
+        self.shared
+            .drops
+            .send_modify(|drops| *drops.entry(node.to_string()).or_default() += 1);
+    }
+
     /// Whether `a` and `b` are separated now.
     pub fn is_cut(&self, a: &str, b: &str) -> bool {
         self.shared.is_cut(a, b)
@@ -192,10 +205,16 @@ async fn serve(listener: TcpListener, port: u16, target: u16, node: String, shar
             let _ = outbound.set_nodelay(true);
             let (in_read, in_write) = inbound.into_split();
             let (out_read, out_write) = outbound.into_split();
-            let ends = (from, node);
+            let mut drops = shared.drops.subscribe();
+            let dropped = drops.borrow_and_update().get(&node).copied();
+            let ends = (from, node.clone());
             let there = pump(in_read, out_write, ends.clone(), Arc::clone(&shared));
             let back = pump(out_read, in_write, ends, shared);
-            tokio::join!(there, back);
+            // Dropping the pumps closes both sockets.
+            tokio::select! {
+                _ = async { tokio::join!(there, back) } => {}
+                _ = drops.wait_for(|drops| drops.get(&node).copied() != dropped) => {}
+            }
         });
     }
 }

@@ -1,0 +1,165 @@
+//! [`watch_and_mirror_survive_a_dropped_connection`] on every backend: the store's
+//! connections dropped as an operator or a network blip drops them (Redis: `CLIENT KILL` on
+//! the server, on a single server, the master under Sentinel and every node of a Cluster;
+//! etcd: every client connection of its member closed by a proxy in front of it), after
+//! writes that concurrent writers issued at once.
+
+use keyplane_core::Store;
+use keyplane_redis::RedisStore;
+use keyplane_tests::conformance::blip::{
+    Blip, no_blip, watch_and_mirror_survive_a_dropped_connection,
+};
+use keyplane_tests::conformance::run_case;
+use keyplane_tests::harness::{
+    EtcdCluster, RedisCluster, RedisSentinel, own_redis_store, redis_connection,
+};
+use std::sync::Arc;
+
+/// A blip that kills every client connection (commands and subscriptions) on each server of
+/// `urls`, as `CLIENT KILL TYPE normal` and `TYPE pubsub` from an operator's `redis-cli`.
+fn client_kill(urls: Vec<String>) -> Blip {
+    let urls = Arc::new(urls);
+    Arc::new(move || {
+        let urls = Arc::clone(&urls);
+        Box::pin(async move {
+            for url in urls.iter() {
+                let mut con = redis_connection(url).await;
+                for kind in ["normal", "pubsub"] {
+                    let _: i64 = redis::cmd("CLIENT")
+                        .arg("KILL")
+                        .arg("TYPE")
+                        .arg(kind)
+                        .query_async(&mut con)
+                        .await
+                        .expect("CLIENT KILL");
+                }
+            }
+        })
+    })
+}
+
+/// Checks that the case exercised what it is about, writes committed together: some entry of
+/// the log under the internal `prefix` holds several revisions.
+async fn assert_grouped(con: &mut impl redis::aio::ConnectionLike, prefix: &str) {
+    let entries: i64 = redis::cmd("XLEN")
+        .arg(format!("{prefix}log"))
+        .query_async(&mut *con)
+        .await
+        .expect("XLEN");
+    let revision: i64 = redis::cmd("GET")
+        .arg(format!("{prefix}rev"))
+        .query_async(&mut *con)
+        .await
+        .expect("GET");
+    assert!(
+        entries > 0 && entries < revision,
+        "no write was committed in a group ({entries} log entries, revision {revision})"
+    );
+}
+
+#[test]
+fn memory() {
+    run_case("blip_memory", async {
+        let store: Arc<dyn Store> = Arc::new(keyplane_mem::MemStore::new());
+        watch_and_mirror_survive_a_dropped_connection(store, no_blip()).await;
+    });
+}
+
+#[test]
+fn sled() {
+    run_case("blip_sled", async {
+        let store: Arc<dyn Store> =
+            Arc::new(keyplane_sled::SledStore::temporary().expect("a temporary sled store"));
+        watch_and_mirror_survive_a_dropped_connection(store, no_blip()).await;
+    });
+}
+
+#[test]
+fn etcd() {
+    let Some(cluster) = EtcdCluster::start_partitionable(1) else {
+        return;
+    };
+    let cluster = Arc::new(cluster);
+    run_case("blip_etcd", async move {
+        let store =
+            keyplane_etcd::EtcdStore::open(keyplane_etcd::EtcdConfig::new(cluster.endpoints()))
+                .await
+                .expect("connect to etcd through its proxy");
+        let member = cluster.name(0).to_string();
+        let held = Arc::clone(&cluster);
+        let blip: Blip = Arc::new(move || {
+            let (cluster, member) = (Arc::clone(&held), member.clone());
+            Box::pin(async move {
+                cluster
+                    .network()
+                    .expect("a partitionable cluster has a network")
+                    .drop_connections(&member);
+            })
+        });
+        watch_and_mirror_survive_a_dropped_connection(Arc::new(store), blip).await;
+    });
+}
+
+#[test]
+fn redis() {
+    run_case("blip_redis", async {
+        let Some((server, store)) = own_redis_store().await else {
+            return;
+        };
+        let url = server.url();
+        watch_and_mirror_survive_a_dropped_connection(
+            Arc::new(store),
+            client_kill(vec![url.clone()]),
+        )
+        .await;
+        let mut con = redis_connection(&url).await;
+        assert_grouped(&mut con, "__kv:").await;
+        drop(server);
+    });
+}
+
+#[test]
+fn redis_sentinel() {
+    let Some(deployment) = RedisSentinel::start() else {
+        return;
+    };
+    let deployment = Arc::new(deployment);
+    run_case("blip_redis_sentinel", async move {
+        let store = RedisStore::from_url(&deployment.url())
+            .await
+            .expect("connect through the sentinels");
+        let master = format!("redis://127.0.0.1:{}", deployment.master_port());
+        watch_and_mirror_survive_a_dropped_connection(
+            Arc::new(store),
+            client_kill(vec![master.clone()]),
+        )
+        .await;
+        assert_grouped(&mut redis_connection(&master).await, "__kv:").await;
+    });
+}
+
+#[test]
+fn redis_cluster_group() {
+    use keyplane_core::layer::{NamespaceLayer, StoreExt};
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let cluster = Arc::new(cluster);
+    run_case("blip_redis_cluster", async move {
+        let store = RedisStore::from_url(&cluster.url())
+            .await
+            .expect("connect to the cluster");
+        let tag = uuid::Uuid::new_v4().simple().to_string();
+        let group = store.group(tag.as_bytes()).expect("a group of the cluster");
+        let namespace = NamespaceLayer::new(format!("{{{tag}}}/")).expect("a namespace");
+        let store: Arc<dyn Store> = Arc::new(group.layer(namespace));
+        watch_and_mirror_survive_a_dropped_connection(store, client_kill(cluster.node_urls()))
+            .await;
+        let mut con = redis::cluster::ClusterClient::new(cluster.node_urls())
+            .expect("a cluster client")
+            .get_async_connection()
+            .await
+            .expect("a cluster connection");
+        assert_grouped(&mut con, &format!("__kv:{{{tag}}}:")).await;
+    });
+}
