@@ -2,6 +2,8 @@
 //! shows one; and [`redact_secret`], the same marker for a secret shown on its own (a
 //! configuration's password in its `Debug`).
 
+use std::ops::Range;
+
 /// What replaces a hidden secret.
 const HIDDEN: &str = "***";
 
@@ -22,18 +24,20 @@ pub fn redact_secret<T>(secret: Option<T>) -> Option<&'static str> {
     secret.map(|_| HIDDEN)
 }
 
-/// A store URL fit for messages and logs: every password replaced by `***`.
+/// A store URL fit for messages and logs: every secret replaced by `***`.
 ///
-/// What is hidden:
-/// - the password of the authority's `user:password@` (the authority ends at the first `/`,
-///   `?` or `#` after `scheme://`), on every host of a comma-separated list
-///   (`etcd://u:p@h1:2379,h2:2379`, `redis+cluster://u:p@h1:7000,u:p@h2:7000`); a user
-///   info without `:` may itself be a token, and is hidden whole;
+/// A secret may hold any character, `@`, `/`, `?`, `#`, `:`, `,` or `&` unescaped among
+/// them, so that where it ends cannot be known; the redactor hides all that may be part of
+/// one, rather than show a byte of it:
+/// - the user info's password: from the first `:` after `scheme://` (when what precedes
+///   it is a user name: no `/`, `?`, `#` or `@`) to the *last* `@` of the URL. Of a
+///   multi-host list that repeats the credentials (`redis+cluster://u:p@h1:7000,u:p@h2:7000`)
+///   only the last host is shown: the others may be part of the password. A user info
+///   without `:` may itself be a token, and is hidden whole up to the authority's last `@`;
 /// - the value of a query parameter that names a secret (`password=`, `pass=`, `token=`,
-///   `secret=`...);
-/// - in a malformed URL (no `scheme://`, or a password holding an unescaped `/`, `?` or
-///   `#` so that `x:y@` appears after the authority), everything after the first `:` of
-///   what precedes the last `@` (`redis:/:pw@h`, `redis//:pw@h`, `redis:pw@h`).
+///   `secret=`...) and everything after it, which the value may hold (`&`, `#`);
+/// - in a malformed URL (no `scheme://`), everything before its last `@` after the first
+///   `:`, or all of it when the scheme's own colon is the only one (`redis:pw@h`).
 ///
 /// Paths keep their `@` (`sled:///tmp/a@b` is shown as it is), and nothing else changes.
 ///
@@ -41,6 +45,7 @@ pub fn redact_secret<T>(secret: Option<T>) -> Option<&'static str> {
 /// use keyplane_core::raw::redact_url;
 /// assert_eq!(redact_url("redis://app:s3cret@10.0.0.5:6379/0"), "redis://app:***@10.0.0.5:6379/0");
 /// assert_eq!(redact_url("redis://:s3cret@h:6379"), "redis://:***@h:6379");
+/// assert_eq!(redact_url("redis://u:p@ss/word@h:6379"), "redis://u:***@h:6379");
 /// assert_eq!(redact_url("etcd://u:s3cret@h1:2379,h2:2379"), "etcd://u:***@h1:2379,h2:2379");
 /// assert_eq!(redact_url("redis:/:s3cret@h:6379"), "redis:/:***@h:6379");
 /// assert_eq!(redact_url("redis+unix:///run/redis.sock?pass=s3cret"), "redis+unix:///run/redis.sock?pass=***");
@@ -48,31 +53,25 @@ pub fn redact_secret<T>(secret: Option<T>) -> Option<&'static str> {
 /// ```
 pub fn redact_url(url: &str) -> String {
     let (prefix, rest) = split_scheme(url);
-    let well_formed = prefix.ends_with("://");
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    // An `x:y@` after the authority: a password with an unescaped `/`, `?` or `#` cut the
-    // authority short.
-    let cut_short = !authority.contains('@') && authority.contains(':') && tail.contains('@');
-    if well_formed && !cut_short {
-        return format!(
-            "{prefix}{}{}",
-            redact_authority(authority),
-            redact_query(tail)
-        );
-    }
-    match rest.rfind('@') {
-        Some(at) => {
-            // `scheme:secret@host`: the scheme's colon is the only one before the `@`.
-            let credentials = if prefix.ends_with(':') {
-                HIDDEN.to_owned()
-            } else {
-                hide_after_colon(&rest[..at])
-            };
-            format!("{prefix}{credentials}@{}", redact_query(&rest[at + 1..]))
+    let mut hidden: Vec<Range<usize>> = Vec::new();
+    hidden.extend(credentials(prefix, rest));
+    hidden.extend(secret_query_values(rest));
+    hidden.sort_by_key(|range| range.start);
+    let mut out = prefix.to_owned();
+    // The end of the last hidden range; ranges that overlap or touch it are one.
+    let mut hidden_to: Option<usize> = None;
+    for range in hidden {
+        match hidden_to {
+            Some(end) if range.start <= end => hidden_to = Some(end.max(range.end)),
+            _ => {
+                out.push_str(&rest[hidden_to.unwrap_or(0)..range.start]);
+                out.push_str(HIDDEN);
+                hidden_to = Some(range.end);
+            }
         }
-        None => format!("{prefix}{}", redact_query(rest)),
     }
+    out.push_str(&rest[hidden_to.unwrap_or(0)..]);
+    out
 }
 
 /// Splits `scheme://` (or, malformed, `scheme:` and the slashes after it, as in `redis:/`)
@@ -93,76 +92,44 @@ fn split_scheme(url: &str) -> (&str, &str) {
     url.split_at(after_colon + slashes)
 }
 
-/// The authority with the password of each `user:password@` hidden.
-///
-/// Split at `@`, the first piece is user info; each later piece but the last is a host
-/// followed, after a comma, by the next host's user info (`h1:7000,u:p`), unless it is the
-/// rest of a password holding an unescaped `@`, which is dropped.
-fn redact_authority(authority: &str) -> String {
-    let Some((credentials, hosts)) = authority.rsplit_once('@') else {
-        return authority.to_owned();
-    };
-    let mut pieces = credentials.split('@');
-    let mut out = hide_user_info(pieces.next().unwrap_or(""));
-    for piece in pieces {
-        match piece.split_once(',') {
-            Some((host, user_info)) if is_host(host) => {
-                out.push('@');
-                out.push_str(host);
-                out.push(',');
-                out.push_str(&hide_user_info(user_info));
-            }
-            // The rest of the password before it.
-            _ => {}
+/// Where in `rest` (the URL after `prefix`) the secret of the user info may be, as the
+/// documentation of [`redact_url`] says.
+fn credentials(prefix: &str, rest: &str) -> Option<Range<usize>> {
+    let last_at = rest.rfind('@')?;
+    let user_end = rest[..last_at].find(':');
+    let is_user = |end: usize| !rest[..end].contains(['/', '?', '#', '@']);
+    if prefix.ends_with("://") {
+        if let Some(colon) = user_end.filter(|&colon| is_user(colon)) {
+            return Some(colon + 1..last_at);
         }
+        // A token as the user info; past the authority, an `@` is a path's.
+        let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+        return authority.rfind('@').map(|at| 0..at);
     }
-    format!("{out}@{hosts}")
-}
-
-/// `user:***`, or `***` for user info without a colon (which may be a token).
-fn hide_user_info(user_info: &str) -> String {
-    match user_info.split_once(':') {
-        Some((user, _)) => format!("{user}:{HIDDEN}"),
-        None => HIDDEN.to_owned(),
-    }
-}
-
-/// Everything after the first colon hidden (the whole text if the part before it holds a
-/// `/` or `@`, and so is no user name); text without a colon is kept (a path, or a user
-/// name alone).
-fn hide_after_colon(text: &str) -> String {
-    match text.split_once(':') {
-        Some((user, _)) if !user.contains(['/', '@']) => format!("{user}:{HIDDEN}"),
-        Some(_) => HIDDEN.to_owned(),
-        None => text.to_owned(),
+    match user_end {
+        Some(colon) if is_user(colon) => Some(colon + 1..last_at),
+        // `scheme:secret@host`: the scheme's colon separates the secret.
+        _ if prefix.ends_with(':') => Some(0..last_at),
+        // No user name before the colon: all of it may be the secret.
+        Some(_) => Some(0..last_at),
+        // No colon at all (`sled:/tmp/a@b`): a path.
+        None => None,
     }
 }
 
-/// Whether `host` is `name:port` or `[v6]:port`, as a host of a multi-host authority is.
-fn is_host(host: &str) -> bool {
-    host.rsplit_once(':').is_some_and(|(name, port)| {
-        !name.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
-    })
-}
-
-/// The path, query and fragment with the value of every secret query parameter hidden.
-fn redact_query(tail: &str) -> String {
-    let Some(start) = tail.find('?') else {
-        return tail.to_owned();
-    };
-    let (path, rest) = tail.split_at(start + 1);
-    let (query, fragment) = match rest.find('#') {
-        Some(hash) => rest.split_at(hash),
-        None => (rest, ""),
-    };
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((name, _)) if is_secret_parameter(name) => format!("{name}={HIDDEN}"),
-            _ => pair.to_owned(),
+/// Where in `rest` the value of the first secret query parameter begins, to the end: the
+/// value may hold `&` and `#`, and so what follows. Every `=` after the first `?` is
+/// looked at, so that a parameter is found whatever an earlier value holds.
+fn secret_query_values(rest: &str) -> Option<Range<usize>> {
+    let query = rest.find('?')?;
+    rest[query..]
+        .match_indices('=')
+        .map(|(i, _)| query + i)
+        .find(|&eq| {
+            let name_start = rest[..eq].rfind(['?', '&', ';']).map_or(0, |i| i + 1);
+            is_secret_parameter(&rest[name_start..eq])
         })
-        .collect();
-    format!("{path}{}{fragment}", pairs.join("&"))
+        .map(|eq| eq + 1..rest.len())
 }
 
 fn is_secret_parameter(name: &str) -> bool {
@@ -187,8 +154,10 @@ mod tests {
                 "etcd://root:***@h:2379?namespace=a/",
             ),
             ("redis://PW@h:6379", "redis://***@h:6379"),
-            // An unescaped `@` in the password.
+            // An unescaped `@` in the password, with a `/`, `?` or `#` after it.
             ("redis://u:P@W@h:6379", "redis://u:***@h:6379"),
+            ("redis://u:P@ss/W@h:6379", "redis://u:***@h:6379"),
+            ("redis://u:P@s?s#W@h:6379/0", "redis://u:***@h:6379/0"),
             ("etcd://u:PW@[::1]:2379", "etcd://u:***@[::1]:2379"),
         ] {
             let url = url.replace("PW", PW);
@@ -203,9 +172,14 @@ mod tests {
                 "etcd://u:PW@h1:2379,h2:2379",
                 "etcd://u:***@h1:2379,h2:2379",
             ),
+            // What lies between the first `:` and the last `@` may all be the password.
             (
                 "redis+cluster://u:PW@h1:7000,u:PW@h2:7000",
-                "redis+cluster://u:***@h1:7000,u:***@h2:7000",
+                "redis+cluster://u:***@h2:7000",
+            ),
+            (
+                "redis+cluster://u:PW@h1:7000,h2:7000",
+                "redis+cluster://u:***@h1:7000,h2:7000",
             ),
             // A comma and an `@` in the password.
             ("etcd://u:P,W@x@h1:2379", "etcd://u:***@h1:2379"),
@@ -223,13 +197,11 @@ mod tests {
                 "redis+unix:///run/r.sock?db=1&pass=PW",
                 "redis+unix:///run/r.sock?db=1&pass=***",
             ),
+            // The value may hold `#` and `&`: what follows it is hidden too.
+            ("etcd://h:2379?password=PW#x", "etcd://h:2379?password=***"),
             (
-                "etcd://h:2379?password=PW#x",
-                "etcd://h:2379?password=***#x",
-            ),
-            (
-                "redis://h:1?Token=PW&protocol=resp3",
-                "redis://h:1?Token=***&protocol=resp3",
+                "redis://h:1?protocol=resp3&Token=PW&db=1",
+                "redis://h:1?protocol=resp3&Token=***",
             ),
             ("etcd://h:2379?namespace=PW", "etcd://h:2379?namespace=PW"),
         ] {
@@ -274,6 +246,100 @@ mod tests {
                 "{url} -> {shown}"
             );
             assert!(shown.contains("***@h"), "{url} -> {shown}");
+        }
+    }
+
+    mod never_shows_a_secret {
+        use super::redact_url;
+        use proptest::prelude::*;
+
+        /// A secret of any characters, the URL's delimiters most of all.
+        fn secret() -> impl Strategy<Value = String> {
+            let special = prop::sample::select(vec![
+                '@', '/', '?', '#', ':', ',', '%', '&', '=', '[', ']', '*', ';', '+', ' ',
+            ]);
+            let char = prop_oneof![
+                3 => special,
+                2 => prop::char::range('a', 'z'),
+                1 => prop::char::range('0', '9'),
+                1 => any::<char>(),
+            ];
+            prop::collection::vec(char, 1..24).prop_map(|chars| chars.into_iter().collect())
+        }
+
+        /// One to three hosts, as `host:port` or `[v6]:port`.
+        fn hosts() -> impl Strategy<Value = Vec<String>> {
+            let host = prop_oneof![
+                (1..4u8, 1..9999u16).prop_map(|(n, port)| format!("h{n}:{port}")),
+                (1..9999u16).prop_map(|port| format!("[::1]:{port}")),
+            ];
+            prop::collection::vec(host, 1..4)
+        }
+
+        /// A URL that holds `SECRET` where a secret goes, and its text with every `SECRET`
+        /// taken out.
+        fn url() -> impl Strategy<Value = (String, String)> {
+            let scheme = prop::sample::select(vec![
+                "redis",
+                "rediss",
+                "etcd",
+                "redis+cluster",
+                "redis+sentinel",
+                "redis+unix",
+            ]);
+            let path = prop::sample::select(vec!["", "/", "/0", "/keyplane/2", "/run/r.sock"]);
+            let query = prop::sample::select(vec!["", "?db=1", "?protocol=resp3&db=2", "#x"]);
+            let secret_name = prop::sample::select(vec![
+                "password",
+                "pass",
+                "sentinel_password",
+                "Token",
+                "client_secret",
+            ]);
+            let user = "[a-z0-9_]{0,6}";
+            (scheme, user, hosts(), path, query, secret_name, 0..4u8).prop_map(
+                |(scheme, user, hosts, path, query, name, form)| {
+                    let template = match form {
+                        // One user info for every host.
+                        0 => format!("{scheme}://{user}:SECRET@{}{path}{query}", hosts.join(",")),
+                        // A user info before each host.
+                        1 => {
+                            let hosts: Vec<String> =
+                                hosts.iter().map(|h| format!("{user}:SECRET@{h}")).collect();
+                            format!("{scheme}://{}{path}{query}", hosts.join(","))
+                        }
+                        // A secret query parameter, first or after another.
+                        2 => format!("{scheme}://{}{path}?{name}=SECRET&db=1", hosts.join(",")),
+                        _ => format!("{scheme}://{}{path}?db=1&{name}=SECRET", hosts.join(",")),
+                    };
+                    let rest = template.replace("SECRET", "");
+                    (template, rest)
+                },
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            /// Whatever the secret holds, no part of it is shown that the URL does not also
+            /// hold outside it.
+            #[test]
+            fn whatever_it_holds((template, rest) in url(), secret in secret()) {
+                let url = template.replace("SECRET", &secret);
+                let shown = redact_url(&url);
+                let chars: Vec<char> = secret.chars().collect();
+                for piece in shown.split("***") {
+                    for start in 0..chars.len() {
+                        for end in start + 1..=chars.len() {
+                            let part: String = chars[start..end].iter().collect();
+                            prop_assert!(
+                                !piece.contains(&part) || rest.contains(&part),
+                                "{url:?} is shown as {shown:?}: {part:?} of the secret {secret:?}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 }
