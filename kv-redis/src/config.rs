@@ -34,6 +34,10 @@ pub struct RedisConfig {
     /// are the master's, `?sentinel_username=U&sentinel_password=P` the sentinels'), and
     /// `rediss+sentinel://` for TLS to the sentinels and the master. Default
     /// `redis://127.0.0.1:6379`.
+    ///
+    /// In every scheme the user, the password and the `sentinel_*` values are
+    /// percent-decoded: a password holding `/`, `?`, `#`, `%`, `@`, `&` or `,` is written
+    /// `%2F`, `%3F`, `%23`, `%25`, `%40`, `%26`, `%2C` (a bad encoding is refused).
     pub url: String,
     /// ACL user name; overrides one given in the URL.
     pub username: Option<String>,
@@ -211,12 +215,27 @@ impl RedisConfig {
             return Err(config_error("TLS settings need a rediss:// URL".to_owned()));
         }
         self.check()?;
+        // The client decodes the URL's credentials leniently (`%zz` stays as it is): they
+        // are decoded first as every Redis URL's are, which refuses a bad encoding, and
+        // replace the client's.
+        let rest = self
+            .url
+            .split_once("://")
+            .map_or(self.url.as_str(), |(_, rest)| rest);
+        let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+        let (username, password, _) = split_credentials(authority)?;
         let info = self.url.as_str().into_connection_info().map_err(|e| {
             Error::new(ErrorKind::Config, "the Redis URL does not parse")
                 .with_context("url", keyplane_core::raw::redact_url(&self.url))
                 .with_source(e)
         })?;
         let mut settings = info.redis_settings().clone();
+        if let Some(user) = username {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = password {
+            settings = settings.set_password(password);
+        }
         if let Some(user) = &self.username {
             settings = settings.set_username(user);
         }
@@ -310,7 +329,7 @@ impl RedisConfig {
                     .to_owned(),
             ));
         }
-        let (username, password, hosts) = self.credentials_and_hosts(rest);
+        let (username, password, hosts) = self.credentials_and_hosts(rest)?;
         let nodes = hosts
             .split(',')
             .map(|host| {
@@ -333,29 +352,21 @@ impl RedisConfig {
     }
 
     /// Splits the `[user[:password]@]hosts` part of a cluster or Sentinel URL into the
-    /// username, the password and the hosts; the configuration's own username and password
-    /// override the URL's.
+    /// username, the password (both percent-decoded) and the hosts; the configuration's own
+    /// username and password override the URL's.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for credentials whose percent-encoding is bad.
     fn credentials_and_hosts<'a>(
         &self,
         authority: &'a str,
-    ) -> (Option<String>, Option<String>, &'a str) {
-        let (credentials, hosts) = match authority.rsplit_once('@') {
-            Some((credentials, hosts)) => (Some(credentials), hosts),
-            None => (None, authority),
-        };
-        let (username, password) = match credentials.map(|c| c.split_once(':')) {
-            Some(Some((user, password))) => (
-                (!user.is_empty()).then(|| user.to_owned()),
-                Some(password.to_owned()),
-            ),
-            Some(None) => (credentials.map(str::to_owned), None),
-            None => (None, None),
-        };
-        (
+    ) -> Result<(Option<String>, Option<String>, &'a str)> {
+        let (username, password, hosts) = split_credentials(authority)?;
+        Ok((
             self.username.clone().or(username),
             self.password.clone().or(password),
             hosts,
-        )
+        ))
     }
 
     /// The checks every URL shares: the internal prefix, the sizes, the reconcile roots, the
@@ -406,6 +417,69 @@ impl RedisConfig {
         }
         Ok(())
     }
+}
+
+/// Splits the authority `[user[:password]@]hosts` of any Redis URL into its username and
+/// password, each percent-decoded by [`decode_url_part`] (an empty one is none), and its
+/// hosts. The credentials end at the authority's last `@`: one inside them is `%40`.
+///
+/// # Errors
+/// [`ErrorKind::Config`] for credentials whose percent-encoding is bad.
+fn split_credentials(authority: &str) -> Result<(Option<String>, Option<String>, &str)> {
+    let Some((credentials, hosts)) = authority.rsplit_once('@') else {
+        return Ok((None, None, authority));
+    };
+    let (user, password) = match credentials.split_once(':') {
+        Some((user, password)) => (user, Some(password)),
+        None => (credentials, None),
+    };
+    let decoded = |text: Option<&str>, what| {
+        text.filter(|text| !text.is_empty())
+            .map(|text| decode_url_part(text, what))
+            .transpose()
+    };
+    Ok((
+        decoded(Some(user), "username")?,
+        decoded(password, "password")?,
+        hosts,
+    ))
+}
+
+/// Decodes the percent-encoding of one part of a Redis URL, its `what` (the username, the
+/// password, a parameter's value): every scheme decodes its credentials and parameters with
+/// it, so that one holding `/`, `?`, `#`, `%`, `@`, `&` or `,` is given as `%2F`, `%3F`,
+/// `%23`, `%25`, `%40`, `%26`, `%2C`. `%XX` is the byte of hex value `XX`; every other
+/// character stands for itself (`+` too: it is no space here).
+///
+/// # Errors
+/// [`ErrorKind::Config`] for a `%` not followed by two hex digits, or bytes that are not
+/// UTF-8 once decoded. The message names the part and never shows it: it may be a secret.
+pub(crate) fn decode_url_part(text: &str, what: &str) -> Result<String> {
+    let bad = |problem: &str| {
+        Error::new(
+            ErrorKind::Config,
+            format!("the {what} in the Redis URL has bad percent-encoding: {problem}"),
+        )
+    };
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, after)) = rest.split_first() {
+        rest = after;
+        if byte != b'%' {
+            bytes.push(byte);
+            continue;
+        }
+        let hex = |i: usize| rest.get(i).and_then(|b| char::from(*b).to_digit(16));
+        let (Some(high), Some(low)) = (hex(0), hex(1)) else {
+            return Err(bad(
+                "a `%` is followed by two hex digits (`%25` for a `%` itself)",
+            ));
+        };
+        // Two hex digits: at most 255.
+        bytes.push(u8::try_from(high * 16 + low).unwrap_or(u8::MAX));
+        rest = &rest[2..];
+    }
+    String::from_utf8(bytes).map_err(|_| bad("the decoded bytes are not UTF-8"))
 }
 
 /// The scheme of a Redis Cluster URL.
@@ -470,7 +544,7 @@ pub(crate) fn certificates(tls: &TlsConfig) -> Result<redis::TlsCertificates> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -582,6 +656,57 @@ mod tests {
         ] {
             let err = bad.cluster_nodes().unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Config, "{bad:?}");
+        }
+    }
+
+    /// A password holding every delimiter of a URL, percent-encoded.
+    pub(super) const PASSWORD: &str = "p/?#%@&:,+ w";
+    pub(super) const ENCODED: &str = "p%2F%3F%23%25%40%26%3A%2C+%20w";
+
+    #[test]
+    fn cluster_credentials_are_percent_decoded() {
+        let url = format!("redis+cluster://ad%40min:{ENCODED}@10.0.0.1:7000,10.0.0.2:7001");
+        let (nodes, user, password) = RedisConfig::new(url).cluster_nodes().unwrap();
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(
+            (user.as_deref(), password.as_deref()),
+            (Some("ad@min"), Some(PASSWORD))
+        );
+    }
+
+    #[test]
+    fn single_server_credentials_are_percent_decoded() {
+        let url = format!("redis://ad%40min:{ENCODED}@10.0.0.1:6379/2");
+        let info = RedisConfig::new(url).connection_info().unwrap();
+        let settings = info.redis_settings();
+        assert_eq!(settings.username(), Some("ad@min"));
+        assert_eq!(settings.password(), Some(PASSWORD));
+        assert_eq!(settings.db(), 2);
+    }
+
+    /// A `%` not followed by two hex digits, or bytes that are not UTF-8, are refused with
+    /// an error that names the part and does not show it.
+    #[test]
+    fn bad_percent_encoding_is_a_config_error() {
+        for (credentials, part) in [
+            ("u:s3cret%zz", "password"),
+            ("u:s3cret%4", "password"),
+            ("u:s3cret%", "password"),
+            ("u%ff:s3cret", "username"),
+            ("u:s3cret%c3%28", "password"),
+        ] {
+            for url in [
+                format!("redis://{credentials}@10.0.0.1:6379"),
+                format!("redis+cluster://{credentials}@10.0.0.1:7000"),
+                format!("redis+sentinel://{credentials}@10.0.0.1:26379/main"),
+            ] {
+                let err = RedisConfig::new(url.clone()).validate().unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::Config, "{url}");
+                let shown = err.chain();
+                assert!(shown.contains(part), "{url}: {shown}");
+                assert!(shown.contains("percent-encod"), "{url}: {shown}");
+                assert!(!shown.contains("s3cret"), "{url}: {shown}");
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! master's database and credentials, the sentinels' own credentials, and TLS
 //! (`rediss+sentinel://`).
 
-use super::RedisConfig;
+use super::{RedisConfig, decode_url_part};
 use keyplane_core::{Error, ErrorKind, Result};
 
 /// The scheme of a URL that names a master through its sentinels.
@@ -96,7 +96,7 @@ impl RedisConfig {
         self.check()?;
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let (username, password, hosts) = self.credentials_and_hosts(authority);
+        let (username, password, hosts) = self.credentials_and_hosts(authority)?;
         let mut path = path.split('/').filter(|part| !part.is_empty());
         let master = path
             .next()
@@ -120,8 +120,12 @@ impl RedisConfig {
         let (mut sentinel_username, mut sentinel_password) = (None, None);
         for pair in query.split('&').filter(|pair| !pair.is_empty()) {
             match pair.split_once('=') {
-                Some(("sentinel_username", v)) => sentinel_username = Some(v.to_owned()),
-                Some(("sentinel_password", v)) => sentinel_password = Some(v.to_owned()),
+                Some((name @ "sentinel_username", v)) => {
+                    sentinel_username = Some(decode_url_part(v, name)?);
+                }
+                Some((name @ "sentinel_password", v)) => {
+                    sentinel_password = Some(decode_url_part(v, name)?);
+                }
                 _ => {
                     let name = pair.split_once('=').map_or(pair, |(name, _)| name);
                     return Err(config_error(format!(
@@ -226,6 +230,28 @@ mod tests {
             !shown.contains("s3cret") && !shown.contains("from-config"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn sentinel_credentials_are_percent_decoded() {
+        use crate::config::tests::{ENCODED, PASSWORD};
+        let url = format!(
+            "redis+sentinel://ad%40min:{ENCODED}@10.0.0.1:26379,10.0.0.2:26379/main/1\
+             ?sentinel_username=watch%26er&sentinel_password={ENCODED}"
+        );
+        let target = RedisConfig::new(url).sentinel_target().unwrap();
+        assert_eq!(target.settings.username(), Some("ad@min"));
+        assert_eq!(target.settings.password(), Some(PASSWORD));
+        assert_eq!((target.master.as_str(), target.settings.db()), ("main", 1));
+        for sentinel in &target.sentinels {
+            assert_eq!(sentinel.redis_settings().username(), Some("watch&er"));
+            assert_eq!(sentinel.redis_settings().password(), Some(PASSWORD));
+        }
+        let bad = "redis+sentinel://10.0.0.1:26379/main?sentinel_password=s3cret%g1";
+        let err = RedisConfig::new(bad).sentinel_target().err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::Config);
+        assert!(err.chain().contains("sentinel_password"), "{}", err.chain());
+        assert!(!err.chain().contains("s3cret"), "{}", err.chain());
     }
 
     #[test]
