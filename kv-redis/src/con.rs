@@ -3,6 +3,7 @@
 //! `ASK` and refreshes its slot map after a failover), behind one [`ConnectionLike`]; and
 //! [`Dial`], which opens connections of their own (for the watch hub's blocking reads).
 
+mod node;
 mod sentinel;
 
 pub(crate) use sentinel::Following;
@@ -79,9 +80,13 @@ pub(crate) enum Dial {
 }
 
 impl Dial {
-    /// A connection of its own (not shared with the store's operations).
+    /// A connection of its own (not shared with the store's operations) to the server that
+    /// holds `key`: the one server, the master the sentinels name, or the master of the
+    /// key's slot in a cluster (a connection to that one node, which ends rather than moves
+    /// when the slot's master changes).
     pub(crate) async fn dedicated(
         &self,
+        key: &[u8],
         connect_timeout: Duration,
         request_timeout: Duration,
     ) -> RedisResult<Con> {
@@ -99,10 +104,8 @@ impl Dial {
             Dial::Sentinel(target) => Ok(Con::Multiplexed(
                 sentinel::dedicated(target, connect_timeout, request_timeout).await?,
             )),
-            Dial::Cluster { .. } => Ok(Con::Cluster(
-                self.cluster_client(connect_timeout, request_timeout)?
-                    .get_async_connection()
-                    .await?,
+            Dial::Cluster { .. } => Ok(Con::Multiplexed(
+                self.node_of(key, connect_timeout, request_timeout).await?,
             )),
         }
     }

@@ -143,7 +143,7 @@ impl Hub {
         if con.is_none() {
             let mut fresh = self
                 .dial
-                .dedicated(self.connect_timeout, self.request_timeout)
+                .dedicated(&self.log, self.connect_timeout, self.request_timeout)
                 .await
                 .map_err(|e| unavailable(map_error("watch", e)))?;
             self.check_continuity(&mut fresh, last).await?;
@@ -195,17 +195,18 @@ impl Hub {
         Ok(entries)
     }
 
-    /// The events of `revision` when it is the log's newest entry (read after the revision,
-    /// so that a write between the two leaves it unknown rather than wrong): what the hub
-    /// compares after a reconnection, even before it has read an entry of its own. `None`
-    /// when the log holds it no longer, or a later write came first.
+    /// The events of `revision`, the log's newest when the hub read the revision counter:
+    /// what the hub compares after a reconnection, even before it has read an entry of its
+    /// own. `None` when the log holds it no longer, or holds it in the entry of a group
+    /// written since (whose id is a later revision).
     async fn events_of(&self, con: &mut Con, revision: i64) -> Result<Option<Vec<Event>>> {
-        let reply: Value = redis::cmd("XREVRANGE")
+        // A revision's entry has its id (or a later one, in a group): the newest entry is
+        // `<revision>-0` when the log ends at it. XRANGE, which the store's ACL user has.
+        let id = format!("{revision}-0");
+        let reply: Value = redis::cmd("XRANGE")
             .arg(self.log.as_slice())
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1)
+            .arg(&id)
+            .arg(&id)
             .query_async(con)
             .await
             .map_err(|e| unavailable(map_error("watch", e)))?;

@@ -35,8 +35,37 @@ async fn between_faults(rng: &mut StdRng, until: Instant) -> bool {
     pause_within(rng, pause, until).await
 }
 
+/// Drops every client connection of the Redis server at `url` (commands and
+/// subscriptions), as an operator's `CLIENT KILL TYPE normal` and `TYPE pubsub` do; nothing
+/// is lost, so a watch that ends for it is an anomaly.
+pub async fn client_kill(recorder: &Recorder, url: &str, what: &str) {
+    let kill = async {
+        let mut con = redis::Client::open(url)?
+            .get_multiplexed_async_connection()
+            .await?;
+        let mut killed = 0;
+        for kind in ["normal", "pubsub"] {
+            killed += redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg(kind)
+                .query_async::<i64>(&mut con)
+                .await?;
+        }
+        Ok::<i64, redis::RedisError>(killed)
+    };
+    match tokio::time::timeout(Duration::from_secs(3), kill).await {
+        Ok(Ok(killed)) => recorder.fault(format!(
+            "{what}: CLIENT KILL TYPE normal and pubsub ({killed} connections dropped)"
+        )),
+        Ok(Err(e)) => recorder.fault(format!("{what}: CLIENT KILL failed: {e}")),
+        Err(_) => recorder.fault(format!("{what}: CLIENT KILL did not answer")),
+    }
+}
+
 /// Redis faults until `until`: kill -9 then restart (the AOF with `appendfsync always`
-/// brings back every acknowledged write), or SIGSTOP for up to 3 s then SIGCONT.
+/// brings back every acknowledged write), SIGSTOP for up to 3 s then SIGCONT, or every
+/// client connection killed.
 pub async fn redis(
     server: &mut RedisServer,
     recorder: &Recorder,
@@ -47,7 +76,10 @@ pub async fn redis(
         if !between_faults(rng, until).await {
             return;
         }
-        if rng.random_bool(0.5) {
+        let kind = rng.random_range(0..3);
+        if kind == 2 {
+            client_kill(recorder, &server.url(), "redis").await;
+        } else if kind == 0 {
             recorder.fault("redis: kill -9 then restart");
             block_in_place(|| server.kill());
             tokio::time::sleep(rng.random_range(Duration::ZERO..Duration::from_millis(1500))).await;
@@ -102,7 +134,7 @@ pub async fn etcd(
         }
         let endpoints = cluster.direct_endpoints();
         let leader = etcd_leader(&endpoints).await;
-        let kinds = if cluster.network().is_some() { 6 } else { 3 };
+        let kinds = if cluster.network().is_some() { 7 } else { 3 };
         match (rng.random_range(0..kinds), leader) {
             (0, Some(leader)) => {
                 recorder.fault(format!("etcd: kill -9 leader m{leader}, then restart"));
@@ -134,6 +166,15 @@ pub async fn etcd(
                      still reaching it"
                 );
                 etcd_partition(cluster, recorder, rng, &what, &[leader]).await;
+            }
+            (6, _) => {
+                let member = rng.random_range(0..cluster.len());
+                if let Some(net) = cluster.network() {
+                    recorder.fault(format!(
+                        "etcd: every client connection of member m{member} dropped"
+                    ));
+                    net.drop_connections(cluster.name(member));
+                }
             }
             (5, _) => {
                 let member = rng.random_range(0..cluster.len());
@@ -232,7 +273,11 @@ pub async fn sentinel(
                 .filter(|n| *n != alone)
                 .collect()
         };
-        match rng.random_range(0..4) {
+        match rng.random_range(0..5) {
+            4 => {
+                let url = format!("redis://127.0.0.1:{old}");
+                client_kill(recorder, &url, &format!("sentinel: master {master}")).await;
+            }
             0 | 1 => {
                 recorder.fault(format!(
                     "sentinel: partition: master {master} cut off from its replicas and the \

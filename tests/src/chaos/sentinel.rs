@@ -100,9 +100,27 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
             }
         }
     }
-    // A main watch that learnt its history was rewound (`Compacted`) ends there, as it
-    // must, and cannot deliver the end: that is a consequence of the lost writes.
-    let rewound = super::watch::segments(&driven.records).iter().any(|s| {
+    // A watch that learnt its history was rewound (`Compacted`) ends there, as it must:
+    // that is a consequence of lost writes only when the final history lacks what the
+    // watch read last; otherwise the end was false, an anomaly.
+    let segments = super::watch::segments(&driven.records);
+    if let Some(history) = &history {
+        anomalies.extend(super::watch::false_compactions(
+            &segments,
+            |revision, events| match events {
+                Some(events) => history.get(&revision).is_some_and(|held| {
+                    let mut held = held.clone();
+                    let mut read = events.to_vec();
+                    held.sort();
+                    read.sort();
+                    held == read
+                }),
+                // Read nothing: lost only if writes were.
+                None => apart.lost_unwaited.is_empty(),
+            },
+        ));
+    }
+    let rewound = segments.iter().any(|s| {
         s.main
             && s.end
                 .as_deref()

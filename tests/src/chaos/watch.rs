@@ -164,6 +164,39 @@ pub fn main_coverage(segments: &[Segment]) -> Option<(i64, i64)> {
     Some((first.start, last))
 }
 
+/// Whether a watch's end says `Compacted`: the history it asked for is gone.
+fn ended_compacted(end: &str) -> bool {
+    end.contains("compacted (oldest retained")
+}
+
+/// The watches that ended with `Compacted` although the history they had read was not lost:
+/// `kept(revision, events)` says whether the store's final history holds `events` at
+/// `revision` (always true in a run that neither compacts nor can lose a write). A watch
+/// that ended so after reading nothing is judged by `kept(start - 1, None)`. A false
+/// `Compacted` makes every mirror and live reader relist for nothing.
+pub fn false_compactions(
+    segments: &[Segment],
+    kept: impl Fn(i64, Option<&[String]>) -> bool,
+) -> Vec<String> {
+    segments
+        .iter()
+        .filter(|s| s.end.as_deref().is_some_and(ended_compacted))
+        .filter(|s| match s.batches.last() {
+            Some(batch) => kept(batch.revision, Some(&batch.events)),
+            None => kept(s.start - 1, None),
+        })
+        .map(|s| {
+            format!(
+                "watch compacted: segment {} (from {}) ended after revision {} though the store                  still holds what it read: {}",
+                s.id,
+                s.start,
+                s.last(),
+                s.end.as_deref().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
 /// Checks the six properties; returns one line per anomaly.
 /// `pairs` are the pair writes, as their value and their two keys.
 pub fn check(
@@ -358,6 +391,28 @@ mod tests {
             revision,
             events: vec![vec![format!("put,{key},{value},{revision}")]],
         }
+    }
+
+    #[test]
+    fn a_compacted_end_is_an_anomaly_unless_what_the_watch_read_was_lost() {
+        let compacted = "failed: revision compacted (oldest retained: 4): revisions before 4 \
+                         are no longer retained";
+        let mut ended = segment(1, true, 1, &[(2, &["put,a,x,2"]), (3, &["put,a,y,3"])]);
+        ended.end = Some(compacted.to_string());
+        let mut unavailable = segment(2, true, 4, &[]);
+        unavailable.end = Some("failed: unavailable: connection dropped".to_string());
+        let segments = [ended, unavailable];
+        let found = false_compactions(&segments, |_, _| true);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("watch compacted: segment 1"),
+            "{found:?}"
+        );
+        // A failover lost revision 3 as the watch read it: the end is the truth.
+        let lost = false_compactions(&segments, |revision, events| {
+            revision != 3 || events != Some(&["put,a,y,3".to_string()][..])
+        });
+        assert_eq!(lost, Vec::<String>::new());
     }
 
     #[test]
