@@ -12,7 +12,7 @@ pub(crate) mod span;
 use crate::con::Con;
 use crate::core::Core;
 use crate::core::decode::{LogEntry, array, corrupted, flatten};
-use crate::core::hub::{Hub, HubPage, PAGE};
+use crate::core::hub::{Hub, HubPage, PAGE, RECONNECT};
 use crate::error::{map_error, unavailable};
 use futures::StreamExt;
 use keyplane_core::{Error, Event, Result, WatchBatch, WatchOptions, WatchStream};
@@ -224,6 +224,7 @@ impl Watcher {
     /// Reads the log from the revision after the last one read up to its end (XRANGE, on the
     /// shared connection); false when the watch ended.
     async fn catch_up(&mut self) -> bool {
+        let mut failures = 0;
         loop {
             let from = format!("{}-0", self.follower.last.saturating_add(1));
             let mut con = self.con.clone();
@@ -240,8 +241,19 @@ impl Watcher {
                     Ok(entries) => entries,
                     Err(err) => return self.end(err).await,
                 },
+                // A dropped connection loses nothing: the log still holds what was missed,
+                // so the read is made again (the shared connection reconnects), as the hub
+                // does, before the watch gives up.
+                Err(err) if err.is_retryable() && failures < self.hub.retries => {
+                    failures += 1;
+                    tokio::select! {
+                        _ = self.tx.closed() => return false,
+                        _ = tokio::time::sleep(RECONNECT.delay(failures)) => continue,
+                    }
+                }
                 Err(err) => return self.end(err).await,
             };
+            failures = 0;
             let full = entries.len() >= PAGE;
             let batches = match self.follower.accept(entries) {
                 Ok(batches) => batches,

@@ -163,3 +163,94 @@ fn redis_cluster_group() {
         assert_grouped(&mut con, &format!("__kv:{{{tag}}}:")).await;
     });
 }
+
+/// A watch replaying a backlog longer than one page reads the rest of it on the store's
+/// shared connection; that connection dropped while the read is under way (held by a cut
+/// in a proxy, then closed) is read through again, not the end of the watch.
+#[test]
+fn redis_a_watch_reading_its_backlog_survives_a_dropped_connection() {
+    backlog_across_a_dropped_connection(true);
+}
+
+/// The same with no other watch: the store's follower of the log starts with the watch, and
+/// its connection drops while it finds where the log ends; the watch waits for it, then
+/// reads its backlog.
+#[test]
+fn redis_a_first_watch_survives_a_dropped_connection_while_the_follower_starts() {
+    backlog_across_a_dropped_connection(false);
+}
+
+fn backlog_across_a_dropped_connection(follower_running: bool) {
+    use futures::StreamExt;
+    use keyplane_core::{PutOptions, WatchOptions};
+    use keyplane_tests::harness::{CLIENT, Network, RedisServer};
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let net = Arc::new(Network::new());
+    let port = net.proxy("redis", server.port());
+    run_case("blip_redis_backlog", async move {
+        let store = RedisStore::from_url(&format!("redis://127.0.0.1:{port}"))
+            .await
+            .expect("connect through the proxy");
+        let root = keyplane_tests::harness::key_root("backlog");
+        // A watch already running: the store's follower of the log is up, so the backlog
+        // watch below reads what it missed itself, on the store's shared connection.
+        let other = format!("{root}other/");
+        let mut running = None;
+        if follower_running {
+            let mut watch = store
+                .watch(WatchOptions::prefix(&other))
+                .await
+                .expect("a watch");
+            store
+                .put(format!("{other}k").as_bytes(), b"v", PutOptions::default())
+                .await
+                .expect("put");
+            watch.next().await.expect("a batch").expect("no error");
+            running = Some(watch);
+        }
+        let root = format!("{root}backlog/");
+        let (mut first, mut last) = (i64::MAX, 0);
+        // One after another: a log entry each, more than one page of them.
+        for i in 0..600 {
+            let key = format!("{root}k{i}");
+            let revision = store
+                .put(key.as_bytes(), b"v", PutOptions::default())
+                .await
+                .expect("put")
+                .revision;
+            (first, last) = (first.min(revision), last.max(revision));
+        }
+        let mut watch = store
+            .watch(WatchOptions::prefix(&root).from_revision(first))
+            .await
+            .expect("a watch of the backlog");
+        net.cut(&[CLIENT], &["redis"]);
+        // The replay is one page: the rest is read once the watch has handed it over. The
+        // batches of the page come from memory; then the watch stalls on its read, which the
+        // cut holds.
+        let mut seen = Vec::new();
+        let quiet = std::time::Duration::from_millis(300);
+        while let Ok(batch) = tokio::time::timeout(quiet, watch.next()).await {
+            seen.push(batch.expect("a batch").expect("no error").revision);
+        }
+        assert!(
+            *seen.last().unwrap_or(&0) < last,
+            "the watch read past its first page through a cut link"
+        );
+        net.drop_connections("redis");
+        net.heal();
+        while *seen.last().unwrap_or(&0) < last {
+            let batch = tokio::time::timeout(std::time::Duration::from_secs(20), watch.next())
+                .await
+                .expect("the next batch within 20 s")
+                .expect("the watch goes on")
+                .unwrap_or_else(|e| panic!("the watch ended after a dropped connection: {e}"));
+            seen.push(batch.revision);
+        }
+        let expected: Vec<i64> = (first..=last).collect();
+        assert_eq!(seen, expected, "each revision once, in order");
+        drop((running, server));
+    });
+}

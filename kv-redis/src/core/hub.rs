@@ -25,7 +25,7 @@ const HUB_PAGES: usize = 256;
 
 /// Between attempts to reconnect the hub: 100 ms doubling up to 2 s (the first failure
 /// waits `delay(1)`).
-const RECONNECT: Backoff = Backoff::requests()
+pub(crate) const RECONNECT: Backoff = Backoff::requests()
     .initial(Duration::from_millis(50))
     .max_delay(Duration::from_secs(2));
 
@@ -41,7 +41,9 @@ pub(crate) struct Hub {
     /// The event log, which the watches' catch-up reads use too.
     pub(crate) log: Vec<u8>,
     rev: Vec<u8>,
-    retries: u32,
+    /// Reconnections in a row before the hub gives up (`RedisConfig::watch_retries`); the
+    /// watches' reads of what they missed retry as often.
+    pub(crate) retries: u32,
     request_timeout: Duration,
     connect_timeout: Duration,
     /// The running hub's sender, and whether it has found its starting revision; `None`
@@ -161,8 +163,10 @@ impl Hub {
                     .await
                     .map_err(|e| unavailable(map_error("watch", e)))?;
                 let rev = rev.unwrap_or(0);
-                last.revision = Some(rev);
-                last.events = self.events_of(c, rev).await?;
+                // Both known before either is kept: a read that fails here starts over
+                // from the revision counter, and announces the start only then.
+                let events = self.events_of(c, rev).await?;
+                (last.revision, last.events) = (Some(rev), events);
                 ready.send_replace(true);
                 rev
             }
