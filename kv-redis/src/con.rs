@@ -82,11 +82,12 @@ pub(crate) enum Dial {
 impl Dial {
     /// A connection of its own (not shared with the store's operations) to the server that
     /// holds `key`: the one server, the master the sentinels name, or the master of the
-    /// key's slot in a cluster (a connection to that one node, which ends rather than moves
-    /// when the slot's master changes).
+    /// key's slot in a cluster, as the store's `shared` connection learns it (a connection
+    /// to that one node, which ends rather than moves when the slot's master changes).
     pub(crate) async fn dedicated(
         &self,
         key: &[u8],
+        shared: &Con,
         connect_timeout: Duration,
         request_timeout: Duration,
     ) -> RedisResult<Con> {
@@ -105,7 +106,8 @@ impl Dial {
                 sentinel::dedicated(target, connect_timeout, request_timeout).await?,
             )),
             Dial::Cluster { .. } => Ok(Con::Multiplexed(
-                self.node_of(key, connect_timeout, request_timeout).await?,
+                self.node_of(key, shared, connect_timeout, request_timeout)
+                    .await?,
             )),
         }
     }

@@ -276,10 +276,14 @@ impl Core {
             wait_timeout_ms: config.wait_timeout_ms,
         };
         Core {
-            committer: Committer::new(link.clone(), Arc::clone(&scripts)),
+            committer: Committer::new(
+                link.clone(),
+                Arc::clone(&scripts),
+                config.max_prefix_delete_keys,
+            ),
             reads: Reads::new(con.clone(), &[prefix.as_slice(), b"meta"].concat()),
             link,
-            hub: Arc::new(hub::Hub::new(dial.clone(), &prefix, &config)),
+            hub: Arc::new(hub::Hub::new(dial.clone(), con.clone(), &prefix, &config)),
             con,
             dial,
             rev_key,
@@ -367,15 +371,17 @@ impl Core {
     /// Sends the write `args` of `writer` (its arguments after the prefix and the retention)
     /// through the group commit (see `core::commit`): alone while few of this core's calls are in
     /// flight, else in one call with the writes that queued meanwhile. Then waits for the
-    /// replicas, when configured. On a cluster the group joins the registry first.
+    /// replicas, when configured. On a cluster the group joins the registry first. `weight`
+    /// is the write's work, which bounds a batch's (see `core::commit`).
     pub(crate) async fn commit(
         &self,
         writer: Writer,
         args: Cmd,
+        weight: u64,
         op: &'static str,
     ) -> Result<Value> {
         self.register(op).await?;
-        self.committer.submit(writer, args, op).await
+        self.committer.submit(writer, args, weight, op).await
     }
 
     /// Where the event log stands, read atomically with its entries from revision `from` on

@@ -9,7 +9,7 @@
 //! failover and a moved slot all end the connection; the hub connects again, to the node
 //! the slot map then names, and checks the history first.
 
-use super::Dial;
+use super::{Con, Dial};
 use keyplane_core::raw::redis_key_slot;
 use redis::aio::MultiplexedConnection;
 use redis::{ConnectionAddr, RedisError, RedisResult, Value};
@@ -17,20 +17,18 @@ use std::time::Duration;
 
 impl Dial {
     /// A connection of its own to the master that serves `key` in the cluster (asked of the
-    /// cluster with `CLUSTER SLOTS`), with the cluster's credentials and TLS settings.
+    /// cluster with `CLUSTER SLOTS` on the store's `shared` connection), with the cluster's
+    /// credentials and TLS settings.
     pub(super) async fn node_of(
         &self,
         key: &[u8],
+        shared: &Con,
         connect_timeout: Duration,
         request_timeout: Duration,
     ) -> RedisResult<MultiplexedConnection> {
-        let mut cluster = self
-            .cluster_client(connect_timeout, request_timeout)?
-            .get_async_connection()
-            .await?;
         let slots: Value = redis::cmd("CLUSTER")
             .arg("SLOTS")
-            .query_async(&mut cluster)
+            .query_async(&mut shared.clone())
             .await?;
         let (host, port) = slot_master(slots, redis_key_slot(key))?;
         let config = redis::AsyncConnectionConfig::new()

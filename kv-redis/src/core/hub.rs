@@ -38,6 +38,8 @@ pub(crate) type HubPage = std::result::Result<Arc<Vec<LogEntry>>, Error>;
 /// own and broadcasts each page to every watch.
 pub(crate) struct Hub {
     dial: Dial,
+    /// The store's shared connection, which finds the node of the log on a cluster.
+    shared: Con,
     /// The event log, which the watches' catch-up reads use too.
     pub(crate) log: Vec<u8>,
     rev: Vec<u8>,
@@ -53,10 +55,11 @@ pub(crate) struct Hub {
 
 impl Hub {
     /// The hub of the log under the internal `prefix` of a store connecting by `dial` with
-    /// `config` (not started until a watch needs it).
-    pub(crate) fn new(dial: Dial, prefix: &[u8], config: &RedisConfig) -> Self {
+    /// `config`, whose shared connection is `shared` (not started until a watch needs it).
+    pub(crate) fn new(dial: Dial, shared: Con, prefix: &[u8], config: &RedisConfig) -> Self {
         Hub {
             dial,
+            shared,
             log: [prefix, b"log"].concat(),
             rev: [prefix, b"rev"].concat(),
             retries: config.watch_retries,
@@ -145,7 +148,12 @@ impl Hub {
         if con.is_none() {
             let mut fresh = self
                 .dial
-                .dedicated(&self.log, self.connect_timeout, self.request_timeout)
+                .dedicated(
+                    &self.log,
+                    &self.shared,
+                    self.connect_timeout,
+                    self.request_timeout,
+                )
                 .await
                 .map_err(|e| unavailable(map_error("watch", e)))?;
             self.check_continuity(&mut fresh, last).await?;
