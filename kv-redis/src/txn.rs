@@ -23,6 +23,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
         }
     }
     let mut args = Cmd::new();
+    let max = core.config.max_prefix_delete_keys;
     let writer = match (&txn.compares[..], &txn.success[..], &txn.failure[..]) {
         // A lone rotation (the balancer's pick) has a script of its own.
         ([], [TxnOp::Collection(CollectionOp::ListRotate { key })], []) => {
@@ -30,11 +31,11 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             Writer::Rotate
         }
         _ => {
-            encode(&txn, core.config.max_prefix_delete_keys, &mut args);
+            encode(&txn, max, &mut args);
             Writer::Txn
         }
     };
-    let reply = core.commit(writer, args, "txn").await?;
+    let reply = core.commit(writer, args, weight(&txn, max), "txn").await?;
     let mut parts = array(reply)?.into_iter();
     let (Some(succeeded), Some(revision), Some(results)) =
         (parts.next(), parts.next(), parts.next())
@@ -86,7 +87,7 @@ pub(crate) async fn put(
         .arg(lease.as_bytes())
         .arg(want_prev)
         .arg(&digest[..]);
-    let reply = core.commit(Writer::Put, args, "put").await?;
+    let reply = core.commit(Writer::Put, args, 1, "put").await?;
     let (revision, prev) = revision_and_prev(key, reply)?;
     Ok(PutResult { revision, prev })
 }
@@ -97,7 +98,7 @@ pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<DeleteResult> {
     core.check_key(key)?;
     let mut args = Cmd::new();
     args.arg(key);
-    let reply = core.commit(Writer::Delete, args, "delete").await?;
+    let reply = core.commit(Writer::Delete, args, 1, "delete").await?;
     let (revision, prev) = revision_and_prev(key, reply)?;
     Ok(DeleteResult { revision, prev })
 }
@@ -111,6 +112,25 @@ fn revision_and_prev(key: &[u8], reply: Value) -> Result<(i64, Option<Entry>)> {
         ));
     };
     Ok((int(revision)?, opt_entry(key, prev)?))
+}
+
+/// A transaction's work, which bounds the group commit's batches (see `core::commit`): a key
+/// per compare and op, and for its prefix deletes the most keys they may remove together,
+/// `max_prefix_delete_keys` (how many they remove is known only when the transaction runs),
+/// so that a transaction with a prefix delete never shares a call with work beyond it.
+fn weight(txn: &Txn, max_prefix_delete_keys: u64) -> u64 {
+    let ops = txn.compares.len() + txn.success.len() + txn.failure.len();
+    let prefix_deletes = txn
+        .success
+        .iter()
+        .chain(&txn.failure)
+        .any(|op| matches!(op, TxnOp::DeletePrefix { .. }));
+    let ops = u64::try_from(ops).unwrap_or(u64::MAX);
+    ops.saturating_add(if prefix_deletes {
+        max_prefix_delete_keys
+    } else {
+        0
+    })
 }
 
 /// Adds the script's arguments after the shared ones to `call`: the most keys the prefix

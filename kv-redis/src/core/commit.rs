@@ -7,6 +7,13 @@
 //!
 //! There is no timer: batches form as [`super::group`] says, only under load.
 //!
+//! A call holds the server for all the writes it carries, and Redis serves no other client
+//! meanwhile: so a batch is bounded by its work as well as by its count and bytes. Each write
+//! weighs the keys it may touch — one per op, and for a prefix delete the most keys one
+//! transaction's prefix deletes may remove (`RedisConfig::max_prefix_delete_keys`) — and a
+//! batch carries at most that bound of one transaction, so that no call holds the server
+//! much longer than the largest write alone may. A write that weighs more goes alone.
+//!
 //! A batch needs the function library; when the store runs its scripts by `EVALSHA` (see
 //! [`super::scripts`]) every write goes alone. A batch the server refuses as a whole (out of
 //! memory, the library gone for good) is sent again write by write, each with the fallbacks
@@ -74,36 +81,55 @@ pub(crate) struct Committer {
 struct Batcher {
     link: Link,
     scripts: Arc<Scripts>,
+    /// The most work (keys) one batch carries: what one transaction may do.
+    budget: u64,
 }
 
-/// A write: its function, its arguments, and the operation it serves (for errors).
+/// A write: its function, its arguments, its work (see [`Committer::submit`]), and the
+/// operation it serves (for errors).
 struct Write {
     writer: Writer,
     args: Cmd,
+    weight: u64,
     op: &'static str,
 }
 
 impl Committer {
-    pub(crate) fn new(link: Link, scripts: Arc<Scripts>) -> Self {
+    /// The group commit of the writes sent over `link`; a batch carries at most `budget`
+    /// keys of work (the most one transaction's prefix deletes may remove).
+    pub(crate) fn new(link: Link, scripts: Arc<Scripts>, budget: u64) -> Self {
+        let batcher = Batcher {
+            link,
+            scripts,
+            budget,
+        };
         Committer {
-            group: Group::new(Batcher { link, scripts }, LIMITS),
+            group: Group::new(batcher, LIMITS),
         }
     }
 
     /// Sends the write `args` of `writer` (its arguments after the prefix and the
     /// retention), alone or in a batch, and waits for the replicas when configured; returns
-    /// the function's reply.
+    /// the function's reply. `weight` is the write's work: the most keys it may touch (one
+    /// per op; a prefix delete, the most its transaction may remove).
     pub(crate) async fn submit(
         &self,
         writer: Writer,
         args: Cmd,
+        weight: u64,
         op: &'static str,
     ) -> Result<Value> {
-        let Batcher { link, scripts } = self.group.carrier();
+        let Batcher { link, scripts, .. } = self.group.carrier();
         if !link.functions.load(Ordering::Relaxed) {
             return Box::pin(send_one(link, scripts, writer, &args, op)).await;
         }
-        match self.group.enter(Write { writer, args, op }) {
+        let write = Write {
+            writer,
+            args,
+            weight,
+            op,
+        };
+        match self.group.enter(write) {
             // Boxed: the lone call's future (its fallbacks, the wait for replicas) is large,
             // and every write's future would otherwise carry it. `_lead` hands the queue over
             // when the call returns or this future is dropped.
@@ -119,6 +145,14 @@ impl Carrier for Batcher {
 
     fn size(write: &Write) -> usize {
         write.args.args_iter().map(arg_len).sum()
+    }
+
+    fn weight(write: &Write) -> u64 {
+        write.weight
+    }
+
+    fn budget(&self) -> u64 {
+        self.budget
     }
 
     async fn send(&self, batch: Vec<Queued<Self>>) {
@@ -163,7 +197,9 @@ async fn send_one(
 
 /// Sends a queued write in a call of its own, and answers it.
 async fn send_alone(link: &Link, scripts: &Scripts, queued: Queued<Batcher>) {
-    let Write { writer, args, op } = &queued.request;
+    let Write {
+        writer, args, op, ..
+    } = &queued.request;
     let reply = send_one(link, scripts, *writer, args, op).await;
     let _ = queued.reply.send(reply);
 }
