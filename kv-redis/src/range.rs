@@ -148,6 +148,7 @@ pub(crate) async fn range(core: &Core, opts: RangeOptions) -> Result<RangeResult
             limit: opts.limit,
             values: !opts.keys_only,
             collections: None,
+            checked: false,
         }
     };
     // A page pinned to a revision (every page after a listing's first) goes straight to
@@ -172,6 +173,7 @@ async fn range_with_collections(core: &Core, opts: &RangeOptions) -> Result<Rang
         limit: per_source,
         values: !(opts.keys_only || opts.count_only),
         collections: Some(per_source),
+        checked: false,
     };
     if let Some(revision) = opts.pinned_revision().filter(|_| !opts.count_only) {
         return range_at(core, opts, revision).await;
@@ -266,10 +268,12 @@ fn read_at(opts: &RangeOptions, allowance: usize) -> (Option<usize>, Read) {
         opts.limit
             .map(|limit| limit.saturating_add(allowance).saturating_add(1))
     };
+    let values = !(opts.keys_only || opts.count_only);
     let read = Read::Entries {
         limit: fetch,
-        values: !(opts.keys_only || opts.count_only),
+        values,
         collections: opts.collections.then_some(fetch),
+        checked: values,
     };
     (fetch, read)
 }
@@ -293,11 +297,14 @@ enum Read {
     /// The number of keys.
     Count,
     /// At most `limit` entries, with or without their values, and the collections too
-    /// (`collections`: `None` for none, else at most `limit` of them).
+    /// (`collections`: `None` for none, else at most `limit` of them). With `checked`, each
+    /// value is checked against the digest its metadata keeps: one that differs is another
+    /// program's overwrite, stale (see [`read_index`]).
     Entries {
         limit: Option<usize>,
         values: bool,
         collections: Option<Option<usize>>,
+        checked: bool,
     },
 }
 
@@ -363,13 +370,20 @@ async fn read_index(
             log: None,
         }));
     }
-    let (mode, limit, with_values, collections): (&[u8], _, _, _) = match read {
-        Read::Count => (b"c", None, false, None),
+    let (mode, limit, with_values, collections, checked): (&[u8], _, _, _, _) = match read {
+        Read::Count => (b"c", None, false, None, false),
         Read::Entries {
             limit,
             values,
             collections,
-        } => (if values { b"v" } else { b"k" }, limit, values, collections),
+            checked,
+        } => (
+            if values { b"v" } else { b"k" },
+            limit,
+            values,
+            collections,
+            checked,
+        ),
     };
     let collections_arg = match collections {
         None => String::new(),
@@ -431,6 +445,7 @@ async fn read_index(
     let metas = array(metas)?;
     let mut values = array(values)?.into_iter();
     let mut entries = Vec::with_capacity(keys.len());
+    let mut overwritten = Vec::new();
     for (key, meta) in keys.into_iter().zip(metas) {
         let value = if with_values {
             // No key is stale, so every value is there.
@@ -440,7 +455,18 @@ async fn read_index(
             Vec::new()
         };
         let meta = opt_bytes(meta)?.ok_or_else(|| corrupted("an indexed key has no metadata"))?;
+        if checked && overwritten_by_another(&meta, &value) {
+            overwritten.push(key);
+            continue;
+        }
         entries.push(entry(key, value, &meta)?);
+    }
+    // A read at a past revision rewinds only the keys whose events the log holds after it:
+    // a value another program wrote over the store's (its digest is not the one of the
+    // metadata) has no event yet, and would be listed as the key's value then. Reconciled
+    // first, it is an event whose key's value then the log gives (see `Log::fill_unknown`).
+    if !overwritten.is_empty() {
+        return Ok(Indexed::Stale(overwritten));
     }
     let complete = limit.is_none_or(|limit| entries.len() <= limit);
     if let Some(limit) = limit {
@@ -454,6 +480,19 @@ async fn read_index(
         collections: decode_collections(listed)?,
         log: decode_log(revision, log)?,
     }))
+}
+
+/// Whether `value` is not the one the store wrote with metadata `meta`: the metadata keeps
+/// a digest (metadata from before digests were kept has none, and says nothing) and it is not
+/// the value's.
+fn overwritten_by_another(meta: &[u8], value: &[u8]) -> bool {
+    let fields = meta.split(|&b| b == b':').count();
+    match meta.rsplit(|&b| b == b':').next() {
+        Some(recorded) if fields == 5 && !recorded.is_empty() => {
+            crate::core::value_digest(value) != *recorded
+        }
+        _ => false,
+    }
 }
 
 /// The `{ first, compacted, entries }` of the log a read at a past revision read with its

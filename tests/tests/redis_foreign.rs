@@ -516,3 +516,83 @@ async fn keys_deleted_or_retyped_by_another_program_are_listed_as_redis_holds_th
     let values: Vec<&[u8]> = then.entries.iter().map(|e| &e.value[..]).collect();
     assert_eq!(values, [&b"v-a"[..], b"v-b", b"v-c", b"v-d"]);
 }
+
+/// A tracked key that another program overwrote with a plain `SET` after revision R reads,
+/// at R, with the value the store's log holds at R, as one it deleted does: whole, paged,
+/// alone, keys only and counted, before any reconcile and after one. A current read gives
+/// what Redis holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_at_a_revision_before_a_foreign_overwrite_lists_the_value_then() {
+    use keyplane_core::{KeyRange, RangeOptions};
+    let Some((store, raw)) = setup_redis().await else {
+        return;
+    };
+    let root = key_root("overwritten");
+    let k = |name: &str| format!("{root}{name}");
+    for name in ["a", "b", "c"] {
+        let value = format!("v1-{name}");
+        store
+            .put(k(name).as_bytes(), value.as_bytes(), Default::default())
+            .await
+            .unwrap();
+    }
+    let then = store.revision().await.unwrap();
+    for name in ["a", "b"] {
+        let () = redis::cmd("SET")
+            .arg(k(name))
+            .arg(format!("v2-{name}"))
+            .query_async(&mut raw.con.clone())
+            .await
+            .unwrap();
+    }
+    let values = |entries: &[keyplane_core::Entry]| -> Vec<String> {
+        entries
+            .iter()
+            .map(|e| String::from_utf8_lossy(&e.value).into_owned())
+            .collect()
+    };
+    for round in ["before a reconcile", "after a reconcile"] {
+        let whole = store
+            .range(RangeOptions::prefix(&root).at_revision(then))
+            .await
+            .unwrap();
+        assert_eq!(values(&whole.entries), ["v1-a", "v1-b", "v1-c"], "{round}");
+        assert!(
+            whole.entries.iter().all(|e| e.mod_revision <= then),
+            "{round}"
+        );
+        let mut paged = Vec::new();
+        let mut opts = RangeOptions::prefix(&root).at_revision(then).limit(1);
+        loop {
+            let page = store.range(opts.clone()).await.unwrap();
+            paged.extend(values(&page.entries));
+            match page.next {
+                Some(next) => opts = opts.after(next),
+                None => break,
+            }
+        }
+        assert_eq!(paged, ["v1-a", "v1-b", "v1-c"], "{round}: pages of 1");
+        let alone = store
+            .range(RangeOptions::new(KeyRange::Key(k("a").into_bytes())).at_revision(then))
+            .await
+            .unwrap();
+        assert_eq!(values(&alone.entries), ["v1-a"], "{round}: one key");
+        let keys = store
+            .range(RangeOptions::prefix(&root).at_revision(then).keys_only())
+            .await
+            .unwrap();
+        assert_eq!(keys.entries.len(), 3, "{round}: keys only");
+        let counted = store
+            .range(RangeOptions::prefix(&root).at_revision(then).count_only())
+            .await
+            .unwrap();
+        assert_eq!(counted.count, 3, "{round}: count");
+        let now = store.range(RangeOptions::prefix(&root)).await.unwrap();
+        assert_eq!(
+            values(&now.entries),
+            ["v2-a", "v2-b", "v1-c"],
+            "{round}: now"
+        );
+        store.reconcile(root.as_bytes()).await.unwrap();
+    }
+}
