@@ -207,13 +207,13 @@ impl Hub {
         Ok(entries)
     }
 
-    /// The events of `revision`, the log's newest when the hub read the revision counter:
-    /// what the hub compares after a reconnection, even before it has read an entry of its
-    /// own. `None` when the log holds it no longer, or holds it in the entry of a group
-    /// written since (whose id is a later revision).
+    /// The events of `revision` in the log entry whose id is that revision: the last one
+    /// the hub read, or the log's newest when the hub read the revision counter (what the
+    /// hub compares after a reconnection, even before it has read an entry of its own).
+    /// A group's entry holds several revisions, the last one its id's, so the record of
+    /// that revision is looked for among them. `None` when the log holds it no longer, or
+    /// holds it in the entry of a group written since (whose id is a later revision).
     async fn events_of(&self, con: &mut Con, revision: i64) -> Result<Option<Vec<Event>>> {
-        // A revision's entry has its id (or a later one, in a group): the newest entry is
-        // `<revision>-0` when the log ends at it. XRANGE, which the store's ACL user has.
         let id = format!("{revision}-0");
         let reply: Value = redis::cmd("XRANGE")
             .arg(self.log.as_slice())
@@ -239,19 +239,8 @@ impl Hub {
         let (Some(revision), Some(events)) = (last.revision, &last.events) else {
             return Ok(());
         };
-        let id = format!("{revision}-0");
-        let reply: Value = redis::cmd("XRANGE")
-            .arg(self.log.as_slice())
-            .arg(&id)
-            .arg(&id)
-            .query_async(con)
-            .await
-            .map_err(|e| unavailable(map_error("watch", e)))?;
-        // The entry whose id is that revision: a group's entry holds several revisions, the
-        // last one its id's, so the record of that revision is looked for among them.
-        let found = flatten(array(reply)?)?;
-        match found.iter().find(|entry| entry.revision == revision) {
-            Some(entry) if entry.events == *events => Ok(()),
+        match self.events_of(con, revision).await? {
+            Some(found) if found == *events => Ok(()),
             _ => Err(Error::compacted(revision + 1).with_context(
                 "reason",
                 format!(
