@@ -40,7 +40,8 @@ impl SentinelTarget {
         redis::Client::open(info)
     }
 
-    /// The master's connection information at `host:port`.
+    /// The master's connection information at `host:port`. Sentinel names an IPv6 master
+    /// without brackets (`::1`), which a URL needs.
     pub(crate) fn master_info(
         &self,
         host: &str,
@@ -48,6 +49,11 @@ impl SentinelTarget {
     ) -> redis::RedisResult<redis::ConnectionInfo> {
         use redis::IntoConnectionInfo;
         let scheme = if self.tls { "rediss" } else { "redis" };
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host.to_owned()
+        };
         Ok(format!("{scheme}://{host}:{port}")
             .into_connection_info()?
             .set_redis_settings(self.settings.clone()))
@@ -252,6 +258,27 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::Config);
         assert!(err.chain().contains("sentinel_password"), "{}", err.chain());
         assert!(!err.chain().contains("s3cret"), "{}", err.chain());
+    }
+
+    #[test]
+    fn an_ipv6_master_the_sentinels_name_without_brackets_is_reached() {
+        let target = RedisConfig::new("redis+sentinel://10.0.0.1:26379/main/2")
+            .sentinel_target()
+            .unwrap();
+        for (host, expected) in [
+            ("::1", "::1"),
+            ("2001:db8::7", "2001:db8::7"),
+            ("[::1]", "::1"),
+            ("10.0.0.2", "10.0.0.2"),
+        ] {
+            let master = target.master_info(host, 6380).unwrap();
+            assert_eq!(
+                master.addr(),
+                &redis::ConnectionAddr::Tcp(expected.to_owned(), 6380),
+                "{host}"
+            );
+            assert_eq!(master.redis_settings().db(), 2, "{host}");
+        }
     }
 
     #[test]
