@@ -158,11 +158,41 @@ pub(crate) async fn range(core: &Core, opts: RangeOptions) -> Result<RangeResult
     if let Some(revision) = opts.pinned_revision().filter(|_| !opts.count_only) {
         return range_at(core, &opts, revision).await;
     }
-    let current = read_current(core, &opts, read, None).await?;
+    let current = read_current(core, &opts, read, At::of(&opts)).await?;
     match opts.pinned_revision() {
-        // Pinned to a revision that has passed: the read above is of no use.
-        Some(revision) if revision != current.revision => range_at(core, &opts, revision).await,
-        _ => Ok(page_now(&opts, current)),
+        Some(revision) => {
+            core.reads
+                .marks
+                .check(revision, current.revision, &current.mark)?;
+            if revision != current.revision {
+                // Pinned to a revision that has passed: the read above is of no use.
+                return range_at(core, &opts, revision).await;
+            }
+            Ok(page_now(&opts, current))
+        }
+        None => {
+            core.reads.marks.read_now(current.revision, &current.mark);
+            Ok(page_now(&opts, current))
+        }
+    }
+}
+
+/// Which revision a run of the range script reads at, and what it reads of the log for it.
+#[derive(Clone, Copy)]
+enum At {
+    /// The current revision, marked when more keys follow the page (see `range.lua`): the
+    /// first page of a listing, whose next pages are read at its revision.
+    Now,
+    /// A past revision, first read: its mark, and the log after it.
+    Pinned(i64),
+    /// A past revision read again: the log already read is enough.
+    Again,
+}
+
+impl At {
+    /// A read of `opts` at the revision it is pinned to, else now.
+    fn of(opts: &RangeOptions) -> At {
+        opts.pinned_revision().map_or(At::Now, At::Pinned)
     }
 }
 
@@ -178,16 +208,24 @@ async fn range_with_collections(core: &Core, opts: &RangeOptions) -> Result<Rang
     if let Some(revision) = opts.pinned_revision().filter(|_| !opts.count_only) {
         return range_at(core, opts, revision).await;
     }
-    let current = read_current(core, opts, read, None).await?;
+    let current = read_current(core, opts, read, At::of(opts)).await?;
     match opts.pinned_revision() {
-        Some(revision) if revision != current.revision => range_at(core, opts, revision).await,
-        _ => Ok(merge_page(
-            opts,
-            current.revision,
-            current.entries,
-            current.collections,
-        )),
+        Some(revision) => {
+            core.reads
+                .marks
+                .check(revision, current.revision, &current.mark)?;
+            if revision != current.revision {
+                return range_at(core, opts, revision).await;
+            }
+        }
+        None => core.reads.marks.read_now(current.revision, &current.mark),
     }
+    Ok(merge_page(
+        opts,
+        current.revision,
+        current.entries,
+        current.collections,
+    ))
 }
 
 fn page_now(opts: &RangeOptions, current: Current) -> RangeResult {
@@ -220,8 +258,18 @@ async fn range_at(core: &Core, opts: &RangeOptions, revision: i64) -> Result<Ran
         let (fetch, read) = read_at(opts, allowance);
         // The first read brings the log after `revision` with the page, from the same
         // instant: one round trip, unless more than a page of the log was written since.
-        let mut current = read_current(core, opts, read, log.is_none().then_some(revision)).await?;
+        let at = if log.is_none() {
+            At::Pinned(revision)
+        } else {
+            At::Again
+        };
+        let mut current = read_current(core, opts, read, at).await?;
         if log.is_none() {
+            // A page of another history than the one `revision` was read in is no page of
+            // this listing.
+            core.reads
+                .marks
+                .check(revision, current.revision, &current.mark)?;
             log = Some(match current.log.take() {
                 Some(start) => Log::start(revision, start, core)?,
                 None => Log::open(core, revision).await?,
@@ -289,6 +337,8 @@ struct Current {
     /// For a read at a past revision, where the log stands and its entries after that
     /// revision, read with the page (see `range.lua`).
     log: Option<LogStart>,
+    /// The mark of the revision read at (see `range.lua`), empty when there is none.
+    mark: Vec<u8>,
 }
 
 /// What [`read_current`] reads.
@@ -319,14 +369,9 @@ const STALE_ROUNDS: usize = 4;
 /// the index at a revision that already has those events, so it never lists a value a key
 /// does not have and a watch from the page's revision never reports a delete of a key the
 /// page left out.
-async fn read_current(
-    core: &Core,
-    opts: &RangeOptions,
-    read: Read,
-    log_after: Option<i64>,
-) -> Result<Current> {
+async fn read_current(core: &Core, opts: &RangeOptions, read: Read, at: At) -> Result<Current> {
     for _ in 0..STALE_ROUNDS {
-        match read_index(core, opts, read, log_after).await? {
+        match read_index(core, opts, read, at).await? {
             Indexed::Current(current) => return Ok(current),
             Indexed::Stale(keys) => {
                 reconcile_keys(core, &keys, Mode::Full).await?;
@@ -348,12 +393,7 @@ enum Indexed {
     Stale(Vec<Vec<u8>>),
 }
 
-async fn read_index(
-    core: &Core,
-    opts: &RangeOptions,
-    read: Read,
-    log_after: Option<i64>,
-) -> Result<Indexed> {
+async fn read_index(core: &Core, opts: &RangeOptions, read: Read, at: At) -> Result<Indexed> {
     let (start, end) = opts.effective_bounds();
     let min = [b"[".as_slice(), &start].concat();
     let max = match &end {
@@ -368,6 +408,7 @@ async fn read_index(
             count: 0,
             collections: Vec::new(),
             log: None,
+            mark: Vec::new(),
         }));
     }
     let (mode, limit, with_values, collections, checked): (&[u8], _, _, _, _) = match read {
@@ -391,7 +432,11 @@ async fn read_index(
     };
     // One key more than asked, to learn whether more follow.
     let fetch = limit.map_or(-1, |l| l.saturating_add(1) as i64).to_string();
-    let after = log_after.map_or_else(String::new, |r| r.saturating_add(1).to_string());
+    let (after, marked) = match at {
+        At::Now => (String::new(), b"1".as_slice()),
+        At::Pinned(r) => (r.saturating_add(1).to_string(), b"".as_slice()),
+        At::Again => (String::new(), b"".as_slice()),
+    };
     let reply: Value = core
         .run(
             &core.scripts.range,
@@ -402,6 +447,7 @@ async fn read_index(
                 mode,
                 collections_arg.as_bytes(),
                 after.as_bytes(),
+                marked,
             ],
             "range",
         )
@@ -409,8 +455,11 @@ async fn read_index(
     let mut parts = array(reply)?.into_iter();
     let revision = int(parts.next().ok_or_else(|| corrupted("empty range reply"))?)?;
     if matches!(read, Read::Count) {
-        let (Some(count), Some(stale)) = (parts.next(), parts.next()) else {
-            return Err(corrupted("a count reply has a count and stale keys"));
+        let (Some(count), Some(stale), Some(mark)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(corrupted(
+                "a count reply has a count, stale keys and a mark",
+            ));
         };
         let stale = byte_list(stale)?;
         if !stale.is_empty() {
@@ -423,9 +472,11 @@ async fn read_index(
             count: u64::try_from(int(count)?).unwrap_or(0),
             collections: Vec::new(),
             log: None,
+            mark: opt_bytes(mark)?.unwrap_or_default(),
         }));
     }
-    let (Some(keys), Some(metas), Some(values), Some(listed), Some(stale), Some(log)) = (
+    let (Some(keys), Some(metas), Some(values), Some(listed), Some(stale), Some(log), Some(mark)) = (
+        parts.next(),
         parts.next(),
         parts.next(),
         parts.next(),
@@ -434,7 +485,8 @@ async fn read_index(
         parts.next(),
     ) else {
         return Err(corrupted(
-            "a range reply has keys, metadata, values, collections, stale keys and the log",
+            "a range reply has keys, metadata, values, collections, stale keys, the log and a \
+             mark",
         ));
     };
     let stale = byte_list(stale)?;
@@ -479,6 +531,7 @@ async fn read_index(
         complete,
         collections: decode_collections(listed)?,
         log: decode_log(revision, log)?,
+        mark: opt_bytes(mark)?.unwrap_or_default(),
     }))
 }
 

@@ -13,6 +13,7 @@
 use crate::con::Con;
 use crate::core::decode::corrupted;
 use crate::core::group::{Carrier, Group, Limits, Queued, Turn};
+use crate::core::history::Marks;
 use crate::error::map_error;
 use keyplane_core::{Error, ErrorKind, Result};
 use redis::Value;
@@ -29,9 +30,12 @@ const LIMITS: Limits = Limits {
     bytes: 1 << 20,
 };
 
-/// The grouped reads of one core.
+/// The grouped reads of one core, and what its reads at a revision learnt of the history.
 pub(crate) struct Reads {
     group: Group<Reader>,
+    /// What the core's reads learnt of the store's history, which reads at a revision check
+    /// (see [`Marks`]).
+    pub(crate) marks: Marks,
 }
 
 /// What sends a core's reads.
@@ -51,6 +55,7 @@ impl Reads {
                 },
                 LIMITS,
             ),
+            marks: Marks::default(),
         }
     }
 

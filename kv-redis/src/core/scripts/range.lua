@@ -2,9 +2,16 @@
 -- One page of a range, read atomically with the revision. ARGV: prefix, min and max lex
 -- specs, the most keys to fetch (or -1 for all), the mode: 'v' entries with values, 'k' keys
 -- only, 'c' count only; to list collections too, the most collections to fetch (or -1 for
--- all; empty for none); and, for a read at a past revision R, R + 1 (empty for none).
--- Returns { revision, keys, metas, values, collections, stale, log } with collections as
--- { keys, types, sizes }, or { revision, count, stale }.
+-- all; empty for none); for a read at a past revision R, R + 1 (empty for none); and '1' to
+-- mark the revision read at when more keys follow than were fetched (empty for no mark).
+-- Returns { revision, keys, metas, values, collections, stale, log, mark } with collections
+-- as { keys, types, sizes }, or { revision, count, stale, mark }.
+--
+-- `mark`: the SHA-1 of the events the log holds for the revision the page is read at (R for
+-- a read at a past revision, else the current one, when asked for), '' when the log does not
+-- hold it or none was asked for. A read at R that knows R's mark from an earlier read
+-- compares it: another mark is another history (a failover to a replica that lacked the
+-- writes, whose revisions the new master gave to other writes).
 --
 -- `log`, for a read at a past revision R: { first revision in the log (0 when empty),
 -- compaction floor, up to LOG_COUNT log entries after R up to the revision read }, so that
@@ -18,9 +25,33 @@
 -- those keys, one revision, and read again, so that a range never lists a value a key does
 -- not have, nor counts a key that is gone.
 local P, min, max, limit, mode, climit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
-local after = ARGV[7]
-local rev = tonumber(redis.call('GET', P .. 'rev') or '0')
+local after, marked = ARGV[7], ARGV[8]
+local rev_text = redis.call('GET', P .. 'rev') or '0'
+local rev = tonumber(rev_text)
 local stale = {}
+-- The mark of revision `r` (its decimal text): see above. A revision's events are the field
+-- `e` of the entry whose id is that revision, or in a batch's entry (whose id is its last
+-- revision) the field named by the revision.
+local function mark(r)
+  local found = redis.call('XRANGE', P .. 'log', r .. '-0', '+', 'COUNT', 1)
+  if #found == 0 then return '' end
+  local id, fields = found[1][1], found[1][2]
+  if fields[1] == 'e' then
+    if string.match(id, '^(%d+)') == r then return redis.sha1hex(fields[2]) end
+    return ''
+  end
+  for i = 1, #fields - 1, 2 do
+    if fields[i] == r then return redis.sha1hex(fields[i + 1]) end
+  end
+  return ''
+end
+-- The mark of the revision read at, for a read at a past revision.
+local function pinned_mark()
+  if after and after ~= '' then
+    return mark(string.format('%d', tonumber(after) - 1))
+  end
+  return ''
+end
 -- The values of `keys` (MGET in chunks, which also bounds the memory a keys-only read or a
 -- count spends on values it only checks); nil entries are noted as stale.
 local function check_values(keys, first, last, values)
@@ -38,7 +69,7 @@ if mode == 'c' then
   -- checking it would hold the server for a time that grows with the range, and such a key
   -- is counted until a reconcile or a read takes its delete in.
   local indexed = redis.call('ZLEXCOUNT', P .. 'idx', min, max)
-  if indexed > COUNT_CHECKED then return { rev, indexed, stale } end
+  if indexed > COUNT_CHECKED then return { rev, indexed, stale, pinned_mark() } end
   local count, from = 0, min
   while true do
     local keys = redis.call('ZRANGEBYLEX', P .. 'idx', from, max, 'LIMIT', 0, CHUNK)
@@ -50,7 +81,7 @@ if mode == 'c' then
     if #keys < CHUNK then break end
     from = '(' .. keys[#keys]
   end
-  return { rev, count, stale }
+  return { rev, count, stale, pinned_mark() }
 end
 local keys
 if limit >= 0 then
@@ -109,4 +140,10 @@ if after and after ~= '' then
   end
   log = { first_rev, tonumber(redis.call('GET', P .. 'compacted') or '0'), entries }
 end
-return { rev, keys, metas, values, { ckeys, ctypes, csizes }, stale, log }
+local page_mark = pinned_mark()
+-- A page that more keys or collections follow is the first of a listing whose next pages
+-- are read at its revision.
+if marked == '1' and ((limit >= 0 and #keys >= limit) or (type(climit) == 'number' and climit >= 0 and #ckeys >= climit)) then
+  page_mark = mark(rev_text)
+end
+return { rev, keys, metas, values, { ckeys, ctypes, csizes }, stale, log, page_mark }
