@@ -102,6 +102,10 @@ impl Dial {
                         .await?,
                 ))
             }
+            // The store's connection knows the master, which it tries when no sentinel answers.
+            Dial::Sentinel(_) if let Con::Sentinel(following) = shared => {
+                Ok(Con::Multiplexed(following.dedicated().await?))
+            }
             Dial::Sentinel(target) => Ok(Con::Multiplexed(
                 sentinel::dedicated(target, connect_timeout, request_timeout).await?,
             )),
