@@ -106,8 +106,7 @@ async fn callers_failing_together_share_one_lookup() {
         network.drop_connections(&node);
     }
     let before = lookups.load(Ordering::SeqCst);
-    let results =
-        futures::future::join_all((0..CALLERS).map(|_| store.get(key.as_bytes()))).await;
+    let results = futures::future::join_all((0..CALLERS).map(|_| store.get(key.as_bytes()))).await;
     let made = lookups.load(Ordering::SeqCst) - before;
     assert!(
         results.iter().all(Result::is_err),
