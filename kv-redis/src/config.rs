@@ -88,6 +88,11 @@ pub struct RedisConfig {
     /// its script time limit (`busy-reply-threshold`, 5 s by default).
     /// [`delete_prefix_in_batches`](keyplane_core::recipes::delete_prefix_in_batches) removes a
     /// larger prefix in atomic batches. Default 50 000 (about 0.6 s of server time).
+    ///
+    /// It bounds the writes that concurrent callers' calls share too (the group commit): a
+    /// shared call carries at most this much work, counting a transaction with a prefix
+    /// delete as this bound and any other write as its compares and ops, so that no call of
+    /// several writes holds the server longer than one transaction may.
     pub max_prefix_delete_keys: u64,
     /// How many times in a row a watch retries a lost connection before it reports
     /// `Unavailable`. Default 20 (backing off from 50 ms to 2 s).
