@@ -16,6 +16,7 @@ pub(crate) mod group;
 pub(crate) mod history;
 pub(crate) mod hub;
 pub(crate) mod link;
+pub(crate) mod marks;
 pub(crate) mod reads;
 pub(crate) mod reconcile;
 pub(crate) mod route;

@@ -13,7 +13,7 @@
 use crate::con::Con;
 use crate::core::decode::corrupted;
 use crate::core::group::{Carrier, Group, Limits, Queued, Turn};
-use crate::core::history::Marks;
+use crate::core::marks::Marks;
 use crate::error::map_error;
 use keyplane_core::{Error, ErrorKind, Result};
 use redis::Value;
