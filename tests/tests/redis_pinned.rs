@@ -13,6 +13,9 @@ use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{RedisServer, key_root, redis_connection};
 use redis::aio::MultiplexedConnection;
 
+/// A raw log entry: its id and its fields.
+type LogEntry = (String, Vec<(String, Vec<u8>)>);
+
 /// Every key of the server and its `DUMP`.
 type Snapshot = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -80,7 +83,7 @@ async fn listing_over_lost_writes(
             async move { put(store, &key, &value).await }
         });
         futures::future::join_all(puts).await;
-        let newest: Vec<(String, Vec<(String, Vec<u8>)>)> = redis::cmd("XREVRANGE")
+        let newest: Vec<LogEntry> = redis::cmd("XREVRANGE")
             .arg("__kv:log")
             .arg("+")
             .arg("-")
