@@ -49,7 +49,7 @@ impl Balancer {
     /// object deleted): such a key is skipped, moved to the tail like any other, and stays
     /// listed until [`repair`](Self::repair) (`kvctl lint` reports it). The statuses read are
     /// those of the list's members as the cache last saw them (shared by clones): the whole
-    /// list up to [`WINDOW`] keys, else its first keys. A moved key that was not among them
+    /// list up to 64 keys, else its first keys. A moved key that was not among them
     /// (another writer listed it since, or concurrent picks moved more keys than the window
     /// holds) has its status unknown: it loses that turn, and the pick reads the list again.
     ///
