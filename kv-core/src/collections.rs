@@ -199,6 +199,26 @@ pub enum CollectionOp {
         /// The list's key.
         key: Vec<u8>,
     },
+    /// Atomically move the head item to the tail, as [`ListRotate`](Self::ListRotate), and
+    /// in the same step read `field` of the map the item moved names: the map at
+    /// `map_prefix`, the item, `map_suffix` (Redis `SORT`'s `GET prefix*suffix->field`
+    /// pattern): `Rotated { item, value }`. On Redis one script run (`LMOVE key key LEFT
+    /// RIGHT`, then `HGET`).
+    ///
+    /// A round robin over objects that each have a status (the balancer's pick) learns the
+    /// status of the object it hands out at the moment it moves it, in one call. The value
+    /// is `None` when the map has no `field` or the list is empty. The map is read, never
+    /// written. On Redis Cluster `map_prefix` must carry the list's hash tag.
+    ListRotateGet {
+        /// The list's key.
+        key: Vec<u8>,
+        /// What the key of the moved item's map starts with, before the item.
+        map_prefix: Vec<u8>,
+        /// What the key of the moved item's map ends with, after the item.
+        map_suffix: Vec<u8>,
+        /// The field read of the moved item's map.
+        field: Vec<u8>,
+    },
     /// `Count(length)`.
     ListLen {
         /// The list's key.
@@ -230,6 +250,15 @@ pub enum CollectionResult {
     Items(Vec<Vec<u8>>),
     /// A count (list length, removed items).
     Count(u64),
+    /// A rotation's moved item and the field read of its map
+    /// ([`CollectionOp::ListRotateGet`]).
+    Rotated {
+        /// The item moved to the tail; `None` for an empty list.
+        item: Option<Vec<u8>>,
+        /// The field's value in the moved item's map; `None` when the map has no such
+        /// field.
+        value: Option<Vec<u8>>,
+    },
 }
 
 /// The key of a collection op, shared or mutable as the op is borrowed.
@@ -250,6 +279,7 @@ macro_rules! op_key {
             | CollectionOp::ListRemove { key, .. }
             | CollectionOp::ListRange { key, .. }
             | CollectionOp::ListRotate { key }
+            | CollectionOp::ListRotateGet { key, .. }
             | CollectionOp::ListLen { key } => key,
         }
     };
@@ -298,6 +328,7 @@ impl CollectionOp {
             | CollectionOp::ListRemove { .. }
             | CollectionOp::ListRange { .. }
             | CollectionOp::ListRotate { .. }
+            | CollectionOp::ListRotateGet { .. }
             | CollectionOp::ListLen { .. } => CollectionKind::List,
         }
     }
@@ -327,7 +358,26 @@ impl CollectionOp {
                 | CollectionOp::ListPushFront { .. }
                 | CollectionOp::ListRemove { .. }
                 | CollectionOp::ListRotate { .. }
+                | CollectionOp::ListRotateGet { .. }
         )
+    }
+
+    /// The key prefix of the collections the op reads besides its own (the maps of a
+    /// [`ListRotateGet`](Self::ListRotateGet), all named `map_prefix`, an item,
+    /// `map_suffix`); `None` for every other op.
+    pub fn other_prefix(&self) -> Option<&[u8]> {
+        match self {
+            CollectionOp::ListRotateGet { map_prefix, .. } => Some(map_prefix),
+            _ => None,
+        }
+    }
+
+    /// The prefix of [`other_prefix`](Self::other_prefix), to change.
+    pub(crate) fn other_prefix_mut(&mut self) -> Option<&mut Vec<u8>> {
+        match self {
+            CollectionOp::ListRotateGet { map_prefix, .. } => Some(map_prefix),
+            _ => None,
+        }
     }
 
     /// Checks the collection key, the value size and the scan limit.
@@ -336,6 +386,15 @@ impl CollectionOp {
     /// `InvalidKey`, `InvalidValue` or `InvalidArgument`.
     pub fn validate(&self, caps: &Capabilities) -> Result<()> {
         validate_key(self.key())?;
+        if let CollectionOp::ListRotateGet {
+            map_prefix,
+            map_suffix,
+            ..
+        } = self
+        {
+            // What every map key holds besides its item.
+            validate_key(&[&map_prefix[..], b"_", map_suffix].concat())?;
+        }
         match self {
             CollectionOp::MapPut { value, .. }
             | CollectionOp::ListPush { value, .. }

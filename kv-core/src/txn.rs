@@ -402,7 +402,9 @@ impl Txn {
     }
 
     /// Every key the transaction names: each compare's, then each op's of both branches
-    /// ([`TxnOp::key`]), in order, repeats included.
+    /// ([`TxnOp::key`], followed by the prefix of the keys a collection op reads besides
+    /// its own, [`CollectionOp::other_prefix`](crate::CollectionOp::other_prefix)), in
+    /// order, repeats included.
     ///
     /// ```
     /// use keyplane_core::{Compare, Txn, TxnOp};
@@ -413,10 +415,15 @@ impl Txn {
     /// assert_eq!(txn.keys().collect::<Vec<_>>(), [&b"a"[..], b"b/", b"a"]);
     /// ```
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
-        self.compares
-            .iter()
-            .map(|c| c.key.as_slice())
-            .chain(self.success.iter().chain(&self.failure).map(TxnOp::key))
+        self.compares.iter().map(|c| c.key.as_slice()).chain(
+            self.success.iter().chain(&self.failure).flat_map(|op| {
+                let other = match op {
+                    TxnOp::Collection(c) => c.other_prefix(),
+                    _ => None,
+                };
+                std::iter::once(op.key()).chain(other)
+            }),
+        )
     }
 
     /// Adds compares.
@@ -513,6 +520,19 @@ fn validate_branch(ops: &[TxnOp], caps: &Capabilities) -> Result<()> {
             }
             TxnOp::Collection(c) => {
                 c.validate(caps)?;
+                if let CollectionOp::ListRotateGet { key, .. } = c {
+                    // Its map is read as the list's head names it before the branch runs.
+                    let written = lists.contains(&key.as_slice())
+                        || touched.iter().any(|(_, k)| *k == key.as_slice())
+                        || deleted_prefixes.iter().any(|p| key.starts_with(p));
+                    if written {
+                        return Err(Error::new(
+                            ErrorKind::TxnConflict,
+                            "a transaction branch rotates and reads a list an earlier op writes",
+                        )
+                        .with_context("key", crate::raw::escape_bytes(key)));
+                    }
+                }
                 if c.is_write() {
                     let key = c.key();
                     match c.member() {

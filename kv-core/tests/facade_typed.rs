@@ -603,3 +603,96 @@ fn typed_store_debug_names_the_backend() {
     assert!(format!("{typed:?}").contains("memory"));
     let _: Text = Text;
 }
+
+mod rotate_get {
+    use keyplane_core::keyspace::{ItemMaps, Key, SegmentCodec, Text, TypedStore};
+    use keyplane_core::layer::{NamespaceLayer, StoreExt};
+    use keyplane_core::{ErrorKind, Store, Txn, TxnOp};
+    use std::sync::Arc;
+
+    #[derive(Key, Debug, Clone, PartialEq)]
+    #[kv(template = "g:{group}:active", list = SegmentCodec<u64>)]
+    struct Active {
+        group: u64,
+    }
+
+    #[derive(Key, Debug, Clone, PartialEq)]
+    #[kv(template = "obj:{id}:v1", hash = Text)]
+    struct Object {
+        id: u64,
+    }
+
+    #[derive(Key, Debug, Clone, PartialEq)]
+    #[kv(template = "o{id}:{id2}", hash = Text)]
+    struct Twice {
+        id: u64,
+        id2: u64,
+    }
+
+    /// The pattern comes from two items' maps, even when an item's encoding shows elsewhere
+    /// in its key (`obj:1:v1`) or the items share leading bytes (`17`, `18`); keys that do
+    /// not share one pattern, or items that encode alike, are refused.
+    #[test]
+    fn item_maps_come_from_two_items_maps() {
+        let typed = TypedStore::new(Arc::new(keyplane_mem::MemStore::new()));
+        let list = typed.list_at(&Active { group: 1 });
+        let object = |id| typed.map_at(&Object { id });
+        for (a, b) in [(1, 2), (17, 18), (1, 11), (11, 1)] {
+            let maps = ItemMaps::of(&list, (&a, object(a)), (&b, &object(b))).unwrap();
+            assert_eq!((maps.prefix(), maps.suffix()), (&b"obj:"[..], &b":v1"[..]));
+        }
+        let twice = |id| typed.map_at(&Twice { id, id2: id });
+        let err = ItemMaps::of(&list, (&7, twice(7)), (&8, &twice(8))).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        let err = ItemMaps::of(&list, (&7, object(7)), (&7, &object(7))).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        let other = typed.map_at(&Twice { id: 8, id2: 9 });
+        let err = ItemMaps::of(&list, (&7, object(7)), (&8, &other)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    }
+
+    /// Through a namespace, the maps are read inside it: the prefix gets the namespace too,
+    /// and a map outside it with the same relative name is never read.
+    #[tokio::test]
+    async fn through_a_namespace_the_maps_are_the_namespaces() {
+        let inner = Arc::new(keyplane_mem::MemStore::new());
+        let ns: Arc<dyn Store> = Arc::new(inner.clone().layer(NamespaceLayer::new("t1/").unwrap()));
+        let typed = TypedStore::new(ns);
+        let outside = TypedStore::new(inner.clone());
+        let status = "status".to_string();
+        outside
+            .map_at(&Object { id: 1 })
+            .put(&status, &"outside".to_string())
+            .await
+            .unwrap();
+        typed
+            .map_at(&Object { id: 1 })
+            .put(&status, &"inside".to_string())
+            .await
+            .unwrap();
+        let list = typed.list_at(&Active { group: 1 });
+        list.push(&1).await.unwrap();
+        let maps = ItemMaps::of(
+            &list,
+            (&1, typed.map_at(&Object { id: 1 })),
+            (&2, &typed.map_at(&Object { id: 2 })),
+        )
+        .unwrap();
+        let got = list.rotate_get(&maps, &status).await.unwrap();
+        assert_eq!(got, Some((1, Some("inside".to_string()))));
+    }
+
+    /// A transaction names the maps' prefix among its keys.
+    #[test]
+    fn a_txn_names_the_maps_prefix() {
+        let txn = Txn::new().and_then([TxnOp::Collection(
+            keyplane_core::CollectionOp::ListRotateGet {
+                key: b"l".to_vec(),
+                map_prefix: b"obj:".to_vec(),
+                map_suffix: Vec::new(),
+                field: b"f".to_vec(),
+            },
+        )]);
+        assert_eq!(txn.keys().collect::<Vec<_>>(), [&b"l"[..], b"obj:"]);
+    }
+}

@@ -30,6 +30,25 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             args.arg(key.as_slice());
             Writer::Rotate
         }
+        // And so does a lone rotation that reads the moved item's map.
+        (
+            [],
+            [
+                TxnOp::Collection(CollectionOp::ListRotateGet {
+                    key,
+                    map_prefix,
+                    map_suffix,
+                    field,
+                }),
+            ],
+            [],
+        ) => {
+            args.arg(key.as_slice())
+                .arg(field.as_slice())
+                .arg(map_prefix.as_slice())
+                .arg(map_suffix.as_slice());
+            Writer::Rotate
+        }
         _ => {
             encode(&txn, max, &mut args);
             Writer::Txn
@@ -226,6 +245,12 @@ fn encode_op(op: &TxnOp, call: &mut Cmd) {
                 stop.to_string().as_bytes(),
             ]),
             CollectionOp::ListRotate { key } => push(&[b"lo", key]),
+            CollectionOp::ListRotateGet {
+                key,
+                map_prefix,
+                map_suffix,
+                field,
+            } => push(&[b"lk", key, field, map_prefix, map_suffix]),
             CollectionOp::ListLen { key } => push(&[b"ll", key]),
         },
     }
@@ -282,6 +307,16 @@ fn decode_collection(op: &CollectionOp, value: Value) -> Result<CollectionResult
             CollectionResult::Fields(fields)
         }
         CollectionOp::ListRange { .. } => CollectionResult::Items(byte_list(value)?),
+        CollectionOp::ListRotateGet { .. } => {
+            let mut parts = array(value)?.into_iter();
+            let (Some(item), Some(value)) = (parts.next(), parts.next()) else {
+                return Err(corrupted("a rotation's reply has an item and a value"));
+            };
+            CollectionResult::Rotated {
+                item: opt_bytes(item)?,
+                value: opt_bytes(value)?,
+            }
+        }
         CollectionOp::ListPush { .. }
         | CollectionOp::ListPushFront { .. }
         | CollectionOp::ListRemove { .. }

@@ -83,6 +83,14 @@ fn collection_op() -> impl Strategy<Value = CollectionOp> {
             stop
         }),
         bytes().prop_map(|key| CollectionOp::ListRotate { key }),
+        (bytes(), bytes(), bytes(), bytes()).prop_map(|(key, map_prefix, map_suffix, field)| {
+            CollectionOp::ListRotateGet {
+                key,
+                map_prefix,
+                map_suffix,
+                field,
+            }
+        }),
         bytes().prop_map(|key| CollectionOp::ListLen { key }),
     ]
 }

@@ -623,3 +623,105 @@ async fn a_write_no_replica_acknowledges_in_time_is_a_timeout() {
         assert_eq!(err.kind(), ErrorKind::Config, "{err:?}");
     }
 }
+
+/// A rotation that reads its moved item's map (`ListRotateGet`) where another program left a
+/// STRING at that map's key is `WrongType`, and writes nothing: the list keeps its order and
+/// the store its revision, alone (its own script), in a group-committed batch and inside a
+/// transaction. The item's map is read with `HGET` as `redis-cli` wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_reading_a_foreign_string_as_its_map_writes_nothing() {
+    // Its own internal prefix, so that no other test moves its revision.
+    let Some(store) = isolated_store(|_| {}).await else {
+        return;
+    };
+    let server = shared_redis().await.expect("the shared server");
+    let root = key_root("rotget");
+    let list = format!("{root}active");
+    let prefix = format!("{root}key:");
+    let mut con = raw(&server.url()).await;
+    let _: () = redis::cmd("RPUSH")
+        .arg(&list)
+        .arg(&["1", "2", "3"][..])
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(format!("{prefix}1"))
+        .arg("not a hash")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{prefix}2"))
+        .arg("status")
+        .arg("active")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let op = CollectionOp::ListRotateGet {
+        key: list.clone().into(),
+        map_prefix: prefix.clone().into(),
+        map_suffix: Vec::new(),
+        field: b"status".to_vec(),
+    };
+    let lrange = |con: &mut redis::aio::MultiplexedConnection| {
+        let mut con = con.clone();
+        let list = list.clone();
+        async move {
+            let items: Vec<String> = redis::cmd("LRANGE")
+                .arg(&list)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            items
+        }
+    };
+    let before = store.revision().await.unwrap();
+    // Alone.
+    let err = store.collection(op.clone()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+    // In batches: many at once, so that the group commit carries them together.
+    let results = futures::future::join_all((0..32).map(|_| store.collection(op.clone()))).await;
+    for result in results {
+        assert_eq!(result.unwrap_err().kind(), ErrorKind::WrongType);
+    }
+    // In a transaction, after a write to another key.
+    let txn = Txn::new().and_then([
+        TxnOp::put(format!("{root}other"), "v"),
+        TxnOp::Collection(op.clone()),
+    ]);
+    let err = store.txn(txn).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+    assert_eq!(lrange(&mut con).await, ["1", "2", "3"]);
+    assert_eq!(store.revision().await.unwrap(), before);
+    assert!(
+        store
+            .get(format!("{root}other").as_bytes())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Once the program fixes the key, the rotation reads the raw HASH.
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{prefix}1"))
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.collection(op.clone()).await.unwrap(),
+        keyplane_core::CollectionResult::Rotated {
+            item: Some(b"1".to_vec()),
+            value: None,
+        }
+    );
+    assert_eq!(
+        store.collection(op).await.unwrap(),
+        keyplane_core::CollectionResult::Rotated {
+            item: Some(b"2".to_vec()),
+            value: Some(b"active".to_vec()),
+        }
+    );
+    assert_eq!(lrange(&mut con).await, ["3", "1", "2"]);
+}

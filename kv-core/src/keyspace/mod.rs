@@ -88,9 +88,9 @@ pub use encrypted::{
 };
 pub use escape::{escape_into, path_escape, should_escape, unescape_strict};
 pub use facade::{
-    CollectionRead, ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage, Skipped,
-    TxnOutcome, TxnRead, TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch, ValueOf,
-    Versioned,
+    CollectionRead, ItemMaps, ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage,
+    Skipped, TxnOutcome, TxnRead, TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch,
+    ValueOf, Versioned,
 };
 pub use info::{FieldInfo, TemplateInfo};
 #[cfg(feature = "proptest")]

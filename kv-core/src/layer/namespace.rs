@@ -168,6 +168,9 @@ impl Namespaced {
     fn collection_op(&self, mut op: CollectionOp) -> CollectionOp {
         let key = op.key_mut();
         *key = self.add(key);
+        if let Some(prefix) = op.other_prefix_mut() {
+            *prefix = self.add(prefix);
+        }
         op
     }
 

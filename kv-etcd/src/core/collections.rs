@@ -27,11 +27,11 @@ use keyplane_core::raw::emulation::{
     Overlay, PhysicalRange, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
     compare_reads, emptiness_probes, evaluate_compare, members_range, reads,
 };
-use keyplane_core::raw::encode_changes;
+use keyplane_core::raw::{encode_changes, layout};
 use keyplane_core::retry::Backoff;
 use keyplane_core::{
-    CollectionChange, CollectionKind, Compare, Error, ErrorKind, OpResult, Result, Txn, TxnOp,
-    TxnResponse,
+    CollectionChange, CollectionKind, CollectionOp, Compare, Error, ErrorKind, OpResult, Result,
+    Txn, TxnOp, TxnResponse,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -73,12 +73,18 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
     txn.validate(&core.caps)?;
     let ns = &core.ns;
     let max = core.caps.max_txn_ops;
-    let read_set = ReadSet::of(&txn);
-    if read_set.stamps.len() >= max {
-        return Err(too_many_collections(read_set.stamps.len(), max));
-    }
+    let mut read_set = ReadSet::of(&txn);
     for attempt in 0..OPTIMISTIC_ATTEMPTS {
+        if read_set.stamps.len() >= max {
+            return Err(too_many_collections(read_set.stamps.len(), max));
+        }
         let snap = read_snapshot(core, &read_set.ranges, &read_set.probes).await?;
+        // A rotation that reads its moved item's map learns which map from the list's head:
+        // a map not read yet is added to the reads (and guarded), and the snapshot read
+        // again.
+        if read_set.add_rotated_maps(&txn, &snap) {
+            continue;
+        }
         let success = plan(ns, &txn.success, &snap)?;
         let failure = plan(ns, &txn.failure, &snap)?;
         // Collection compares hold or not on the snapshot; the guards below make that true
@@ -203,6 +209,44 @@ impl ReadSet {
             probes: emptiness_probes(collection_ops),
             stamps,
         }
+    }
+}
+
+impl ReadSet {
+    /// Adds the field of the map that each `ListRotateGet` of `txn` reads, named by its
+    /// list's head in `snap` (no earlier op of its branch writes the list, so the head is
+    /// the item it moves), with the map's stamp; whether any was not read yet.
+    fn add_rotated_maps(&mut self, txn: &Txn, snap: &Snapshot) -> bool {
+        let mut added = false;
+        for op in txn.success.iter().chain(&txn.failure) {
+            let TxnOp::Collection(CollectionOp::ListRotateGet {
+                key,
+                map_prefix,
+                map_suffix,
+                field,
+            }) = op
+            else {
+                continue;
+            };
+            let list = members_range(CollectionKind::List, key);
+            let Some((_, head)) = snap.values.range(list.start..list.end).next() else {
+                continue;
+            };
+            let map = [&map_prefix[..], head, map_suffix].concat();
+            let member = layout::member_key(CollectionKind::Map, &map, field);
+            if self.ranges.iter().any(|r| r.contains(&member)) {
+                continue;
+            }
+            self.ranges.push(PhysicalRange::key(member));
+            let stamp = stamp_key(CollectionKind::Map, &map);
+            self.ranges.push(PhysicalRange::key(stamp.clone()));
+            self.stamps.insert(stamp);
+            added = true;
+        }
+        if added {
+            self.ranges = merge(std::mem::take(&mut self.ranges));
+        }
+        added
     }
 }
 

@@ -9,7 +9,6 @@ use keyplane_core::keyspace::{
 };
 use keyplane_core::layer::Namespaced;
 use keyplane_core::{Error, ErrorKind, Result};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The balancer's cache: key objects (HASH), the groups' active lists (LIST) and the keys'
@@ -46,9 +45,6 @@ pub struct Balancer {
     /// Queues this cache's picks where lists are emulated (see [`Balancer::pick`]); shared
     /// by clones.
     pub(crate) pick_queue: Arc<tokio::sync::Mutex<()>>,
-    /// The members of each group's active list as the last pick saw them, whose statuses the
-    /// next pick reads with its rotation (see [`Balancer::pick`]); shared by clones.
-    pub(crate) pick_members: Arc<std::sync::Mutex<HashMap<u64, Seen>>>,
 }
 
 impl Balancer {
@@ -58,7 +54,6 @@ impl Balancer {
             typed,
             root: None,
             pick_queue: Arc::new(tokio::sync::Mutex::new(())),
-            pick_members: Arc::default(),
         }
     }
 
@@ -73,7 +68,6 @@ impl Balancer {
             typed: TypedStore::new(Arc::new(namespaced)),
             root: Some(root),
             pick_queue: Arc::new(tokio::sync::Mutex::new(())),
-            pick_members: Arc::default(),
         })
     }
 
@@ -97,7 +91,6 @@ impl Balancer {
             typed: TypedStore::new(Arc::new(namespaced)),
             root: Some(root),
             pick_queue: Arc::new(tokio::sync::Mutex::new(())),
-            pick_members: Arc::default(),
         })
     }
 
@@ -212,12 +205,4 @@ impl Balancer {
 pub(crate) struct KeyState {
     pub(crate) status: Option<KeyStatus>,
     pub(crate) groups: Vec<u64>,
-}
-
-/// The members of a group's active list as a pick read them: its first keys (up to the
-/// window), without repeats, and its length.
-#[derive(Debug, Clone)]
-pub(crate) struct Seen {
-    pub(crate) members: Vec<u64>,
-    pub(crate) len: u64,
 }

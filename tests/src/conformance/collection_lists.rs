@@ -1,7 +1,7 @@
 //! Lists: push, pop, range, push to the front, several writes in one transaction, and an
 //! atomic rotation under concurrency.
 
-use super::collections::{items, list_all, list_push};
+use super::collections::{items, list_all, list_push, map_put};
 use super::support::{b, key, root, run};
 use keyplane_core::{
     CollectionOp as Op, CollectionResult as R, Compare, OpResult, Store, Txn, TxnOp,
@@ -205,6 +205,200 @@ pub async fn list_rotate_is_atomic_under_concurrency(store: Arc<dyn Store>) {
             other => panic!("rotate of a non-empty list: {other:?}"),
         }
     }
+    let expected: BTreeMap<Vec<u8>, usize> = original.iter().map(|v| (b(v), rounds)).collect();
+    assert_eq!(counts, expected, "each item rotated exactly N/K times");
+    assert_eq!(run(&*store, list_all(&l)).await, items(&original));
+}
+
+/// The rotation that reads its moved item's map (`ListRotateGet`, the balancer's pick): the
+/// item, and the field of the map at prefix + item + suffix, in one step; an absent map or
+/// field reads `None`; an empty list moves nothing. Items and keys with bytes that patterns
+/// and hash tags give meaning to (`*`, `?`, `{`, `}`, `%`, spaces) are plain bytes. Watches
+/// report the rotation as a plain `ListRotate`, and the map is never written.
+pub async fn list_rotate_get_reads_the_moved_items_map(store: Arc<dyn Store>) {
+    let root = root();
+    let st = &*store;
+    let l = key(&root, "ring");
+    let prefix = key(&root, "obj {*?}%:");
+    let suffix = b(":meta");
+    let get = |field: &str| Op::ListRotateGet {
+        key: l.clone(),
+        map_prefix: prefix.clone(),
+        map_suffix: suffix.clone(),
+        field: b(field),
+    };
+    let rotated = |item: Option<&str>, value: Option<&str>| R::Rotated {
+        item: item.map(b),
+        value: value.map(b),
+    };
+    assert_eq!(run(st, get("status")).await, rotated(None, None));
+    let map = |item: &str| [&prefix[..], item.as_bytes(), &suffix].concat();
+    for (item, status) in [("a b", "active"), ("{x}", "disabled"), ("*", "active")] {
+        run(st, list_push(&l, item)).await;
+        run(st, map_put(&map(item), "status", status)).await;
+    }
+    run(st, list_push(&l, "no map")).await;
+    let mut watch = st
+        .watch(keyplane_core::WatchOptions::prefix(&root).with_collections())
+        .await
+        .unwrap();
+    assert_eq!(
+        run(st, get("status")).await,
+        rotated(Some("a b"), Some("active"))
+    );
+    let batch = super::support::next_batch(&mut watch).await;
+    assert!(
+        matches!(&batch.events[..], [keyplane_core::Event::Collection(e)]
+            if e.key == l && e.change == keyplane_core::CollectionChange::ListRotate { item: b("a b") }),
+        "{batch:?}"
+    );
+    assert_eq!(
+        run(st, get("status")).await,
+        rotated(Some("{x}"), Some("disabled"))
+    );
+    assert_eq!(run(st, get("nofield")).await, rotated(Some("*"), None));
+    assert_eq!(run(st, get("status")).await, rotated(Some("no map"), None));
+    assert_eq!(
+        run(st, list_all(&l)).await,
+        items(&["a b", "{x}", "*", "no map"])
+    );
+    // In a transaction with a compare and other ops, the map as the branch's earlier ops
+    // left it.
+    let resp = st
+        .txn(
+            Txn::new()
+                .when([Compare::size(
+                    l.clone(),
+                    keyplane_core::CollectionKind::List,
+                    keyplane_core::CompareOp::Equal,
+                    4,
+                )])
+                .and_then([
+                    TxnOp::Collection(map_put(&map("a b"), "status", "cooling")),
+                    TxnOp::Collection(get("status")),
+                ]),
+        )
+        .await
+        .unwrap();
+    assert!(resp.succeeded);
+    assert_eq!(
+        resp.results[1],
+        OpResult::Collection(rotated(Some("a b"), Some("cooling")))
+    );
+    // A one-item list is its own rotation.
+    let one = key(&root, "one");
+    run(st, list_push(&one, "solo")).await;
+    run(st, map_put(&map("solo"), "status", "active")).await;
+    let solo = Op::ListRotateGet {
+        key: one.clone(),
+        map_prefix: prefix.clone(),
+        map_suffix: suffix.clone(),
+        field: b("status"),
+    };
+    assert_eq!(run(st, solo).await, rotated(Some("solo"), Some("active")));
+    // The maps were only read.
+    assert_eq!(
+        run(st, Op::MapGetAll { key: map("{x}") }).await,
+        R::Fields(vec![(b("status"), b("disabled"))])
+    );
+}
+
+/// A branch that writes a list and then rotates it with `ListRotateGet` is refused (the map
+/// read is the one the list's head names before the branch runs), as is a map prefix a key
+/// cannot hold; nothing is written.
+pub async fn list_rotate_get_rejects_bad_input(store: Arc<dyn Store>) {
+    let root = root();
+    let st = &*store;
+    let l = key(&root, "ring");
+    run(st, list_push(&l, "a")).await;
+    run(st, list_push(&l, "b")).await;
+    let get = |prefix: Vec<u8>| Op::ListRotateGet {
+        key: l.clone(),
+        map_prefix: prefix,
+        map_suffix: Vec::new(),
+        field: b("status"),
+    };
+    let txn = Txn::new().and_then([
+        TxnOp::Collection(list_push(&l, "c")),
+        TxnOp::Collection(get(key(&root, "obj:"))),
+    ]);
+    super::support::expect_kind(st.txn(txn).await, keyplane_core::ErrorKind::TxnConflict);
+    let txn = Txn::new().and_then([
+        TxnOp::delete_prefix(root.clone()),
+        TxnOp::Collection(get(key(&root, "obj:"))),
+    ]);
+    super::support::expect_kind(st.txn(txn).await, keyplane_core::ErrorKind::TxnConflict);
+    let bad = [&root[..], b"obj\0:"].concat();
+    super::support::expect_kind(
+        st.collection(get(bad)).await,
+        keyplane_core::ErrorKind::InvalidKey,
+    );
+    assert_eq!(run(st, list_all(&l)).await, items(&["a", "b"]));
+}
+
+/// N concurrent `ListRotateGet`s of a K-item list (N a multiple of K) while other writers
+/// flip the maps' fields: each item is moved N/K times, the list keeps its order, and each
+/// value read is one the map held (never a torn or foreign value).
+pub async fn list_rotate_get_is_atomic_under_concurrency(store: Arc<dyn Store>) {
+    let root = root();
+    let l = key(&root, "ring");
+    let prefix = key(&root, "obj:");
+    let original = ["k0", "k1", "k2", "k3"];
+    for v in original {
+        run(&*store, list_push(&l, v)).await;
+        let map = [&prefix[..], v.as_bytes()].concat();
+        run(&*store, map_put(&map, "status", &format!("{v}-0"))).await;
+    }
+    let rounds = 5;
+    let n = original.len() * rounds;
+    let flips = {
+        let store = store.clone();
+        let prefix = prefix.clone();
+        tokio::spawn(async move {
+            for round in 1..=10 {
+                for v in original {
+                    let map = [&prefix[..], v.as_bytes()].concat();
+                    run(&*store, map_put(&map, "status", &format!("{v}-{round}"))).await;
+                }
+            }
+        })
+    };
+    let mut tasks = Vec::new();
+    for _ in 0..n {
+        let (store, l, prefix) = (store.clone(), l.clone(), prefix.clone());
+        tasks.push(tokio::spawn(async move {
+            let op = Op::ListRotateGet {
+                key: l,
+                map_prefix: prefix,
+                map_suffix: Vec::new(),
+                field: b("status"),
+            };
+            loop {
+                match store.collection(op.clone()).await {
+                    Err(e) if e.is_retryable() => continue,
+                    other => break other.unwrap(),
+                }
+            }
+        }));
+    }
+    let mut counts: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            R::Rotated {
+                item: Some(item),
+                value: Some(value),
+            } => {
+                let text = String::from_utf8(value).unwrap();
+                let item_text = String::from_utf8(item.clone()).unwrap();
+                let (owner, round) = text.split_once('-').unwrap();
+                assert_eq!(owner, item_text, "the value of the moved item's own map");
+                assert!(round.parse::<u32>().unwrap() <= 10);
+                *counts.entry(item).or_default() += 1;
+            }
+            other => panic!("rotate of a non-empty list: {other:?}"),
+        }
+    }
+    flips.await.unwrap();
     let expected: BTreeMap<Vec<u8>, usize> = original.iter().map(|v| (b(v), rounds)).collect();
     assert_eq!(counts, expected, "each item rotated exactly N/K times");
     assert_eq!(run(&*store, list_all(&l)).await, items(&original));

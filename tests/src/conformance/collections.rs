@@ -393,6 +393,8 @@ pub async fn many_set_adds_in_one_txn(store: Arc<dyn Store>) {
 }
 
 pub use super::collection_lists::{
-    list_operations, list_push_front_inserts_at_the_head, list_rotate_is_atomic_under_concurrency,
+    list_operations, list_push_front_inserts_at_the_head,
+    list_rotate_get_is_atomic_under_concurrency, list_rotate_get_reads_the_moved_items_map,
+    list_rotate_get_rejects_bad_input, list_rotate_is_atomic_under_concurrency,
     several_list_writes_in_one_txn,
 };

@@ -9,7 +9,7 @@ mod txn_reads;
 mod update;
 mod watch;
 
-pub use collections::{ListHandle, MapHandle, SetHandle, SetPage};
+pub use collections::{ItemMaps, ListHandle, MapHandle, SetHandle, SetPage};
 pub use list::{ListOptions, Page, Skipped};
 pub use txn::{TxnOutcome, TxnRead, TypedTxn};
 pub use txn_reads::CollectionRead;

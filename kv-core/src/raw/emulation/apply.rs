@@ -155,6 +155,26 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
             none(CollectionResult::Items(items))
         }
         CollectionOp::ListRotate { .. } => list_rotate(key, state)?,
+        CollectionOp::ListRotateGet {
+            map_prefix,
+            map_suffix,
+            field,
+            ..
+        } => {
+            let mut rotated = list_rotate(key, state)?;
+            let CollectionResult::Value(item) = rotated.result else {
+                return Err(Error::internal("a rotation answered something else"));
+            };
+            let value = match &item {
+                Some(item) => {
+                    let map = [&map_prefix[..], item, map_suffix].concat();
+                    state.get(&layout::member_key(CollectionKind::Map, &map, field))?
+                }
+                None => None,
+            };
+            rotated.result = CollectionResult::Rotated { item, value };
+            rotated
+        }
         CollectionOp::ListLen { .. } => {
             let range = members_range(kind, key);
             none(CollectionResult::Count(

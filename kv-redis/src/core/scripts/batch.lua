@@ -5,7 +5,8 @@
 -- about 0.35 µs, more than most commands):
 --   a put or delete: its revision, and its previous value and metadata (false, false when
 --   it reports none), as `put.lua` and `delete.lua` answer { revision, { value, meta } };
---   a rotation: -3, its revision, the item moved to the end (false for none);
+--   a rotation: -3, its revision, the item moved to the end (false for none), or for a
+--   rotation that reads the moved item's map, { item, value } (false for none each);
 --   a transaction: -1, its reply, false;
 --   a write that failed: -2, the text of the error reply it returned or raised, false.
 -- So one write's failure is its own (a write checks everything before its first write, so a
@@ -33,7 +34,7 @@ end
 -- Whether ARGV[i] starts a write a run takes: a plain put or a rotation.
 local function in_run(argv, i)
   local name, argc = argv[i], argv[i + 1]
-  return (name == 'put' and argc == '5') or (name == 'rotate' and argc == '1')
+  return (name == 'put' and argc == '5') or name == 'rotate'
 end
 
 -- Runs the consecutive puts and rotations whose arguments start at ARGV[first], appending
@@ -71,13 +72,19 @@ local function run(argv, first, out)
       end
       i = i + 7
     else
-      local ok, rev, item = pcall(run_rotate, argv[a])
+      local argc = tonumber(argv[i + 1])
+      local ok, rev, item
+      if argc == 1 then
+        ok, rev, item = pcall(run_rotate, argv[a])
+      else
+        ok, rev, item = pcall(run_rotate_get, argv[a], argv[a + 1], argv[a + 2], argv[a + 3])
+      end
       if not ok or type(rev) == 'table' then
         failed(out, rev)
       else
         out[o + 1], out[o + 2], out[o + 3] = -3, rev, item
       end
-      i = i + 3
+      i = i + 2 + argc
     end
   end
   run_flush()

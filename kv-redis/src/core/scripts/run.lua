@@ -124,3 +124,30 @@ local function run_rotate(key)
   run_logged(string.format('%d', run_rev))
   return run_rev, item
 end
+
+-- One rotation of a run that also reads `field` of the map the moved item names (a
+-- `ListRotateGet`): the map at `prefix`, the item, `suffix`. The field of the map of the item
+-- about to move is read before the rotation writes (which also checks the map's type, and
+-- that the user may read it); the rotation moves that item, and changes no map. Returns the
+-- revision, then the item moved and the field's value as one table ({ false, false } for an
+-- empty list), or an error reply.
+local function run_rotate_get(key, field, prefix, suffix)
+  local head = redis.pcall('LINDEX', key, 0)
+  local value = false
+  if type(head) == 'string' then
+    local map = prefix .. head .. suffix
+    value = redis.pcall('HGET', map, field)
+    if type(value) == 'table' then
+      if string.sub(value.err, 1, 9) == 'WRONGTYPE' then
+        return redis.error_reply('KVWRONGTYPE 1 names a map that holds a '
+          .. redis.call('TYPE', map)['ok'])
+      end
+      return value
+    end
+  end
+  local rev, item = run_rotate(key)
+  if type(rev) == 'table' then
+    return rev
+  end
+  return rev, { item or false, value or false }
+end

@@ -8,7 +8,7 @@
 
 -- The words after each code (a put's: key, value, lease, and the value's digest).
 local ARITY = { g = 1, p = 4, d = 1, D = 2, sa = 2, sr = 2, sc = 2, sm = 1, ss = 3, mp = 3, mg = 2,
-  md = 2, ma = 1, lp = 2, lf = 2, lr = 2, lg = 3, lo = 1, ll = 1 }
+  md = 2, ma = 1, lp = 2, lf = 2, lr = 2, lg = 3, lo = 1, lk = 4, ll = 1 }
 -- What the collection ops need, built by the first one (every table costs every run, and
 -- most transactions have no collection op): each op's Redis type, whether it creates the
 -- collection, and the command (and dummy arguments) whose permission each write needs.
@@ -16,11 +16,11 @@ local KIND, CREATES, WRITE_CHECK
 local function collection_ops()
   KIND = { sa = 'set', sr = 'set', sc = 'set', sm = 'set', ss = 'set', mp = 'hash', mg = 'hash',
     md = 'hash', ma = 'hash', lp = 'list', lf = 'list', lr = 'list', lg = 'list', lo = 'list',
-    ll = 'list' }
+    lk = 'list', ll = 'list' }
   CREATES = { sa = true, mp = true, lp = true, lf = true }
   WRITE_CHECK = { sa = { 'SADD', 'm' }, sr = { 'SREM', 'm' }, mp = { 'HSET', 'f', 'v' },
     md = { 'HDEL', 'f' }, lp = { 'RPUSH', 'i' }, lf = { 'LPUSH', 'i' }, lr = { 'LREM', '0', 'i' },
-    lo = { 'LMOVE', '', 'LEFT', 'RIGHT' } }
+    lo = { 'LMOVE', '', 'LEFT', 'RIGHT' }, lk = { 'LMOVE', '', 'LEFT', 'RIGHT' } }
 end
 
 -- Byte-wise comparison (Lua's `<` on strings follows the server's locale).
@@ -284,6 +284,19 @@ for i, p in ipairs(ops) do
     if write and not may(write[1], key, write[2] == '' and key or write[2], unpack(write, 3)) then
       return no_permission(i, 'write')
     end
+    if code == 'lk' then
+      -- The map the rotation will read: the one of the list's head (no earlier op of the
+      -- branch writes the list: `Txn::validate` refuses it). Its type is checked (and the
+      -- user's permission to read it, by reading) before any write.
+      local head = redis.call('LINDEX', key, 0)
+      if head then
+        local map = ARGV[p + 3] .. head .. ARGV[p + 4]
+        local mt = type_of(map)
+        if mt ~= 'none' and mt ~= 'hash' then
+          return redis.error_reply('KVWRONGTYPE ' .. i .. ' names a map that holds a ' .. mt)
+        end
+      end
+    end
     if CREATES[code] then
       types[key] = KIND[code]
     end
@@ -461,6 +474,18 @@ for i, p in ipairs(ops) do
     else
       r = redis.call('LINDEX', key, 0)
     end
+  elseif code == 'lk' then
+    local item
+    if redis.call('LLEN', key) > 1 then
+      ctouch(key, 'l')
+      item = redis.call('LMOVE', key, key, 'LEFT', 'RIGHT')
+      cchange(key, 'l', 'o', item)
+      changed = true
+    else
+      item = redis.call('LINDEX', key, 0)
+    end
+    local map = item and (a3 .. item .. ARGV[p + 4])
+    r = { item or false, map and redis.call('HGET', map, a2) or false }
   elseif code == 'll' then
     r = redis.call('LLEN', key)
   end

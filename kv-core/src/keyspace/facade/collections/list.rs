@@ -1,9 +1,11 @@
 //! [`ListHandle`]: a typed list at a key.
 
 use super::At;
+use super::map::MapHandle;
 use crate::collections::{CollectionOp, CollectionResult};
 use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
+use crate::raw::escape_bytes;
 use std::fmt;
 
 /// A typed list at a key (Redis LIST; one key per item on ordered backends).
@@ -165,6 +167,177 @@ impl<C: Codec> ListHandle<C> {
             CollectionResult::Value(None) => Ok(None),
             other => Err(self.at.unexpected("list rotate", other)),
         }
+    }
+
+    /// Atomically moves the head item to the tail, as [`rotate`](Self::rotate), and reads
+    /// `field` of the map the item moved names ([`ItemMaps`]), in the same step: the item
+    /// and the field's value (`None` when the map has no such field); `None` for an empty
+    /// list. On Redis one script run (`LMOVE`, then `HGET`), on every other backend one
+    /// transaction. A round robin over objects that each have a status learns the status of
+    /// the object it hands out as it moves it:
+    ///
+    /// ```
+    /// use keyplane_core::keyspace::{ItemMaps, Key, SegmentCodec, Text, TypedStore};
+    ///
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "rr:group:{group}:active", list = SegmentCodec<u64>)]
+    /// struct Active { group: u64 }
+    ///
+    /// #[derive(Key, Debug, Clone, PartialEq)]
+    /// #[kv(template = "rr:key:{id}", hash = Text)]
+    /// struct Object { id: u64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> keyplane_core::Result<()> {
+    /// let typed = TypedStore::new(std::sync::Arc::new(keyplane_mem::MemStore::new()));
+    /// let active = typed.list_at(&Active { group: 1 });
+    /// let status = "status".to_string();
+    /// for (id, state) in [(1, "active"), (2, "disabled")] {
+    ///     active.push(&id).await?;
+    ///     typed.map_at(&Object { id }).put(&status, &state.to_string()).await?;
+    /// }
+    /// // The map of item `id` is at `rr:key:{id}`.
+    /// let objects = ItemMaps::of(
+    ///     &active,
+    ///     (&1, typed.map_at(&Object { id: 1 })),
+    ///     (&2, &typed.map_at(&Object { id: 2 })),
+    /// )?;
+    /// let (id, state) = active.rotate_get(&objects, &status).await?.unwrap();
+    /// assert_eq!((id, state.as_deref()), (1, Some("active")));
+    /// let (id, state) = active.rotate_get(&objects, &status).await?.unwrap();
+    /// assert_eq!((id, state.as_deref()), (2, Some("disabled")));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Codec` when the field does not encode (nothing is written), or the item or value
+    /// read does not decode; `WrongType` on Redis when the moved item's map holds another
+    /// type (nothing is written); backend errors.
+    pub async fn rotate_get<F: Codec, V: Codec>(
+        &self,
+        maps: &ItemMaps<F, V>,
+        field: &F::Value,
+    ) -> Result<Option<(C::Value, Option<V::Value>)>> {
+        let codec = self.codec()?;
+        let like = &maps.like;
+        let op = CollectionOp::ListRotateGet {
+            key: self.at.key.clone(),
+            map_prefix: maps.prefix.clone(),
+            map_suffix: maps.suffix.clone(),
+            field: like.at.encode(like.field_codec(), field)?,
+        };
+        match self.at.run(op).await? {
+            CollectionResult::Rotated { item: None, .. } => Ok(None),
+            CollectionResult::Rotated {
+                item: Some(item),
+                value,
+            } => {
+                let map = [&maps.prefix[..], &item, &maps.suffix].concat();
+                let value = match value {
+                    Some(bytes) => Some(
+                        like.value_codec()?
+                            .decode_for(&map, &bytes)
+                            .map_err(|e| e.with_context("key", escape_bytes(&map)))?,
+                    ),
+                    None => None,
+                };
+                Ok(Some((self.at.decode(codec, &item)?, value)))
+            }
+            other => Err(self.at.unexpected("list rotate get", other)),
+        }
+    }
+}
+
+/// The maps a list's items name, for [`ListHandle::rotate_get`]: the map of item `i` is at a
+/// prefix, `i` as the list encodes it, and a suffix (Redis `SORT`'s `prefix*suffix`
+/// pattern), read with the field and value codecs of one of them.
+#[derive(Clone)]
+pub struct ItemMaps<F, V> {
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+    like: MapHandle<F, V>,
+}
+
+impl<F: Codec, V: Codec> ItemMaps<F, V> {
+    /// The maps named like `a` and `b`, the maps of two distinct items of `list`: each key
+    /// holds its item's encoding between the prefix and the suffix both share (`rr:key:7`
+    /// and `rr:key:8` for items `7` and `8`: the prefix `rr:key:`, no suffix). The maps are
+    /// read with the codecs of `a`'s.
+    ///
+    /// # Errors
+    /// `Codec` when an item does not encode; `InvalidArgument` when the items encode alike,
+    /// or the two keys do not share one prefix and suffix around their items, or share
+    /// several (the pattern would be ambiguous).
+    pub fn of<C: Codec>(
+        list: &ListHandle<C>,
+        a: (&C::Value, MapHandle<F, V>),
+        b: (&C::Value, &MapHandle<F, V>),
+    ) -> Result<Self> {
+        let codec = list.codec()?;
+        let (item_a, item_b) = (list.at.encode(codec, a.0)?, list.at.encode(codec, b.0)?);
+        let (key_a, key_b) = (a.1.key(), b.1.key());
+        let shared = key_a.iter().zip(key_b).take_while(|(x, y)| x == y).count();
+        // Where the items may start: within the shared prefix, each key holding its item
+        // there, and the rests after them alike.
+        let found: Vec<usize> = (0..=shared)
+            .filter(|&at| {
+                key_a[at..].starts_with(&item_a)
+                    && key_b[at..].starts_with(&item_b)
+                    && key_a[at + item_a.len()..] == key_b[at + item_b.len()..]
+            })
+            .collect();
+        let [at] = found[..] else {
+            return Err(Error::invalid_argument(format!(
+                "two items' maps name {} patterns of prefix, item and suffix, not one",
+                found.len()
+            ))
+            .with_context("key", escape_bytes(key_a))
+            .with_context("other key", escape_bytes(key_b)));
+        };
+        if item_a == item_b {
+            return Err(Error::invalid_argument(
+                "the two items encode alike: their maps cannot show the pattern",
+            )
+            .with_context("item", escape_bytes(&item_a)));
+        }
+        Ok(ItemMaps {
+            prefix: key_a[..at].to_vec(),
+            suffix: key_a[at + item_a.len()..].to_vec(),
+            like: a.1,
+        })
+    }
+
+    /// The maps at `prefix`, the item, `suffix`, read with the codecs of `like`.
+    pub fn new(
+        prefix: impl Into<Vec<u8>>,
+        suffix: impl Into<Vec<u8>>,
+        like: MapHandle<F, V>,
+    ) -> Self {
+        ItemMaps {
+            prefix: prefix.into(),
+            suffix: suffix.into(),
+            like,
+        }
+    }
+
+    /// What every map's key starts with, before the item.
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// What every map's key ends with, after the item.
+    pub fn suffix(&self) -> &[u8] {
+        &self.suffix
+    }
+}
+
+impl<F, V> fmt::Debug for ItemMaps<F, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemMaps")
+            .field("prefix", &escape_bytes(&self.prefix))
+            .field("suffix", &escape_bytes(&self.suffix))
+            .finish()
     }
 }
 

@@ -22,7 +22,7 @@ mod list;
 mod map;
 mod set;
 
-pub use list::ListHandle;
+pub use list::{ItemMaps, ListHandle};
 pub use map::MapHandle;
 pub use set::{SetHandle, SetPage};
 
