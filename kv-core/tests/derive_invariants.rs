@@ -137,3 +137,60 @@ proptest! {
         prop_assert_eq!(ProviderMapKey::parse(&generic).unwrap(), map);
     }
 }
+
+/// A segment of the user's own with no proptest strategy.
+#[derive(Debug, Clone, PartialEq)]
+struct Region(String);
+
+impl keyplane_core::keyspace::Segment for Region {
+    fn encode(&self, _sep: keyplane_core::keyspace::Separator, out: &mut String) {
+        out.push_str(&self.0);
+    }
+    fn decode(
+        raw: &str,
+        _sep: keyplane_core::keyspace::Separator,
+    ) -> Result<Self, keyplane_core::keyspace::SegmentError> {
+        match raw {
+            "eu" | "us" => Ok(Region(raw.to_owned())),
+            _ => Err(keyplane_core::keyspace::SegmentError::new(raw, "eu or us")),
+        }
+    }
+    fn describe() -> String {
+        "eu or us".into()
+    }
+}
+
+/// A key, a prefix and a keyspace over it, derived with no `no_strategy`: with `proptest` on
+/// (as in this test) they compile, without a strategy; their other variants keep theirs.
+#[derive(Key, Debug, Clone, PartialEq)]
+#[kv(template = "geo/{region}/{id}", value = Text)]
+struct RegionKey {
+    region: Region,
+    id: u64,
+}
+
+#[derive(keyplane_core::keyspace::Prefix, Debug, Clone, PartialEq)]
+#[kv(template = "geo/{region}/", key = RegionKey)]
+struct RegionDir {
+    region: Region,
+}
+
+#[derive(Keyspace, Debug, Clone, PartialEq)]
+enum Geo {
+    Region(RegionKey),
+}
+
+#[test]
+fn a_custom_segment_without_a_strategy_compiles_with_proptest_on() {
+    let key = RegionKey {
+        region: Region("eu".into()),
+        id: 7,
+    };
+    assert_eq!(key.encode(), "geo/eu/7");
+    assert_eq!(RegionKey::parse("geo/us/1").unwrap().id, 1);
+    let dir = RegionDir {
+        region: Region("us".into()),
+    };
+    assert_eq!(keyplane_core::keyspace::Prefix::encode(&dir), "geo/us/");
+    assert_eq!(Geo::parse("geo/eu/7").unwrap(), Geo::Region(key));
+}

@@ -176,10 +176,27 @@ fn test(args: &[String]) -> Result<(), String> {
             .args(args)
             .env("KV_REQUIRE_SERVERS", "1"),
     )?;
+    for (example, features) in EXAMPLES {
+        run(
+            &format!("example {example}"),
+            cargo(&protoc)
+                .args(["run", "--quiet", "-p", "keyplane", "--example", example])
+                .args(features.map(|f| ["--features", f]).into_iter().flatten()),
+        )?;
+    }
     outside::run_all(|| cargo(&protoc))?;
     let args = ["--minutes", "2"].map(String::from);
     run_chaos(&protoc, &args)
 }
+
+/// The examples of `kv/examples/`, each with the feature it needs.
+const EXAMPLES: [(&str, Option<&str>); 5] = [
+    ("quickstart", None),
+    ("own_schema", None),
+    ("fuzz_schema", Some("proptest")),
+    ("every_backend", None),
+    ("watch_resume", None),
+];
 
 fn chaos(args: &[String]) -> Result<(), String> {
     let protoc = install::protoc()?;

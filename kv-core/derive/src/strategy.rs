@@ -50,9 +50,21 @@ pub(crate) fn fields_strategy(trait_name: &str, name: &Ident, fields: &[Field]) 
             }
         }
     };
+    // Bounds on the fields' types, under a binder that nothing uses: a bound a type does not
+    // meet then leaves the impl out instead of failing the build (a bound without generics
+    // would be checked where it is written). So a key with a segment of its own that has no
+    // strategy compiles whether or not some crate in the graph turns `proptest` on; it just
+    // has no strategy.
+    let bounds = fields.iter().map(|f| {
+        let ty = &f.ty;
+        quote!(for<'__kv> #ty: #ks::SegmentStrategy)
+    });
     if_proptest(quote! {
         #[automatically_derived]
-        impl #ks::#trait_ident for #name {
+        impl #ks::#trait_ident for #name
+        where
+            #(#bounds,)*
+        {
             fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
                 #body
             }
@@ -72,9 +84,16 @@ pub(crate) fn keyspace_strategy(name: &Ident, variants: &[(Ident, Type)]) -> Tok
             ))
         }
     });
+    // As for keys: a variant without a strategy leaves the keyspace without one.
+    let bounds = variants
+        .iter()
+        .map(|(_, ty)| quote!(for<'__kv> #ty: #ks::KeyStrategy));
     if_proptest(quote! {
         #[automatically_derived]
-        impl #ks::KeyspaceStrategy for #name {
+        impl #ks::KeyspaceStrategy for #name
+        where
+            #(#bounds,)*
+        {
             fn strategy() -> #pt::strategy::BoxedStrategy<Self> {
                 #pt::strategy::Strategy::boxed(#pt::strategy::Union::new(::std::vec![#(#arms),*]))
             }

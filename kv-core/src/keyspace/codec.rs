@@ -24,6 +24,11 @@ use std::sync::Arc;
 /// assert_eq!(Text.decode(&bytes)?, "on");
 /// # Ok::<(), keyplane_core::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a value codec",
+    label = "`value = ..`, `hash = ..`, `set = ..` and `list = ..` name a codec, not a value type",
+    note = "wrap the type in a codec: `Json<{Self}>` (serde), `Text` for a `String`, `Bytes` for raw bytes, `SegmentCodec<T>` for a segment type such as `u64`, `Empty` for no value"
+)]
 pub trait Codec: Send + Sync + 'static {
     /// The value type.
     type Value: Send + Sync + 'static;

@@ -267,6 +267,11 @@ pub fn decode_field<T: Segment>(
 /// A key holding a plain value: the typed facade reads and writes it with `get` and `put`.
 /// Derived for `#[kv(value = ..)]` keys; a collection key implements [`SetKey`], [`MapKey`]
 /// or [`ListKey`] instead, so that a plain `get` of a set key does not compile.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` holds a collection, not a plain value",
+    label = "`get`/`put` read and write plain values",
+    note = "a `#[kv(set = ..)]`, `hash = ..` or `list = ..` key is reached through `TypedStore::set_at`, `map_at` or `list_at`"
+)]
 pub trait PlainKey: Key {}
 
 /// A key holding a set of `Value` members (`#[kv(set = ..)]`): reached through

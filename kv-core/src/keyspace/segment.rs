@@ -103,6 +103,12 @@ impl SegmentError {
 /// assert!(u64::decode("042", Separator::Slash).is_err()); // not canonical
 /// assert!(u64::decode("+42", Separator::Slash).is_err());
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a key segment",
+    label = "a field of a key template must be a `Segment`",
+    note = "for text, declare a validated newtype: `keyplane::text_segment!(pub Name, max_len = 128, policy = Escape);` (escaped and reversible) or `policy = Reject` with a `charset`, then use `Name` as the field's type",
+    note = "integers, `Padded`, `uuid::Uuid` and `HostPort` are segments as they are; a type of your own implements `Segment` (its rules are in the trait's docs)"
+)]
 pub trait Segment: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// Whether the byte order of encodings equals the order of values (zero-padded integers).
     /// Only types that set it are used for ordered range scans.

@@ -17,6 +17,12 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 ///
 /// Implemented for every built-in and for every [`text_segment!`](crate::text_segment) type;
 /// implement it for your own [`Segment`]s.
+#[diagnostic::on_unimplemented(
+    message = "the segment `{Self}` has no proptest strategy",
+    label = "a derived strategy needs one for each field",
+    note = "implement `SegmentStrategy` for `{Self}`, or declare it with `text_segment!` (which implements it)",
+    note = "a key whose segment has no strategy keeps compiling: it just has no `KeyStrategy`; write one by hand and mark the derive `#[kv(no_strategy)]` to fuzz it"
+)]
 pub trait SegmentStrategy: Segment {
     /// Values of the type, adversarial ones included.
     fn strategy() -> BoxedStrategy<Self>;
