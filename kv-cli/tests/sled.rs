@@ -64,6 +64,25 @@ fn schema_lists_five_and_draws_one() {
         "{tree}"
     );
     assert!(tree.contains("{id}  u64"), "{tree}");
+    // The schema says which values are sealed: nxc's pool secrets, and nothing of tenant's.
+    let nxc = json("mem://", &["schema", "nxc"]);
+    let sealed: Vec<&str> = nxc["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["encrypted"] == true)
+        .map(|t| t["template"].as_str().unwrap())
+        .collect();
+    assert_eq!(sealed, ["nxc:pool:{provider}:{profile}"]);
+    let tenant = json("mem://", &["schema", "tenant"]);
+    assert!(
+        tenant["templates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["encrypted"] == false),
+        "{tenant}"
+    );
     fails("mem://", &["schema", "nope"], 2);
 }
 

@@ -305,3 +305,52 @@ fn a_value_opens_only_at_the_key_it_was_sealed_for() {
     let sealed = longer.encrypt_for(b"ame", b"x").unwrap();
     assert!(ring.decrypt_for(b"name", &sealed).is_err());
 }
+
+/// A schema says which of its values are sealed: tools learn it from the template's
+/// description, whatever the codec's type is called.
+#[test]
+fn a_template_says_whether_its_values_are_encrypted() {
+    use keyplane_core::keyspace::{Key, TemplateInfo};
+
+    #[derive(Key, Debug, Clone, PartialEq)]
+    #[kv(template = "s/{id}/token", value = Encrypted<Json<String>>)]
+    struct Sealed {
+        id: u64,
+    }
+
+    #[derive(Key, Debug, Clone, PartialEq)]
+    #[kv(template = "s/{id}/name", value = Text)]
+    struct Open {
+        id: u64,
+    }
+
+    /// A codec of the user's own that seals through the encrypted one, under its own name.
+    struct Vault(Encrypted<Text>);
+
+    impl Codec for Vault {
+        type Value = String;
+        const ENCRYPTED: bool = true;
+        fn encode(&self, value: &String) -> keyplane_core::Result<Vec<u8>> {
+            self.0.encode(value)
+        }
+        fn decode(&self, bytes: &[u8]) -> keyplane_core::Result<String> {
+            self.0.decode(bytes)
+        }
+    }
+
+    impl keyplane_core::keyspace::BuildCodec for Vault {
+        fn build(context: &keyplane_core::keyspace::CodecContext) -> keyplane_core::Result<Self> {
+            Ok(Vault(Encrypted::build(context)?))
+        }
+    }
+
+    #[derive(Key, Debug, Clone, PartialEq)]
+    #[kv(template = "s/{id}/vault", value = Vault)]
+    struct InVault {
+        id: u64,
+    }
+
+    assert!(TemplateInfo::of_key::<Sealed>().encrypted);
+    assert!(!TemplateInfo::of_key::<Open>().encrypted);
+    assert!(TemplateInfo::of_key::<InVault>().encrypted);
+}

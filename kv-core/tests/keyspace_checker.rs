@@ -27,6 +27,7 @@ fn info_with(
         template,
         fields,
         value_type: "()",
+        encrypted: false,
         kind: None,
         directory_of,
     }

@@ -118,6 +118,7 @@ pub(crate) fn schema_json(schema: keyplane_schemas::Schema) -> serde_json::Value
             "template": e.info.template.source(),
             "key_type": short_type(e.info.type_name),
             "value_type": value_type(e),
+            "encrypted": e.info.encrypted,
             "fields": e.info.fields.iter().map(|f| json!({
                 "name": f.name,
                 "type": short_type(f.type_name),

@@ -76,7 +76,8 @@ pub fn check_keyspace<K: Keyspace>() -> Vec<Finding> {
 /// static FIXED: LazyLock<Template> = LazyLock::new(|| Template::key("a/b", None).unwrap());
 /// keyplane_core::text_segment!(Name, charset = "[a-z]", max_len = 8, policy = Reject);
 /// let info = |template, fields| TemplateInfo {
-///     type_name: "example", template, fields, value_type: "()", kind: None, directory_of: &[],
+///     type_name: "example", template, fields, value_type: "()", encrypted: false, kind: None,
+///     directory_of: &[],
 /// };
 /// let findings = check(
 ///     &[info(&*BY_ID, vec![FieldInfo::of::<Name>("x")]), info(&*FIXED, vec![])],

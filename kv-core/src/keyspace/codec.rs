@@ -33,6 +33,12 @@ pub trait Codec: Send + Sync + 'static {
     /// The value type.
     type Value: Send + Sync + 'static;
 
+    /// Whether the codec seals what it stores (an [`Encrypted`](super::Encrypted) codec):
+    /// tools that show values (`kvctl`, its UI) learn from the schema
+    /// ([`TemplateInfo::encrypted`](super::TemplateInfo::encrypted)) which values need a
+    /// keyring. `false` unless a codec says otherwise.
+    const ENCRYPTED: bool = false;
+
     /// Encodes a value into the bytes stored.
     ///
     /// # Errors

@@ -465,6 +465,7 @@ impl<C: BuildCodec> BuildCodec for Encrypted<C> {
 
 impl<C: Codec> Codec for Encrypted<C> {
     type Value = C::Value;
+    const ENCRYPTED: bool = true;
 
     fn encode(&self, value: &C::Value) -> Result<Vec<u8>> {
         self.encode_for(b"", value)

@@ -55,6 +55,8 @@ pub struct TemplateInfo {
     pub fields: Vec<FieldInfo>,
     /// The Rust type of the value codec (of the members, for a collection key).
     pub value_type: &'static str,
+    /// Whether the value codec seals what it stores ([`Codec::ENCRYPTED`](super::Codec::ENCRYPTED)).
+    pub encrypted: bool,
     /// What the key holds: `None` for a plain value, else the kind of collection.
     pub kind: Option<crate::collections::CollectionKind>,
     /// Templates (as written) allowed to nest under keys of this template.

@@ -296,6 +296,7 @@ impl TemplateInfo {
             template: K::template(),
             fields: K::field_infos(),
             value_type: std::any::type_name::<K::Value>(),
+            encrypted: <K::Value as super::codec::Codec>::ENCRYPTED,
             kind: K::KIND,
             directory_of: K::DIRECTORY_OF,
         }
