@@ -5,7 +5,7 @@ use super::keys::{ActiveKeysKey, KeyGroupsKey, KeyObjectKey};
 use super::segments::BalancerRoot;
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
 use keyplane_core::keyspace::{
-    Key, ListHandle, MapHandle, SegmentCodec, SetHandle, Text, TypedStore,
+    ItemMaps, Key, ListHandle, MapHandle, SegmentCodec, SetHandle, Text, TypedStore,
 };
 use keyplane_core::layer::Namespaced;
 use keyplane_core::{Error, ErrorKind, Result};
@@ -45,6 +45,9 @@ pub struct Balancer {
     /// Queues this cache's picks where lists are emulated (see [`Balancer::pick`]); shared
     /// by clones.
     pub(crate) pick_queue: Arc<tokio::sync::Mutex<()>>,
+    /// The API key objects as a pick reads them with its rotation (see [`Balancer::pick`]),
+    /// made by the first pick; shared by clones.
+    pub(crate) pick_objects: Arc<std::sync::OnceLock<ItemMaps<Text, Text>>>,
 }
 
 impl Balancer {
@@ -54,6 +57,7 @@ impl Balancer {
             typed,
             root: None,
             pick_queue: Arc::new(tokio::sync::Mutex::new(())),
+            pick_objects: Arc::default(),
         }
     }
 
@@ -68,6 +72,7 @@ impl Balancer {
             typed: TypedStore::new(Arc::new(namespaced)),
             root: Some(root),
             pick_queue: Arc::new(tokio::sync::Mutex::new(())),
+            pick_objects: Arc::default(),
         })
     }
 
@@ -91,6 +96,7 @@ impl Balancer {
             typed: TypedStore::new(Arc::new(namespaced)),
             root: Some(root),
             pick_queue: Arc::new(tokio::sync::Mutex::new(())),
+            pick_objects: Arc::default(),
         })
     }
 

@@ -3,7 +3,7 @@
 
 use super::cache::Balancer;
 use super::values::{KeyStatus, STATUS_FIELD};
-use keyplane_core::keyspace::{ItemMaps, ListHandle, SegmentCodec};
+use keyplane_core::keyspace::{ItemMaps, ListHandle, SegmentCodec, Text};
 use keyplane_core::retry::{Backoff, retry_if};
 use keyplane_core::{Error, ErrorKind, Result, Support};
 use std::sync::LazyLock;
@@ -65,15 +65,14 @@ impl Balancer {
         };
         let window = self.pick_window();
         let field = STATUS_FIELD.to_string();
-        // Key `id`'s object is at `key:{id}`: the map the list's item names.
-        let objects = ItemMaps::of(&list, (&1, self.object(1)), (&2, &self.object(2)))?;
+        let objects = self.pick_objects(&list)?;
         let lost_race = |e: &Error| e.kind() == ErrorKind::ConditionFailed && e.is_retryable();
         // Keys moved in a row that were not active, and the list's first keys once one was.
         let mut skipped = 0;
         let mut members: Option<Vec<u64>> = None;
         for _ in 0..window * 4 + 8 {
             let turn =
-                retry_if(&PICK_RETRY, lost_race, || list.rotate_get(&objects, &field)).await?;
+                retry_if(&PICK_RETRY, lost_race, || list.rotate_get(objects, &field)).await?;
             let Some((moved, status)) = turn else {
                 return Ok(None);
             };
@@ -101,6 +100,16 @@ impl Balancer {
         .with_context("operation", "pick")
         .with_context("group", group)
         .set_retryable(true))
+    }
+
+    /// The maps a pick's rotation reads the moved key's status of: key `id`'s object is at
+    /// `key:{id}`, the map the list's item names. Made once per cache (clones share it).
+    fn pick_objects(&self, list: &ListHandle<SegmentCodec<u64>>) -> Result<&ItemMaps<Text, Text>> {
+        if let Some(objects) = self.pick_objects.get() {
+            return Ok(objects);
+        }
+        let objects = ItemMaps::of(list, (&1, self.object(1)), (&2, &self.object(2)))?;
+        Ok(self.pick_objects.get_or_init(|| objects))
     }
 
     /// The first `window` keys of `list`, without repeats.

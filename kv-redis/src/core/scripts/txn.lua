@@ -464,17 +464,8 @@ for i, p in ipairs(ops) do
     end
   elseif code == 'lg' then
     r = redis.call('LRANGE', key, a2, a3)
-  elseif code == 'lo' then
+  elseif code == 'lo' or code == 'lk' then
     -- A one-item list is its own rotation: no change.
-    if redis.call('LLEN', key) > 1 then
-      ctouch(key, 'l')
-      r = redis.call('LMOVE', key, key, 'LEFT', 'RIGHT')
-      cchange(key, 'l', 'o', r)
-      changed = true
-    else
-      r = redis.call('LINDEX', key, 0)
-    end
-  elseif code == 'lk' then
     local item
     if redis.call('LLEN', key) > 1 then
       ctouch(key, 'l')
@@ -484,8 +475,13 @@ for i, p in ipairs(ops) do
     else
       item = redis.call('LINDEX', key, 0)
     end
-    local map = item and (a3 .. item .. ARGV[p + 4])
-    r = { item or false, map and redis.call('HGET', map, a2) or false }
+    if code == 'lo' then
+      r = item
+    else
+      -- And field `a2` of the moved item's map: prefix `a3`, the item, the suffix.
+      local map = item and (a3 .. item .. ARGV[p + 4])
+      r = { item or false, map and redis.call('HGET', map, a2) or false }
+    end
   elseif code == 'll' then
     r = redis.call('LLEN', key)
   end
