@@ -28,6 +28,9 @@ fn info_with(
         fields,
         value_type: "()",
         encrypted: false,
+        value: keyplane_core::keyspace::ValueInfo::of_format(
+            keyplane_core::keyspace::ValueFormat::Bytes,
+        ),
         kind: None,
         directory_of,
     }

@@ -106,6 +106,17 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             }
 
             #agrees
+
+            fn info() -> #ks::TemplateInfo {
+                let mut info = #ks::TemplateInfo::of_key::<Self>();
+                info.value.json_schema = {
+                    #[allow(unused_imports)]
+                    use #krate::derive_support::json_schema::*;
+                    (&&Probe::<#value>::new()).json_schema()
+                }
+                .map(::std::sync::Arc::new);
+                info
+            }
         }
 
         #[automatically_derived]

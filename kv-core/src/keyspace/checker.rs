@@ -69,7 +69,9 @@ pub fn check_keyspace<K: Keyspace>() -> Vec<Finding> {
 /// always overlap.
 ///
 /// ```
-/// use keyplane_core::keyspace::{check, FieldInfo, FindingKind, Template, TemplateInfo};
+/// use keyplane_core::keyspace::{
+///     check, FieldInfo, FindingKind, Template, TemplateInfo, ValueFormat, ValueInfo,
+/// };
 /// use std::sync::LazyLock;
 ///
 /// static BY_ID: LazyLock<Template> = LazyLock::new(|| Template::key("a/{x}", None).unwrap());
@@ -77,7 +79,7 @@ pub fn check_keyspace<K: Keyspace>() -> Vec<Finding> {
 /// keyplane_core::text_segment!(Name, charset = "[a-z]", max_len = 8, policy = Reject);
 /// let info = |template, fields| TemplateInfo {
 ///     type_name: "example", template, fields, value_type: "()", encrypted: false, kind: None,
-///     directory_of: &[],
+///     value: ValueInfo::of_format(ValueFormat::Bytes), directory_of: &[],
 /// };
 /// let findings = check(
 ///     &[info(&*BY_ID, vec![FieldInfo::of::<Name>("x")]), info(&*FIXED, vec![])],

@@ -39,6 +39,11 @@ pub trait Codec: Send + Sync + 'static {
     /// keyring. `false` unless a codec says otherwise.
     const ENCRYPTED: bool = false;
 
+    /// How the stored bytes read, for tools that show and check values without the codec's
+    /// type ([`ValueInfo`](super::ValueInfo)): [`Bytes`](super::ValueFormat::Bytes) unless a
+    /// codec says otherwise.
+    const FORMAT: super::ValueFormat = super::ValueFormat::Bytes;
+
     /// Encodes a value into the bytes stored.
     ///
     /// # Errors

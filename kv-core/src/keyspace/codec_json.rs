@@ -60,6 +60,7 @@ where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     type Value = T;
+    const FORMAT: super::ValueFormat = super::ValueFormat::Json;
 
     fn encode(&self, value: &T) -> Result<Vec<u8>> {
         serde_json::to_vec(value).map_err(|e| {

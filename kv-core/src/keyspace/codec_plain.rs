@@ -21,6 +21,7 @@ pub struct Text;
 
 impl Codec for Text {
     type Value = String;
+    const FORMAT: super::ValueFormat = super::ValueFormat::Text;
 
     fn encode(&self, value: &String) -> Result<Vec<u8>> {
         Ok(value.as_bytes().to_vec())
@@ -75,6 +76,7 @@ pub struct Empty;
 
 impl Codec for Empty {
     type Value = ();
+    const FORMAT: super::ValueFormat = super::ValueFormat::Empty;
 
     fn encode(&self, _: &()) -> Result<Vec<u8>> {
         Ok(Vec::new())

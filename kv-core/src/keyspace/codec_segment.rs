@@ -65,6 +65,7 @@ impl<S> fmt::Debug for SegmentCodec<S> {
 
 impl<S: Segment> Codec for SegmentCodec<S> {
     type Value = S;
+    const FORMAT: super::ValueFormat = super::ValueFormat::Text;
 
     fn encode(&self, value: &S) -> Result<Vec<u8>> {
         Ok(value.to_segment_string(self.separator).into_bytes())

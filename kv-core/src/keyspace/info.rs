@@ -57,6 +57,8 @@ pub struct TemplateInfo {
     pub value_type: &'static str,
     /// Whether the value codec seals what it stores ([`Codec::ENCRYPTED`](super::Codec::ENCRYPTED)).
     pub encrypted: bool,
+    /// The value (of the members, for a collection key): its format, JSON Schema and check.
+    pub value: super::ValueInfo,
     /// What the key holds: `None` for a plain value, else the kind of collection.
     pub kind: Option<crate::collections::CollectionKind>,
     /// Templates (as written) allowed to nest under keys of this template.

@@ -297,6 +297,7 @@ impl TemplateInfo {
             fields: K::field_infos(),
             value_type: std::any::type_name::<K::Value>(),
             encrypted: <K::Value as super::codec::Codec>::ENCRYPTED,
+            value: super::ValueInfo::of_key::<K>(),
             kind: K::KIND,
             directory_of: K::DIRECTORY_OF,
         }

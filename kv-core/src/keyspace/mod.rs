@@ -73,6 +73,7 @@ mod template_match;
 mod template_parse;
 mod template_segment;
 mod text;
+mod value_info;
 mod values;
 
 pub use charset::Charset;
@@ -117,4 +118,5 @@ pub use strategy::{
 pub use template::{Template, TemplateError, TemplateKind};
 pub use template_segment::{Part, TemplateSegment};
 pub use text::{TextPolicy, TextRule, TextSegment};
+pub use value_info::{ValueFormat, ValueInfo};
 pub use values::{KeyspaceValues, decode_plain};

@@ -109,6 +109,7 @@ pub struct OnceTargetCodec;
 
 impl Codec for OnceTargetCodec {
     type Value = OnceTarget;
+    const FORMAT: keyplane_core::keyspace::ValueFormat = keyplane_core::keyspace::ValueFormat::Text;
 
     fn encode(&self, value: &OnceTarget) -> keyplane_core::Result<Vec<u8>> {
         Ok(match value {
