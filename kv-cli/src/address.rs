@@ -213,12 +213,12 @@ fn encode_field(entry: &Entry, name: &str, value: &str) -> CliResult<String> {
         .field(name)
         .ok_or_else(|| CliError::invalid(format!("{} has no field {name:?}", entry.address())))?;
     let sep = entry.info.template.separator();
-    if (info.can_produce)(value, sep) {
+    if info.can_produce(value, sep) {
         return Ok(value.to_owned());
     }
     let mut escaped = String::new();
     escape_into(value, sep, &mut escaped);
-    if escaped != value && (info.can_produce)(&escaped, sep) {
+    if escaped != value && info.can_produce(&escaped, sep) {
         return Ok(escaped);
     }
     Err(CliError::invalid(format!(

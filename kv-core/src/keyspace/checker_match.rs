@@ -88,7 +88,7 @@ impl Side<'_> {
                     // A variable without field information may be anything.
                     return self.parts_can_be(rest, tail);
                 };
-                (field.can_produce)(value, self.sep()) && self.parts_can_be(rest, tail)
+                field.can_produce(value, self.sep()) && self.parts_can_be(rest, tail)
             }
         }
     }
@@ -104,7 +104,7 @@ impl Side<'_> {
                     Some(field) => PROBES
                         .iter()
                         .copied()
-                        .filter(|p| (field.can_produce)(p, self.sep()))
+                        .filter(|p| field.can_produce(p, self.sep()))
                         .collect(),
                     None => PROBES.to_vec(),
                 },

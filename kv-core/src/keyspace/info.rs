@@ -1,7 +1,8 @@
 //! [`TemplateInfo`] and [`FieldInfo`]: what the schema checker and `kvctl schema` know of a
 //! template and its variables.
 
-use super::segment::{Segment, Separator};
+use super::segment::{Segment, SegmentError, Separator};
+use super::segment_spec::SegmentSpec;
 use super::template::Template;
 use std::fmt;
 
@@ -10,14 +11,34 @@ use std::fmt;
 pub struct FieldInfo {
     /// The variable's name.
     pub name: &'static str,
-    /// The Rust type's name.
+    /// The Rust type's name (as a manifest names it, for a field known only from one).
     pub type_name: &'static str,
     /// The segment rule in words ([`Segment::describe`]).
     pub rule: String,
     /// Whether encodings sort like values ([`Segment::ORDERED`]).
     pub ordered: bool,
-    /// [`Segment::can_produce`] of the type.
-    pub can_produce: fn(&str, Separator) -> bool,
+    /// The segment rule as data ([`Segment::spec`]), what a manifest records.
+    pub spec: SegmentSpec,
+    /// How the rule is applied: by the type itself when there is one, else by the spec.
+    checks: FieldChecks,
+}
+
+/// The rule a [`FieldInfo`] applies: a Rust type's own functions, or only its spec (a field
+/// known from a manifest has no type, so no function to point at).
+#[derive(Clone)]
+enum FieldChecks {
+    /// [`Segment::can_produce`] and [`Segment::decode`] of the type.
+    Typed {
+        can_produce: fn(&str, Separator) -> bool,
+        decode: fn(&str, Separator) -> Result<(), SegmentError>,
+    },
+    /// [`SegmentSpec::check`] of the field's spec.
+    Spec,
+}
+
+/// `T::decode`, the value dropped: whether `raw` is a segment of `T`.
+fn decode_ok<T: Segment>(raw: &str, sep: Separator) -> Result<(), SegmentError> {
+    T::decode(raw, sep).map(drop)
 }
 
 impl FieldInfo {
@@ -28,7 +49,47 @@ impl FieldInfo {
             type_name: std::any::type_name::<T>(),
             rule: T::describe(),
             ordered: T::ORDERED,
-            can_produce: T::can_produce,
+            spec: T::spec(),
+            checks: FieldChecks::Typed {
+                can_produce: T::can_produce,
+                decode: decode_ok::<T>,
+            },
+        }
+    }
+
+    /// The description of variable `name` known only from a manifest: its type's name and
+    /// rule as data. Its checks are [`SegmentSpec::check`], which for a
+    /// [`SegmentSpec::Custom`] rule accepts more than the type would.
+    pub fn from_spec(name: &'static str, type_name: &'static str, spec: SegmentSpec) -> Self {
+        FieldInfo {
+            name,
+            type_name,
+            rule: spec.describe(),
+            ordered: spec.ordered(),
+            spec,
+            checks: FieldChecks::Spec,
+        }
+    }
+
+    /// Whether some value of the field's type encodes to exactly `literal`
+    /// ([`Segment::can_produce`]); the schema checker uses it to find a variable that can
+    /// produce a sibling template's literal.
+    pub fn can_produce(&self, literal: &str, sep: Separator) -> bool {
+        match &self.checks {
+            FieldChecks::Typed { can_produce, .. } => can_produce(literal, sep),
+            FieldChecks::Spec => self.spec.check(literal, sep).is_ok(),
+        }
+    }
+
+    /// Checks a raw segment of a key separated by `sep`: the type's [`Segment::decode`], or
+    /// the spec's check for a field known only from a manifest.
+    ///
+    /// # Errors
+    /// [`SegmentError`] naming the rule `raw` breaks.
+    pub fn check(&self, raw: &str, sep: Separator) -> Result<(), SegmentError> {
+        match &self.checks {
+            FieldChecks::Typed { decode, .. } => decode(raw, sep),
+            FieldChecks::Spec => self.spec.check(raw, sep),
         }
     }
 }
@@ -40,6 +101,7 @@ impl fmt::Debug for FieldInfo {
             .field("type_name", &self.type_name)
             .field("rule", &self.rule)
             .field("ordered", &self.ordered)
+            .field("spec", &self.spec)
             .finish_non_exhaustive()
     }
 }

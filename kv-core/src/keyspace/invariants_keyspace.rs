@@ -152,7 +152,7 @@ fn can_match(t: &TemplateInfo, raw: &str) -> bool {
         t.template
             .vars()
             .zip(caps)
-            .all(|(name, text)| t.field(name).is_none_or(|f| (f.can_produce)(text, sep)))
+            .all(|(name, text)| t.field(name).is_none_or(|f| f.can_produce(text, sep)))
     })
 }
 

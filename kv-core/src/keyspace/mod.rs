@@ -65,6 +65,8 @@ mod segment;
 mod segment_hostport;
 mod segment_int;
 mod segment_padded;
+mod segment_spec;
+mod segment_spec_check;
 mod segment_uuid;
 #[cfg(feature = "proptest")]
 mod strategy;
@@ -110,6 +112,7 @@ pub use keyspace::{Keyspace, NamingRule, NoMatch};
 pub use segment::{EncodeSegment, Segment, SegmentError, Separator, check_not_reserved};
 pub use segment_hostport::{Host, HostPort};
 pub use segment_padded::{Padded, PaddedInt};
+pub use segment_spec::SegmentSpec;
 #[cfg(feature = "proptest")]
 pub use strategy::{
     ADVERSARIAL_PIECES, KeyStrategy, KeyspaceStrategy, PrefixStrategy, SegmentStrategy, mutations,

@@ -1,5 +1,6 @@
 //! The [`Segment`] trait: one typed variable segment of a key, with its separator and error.
 
+use super::segment_spec::SegmentSpec;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -125,6 +126,18 @@ pub trait Segment: Sized + Clone + fmt::Debug + PartialEq + Send + Sync + 'stati
 
     /// The segment's rule in words, for schema listings (`kvctl schema`).
     fn describe() -> String;
+
+    /// The segment's rule as data, for tools that load a schema from a manifest without the
+    /// Rust type: [`SegmentSpec::check`] accepts exactly what [`Segment::decode`] does.
+    ///
+    /// The default is [`SegmentSpec::Custom`] with [`Segment::describe`], which such a tool
+    /// cannot apply (it then accepts any segment without the separator). Override it when
+    /// the rule is one a spec can state, so that those tools check keys the same way.
+    fn spec() -> SegmentSpec {
+        SegmentSpec::Custom {
+            rule: Self::describe(),
+        }
+    }
 
     /// Whether some value of this type encodes to exactly `literal`; the schema checker uses
     /// it to find a variable that can produce a sibling template's literal.

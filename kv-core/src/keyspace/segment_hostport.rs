@@ -2,6 +2,7 @@
 //! `/registry/{group}/{service}/{addr}/status`.
 
 use super::segment::{Segment, SegmentError, Separator};
+use super::segment_spec::SegmentSpec;
 use std::fmt::{self, Write};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -182,6 +183,10 @@ impl Segment for HostPort {
          (`:` written %3A in `:`-separated keys)"
             .into()
     }
+
+    fn spec() -> SegmentSpec {
+        SegmentSpec::HostPort
+    }
 }
 
 impl Segment for Ipv4Addr {
@@ -205,5 +210,9 @@ impl Segment for Ipv4Addr {
 
     fn describe() -> String {
         "IPv4 address, canonical dotted decimal".into()
+    }
+
+    fn spec() -> SegmentSpec {
+        SegmentSpec::Ipv4
     }
 }

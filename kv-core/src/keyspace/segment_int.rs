@@ -1,6 +1,7 @@
 //! Integer segments: canonical decimal, no sign on unsigned, no leading zeros, no `-0`.
 
 use super::segment::{Segment, SegmentError, Separator};
+use super::segment_spec::SegmentSpec;
 use std::fmt::Write;
 
 /// Appends `value` in canonical decimal, without the formatter (a lookup of a typed key
@@ -103,6 +104,11 @@ macro_rules! int_segment {
                     stringify!($t),
                     if $signed { "`-` for negatives, no `-0`" } else { "no sign" },
                 )
+            }
+
+            fn spec() -> SegmentSpec {
+                // Every integer type is at most 128 bits wide.
+                SegmentSpec::Int { signed: $signed, bits: <$t>::BITS as u8 }
             }
         }
     )*};

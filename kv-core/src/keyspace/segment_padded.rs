@@ -1,12 +1,19 @@
 //! [`Padded`]: a zero-padded unsigned integer whose encodings sort like its values.
 
 use super::segment::{Segment, SegmentError, Separator};
+use super::segment_spec::SegmentSpec;
 use std::fmt::{self, Write};
 
 /// Unsigned integer types that [`Padded`] can hold.
 pub trait PaddedInt:
     Copy + fmt::Debug + fmt::Display + PartialEq + Ord + Send + Sync + 'static
 {
+    /// Whether the type is signed, for [`SegmentSpec::Padded`].
+    const SIGNED: bool;
+
+    /// The width of the type in bits, for [`SegmentSpec::Padded`].
+    const BITS: u8;
+
     /// Parses ASCII digits (at least one), `None` on overflow.
     fn parse_digits(digits: &str) -> Option<Self>;
 }
@@ -14,6 +21,10 @@ pub trait PaddedInt:
 macro_rules! padded_int {
     ($($t:ty),*) => {$(
         impl PaddedInt for $t {
+            const SIGNED: bool = false;
+            // Every integer type is at most 128 bits wide.
+            const BITS: u8 = <$t>::BITS as u8;
+
             fn parse_digits(digits: &str) -> Option<Self> {
                 digits.parse().ok()
             }
@@ -87,6 +98,14 @@ impl<const N: usize, T: PaddedInt> Segment for Padded<N, T> {
             "{} as exactly {N} zero-padded decimal digits (sorts by value)",
             std::any::type_name::<T>()
         )
+    }
+
+    fn spec() -> SegmentSpec {
+        SegmentSpec::Padded {
+            width: N,
+            signed: T::SIGNED,
+            bits: T::BITS,
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! UUID segments: lowercase hyphenated only.
 
 use super::segment::{Segment, SegmentError, Separator};
+use super::segment_spec::SegmentSpec;
 use uuid::Uuid;
 
 /// Lowercase hexadecimal of fixed width sorts like the UUID's bytes, so UUIDs are ordered.
@@ -29,6 +30,10 @@ impl Segment for Uuid {
 
     fn describe() -> String {
         "UUID, lowercase hyphenated (8-4-4-4-12 hex digits)".into()
+    }
+
+    fn spec() -> SegmentSpec {
+        SegmentSpec::Uuid
     }
 }
 

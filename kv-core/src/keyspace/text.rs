@@ -5,18 +5,7 @@
 use super::charset::Charset;
 use super::escape::{escape_into, unescape_strict};
 use super::segment::{SegmentError, Separator, check_not_reserved};
-
-/// How a text segment treats characters a key cannot hold as is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TextPolicy {
-    /// Values must already be key-safe: only charset characters, and never `/`, `:`, `{`,
-    /// `}`, `%` or a control character (whatever the charset says). The key holds the value
-    /// verbatim.
-    Reject,
-    /// Any value (within the charset, if one is given) is stored percent-escaped, as Go's
-    /// `url.PathEscape` does; see [`escape_into`](super::escape_into).
-    Escape,
-}
+pub use super::segment_spec::TextPolicy;
 
 /// The rule of one text segment type: charset, maximum length and policy.
 #[derive(Debug, Clone)]
@@ -254,6 +243,10 @@ macro_rules! text_segment {
 
             fn describe() -> ::std::string::String {
                 <Self as $crate::keyspace::TextSegment>::rule().describe()
+            }
+
+            fn spec() -> $crate::keyspace::SegmentSpec {
+                $crate::keyspace::SegmentSpec::text(<Self as $crate::keyspace::TextSegment>::rule())
             }
         }
 

@@ -18,7 +18,7 @@
 
 use super::segments::{ProfileId, ProviderName, RealmId};
 use keyplane_core::keyspace::{
-    Bytes, Key, Keyspace, Segment, SegmentCodec, SegmentError, Separator, Text,
+    Bytes, Key, Keyspace, Segment, SegmentCodec, SegmentError, SegmentSpec, Separator, Text,
 };
 
 /// A provider name in the legacy layout: a [`ProviderName`] other than `group` and `index`.
@@ -60,6 +60,10 @@ impl Segment for LegacyProvider {
 
     fn describe() -> String {
         format!("{}, except `group` and `index`", ProviderName::describe())
+    }
+
+    fn spec() -> SegmentSpec {
+        ProviderName::spec().with_except(&LEGACY_LITERALS)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The validated variable segments of the registry keyspace: group and service names and the
 //! instance's gRPC port.
 
-use keyplane_core::keyspace::{Segment, SegmentError, Separator};
+use keyplane_core::keyspace::{Segment, SegmentError, SegmentSpec, Separator};
 use std::fmt;
 
 keyplane_core::text_segment!(
@@ -74,6 +74,10 @@ impl Segment for ServiceName {
     fn describe() -> String {
         format!("{}, except `{INFO}`", <ServiceText as Segment>::describe())
     }
+
+    fn spec() -> SegmentSpec {
+        <ServiceText as Segment>::spec().with_except(&[INFO])
+    }
 }
 
 keyplane_core::__kv_if_proptest! {
@@ -111,6 +115,104 @@ mod tests {
         }
         assert!(!ServiceName::can_produce("info", Separator::Slash));
         assert!(GroupName::new("info").is_ok());
+    }
+
+    /// Every bundled segment's spec accepts exactly what the type decodes, and says it in the
+    /// type's words: a tool that has only the manifest checks keys the same way.
+    #[test]
+    fn bundled_specs_agree_with_decode() {
+        use crate::balancer::BalancerRoot;
+        use crate::cronix::{JobId, LockName};
+        use crate::nxc::{LegacyProvider, ProfileId, ProviderName, RealmId};
+        use crate::tenant::{
+            FtpUsername, HostName, PlatformConfigName, ServiceCode, TenantCode, TenantName,
+        };
+
+        type Decodes = fn(&str, Separator) -> bool;
+        macro_rules! table {
+            ($($t:ty),*) => {
+                vec![$((
+                    stringify!($t),
+                    <$t as Segment>::spec(),
+                    <$t as Segment>::describe(),
+                    (|raw, sep| <$t as Segment>::decode(raw, sep).is_ok()) as Decodes,
+                )),*]
+            };
+        }
+        let types = table![
+            GroupName,
+            ServiceName,
+            TenantCode,
+            FtpUsername,
+            TenantName,
+            HostName,
+            ServiceCode,
+            PlatformConfigName,
+            JobId,
+            LockName,
+            BalancerRoot,
+            RealmId,
+            ProviderName,
+            ProfileId,
+            LegacyProvider
+        ];
+        let mut raws: Vec<String> = [
+            "",
+            ".",
+            "..",
+            "info",
+            "Info",
+            "infos",
+            "group",
+            "index",
+            "Group",
+            "indexes",
+            "a",
+            "A-b_c.d",
+            "a/b",
+            "a:b",
+            "a%2Fb",
+            "a%3Ab",
+            "a%20b",
+            "%",
+            "%zz",
+            "a b",
+            "{x}",
+            "a\0b",
+            "a\nb",
+            "默认租户",
+            "%E9%BB%98",
+            "é",
+            "😀",
+            "-",
+            "0",
+            "VerifyCodeService",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        raws.extend([
+            "a".repeat(64),
+            "a".repeat(65),
+            "b".repeat(128),
+            "b".repeat(129),
+        ]);
+        for (name, spec, describe, decodes) in types {
+            spec.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(spec.describe(), describe, "{name}");
+            for raw in &raws {
+                for sep in [Separator::Slash, Separator::Colon] {
+                    assert_eq!(
+                        spec.check(raw, sep).is_ok(),
+                        decodes(raw, sep),
+                        "{name} on {raw:?} with {sep:?}"
+                    );
+                }
+            }
+        }
+        assert!(matches!(
+            ServiceName::spec(),
+            SegmentSpec::Text { except, .. } if except == [INFO]
+        ));
     }
 
     #[test]
