@@ -45,6 +45,7 @@ pub enum TextPolicy {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(from = "StrictSpec")]
 #[non_exhaustive]
 pub enum SegmentSpec {
     /// A canonical decimal integer (the built-in integer types): `bits` is 8, 16, 32, 64 or
@@ -97,6 +98,69 @@ pub enum SegmentSpec {
         /// The rule in words ([`Segment::describe`](super::Segment::describe)).
         rule: String,
     },
+}
+
+/// The form a [`SegmentSpec`] is read from: the same JSON, with the field-less kinds as
+/// empty structs, because serde lets a unit variant of a tagged enum ignore unknown fields
+/// (`{"kind": "uuid", "charset": "[a-z]"}` is a mistake in a manifest, refused here).
+#[derive(serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum StrictSpec {
+    Int {
+        signed: bool,
+        bits: u8,
+    },
+    Padded {
+        width: usize,
+        signed: bool,
+        bits: u8,
+    },
+    Uuid {},
+    HostPort {},
+    Ipv4 {},
+    Text {
+        #[serde(default)]
+        charset: Option<String>,
+        max_len: usize,
+        policy: TextPolicy,
+        #[serde(default)]
+        except: Vec<String>,
+    },
+    Custom {
+        rule: String,
+    },
+}
+
+impl From<StrictSpec> for SegmentSpec {
+    fn from(spec: StrictSpec) -> Self {
+        match spec {
+            StrictSpec::Int { signed, bits } => SegmentSpec::Int { signed, bits },
+            StrictSpec::Padded {
+                width,
+                signed,
+                bits,
+            } => SegmentSpec::Padded {
+                width,
+                signed,
+                bits,
+            },
+            StrictSpec::Uuid {} => SegmentSpec::Uuid,
+            StrictSpec::HostPort {} => SegmentSpec::HostPort,
+            StrictSpec::Ipv4 {} => SegmentSpec::Ipv4,
+            StrictSpec::Text {
+                charset,
+                max_len,
+                policy,
+                except,
+            } => SegmentSpec::Text {
+                charset,
+                max_len,
+                policy,
+                except,
+            },
+            StrictSpec::Custom { rule } => SegmentSpec::Custom { rule },
+        }
+    }
 }
 
 /// The integer widths a spec may name.
@@ -502,6 +566,7 @@ mod tests {
             r#"{"kind":"text","max_len":8,"policy":"Reject"}"#,
             r#"{"kind":"text","max_len":8,"policy":"reject","charset":"[a-z]","x":[]}"#,
             r#"{"kind":"float","bits":64}"#,
+            r#"{"kind":"uuid","x":1}"#,
             r#"{"signed":false,"bits":64}"#,
         ] {
             assert!(serde_json::from_str::<SegmentSpec>(bad).is_err(), "{bad}");
