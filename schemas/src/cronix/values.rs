@@ -1,14 +1,70 @@
 //! The values of the cronix keyspace. The document names what each JSON value holds; the
 //! field names are camelCase.
+//!
+//! Each JSON value describes itself as a JSON Schema ([`JsonSchema`]) that accepts what its
+//! deserializer reads: integers bounded at their Rust types' ends, the UUID and the IP
+//! address by patterns of the forms they parse.
 
 use keyplane_core::keyspace::Codec;
 use keyplane_core::{Error, ErrorKind};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use uuid::Uuid;
 
+/// The JSON Schema of a [`Uuid`] as its deserializer reads it: a string of 32 hex digits
+/// of either case, plain, hyphenated (8-4-4-4-12), or hyphenated and braced (`{…}`) or
+/// prefixed `urn:uuid:`.
+fn uuid_schema(_: &mut SchemaGenerator) -> Schema {
+    const HYPHENATED: &str =
+        "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+    let pattern =
+        format!("^(?:[0-9a-fA-F]{{32}}|{HYPHENATED}|\\{{{HYPHENATED}\\}}|urn:uuid:{HYPHENATED})$");
+    json_schema!({
+        "type": "string",
+        "format": "uuid",
+        "pattern": pattern,
+    })
+}
+
+/// The JSON Schema of an [`IpAddr`] as its deserializer reads it: an IPv4 address in
+/// dotted decimal (no leading zeros) or an IPv6 address (at most one `::`, an IPv4 address
+/// allowed as its last 32 bits, no zone).
+fn ip_schema(_: &mut SchemaGenerator) -> Schema {
+    const V4: &str = "(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}\
+                      (?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+    const H: &str = "[0-9a-fA-F]{1,4}";
+    // Eight groups, or six and an IPv4 address; else `head::tail` with `head` of `a`
+    // groups and `tail` of at most `7 - a` groups (an IPv4 address counting as two).
+    let mut forms = vec![
+        format!("{H}(?::{H}){{7}}"),
+        format!("{H}(?::{H}){{5}}:{V4}"),
+    ];
+    for a in 0..=7 {
+        let head = match a {
+            0 => String::new(),
+            1 => H.to_owned(),
+            _ => format!("{H}(?::{H}){{{}}}", a - 1),
+        };
+        let tail = match 7 - a {
+            0 => String::new(),
+            1 => format!("(?:{H})?"),
+            n => format!("(?:{H}(?::{H}){{0,{}}})?", n - 1),
+        };
+        forms.push(format!("{head}::{tail}"));
+        if a <= 5 {
+            forms.push(format!("{head}::(?:{H}:){{0,{}}}{V4}", 5 - a));
+        }
+    }
+    let pattern = format!("^(?:{V4}|{})$", forms.join("|"));
+    json_schema!({
+        "type": "string",
+        "pattern": pattern,
+    })
+}
+
 /// The state a node reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum NodeStatus {
     /// Accepting jobs.
@@ -18,12 +74,14 @@ pub enum NodeStatus {
 }
 
 /// `/Cronix/node/<node_uuid>`: a node's information (UUID, IP, port, status...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeInfo {
     /// The node's UUID (the key's segment).
+    #[schemars(schema_with = "uuid_schema")]
     pub uuid: Uuid,
     /// The node's IP address.
+    #[schemars(schema_with = "ip_schema")]
     pub ip: IpAddr,
     /// The node's service port.
     pub port: u16,
@@ -32,37 +90,42 @@ pub struct NodeInfo {
     /// The host name.
     pub hostname: String,
     /// When the node started, in milliseconds since the Unix epoch.
+    #[schemars(range(max = u64::MAX))]
     pub started_at: u64,
 }
 
 /// `/Cronix/proc/<node_uuid>/<job_id>/<pid>`: a running job process (process id, job id,
 /// whether it was killed...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcInfo {
     /// The process id (the key's segment).
+    #[schemars(range(max = u32::MAX))]
     pub pid: u32,
     /// The job id (the key's segment).
     pub job_id: String,
     /// Whether the process has been told to terminate.
     pub killed: bool,
     /// When the process started, in milliseconds since the Unix epoch.
+    #[schemars(range(max = u64::MAX))]
     pub started_at: u64,
 }
 
 /// How a failed run is retried.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RetryPolicy {
     /// Retries after the first failed run (0: none).
+    #[schemars(range(max = u32::MAX))]
     pub max_retries: u32,
     /// Seconds between retries.
+    #[schemars(range(max = u64::MAX))]
     pub interval_seconds: u64,
 }
 
 /// `/Cronix/job/<node_uuid>/<job_id>`: a job's configuration (cron expression, command,
 /// retry policy...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobConfig {
     /// A display name.
@@ -73,6 +136,7 @@ pub struct JobConfig {
     /// The command line to run.
     pub command: String,
     /// Seconds a run may last before it is killed (0: no limit).
+    #[schemars(range(max = u64::MAX))]
     pub timeout_seconds: u64,
     /// The retry policy.
     pub retry: RetryPolicy,
@@ -140,27 +204,30 @@ impl Codec for OnceTargetCodec {
 }
 
 /// CPU figures of a node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CpuInfo {
     /// Logical cores.
+    #[schemars(range(max = u32::MAX))]
     pub cores: u32,
     /// Busy share over the last sample, 0-100.
     pub usage_percent: f64,
 }
 
 /// Used and total bytes of a resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Total bytes.
+    #[schemars(range(max = u64::MAX))]
     pub total_bytes: u64,
     /// Used bytes.
+    #[schemars(range(max = u64::MAX))]
     pub used_bytes: u64,
 }
 
 /// `/Cronix/system/get/<node_uuid>`: a node's system information (CPU, memory, disk...).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SystemInfo {
     /// CPU.
@@ -170,6 +237,7 @@ pub struct SystemInfo {
     /// Disk.
     pub disk: Usage,
     /// When it was collected, in milliseconds since the Unix epoch.
+    #[schemars(range(max = u64::MAX))]
     pub collected_at: u64,
 }
 

@@ -4,12 +4,16 @@
 //! what it says each file holds: a description for groups and services, an instance's data
 //! (the ports it serves besides gRPC, its version and metadata), its status and its
 //! configuration.
+//!
+//! Each value describes itself as a JSON Schema ([`JsonSchema`]) that accepts what its
+//! deserializer reads, integers bounded at their Rust types' ends.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `/registry/{group}/info`: what a service group is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupInfo {
     /// A human-readable description.
@@ -17,7 +21,7 @@ pub struct GroupInfo {
 }
 
 /// `/registry/{group}/{service}/info`: what a service is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceInfo {
     /// A human-readable description.
@@ -29,7 +33,7 @@ pub struct ServiceInfo {
 
 /// `/registry/{group}/{service}/{addr}/data`: what a running instance offers. The key
 /// holds the gRPC address; the other ports are here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceData {
     /// The version of the running build.
@@ -41,6 +45,7 @@ pub struct InstanceData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secure_grpc_port: Option<u16>,
     /// When the instance started, in milliseconds since the Unix epoch.
+    #[schemars(range(max = u64::MAX))]
     pub started_at: u64,
     /// Free-form labels (zone, build hash...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -48,7 +53,7 @@ pub struct InstanceData {
 }
 
 /// The serving state of an instance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum InstanceState {
     /// Accepting requests.
@@ -60,20 +65,22 @@ pub enum InstanceState {
 }
 
 /// `/registry/{group}/{service}/{addr}/status`: the instance's current state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceStatus {
     /// The state.
     pub state: InstanceState,
     /// When it was entered, in milliseconds since the Unix epoch.
+    #[schemars(range(max = u64::MAX))]
     pub since: u64,
 }
 
 /// `/registry/{group}/{service}/{addr}/config`: how clients should use the instance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceConfig {
     /// The load-balancing weight, 1-1000.
+    #[schemars(range(max = u32::MAX))]
     pub weight: u32,
     /// Extra settings, free-form.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
