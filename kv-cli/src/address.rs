@@ -19,7 +19,7 @@ pub(crate) enum Address {
     Raw(String),
     /// A template and some of its fields.
     Typed {
-        entry: Entry,
+        entry: Box<Entry>,
         fields: BTreeMap<String, String>,
     },
 }
@@ -36,7 +36,7 @@ impl Address {
             ));
         };
         let typed = first.split_once('.').filter(|(s, n)| {
-            !n.is_empty() && keyplane_schemas::find(s).is_some() && !n.contains(['/', ':'])
+            !n.is_empty() && crate::catalog::find(s).is_some() && !n.contains(['/', ':'])
         });
         let Some((schema, name)) = typed else {
             if !rest.is_empty() {
@@ -46,7 +46,7 @@ impl Address {
                     .filter(|(_, n)| !n.is_empty() && !n.contains(['/', ':']))
                     .and_then(|(s, _)| {
                         let names: Vec<&str> =
-                            keyplane_schemas::every().iter().map(|s| s.name).collect();
+                            crate::catalog::every().iter().map(|s| s.name).collect();
                         closest(s, names.iter().copied())
                             .map(|c| format!("; no schema is named {s:?}: did you mean {c:?}?"))
                     })
@@ -59,7 +59,7 @@ impl Address {
             return Ok(Address::Raw(first.clone()));
         };
         let entry = catalog::lookup(schema, name).ok_or_else(|| {
-            let names: Vec<String> = keyplane_schemas::find(schema)
+            let names: Vec<String> = crate::catalog::find(schema)
                 .map(catalog::entries)
                 .unwrap_or_default()
                 .into_iter()
@@ -97,7 +97,10 @@ impl Address {
                 return Err(CliError::invalid(format!("field {field:?} given twice")));
             }
         }
-        Ok(Address::Typed { entry, fields })
+        Ok(Address::Typed {
+            entry: Box::new(entry),
+            fields,
+        })
     }
 
     /// The full key the address names.

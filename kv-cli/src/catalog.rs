@@ -1,12 +1,130 @@
-//! The schema catalog as `kvctl` names it: each template gets a short name derived from its
-//! key type, so that `tenant.meta` is `TenantMetaKey` of schema `tenant`.
+//! The schema catalog `kvctl` works with: the bundled schemas, a team's own (given to
+//! [`Kvctl::schema`](crate::Kvctl::schema) or loaded from manifest files), each template with
+//! a short name, so that `tenant.meta` is `TenantMetaKey` of schema `tenant`.
 //!
-//! Naming: the key type's name without its module path and its `Key` suffix, in kebab-case,
-//! without a leading `<schema>-` (`TenantMetaKey` → `meta`, `DatabaseConfigKey` →
-//! `database-config`, `InstanceDataKey` → `instance-data`).
+//! Naming of a derived schema's templates: the key type's name without its module path and
+//! its `Key` suffix, in kebab-case, without a leading `<schema>-` (`TenantMetaKey` → `meta`,
+//! `DatabaseConfigKey` → `database-config`, `InstanceDataKey` → `instance-data`). A
+//! manifest names each template itself.
 
-use keyplane_core::keyspace::TemplateInfo;
-use keyplane_schemas::{ParsedKey, Schema};
+use keyplane_core::keyspace::{NoMatch, ParsedKey, Schema, TemplateInfo};
+use std::sync::{Arc, RwLock};
+
+/// One schema of the catalog, with the short names of its templates.
+#[derive(Clone)]
+pub(crate) struct Listed {
+    pub(crate) schema: Schema,
+    /// Whether `kvctl schema` lists it without `--all` (an old layout or a deployment
+    /// variant is listed with `--all` only).
+    pub(crate) current: bool,
+    /// The short name of each template, in the order of [`Schema::templates`]; `None`:
+    /// derived from the key types.
+    pub(crate) names: Option<Arc<[String]>>,
+    /// Whether a team added it (in code or by a manifest) rather than it being bundled.
+    pub(crate) added: bool,
+}
+
+impl Listed {
+    /// A derived schema: template names from the key types.
+    pub(crate) fn derived(schema: Schema, current: bool) -> Self {
+        Listed {
+            schema,
+            current,
+            names: None,
+            added: false,
+        }
+    }
+}
+
+/// The schemas `kvctl` knows, in the order keys are parsed: a team's own first, then the
+/// bundled ones.
+#[derive(Clone, Default)]
+pub(crate) struct Catalog {
+    pub(crate) schemas: Vec<Listed>,
+}
+
+impl Catalog {
+    /// The bundled schemas: the current layouts, then the old ones and the variants.
+    pub(crate) fn bundled() -> Self {
+        let current = keyplane_schemas::all()
+            .into_iter()
+            .map(|s| Listed::derived(s, true));
+        let others = keyplane_schemas::legacy()
+            .into_iter()
+            .chain(keyplane_schemas::variants())
+            .map(|s| Listed::derived(s, false));
+        Catalog {
+            schemas: current.chain(others).collect(),
+        }
+    }
+}
+
+static CATALOG: RwLock<Option<Arc<Catalog>>> = RwLock::new(None);
+
+/// Makes `catalog` the one every command reads (for the rest of the process, or until the
+/// next call).
+pub(crate) fn install(catalog: Catalog) {
+    let mut slot = CATALOG.write().unwrap_or_else(|e| e.into_inner());
+    *slot = Some(Arc::new(catalog));
+}
+
+/// The catalog in use: the installed one, else the bundled schemas.
+pub(crate) fn current() -> Arc<Catalog> {
+    if let Some(catalog) = CATALOG.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return catalog.clone();
+    }
+    let bundled = Arc::new(Catalog::bundled());
+    let mut slot = CATALOG.write().unwrap_or_else(|e| e.into_inner());
+    slot.get_or_insert(bundled).clone()
+}
+
+/// The current layouts (what `kvctl schema` lists without `--all`).
+pub(crate) fn all() -> Vec<Schema> {
+    current()
+        .schemas
+        .iter()
+        .filter(|l| l.current)
+        .map(|l| l.schema)
+        .collect()
+}
+
+/// Every schema, in parse order.
+pub(crate) fn every() -> Vec<Schema> {
+    current().schemas.iter().map(|l| l.schema).collect()
+}
+
+/// The schema named `name`.
+pub(crate) fn find(name: &str) -> Option<Schema> {
+    current()
+        .schemas
+        .iter()
+        .find(|l| l.schema.name == name)
+        .map(|l| l.schema)
+}
+
+/// Parses a raw key with every schema in order; `Ok` with the first that matches, otherwise
+/// each schema's reason.
+///
+/// # Errors
+/// One `(schema name, NoMatch)` per schema when none matches.
+pub(crate) fn parse_any(raw: &str) -> Result<ParsedKey, Vec<(&'static str, NoMatch)>> {
+    let mut reasons = Vec::new();
+    for listed in &current().schemas {
+        match listed.schema.parse(raw) {
+            Ok(parsed) => return Ok(parsed),
+            Err(e) => reasons.push((listed.schema.name, e)),
+        }
+    }
+    Err(reasons)
+}
+
+/// The template a parsed key belongs to.
+pub(crate) fn info_of(parsed: &ParsedKey) -> Option<TemplateInfo> {
+    find(parsed.schema)?
+        .templates()
+        .into_iter()
+        .find(|t| t.template.source() == parsed.template)
+}
 
 /// One template of one schema, with its short name.
 pub(crate) struct Entry {
@@ -19,6 +137,18 @@ impl Entry {
     /// `schema.name`, as typed on the command line.
     pub(crate) fn address(&self) -> String {
         format!("{}.{}", self.schema.name, self.name)
+    }
+
+    /// The value type as stored: the codec, or `SET of`/`HASH of`/`LIST of` its member codec
+    /// for a collection key.
+    pub(crate) fn value_type(&self) -> String {
+        let codec = short_type(self.info.value_type);
+        match self.info.kind {
+            Some(keyplane_core::CollectionKind::Set) => format!("SET of {codec}"),
+            Some(keyplane_core::CollectionKind::Map) => format!("HASH of {codec}"),
+            Some(keyplane_core::CollectionKind::List) => format!("LIST of {codec}"),
+            None => codec,
+        }
     }
 }
 
@@ -55,12 +185,22 @@ pub(crate) fn short_name(schema: &str, type_name: &str) -> String {
 
 /// Every template of the schema.
 pub(crate) fn entries(schema: Schema) -> Vec<Entry> {
+    let catalog = current();
+    let names = catalog
+        .schemas
+        .iter()
+        .find(|l| l.schema.name == schema.name)
+        .and_then(|l| l.names.clone());
     schema
         .templates()
         .into_iter()
-        .map(|info| Entry {
+        .enumerate()
+        .map(|(i, info)| Entry {
             schema,
-            name: short_name(schema.name, info.type_name),
+            name: match names.as_ref().and_then(|n| n.get(i)) {
+                Some(name) => name.clone(),
+                None => short_name(schema.name, info.type_name),
+            },
             info,
         })
         .collect()
@@ -68,14 +208,12 @@ pub(crate) fn entries(schema: Schema) -> Vec<Entry> {
 
 /// The template at `schema.name`.
 pub(crate) fn lookup(schema: &str, name: &str) -> Option<Entry> {
-    entries(keyplane_schemas::find(schema)?)
-        .into_iter()
-        .find(|e| e.name == name)
+    entries(find(schema)?).into_iter().find(|e| e.name == name)
 }
 
 /// The catalog entry of a parsed key.
 pub(crate) fn entry_of(parsed: &ParsedKey) -> Option<Entry> {
-    entries(keyplane_schemas::find(parsed.schema)?)
+    entries(find(parsed.schema)?)
         .into_iter()
         .find(|e| e.info.template.source() == parsed.template)
 }
@@ -126,7 +264,7 @@ mod tests {
 
     #[test]
     fn short_names_are_unique_within_each_schema() {
-        for schema in keyplane_schemas::every().into_iter() {
+        for schema in every() {
             let mut seen = HashSet::new();
             for entry in entries(schema) {
                 assert!(seen.insert(entry.name.clone()), "{} twice", entry.address());

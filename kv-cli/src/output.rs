@@ -44,7 +44,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The typed reading of a raw key: `schema.name` and its fields, if some schema parses it.
 pub(crate) fn typed(key: &str) -> Option<(String, Vec<(&'static str, String)>)> {
-    let parsed = keyplane_schemas::parse_any(key).ok()?;
+    let parsed = crate::catalog::parse_any(key).ok()?;
     let entry = crate::catalog::entry_of(&parsed)?;
     Some((entry.address(), parsed.fields))
 }

@@ -52,14 +52,6 @@ pub(crate) fn load(path: &str) -> CliResult<Keyring> {
     Ok(ring)
 }
 
-/// Whether values of `template` are sealed by an `Encrypted` codec, as its schema says.
-pub(crate) fn is_encrypted(template: &str) -> bool {
-    keyplane_schemas::every()
-        .into_iter()
-        .flat_map(|s| s.templates())
-        .any(|t| t.template.source() == template && t.encrypted)
-}
-
 /// How an encrypted value is shown: its plaintext with a keyring, else a note naming the key
 /// id that sealed it.
 pub(crate) enum Shown {

@@ -1,17 +1,7 @@
 //! The catalog of schemas: names, templates and parsers, for tools such as `kvctl` that work
 //! with every schema without knowing their types.
 
-use crate::schema::{ParsedKey, Schema};
-use keyplane_core::keyspace::NoMatch;
-
-// Here rather than beside `ParsedKey`, so that the vocabulary of schemas does not depend on
-// the catalog that lists them.
-impl ParsedKey {
-    /// Whether the key belongs to an old layout, read-only ([`Schema::read_only`]).
-    pub fn is_read_only(&self) -> bool {
-        find(self.schema).is_some_and(|s| s.read_only)
-    }
-}
+use keyplane_core::keyspace::{NoMatch, ParsedKey, Schema};
 
 /// Every schema of the crate's current layouts (the old layouts are [`legacy`]).
 pub fn all() -> Vec<Schema> {

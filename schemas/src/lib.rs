@@ -9,13 +9,11 @@ mod live;
 pub mod nxc;
 mod reader;
 pub mod registry;
-mod schema;
 pub mod tenant;
 
 pub use catalog::{all, every, find, legacy, parse_any, variants};
 pub use live::{LiveKeyspace, LiveReader, LiveView};
 pub use reader::ReaderOptions;
-pub use schema::{ParsedKey, Schema};
 
 /// The error that carries a schema's own condition (`CronixError`, `RegistryError`): of
 /// `kind`, saying what the condition says, with the condition as its

@@ -53,10 +53,8 @@ pub(crate) async fn describe(
     revision: Option<i64>,
     keyring: Option<&keyplane_core::keyspace::Keyring>,
 ) -> CliResult<Described> {
-    let parsed = keyplane_schemas::parse_any(key).ok();
-    let kind = parsed
-        .as_ref()
-        .and_then(|p| crate::values::collection_kind(p.template));
+    let parsed = crate::catalog::parse_any(key).ok();
+    let kind = parsed.as_ref().and_then(crate::values::collection_kind);
     if let Some(kind) = kind {
         if revision.is_some() {
             return Err(CliError::invalid(format!(
@@ -79,7 +77,7 @@ pub(crate) async fn describe(
         }
         None => CliError::not_found(format!("key {key:?} not found")),
     })?;
-    let encrypted = parsed.is_some_and(|p| crate::secrets::is_encrypted(p.template));
+    let encrypted = parsed.as_ref().is_some_and(crate::values::is_encrypted);
     let shown = if encrypted {
         Some(crate::secrets::show(key, &entry.value, keyring)?)
     } else {

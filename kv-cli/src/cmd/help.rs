@@ -9,7 +9,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser};
 fn address_words() -> Vec<&'static str> {
     let mut words = std::collections::BTreeSet::new();
     let mut fields = std::collections::BTreeSet::new();
-    for schema in keyplane_schemas::every().into_iter() {
+    for schema in crate::catalog::every().into_iter() {
         for entry in crate::catalog::entries(schema) {
             words.insert(entry.address());
             for field in &entry.info.fields {
@@ -32,7 +32,7 @@ fn choices(words: &[&'static str]) -> PossibleValuesParser {
 /// Prints the completion script of `shell`.
 pub(crate) fn completions(shell: clap_complete::Shell) -> CliResult<()> {
     let addresses = address_words();
-    let schemas: Vec<&'static str> = keyplane_schemas::every()
+    let schemas: Vec<&'static str> = crate::catalog::every()
         .into_iter()
         .map(|s| s.name)
         .collect();

@@ -8,7 +8,7 @@ use crate::output::{Format, print_json};
 use serde_json::json;
 
 pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
-    match keyplane_schemas::parse_any(raw) {
+    match crate::catalog::parse_any(raw) {
         Ok(parsed) => {
             let entry = catalog::entry_of(&parsed);
             let address = entry.as_ref().map(|e| e.address()).unwrap_or_default();
@@ -38,9 +38,9 @@ pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
             Ok(())
         }
         Err(reasons) => Err(CliError::invalid(format!(
-            "key {raw:?} matches no template of the {} schemas (nor of the {} old layouts); {}",
-            keyplane_schemas::all().len(),
-            keyplane_schemas::legacy().len(),
+            "key {raw:?} matches no template of the {} schemas (nor of the {} old layouts and variants); {}",
+            crate::catalog::all().len(),
+            crate::catalog::every().len() - crate::catalog::all().len(),
             closest(&reasons)
         ))),
     }

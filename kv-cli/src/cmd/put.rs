@@ -77,19 +77,19 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliRes
 /// # Errors
 /// Exit code 2, with the text `put` prints, when any check fails.
 pub(crate) fn check(key: &str, value: &[u8]) -> CliResult<&'static str> {
-    let parsed = keyplane_schemas::parse_any(key).map_err(|_| {
+    let parsed = crate::catalog::parse_any(key).map_err(|_| {
         CliError::invalid(format!(
             "key {key:?} belongs to no schema (see `kvctl parse`); use --raw to write it anyway"
         ))
     })?;
-    if parsed.is_read_only() {
+    if parsed.read_only {
         return Err(CliError::invalid(format!(
             "key {key:?} belongs to {}, an old layout that is read-only (template {}): \
              `kvctl migrate plan {}` moves it to the new layout; use --raw to write it anyway",
             parsed.schema, parsed.template, parsed.schema
         )));
     }
-    crate::values::check(parsed.template, key, value).map_err(|e| {
+    crate::values::check(&parsed, key, value).map_err(|e| {
         let expected = crate::catalog::entry_of(&parsed)
             .map(|entry| crate::catalog::short_type(entry.info.value_type))
             .unwrap_or_default();

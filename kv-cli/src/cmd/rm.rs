@@ -40,8 +40,8 @@ pub(crate) async fn run(
     }
     let key = address.key()?;
     if guard != super::guard::Guard::None
-        && let Ok(parsed) = keyplane_schemas::parse_any(&key)
-        && let Some(kind) = crate::values::collection_kind(parsed.template)
+        && let Ok(parsed) = crate::catalog::parse_any(&key)
+        && let Some(kind) = crate::values::collection_kind(&parsed)
     {
         return Err(CliError::invalid(format!(
             "{key:?} holds a {kind:?}, which has no mod revision to compare: --if-mod-revision guards plain values"

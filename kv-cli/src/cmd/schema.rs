@@ -1,5 +1,6 @@
 //! `kvctl schema [NAME] [--all]`: the catalog (`--all`: with the old layouts, read-only), or
-//! one schema as a tree of templates with their segment rules and value types.
+//! one schema as a tree of templates with their segment rules and value types; with `-o json`,
+//! its manifest, which `kvctl --schema FILE` loads.
 
 use super::Ctx;
 use crate::catalog::{self, short_type};
@@ -11,8 +12,8 @@ pub(crate) fn run(ctx: &Ctx, name: Option<&str>, all: bool) -> CliResult<()> {
     match name {
         None => list(ctx.format, all),
         Some(name) => {
-            let schema = keyplane_schemas::find(name).ok_or_else(|| {
-                let names: Vec<&str> = keyplane_schemas::every().iter().map(|s| s.name).collect();
+            let schema = crate::catalog::find(name).ok_or_else(|| {
+                let names: Vec<&str> = crate::catalog::every().iter().map(|s| s.name).collect();
                 CliError::invalid(format!(
                     "unknown schema {name:?} (schemas: {})",
                     names.join(", ")
@@ -27,9 +28,9 @@ pub(crate) fn run(ctx: &Ctx, name: Option<&str>, all: bool) -> CliResult<()> {
 /// the deployment variants (Redis Cluster).
 fn list(format: Format, with_legacy: bool) -> CliResult<()> {
     let all = if with_legacy {
-        keyplane_schemas::every()
+        crate::catalog::every()
     } else {
-        keyplane_schemas::all()
+        crate::catalog::all()
     };
     match format {
         Format::Json => print_json(&json!(
@@ -64,7 +65,7 @@ fn list(format: Format, with_legacy: bool) -> CliResult<()> {
     Ok(())
 }
 
-fn show(format: Format, schema: keyplane_schemas::Schema) -> CliResult<()> {
+fn show(format: Format, schema: keyplane_core::keyspace::Schema) -> CliResult<()> {
     let entries = catalog::entries(schema);
     if format == Format::Json {
         print_json(&schema_json(schema));
@@ -75,7 +76,7 @@ fn show(format: Format, schema: keyplane_schemas::Schema) -> CliResult<()> {
     let keys: Vec<(String, String)> = entries
         .iter()
         .map(|e| {
-            let note = format!("{:<34} {}", e.address(), value_type(e));
+            let note = format!("{:<34} {}", e.address(), e.value_type());
             (e.info.template.source().to_owned(), note)
         })
         .collect();
@@ -104,39 +105,8 @@ fn show(format: Format, schema: keyplane_schemas::Schema) -> CliResult<()> {
     Ok(())
 }
 
-/// A schema as `schema NAME -o json` prints it: name, store, summary, and each template
-/// with its address, key and value types, and fields.
-pub(crate) fn schema_json(schema: keyplane_schemas::Schema) -> serde_json::Value {
-    let entries = catalog::entries(schema);
-    json!({
-        "name": schema.name,
-        "store": schema.store,
-        "summary": schema.summary,
-        "read_only": schema.read_only,
-        "templates": entries.iter().map(|e| json!({
-            "address": e.address(),
-            "template": e.info.template.source(),
-            "key_type": short_type(e.info.type_name),
-            "value_type": value_type(e),
-            "encrypted": e.info.encrypted,
-            "fields": e.info.fields.iter().map(|f| json!({
-                "name": f.name,
-                "type": short_type(f.type_name),
-                "rule": f.rule,
-                "ordered": f.ordered,
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
-}
-
-/// The value type as stored: the codec, or `SET of`/`HASH of`/`LIST of` its member codec for
-/// a collection key.
-fn value_type(entry: &catalog::Entry) -> String {
-    let codec = short_type(entry.info.value_type);
-    match entry.info.kind {
-        Some(keyplane_core::CollectionKind::Set) => format!("SET of {codec}"),
-        Some(keyplane_core::CollectionKind::Map) => format!("HASH of {codec}"),
-        Some(keyplane_core::CollectionKind::List) => format!("LIST of {codec}"),
-        None => codec,
-    }
+/// A schema as `schema NAME -o json` prints it: its manifest (`keyplane-schema/1`), which
+/// `kvctl --schema FILE` loads back.
+pub(crate) fn schema_json(schema: keyplane_core::keyspace::Schema) -> serde_json::Value {
+    crate::manifest::write(schema, &catalog::entries(schema))
 }

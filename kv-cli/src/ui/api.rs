@@ -68,10 +68,10 @@ pub(super) async fn key(State(ui): State<Arc<Ui>>, Query(q): Query<KeyQuery>) ->
     let keyring = ui.keyring()?;
     let described = describe(store.as_ref(), &q.key, None, keyring.as_ref()).await?;
     let mut object = described.json(&q.key);
-    let parsed = keyplane_schemas::parse_any(&q.key).ok();
+    let parsed = crate::catalog::parse_any(&q.key).ok();
     object["template"] = json!(parsed.as_ref().map(|p| p.template));
     object["schema"] = json!(parsed.as_ref().map(|p| p.schema));
-    object["read_only"] = json!(parsed.as_ref().is_some_and(|p| p.is_read_only()));
+    object["read_only"] = json!(parsed.as_ref().is_some_and(|p| p.read_only));
     if let Some(parsed) = &parsed {
         object["fields"] = parsed
             .fields
@@ -86,9 +86,9 @@ pub(super) async fn key(State(ui): State<Arc<Ui>>, Query(q): Query<KeyQuery>) ->
     object["writable"] = json!(
         ui.write
             && parsed.as_ref().is_some_and(|p| {
-                !p.is_read_only()
-                    && crate::values::collection_kind(p.template).is_none()
-                    && !crate::secrets::is_encrypted(p.template)
+                !p.read_only
+                    && crate::values::collection_kind(p).is_none()
+                    && !crate::values::is_encrypted(p)
             })
     );
     Ok(Json(object))
@@ -142,7 +142,7 @@ async fn exists(store: &dyn keyplane_core::Store, key: &str) -> crate::error::Cl
 /// `GET /api/schema`: every schema as `kvctl schema NAME -o json` shows it, the current
 /// layouts first.
 pub(super) async fn schema() -> Answer {
-    let schemas: Vec<Value> = keyplane_schemas::every()
+    let schemas: Vec<Value> = crate::catalog::every()
         .into_iter()
         .map(crate::cmd::schema::schema_json)
         .collect();

@@ -7,11 +7,15 @@ pub mod server;
 use assert_cmd::Command;
 use serde_json::Value;
 
-/// `kvctl --store URL`, with no store or data directory taken from the environment.
+/// `kvctl --store URL`, with no store, data directory, schema manifest or config file taken
+/// from the environment.
 pub fn kvctl(url: &str) -> Command {
     let mut cmd = Command::cargo_bin("kvctl").expect("the kvctl binary");
     cmd.env_remove("KVCTL_STORE")
+        .env_remove("KVCTL_SCHEMA")
+        .env_remove("KVCTL_CONFIG")
         .env("XDG_DATA_HOME", "/nonexistent/kvctl-tests")
+        .env("XDG_CONFIG_HOME", "/nonexistent/kvctl-tests")
         .args(["--store", url]);
     cmd
 }

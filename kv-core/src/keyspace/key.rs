@@ -297,9 +297,30 @@ impl TemplateInfo {
             fields: K::field_infos(),
             value_type: std::any::type_name::<K::Value>(),
             encrypted: <K::Value as super::codec::Codec>::ENCRYPTED,
-            value: super::ValueInfo::of_key::<K>(),
+            value: super::ValueInfo::custom(
+                <K::Value as super::codec::Codec>::FORMAT,
+                None,
+                check_with_codec::<K>,
+            ),
             kind: K::KIND,
             directory_of: K::DIRECTORY_OF,
         }
     }
+}
+
+/// Decodes `bytes` with `K`'s codec (built without state) and checks that the value agrees
+/// with `key` when `key` parses as a `K`: the value check of a derived key's
+/// [`ValueInfo`](super::ValueInfo).
+fn check_with_codec<K: Key>(key: &str, bytes: &[u8]) -> crate::Result<()> {
+    use super::codec::{BuildCodec, Codec, CodecContext};
+    let value = K::Value::build(&CodecContext::new())?.decode(bytes)?;
+    let Ok(typed) = K::parse(key) else {
+        return Ok(());
+    };
+    typed.check_value(&value).map_err(|why| {
+        crate::Error::new(
+            crate::ErrorKind::InvalidValue,
+            format!("the value disagrees with its key: {why}"),
+        )
+    })
 }

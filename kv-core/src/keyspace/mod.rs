@@ -61,6 +61,7 @@ mod key;
 mod key_error;
 #[allow(clippy::module_inception)]
 mod keyspace;
+mod schema;
 mod segment;
 mod segment_hostport;
 mod segment_int;
@@ -109,6 +110,7 @@ pub use key::{Key, ListKey, ListPrefix, MapKey, PlainKey, Prefix, SetKey, decode
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyplane_derive::{Key, Keyspace, Prefix};
 pub use keyspace::{Keyspace, NamingRule, NoMatch};
+pub use schema::{ParsedKey, Schema};
 pub use segment::{EncodeSegment, Segment, SegmentError, Separator, check_not_reserved};
 pub use segment_hostport::{Host, HostPort};
 pub use segment_padded::{Padded, PaddedInt};

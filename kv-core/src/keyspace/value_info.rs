@@ -1,8 +1,6 @@
 //! [`ValueInfo`] and [`ValueFormat`]: what a tool that shows and checks values (`kvctl`, its
 //! UI, a schema manifest) knows of a template's value without its Rust type.
 
-use super::codec::{BuildCodec, Codec, CodecContext};
-use super::key::Key;
 use crate::error::{Error, ErrorKind, Result};
 use std::fmt;
 use std::sync::Arc;
@@ -71,7 +69,7 @@ type CheckFn = dyn Fn(&str, &[u8]) -> Result<()> + Send + Sync;
 /// readers accept.
 ///
 /// A derived key's check decodes with the key's own codec (built without state) and applies
-/// the key's [`check_value`](Key::check_value); a schema loaded from a manifest brings its
+/// the key's [`check_value`](super::Key::check_value); a schema loaded from a manifest brings its
 /// own check ([`ValueInfo::custom`]).
 #[derive(Clone)]
 pub struct ValueInfo {
@@ -84,16 +82,6 @@ pub struct ValueInfo {
 }
 
 impl ValueInfo {
-    /// The value of key type `K`: its codec's format, no JSON Schema (the derive adds it),
-    /// and a check by the codec and [`Key::check_value`].
-    pub fn of_key<K: Key>() -> Self {
-        ValueInfo {
-            format: <K::Value as Codec>::FORMAT,
-            json_schema: None,
-            check: Arc::new(check_with_codec::<K>),
-        }
-    }
-
     /// A value known only by its format: bytes in the format are a value ([`ValueFormat::check`]).
     pub fn of_format(format: ValueFormat) -> Self {
         ValueInfo::custom(format, None, move |_, bytes| format.check(bytes))
@@ -131,19 +119,4 @@ impl fmt::Debug for ValueInfo {
             .field("json_schema", &self.json_schema.is_some())
             .finish_non_exhaustive()
     }
-}
-
-/// Decodes `bytes` with `K`'s codec (built without state) and checks that the value agrees
-/// with `key` when `key` parses as a `K`.
-fn check_with_codec<K: Key>(key: &str, bytes: &[u8]) -> Result<()> {
-    let value = K::Value::build(&CodecContext::new())?.decode(bytes)?;
-    let Ok(typed) = K::parse(key) else {
-        return Ok(());
-    };
-    typed.check_value(&value).map_err(|why| {
-        Error::new(
-            ErrorKind::InvalidValue,
-            format!("the value disagrees with its key: {why}"),
-        )
-    })
 }

@@ -71,7 +71,7 @@ pub use segments::BalancerRoot;
 pub use source::{BalancerSource, SourceGroup, SourceKey, SourceMapping, SourcePlan};
 pub use values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, LoadReport, LoadedKey, STATUS_FIELD};
 
-use crate::schema::Schema;
+use keyplane_core::keyspace::Schema;
 
 /// The balancer catalog entry.
 pub fn schema() -> Schema {

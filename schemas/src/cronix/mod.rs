@@ -77,7 +77,7 @@ pub use values::{
     SystemInfo, Usage,
 };
 
-use crate::schema::Schema;
+use keyplane_core::keyspace::Schema;
 
 /// The cronix catalog entry.
 pub fn schema() -> Schema {

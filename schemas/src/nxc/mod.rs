@@ -71,7 +71,7 @@ pub use values::{
     Identity, InstanceParams, MAX_FIELD_LEN, NewProfile, ResolvedProfile, validate_params,
 };
 
-use crate::schema::Schema;
+use keyplane_core::keyspace::Schema;
 
 /// The nxc catalog entry.
 pub fn schema() -> Schema {

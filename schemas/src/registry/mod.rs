@@ -66,7 +66,7 @@ pub use values::{
 };
 pub use watch::{InstanceBatch, InstanceEvent, InstanceWatch, watch_instances};
 
-use crate::schema::Schema;
+use keyplane_core::keyspace::Schema;
 
 /// The registry's catalog entry.
 pub fn schema() -> Schema {

@@ -117,8 +117,8 @@ pub use values::{
 };
 
 /// The catalog entry of the tenant keyspace.
-pub fn schema() -> crate::Schema {
-    crate::Schema::of::<TenantKeyspace>(
+pub fn schema() -> keyplane_core::keyspace::Schema {
+    keyplane_core::keyspace::Schema::of::<TenantKeyspace>(
         "tenant",
         "etcd",
         "tenant-service configuration: meta, domains, databases, FTP users, storage and their indexes under jxt/",
@@ -126,8 +126,8 @@ pub fn schema() -> crate::Schema {
 }
 
 /// The catalog entry of the old layout of §3 ([`TenantLegacyKeyspace`], read-only).
-pub fn legacy_schema() -> crate::Schema {
-    crate::Schema::read_only::<TenantLegacyKeyspace>(
+pub fn legacy_schema() -> keyplane_core::keyspace::Schema {
+    keyplane_core::keyspace::Schema::read_only::<TenantLegacyKeyspace>(
         "tenant-legacy",
         "etcd",
         "the old tenant layout of §3 under jxt// (read-only; `kvctl migrate apply tenant-legacy` moves it)",

@@ -12,12 +12,12 @@ use crate::output::{Format, outln, print_json};
 use crate::values;
 use contents::{fields, members};
 use finding::{Finding, Repair};
-use keyplane_core::keyspace::{Key, Separator};
+use keyplane_core::keyspace::ParsedKey;
+use keyplane_core::keyspace::Separator;
 use keyplane_core::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, Entry, RangeOptions, Store,
     Txn, TxnOp,
 };
-use keyplane_schemas::ParsedKey;
 use serde_json::{Value, json};
 
 pub(crate) async fn run(ctx: &Ctx, prefix: Option<&str>, fix: bool) -> CliResult<()> {
@@ -122,8 +122,8 @@ fn field<'p>(parsed: &'p ParsedKey, name: &str) -> &'p str {
 
 /// The key parsed by the catalog, or the finding that it matches no template.
 fn parse(key: &str, findings: &mut Vec<Finding>) -> Option<ParsedKey> {
-    match keyplane_schemas::parse_any(key) {
-        Ok(parsed) if parsed.is_read_only() => {
+    match crate::catalog::parse_any(key) {
+        Ok(parsed) if parsed.read_only => {
             // The migration of an old layout has the schema's name.
             findings.push(Finding::new(
                 key,
@@ -161,7 +161,7 @@ async fn lint_plain(
     let Some(parsed) = parse(&key, findings) else {
         return Ok(());
     };
-    if let Some(kind) = values::collection_kind(parsed.template) {
+    if let Some(kind) = values::collection_kind(&parsed) {
         findings.push(Finding::new(
             &key,
             "wrong-kind",
@@ -173,11 +173,11 @@ async fn lint_plain(
         ));
         return Ok(());
     }
-    if parsed.template == keyplane_schemas::nxc::PoolKey::TEMPLATE {
+    if values::is_encrypted(&parsed) {
         // Encrypted: without the keyring there is nothing to check.
         return Ok(());
     }
-    if let Err(e) = values::check(parsed.template, &key, &entry.value) {
+    if let Err(e) = values::check(&parsed, &key, &entry.value) {
         let finding = if e.kind() == keyplane_core::ErrorKind::InvalidValue {
             Finding::new(
                 &key,
@@ -290,7 +290,7 @@ async fn lint_collection(
     let Some(parsed) = parse(key, findings) else {
         return Ok(());
     };
-    let declared = values::collection_kind(parsed.template);
+    let declared = values::collection_kind(&parsed);
     if declared != Some(kind) {
         let what = declared.map_or_else(|| "a plain value".to_owned(), |d| format!("a {d:?}"));
         findings.push(Finding::new(
