@@ -26,8 +26,8 @@ macro_rules! __kv_if_proptest {
 }
 
 /// How `#[derive(Key)]` finds the JSON Schema of a key's value without asking for a bound:
-/// `(&&Probe::<V>::new()).json_schema()` picks [`HasJsonSchema`] when `V` is `Json<T>` with
-/// `T: schemars::JsonSchema` (feature `json-schema`), else [`NoJsonSchema`]'s `None`. So a
+/// `(&&Probe::<V>::new()).json_schema()` picks `HasJsonSchema` when `V` is `Json<T>` with
+/// `T: schemars::JsonSchema` (feature `json-schema`), else `NoJsonSchema`'s `None`. So a
 /// value type without `JsonSchema` still derives, with or without the feature anywhere in
 /// the build.
 #[doc(hidden)]

@@ -5,7 +5,7 @@ use crate::error::{Error, ErrorKind, Result};
 use std::fmt;
 use std::sync::Arc;
 
-/// How a codec's stored bytes read ([`Codec::FORMAT`]): tools show a JSON value as JSON, a
+/// How a codec's stored bytes read ([`Codec::FORMAT`](super::Codec::FORMAT)): tools show a JSON value as JSON, a
 /// text value as text and anything else as bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
