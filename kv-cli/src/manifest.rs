@@ -245,7 +245,11 @@ pub(crate) fn parse(text: &str) -> Result<Listed, String> {
     )
     .map_err(|findings| {
         let lines: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
-        format!("the schema checker refuses it:\n{}", lines.join("\n"))
+        format!(
+            "the schema checker refuses it (a nesting that is meant is declared in the \
+             template's `directory_of`):\n{}",
+            lines.join("\n")
+        )
     })?;
     Ok(Listed {
         schema,
@@ -303,7 +307,7 @@ fn template_info(doc: &TemplateDoc, schema_read_only: bool) -> Result<TemplateIn
             .map_err(|why| format!("field {:?}: {why}", field.name))?;
         let type_name = match &field.r#type {
             Some(Value::String(name)) => leak(name),
-            _ => leak(&field.segment.describe()),
+            _ => spec_type_name(&field.segment),
         };
         fields.push(FieldInfo::from_spec(
             leak(&field.name),
@@ -345,6 +349,28 @@ fn template_info(doc: &TemplateDoc, schema_read_only: bool) -> Result<TemplateIn
                 .into_boxed_slice(),
         ),
     })
+}
+
+/// The type a field known from its rule alone is shown as (`u64`, `Padded<6, u32>`, `text`).
+fn spec_type_name(spec: &SegmentSpec) -> &'static str {
+    match spec {
+        SegmentSpec::Int { signed, bits } => {
+            leak(&format!("{}{bits}", if *signed { 'i' } else { 'u' }))
+        }
+        SegmentSpec::Padded {
+            width,
+            signed,
+            bits,
+        } => leak(&format!(
+            "Padded<{width}, {}{bits}>",
+            if *signed { 'i' } else { 'u' }
+        )),
+        SegmentSpec::Uuid => "Uuid",
+        SegmentSpec::HostPort => "HostPort",
+        SegmentSpec::Ipv4 => "Ipv4Addr",
+        SegmentSpec::Text { .. } => "text",
+        _ => "custom",
+    }
 }
 
 /// A value's check: its format, then its JSON Schema when it has one.

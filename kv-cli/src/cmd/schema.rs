@@ -91,7 +91,7 @@ fn show(format: Format, schema: keyplane_core::keyspace::Schema) -> CliResult<()
                 field.name,
                 short_type(field.type_name),
                 field.rule,
-                if field.ordered {
+                if field.ordered && !field.rule.contains("sorts by value") {
                     " (sorts by value)"
                 } else {
                     ""
