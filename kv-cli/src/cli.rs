@@ -63,7 +63,7 @@ pub(crate) struct Cli {
     /// A schema manifest to load beside the built-in schemas: a file as `kvctl schema NAME -o
     /// json` prints it (format keyplane-schema/1). Repeatable; also KVCTL_SCHEMA (files
     /// separated by `:`) and `schemas` in the config file ($KVCTL_CONFIG, else
-    /// ~/.config/kvctl/config.json).
+    /// ~/.config/kvctl/config.toml).
     #[arg(long = "schema", global = true, value_name = "FILE")]
     pub(crate) schema: Vec<String>,
     #[command(subcommand)]

@@ -1,8 +1,8 @@
 //! Where `kvctl` finds schema manifests: `--schema FILE` (repeatable), then `KVCTL_SCHEMA`
 //! (files separated as in `PATH`), then the config file's `schemas`.
 //!
-//! The config file is JSON: `KVCTL_CONFIG` names it, else `$XDG_CONFIG_HOME/kvctl/config.json`,
-//! else `~/.config/kvctl/config.json`; no file is no config. `{"schemas": ["acme.json"]}`:
+//! The config file is TOML: `KVCTL_CONFIG` names it, else `$XDG_CONFIG_HOME/kvctl/config.toml`,
+//! else `~/.config/kvctl/config.toml`; no file is no config. `schemas = ["acme.json"]`:
 //! relative paths are taken from the config file's folder.
 
 use crate::error::{CliError, CliResult};
@@ -51,7 +51,7 @@ fn config_path() -> Option<(PathBuf, bool)> {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".config"),
     };
-    Some((base.join("kvctl").join("config.json"), false))
+    Some((base.join("kvctl").join("config.toml"), false))
 }
 
 fn config_schemas() -> CliResult<Vec<PathBuf>> {
@@ -70,10 +70,11 @@ fn config_schemas() -> CliResult<Vec<PathBuf>> {
             )));
         }
     };
-    let config: Config = serde_json::from_str(&text).map_err(|e| {
+    let config: Config = toml::from_str(&text).map_err(|e| {
         CliError::invalid(format!(
-            "config file {}: expected {{\"schemas\": [FILE, ...]}}: {e}",
-            path.display()
+            "config file {}: expected TOML such as `schemas = [\"acme.json\"]`: {}",
+            path.display(),
+            e.message()
         ))
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));

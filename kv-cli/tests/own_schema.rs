@@ -194,8 +194,8 @@ fn manifests_come_from_the_environment_and_the_config_file() {
     );
 
     // KVCTL_CONFIG, with a path relative to the config file.
-    let config = dir.path().join("config.json");
-    std::fs::write(&config, r#"{"schemas": ["acme.json"]}"#).expect("written");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "schemas = [\"acme.json\"]\n").expect("written");
     let out = kvctl(&url)
         .env("KVCTL_CONFIG", &config)
         .args(["get", "acme.meta", "id=1"])
@@ -212,8 +212,8 @@ fn manifests_come_from_the_environment_and_the_config_file() {
     std::fs::create_dir_all(home.join("kvctl")).expect("made");
     let absolute = manifest.to_str().expect("path");
     std::fs::write(
-        home.join("kvctl").join("config.json"),
-        format!(r#"{{"schemas": [{absolute:?}]}}"#),
+        home.join("kvctl").join("config.toml"),
+        format!("schemas = [{absolute:?}]\n"),
     )
     .expect("written");
     let out = kvctl(&url)
@@ -228,7 +228,7 @@ fn manifests_come_from_the_environment_and_the_config_file() {
     );
 
     // A config file that is not one stops kvctl with a reason.
-    std::fs::write(&config, r#"{"schemes": []}"#).expect("written");
+    std::fs::write(&config, "schemes = []\n").expect("written");
     let out = kvctl(&url)
         .env("KVCTL_CONFIG", &config)
         .args(["get", "acme.meta", "id=1"])
