@@ -2,15 +2,16 @@
 //! template by `schema.name` followed by `field=value` pairs (`tenant.meta id=1`).
 //!
 //! A typed field value is taken as its segment encoding when the segment accepts it, and
-//! otherwise percent-escaped (so `name=默认租户` works for escaped text segments); anything
-//! else is refused with the segment's rule. A typed address names a full key when every
+//! otherwise percent-escaped (so `name=默认租户` works for escaped text segments) or, for a
+//! zero-padded segment, padded (`sku=42` is `000042`); anything else is refused with the
+//! segment's rule. A typed address names a full key when every
 //! field is given; as a directory (`ls`, `watch`, `rm --prefix`) it stops before the first
 //! missing field, or after the last field when all are given: `tenant.meta id=1` is the
 //! directory `jxt/tenants/1/`, which holds tenant 1 and never tenant 10.
 
 use crate::catalog::{self, Entry};
 use crate::error::{CliError, CliResult};
-use keyplane_core::keyspace::{Part, escape_into};
+use keyplane_core::keyspace::{Part, SegmentSpec, escape_into};
 use std::collections::BTreeMap;
 
 /// A parsed address.
@@ -223,6 +224,17 @@ fn encode_field(entry: &Entry, name: &str, value: &str) -> CliResult<String> {
     escape_into(value, sep, &mut escaped);
     if escaped != value && info.can_produce(&escaped, sep) {
         return Ok(escaped);
+    }
+    // A zero-padded segment is given as the number: `sku=42` is `000042`.
+    if let SegmentSpec::Padded { width, .. } = info.spec
+        && !value.is_empty()
+        && value.len() < width
+        && value.bytes().all(|b| b.is_ascii_digit())
+    {
+        let padded = format!("{value:0>width$}");
+        if info.can_produce(&padded, sep) {
+            return Ok(padded);
+        }
     }
     Err(CliError::invalid(format!(
         "invalid segment {name}={value:?} for {}: expected {}",

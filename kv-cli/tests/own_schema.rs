@@ -277,3 +277,79 @@ fn bad_manifests_stop_kvctl_before_anything_is_written() {
         1
     );
 }
+
+#[test]
+fn a_hand_written_manifest_with_colons_and_padded_numbers() {
+    let (dir, url) = store();
+    let manifest = dir.path().join("shop.json");
+    std::fs::write(
+        &manifest,
+        r#"{
+          "format": "keyplane-schema/1",
+          "name": "shop",
+          "store": "redis",
+          "templates": [
+            {"name": "price", "template": "shop:price:{sku}",
+             "fields": [{"name": "sku", "segment": {"kind": "padded", "width": 6, "signed": false, "bits": 32}}],
+             "value": {"format": "text"}},
+            {"name": "owner", "template": "shop:owner:{name}",
+             "fields": [{"name": "name", "segment": {"kind": "text", "max_len": 64, "policy": "escape"}}],
+             "value": {"format": "json", "schema": {"type": "object", "required": ["email"]}}}
+          ]
+        }"#,
+    )
+    .expect("written");
+    let go = |args: &[&str]| {
+        let run = with_schema(&url, &manifest, args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        run.stdout
+    };
+    // The number is padded; the text escaped, as the rules say.
+    assert!(go(&["put", "shop.price", "sku=42", "9.99"]).contains("shop:price:000042"));
+    assert!(
+        go(&["put", "shop.owner", "name=a:b c", r#"{"email":"x@y"}"#])
+            .contains("shop:owner:a%3Ab%20c")
+    );
+    let parsed = go(&["-o", "json", "parse", "shop:owner:a%3Ab%20c"]);
+    assert!(parsed.contains("shop.owner"), "{parsed}");
+    // Not canonical, out of range, or a value that does not match: refused.
+    for (args, why) in [
+        (vec!["put", "--raw", "shop:price:42", "1"], ""),
+        (
+            vec!["put", "shop:price:0000042", "1"],
+            "belongs to no schema",
+        ),
+        (vec!["put", "shop.price", "sku=4294967296", "1"], "sku"),
+        (
+            vec!["put", "shop.owner", "name=x", r#"{"mail":"x@y"}"#],
+            "JSON Schema",
+        ),
+    ] {
+        let run = with_schema(&url, &manifest, &args);
+        if why.is_empty() {
+            // `--raw` writes a key of no template; lint then reports it.
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            continue;
+        }
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(why), "{why}: {}", run.stderr);
+    }
+    let linted = with_schema(&url, &manifest, &["lint", "shop:"]);
+    assert_eq!(linted.code, 6, "{}", linted.stderr);
+    assert!(linted.stdout.contains("shop:price:42"), "{}", linted.stdout);
+    assert!(
+        !linted.stdout.contains("shop:price:000042"),
+        "{}",
+        linted.stdout
+    );
+    // The schema is drawn with its rules, and prints itself back.
+    let tree = go(&["schema", "shop"]);
+    assert!(tree.contains("Padded<6, u32>"), "{tree}");
+    let printed: Value =
+        serde_json::from_str(&go(&["schema", "shop", "-o", "json"])).expect("JSON");
+    assert_eq!(printed["templates"][0]["fields"][0]["segment"]["width"], 6);
+    assert_eq!(
+        printed["templates"][1]["value"]["schema"]["required"][0],
+        "email"
+    );
+}
