@@ -174,6 +174,99 @@ fn reads_show_the_tree_a_key_search_and_the_schemas() {
     );
 }
 
+/// A team's own schema, loaded from a manifest with `--schema`: listed beside the bundled
+/// schemas as `kvctl schema` lists it, and its keys typed in the tree, in a key's detail and
+/// in search, while a key none of its templates holds stays untyped.
+#[test]
+fn a_schema_from_a_manifest_types_its_keys() {
+    let (dir, url) = common::server::sled_store();
+    let manifest = common::server::acme_manifest(dir.path());
+    let schema = manifest.to_str().unwrap();
+    ok(&url, &["demo"]);
+    ok(
+        &url,
+        &[
+            "--schema",
+            schema,
+            "put",
+            "acme.meta",
+            "id=7",
+            &tenant_meta(7),
+        ],
+    );
+    ok(
+        &url,
+        &[
+            "--schema",
+            schema,
+            "put",
+            "--raw",
+            "acme/tenants/7/oops",
+            "x",
+        ],
+    );
+    let server = Server::start_with(&url, &["--schema", schema]);
+
+    // Listed first (a team's own schemas parse first), then the bundled ones, each as
+    // `kvctl schema NAME -o json` prints it.
+    let schemas = server.get("/api/schema");
+    let names: Vec<&str> = schemas
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.starts_with(&["acme", "tenant", "registry", "cronix", "nxc", "balancer"]),
+        "{names:?}"
+    );
+    let printed = json(&url, &["--schema", schema, "schema", "acme"]);
+    assert_eq!(schemas[0], printed);
+    let meta = schemas[0]["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "meta")
+        .expect("acme.meta is listed");
+    assert_eq!(meta["address"], "acme.meta");
+    assert_eq!(meta["template"], "acme/tenants/{id}/meta");
+
+    // The tree types the key by the loaded schema, and leaves the unknown one untyped.
+    let level = server.get("/api/tree?prefix=acme/tenants/7/");
+    assert_eq!(child_names(&level), ["meta", "oops"]);
+    assert_eq!(level["children"][0]["type"], "acme.meta");
+    assert_eq!(level["children"][1]["type"], Value::Null);
+    // The bundled schemas still type their own keys.
+    let tenant = server.get("/api/tree?prefix=jxt/tenants/1/");
+    let bundled = tenant["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "meta")
+        .unwrap();
+    assert_eq!(bundled["type"], "tenant.meta");
+
+    let key = server.get("/api/key?key=acme/tenants/7/meta");
+    assert_eq!(key["type"], "acme.meta");
+    assert_eq!(key["schema"], "acme");
+    assert_eq!(key["template"], "acme/tenants/{id}/meta");
+    assert_eq!(key["fields"]["id"], "7");
+    assert_eq!(key["value"]["name"], "Tenant 7");
+    let got = json(&url, &["--schema", schema, "get", "acme.meta", "id=7"]);
+    assert_eq!(key["value"], got["value"]);
+    let unknown = server.get("/api/key?key=acme/tenants/7/oops");
+    assert_eq!(
+        (&unknown["type"], &unknown["template"], &unknown["schema"]),
+        (&Value::Null, &Value::Null, &Value::Null),
+        "{unknown}"
+    );
+    assert_eq!(unknown["value_text"], "x");
+
+    let found = server.get(&format!("/api/search?q={}", enc("acme.meta id=7")));
+    assert_eq!(found["key"], "acme/tenants/7/meta");
+    assert_eq!(found["dir"], "acme/tenants/7/");
+}
+
 #[test]
 fn a_read_only_server_refuses_every_write_and_writes_nothing() {
     let (_dir, url) = common::server::sled_store();

@@ -1,12 +1,13 @@
 //! `kvctl ui` in a real browser (headless Chromium): on the demo data, expand
 //! `jxt/tenants/1/`, read tenant 1's typed address and decoded meta, see a change made by
 //! another kvctl process appear live, edit a value, have an invalid one refused with the
-//! text `kvctl put` prints, and delete a key after confirming. Screenshots of the page go to
-//! `target/ui/`.
+//! text `kvctl put` prints, and delete a key after confirming; and on a team's own schema,
+//! loaded from a manifest, see its keys typed beside the bundled schemas'. Screenshots of
+//! the page go to `target/ui/`.
 
 mod common;
 
-use common::server::{Server, sled_store};
+use common::server::{Server, acme_manifest, sled_store};
 use common::*;
 use keyplane_tests::harness::Browser;
 use std::path::PathBuf;
@@ -257,4 +258,127 @@ fn search_and_the_schema_view() {
     let templates = browser.eval("return document.querySelectorAll('#schemas li.template').length");
     assert!(templates.as_u64().unwrap() > 20, "{templates}");
     browser.screenshot(&shot("schemas.png"));
+}
+
+/// The manifest of a team's schema (the tenant schema renamed `acme`, its keys under `acme/`)
+/// given with `--schema`: the page lists it beside the bundled schemas, types its keys in the
+/// tree, the detail and search, and shows a key none of its templates holds untyped.
+#[test]
+fn a_team_schema_from_a_manifest() {
+    let (dir, url) = sled_store();
+    let manifest = acme_manifest(dir.path());
+    let schema = manifest.to_str().unwrap();
+    ok(&url, &["demo"]);
+    ok(
+        &url,
+        &[
+            "--schema",
+            schema,
+            "put",
+            "acme.meta",
+            "id=7",
+            &tenant_meta(7),
+        ],
+    );
+    ok(
+        &url,
+        &[
+            "--schema",
+            schema,
+            "put",
+            "--raw",
+            "acme/tenants/7/oops",
+            "x",
+        ],
+    );
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let server = Server::start_with(&url, &["--schema", schema]);
+    browser.goto(&server.page_url());
+    browser.wait_for("return document.body.dataset.ready === '1'", WAIT);
+
+    // The tree: the template's key typed by the loaded schema, the other one untyped.
+    for dir in ["acme/", "acme/tenants/", "acme/tenants/7/"] {
+        click_node(&browser, dir);
+    }
+    let type_of = |path: &str| {
+        browser.wait_for(&format!("return !!{}", node(path)), WAIT);
+        browser.eval(&format!(
+            "const t = {}.querySelector('.type'); return t ? t.innerText : null",
+            node(path)
+        ))
+    };
+    assert_eq!(type_of("acme/tenants/7/meta").as_str(), Some("acme.meta"));
+    assert_eq!(type_of("acme/tenants/7/oops"), serde_json::Value::Null);
+
+    // The detail: typed address, template and decoded value.
+    click_node(&browser, "acme/tenants/7/meta");
+    browser.wait_for(
+        "const e = document.querySelector('#d-address'); return !!e && e.innerText === 'acme.meta id=7'",
+        WAIT,
+    );
+    assert_eq!(
+        browser.eval(&text_of("#d-template")).as_str(),
+        Some("acme/tenants/{id}/meta")
+    );
+    let value = browser.eval(&text_of("#d-value"));
+    assert!(
+        value.as_str().unwrap().contains("\"name\": \"Tenant 7\""),
+        "{value}"
+    );
+    browser.screenshot(&shot("own-schema.png"));
+
+    // The unknown key: no address, no template, its bytes as text.
+    click_node(&browser, "acme/tenants/7/oops");
+    browser.wait_for(
+        "const e = document.querySelector('#d-key'); return !!e && e.innerText === 'acme/tenants/7/oops'",
+        WAIT,
+    );
+    assert_eq!(browser.eval(&text_of("#d-address")).as_str(), Some("—"));
+    assert_eq!(browser.eval(&text_of("#d-template")).as_str(), Some("—"));
+    assert_eq!(browser.eval(&text_of("#d-value")).as_str(), Some("x"));
+
+    // A search by the loaded schema's typed address opens the key.
+    browser.type_into("#search", "acme.meta id=7");
+    browser.click("#search-go");
+    browser.wait_for(
+        "const e = document.querySelector('#d-key'); return !!e && e.innerText === 'acme/tenants/7/meta' \
+         && document.querySelector('#d-address').innerText === 'acme.meta id=7'",
+        WAIT,
+    );
+    browser.wait_for(
+        &format!(
+            "const n = {}; return !!n && n.classList.contains('selected')",
+            node("acme/tenants/7/meta")
+        ),
+        WAIT,
+    );
+    assert_eq!(browser.eval(&text_of("#search-error")).as_str(), Some(""));
+
+    // The schemas: acme first (a team's own schemas parse first), then the bundled ones; its
+    // templates are the tenant schema's, under acme/.
+    browser.click("#tab-schema");
+    browser.wait_for(
+        "return [...document.querySelectorAll('#schemas .schema')].map(s => s.dataset.name).join(',').startsWith('acme,tenant,registry,cronix,nxc,balancer')",
+        WAIT,
+    );
+    let count = |name: &str| {
+        browser
+            .eval(&format!(
+                "return document.querySelectorAll('#schemas .schema[data-name={}] li.template').length",
+                js(name)
+            ))
+            .as_u64()
+            .unwrap()
+    };
+    assert!(count("acme") > 5, "{}", count("acme"));
+    assert_eq!(count("acme"), count("tenant"));
+    let meta = browser.eval(
+        "const t = [...document.querySelectorAll('#schemas .schema[data-name=\"acme\"] li.template')]\
+         .find(t => t.querySelector('code').innerText === 'acme/tenants/{id}/meta'); \
+         return t ? t.innerText : null",
+    );
+    assert!(meta.as_str().unwrap().contains("acme.meta"), "{meta}");
+    browser.screenshot(&shot("own-schema-schemas.png"));
 }

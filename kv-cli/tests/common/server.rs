@@ -1,7 +1,9 @@
-//! A running `kvctl ui` for the UI tests, and a temporary sled store for it.
+//! A running `kvctl ui` for the UI tests, a temporary sled store for it, and a team's own
+//! schema manifest to load into it.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// A fresh sled store in a temporary directory: the directory and the store URL.
@@ -9,6 +11,19 @@ pub fn sled_store() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let url = format!("sled://{}", dir.path().join("db").display());
     (dir, url)
+}
+
+/// A team's own schema as a manifest file in `dir`: what `kvctl schema tenant -o json`
+/// prints, named `acme` and with every `jxt/` moved to `acme/`, so that its templates
+/// (`acme.meta` is `acme/tenants/{id}/meta`) are known to no bundled schema.
+pub fn acme_manifest(dir: &Path) -> PathBuf {
+    let printed = super::ok("mem://", &["schema", "tenant", "-o", "json"]);
+    let mut doc: Value = serde_json::from_str(&printed.replace("jxt/", "acme/")).expect("JSON");
+    assert_eq!(doc["format"], "keyplane-schema/1", "{doc}");
+    doc["name"] = Value::from("acme");
+    let path = dir.join("acme.json");
+    std::fs::write(&path, doc.to_string()).expect("the manifest is written");
+    path
 }
 
 /// A running `kvctl ui`, killed when dropped.
@@ -24,13 +39,20 @@ impl Server {
         Server::start_with(url, if write { &["--write"] } else { &[] })
     }
 
-    /// `kvctl --store URL ui ARGS...` (global options such as `--keyring` go after `ui` too).
+    /// `kvctl --store URL ui ARGS...` (global options such as `--keyring` or `--schema` go
+    /// after `ui` too). As with [`kvctl`](super::kvctl), no store, schema manifest or config
+    /// file comes from the environment: the server knows what the test gives it, nothing
+    /// more.
     pub fn start_with(url: &str, extra: &[&str]) -> Server {
         let mut args = vec!["--store", url, "ui"];
         args.extend_from_slice(extra);
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
             .args(&args)
             .env_remove("KVCTL_STORE")
+            .env_remove("KVCTL_SCHEMA")
+            .env_remove("KVCTL_CONFIG")
+            .env("XDG_DATA_HOME", "/nonexistent/kvctl-tests")
+            .env("XDG_CONFIG_HOME", "/nonexistent/kvctl-tests")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
