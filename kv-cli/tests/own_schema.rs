@@ -6,29 +6,10 @@
 
 mod common;
 
+use common::server::{acme_manifest, sled_store as store};
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn store() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let url = format!("sled://{}", dir.path().join("db").display());
-    (dir, url)
-}
-
-/// The tenant schema's manifest, renamed `acme` with its keys under `acme/`, written in `dir`.
-fn acme_manifest(dir: &Path) -> PathBuf {
-    let printed = ok("mem://", &["schema", "tenant", "-o", "json"]);
-    assert!(
-        printed.contains("\"format\": \"keyplane-schema/1\""),
-        "{printed}"
-    );
-    let mut doc: Value = serde_json::from_str(&printed.replace("jxt/", "acme/")).expect("JSON");
-    doc["name"] = Value::from("acme");
-    let path = dir.join("acme.json");
-    std::fs::write(&path, doc.to_string()).expect("the manifest is written");
-    path
-}
+use std::path::Path;
 
 /// `kvctl --schema FILE --store URL ARGS`.
 fn with_schema(url: &str, manifest: &Path, args: &[&str]) -> Run {
