@@ -1,5 +1,7 @@
-//! `cargo xtask outside`: the crates of `tests/outside/`, each built and run as a user's crate
-//! is: its own manifest with path dependencies, its own resolution, no workspace membership.
+//! `cargo xtask outside`: the crates of `tests/outside/`, each built as a user's crate is: its
+//! own manifest with path dependencies, its own resolution, no workspace membership. A crate
+//! with a `tests/` folder is tested (`cargo test`: its integration tests drive what it builds,
+//! such as a binary); any other is run (`cargo run`: its `main` is the check).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -7,9 +9,9 @@ use std::process::Command;
 /// The folder of the outside crates, relative to the workspace root.
 const OUTSIDE: &str = "tests/outside";
 
-/// Builds and runs every crate under `tests/outside/`. Each starts from the workspace's
-/// `Cargo.lock` (cargo keeps the versions the workspace is tested with and drops the rest), and
-/// all share one target directory of their own, apart from the workspace's build.
+/// Builds and tests or runs every crate under `tests/outside/`. Each starts from the
+/// workspace's `Cargo.lock` (cargo keeps the versions the workspace is tested with and drops the
+/// rest), and all share one target directory of their own, apart from the workspace's build.
 pub(crate) fn run_all(cargo: impl Fn() -> Command) -> Result<(), String> {
     let root = workspace_root();
     let crates = crates(&root.join(OUTSIDE))?;
@@ -30,10 +32,15 @@ pub(crate) fn run_all(cargo: impl Fn() -> Command) -> Result<(), String> {
                 .args(["fmt", "--check", "--manifest-path"])
                 .arg(dir.join("Cargo.toml")),
         )?;
+        let how = if dir.join("tests").is_dir() {
+            "test"
+        } else {
+            "run"
+        };
         crate::step::run(
-            &format!("outside crate {name}"),
+            &format!("outside crate {name} (cargo {how})"),
             cargo()
-                .args(["run", "--quiet", "--manifest-path"])
+                .args([how, "--quiet", "--manifest-path"])
                 .arg(dir.join("Cargo.toml"))
                 .arg("--target-dir")
                 .arg(&target),

@@ -1,0 +1,20 @@
+keyplane::text_segment!(pub Name, charset = "[a-z0-9-]", max_len = 63, policy = Reject);
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Service {
+    image: String,
+    replicas: u32,
+}
+#[derive(keyplane::Key, Debug, Clone, PartialEq)]
+#[kv(template = "acme/apps/{app}/services/{name}", value = keyplane::keyspace::Json<Service>)]
+struct ServiceKey {
+    app: u64,
+    name: Name,
+}
+#[derive(keyplane::Keyspace, Debug, Clone, PartialEq)]
+enum Acme {
+    Service(ServiceKey),
+}
+fn main() -> std::process::ExitCode {
+    let acme = keyplane::keyspace::Schema::of::<Acme>("acme", "etcd", "Acme's services");
+    keyplane_cli::Kvctl::new().schema(acme).run()
+}
