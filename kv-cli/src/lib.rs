@@ -25,7 +25,7 @@
 //!
 //! fn main() -> std::process::ExitCode {
 //!     keyplane_cli::Kvctl::new()
-//!         .schema(Schema::of::<AcmeKeys>("acme", "etcd", "Acme's services"))
+//!         .schema(Schema::of::<AcmeKeys>("acme").with_store("etcd"))
 //!         .run()
 //! }
 //! ```
@@ -102,6 +102,12 @@ impl Kvctl {
         listed.added = true;
         self.catalog.schemas.insert(position, listed);
         self
+    }
+
+    /// Adds the schema of keyspace `K` named `name`: `.keyspace::<AcmeKeys>("acme")` is
+    /// `.schema(Schema::of::<AcmeKeys>("acme"))`.
+    pub fn keyspace<K: keyplane_core::keyspace::Keyspace>(self, name: &'static str) -> Self {
+        self.schema(Schema::of::<K>(name))
     }
 
     /// Runs `kvctl` with the process's arguments and returns its exit code.

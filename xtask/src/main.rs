@@ -7,7 +7,8 @@
 //!   real `etcd`, `redis-server` and a headless Chromium, the crates outside the workspace,
 //!   then a two-minute chaos run;
 //! - `outside`: the crates of `tests/outside/`, each built as a user's crate outside the
-//!   workspace, with only the library as a dependency (also part of `test`);
+//!   workspace, with only the library (or `kvctl`'s) as a dependency, then run, or tested
+//!   when it has tests (also part of `test`);
 //! - `bench`: the performance report, every measure against its raw client in one run, printed
 //!   as a table and written to `target/bench/report.json` (`--quick`: short samples;
 //!   `--only WORD`: some sections); `bench criterion [ARGS]` runs the other benchmarks
@@ -44,8 +45,8 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
   test         modules --check, cargo fmt --check, clippy -D warnings, cargo doc, every test
                against real servers and a headless Chromium, the crates outside the workspace,
                and a two-minute chaos run
-  outside      build and run the crates of tests/outside/, each a user's crate outside the
-               workspace (part of test)
+  outside      build the crates of tests/outside/, each a user's crate outside the
+               workspace, and run them (or their tests) (part of test)
   bench [--quick] [--only WORD]
                the performance report against real servers: a table, and
                target/bench/report.json (--quick: short samples, under ten minutes)

@@ -41,7 +41,7 @@ pub struct ParsedKey {
 /// #[derive(Keyspace, Debug, Clone, PartialEq)]
 /// enum AcmeKeys { Service(ServiceKey) }
 ///
-/// let acme = Schema::of::<AcmeKeys>("acme", "etcd", "Acme's services");
+/// let acme = Schema::of::<AcmeKeys>("acme").with_store("etcd");
 /// let parsed = acme.parse("acme/apps/1/services/2")?;
 /// assert_eq!(parsed.template, "acme/apps/{app}/services/{id}");
 /// assert_eq!(parsed.fields, [("app", "1".to_owned()), ("id", "2".to_owned())]);
@@ -97,12 +97,13 @@ fn parse_with<K: Keyspace>(schema: &'static str, raw: &str) -> Result<ParsedKey,
 }
 
 impl Schema {
-    /// The schema of keyspace `K`, named `name`.
-    pub fn of<K: Keyspace>(name: &'static str, store: &'static str, summary: &'static str) -> Self {
+    /// The schema of keyspace `K`, named `name` (its typed addresses are `name.template`);
+    /// [`with_store`](Self::with_store) and [`with_summary`](Self::with_summary) describe it.
+    pub fn of<K: Keyspace>(name: &'static str) -> Self {
         Schema {
             name,
-            summary,
-            store,
+            summary: "",
+            store: "",
             read_only: false,
             source: Source::Typed {
                 templates: K::templates,
@@ -116,19 +117,25 @@ impl Schema {
     ///
     /// # Panics
     /// When a template of `K` is not read-only: a schema bug, which the first use shows.
-    pub fn read_only<K: Keyspace>(
-        name: &'static str,
-        store: &'static str,
-        summary: &'static str,
-    ) -> Self {
+    pub fn read_only<K: Keyspace>(name: &'static str) -> Self {
         assert!(
             K::templates().iter().all(|t| t.template.is_read_only()),
             "every template of the old layout `{name}` is read-only"
         );
         Schema {
             read_only: true,
-            ..Schema::of::<K>(name, store, summary)
+            ..Schema::of::<K>(name)
         }
+    }
+
+    /// The store the schema's system uses (`etcd`, `redis`...), as tools show it.
+    pub fn with_store(self, store: &'static str) -> Self {
+        Schema { store, ..self }
+    }
+
+    /// One line on what the schema is for, as tools show it.
+    pub fn with_summary(self, summary: &'static str) -> Self {
+        Schema { summary, ..self }
     }
 
     /// A schema known from data alone (a manifest file): its templates, checked by the

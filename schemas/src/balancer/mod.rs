@@ -75,9 +75,7 @@ use keyplane_core::keyspace::Schema;
 
 /// The balancer catalog entry.
 pub fn schema() -> Schema {
-    Schema::of::<BalancerKeyspace>(
-        "balancer",
-        "redis",
-        "API-key balancer M:N cache: key HASH, group active LIST (round robin), reverse index SET",
-    )
+    Schema::of::<BalancerKeyspace>("balancer")
+        .with_store("redis")
+        .with_summary("API-key balancer M:N cache: key HASH, group active LIST (round robin), reverse index SET")
 }

@@ -81,9 +81,7 @@ use keyplane_core::keyspace::Schema;
 
 /// The cronix catalog entry.
 pub fn schema() -> Schema {
-    Schema::of::<CronixKeyspace>(
-        "cronix",
-        "etcd",
-        "distributed cron scheduler: nodes, processes, jobs, triggers, locks, system info under /Cronix/",
-    )
+    Schema::of::<CronixKeyspace>("cronix")
+        .with_store("etcd")
+        .with_summary("distributed cron scheduler: nodes, processes, jobs, triggers, locks, system info under /Cronix/")
 }

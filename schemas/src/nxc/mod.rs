@@ -75,27 +75,21 @@ use keyplane_core::keyspace::Schema;
 
 /// The nxc catalog entry.
 pub fn schema() -> Schema {
-    Schema::of::<NxcKeyspace>(
-        "nxc",
-        "redis",
-        "three-layer config model: realm profile map (SET) + default marker, instance HASH, encrypted pool",
-    )
+    Schema::of::<NxcKeyspace>("nxc")
+        .with_store("redis")
+        .with_summary("three-layer config model: realm profile map (SET) + default marker, instance HASH, encrypted pool")
 }
 
 /// The catalog entry of the cluster variant ([`NxcClusterKeyspace`]).
 pub fn cluster_schema() -> Schema {
-    Schema::of::<NxcClusterKeyspace>(
-        "nxc-cluster",
-        "redis-cluster",
-        "nxc on Redis Cluster: the document's templates grouped by realm (map, marker, instance) and by profile (pool)",
-    )
+    Schema::of::<NxcClusterKeyspace>("nxc-cluster")
+        .with_store("redis-cluster")
+        .with_summary("nxc on Redis Cluster: the document's templates grouped by realm (map, marker, instance) and by profile (pool)")
 }
 
 /// The catalog entry of the legacy layout ([`NxcLegacyKeyspace`], read-only).
 pub fn legacy_schema() -> Schema {
-    Schema::read_only::<NxcLegacyKeyspace>(
-        "nxc-legacy",
-        "redis",
-        "the layout nxc replaces: nexus:config:group|index|{provider} (read-only; `kvctl migrate apply nxc-legacy` moves it)",
-    )
+    Schema::read_only::<NxcLegacyKeyspace>("nxc-legacy")
+        .with_store("redis")
+        .with_summary("the layout nxc replaces: nexus:config:group|index|{provider} (read-only; `kvctl migrate apply nxc-legacy` moves it)")
 }

@@ -70,9 +70,9 @@ use keyplane_core::keyspace::Schema;
 
 /// The registry's catalog entry.
 pub fn schema() -> Schema {
-    Schema::of::<RegistryKeyspace>(
-        "registry",
-        "etcd",
-        "service registry: groups, services and lease-bound instances under /registry/",
-    )
+    Schema::of::<RegistryKeyspace>("registry")
+        .with_store("etcd")
+        .with_summary(
+            "service registry: groups, services and lease-bound instances under /registry/",
+        )
 }

@@ -118,18 +118,14 @@ pub use values::{
 
 /// The catalog entry of the tenant keyspace.
 pub fn schema() -> keyplane_core::keyspace::Schema {
-    keyplane_core::keyspace::Schema::of::<TenantKeyspace>(
-        "tenant",
-        "etcd",
-        "tenant-service configuration: meta, domains, databases, FTP users, storage and their indexes under jxt/",
-    )
+    keyplane_core::keyspace::Schema::of::<TenantKeyspace>("tenant")
+        .with_store("etcd")
+        .with_summary("tenant-service configuration: meta, domains, databases, FTP users, storage and their indexes under jxt/")
 }
 
 /// The catalog entry of the old layout of §3 ([`TenantLegacyKeyspace`], read-only).
 pub fn legacy_schema() -> keyplane_core::keyspace::Schema {
-    keyplane_core::keyspace::Schema::read_only::<TenantLegacyKeyspace>(
-        "tenant-legacy",
-        "etcd",
-        "the old tenant layout of §3 under jxt// (read-only; `kvctl migrate apply tenant-legacy` moves it)",
-    )
+    keyplane_core::keyspace::Schema::read_only::<TenantLegacyKeyspace>("tenant-legacy")
+        .with_store("etcd")
+        .with_summary("the old tenant layout under jxt// (read-only; `kvctl migrate apply tenant-legacy` moves it)")
 }

@@ -15,6 +15,5 @@ enum Acme {
     Service(ServiceKey),
 }
 fn main() -> std::process::ExitCode {
-    let acme = keyplane::keyspace::Schema::of::<Acme>("acme", "etcd", "Acme's services");
-    keyplane_cli::Kvctl::new().schema(acme).run()
+    keyplane_cli::Kvctl::new().keyspace::<Acme>("acme").run()
 }
