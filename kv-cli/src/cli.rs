@@ -21,13 +21,16 @@ field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templ
 #[derive(Parser)]
 #[command(name = "kvctl", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
-    /// Store URL: mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
+    /// Store URL, or the name of a store of the config file ([stores.NAME]): mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
     /// redis+cluster://HOST:PORT[,HOST:PORT...], redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB],
-    /// rediss://..., rediss+cluster://..., rediss+sentinel://... (default: sled in $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl).
+    /// rediss://..., rediss+cluster://..., rediss+sentinel://... (default: the config file's default_store, else sled in $XDG_DATA_HOME/kvctl or
+    /// ~/.local/share/kvctl, and every write says so).
     /// Passwords in it are never printed.
     // The value may hold a password: `--help` names the variable without showing it.
     #[arg(long, env = "KVCTL_STORE", hide_env_values = true, global = true)]
     pub(crate) store: Option<String>,
+    #[command(flatten)]
+    pub(crate) connect: crate::connect::ConnectFlags,
     /// Output format.
     #[arg(long, short, value_enum, default_value = "table", global = true)]
     pub(crate) output: Format,

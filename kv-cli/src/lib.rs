@@ -39,10 +39,13 @@ mod catalog;
 mod cli;
 mod cmd;
 mod config;
+mod connect;
 mod demo;
 mod error;
 mod manifest;
 mod output;
+mod params;
+mod password;
 mod secrets;
 mod store;
 mod tree;
@@ -151,6 +154,11 @@ impl Kvctl {
             }
         };
         let result = runtime.block_on(run(cli));
+        if let Some(url) = store::implicit_writes() {
+            // A forgotten --store (or KVCTL_STORE) must not look like a write to the store
+            // that was meant.
+            eprintln!("kvctl: wrote to the local store {url} (no --store given)");
+        }
         // Background tasks (keep-alives, sweepers) end with the runtime.
         runtime.shutdown_timeout(std::time::Duration::from_millis(200));
         match result {
@@ -193,10 +201,7 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Man => return cmd::help::man(),
         _ => {}
     }
-    let url = match cli.store {
-        Some(url) => url,
-        None => store::default_url()?,
-    };
+    let url = connect::choose(cli.store.as_deref(), &cli.connect)?;
     let ctx = Ctx {
         url,
         format: cli.output,

@@ -2,12 +2,14 @@
 //! `redis://host:port/db` and `rediss://...`, each opened as an `Arc<dyn Store>`.
 
 use crate::error::{CliError, CliResult, code};
-use keyplane::layer::{RetryLayer, StoreExt, TimeoutLayer, TracingLayer};
+use keyplane::intercept::{Call, Interceptor};
+use keyplane::layer::{FaultLayer, RetryLayer, StoreExt, TimeoutLayer, TracingLayer};
 use keyplane::redis::RedisStore;
 use keyplane::retry::Backoff;
 use keyplane::{Backend, ErrorKind, OpenOptions, Store};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 /// The deadline of each store operation (`--timeout`).
@@ -36,8 +38,123 @@ fn layered(store: Arc<dyn Store>) -> Arc<dyn Store> {
     )
 }
 
-/// How long a network store may take to answer the first request.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a network store may take to answer the first request, unless
+/// `--connect-timeout` (or the URL's `connect_timeout=`) says otherwise.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How the store a command names is reached beyond its URL, set by
+/// [`crate::connect`] once it has chosen the store.
+#[derive(Clone)]
+pub(crate) struct Session {
+    /// The store's URL as commands see and show it: without the password.
+    pub(crate) url: String,
+    /// The user (`--user`) whose password is added to the URL when the store is opened:
+    /// only then, so that commands that never open it never ask for it, and so that no
+    /// message or page built from the URL can show it.
+    pub(crate) user: Option<String>,
+    /// Whether the store is the local default, not named by `--store`, `KVCTL_STORE` or the
+    /// config file: writes to it are reported ([`implicit_writes`]).
+    pub(crate) implicit: bool,
+    /// How long connecting may take.
+    pub(crate) connect_timeout: Duration,
+}
+
+/// The session of this run.
+static SESSION: RwLock<Option<Session>> = RwLock::new(None);
+
+/// The password of the session's user, once asked for.
+static PASSWORD: RwLock<Option<String>> = RwLock::new(None);
+
+/// Whether a write reached the session's store while it is the implicit one.
+static WROTE: AtomicBool = AtomicBool::new(false);
+
+/// Makes `session` the one every store opened from its URL uses.
+pub(crate) fn set_session(session: Session) {
+    WROTE.store(false, Ordering::SeqCst);
+    *SESSION.write().unwrap_or_else(|e| e.into_inner()) = Some(session);
+}
+
+/// The session when `url` is its store's URL.
+fn session_of(url: &str) -> Option<Session> {
+    SESSION
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .filter(|s| s.url == url)
+}
+
+/// The connect timeout of the store of `url`: the session's for its store, else the URL's
+/// own `connect_timeout=`, else [`CONNECT_TIMEOUT`].
+fn connect_timeout(url: &str) -> Duration {
+    session_of(url)
+        .map(|s| s.connect_timeout)
+        .or_else(|| url_connect_timeout(url))
+        .unwrap_or(CONNECT_TIMEOUT)
+}
+
+/// The `connect_timeout=` of `url`, when it has a valid one.
+pub(crate) fn url_connect_timeout(url: &str) -> Option<Duration> {
+    let value = crate::params::value(url, "connect_timeout")?;
+    crate::params::parse_duration(value).ok()
+}
+
+/// The implicit store's URL, when this run wrote to it: for the notice that says where the
+/// writes went.
+pub(crate) fn implicit_writes() -> Option<String> {
+    let session = SESSION.read().unwrap_or_else(|e| e.into_inner()).clone()?;
+    (session.implicit && WROTE.load(Ordering::SeqCst)).then_some(session.url)
+}
+
+/// Marks [`WROTE`] when a write reaches the store it watches.
+struct WriteNotice;
+
+#[keyplane_core::raw::async_trait]
+impl Interceptor for WriteNotice {
+    async fn after(&self, call: Call, succeeded: bool) -> keyplane::Result<()> {
+        if call.is_write() && succeeded {
+            WROTE.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+/// `url` as the store is opened with: the session's password added for its user.
+///
+/// # Errors
+/// Exit code 2 when there is no password to be had (see [`crate::password::ask`]).
+fn with_password(url: &str) -> CliResult<String> {
+    let Some(user) = session_of(url).and_then(|s| s.user) else {
+        return Ok(url.to_owned());
+    };
+    let known = PASSWORD.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let password = match known {
+        Some(password) => password,
+        None => {
+            let password = crate::password::ask(&user)?;
+            *PASSWORD.write().unwrap_or_else(|e| e.into_inner()) = Some(password.clone());
+            password
+        }
+    };
+    let mut full = url.to_owned();
+    crate::params::append(&mut full, "password", &password, "KVCTL_PASSWORD")?;
+    Ok(full)
+}
+
+/// `message` with the session's password, as typed and as escaped in a URL, hidden: a
+/// backend's message may quote the URL it was given.
+fn scrub(message: &str) -> String {
+    let Some(password) = PASSWORD
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .filter(|p| !p.is_empty())
+    else {
+        return message.to_owned();
+    };
+    message
+        .replace(&password, "***")
+        .replace(&crate::params::escape(&password), "***")
+}
 
 /// How long a command waits for a sled store that another process holds open.
 ///
@@ -78,7 +195,7 @@ pub(crate) fn default_url() -> CliResult<String> {
 ///
 /// # Errors
 /// Exit code 2 for a URL of no known form, 3 when the store cannot be reached within
-/// [`CONNECT_TIMEOUT`].
+/// its connect timeout ([`CONNECT_TIMEOUT`] unless told otherwise).
 pub(crate) async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
     Ok(open_any(url).await?.0)
 }
@@ -105,7 +222,12 @@ pub(crate) async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc
         Backend::Redis(store) => Some(store.clone()),
         _ => None,
     };
-    let store = layered(backend.into_store());
+    let mut store = backend.into_store();
+    if session_of(url).is_some_and(|s| s.implicit) {
+        // The core's hook around each call, with no fault rule: it only sees the writes.
+        store = Arc::new(store.layer(FaultLayer::new(0).intercept(WriteNotice)));
+    }
+    let store = layered(store);
     // Both network clients may connect lazily: one request proves the store answers. A
     // store sharded into groups has no one revision: a read of one key proves it instead.
     let probe = async {
@@ -122,7 +244,8 @@ pub(crate) async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc
 /// Opens the backend of `url`, waiting up to [`LOCK_WAIT`] for a sled store that another
 /// process holds.
 async fn open_backend(url: &str) -> CliResult<Backend> {
-    let options = OpenOptions::default().connect_timeout(CONNECT_TIMEOUT);
+    let options = OpenOptions::default().connect_timeout(connect_timeout(url));
+    let full = with_password(url)?;
     let started = Instant::now();
     // Short pauses: the holder is most often a kvctl command that is about to finish.
     let pauses = Backoff::requests()
@@ -130,10 +253,10 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
         .max_delay(Duration::from_millis(50));
     let mut attempt = 0;
     loop {
-        match within(url, Backend::open_with(url, &options)).await? {
+        match within(url, Backend::open_with(&full, &options)).await? {
             Ok(backend) => return Ok(backend),
             Err(e) if e.kind() == ErrorKind::Config => {
-                return Err(CliError::invalid(e.message().to_string()));
+                return Err(CliError::invalid(scrub(e.message())));
             }
             Err(e) if is_sled(url) && held_by_another_process(&e) => {
                 if started.elapsed() >= LOCK_WAIT {
@@ -169,12 +292,12 @@ fn held_by_another_process(e: &keyplane::Error) -> bool {
             || e.message().contains("already open in this process"))
 }
 
-/// Runs `work` for at most twice [`CONNECT_TIMEOUT`].
+/// Runs `work` for at most twice the connect timeout of `url`.
 ///
 /// # Errors
 /// Exit code 3 when it takes longer.
 async fn within<T>(url: &str, work: impl Future<Output = T>) -> CliResult<T> {
-    tokio::time::timeout(CONNECT_TIMEOUT * 2, work)
+    tokio::time::timeout(connect_timeout(url) * 2, work)
         .await
         .map_err(|_| unreachable(url, "no answer in time", code::UNREACHABLE))
 }
@@ -204,5 +327,5 @@ fn unreachable(url: &str, why: &str, code: u8) -> CliError {
 
 /// The kind and message of a connection error, without the client's nested details.
 fn brief(e: &keyplane_core::Error) -> String {
-    format!("{}: {}", e.kind(), e.message())
+    scrub(&format!("{}: {}", e.kind(), e.message()))
 }
