@@ -12,25 +12,37 @@ use crate::store::{self, Session};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The connection flags, global to every command.
+/// The connection flags, global to every command. Their ids are prefixed so that no
+/// subcommand's argument (`parse KEY`) shares one.
 #[derive(clap::Args, Default, Clone)]
 pub(crate) struct ConnectFlags {
     /// Verify the store's certificate with this CA certificate file (PEM), for etcd over TLS
     /// and rediss://.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        long = "cacert",
+        id = "connect_cacert",
+        global = true,
+        value_name = "FILE"
+    )]
     pub(crate) cacert: Option<PathBuf>,
     /// Present this client certificate file (PEM) to the store; with --key.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long = "cert", id = "connect_cert", global = true, value_name = "FILE")]
     pub(crate) cert: Option<PathBuf>,
     /// The client certificate's private key file (PEM); with --cert.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long = "key", id = "connect_key", global = true, value_name = "FILE")]
     pub(crate) key: Option<PathBuf>,
     /// Authenticate as this user. The password comes from KVCTL_PASSWORD, else it is asked
     /// on the terminal (not echoed); it is never printed.
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(long = "user", id = "connect_user", global = true, value_name = "NAME")]
     pub(crate) user: Option<String>,
     /// How long connecting to the store may take, with its unit: 3s (the default), 500ms, 1m.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = params::parse_duration)]
+    #[arg(
+        long = "connect-timeout",
+        id = "connect_timeout",
+        global = true,
+        value_name = "DURATION",
+        value_parser = params::parse_duration
+    )]
     pub(crate) connect_timeout: Option<Duration>,
 }
 

@@ -125,3 +125,21 @@ fn local_stores_take_no_connection_option() {
         .unwrap();
     assert!(err.message.contains("no --store given"), "{}", err.message);
 }
+
+#[test]
+fn the_flags_share_no_id_with_a_subcommands_argument() {
+    use clap::{CommandFactory, Parser};
+    crate::cli::Cli::command().debug_assert();
+    let cli = crate::cli::Cli::try_parse_from([
+        "kvctl",
+        "parse",
+        "jxt/tenants/1/meta",
+        "--key",
+        "k.pem",
+        "--connect-timeout",
+        "2s",
+    ])
+    .unwrap();
+    assert_eq!(cli.connect.key, Some(PathBuf::from("k.pem")));
+    assert_eq!(cli.connect.connect_timeout, Some(Duration::from_secs(2)));
+}

@@ -7,16 +7,24 @@ pub mod server;
 use assert_cmd::Command;
 use serde_json::Value;
 
-/// `kvctl --store URL`, with no store, data directory, schema manifest or config file taken
-/// from the environment.
+/// `kvctl --store URL`, with no store, data directory, schema manifest, config file or
+/// password taken from the environment.
 pub fn kvctl(url: &str) -> Command {
+    let mut cmd = kvctl_without_store();
+    cmd.args(["--store", url]);
+    cmd
+}
+
+/// `kvctl` with no `--store`, and nothing taken from the environment (as [`kvctl`]): the
+/// test sets what the store is chosen from.
+pub fn kvctl_without_store() -> Command {
     let mut cmd = Command::cargo_bin("kvctl").expect("the kvctl binary");
     cmd.env_remove("KVCTL_STORE")
         .env_remove("KVCTL_SCHEMA")
         .env_remove("KVCTL_CONFIG")
+        .env_remove("KVCTL_PASSWORD")
         .env("XDG_DATA_HOME", "/nonexistent/kvctl-tests")
-        .env("XDG_CONFIG_HOME", "/nonexistent/kvctl-tests")
-        .args(["--store", url]);
+        .env("XDG_CONFIG_HOME", "/nonexistent/kvctl-tests");
     cmd
 }
 
