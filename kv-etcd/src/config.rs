@@ -4,7 +4,7 @@
 
 #[cfg(feature = "tls")]
 use etcd_client::{Certificate, Identity, TlsOptions};
-use keyplane_core::raw::redact_secret;
+use keyplane_core::raw::{UrlSpec, apply_url_params, redact_secret, url_query_pairs};
 #[cfg(feature = "tls")]
 use keyplane_core::tls::TlsConfig;
 use keyplane_core::{Error, ErrorKind, Result};
@@ -132,15 +132,8 @@ impl EtcdConfig {
         self
     }
 
-    /// Parses the URL form
-    /// `etcd://[user:password@]host1:2379[,host2:2379...][/][?namespace=..&max_txn_ops=..]`.
-    ///
-    /// The user and password may be percent-encoded. Query parameters: `namespace`,
-    /// `connect_timeout_ms`, `request_timeout_ms`, `max_txn_ops`, `max_value_bytes`, `retries`.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Config`] for another scheme, no host, a bad port, an unknown parameter or
-    /// an unparsable number.
+    /// Parses the URL form `etcd://[user:password@]HOST:PORT[,HOST:PORT...][/][?PARAMS]`:
+    /// [`EtcdConfig::with_url`] over the defaults.
     ///
     /// ```
     /// let cfg = keyplane_etcd::EtcdConfig::from_url(
@@ -151,7 +144,43 @@ impl EtcdConfig {
     /// assert_eq!(cfg.namespace.as_deref(), Some("jxt/"));
     /// assert!(!format!("{cfg:?}").contains("s@cret"));
     /// ```
+    ///
+    /// # Errors
+    /// As [`EtcdConfig::with_url`].
     pub fn from_url(url: &str) -> Result<Self> {
+        EtcdConfig::default().with_url(url)
+    }
+
+    /// This config with what `url` names: the endpoints of its authority, the user and
+    /// password before its `@` (percent-encoded), and every field its query names, each
+    /// parameter named as its field: `connect_timeout=2s` (or `connect_timeout_ms=2000`),
+    /// `request_timeout`, `namespace`, `max_txn_ops`, `max_value_bytes`, `retries`, `user`
+    /// (or `username`), `password`, and (feature `tls`) `ca`, `cert`, `key`, `domain`, which
+    /// turn TLS on. The facade crate's README has the table of every backend's parameters;
+    /// the grammar is [`apply_url_params`]'s.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let cfg = keyplane_etcd::EtcdConfig::default()
+    ///     .with_url("etcd://10.0.0.1:2379?connect_timeout=2s&user=app&password=pw")
+    ///     .unwrap();
+    /// assert_eq!(cfg.connect_timeout(), Duration::from_secs(2));
+    /// assert_eq!(cfg.username.as_deref(), Some("app"));
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for another scheme, no host, a bad port, an unknown parameter
+    /// (the message lists the known ones), a value of the wrong form, a TLS parameter
+    /// without the `tls` feature, or a config that [`EtcdConfig::validate`] refuses.
+    pub fn with_url(self, url: &str) -> Result<Self> {
+        let cfg = self.with_url_unchecked(url)?;
+        cfg.validate()
+            .map_err(|e| e.with_context("url", keyplane_core::raw::redact_url(url)))?;
+        Ok(cfg)
+    }
+
+    /// [`EtcdConfig::with_url`] without the final [`EtcdConfig::validate`].
+    fn with_url_unchecked(mut self, url: &str) -> Result<Self> {
         let rest = url
             .strip_prefix("etcd://")
             .ok_or_else(|| config_error("an etcd URL starts with etcd://", url))?;
@@ -166,43 +195,28 @@ impl EtcdConfig {
                 url,
             ));
         }
-        let mut cfg = EtcdConfig::default();
         let hosts = match authority.rsplit_once('@') {
             Some((userinfo, hosts)) => {
                 let (user, password) = userinfo.split_once(':').ok_or_else(|| {
                     config_error("credentials in an etcd URL are user:password", url)
                 })?;
-                cfg.username = Some(decode(user, url)?);
-                cfg.password = Some(decode(password, url)?);
+                self.username = Some(decode(user, url)?);
+                self.password = Some(decode(password, url)?);
                 hosts
             }
             None => authority,
         };
-        cfg.endpoints = hosts
+        self.endpoints = hosts
             .split(',')
             .map(|h| validate_host(h, url))
             .collect::<Result<_>>()?;
-        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let value = decode(value, url)?;
-            match name {
-                "namespace" => cfg.namespace = Some(value).filter(|v| !v.is_empty()),
-                "connect_timeout_ms" => {
-                    cfg.connect_timeout_ms = number("connect_timeout_ms", &value, url)?
-                }
-                "request_timeout_ms" => {
-                    cfg.request_timeout_ms = number("request_timeout_ms", &value, url)?
-                }
-                "max_txn_ops" => cfg.max_txn_ops = number("max_txn_ops", &value, url)?,
-                "max_value_bytes" => cfg.max_value_bytes = number("max_value_bytes", &value, url)?,
-                "retries" => cfg.retries = number("retries", &value, url)?,
-                other => {
-                    return Err(config_error("unknown etcd URL parameter", url)
-                        .with_context("parameter", other));
-                }
-            }
+        let pairs = url_query_pairs(query.unwrap_or(""))
+            .map_err(|e| e.with_context("url", keyplane_core::raw::redact_url(url)))?;
+        let mut cfg = apply_url_params(&self, &pairs, &URL_SPEC)
+            .map_err(|e| e.with_context("url", keyplane_core::raw::redact_url(url)))?;
+        if cfg.namespace.as_deref() == Some("") {
+            cfg.namespace = None;
         }
-        cfg.validate()?;
         Ok(cfg)
     }
 
@@ -271,11 +285,11 @@ fn validate_host(host: &str, url: &str) -> Result<String> {
     Ok(host.to_owned())
 }
 
-fn number<T: std::str::FromStr>(name: &'static str, value: &str, url: &str) -> Result<T> {
-    value
-        .parse()
-        .map_err(|_| config_error("not a number", url).with_context("parameter", name))
-}
+/// How an etcd URL's parameters map onto [`EtcdConfig`]: the endpoints are the authority's,
+/// `user` names the `username` field as etcdctl's `--user` does.
+const URL_SPEC: UrlSpec = UrlSpec::new("etcd")
+    .fixed(&["endpoints"])
+    .aliases(&[("user", "username")]);
 
 /// The client TLS options for `cfg`.
 ///
@@ -341,6 +355,97 @@ mod tests {
         assert!(!err.to_string().contains("hunter2"), "{err}");
         let cfg = EtcdConfig::new(["a:1"]).auth("u", "hunter2");
         assert!(!format!("{cfg:?}").contains("hunter2"));
+    }
+
+    /// Every field of the config, and of its TLS settings, is set by a URL: the authority
+    /// for the endpoints, a parameter for each other one.
+    #[test]
+    fn a_url_sets_every_field() {
+        let default = EtcdConfig::default();
+        let base = "etcd://127.0.0.1:2379";
+        let examples = keyplane_core::raw::url_param_examples(&default, &URL_SPEC).unwrap();
+        assert!(examples.len() >= 9, "{examples:?}");
+        for (field, example) in examples {
+            let url = match (field.as_str(), example) {
+                ("endpoints", None) => "etcd://10.1.1.1:2379".to_owned(),
+                (_, Some(param)) => format!("{base}?{param}"),
+                (field, None) => panic!("no URL parameter sets the field {field}"),
+            };
+            let cfg = default.clone().with_url_unchecked(&url).unwrap();
+            let (before, after) = (field_value(&default, &field), field_value(&cfg, &field));
+            assert_ne!(before, after, "{url} leaves {field} as it was");
+        }
+    }
+
+    /// The JSON value of `field` (`tls.ca_file` for a field of `tls`) in `cfg`.
+    fn field_value(cfg: &EtcdConfig, field: &str) -> serde_json::Value {
+        let json = serde_json::to_value(cfg).unwrap();
+        field.split('.').fold(json, |value, name| {
+            value.get(name).cloned().unwrap_or_default()
+        })
+    }
+
+    #[test]
+    fn parameters_take_durations_credentials_and_tls() {
+        let cfg = EtcdConfig::from_url(
+            "etcd://a:2379?connect_timeout=2s&request_timeout_ms=1500&user=app&password=p%40w",
+        )
+        .unwrap();
+        assert_eq!(cfg.connect_timeout(), Duration::from_secs(2));
+        assert_eq!(cfg.request_timeout(), Duration::from_millis(1500));
+        assert_eq!(cfg.username.as_deref(), Some("app"));
+        assert_eq!(cfg.password.as_deref(), Some("p@w"));
+        #[cfg(feature = "tls")]
+        {
+            let cfg =
+                EtcdConfig::from_url("etcd://a:2379?ca=/ca.pem&cert=/c.pem&key=/k.pem").unwrap();
+            let tls = cfg.tls.unwrap();
+            assert_eq!(
+                tls.ca_file.as_deref(),
+                Some(std::path::Path::new("/ca.pem"))
+            );
+            assert_eq!(
+                tls.key_file.as_deref(),
+                Some(std::path::Path::new("/k.pem"))
+            );
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_config_errors_naming_them() {
+        for (url, says) in [
+            ("etcd://a:2379?bogus=1", "`bogus`"),
+            (
+                "etcd://a:2379?retries=many",
+                "`retries` expects a whole number",
+            ),
+            ("etcd://a:2379?connect_timeout=2", "not a bare number"),
+            ("etcd://a:2379?connect_timeout=0s", "greater than zero"),
+        ] {
+            let err = EtcdConfig::from_url(url).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Config, "{url}");
+            assert!(err.to_string().contains(says), "{url}: {err}");
+        }
+        let err = EtcdConfig::from_url("etcd://a:2379?bogus=1")
+            .unwrap_err()
+            .to_string();
+        for known in [
+            "connect_timeout",
+            "namespace",
+            "user",
+            "password",
+            "retries",
+        ] {
+            assert!(err.contains(known), "{err}");
+        }
+        let tls = EtcdConfig::from_url("etcd://a:2379?ca=/ca.pem");
+        if cfg!(feature = "tls") {
+            assert!(tls.is_ok());
+        } else {
+            let err = tls.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Config);
+            assert!(err.to_string().contains("`tls` feature"), "{err}");
+        }
     }
 
     #[test]
