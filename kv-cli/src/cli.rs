@@ -224,6 +224,11 @@ pub(crate) enum Command {
         #[arg(long)]
         leases: bool,
     },
+    /// Leases: grant, keep-alive, revoke, ttl, list (IDs in hex, as etcdctl prints them).
+    Lease {
+        #[command(subcommand)]
+        action: cmd::lease::Action,
+    },
     /// Print a shell completion script: `kvctl completions bash > /etc/bash_completion.d/kvctl`.
     Completions {
         /// The shell.

@@ -246,6 +246,7 @@ async fn run(cli: Cli) -> CliResult<()> {
             overwrite,
             leases,
         } => cmd::dump::copy(&ctx, &from, &to, prefix.as_deref(), overwrite, leases).await,
+        Command::Lease { action } => cmd::lease::run(&ctx, action).await,
         Command::Completions { .. } | Command::Man => Ok(()),
     }
 }

@@ -121,6 +121,38 @@ pub(crate) async fn put(
     })
 }
 
+/// Puts `value` under `key` if `guard` holds, attached to the existing lease `id`
+/// (`put --lease ID`); returns the write's revision.
+///
+/// # Errors
+/// Exit code 1 when the lease does not exist, 4 when the guard does not hold (nothing
+/// written either way); store errors.
+pub(crate) async fn put_on_lease(
+    store: &dyn Store,
+    key: &str,
+    value: &[u8],
+    guard: Guard,
+    id: LeaseId,
+) -> CliResult<i64> {
+    let txn = Txn::new()
+        .when(guard.compares(key.as_bytes()))
+        .and_then([TxnOp::put_with_lease(key.as_bytes(), value, id)])
+        .or_else([TxnOp::get(key.as_bytes())]);
+    let response = store.txn(txn).await.map_err(|e| {
+        if e.kind() == keyplane_core::ErrorKind::LeaseNotFound {
+            CliError::not_found(format!(
+                "lease {id} not found (expired or revoked): nothing written"
+            ))
+        } else {
+            e.into()
+        }
+    })?;
+    if !response.succeeded {
+        return Err(guard.failed(key, current(&response.results)));
+    }
+    Ok(response.revision)
+}
+
 /// Deletes `key` if `guard` holds; returns whether it existed.
 ///
 /// # Errors

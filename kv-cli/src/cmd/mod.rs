@@ -5,6 +5,7 @@ pub(crate) mod dump;
 pub(crate) mod get;
 pub(crate) mod guard;
 pub(crate) mod help;
+pub(crate) mod lease;
 pub(crate) mod lint;
 pub(crate) mod ls;
 pub(crate) mod migrate;

@@ -1,6 +1,6 @@
-//! `kvctl put ADDRESS VALUE [--create | --if-mod-revision N] [--lease-ttl TTL]`: writes one
-//! key after checking the key against its template's segment rules and the value against its
-//! value type, under its guard. Nothing is written when any of them fails.
+//! `kvctl put ADDRESS VALUE [--create | --if-mod-revision N] [--lease-ttl TTL | --lease ID]`:
+//! writes one key after checking the key against its template's segment rules and the value
+//! against its value type, under its guard. Nothing is written when any of them fails.
 
 use super::Ctx;
 use crate::address::Address;
@@ -26,6 +26,10 @@ pub(crate) struct PutFlags {
     /// and the key goes when the lease expires.
     #[arg(long, value_name = "TTL", value_parser = super::guard::parse_duration)]
     pub(crate) lease_ttl: Option<std::time::Duration>,
+    /// Attach the key to an existing lease (its hex ID, as `kvctl lease grant` prints it):
+    /// exit code 1, nothing written, when the lease has expired or was revoked.
+    #[arg(long, value_name = "ID", conflicts_with = "lease_ttl")]
+    pub(crate) lease: Option<String>,
 }
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliResult<()> {
@@ -44,12 +48,32 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliRes
     } else {
         value.as_bytes().to_vec()
     };
+    let lease = flags
+        .lease
+        .as_deref()
+        .map(super::lease::read_id)
+        .transpose()?;
     let checked = if raw {
         None
     } else {
         Some(check(&key, &value)?)
     };
     let store = ctx.store().await?;
+    if let Some(id) = lease {
+        let revision = super::guard::put_on_lease(&*store, &key, &value, guard, id).await?;
+        match ctx.format {
+            Format::Json => print_json(&json!({
+                "key": key,
+                "revision": revision,
+                "template": checked,
+                "lease": { "id": id.to_string() },
+            })),
+            Format::Table => {
+                crate::output::outln!("OK {key} (revision {revision}, lease {id})")
+            }
+        }
+        return Ok(());
+    }
     let done = super::guard::put(&*store, &key, &value, guard, flags.lease_ttl).await?;
     let lease = done.lease.map(|(id, ttl)| (id.to_string(), ttl.as_secs()));
     match ctx.format {

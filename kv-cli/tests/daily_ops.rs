@@ -1,0 +1,235 @@
+//! `kvctl` for an operator's daily work, on etcd, Redis and sled: leases (grant, keep-alive,
+//! revoke, ttl, `put --lease`), listings with `--keys-only`, `--limit` and `--count`, `del`,
+//! `compact`, `status`, and `lock` and `elect` held by running processes.
+
+mod common;
+
+use common::*;
+use keyplane_tests::harness::{key_root, shared_etcd, shared_redis};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+async fn etcd_url() -> Option<String> {
+    let server = shared_etcd().await?;
+    let endpoint = server.endpoint();
+    let host = endpoint.strip_prefix("http://").unwrap_or(&endpoint);
+    Some(format!("etcd://{host}?namespace={}", key_root("ops")))
+}
+
+/// A Redis database of its own, emptied.
+async fn redis_url(database: u8) -> Option<String> {
+    let server = shared_redis().await?;
+    let url = format!("{}/{database}", server.url());
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut con).await.unwrap();
+    Some(url)
+}
+
+fn sled_url(dir: &tempfile::TempDir) -> String {
+    format!("sled://{}", dir.path().join("db").display())
+}
+
+/// A `kvctl` running in the background, its stdout lines on a channel.
+struct Background {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Background {
+    fn start(url: &str, args: &[&str]) -> Self {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
+            .env_remove("KVCTL_STORE")
+            .env_remove("KVCTL_SCHEMA")
+            .env_remove("KVCTL_CONFIG")
+            .env_remove("KVCTL_PASSWORD")
+            .env("XDG_DATA_HOME", "/nonexistent/kvctl-tests")
+            .env("XDG_CONFIG_HOME", "/nonexistent/kvctl-tests")
+            .args(["--store", url])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("kvctl starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Background { child, lines }
+    }
+
+    /// The next stdout line, waiting for it (generously: the machine is shared).
+    fn next(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("kvctl printed a line")
+    }
+
+    /// Waits for the process to end by itself; its exit code.
+    fn wait(&mut self) -> i32 {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "kvctl did not end by itself"
+            );
+            std::thread::park_timeout(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends Ctrl-C and waits for the process to end; its exit code.
+    fn interrupt(&mut self) -> i32 {
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        self.wait()
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The ID of `lease ID granted with TTL ...`.
+fn granted_id(line: &str) -> String {
+    let rest = line
+        .strip_prefix("lease ")
+        .unwrap_or_else(|| panic!("not a grant: {line}"));
+    let (id, tail) = rest.split_once(' ').expect("an ID");
+    assert!(tail.starts_with("granted with TTL "), "{line}");
+    id.to_owned()
+}
+
+/// Grant, put --lease, ttl (--keys), keep-alive (once, and until the lease is revoked by
+/// another process, where two processes can share the store: `shared`), revoke (its keys
+/// go), and refused input that writes nothing.
+fn leases(url: &str, shared: bool) {
+    let root = key_root("lease");
+    let key = format!("{root}held");
+    let granted = ok(url, &["lease", "grant", "30"]);
+    let id = granted_id(granted.trim());
+    assert_eq!(granted.trim(), format!("lease {id} granted with TTL 30s"));
+    let doc = json(url, &["lease", "grant", "1m"]);
+    assert_eq!(doc["ttl"], 60);
+    assert!(doc["id"].as_str().is_some_and(|s| !s.is_empty()), "{doc}");
+
+    let put = json(url, &["put", "--raw", "--lease", &id, &key, "v"]);
+    assert_eq!(put["lease"]["id"], id.as_str());
+    let ttl = json(url, &["lease", "ttl", &id, "--keys"]);
+    assert_eq!(ttl["granted_ttl"], 30);
+    let remaining = ttl["ttl"].as_u64().expect("seconds left");
+    assert!((1..=30).contains(&remaining), "{ttl}");
+    assert_eq!(ttl["keys"], serde_json::json!([key]));
+    let line = ok(url, &["lease", "ttl", &id, "--keys"]);
+    assert!(
+        line.starts_with(&format!("lease {id} granted with TTL 30s, remaining ")),
+        "{line}"
+    );
+    assert!(
+        line.trim_end().ends_with(&format!("attached keys [{key}]")),
+        "{line}"
+    );
+    assert_eq!(
+        ok(url, &["lease", "keep-alive", "--once", &id]).trim(),
+        format!("lease {id} keepalived with TTL 30s")
+    );
+
+    if shared {
+        keep_alive_until_revoked(url);
+    }
+
+    // Revoking deletes the lease's keys.
+    ok(url, &["lease", "revoke", &id]);
+    fails(url, &["get", &key], 1);
+    fails(url, &["lease", "ttl", &id], 1);
+    fails(url, &["lease", "revoke", &id], 1);
+    fails(url, &["lease", "keep-alive", &id], 1);
+
+    // Bad input: exit 2 (1 for a lease that is gone), one line, nothing written.
+    let other = format!("{root}other");
+    fails(url, &["put", "--raw", "--lease", &id, &other, "v"], 1);
+    fails(url, &["put", "--raw", "--lease", "xyz", &other, "v"], 2);
+    let both = [
+        "put",
+        "--raw",
+        "--lease",
+        &id,
+        "--lease-ttl",
+        "5s",
+        &other,
+        "v",
+    ];
+    assert_eq!(run(url, &both).code, 2);
+    fails(url, &["get", &other], 1);
+    fails(url, &["lease", "grant", "0"], 2);
+    fails(url, &["lease", "grant", "3d"], 2);
+    fails(url, &["lease", "ttl", "not-hex"], 2);
+    let err = fails(url, &["lease", "list"], 2);
+    assert!(err.contains("lease list"), "{err}");
+}
+
+/// `lease keep-alive` renews until Ctrl-C, or until another process revokes the lease: then
+/// it says so and ends with exit code 0.
+fn keep_alive_until_revoked(url: &str) {
+    // Ctrl-C ends a keep-alive with exit code 0, the lease left as it is.
+    let long = granted_id(ok(url, &["lease", "grant", "60s"]).trim());
+    let mut keeper = Background::start(url, &["-o", "json", "lease", "keep-alive", &long]);
+    let renewal: serde_json::Value = serde_json::from_str(&keeper.next()).unwrap();
+    assert_eq!(renewal, serde_json::json!({ "id": long, "ttl": 60 }));
+    assert_eq!(keeper.interrupt(), 0);
+    ok(url, &["lease", "ttl", &long]);
+
+    let short = granted_id(ok(url, &["lease", "grant", "3s"]).trim());
+    let mut keeper = Background::start(url, &["lease", "keep-alive", &short]);
+    assert_eq!(
+        keeper.next(),
+        format!("lease {short} keepalived with TTL 3s")
+    );
+    assert_eq!(
+        keeper.next(),
+        format!("lease {short} keepalived with TTL 3s")
+    );
+    assert_eq!(
+        ok(url, &["lease", "revoke", &short]).trim(),
+        format!("lease {short} revoked")
+    );
+    assert_eq!(keeper.next(), format!("lease {short} expired or revoked."));
+    assert_eq!(keeper.wait(), 0);
+}
+
+#[tokio::test]
+async fn etcd_leases() {
+    let Some(url) = etcd_url().await else { return };
+    leases(&url, true);
+}
+
+#[tokio::test]
+async fn redis_leases() {
+    let Some(url) = redis_url(10).await else {
+        return;
+    };
+    leases(&url, true);
+}
+
+#[test]
+fn sled_leases() {
+    let dir = tempfile::tempdir().unwrap();
+    // One process at a time opens a sled database: no keep-alive beside a revoke.
+    leases(&sled_url(&dir), false);
+}
