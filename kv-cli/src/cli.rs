@@ -110,6 +110,8 @@ pub(crate) enum Command {
         /// List the directory as it was at this revision (a snapshot read).
         #[arg(long, value_name = "N", allow_negative_numbers = true)]
         rev: Option<i64>,
+        #[command(flatten)]
+        shape: cmd::ls::Shape,
     },
     /// Write one key, after checking the key and the value against the schema; guarded with
     /// --create or --if-mod-revision, leased with --lease-ttl.
@@ -122,6 +124,7 @@ pub(crate) enum Command {
     },
     /// Delete one key (only at a mod revision with --if-mod-revision), or a directory with
     /// --prefix.
+    #[command(visible_alias = "del")]
     Rm {
         /// A raw key, or `schema.template field=value...`.
         #[arg(required = true, num_args = 1..)]

@@ -216,7 +216,8 @@ async fn run(cli: Cli) -> CliResult<()> {
             address,
             values,
             rev,
-        } => cmd::ls::run(&ctx, &address, values, rev).await,
+            shape,
+        } => cmd::ls::run(&ctx, &address, values, rev, &shape).await,
         Command::Put { args, flags } => cmd::put::run(&ctx, &args, &flags).await,
         Command::Rm {
             address,

@@ -233,3 +233,60 @@ fn sled_leases() {
     // One process at a time opens a sled database: no keep-alive beside a revoke.
     leases(&sled_url(&dir), false);
 }
+
+/// `ls --keys-only`, `--limit N` and `--count` over three keys, and `del` as `rm`.
+fn listings(url: &str) {
+    let root = key_root("ls");
+    let keys: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|k| format!("{root}{k}"))
+        .collect();
+    for key in &keys {
+        ok(url, &["put", "--raw", key, "v"]);
+    }
+    let lines = |out: String| -> Vec<String> { out.lines().map(str::to_owned).collect() };
+    assert_eq!(lines(ok(url, &["ls", &root, "--keys-only"])), keys);
+    assert_eq!(
+        lines(ok(url, &["ls", &root, "--keys-only", "--limit", "2"])),
+        keys[..2]
+    );
+    assert_eq!(listed_keys(url, &[&root, "--limit", "2"]), keys[..2]);
+    assert_eq!(listed_keys(url, &[&root, "--keys-only"]), keys);
+    assert_eq!(ok(url, &["ls", &root, "--count"]).trim(), "3");
+    assert_eq!(
+        json(url, &["ls", &root, "--count"]),
+        serde_json::json!({ "count": 3 })
+    );
+
+    assert_eq!(
+        ok(url, &["del", &keys[0]]).trim(),
+        format!("deleted {}", keys[0])
+    );
+    fails(url, &["del", &keys[0]], 1);
+    assert_eq!(ok(url, &["ls", &root, "--count"]).trim(), "2");
+
+    // Bad input: exit 2, nothing listed.
+    fails(url, &["ls", &root, "--limit", "0"], 2);
+    let both = run(url, &["ls", &root, "--count", "-l"]);
+    assert_eq!((both.code, both.stdout.as_str()), (2, ""));
+}
+
+#[tokio::test]
+async fn etcd_listings() {
+    let Some(url) = etcd_url().await else { return };
+    listings(&url);
+}
+
+#[tokio::test]
+async fn redis_listings() {
+    let Some(url) = redis_url(11).await else {
+        return;
+    };
+    listings(&url);
+}
+
+#[test]
+fn sled_listings() {
+    let dir = tempfile::tempdir().unwrap();
+    listings(&sled_url(&dir));
+}

@@ -1,21 +1,47 @@
-//! `kvctl ls [ADDRESS] [--rev N]`: the keys of a directory (as they were at revision N when
-//! asked) (a typed address's directory, or a raw
-//! prefix), with their types: plain values and the sets, maps and lists stored there.
+//! `kvctl ls [ADDRESS] [--rev N] [--keys-only] [--limit N] [--count]`: the keys of a directory
+//! (as they were at revision N when asked) (a typed address's directory, or a raw prefix),
+//! with their types: plain values and the sets, maps and lists stored there; only the keys,
+//! the first N, or how many, as etcdctl's `get --prefix --keys-only`, `--limit` and
+//! `--count-only` give them.
 
 use super::Ctx;
 use crate::address::Address;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::output::{Format, entry_json, print_json, typed};
 use keyplane_core::{CollectionEntry, CollectionKind, Entry, RangeOptions, Store};
 use serde_json::{Value, json};
+
+/// What `ls` prints of the listing: every row, only the keys, the first N, or the count.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct Shape {
+    /// Print only the keys, one per line (as `etcdctl get --prefix --keys-only`).
+    #[arg(long, conflicts_with = "values")]
+    pub(crate) keys_only: bool,
+    /// Print only the first N keys, in key order.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) limit: Option<i64>,
+    /// Print only how many keys there are (as `etcdctl get --prefix --count-only`).
+    #[arg(long, conflicts_with_all = ["values", "keys_only", "limit"])]
+    pub(crate) count: bool,
+}
 
 pub(crate) async fn run(
     ctx: &Ctx,
     words: &[String],
     values: bool,
     revision: Option<i64>,
+    shape: &Shape,
 ) -> CliResult<()> {
     super::check_revision(revision)?;
+    let limit = match shape.limit {
+        Some(n) if n < 1 => {
+            return Err(CliError::invalid(format!(
+                "--limit {n}: list at least 1 key"
+            )));
+        }
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        None => None,
+    };
     let prefix = if words.is_empty() {
         String::new()
     } else {
@@ -33,6 +59,21 @@ pub(crate) async fn run(
         )
         .collect();
     rows.sort_by(|a, b| a.0.cmp(&b.0));
+    if shape.count {
+        match ctx.format {
+            Format::Json => print_json(&json!({ "count": rows.len() })),
+            Format::Table => crate::output::outln!("{}", rows.len()),
+        }
+        return Ok(());
+    }
+    let more = limit.is_some_and(|n| rows.len() > n);
+    if let Some(n) = limit {
+        rows.truncate(n);
+    }
+    if shape.keys_only {
+        keys_only(ctx.format, &rows);
+        return more_notice(more);
+    }
     match ctx.format {
         Format::Json => print_json(&Value::Array(
             rows.iter()
@@ -65,7 +106,37 @@ pub(crate) async fn run(
             }
         }
     }
+    more_notice(more)
+}
+
+/// Says on stderr that `--limit` left keys out, as etcdctl's `more` does: stdout holds only
+/// what was asked for.
+fn more_notice(more: bool) -> CliResult<()> {
+    if more {
+        eprintln!("kvctl: more keys match (--limit)");
+    }
     Ok(())
+}
+
+/// The keys alone: one per line, or a JSON array of keys with their typed addresses.
+fn keys_only(format: Format, rows: &[(Vec<u8>, Row<'_>)]) {
+    match format {
+        Format::Json => print_json(&Value::Array(
+            rows.iter()
+                .map(|(key, _)| {
+                    let key = String::from_utf8_lossy(key).into_owned();
+                    let mut object = json!({ "key": key });
+                    crate::output::add_typed_address(&mut object, &key);
+                    object
+                })
+                .collect(),
+        )),
+        Format::Table => {
+            for (key, _) in rows {
+                crate::output::outln!("{}", String::from_utf8_lossy(key));
+            }
+        }
+    }
 }
 
 enum Row<'a> {
