@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use keyplane_tests::harness::{TestCerts, key_root, shared_etcd, shared_redis};
+use keyplane_tests::harness::{TestCerts, TlsEtcd, key_root, shared_etcd, shared_redis};
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -124,6 +124,53 @@ fn flags_become_the_urls_parameters() {
         stderr.contains("--user applies to etcd and Redis"),
         "{stderr}"
     );
+}
+
+#[test]
+fn etcd_over_tls_with_a_client_certificate() {
+    let certs = TestCerts::new();
+    let Some(server) = TlsEtcd::start(&certs) else {
+        return;
+    };
+    let url = format!(
+        "etcd://{}?namespace={}",
+        server.endpoint(),
+        key_root("kvctl-tls")
+    );
+    let path = |name: &str| certs.path(name).display().to_string();
+    let tls = [
+        "--cacert",
+        &path("ca.pem"),
+        "--cert",
+        &path("client.pem"),
+        "--key",
+        &path("client-key.pem"),
+    ];
+    let run = outcome(kvctl(&url).args(tls).args(["put", "--raw", "cfg/a", "on"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = outcome(kvctl(&url).args(tls).args(["-o", "json", "get", "cfg/a"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\"on\""), "{}", run.stdout);
+    // The server requires the client certificate, and kvctl checks the server's.
+    for refused in [
+        vec!["--cacert", &path("ca.pem")],
+        vec![
+            "--cacert",
+            &path("other-ca.pem"),
+            "--cert",
+            &path("client.pem"),
+            "--key",
+            &path("client-key.pem"),
+        ],
+    ] {
+        let run =
+            outcome(
+                kvctl(&url)
+                    .args(&refused)
+                    .args(["--connect-timeout", "2s", "get", "cfg/a"]),
+            );
+        assert_eq!(run.code, 3, "{refused:?}: {}", run.stderr);
+    }
 }
 
 #[tokio::test]
