@@ -289,7 +289,8 @@ fn validate_host(host: &str, url: &str) -> Result<String> {
 /// `user` names the `username` field as etcdctl's `--user` does.
 const URL_SPEC: UrlSpec = UrlSpec::new("etcd")
     .fixed(&["endpoints"])
-    .aliases(&[("user", "username")]);
+    .aliases(&[("user", "username")])
+    .tls_feature_of("keyplane-etcd");
 
 /// The client TLS options for `cfg`.
 ///

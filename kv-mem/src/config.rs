@@ -1,6 +1,7 @@
 //! [`MemConfig`]: limits and retention of a [`MemStore`](crate::MemStore).
 
-use keyplane_core::{Capabilities, Retention, Support};
+use keyplane_core::raw::{UrlSpec, apply_url_params, url_query_pairs};
+use keyplane_core::{Capabilities, Error, ErrorKind, Result, Retention, Support};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -47,7 +48,37 @@ impl Default for MemConfig {
     }
 }
 
+/// How a `mem://` URL's parameters map onto [`MemConfig`]: each field is one.
+const URL_SPEC: UrlSpec = UrlSpec::new("mem");
+
 impl MemConfig {
+    /// Parses `mem://[?PARAMS]`, each parameter named as the field it sets:
+    /// `history_retention`, `max_txn_ops`, `max_value_bytes`, `watch_buffer` (the grammar of
+    /// [`apply_url_params`]; the facade crate's README has the table of every backend's
+    /// parameters).
+    ///
+    /// ```
+    /// let config = keyplane_mem::MemConfig::from_url("mem://?history_retention=100").unwrap();
+    /// assert_eq!(config.history_retention, 100);
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](keyplane_core::ErrorKind::Config) for another scheme, a path,
+    /// an unknown parameter (the message lists the known ones) or a value of the wrong form.
+    pub fn from_url(url: &str) -> Result<Self> {
+        let rest = url.strip_prefix("mem://").ok_or_else(|| {
+            Error::new(ErrorKind::Config, "a memory store's URL starts with mem://")
+        })?;
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if !path.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "mem:// takes no path, only ?parameters",
+            ));
+        }
+        apply_url_params(&MemConfig::default(), &url_query_pairs(query)?, &URL_SPEC)
+    }
+
     /// The capabilities a store with this configuration reports.
     pub(crate) fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -79,6 +110,44 @@ mod tests {
         assert_eq!(config.history_retention, 5);
         assert_eq!(config.max_txn_ops, MemConfig::default().max_txn_ops);
         assert!(serde_json::from_str::<MemConfig>(r#"{"histroy": 5}"#).is_err());
+    }
+
+    /// Every field of the config is set by a URL parameter.
+    #[test]
+    fn a_url_sets_every_field() {
+        let default = MemConfig::default();
+        let examples = keyplane_core::raw::url_param_examples(&default, &URL_SPEC).unwrap();
+        assert_eq!(examples.len(), 4, "{examples:?}");
+        for (field, example) in examples {
+            let param = example.unwrap_or_else(|| panic!("no URL parameter sets {field}"));
+            let config = MemConfig::from_url(&format!("mem://?{param}")).unwrap();
+            let json = |c: &MemConfig| serde_json::to_value(c).unwrap()[&field].clone();
+            assert_ne!(
+                json(&config),
+                json(&default),
+                "{param} leaves {field} as it was"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_urls_are_config_errors() {
+        for (url, says) in [
+            ("mem://x", "no path"),
+            ("sled://x", "mem://"),
+            ("mem://?history=5", "`history`"),
+            ("mem://?max_txn_ops=lots", "`max_txn_ops`"),
+            ("mem://?ca=/ca.pem", "takes none"),
+        ] {
+            let err = MemConfig::from_url(url).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Config, "{url}");
+            assert!(err.to_string().contains(says), "{url}: {err}");
+        }
+        let err = MemConfig::from_url("mem://?history=5")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("history_retention, max_txn_ops"), "{err}");
+        assert_eq!(MemConfig::from_url("mem://").unwrap(), MemConfig::default());
     }
 
     #[test]

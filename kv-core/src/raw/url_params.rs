@@ -39,6 +39,7 @@ pub struct UrlSpec {
     fixed: &'static [&'static str],
     aliases: &'static [(&'static str, &'static str)],
     foreign: &'static [&'static str],
+    tls_crate: Option<&'static str>,
 }
 
 impl UrlSpec {
@@ -49,7 +50,16 @@ impl UrlSpec {
             fixed: &[],
             aliases: &[],
             foreign: &[],
+            tls_crate: None,
         }
+    }
+
+    /// The crate whose `tls` feature adds the config's `tls` field, for the message of a
+    /// TLS parameter in a build without it. Without it, a TLS parameter is refused as one
+    /// the backend does not take.
+    pub const fn tls_feature_of(mut self, crate_name: &'static str) -> Self {
+        self.tls_crate = Some(crate_name);
+        self
     }
 
     /// Fields the URL sets outside its query (the hosts, a path): no parameter names them.
@@ -381,13 +391,13 @@ fn resolve(json: &Map<String, Value>, name: &str, spec: &UrlSpec) -> Result<Targ
         if json.contains_key("tls") && !spec.fixed.contains(&"tls") {
             return Ok(Target::Tls(sub));
         }
+        let why = match spec.tls_crate {
+            Some(krate) => format!("build {krate} with its `tls` feature"),
+            None => format!("the {} backend takes none", spec.backend),
+        };
         return Err(Error::new(
             ErrorKind::Config,
-            format!(
-                "the URL parameter `{name}` is a TLS setting: build keyplane-{} with its `tls` \
-                 feature",
-                spec.backend
-            ),
+            format!("the URL parameter `{name}` is a TLS setting: {why}"),
         ));
     }
     if settable(field) {

@@ -120,7 +120,16 @@ fn tls_parameters_need_a_tls_field() {
         .err()
         .unwrap();
     assert_eq!(err.kind(), ErrorKind::Config);
-    assert!(err.to_string().contains("`tls` feature"), "{err}");
+    assert!(err.to_string().contains("takes none"), "{err}");
+    let spec = UrlSpec::new("demo").tls_feature_of("keyplane-demo");
+    let err = apply_url_params(&Plain::default(), &pairs, &spec)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("keyplane-demo with its `tls` feature"),
+        "{err}"
+    );
 }
 
 #[test]
