@@ -1,6 +1,7 @@
 //! `RedisConfig`: where the Redis server is and how the store lays out its data there.
 
 mod sentinel;
+mod url;
 
 pub(crate) use sentinel::SentinelTarget;
 
