@@ -232,6 +232,16 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: cmd::lease::Action,
     },
+    /// Discard the store's history before revision REV: watches and reads at earlier
+    /// revisions then fail (etcd: old revisions of keys; Redis, sled: the event log).
+    Compact {
+        /// The first revision to keep.
+        #[arg(allow_negative_numbers = true)]
+        revision: i64,
+    },
+    /// The store: backend, hosts, current revision, retained history, and the round-trip
+    /// time of one read.
+    Status,
     /// Print a shell completion script: `kvctl completions bash > /etc/bash_completion.d/kvctl`.
     Completions {
         /// The shell.

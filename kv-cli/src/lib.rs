@@ -248,6 +248,8 @@ async fn run(cli: Cli) -> CliResult<()> {
             leases,
         } => cmd::dump::copy(&ctx, &from, &to, prefix.as_deref(), overwrite, leases).await,
         Command::Lease { action } => cmd::lease::run(&ctx, action).await,
+        Command::Compact { revision } => cmd::status::compact(&ctx, revision).await,
+        Command::Status => cmd::status::status(&ctx).await,
         Command::Completions { .. } | Command::Man => Ok(()),
     }
 }

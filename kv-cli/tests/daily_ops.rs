@@ -290,3 +290,70 @@ fn sled_listings() {
     let dir = tempfile::tempdir().unwrap();
     listings(&sled_url(&dir));
 }
+
+/// `status` names the backend, its hosts and revision; `compact REV` discards the history
+/// before REV (a read at an earlier revision then fails), and refuses revisions out of range.
+fn status_and_compact(url: &str, backend: &str, hosts: &str, host: Option<&str>) {
+    let root = key_root("compact");
+    let key = format!("{root}k");
+    let first = json(url, &["put", "--raw", &key, "1"])["revision"]
+        .as_i64()
+        .unwrap();
+    let second = json(url, &["put", "--raw", &key, "2"])["revision"]
+        .as_i64()
+        .unwrap();
+
+    let status = json(url, &["status"]);
+    assert_eq!(status["backend"], backend, "{status}");
+    assert!(status["revision"].as_i64().unwrap() >= second, "{status}");
+    assert!(
+        status["read_latency_ms"].as_f64().unwrap() >= 0.0,
+        "{status}"
+    );
+    assert!(status["history_retention"].is_object() || status["history_retention"].is_string());
+    if let Some(host) = host {
+        assert_eq!(status[hosts], serde_json::json!([host]), "{status}");
+    }
+    let table = ok(url, &["status"]);
+    assert!(table.contains(&format!("backend:   {backend}")), "{table}");
+    assert!(table.contains("read latency: "), "{table}");
+
+    let before = ok(url, &["get", &key, "--rev", &first.to_string()]);
+    assert!(before.contains('1'), "{before}");
+    fails(url, &["compact", "0"], 2);
+    fails(url, &["compact", &(second + 1000).to_string()], 2);
+    let done = ok(url, &["compact", &second.to_string()]);
+    assert!(
+        done.starts_with(&format!("compacted revision {second} ({backend}: ")),
+        "{done}"
+    );
+    let gone = run(url, &["get", &key, "--rev", &first.to_string()]);
+    assert_ne!(gone.code, 0, "{}", gone.stdout);
+    ok(url, &["get", &key, "--rev", &second.to_string()]);
+}
+
+/// The host and port of a store URL.
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").unwrap().1;
+    rest.split(['/', '?']).next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn etcd_status_and_compact() {
+    let Some(url) = etcd_url().await else { return };
+    status_and_compact(&url, "etcd", "endpoints", Some(&host_of(&url)));
+}
+
+#[tokio::test]
+async fn redis_status_and_compact() {
+    let Some(url) = redis_url(12).await else {
+        return;
+    };
+    status_and_compact(&url, "redis", "master", Some(&host_of(&url)));
+}
+
+#[test]
+fn sled_status_and_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    status_and_compact(&sled_url(&dir), "sled", "path", None);
+}

@@ -14,6 +14,7 @@ pub(crate) mod put;
 pub(crate) mod reencrypt;
 pub(crate) mod rm;
 pub(crate) mod schema;
+pub(crate) mod status;
 pub(crate) mod watch;
 
 use crate::error::CliResult;
