@@ -58,36 +58,29 @@ impl Backend {
     pub async fn open_with(url: &str, options: &OpenOptions) -> Result<Backend> {
         #[cfg(not(any(feature = "etcd", feature = "redis")))]
         let _ = options;
-        let (scheme, rest) = url
+        let (scheme, _) = url
             .split_once("://")
             .ok_or_else(|| invalid(url, &format!("expected {FORMS}")))?;
         match scheme {
-            "mem" if rest.is_empty() => Ok(Backend::Mem(keyplane_mem::MemStore::new())),
-            "mem" => Err(invalid(url, "mem:// takes no path")),
-            "sled" if rest.is_empty() => Err(invalid(url, "sled:// needs a path")),
+            "mem" => {
+                let config = keyplane_mem::MemConfig::from_url(url).map_err(|e| reason(url, e))?;
+                Ok(Backend::Mem(keyplane_mem::MemStore::open(config)))
+            }
             #[cfg(feature = "sled")]
             "sled" => {
-                let config = keyplane_sled::SledConfig::new(rest);
+                let config =
+                    keyplane_sled::SledConfig::from_url(url).map_err(|e| reason(url, e))?;
                 Ok(Backend::Sled(keyplane_sled::SledStore::open(config)?))
             }
             #[cfg(feature = "etcd")]
             "etcd" => {
-                let mut config = keyplane_etcd::EtcdConfig::from_url(url)
-                    .map_err(|e| invalid(url, e.message()))?;
-                if let Some(timeout) = options.connect_timeout
-                    && !rest.contains("connect_timeout_ms")
-                {
-                    config.connect_timeout_ms = millis(timeout);
-                }
+                let config = etcd_config(url, options)?;
                 Ok(Backend::Etcd(keyplane_etcd::EtcdStore::open(config).await?))
             }
             #[cfg(feature = "redis")]
             "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel"
             | "rediss+sentinel" => {
-                let mut config = keyplane_redis::RedisConfig::new(url);
-                if let Some(timeout) = options.connect_timeout {
-                    config.connect_timeout_ms = millis(timeout);
-                }
+                let config = redis_config(url, options)?;
                 let store = keyplane_redis::RedisStore::open(config).await?;
                 Ok(Backend::Redis(Arc::new(store)))
             }
@@ -154,8 +147,8 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OpenOptions {
-    /// How long a network backend may take to connect (`None`: the backend's default; an
-    /// etcd URL's own `connect_timeout_ms` wins).
+    /// How long a network backend may take to connect (`None`: the backend's default; the
+    /// URL's own `connect_timeout` parameter wins).
     pub connect_timeout: Option<std::time::Duration>,
 }
 
@@ -165,6 +158,26 @@ impl OpenOptions {
         self.connect_timeout = Some(timeout);
         self
     }
+}
+
+/// The config of an `etcd://` URL: the options' connect timeout, unless the URL gives one.
+#[cfg(feature = "etcd")]
+fn etcd_config(url: &str, options: &OpenOptions) -> Result<keyplane_etcd::EtcdConfig> {
+    let mut config = keyplane_etcd::EtcdConfig::default();
+    if let Some(timeout) = options.connect_timeout {
+        config.connect_timeout_ms = millis(timeout);
+    }
+    config.with_url(url).map_err(|e| reason(url, e))
+}
+
+/// The config of a Redis URL: the options' connect timeout, unless the URL gives one.
+#[cfg(feature = "redis")]
+fn redis_config(url: &str, options: &OpenOptions) -> Result<keyplane_redis::RedisConfig> {
+    let mut config = keyplane_redis::RedisConfig::default();
+    if let Some(timeout) = options.connect_timeout {
+        config.connect_timeout_ms = millis(timeout);
+    }
+    config.with_url(url).map_err(|e| reason(url, e))
 }
 
 #[cfg(any(feature = "etcd", feature = "redis"))]
@@ -181,6 +194,18 @@ fn not_built(url: &str, feature: &str) -> Error {
     )
 }
 
+/// The error for a URL whose backend refused it: its message and context, with the URL (its
+/// passwords hidden) in front.
+fn reason(url: &str, error: Error) -> Error {
+    let mut shown = invalid(url, error.message());
+    for (name, value) in error.context() {
+        if *name != "url" {
+            shown = shown.with_context(name, value);
+        }
+    }
+    shown
+}
+
 /// The error for a URL that does not open; the URL is shown with its passwords hidden.
 fn invalid(url: &str, why: &str) -> Error {
     Error::new(
@@ -195,6 +220,27 @@ fn invalid(url: &str, why: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The options' connect timeout applies unless the URL gives one, which wins.
+    #[cfg(all(feature = "etcd", feature = "redis"))]
+    #[test]
+    fn a_url_parameter_wins_over_the_open_options() {
+        let options = OpenOptions::default().connect_timeout(std::time::Duration::from_secs(7));
+        let etcd = |url| etcd_config(url, &options).unwrap().connect_timeout_ms;
+        assert_eq!(etcd("etcd://h:2379"), 7000);
+        assert_eq!(etcd("etcd://h:2379?connect_timeout=2s"), 2000);
+        assert_eq!(etcd("etcd://h:2379?connect_timeout_ms=300"), 300);
+        let redis = |url| redis_config(url, &options).unwrap().connect_timeout_ms;
+        assert_eq!(redis("redis://h:6379"), 7000);
+        assert_eq!(redis("redis://h:6379?connect_timeout=2s"), 2000);
+        let defaults = OpenOptions::default();
+        assert_eq!(
+            etcd_config("etcd://h:2379", &defaults)
+                .unwrap()
+                .connect_timeout_ms,
+            5000
+        );
+    }
 
     #[tokio::test]
     async fn bad_urls_never_show_their_password() {
