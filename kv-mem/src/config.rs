@@ -48,8 +48,9 @@ impl Default for MemConfig {
     }
 }
 
-/// How a `mem://` URL's parameters map onto [`MemConfig`]: each field is one.
-const URL_SPEC: UrlSpec = UrlSpec::new("mem");
+/// How a `mem://` URL's parameters map onto [`MemConfig`]: each field is one, and `history`
+/// is `history_retention`, as in a config file.
+const URL_SPEC: UrlSpec = UrlSpec::new("mem").aliases(&[("history", "history_retention")]);
 
 impl MemConfig {
     /// Parses `mem://[?PARAMS]`, each parameter named as the field it sets:
@@ -135,7 +136,7 @@ mod tests {
         for (url, says) in [
             ("mem://x", "no path"),
             ("sled://x", "mem://"),
-            ("mem://?history=5", "`history`"),
+            ("mem://?histroy=5", "`histroy`"),
             ("mem://?max_txn_ops=lots", "`max_txn_ops`"),
             ("mem://?ca=/ca.pem", "takes none"),
         ] {
@@ -143,10 +144,13 @@ mod tests {
             assert_eq!(err.kind(), ErrorKind::Config, "{url}");
             assert!(err.to_string().contains(says), "{url}: {err}");
         }
-        let err = MemConfig::from_url("mem://?history=5")
+        let err = MemConfig::from_url("mem://?histroy=5")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("history_retention, max_txn_ops"), "{err}");
+        assert!(
+            err.contains("history, history_retention, max_txn_ops"),
+            "{err}"
+        );
         assert_eq!(MemConfig::from_url("mem://").unwrap(), MemConfig::default());
     }
 

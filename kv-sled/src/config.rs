@@ -202,12 +202,11 @@ impl SledConfig {
 
 /// How a `sled://` URL's parameters map onto [`SledConfig`]: the path is the URL's, the
 /// durability is set by `durability` and `flush_interval`, which [`SledConfig::from_url`]
-/// reads itself.
-const URL_SPEC: UrlSpec = UrlSpec::new("sled").fixed(&["path"]).foreign(&[
-    "durability",
-    "flush_interval",
-    "flush_interval_ms",
-]);
+/// reads itself; `history` is `history_retention`.
+const URL_SPEC: UrlSpec = UrlSpec::new("sled")
+    .fixed(&["path"])
+    .aliases(&[("history", "history_retention")])
+    .foreign(&["durability", "flush_interval", "flush_interval_ms"]);
 
 fn default_history_retention() -> u64 {
     SledConfig::DEFAULT_HISTORY_RETENTION
@@ -312,7 +311,7 @@ mod tests {
                 "buffered",
             ),
             ("sled:///tmp/x?flush_interval=100", "not a bare number"),
-            ("sled:///tmp/x?history_retention=0", "at least 1"),
+            ("sled:///tmp/x?history=0", "at least 1"),
             ("sled:///tmp/x?cache_capacity=big", "`cache_capacity`"),
             ("sled:///tmp/x?ca=/ca.pem", "takes none"),
         ] {
@@ -324,7 +323,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("cache_capacity, durability, flush_interval"),
+            err.contains("cache_capacity, durability, flush_interval, flush_interval_ms, history"),
             "{err}"
         );
     }

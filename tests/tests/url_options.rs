@@ -125,7 +125,7 @@ async fn bad_parameters_open_nothing() {
             "`wait_replicas`",
         ),
         (
-            "redis://127.0.0.1:9?reconcile=app/".to_owned(),
+            "redis://127.0.0.1:9?reconcile_root=app/".to_owned(),
             "reconcile_roots",
         ),
         (

@@ -5,12 +5,17 @@ use super::RedisConfig;
 use keyplane_core::raw::{UrlSpec, apply_url_params, percent_decode, url_query_pairs};
 use keyplane_core::{Error, ErrorKind, Result};
 
-/// How a Redis URL's parameters map onto [`RedisConfig`]: the URL is the URL itself, `user`
-/// names the `username` field, and `protocol`, `db` and `pass` are the Redis client's (`db`,
+/// How a Redis URL's parameters map onto [`RedisConfig`]: the URL is the URL itself, `user`,
+/// `reconcile` and `history` name the `username`, `reconcile_roots` and `history_retention`
+/// fields, and `protocol`, `db` and `pass` are the Redis client's (`db`,
 /// `user` and `pass` for a Unix socket), which stay in the URL for it.
 const URL_SPEC: UrlSpec = UrlSpec::new("redis")
     .fixed(&["url"])
-    .aliases(&[("user", "username")])
+    .aliases(&[
+        ("user", "username"),
+        ("reconcile", "reconcile_roots"),
+        ("history", "history_retention"),
+    ])
     .foreign(&["protocol", "db", "pass"])
     .tls_feature_of("keyplane-redis");
 
