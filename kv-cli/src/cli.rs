@@ -242,6 +242,19 @@ pub(crate) enum Command {
     /// The store: backend, hosts, current revision, retained history, and the round-trip
     /// time of one read.
     Status,
+    /// Hold a distributed lock: while `-- CMD ARGS...` runs (exiting with its exit code,
+    /// releasing after), or, without a command, printing the lock key until Ctrl-C.
+    /// Waits while another holder has it.
+    Lock {
+        /// The lock's name (a key prefix).
+        name: String,
+        /// The TTL of the lease the lock is bound to, renewed while held (default 30s).
+        #[arg(long, value_name = "TTL")]
+        ttl: Option<String>,
+        /// The command to run while the lock is held, after `--`.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// Print a shell completion script: `kvctl completions bash > /etc/bash_completion.d/kvctl`.
     Completions {
         /// The shell.

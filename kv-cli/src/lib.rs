@@ -250,6 +250,9 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Lease { action } => cmd::lease::run(&ctx, action).await,
         Command::Compact { revision } => cmd::status::compact(&ctx, revision).await,
         Command::Status => cmd::status::status(&ctx).await,
+        Command::Lock { name, ttl, command } => {
+            cmd::lock::run(&ctx, &name, ttl.as_deref(), &command).await
+        }
         Command::Completions { .. } | Command::Man => Ok(()),
     }
 }

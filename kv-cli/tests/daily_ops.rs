@@ -40,6 +40,11 @@ struct Background {
 
 impl Background {
     fn start(url: &str, args: &[&str]) -> Self {
+        Self::start_with(url, args, Stdio::null())
+    }
+
+    /// As [`start`](Self::start), with this stdin.
+    fn start_with(url: &str, args: &[&str], stdin: Stdio) -> Self {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
             .env_remove("KVCTL_STORE")
             .env_remove("KVCTL_SCHEMA")
@@ -49,6 +54,7 @@ impl Background {
             .env("XDG_CONFIG_HOME", "/nonexistent/kvctl-tests")
             .args(["--store", url])
             .args(args)
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -356,4 +362,79 @@ async fn redis_status_and_compact() {
 fn sled_status_and_compact() {
     let dir = tempfile::tempdir().unwrap();
     status_and_compact(&sled_url(&dir), "sled", "path", None);
+}
+
+/// Waits until `ls PREFIX --count` says `n`: how a test sees that a contender has queued.
+fn wait_for_count(url: &str, prefix: &str, n: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while json(url, &["ls", prefix, "--count"])["count"] != n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{prefix}: never {n} keys"
+        );
+        std::thread::park_timeout(Duration::from_millis(20));
+    }
+}
+
+/// Two `kvctl lock NAME -- CMD` processes: the second's command starts only once the first's
+/// has ended (both append to one file), the first exits with its command's exit code; a lock
+/// without a command prints its key and holds it until Ctrl-C.
+fn locks(url: &str) {
+    use std::io::Write;
+    let name = key_root("lock");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let log = log.to_str().unwrap();
+    // The first command ends when the test writes a line to its stdin.
+    let first_cmd =
+        format!("echo first-start >> {log}; read line; echo first-end >> {log}; exit 3");
+    let mut first = Background::start_with(
+        url,
+        &["lock", &name, "--ttl", "10s", "--", "sh", "-c", &first_cmd],
+        Stdio::piped(),
+    );
+    wait_for_count(url, &name, 1);
+    let second_cmd = format!("echo second-start >> {log}");
+    let mut second = Background::start(url, &["lock", &name, "--", "sh", "-c", &second_cmd]);
+    // The second has queued behind the first.
+    wait_for_count(url, &name, 2);
+    assert_eq!(std::fs::read_to_string(log).unwrap(), "first-start\n");
+    let mut stdin = first.child.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    drop(stdin);
+    assert_eq!(first.wait(), 3);
+    assert_eq!(second.wait(), 0);
+    assert_eq!(
+        std::fs::read_to_string(log).unwrap(),
+        "first-start\nfirst-end\nsecond-start\n"
+    );
+    wait_for_count(url, &name, 0);
+
+    // Without a command: the key, held until Ctrl-C, then released.
+    let mut holder = Background::start(url, &["lock", &name]);
+    let key = holder.next();
+    assert!(key.starts_with(&name), "{key}");
+    assert_eq!(listed_keys(url, &[&name]), [key]);
+    assert_eq!(holder.interrupt(), 0);
+    wait_for_count(url, &name, 0);
+
+    // Bad input: exit 2, nothing written.
+    fails(url, &["lock", &name, "--ttl", "0s", "--", "true"], 2);
+    fails(url, &["lock", "", "--", "true"], 2);
+    fails(url, &["lock", &name, "--", "/nonexistent/program"], 2);
+    wait_for_count(url, &name, 0);
+}
+
+#[tokio::test]
+async fn etcd_locks() {
+    let Some(url) = etcd_url().await else { return };
+    locks(&url);
+}
+
+#[tokio::test]
+async fn redis_locks() {
+    let Some(url) = redis_url(13).await else {
+        return;
+    };
+    locks(&url);
 }

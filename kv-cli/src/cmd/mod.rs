@@ -7,6 +7,7 @@ pub(crate) mod guard;
 pub(crate) mod help;
 pub(crate) mod lease;
 pub(crate) mod lint;
+pub(crate) mod lock;
 pub(crate) mod ls;
 pub(crate) mod migrate;
 pub(crate) mod parse;
