@@ -37,16 +37,23 @@ impl std::fmt::Debug for Backend {
 
 impl Backend {
     /// Opens the store of `url`: `mem://` (a new, empty in-process store), `sled://PATH`
-    /// (the directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]` with the
-    /// options of `EtcdConfig::from_url`, `redis://HOST:PORT/DB`, `rediss://...` (with
-    /// the `tls` feature), `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis Cluster's
-    /// seed nodes), `rediss+cluster://...` (over TLS, with the `tls` feature),
+    /// (the directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]`,
+    /// `redis://HOST:PORT/DB`, `rediss://...` (with the `tls` feature),
+    /// `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis Cluster's seed nodes),
+    /// `rediss+cluster://...` (over TLS, with the `tls` feature),
     /// `redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]` (a master its sentinels name)
     /// or `rediss+sentinel://...` (over TLS, with the `tls` feature).
     ///
+    /// Each takes its config's every field as a URL parameter (`?ca=...&cert=...&key=...`
+    /// for TLS, `connect_timeout=2s`, `durability=buffered`, `wait_replicas=1`...): the
+    /// config is built by the backend's `from_url` (`MemConfig`, `SledConfig`, `EtcdConfig`,
+    /// `RedisConfig`). The "URL parameters" table of this crate's README.md lists them all.
+    ///
     /// # Errors
-    /// `Config` for a URL of no known form, or of a backend whose feature is not enabled;
-    /// the backend's errors when it cannot be opened or reached.
+    /// `Config` for a URL of no known form, of a backend whose feature is not enabled, or
+    /// with a parameter that is unknown (the message lists the known ones) or of the wrong
+    /// form, before anything is opened; the backend's errors when it cannot be opened or
+    /// reached.
     pub async fn open(url: &str) -> Result<Backend> {
         Backend::open_with(url, &OpenOptions::default()).await
     }
@@ -125,7 +132,8 @@ impl Backend {
     }
 }
 
-/// Opens the store of `url` (see [`Backend::open`] for the forms) behind the contract.
+/// Opens the store of `url` (see [`Backend::open`] for the forms, and the "URL parameters"
+/// table of this crate's README.md for every option a URL takes) behind the contract.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

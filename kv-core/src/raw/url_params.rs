@@ -2,19 +2,7 @@
 //! of its name, read from text by the type of the field's current value, so that every
 //! option a config struct has can be given in a URL, the same way on every backend.
 //!
-//! - a bool field takes `true`/`false`, `1`/`0`, `yes`/`no`;
-//! - a number field takes a whole number;
-//! - a string field takes the text; a list field a comma-separated list;
-//! - an optional field (none by default) takes a number or a bool when the text is one and
-//!   the field accepts it, else the text;
-//! - a field `X_ms` is set by `X` with a duration and its unit (`2s`, `500ms`, `1.5s`, `1m`,
-//!   `1h`), or by `X_ms` with the milliseconds;
-//! - `ca`, `cert`, `key` and `domain` set the `tls` field's `ca_file`, `cert_file`,
-//!   `key_file` and `domain` (turning TLS on).
-//!
-//! Names and values are percent-decoded (`%XX` is a byte; `+` stands for itself). An
-//! unknown parameter, one given twice or a value of the wrong form is a
-//! [`Config`](ErrorKind::Config) error naming the parameter, and nothing is applied.
+//! [`apply_url_params`] describes the grammar.
 
 use crate::{Error, ErrorKind, Result};
 use serde::Serialize;
@@ -186,9 +174,22 @@ pub fn parse_url_duration(text: &str) -> std::result::Result<Duration, String> {
     Ok(Duration::from_millis((seconds * 1000.0).round() as u64))
 }
 
-/// `config` with the fields the parameters `pairs` name set from their text (see the
-/// [module](self) for the grammar), the others kept. The parameters `spec` calls foreign
-/// are skipped.
+/// `config` with the fields the parameters `pairs` name set from their text, the others
+/// kept. The parameters `spec` calls foreign are skipped. The grammar:
+///
+/// - a bool field takes `true`/`false`, `1`/`0`, `yes`/`no`;
+/// - a number field takes a whole number;
+/// - a string field takes the text; a list field a comma-separated list;
+/// - an optional field (none by default) takes a number or a bool when the text is one and
+///   the field accepts it, else the text;
+/// - a field `X_ms` is set by `X` with a duration and its unit (`2s`, `500ms`, `1.5s`, `1m`,
+///   `1h`), or by `X_ms` with the milliseconds;
+/// - `ca`, `cert`, `key` and `domain` set the `tls` field's `ca_file`, `cert_file`,
+///   `key_file` and `domain` (turning TLS on).
+///
+/// Names and values are percent-decoded (`%XX` is a byte; `+` stands for itself). An
+/// unknown parameter, one given twice or a value of the wrong form is a
+/// [`Config`](ErrorKind::Config) error naming the parameter, and nothing is applied.
 ///
 /// ```
 /// use keyplane_core::raw::{UrlSpec, apply_url_params, url_query_pairs};
