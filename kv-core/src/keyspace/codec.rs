@@ -33,7 +33,7 @@ pub trait Codec: Send + Sync + 'static {
     /// The value type.
     type Value: Send + Sync + 'static;
 
-    /// Whether the codec seals what it stores (an [`Encrypted`](super::Encrypted) codec):
+    /// Whether the codec seals what it stores (an `Encrypted` codec, feature `encryption`):
     /// tools that show values (`kvctl`, its UI) learn from the schema
     /// ([`TemplateInfo::encrypted`](super::TemplateInfo::encrypted)) which values need a
     /// keyring. `false` unless a codec says otherwise.
