@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use keyplane_tests::harness::{TestCerts, TlsEtcd, key_root, shared_etcd, shared_redis};
+use keyplane_tests::harness::{TestCerts, TlsEtcd, TlsRedis, key_root, shared_etcd, shared_redis};
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -170,6 +170,54 @@ fn etcd_over_tls_with_a_client_certificate() {
                     .args(["--connect-timeout", "2s", "get", "cfg/a"]),
             );
         assert_eq!(run.code, 3, "{refused:?}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn redis_over_tls_with_a_client_certificate() {
+    let certs = TestCerts::new();
+    let Some(server) = TlsRedis::start(&certs) else {
+        return;
+    };
+    let url = format!("{}/5", server.url());
+    let path = |name: &str| certs.path(name).display().to_string();
+    let tls = [
+        "--cacert",
+        &path("ca.pem"),
+        "--cert",
+        &path("client.pem"),
+        "--key",
+        &path("client-key.pem"),
+    ];
+    let run = outcome(kvctl(&url).args(tls).args(["put", "--raw", "cfg/a", "on"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = outcome(kvctl(&url).args(tls).args(["-o", "json", "get", "cfg/a"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\"on\""), "{}", run.stdout);
+    // The server requires the client certificate, and kvctl checks the server's.
+    for refused in [
+        vec!["--cacert", &path("ca.pem")],
+        vec![
+            "--cacert",
+            &path("other-ca.pem"),
+            "--cert",
+            &path("client.pem"),
+            "--key",
+            &path("client-key.pem"),
+        ],
+    ] {
+        let run =
+            outcome(
+                kvctl(&url)
+                    .args(&refused)
+                    .args(["--connect-timeout", "2s", "get", "cfg/a"]),
+            );
+        assert_ne!(run.code, 0, "{refused:?}: {}", run.stdout);
+        assert!(
+            !run.stdout.contains("\"on\""),
+            "{refused:?}: {}",
+            run.stdout
+        );
     }
 }
 
