@@ -149,6 +149,30 @@ pub(crate) enum Command {
             allow_negative_numbers = true
         )]
         from_revision: Option<i64>,
+        /// Watch exactly one key (the address's key), not the directory under it. (`--key`
+        /// is the TLS client key, as in etcdctl.)
+        #[arg(long)]
+        exact: bool,
+        /// Show each event's previous value too (the value a PUT replaced, the value a
+        /// DELETE removed), as `etcdctl watch --prev-kv`.
+        #[arg(long)]
+        prev_kv: bool,
+    },
+    /// Campaign in an election, as `etcdctl elect`: once elected, print the election key
+    /// and the proposal, and lead until Ctrl-C (then resign). Waits while another candidate
+    /// leads. With --listen, print each leader as it changes instead.
+    Elect {
+        /// The election's name (a key prefix).
+        name: String,
+        /// The proposal to campaign with (required unless --listen).
+        #[arg(required_unless_present = "listen", conflicts_with = "listen")]
+        value: Option<String>,
+        /// The TTL of the lease the candidacy is bound to, renewed while held (default 30s).
+        #[arg(long, value_name = "TTL", conflicts_with = "listen")]
+        ttl: Option<String>,
+        /// Print the leader, and each new leader or proposal, until Ctrl-C.
+        #[arg(long, short = 'l')]
+        listen: bool,
     },
     /// Serve a schema-aware browser of the store on loopback: prints the URL to open, with
     /// its access token; read-only unless --write.

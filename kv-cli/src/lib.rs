@@ -227,7 +227,18 @@ async fn run(cli: Cli) -> CliResult<()> {
         Command::Watch {
             address,
             from_revision,
-        } => cmd::watch::run(&ctx, &address, from_revision).await,
+            exact,
+            prev_kv,
+        } => {
+            let scope = cmd::watch::Scope { exact, prev_kv };
+            cmd::watch::run(&ctx, &address, from_revision, scope).await
+        }
+        Command::Elect {
+            name,
+            value,
+            ttl,
+            listen,
+        } => cmd::elect::run(&ctx, &name, value.as_deref(), ttl.as_deref(), listen).await,
         Command::Ui { listen, write } => ui::run(&ctx, listen, write).await,
         Command::Migrate { action } => cmd::migrate::run(&ctx, action).await,
         Command::Balancer { action } => cmd::balancer::run(&ctx, action).await,

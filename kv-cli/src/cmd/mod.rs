@@ -2,6 +2,7 @@
 
 pub(crate) mod balancer;
 pub(crate) mod dump;
+pub(crate) mod elect;
 pub(crate) mod get;
 pub(crate) mod guard;
 pub(crate) mod help;

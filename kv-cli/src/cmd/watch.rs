@@ -1,6 +1,8 @@
-//! `kvctl watch ADDRESS [--rev N]`: live events under a directory, each key read through the
-//! catalog, until Ctrl-C; with `--rev`, the history from revision N first. On a Redis server
-//! it also follows what other programs write under the directory (see [`follow_redis`]).
+//! `kvctl watch ADDRESS [--rev N] [--exact] [--prev-kv]`: live events under a directory (of
+//! one exact key with `--exact`), each key read through the catalog, until Ctrl-C; with
+//! `--rev`, the history from revision N first; with `--prev-kv`, each event's previous value.
+//! On a Redis server it also follows what other programs write under the directory (see
+//! [`follow_redis`]).
 
 use super::Ctx;
 use crate::address::Address;
@@ -19,16 +21,44 @@ use std::time::Duration;
 /// a terminal.
 pub(crate) const FOLLOW_SCAN: Duration = Duration::from_secs(2);
 
-pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliResult<()> {
-    let prefix = Address::parse(words)?.prefix()?;
+/// What a watch covers beside its address and start.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Scope {
+    /// Only the address's own key (`--exact`), not the directory under it.
+    pub(crate) exact: bool,
+    /// Show each event's previous value (`--prev-kv`).
+    pub(crate) prev_kv: bool,
+}
+
+pub(crate) async fn run(
+    ctx: &Ctx,
+    words: &[String],
+    from: Option<i64>,
+    scope: Scope,
+) -> CliResult<()> {
+    let address = Address::parse(words)?;
+    // The directory the watch follows foreign writes under; the key itself with --exact.
+    let (prefix, base) = if scope.exact {
+        let key = address.key()?;
+        let opts = WatchOptions::key(key.as_bytes());
+        (key, opts)
+    } else {
+        let prefix = address.prefix()?;
+        let opts = WatchOptions::prefix(prefix.as_bytes());
+        (prefix, opts)
+    };
+    let mut base = base.with_collections();
+    if scope.prev_kv {
+        base = base.with_prev();
+    }
     if matches!(from, Some(n) if n < 1) {
         return Err(CliError::invalid("--rev must be at least 1"));
     }
     if crate::store::is_sled(&ctx.url) {
-        return follow_sled(ctx, &prefix, from).await;
+        return follow_sled(ctx, &base, from, scope).await;
     }
     let (store, redis) = crate::store::open_any(&ctx.url).await?;
-    let mut opts = WatchOptions::prefix(prefix.as_bytes()).with_collections();
+    let mut opts = base;
     if let Some(revision) = from {
         opts = opts.from_revision(revision);
     }
@@ -50,7 +80,8 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], from: Option<i64>) -> CliRe
             next = stream.next() => match next {
                 Some(Ok(batch)) => {
                     for event in &batch.events {
-                        print_event(ctx.format, batch.revision, batch.group.as_deref(), event);
+                        let group = batch.group.as_deref();
+                        print_event(ctx.format, batch.revision, group, event, scope);
                     }
                 }
                 Some(Err(e)) => return Err(e.into()),
@@ -85,7 +116,12 @@ async fn follow_redis(redis: &RedisStore, prefix: &str) -> CliResult<Option<Redi
 /// store, prints the events published since the last one (read from the store's event log,
 /// which persists), and closes it, so that other kvctl processes write in between. A put
 /// from another terminal shows within a poll ([`SLED_POLL`](crate::store::SLED_POLL)).
-async fn follow_sled(ctx: &Ctx, prefix: &str, from: Option<i64>) -> CliResult<()> {
+async fn follow_sled(
+    ctx: &Ctx,
+    base: &WatchOptions,
+    from: Option<i64>,
+    scope: Scope,
+) -> CliResult<()> {
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
     let mut next = from;
@@ -93,7 +129,7 @@ async fn follow_sled(ctx: &Ctx, prefix: &str, from: Option<i64>) -> CliResult<()
         tokio::select! {
             biased;
             _ = &mut interrupted => return Ok(()),
-            polled = poll_sled(ctx, prefix, next) => next = Some(polled?),
+            polled = poll_sled(ctx, base, next, scope) => next = Some(polled?),
         }
         tokio::select! {
             biased;
@@ -103,18 +139,20 @@ async fn follow_sled(ctx: &Ctx, prefix: &str, from: Option<i64>) -> CliResult<()
     }
 }
 
-/// One poll: opens the store, prints the events from revision `next` (from now on when
-/// `None`) up to the store's revision, closes it; returns the next revision to read.
-async fn poll_sled(ctx: &Ctx, prefix: &str, next: Option<i64>) -> CliResult<i64> {
+/// One poll: opens the store, prints the events `base` covers from revision `next` (from now
+/// on when `None`) up to the store's revision, closes it; returns the next revision to read.
+async fn poll_sled(
+    ctx: &Ctx,
+    base: &WatchOptions,
+    next: Option<i64>,
+    scope: Scope,
+) -> CliResult<i64> {
     let store = ctx.store().await?;
     let start = match next {
         Some(next) => next,
         None => store.revision().await? + 1,
     };
-    let opts = WatchOptions::prefix(prefix.as_bytes())
-        .with_collections()
-        .from_revision(start)
-        .with_progress();
+    let opts = base.clone().from_revision(start).with_progress();
     let mut stream = match store.watch(opts).await {
         Ok(stream) => stream,
         Err(e) => match e.kind() {
@@ -135,15 +173,17 @@ async fn poll_sled(ctx: &Ctx, prefix: &str, next: Option<i64>) -> CliResult<i64>
             return Ok(batch.revision + 1);
         }
         for event in &batch.events {
-            print_event(ctx.format, batch.revision, None, event);
+            print_event(ctx.format, batch.revision, None, event, scope);
         }
     }
     Err(CliError::new(code::UNREACHABLE, "the watch ended"))
 }
 
 /// Prints one event at `revision`; on a store sharded into co-location groups, `group` names
-/// the group whose revision it is (`{group}@revision` in the table).
-fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Event) {
+/// the group whose revision it is (`{group}@revision` in the table). With `--prev-kv`, a PUT
+/// or DELETE also shows the value it replaced or removed (`(prev VALUE)` in the table,
+/// `prev_value` and `prev_mod_revision` in JSON, null when the key was absent).
+fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Event, scope: Scope) {
     let group = group.map(|g| String::from_utf8_lossy(g).into_owned());
     let key = String::from_utf8_lossy(event.key()).into_owned();
     let typed = typed(&key);
@@ -153,9 +193,17 @@ fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Even
         Event::Collection(c) => collection_change(&c.change),
     };
     let value = value.as_ref();
+    let prev = match event {
+        Event::Put { prev, .. } | Event::Delete { prev, .. } if scope.prev_kv => Some(prev),
+        _ => None,
+    };
     match format {
         Format::Json => {
-            let object = event_json(revision, group.as_deref(), event);
+            let mut object = event_json(revision, group.as_deref(), event);
+            if let Some(prev) = prev {
+                object["prev_value"] = json!(prev.as_ref().map(|p| value_json(&p.value)));
+                object["prev_mod_revision"] = json!(prev.as_ref().map(|p| p.mod_revision));
+            }
             crate::output::outln!("{object}");
         }
         Format::Table => {
@@ -171,7 +219,12 @@ fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Even
             let value = value
                 .map(|v| format!("  {}", value_json(v)))
                 .unwrap_or_default();
-            let value = format!("{detail}{value}");
+            let prev = match prev {
+                Some(Some(prev)) => format!("  (prev {})", value_json(&prev.value)),
+                Some(None) => "  (prev none)".to_owned(),
+                None => String::new(),
+            };
+            let value = format!("{detail}{value}{prev}");
             let revision = match &group {
                 Some(group) => format!("{{{group}}}@{revision}"),
                 None => revision.to_string(),
