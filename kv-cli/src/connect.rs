@@ -129,8 +129,25 @@ fn is_url(store: &str) -> bool {
     store.contains("://")
 }
 
+/// Whether `store` can be the name of a configured store: a word of letters, digits, `-`,
+/// `_` and `.`. Anything else is a mistyped URL, which may hold a password: messages do not
+/// repeat it.
+fn is_name(store: &str) -> bool {
+    !store.is_empty()
+        && store
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 /// The URL and options of the store named `name` in the config file.
 fn named(name: &str, loaded: Option<&Loaded>) -> CliResult<(String, Options)> {
+    if !is_name(name) {
+        return Err(CliError::invalid(
+            "--store (or KVCTL_STORE) is neither a URL (such as etcd://HOST:2379 or \
+             redis://HOST:6379) nor a store name of the config file (letters, digits, `-`, `_`, \
+             `.`); it is not repeated here, as it may hold a password",
+        ));
+    }
     let Some(loaded) = loaded else {
         return Err(CliError::invalid(format!(
             "store {name:?}: not a URL (such as etcd://HOST:2379), and there is no config file \
