@@ -142,6 +142,8 @@ fn the_page_browses_edits_and_follows_the_demo_data() {
         ),
         WAIT,
     );
+    // The page's own change, back as a live event, is not taken for another writer's.
+    assert_eq!(browser.eval(&text_of("#status")), saved);
 
     // An invalid value is refused with kvctl put's own text, and nothing is written.
     let bad = "{\"id\":1,\"code\":";
@@ -157,6 +159,20 @@ fn the_page_browses_edits_and_follows_the_demo_data() {
         cli.stderr.trim_end()
     );
     assert!(ok(&url, &["get", "tenant.meta", "id=1"]).contains("Edited in the page"));
+
+    // Another writer's change while an edit is open is said, and the edit is kept.
+    let mine = tenant_meta(1).replace("Tenant 1", "Edited in the page, not saved");
+    edit(&browser, &mine);
+    let theirs = tenant_meta(1).replace("Tenant 1", "Edited in the page, then elsewhere");
+    ok(&url, &["put", "tenant.meta", "id=1", &theirs]);
+    browser.wait_for(
+        "const e = document.querySelector('#status.error'); return !!e && e.innerText.includes('changed by another writer')",
+        WAIT,
+    );
+    assert_eq!(
+        browser.eval("return document.querySelector('#d-edit').value"),
+        serde_json::json!(mine)
+    );
 
     // Delete asks first: dismissed, nothing happens; accepted, the key goes.
     browser.click("#d-delete");
