@@ -4,113 +4,11 @@
 
 mod common;
 
+use common::background::{Background, etcd_url, redis_url, sled_url};
 use common::*;
-use keyplane_tests::harness::{key_root, shared_etcd, shared_redis};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
+use keyplane_tests::harness::key_root;
+use std::process::Stdio;
 use std::time::Duration;
-
-async fn etcd_url() -> Option<String> {
-    let server = shared_etcd().await?;
-    let endpoint = server.endpoint();
-    let host = endpoint.strip_prefix("http://").unwrap_or(&endpoint);
-    Some(format!("etcd://{host}?namespace={}", key_root("ops")))
-}
-
-/// A Redis database of its own, emptied.
-async fn redis_url(database: u8) -> Option<String> {
-    let server = shared_redis().await?;
-    let url = format!("{}/{database}", server.url());
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
-    let _: () = redis::cmd("FLUSHDB").query_async(&mut con).await.unwrap();
-    Some(url)
-}
-
-fn sled_url(dir: &tempfile::TempDir) -> String {
-    format!("sled://{}", dir.path().join("db").display())
-}
-
-/// A `kvctl` running in the background, its stdout lines on a channel.
-struct Background {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Background {
-    fn start(url: &str, args: &[&str]) -> Self {
-        Self::start_with(url, args, Stdio::null())
-    }
-
-    /// As [`start`](Self::start), with this stdin.
-    fn start_with(url: &str, args: &[&str], stdin: Stdio) -> Self {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
-            .env_remove("KVCTL_STORE")
-            .env_remove("KVCTL_SCHEMA")
-            .env_remove("KVCTL_CONFIG")
-            .env_remove("KVCTL_PASSWORD")
-            .env("XDG_DATA_HOME", "/nonexistent/kvctl-tests")
-            .env("XDG_CONFIG_HOME", "/nonexistent/kvctl-tests")
-            .args(["--store", url])
-            .args(args)
-            .stdin(stdin)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("kvctl starts");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Background { child, lines }
-    }
-
-    /// The next stdout line, waiting for it (generously: the machine is shared).
-    fn next(&self) -> String {
-        self.lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("kvctl printed a line")
-    }
-
-    /// Waits for the process to end by itself; its exit code.
-    fn wait(&mut self) -> i32 {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "kvctl did not end by itself"
-            );
-            std::thread::park_timeout(Duration::from_millis(20));
-        }
-    }
-
-    /// Sends Ctrl-C and waits for the process to end; its exit code.
-    fn interrupt(&mut self) -> i32 {
-        let sent = std::process::Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
-        self.wait()
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The ID of `lease ID granted with TTL ...`.
 fn granted_id(line: &str) -> String {
@@ -221,7 +119,9 @@ fn keep_alive_until_revoked(url: &str) {
 
 #[tokio::test]
 async fn etcd_leases() {
-    let Some(url) = etcd_url().await else { return };
+    let Some(url) = etcd_url("ops").await else {
+        return;
+    };
     leases(&url, true);
 }
 
@@ -279,7 +179,9 @@ fn listings(url: &str) {
 
 #[tokio::test]
 async fn etcd_listings() {
-    let Some(url) = etcd_url().await else { return };
+    let Some(url) = etcd_url("ops").await else {
+        return;
+    };
     listings(&url);
 }
 
@@ -346,7 +248,9 @@ fn host_of(url: &str) -> String {
 
 #[tokio::test]
 async fn etcd_status_and_compact() {
-    let Some(url) = etcd_url().await else { return };
+    let Some(url) = etcd_url("ops").await else {
+        return;
+    };
     status_and_compact(&url, "etcd", "endpoints", Some(&host_of(&url)));
 }
 
@@ -399,7 +303,7 @@ fn locks(url: &str) {
     // The second has queued behind the first.
     wait_for_count(url, &name, 2);
     assert_eq!(std::fs::read_to_string(log).unwrap(), "first-start\n");
-    let mut stdin = first.child.stdin.take().unwrap();
+    let mut stdin = first.take_stdin();
     writeln!(stdin, "go").unwrap();
     drop(stdin);
     assert_eq!(first.wait(), 3);
@@ -427,7 +331,9 @@ fn locks(url: &str) {
 
 #[tokio::test]
 async fn etcd_locks() {
-    let Some(url) = etcd_url().await else { return };
+    let Some(url) = etcd_url("ops").await else {
+        return;
+    };
     locks(&url);
 }
 

@@ -4,111 +4,11 @@
 
 mod common;
 
+use common::background::{Background, etcd_url, redis_url};
 use common::*;
-use keyplane_tests::harness::{key_root, shared_etcd, shared_redis};
+use keyplane_tests::harness::key_root;
 use serde_json::{Value, json as doc};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
-
-async fn etcd_url() -> Option<String> {
-    let server = shared_etcd().await?;
-    let endpoint = server.endpoint();
-    let host = endpoint.strip_prefix("http://").unwrap_or(&endpoint);
-    Some(format!("etcd://{host}?namespace={}", key_root("watch")))
-}
-
-/// A Redis database of its own, emptied.
-async fn redis_url(database: u8) -> Option<String> {
-    let server = shared_redis().await?;
-    let url = format!("{}/{database}", server.url());
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
-    let _: () = redis::cmd("FLUSHDB").query_async(&mut con).await.unwrap();
-    Some(url)
-}
-
-/// A `kvctl` running in the background, its stdout lines on a channel.
-struct Background {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Background {
-    fn start(url: &str, args: &[&str]) -> Self {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvctl"))
-            .env_remove("KVCTL_STORE")
-            .env_remove("KVCTL_SCHEMA")
-            .env_remove("KVCTL_CONFIG")
-            .env_remove("KVCTL_PASSWORD")
-            .env("XDG_DATA_HOME", "/nonexistent/kvctl-tests")
-            .env("XDG_CONFIG_HOME", "/nonexistent/kvctl-tests")
-            .args(["--store", url])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("kvctl starts");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Background { child, lines }
-    }
-
-    /// The next stdout line, waiting for it (generously: the machine is shared).
-    fn next(&self) -> String {
-        self.lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("kvctl printed a line")
-    }
-
-    /// The next stdout line as JSON.
-    fn next_json(&self) -> Value {
-        let line = self.next();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-    }
-
-    /// Whatever it has printed so far and not yet read, without waiting.
-    fn printed(&self) -> Vec<String> {
-        self.lines.try_iter().collect()
-    }
-
-    /// Sends Ctrl-C and waits for the process to end; its exit code.
-    fn interrupt(&mut self) -> i32 {
-        let sent = std::process::Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(sent.success());
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "kvctl did not end on Ctrl-C"
-            );
-            std::thread::park_timeout(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Waits until `ls PREFIX --count` says `n`: how a test sees that a candidate has queued.
 fn wait_for_count(url: &str, prefix: &str, n: u64) {
@@ -186,7 +86,9 @@ fn elections(url: &str) {
 
 #[tokio::test]
 async fn etcd_elections() {
-    let Some(url) = etcd_url().await else { return };
+    let Some(url) = etcd_url("watch").await else {
+        return;
+    };
     elections(&url);
 }
 
@@ -284,7 +186,9 @@ fn watches(url: &str) {
 
 #[tokio::test]
 async fn etcd_watches() {
-    let Some(url) = etcd_url().await else { return };
+    let Some(url) = etcd_url("watch").await else {
+        return;
+    };
     watches(&url);
 }
 

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod background;
 pub mod server;
 
 use assert_cmd::Command;
@@ -18,7 +19,12 @@ pub fn kvctl(url: &str) -> Command {
 /// `kvctl` with no `--store`, and nothing taken from the environment (as [`kvctl`]): the
 /// test sets what the store is chosen from.
 pub fn kvctl_without_store() -> Command {
-    let mut cmd = Command::cargo_bin("kvctl").expect("the kvctl binary");
+    Command::from_std(process_without_store())
+}
+
+/// [`kvctl_without_store`] as a plain process, for one that runs in the background.
+pub fn process_without_store() -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("kvctl"));
     cmd.env_remove("KVCTL_STORE")
         .env_remove("KVCTL_SCHEMA")
         .env_remove("KVCTL_CONFIG")
