@@ -461,31 +461,12 @@ fn split_credentials(authority: &str) -> Result<(Option<String>, Option<String>,
 /// [`ErrorKind::Config`] for a `%` not followed by two hex digits, or bytes that are not
 /// UTF-8 once decoded. The message names the part and never shows it: it may be a secret.
 pub(crate) fn decode_url_part(text: &str, what: &str) -> Result<String> {
-    let bad = |problem: &str| {
+    keyplane_core::raw::percent_decode(text).map_err(|why| {
         Error::new(
             ErrorKind::Config,
-            format!("the {what} in the Redis URL has bad percent-encoding: {problem}"),
+            format!("the {what} in the Redis URL {why}"),
         )
-    };
-    let mut bytes = Vec::with_capacity(text.len());
-    let mut rest = text.as_bytes();
-    while let Some((&byte, after)) = rest.split_first() {
-        rest = after;
-        if byte != b'%' {
-            bytes.push(byte);
-            continue;
-        }
-        let hex = |i: usize| rest.get(i).and_then(|b| char::from(*b).to_digit(16));
-        let (Some(high), Some(low)) = (hex(0), hex(1)) else {
-            return Err(bad(
-                "a `%` is followed by two hex digits (`%25` for a `%` itself)",
-            ));
-        };
-        // Two hex digits: at most 255.
-        bytes.push(u8::try_from(high * 16 + low).unwrap_or(u8::MAX));
-        rest = &rest[2..];
-    }
-    String::from_utf8(bytes).map_err(|_| bad("the decoded bytes are not UTF-8"))
+    })
 }
 
 /// The scheme of a Redis Cluster URL.

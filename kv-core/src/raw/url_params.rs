@@ -139,7 +139,8 @@ pub fn percent_decode(text: &str) -> std::result::Result<String, String> {
         bytes.push(u8::try_from(high * 16 + low).unwrap_or(u8::MAX));
         rest = &rest[2..];
     }
-    String::from_utf8(bytes).map_err(|_| "is not UTF-8 once percent-decoded".to_owned())
+    String::from_utf8(bytes)
+        .map_err(|_| "has bad percent-encoding: the decoded bytes are not UTF-8".to_owned())
 }
 
 /// Parses a duration with its unit: `500ms`, `2s`, `1.5s`, `1m`, `1h`.
