@@ -8,21 +8,10 @@ mod common;
 use common::*;
 use keyplane_tests::harness::{TestCerts, TlsEtcd, TlsRedis, key_root, shared_etcd, shared_redis};
 use std::path::Path;
-use std::process::Output;
 use std::time::{Duration, Instant};
 
 /// A password no output may hold.
 const PASSWORD: &str = "Pw-8c1e0f+s3cr&t";
-
-/// The outcome of `cmd`.
-fn outcome(cmd: &mut assert_cmd::Command) -> Run {
-    let out: Output = cmd.output().expect("kvctl runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// A loopback port that accepts connections (the kernel completes them) and never answers.
 fn silent_port() -> std::net::TcpListener {

@@ -163,30 +163,18 @@ fn manifests_come_from_the_environment_and_the_config_file() {
     )
     .expect("written");
     let joined = std::env::join_paths([&manifest, &extra]).expect("joined");
-    let out = kvctl(&url)
-        .env("KVCTL_SCHEMA", &joined)
-        .args(put)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run = outcome(kvctl(&url).env("KVCTL_SCHEMA", &joined).args(put));
+    assert_eq!(run.code, 0, "{}", run.stderr);
 
     // KVCTL_CONFIG, with a path relative to the config file.
     let config = dir.path().join("config.toml");
     std::fs::write(&config, "schemas = [\"acme.json\"]\n").expect("written");
-    let out = kvctl(&url)
-        .env("KVCTL_CONFIG", &config)
-        .args(["get", "acme.meta", "id=1"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let run = outcome(
+        kvctl(&url)
+            .env("KVCTL_CONFIG", &config)
+            .args(["get", "acme.meta", "id=1"]),
     );
+    assert_eq!(run.code, 0, "{}", run.stderr);
 
     // The default config file, under XDG_CONFIG_HOME; the same file given twice loads once.
     let home = dir.path().join("config-home");
@@ -197,26 +185,24 @@ fn manifests_come_from_the_environment_and_the_config_file() {
         format!("schemas = [{absolute:?}]\n"),
     )
     .expect("written");
-    let out = kvctl(&url)
-        .env("XDG_CONFIG_HOME", &home)
-        .args(["--schema", absolute, "get", "acme.meta", "id=1"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run = outcome(kvctl(&url).env("XDG_CONFIG_HOME", &home).args([
+        "--schema",
+        absolute,
+        "get",
+        "acme.meta",
+        "id=1",
+    ]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
 
     // A config file that is not one stops kvctl with a reason.
     std::fs::write(&config, "schemes = []\n").expect("written");
-    let out = kvctl(&url)
-        .env("KVCTL_CONFIG", &config)
-        .args(["get", "acme.meta", "id=1"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("config file"));
+    let run = outcome(
+        kvctl(&url)
+            .env("KVCTL_CONFIG", &config)
+            .args(["get", "acme.meta", "id=1"]),
+    );
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("config file"), "{}", run.stderr);
 }
 
 #[test]

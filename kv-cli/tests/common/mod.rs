@@ -43,7 +43,12 @@ pub struct Run {
 
 /// Runs `kvctl --store URL ARGS...`.
 pub fn run(url: &str, args: &[&str]) -> Run {
-    let out = kvctl(url).args(args).output().expect("kvctl runs");
+    outcome(kvctl(url).args(args))
+}
+
+/// Runs `cmd` (a [`kvctl`] with its arguments and environment set).
+pub fn outcome(cmd: &mut Command) -> Run {
+    let out = cmd.output().expect("kvctl runs");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
