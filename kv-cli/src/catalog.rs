@@ -8,7 +8,7 @@
 //! manifest names each template itself.
 
 use keyplane_core::keyspace::{NoMatch, ParsedKey, Schema, TemplateInfo};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// One schema of the catalog, with the short names of its templates.
 #[derive(Clone)]
@@ -22,6 +22,10 @@ pub(crate) struct Listed {
     pub(crate) names: Option<Arc<[String]>>,
     /// Whether a team added it (in code or by a manifest) rather than it being bundled.
     pub(crate) added: bool,
+    /// The schema's templates, built on first use and kept: a derived schema builds them
+    /// anew on each [`Schema::templates`] (JSON Schemas included), and a listing reads
+    /// them once per key.
+    templates: Arc<OnceLock<Vec<TemplateInfo>>>,
 }
 
 impl Listed {
@@ -32,7 +36,22 @@ impl Listed {
             current,
             names: None,
             added: false,
+            templates: Arc::default(),
         }
+    }
+
+    /// A schema known from a manifest, with the names of its templates.
+    pub(crate) fn loaded(schema: Schema, current: bool, names: Arc<[String]>) -> Self {
+        Listed {
+            names: Some(names),
+            added: true,
+            ..Listed::derived(schema, current)
+        }
+    }
+
+    /// The schema's templates (built once).
+    pub(crate) fn templates(&self) -> &[TemplateInfo] {
+        self.templates.get_or_init(|| self.schema.templates())
     }
 }
 
@@ -120,10 +139,16 @@ pub(crate) fn parse_any(raw: &str) -> Result<ParsedKey, Vec<(&'static str, NoMat
 
 /// The template a parsed key belongs to.
 pub(crate) fn info_of(parsed: &ParsedKey) -> Option<TemplateInfo> {
-    find(parsed.schema)?
+    let catalog = current();
+    let listed = catalog
+        .schemas
+        .iter()
+        .find(|l| l.schema.name == parsed.schema)?;
+    listed
         .templates()
-        .into_iter()
+        .iter()
         .find(|t| t.template.source() == parsed.template)
+        .cloned()
 }
 
 /// One template of one schema, with its short name.
@@ -186,13 +211,16 @@ pub(crate) fn short_name(schema: &str, type_name: &str) -> String {
 /// Every template of the schema.
 pub(crate) fn entries(schema: Schema) -> Vec<Entry> {
     let catalog = current();
-    let names = catalog
+    let listed = catalog
         .schemas
         .iter()
-        .find(|l| l.schema.name == schema.name)
-        .and_then(|l| l.names.clone());
-    schema
-        .templates()
+        .find(|l| l.schema.name == schema.name);
+    let names = listed.and_then(|l| l.names.clone());
+    let templates = match listed {
+        Some(listed) => listed.templates().to_vec(),
+        None => schema.templates(),
+    };
+    templates
         .into_iter()
         .enumerate()
         .map(|(i, info)| Entry {

@@ -175,9 +175,7 @@ impl Kvctl {
     fn install(mut self, flags: &[String]) -> CliResult<()> {
         let mut loaded = Vec::new();
         for path in config::schema_files(flags)? {
-            let mut listed = manifest::load(&path)?;
-            listed.added = true;
-            loaded.push(listed);
+            loaded.push(manifest::load(&path)?);
         }
         // Manifests first, then the schemas given in code, then the bundled ones.
         self.catalog.schemas.splice(0..0, loaded);

@@ -251,12 +251,11 @@ pub(crate) fn parse(text: &str) -> Result<Listed, String> {
             lines.join("\n")
         )
     })?;
-    Ok(Listed {
+    Ok(Listed::loaded(
         schema,
-        current: !manifest.read_only,
-        names: Some(Arc::from(names)),
-        added: true,
-    })
+        !manifest.read_only,
+        Arc::from(names),
+    ))
 }
 
 /// `text` for the life of the process (a loaded schema's names are `'static`, as a derived
@@ -376,7 +375,7 @@ fn spec_type_name(spec: &SegmentSpec) -> &'static str {
 /// A value's check: its format, then its JSON Schema when it has one.
 fn value_info(doc: &ValueDoc) -> Result<ValueInfo, String> {
     let format = doc.format;
-    let Some(schema) = doc.value_schema() else {
+    let Some(schema) = doc.schema.as_ref() else {
         return Ok(ValueInfo::of_format(format));
     };
     if format != ValueFormat::Json {
@@ -420,9 +419,3 @@ fn value_info(doc: &ValueDoc) -> Result<ValueInfo, String> {
 #[cfg(test)]
 #[path = "manifest_tests.rs"]
 mod tests;
-
-impl ValueDoc {
-    fn value_schema(&self) -> Option<&Value> {
-        self.schema.as_ref()
-    }
-}
