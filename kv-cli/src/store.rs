@@ -2,7 +2,7 @@
 //! `redis://host:port/db` and `rediss://...`, each opened as an `Arc<dyn Store>`.
 
 use crate::error::{CliError, CliResult, code};
-use keyplane::intercept::{Call, Interceptor};
+use keyplane::layer::{Call, Interceptor};
 use keyplane::layer::{FaultLayer, RetryLayer, StoreExt, TimeoutLayer, TracingLayer};
 use keyplane::redis::RedisStore;
 use keyplane::retry::Backoff;

@@ -21,7 +21,6 @@ pub use async_trait::async_trait;
 pub use codec::{decode_changes, encode_changes};
 pub use hash_slot::{redis_hash_tag, redis_key_slot};
 pub use key::{MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix};
-pub use layout::list_index_range;
 pub use redact::{redact_secret, redact_url};
 pub use url_params::{
     TLS_URL_PARAMS, UrlSpec, apply_url_params, known_url_params, parse_url_duration,

@@ -38,9 +38,7 @@ pub struct EtcdConfig {
     pub connect_timeout_ms: u64,
     /// Time allowed for one request (not for watch streams), in milliseconds. Default: 10000.
     pub request_timeout_ms: u64,
-    /// User name for etcd's user/password authentication. Default: none. (Formerly `user`,
-    /// still accepted by serde.)
-    #[serde(alias = "user")]
+    /// User name for etcd's user/password authentication. Default: none.
     pub username: Option<String>,
     /// Password of [`EtcdConfig::username`]. Never printed by `Debug`. Default: none.
     pub password: Option<String>,
@@ -68,11 +66,6 @@ pub struct EtcdConfig {
     /// receiving anything. Default: 8.
     pub retries: u32,
 }
-
-/// The TLS settings, under their former name (feature `tls`).
-#[cfg(feature = "tls")]
-#[deprecated(note = "use TlsConfig, the TLS configuration every network backend shares")]
-pub type EtcdTlsConfig = TlsConfig;
 
 impl Default for EtcdConfig {
     fn default() -> Self {

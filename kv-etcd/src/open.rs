@@ -41,15 +41,6 @@ impl EtcdStore {
         })
     }
 
-    /// Opens the store, under its former name.
-    ///
-    /// # Errors
-    /// As [`EtcdStore::open`].
-    #[deprecated(note = "use EtcdStore::open")]
-    pub async fn connect(config: EtcdConfig) -> Result<Self> {
-        Self::open(config).await
-    }
-
     /// Opens the store of the URL form `etcd://host1:2379,host2:2379?namespace=...`
     /// (see [`EtcdConfig::from_url`]).
     ///

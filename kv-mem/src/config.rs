@@ -19,9 +19,7 @@ use std::time::Duration;
 #[serde(default, deny_unknown_fields)]
 pub struct MemConfig {
     /// How many of the latest revisions keep their events, for watches that resume from an
-    /// earlier revision and reads at a past revision. Default: 10 000. (Formerly `history`,
-    /// still accepted by serde.)
-    #[serde(alias = "history")]
+    /// earlier revision and reads at a past revision. Default: 10 000.
     pub history_retention: u64,
     /// Most compares, and most ops per branch, in one transaction. Default: 128 (etcd's
     /// default `--max-txn-ops`).
@@ -107,7 +105,7 @@ mod tests {
 
     #[test]
     fn a_partial_config_keeps_the_other_defaults() {
-        let config: MemConfig = serde_json::from_str(r#"{"history": 5}"#).unwrap();
+        let config: MemConfig = serde_json::from_str(r#"{"history_retention": 5}"#).unwrap();
         assert_eq!(config.history_retention, 5);
         assert_eq!(config.max_txn_ops, MemConfig::default().max_txn_ops);
         assert!(serde_json::from_str::<MemConfig>(r#"{"histroy": 5}"#).is_err());

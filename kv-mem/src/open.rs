@@ -67,10 +67,4 @@ impl MemStore {
             }),
         }
     }
-
-    /// An empty store with `config`, under its former name.
-    #[deprecated(note = "use MemStore::open")]
-    pub fn with_config(config: MemConfig) -> Self {
-        Self::open(config)
-    }
 }

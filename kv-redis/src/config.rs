@@ -65,8 +65,7 @@ pub struct RedisConfig {
     pub connect_timeout_ms: u64,
     /// Time allowed for one request (sending it and reading its reply; not for watch
     /// streams, whose blocking reads add their own wait), in ms. Default 5000. The same name
-    /// as etcd's. (Formerly `response_timeout_ms`, still accepted by serde.)
-    #[serde(alias = "response_timeout_ms")]
+    /// as etcd's.
     pub request_timeout_ms: u64,
     /// The prefix of every key the store keeps for itself (revision counter, metadata,
     /// index, event log, leases). User keys starting with it are rejected as `InvalidKey`.
@@ -76,9 +75,7 @@ pub struct RedisConfig {
     /// earlier revision and reads at a past revision. Default 10 000, as the sled and
     /// in-memory stores. Each retained revision holds its events, values included, in Redis
     /// memory: about 180 bytes for a put of a 100-byte value, so 1.8 MB at the default. A
-    /// watch that falls further behind gets `Compacted` and lists again. (Formerly
-    /// `watch_retention`, still accepted by serde.)
-    #[serde(alias = "watch_retention")]
+    /// watch that falls further behind gets `Compacted` and lists again.
     pub history_retention: u64,
     /// Most compares, and most ops per branch, in one transaction. Default 128.
     pub max_txn_ops: usize,
@@ -182,12 +179,6 @@ impl RedisConfig {
     /// The request timeout as a [`Duration`].
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
-    }
-
-    /// The request timeout, under its former name.
-    #[deprecated(note = "use request_timeout")]
-    pub fn response_timeout(&self) -> Duration {
-        self.request_timeout()
     }
 
     /// The interval of the reconciler's periodic full pass, if it runs one.
@@ -507,11 +498,6 @@ impl fmt::Debug for RedisConfig {
     }
 }
 
-/// The TLS settings, under their former name (feature `tls`).
-#[cfg(feature = "tls")]
-#[deprecated(note = "use TlsConfig, the TLS configuration every network backend shares")]
-pub type RedisTlsConfig = TlsConfig;
-
 /// The certificates for redis-rs from `tls`.
 ///
 /// # Errors
@@ -573,7 +559,7 @@ pub(crate) mod tests {
     fn config_round_trips_through_serde() {
         let config: RedisConfig = serde_json::from_str(
             r#"{ "url": "redis://h:1/2", "username": "u", "password": "p",
-                 "internal_prefix": "_i:", "watch_retention": 10, "max_txn_ops": 64 }"#,
+                 "internal_prefix": "_i:", "history_retention": 10, "max_txn_ops": 64 }"#,
         )
         .unwrap();
         assert_eq!(config.internal_prefix, "_i:");
@@ -585,12 +571,11 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn former_field_names_are_still_accepted() {
-        let config: RedisConfig =
-            serde_json::from_str(r#"{ "response_timeout_ms": 1234, "watch_retention": 7 }"#)
-                .unwrap();
-        assert_eq!(config.request_timeout_ms, 1234);
-        assert_eq!(config.history_retention, 7);
+    fn former_field_names_are_refused() {
+        for old in [r#"{ "response_timeout_ms": 1 }"#, r#"{ "watch_retention": 7 }"#] {
+            let err = serde_json::from_str::<RedisConfig>(old).unwrap_err();
+            assert!(err.to_string().contains("unknown field"), "{old}: {err}");
+        }
     }
 
     #[test]

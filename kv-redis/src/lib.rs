@@ -19,11 +19,6 @@ pub use access::{
     CLUSTER_COMMANDS, MASTER_COMMANDS, RECONCILER_COMMANDS, REQUIRED_COMMANDS, SENTINEL_COMMANDS,
 };
 pub use config::RedisConfig;
-#[cfg(feature = "tls")]
-#[allow(deprecated)]
-pub use config::RedisTlsConfig;
-#[cfg(feature = "tls")]
-pub use keyplane_core::tls::TlsConfig;
 pub use open::RedisStore;
 
 /// The Lua function library the store loads into Redis 7 (see [`RedisConfig::functions`]):

@@ -80,15 +80,6 @@ impl RedisStore {
         crate::core::reconcile::reconcile(&self.router.core, prefix).await
     }
 
-    /// Opens the store, under its former name.
-    ///
-    /// # Errors
-    /// As [`RedisStore::open`].
-    #[deprecated(note = "use RedisStore::open")]
-    pub async fn connect(config: RedisConfig) -> Result<Self> {
-        Self::open(config).await
-    }
-
     /// Opens the store of `url` (`redis://host:port/db`, `rediss://...`,
     /// `redis+cluster://...`) with the default configuration.
     ///

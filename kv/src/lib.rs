@@ -38,40 +38,10 @@
 //! # Ok(()) }
 //! ```
 
+// The facade mirrors keyplane-core's layout one-to-one: the contract at the root, each layer
+// in its module (`keyspace`, `layer`, `mirror`, `recipes`, `retry`, `tls`, `migrate`, and
+// `raw`, the implementors' toolkit), each name on one path.
 pub use keyplane_core::*;
-
-// keyplane-core keeps only the contract at its root and each layer in its module; this crate
-// keeps every name at the root where it has always been, so programs that depend on it see
-// no change.
-pub use keyplane_core::keyspace::{Key, Keyspace, Prefix, Segment, Separator};
-pub use keyplane_core::layer::{Namespaced, StoreExt};
-pub use keyplane_core::mirror::{
-    Mirror, MirrorBatch, MirrorBuilder, MirrorCause, MirrorHealth, MirrorSnapshot,
-    MirrorSubscription,
-};
-pub use keyplane_core::raw::{
-    GroupRevisions, MAX_KEY_LEN, async_trait, escape_bytes, prefix_end, redact_url, validate_key,
-    validate_prefix,
-};
-pub use keyplane_core::recipes::{
-    BulkLoader, BulkProgress, BulkReport, Election, Hold, Leader, Leadership, LeaseHeld,
-    LeaseKeeper, Lock, LockGuard, delete_prefix_in_batches,
-};
-
-/// The collection changes a watch reports: the same types as at the root.
-pub mod changes {
-    pub use keyplane_core::{CollectionChange, CollectionEvent, CollectionValue};
-}
-
-/// The hook of a [`FaultLayer`](layer::FaultLayer): the same types as in [`layer`].
-pub mod intercept {
-    pub use keyplane_core::layer::{Call, Interceptor};
-}
-
-/// The collection operations of a transaction: the same types as at the root.
-pub mod collections {
-    pub use keyplane_core::{CollectionKind, CollectionOp, CollectionResult};
-}
 
 mod open;
 
@@ -88,13 +58,15 @@ pub mod sled {
     pub use keyplane_sled::{Durability, SledConfig, SledStore};
 }
 
-/// The etcd store: `EtcdStore`, its configuration and the etcd-specific helpers.
+/// The etcd store: `EtcdStore`, its configuration and the etcd-specific helpers. (TLS
+/// settings are [`tls::TlsConfig`], shared by every network backend.)
 #[cfg(feature = "etcd")]
 pub mod etcd {
     pub use keyplane_etcd::*;
 }
 
-/// The Redis store: `RedisStore`, its configuration and reconciling.
+/// The Redis store: `RedisStore`, its configuration and reconciling. (TLS settings are
+/// [`tls::TlsConfig`], shared by every network backend.)
 #[cfg(feature = "redis")]
 pub mod redis {
     pub use keyplane_redis::*;

@@ -5,7 +5,8 @@
 
 use futures::StreamExt;
 use keyplane_core::{Error, ErrorKind, PutOptions, Store, WatchOptions};
-use keyplane_etcd::{EtcdConfig, EtcdStore, TlsConfig};
+use keyplane_core::tls::TlsConfig;
+use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{TestCerts, TlsEtcd, TlsRedis, key_root};
 use tokio::task::block_in_place;

@@ -18,6 +18,8 @@
 //!   under Sentinel), their histories checked for linearizability and the watch
 //!   properties, and for lost writes; closes with
 //!   `chaos: N operations, M faults, K anomalies` and fails on any anomaly;
+//! - `names`: every public item of the `keyplane` facade on one path, from its documentation
+//!   (also part of `test`);
 //! - `modules`: each crate's import circles between modules, its files over 500 lines of
 //!   code, keyplane-core's layers and the backends' use of it (`--check`: fail on any).
 //!
@@ -30,6 +32,7 @@
 
 mod install;
 mod modules;
+mod names;
 mod outside;
 mod step;
 
@@ -57,6 +60,7 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
                random concurrent operations under injected faults and network partitions on
                every backend, checked for linearizability, the watch properties and lost
                writes (default: 2 minutes in all)
+  names        check that the keyplane facade has each public item on one path (part of test)
   modules [--check]
                each crate's import circles between modules, its files over 500 lines of code,
                keyplane-core's layers and what the backends use of it, from the source
@@ -73,6 +77,9 @@ fn main() -> ExitCode {
         Some("bench") => bench(&rest),
         Some("outside") => install::protoc().and_then(|protoc| outside::run_all(|| cargo(&protoc))),
         Some("chaos") => chaos(&rest),
+        Some("names") => install::protoc().and_then(|protoc| {
+            names::run(cargo(&protoc), &workspace_root().join("target"))
+        }),
         Some("modules") => modules::run(workspace_root(), rest.iter().any(|a| a == "--check")),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
@@ -170,6 +177,7 @@ fn test(args: &[String]) -> Result<(), String> {
             .args(["doc", "--workspace", "--no-deps", "--quiet"])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
+    names::run(cargo(&protoc), &workspace_root().join("target"))?;
     run(
         "cargo test",
         cargo(&protoc)

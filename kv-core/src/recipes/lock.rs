@@ -115,14 +115,6 @@ impl LockGuard {
         LockGuard { held, hold }
     }
 
-    /// The fencing token: the lock key's create revision.
-    #[deprecated(
-        note = "the fencing revision is `LeaseHeld::revision`, as for every lease-held handle"
-    )]
-    pub fn fencing_token(&self) -> i64 {
-        self.revision()
-    }
-
     /// Releases the lock.
     ///
     /// # Errors

@@ -147,14 +147,6 @@ impl CronixLock {
         &self.key
     }
 
-    /// The fencing token: the lock key's create revision.
-    #[deprecated(
-        note = "the fencing revision is `LeaseHeld::revision`, as for every lease-held handle"
-    )]
-    pub fn fencing_token(&self) -> i64 {
-        self.revision()
-    }
-
     /// Releases the lock: revokes its lease, which deletes the lock key (waiters see the
     /// delete). A lock already lost with its lease is not an error.
     ///

@@ -141,7 +141,7 @@ pub fn apply(op: &CollectionOp, state: &impl OrderedState) -> Result<Applied> {
             let range = members_range(kind, key);
             let len = state.count(&range.start, &range.end)?;
             let len = usize::try_from(len).unwrap_or(usize::MAX);
-            let wanted = crate::raw::list_index_range(len, *start, *stop);
+            let wanted = crate::raw::layout::list_index_range(len, *start, *stop);
             let items = if wanted.is_empty() {
                 Vec::new()
             } else {

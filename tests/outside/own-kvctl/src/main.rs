@@ -4,13 +4,13 @@ struct Service {
     image: String,
     replicas: u32,
 }
-#[derive(keyplane::Key, Debug, Clone, PartialEq)]
+#[derive(keyplane::keyspace::Key, Debug, Clone, PartialEq)]
 #[kv(template = "acme/apps/{app}/services/{name}", value = keyplane::keyspace::Json<Service>)]
 struct ServiceKey {
     app: u64,
     name: Name,
 }
-#[derive(keyplane::Keyspace, Debug, Clone, PartialEq)]
+#[derive(keyplane::keyspace::Keyspace, Debug, Clone, PartialEq)]
 enum Acme {
     Service(ServiceKey),
 }
