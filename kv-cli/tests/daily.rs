@@ -165,7 +165,9 @@ fn watch_put_and_get_share_the_default_store() {
 async fn a_store_held_by_a_program_is_explained() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let held = keyplane::sled::SledStore::open(keyplane::sled::SledConfig::new(&path)).unwrap();
+    let held = keyplane::sled::SledStore::open(keyplane::sled::SledConfig::new(&path))
+        .await
+        .unwrap();
     let url = format!("sled://{}", path.display());
     let started = std::time::Instant::now();
     let err = fails(&url, &["get", "x"], 3);
@@ -571,7 +573,7 @@ impl RawSled {
             .unwrap();
         runtime.block_on(async {
             let config = keyplane::sled::SledConfig::new(&self.0);
-            let store = keyplane::sled::SledStore::open(config)?;
+            let store = keyplane::sled::SledStore::open(config).await?;
             store.put(key, value, PutOptions::default()).await?;
             Ok(())
         })

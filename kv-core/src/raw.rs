@@ -9,11 +9,13 @@
 //! backends do.
 
 mod codec;
+pub mod duration_text;
 pub mod emulation;
 mod hash_slot;
 mod key;
 pub mod layout;
 mod redact;
+mod setters;
 mod url_params;
 
 pub use crate::continuation::GroupRevisions;
@@ -23,6 +25,6 @@ pub use hash_slot::{redis_hash_tag, redis_key_slot};
 pub use key::{MAX_KEY_LEN, escape_bytes, prefix_end, validate_key, validate_prefix};
 pub use redact::{redact_secret, redact_url};
 pub use url_params::{
-    TLS_URL_PARAMS, UrlSpec, apply_url_params, known_url_params, parse_url_duration,
-    percent_decode, url_param_examples, url_query_pairs,
+    TLS_URL_PARAMS, UrlSpec, apply_url_params, known_url_params, percent_decode,
+    url_param_examples, url_query_pairs,
 };

@@ -5,7 +5,6 @@
 #[cfg(feature = "tls")]
 use etcd_client::{Certificate, Identity, TlsOptions};
 use keyplane_core::raw::{UrlSpec, apply_url_params, redact_secret, url_query_pairs};
-#[cfg(feature = "tls")]
 use keyplane_core::tls::TlsConfig;
 use keyplane_core::{Error, ErrorKind, Result};
 use percent_encoding::percent_decode_str;
@@ -30,21 +29,25 @@ pub const DEFAULT_MAX_VALUE_BYTES: usize = 1_500_000;
 /// ```
 #[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct EtcdConfig {
     /// Client endpoints, `host:port` or `http(s)://host:port`. Requests are balanced over
     /// them, and a dead member is skipped. Default: `["127.0.0.1:2379"]`.
     pub endpoints: Vec<String>,
-    /// Time allowed to open a connection to one endpoint, in milliseconds. Default: 5000.
-    pub connect_timeout_ms: u64,
-    /// Time allowed for one request (not for watch streams), in milliseconds. Default: 10000.
-    pub request_timeout_ms: u64,
+    /// Time allowed to open a connection to one endpoint. Default: 5 s. In a config file or
+    /// a URL, a duration with its unit (`"2s"`, `"500ms"`).
+    #[serde(with = "keyplane_core::raw::duration_text")]
+    pub connect_timeout: Duration,
+    /// Time allowed for one request (not for watch streams). Default: 10 s.
+    #[serde(with = "keyplane_core::raw::duration_text")]
+    pub request_timeout: Duration,
     /// User name for etcd's user/password authentication. Default: none.
     pub username: Option<String>,
     /// Password of [`EtcdConfig::username`]. Never printed by `Debug`. Default: none.
     pub password: Option<String>,
     /// TLS settings (the CA, a client certificate, the members' certificate name);
-    /// endpoints are then reached over HTTPS. Default: none.
-    #[cfg(feature = "tls")]
+    /// endpoints are then reached over HTTPS. Default: none. Needs the crate's `tls`
+    /// feature: a build without it refuses a config that sets it (`Config`).
     pub tls: Option<TlsConfig>,
     /// A root every operation is confined to: keys, ranges, compares and watches are
     /// prefixed with it, and responses are stripped of it. Default: none (the whole keyspace).
@@ -71,11 +74,10 @@ impl Default for EtcdConfig {
     fn default() -> Self {
         EtcdConfig {
             endpoints: vec!["127.0.0.1:2379".to_owned()],
-            connect_timeout_ms: 5_000,
-            request_timeout_ms: 10_000,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(10),
             username: None,
             password: None,
-            #[cfg(feature = "tls")]
             tls: None,
             namespace: None,
             max_txn_ops: DEFAULT_MAX_TXN_OPS,
@@ -89,13 +91,12 @@ impl fmt::Debug for EtcdConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("EtcdConfig");
         d.field("endpoints", &self.endpoints)
-            .field("connect_timeout_ms", &self.connect_timeout_ms)
-            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
             .field("username", &self.username)
-            .field("password", &redact_secret(self.password.as_ref()));
-        #[cfg(feature = "tls")]
-        d.field("tls", &self.tls);
-        d.field("namespace", &self.namespace)
+            .field("password", &redact_secret(self.password.as_ref()))
+            .field("tls", &self.tls)
+            .field("namespace", &self.namespace)
             .field("max_txn_ops", &self.max_txn_ops)
             .field("max_value_bytes", &self.max_value_bytes)
             .field("retries", &self.retries)
@@ -110,12 +111,6 @@ impl EtcdConfig {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
             ..Self::default()
         }
-    }
-
-    /// Confines the store to keys under `namespace` (see the `namespace` field).
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = Some(namespace.into());
-        self
     }
 
     /// Authenticates as `user` with `password`.
@@ -146,8 +141,7 @@ impl EtcdConfig {
 
     /// This config with what `url` names: the endpoints of its authority, the user and
     /// password before its `@` (percent-encoded), and every field its query names, each
-    /// parameter named as its field: `connect_timeout=2s` (or `connect_timeout_ms=2000`),
-    /// `request_timeout`, `namespace`, `max_txn_ops`, `max_value_bytes`, `retries`, `user`
+    /// parameter named as its field: `connect_timeout=2s`, `request_timeout`, `namespace`, `max_txn_ops`, `max_value_bytes`, `retries`, `user`
     /// (or `username`), `password`, and (feature `tls`) `ca`, `cert`, `key`, `domain`, which
     /// turn TLS on. The facade crate's README has the table of every backend's parameters;
     /// the grammar is [`apply_url_params`]'s.
@@ -157,7 +151,7 @@ impl EtcdConfig {
     /// let cfg = keyplane_etcd::EtcdConfig::default()
     ///     .with_url("etcd://10.0.0.1:2379?connect_timeout=2s&user=app&password=pw")
     ///     .unwrap();
-    /// assert_eq!(cfg.connect_timeout(), Duration::from_secs(2));
+    /// assert_eq!(cfg.connect_timeout, Duration::from_secs(2));
     /// assert_eq!(cfg.username.as_deref(), Some("app"));
     /// ```
     ///
@@ -226,8 +220,8 @@ impl EtcdConfig {
             ));
         }
         for (field, value) in [
-            ("connect_timeout_ms", self.connect_timeout_ms),
-            ("request_timeout_ms", self.request_timeout_ms),
+            ("connect_timeout", self.connect_timeout.as_millis() as u64),
+            ("request_timeout", self.request_timeout.as_millis() as u64),
             ("max_txn_ops", self.max_txn_ops as u64),
             ("max_value_bytes", self.max_value_bytes as u64),
         ] {
@@ -239,23 +233,31 @@ impl EtcdConfig {
         if self.password.is_some() && self.username.is_none() {
             return Err(Error::new(ErrorKind::Config, "a password needs a user"));
         }
+        if self.tls.is_some() && !cfg!(feature = "tls") {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "TLS settings need keyplane-etcd's `tls` feature (keyplane's `tls`)",
+            ));
+        }
         if let Some(ns) = &self.namespace {
             keyplane_core::raw::validate_prefix(ns.as_bytes(), true)
                 .map_err(|e| Error::new(ErrorKind::Config, "invalid namespace").with_source(e))?;
         }
         Ok(())
     }
-
-    /// The connect timeout as a [`Duration`].
-    pub fn connect_timeout(&self) -> Duration {
-        Duration::from_millis(self.connect_timeout_ms)
-    }
-
-    /// The request timeout as a [`Duration`].
-    pub fn request_timeout(&self) -> Duration {
-        Duration::from_millis(self.request_timeout_ms)
-    }
 }
+
+keyplane_core::config_setters!(EtcdConfig {
+    set {
+        connect_timeout: Duration,
+        request_timeout: Duration,
+        max_txn_ops: usize,
+        max_value_bytes: usize,
+        retries: u32,
+    }
+    into { endpoints: Vec<String> }
+    some { username: String, password: String, tls: TlsConfig, namespace: String }
+});
 
 fn config_error(message: &str, url: &str) -> Error {
     Error::new(ErrorKind::Config, message).with_context("url", keyplane_core::raw::redact_url(url))
@@ -282,8 +284,7 @@ fn validate_host(host: &str, url: &str) -> Result<String> {
 /// `user` names the `username` field as etcdctl's `--user` does.
 const URL_SPEC: UrlSpec = UrlSpec::new("etcd")
     .fixed(&["endpoints"])
-    .aliases(&[("user", "username")])
-    .tls_feature_of("keyplane-etcd");
+    .aliases(&[("user", "username")]);
 
 /// The client TLS options for `cfg`.
 ///
@@ -312,14 +313,14 @@ mod tests {
     #[test]
     fn url_with_everything() {
         let cfg = EtcdConfig::from_url(
-            "etcd://u:p%3Aw@a:2379,[::1]:2380/?namespace=t%2F1/&request_timeout_ms=50&retries=2",
+            "etcd://u:p%3Aw@a:2379,[::1]:2380/?namespace=t%2F1/&request_timeout=50ms&retries=2",
         )
         .unwrap();
         assert_eq!(cfg.endpoints, ["a:2379", "[::1]:2380"]);
         assert_eq!(cfg.username.as_deref(), Some("u"));
         assert_eq!(cfg.password.as_deref(), Some("p:w"));
         assert_eq!(cfg.namespace.as_deref(), Some("t/1/"));
-        assert_eq!(cfg.request_timeout(), Duration::from_millis(50));
+        assert_eq!(cfg.request_timeout, Duration::from_millis(50));
         assert_eq!(cfg.retries, 2);
         assert_eq!(cfg.max_txn_ops, DEFAULT_MAX_TXN_OPS);
     }
@@ -382,11 +383,11 @@ mod tests {
     #[test]
     fn parameters_take_durations_credentials_and_tls() {
         let cfg = EtcdConfig::from_url(
-            "etcd://a:2379?connect_timeout=2s&request_timeout_ms=1500&user=app&password=p%40w",
+            "etcd://a:2379?connect_timeout=2s&request_timeout=1500ms&user=app&password=p%40w",
         )
         .unwrap();
-        assert_eq!(cfg.connect_timeout(), Duration::from_secs(2));
-        assert_eq!(cfg.request_timeout(), Duration::from_millis(1500));
+        assert_eq!(cfg.connect_timeout, Duration::from_secs(2));
+        assert_eq!(cfg.request_timeout, Duration::from_millis(1500));
         assert_eq!(cfg.username.as_deref(), Some("app"));
         assert_eq!(cfg.password.as_deref(), Some("p@w"));
         #[cfg(feature = "tls")]

@@ -42,8 +42,8 @@ impl Core {
     pub(crate) async fn connect(config: EtcdConfig) -> Result<Self> {
         config.validate()?;
         let mut opts = ConnectOptions::new()
-            .with_connect_timeout(config.connect_timeout())
-            .with_keep_alive(Duration::from_secs(5), config.request_timeout())
+            .with_connect_timeout(config.connect_timeout)
+            .with_keep_alive(Duration::from_secs(5), config.request_timeout)
             .with_keep_alive_while_idle(true)
             .with_require_leader(true);
         if let Some(user) = &config.username {
@@ -57,7 +57,7 @@ impl Core {
             opts = opts.with_tls(crate::config::tls_options(tls)?);
         }
         let connect = Client::connect(&config.endpoints, Some(opts));
-        let client = tokio::time::timeout(config.connect_timeout() * 2, connect)
+        let client = tokio::time::timeout(config.connect_timeout * 2, connect)
             .await
             .map_err(|_| {
                 Error::new(ErrorKind::Unavailable, "no etcd endpoint answered in time")
@@ -110,7 +110,7 @@ impl Core {
         let cfg = &self.config;
         let mut attempt = 0u32;
         loop {
-            let err = match tokio::time::timeout(cfg.request_timeout(), f()).await {
+            let err = match tokio::time::timeout(cfg.request_timeout, f()).await {
                 Ok(Ok(v)) => return Ok(v),
                 Ok(Err(e)) => e,
                 Err(_) => {
@@ -119,7 +119,7 @@ impl Core {
                         "etcd did not answer within the request timeout",
                     )
                     .with_context("op", op)
-                    .with_context("timeout_ms", cfg.request_timeout_ms));
+                    .with_context("timeout_ms", cfg.request_timeout.as_millis()));
                 }
             };
             let safe = idempotent || request_not_sent(&err);
@@ -152,7 +152,7 @@ impl Core {
             }
             Ok(1)
         };
-        tokio::time::timeout(self.config.request_timeout(), probe)
+        tokio::time::timeout(self.config.request_timeout, probe)
             .await
             .map_err(|_| Error::new(ErrorKind::Timeout, "etcd did not answer the watch probe"))?
             .map_err(|e| map_error("watch", e))

@@ -119,7 +119,7 @@ impl Watcher {
             opts = opts.with_start_revision(self.next_revision);
         }
         let mut client = self.core.watch.clone();
-        let timeout = self.core.config.request_timeout();
+        let timeout = self.core.config.request_timeout;
         let open = async {
             let mut stream = client.watch(self.key.clone(), Some(opts)).await?;
             let created = stream.message().await?;

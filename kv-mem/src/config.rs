@@ -12,11 +12,14 @@ use std::time::Duration;
 /// use keyplane_mem::{MemConfig, MemStore};
 /// use keyplane_core::Store;
 ///
-/// let store = MemStore::open(MemConfig { history_retention: 100, ..MemConfig::default() });
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> keyplane_core::Result<()> {
+/// let store = MemStore::open(MemConfig::default().history_retention(100)).await?;
 /// assert_eq!(store.capabilities().history_retention, keyplane_core::Retention::Revisions(100));
+/// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct MemConfig {
     /// How many of the latest revisions keep their events, for watches that resume from an
     /// earlier revision and reads at a past revision. Default: 10 000.
@@ -46,6 +49,11 @@ impl Default for MemConfig {
     }
 }
 
+keyplane_core::config_setters!(MemConfig {
+    set { history_retention: u64, max_txn_ops: usize, max_value_bytes: usize, watch_buffer: usize }
+    into {}
+});
+
 /// How a `mem://` URL's parameters map onto [`MemConfig`]: each field is one, and `history`
 /// is `history_retention`, as in a config file.
 const URL_SPEC: UrlSpec = UrlSpec::new("mem").aliases(&[("history", "history_retention")]);
@@ -63,7 +71,8 @@ impl MemConfig {
     ///
     /// # Errors
     /// [`ErrorKind::Config`](keyplane_core::ErrorKind::Config) for another scheme, a path,
-    /// an unknown parameter (the message lists the known ones) or a value of the wrong form.
+    /// an unknown parameter (the message lists the known ones), a value of the wrong form or
+    /// a limit of zero.
     pub fn from_url(url: &str) -> Result<Self> {
         let rest = url.strip_prefix("mem://").ok_or_else(|| {
             Error::new(ErrorKind::Config, "a memory store's URL starts with mem://")
@@ -75,7 +84,30 @@ impl MemConfig {
                 "mem:// takes no path, only ?parameters",
             ));
         }
-        apply_url_params(&MemConfig::default(), &url_query_pairs(query)?, &URL_SPEC)
+        let config = apply_url_params(&MemConfig::default(), &url_query_pairs(query)?, &URL_SPEC)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks that no limit is zero.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        for (field, value) in [
+            ("history_retention", self.history_retention),
+            ("max_txn_ops", self.max_txn_ops as u64),
+            ("max_value_bytes", self.max_value_bytes as u64),
+            ("watch_buffer", self.watch_buffer as u64),
+        ] {
+            if value == 0 {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!("memory store: {field} must be at least 1"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The capabilities a store with this configuration reports.

@@ -47,14 +47,24 @@ impl Default for MemStore {
 }
 
 impl MemStore {
-    /// An empty store with the default [`MemConfig`]: the same as
-    /// `MemStore::open(MemConfig::default())`.
+    /// An empty store with the default [`MemConfig`]: what `MemStore::open(MemConfig::default())`
+    /// opens, without a runtime.
     pub fn new() -> Self {
-        Self::open(MemConfig::default())
+        Self::with_checked(MemConfig::default())
     }
 
-    /// Opens an empty store with `config`. In-process, so it cannot fail.
-    pub fn open(config: MemConfig) -> Self {
+    /// Opens an empty store with `config`: async and fallible as every backend's `open`, so
+    /// that code generic over backends opens each the same way.
+    ///
+    /// # Errors
+    /// [`Config`](keyplane_core::ErrorKind::Config) for a limit of zero (a store that could
+    /// hold no history, no op per transaction, no value byte or no queued watch batch).
+    pub async fn open(config: MemConfig) -> keyplane_core::Result<Self> {
+        config.validate()?;
+        Ok(Self::with_checked(config))
+    }
+
+    fn with_checked(config: MemConfig) -> Self {
         MemStore {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::new(

@@ -23,11 +23,9 @@ async fn snapshot(store: &MemStore) -> (i64, Vec<Entry>, keyplane_core::Collecti
 }
 
 async fn seeded() -> MemStore {
-    let store = MemStore::open(MemConfig {
-        max_txn_ops: 4,
-        max_value_bytes: 16,
-        ..MemConfig::default()
-    });
+    let store = MemStore::open(MemConfig::default().max_txn_ops(4).max_value_bytes(16))
+        .await
+        .unwrap();
     store.put(b"a", b"1", PutOptions::default()).await.unwrap();
     store
         .put(b"b/1", b"2", PutOptions::default())

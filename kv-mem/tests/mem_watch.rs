@@ -24,10 +24,9 @@ async fn put(store: &MemStore, key: &str, value: &str) -> i64 {
 /// revision, from which a watch still starts.
 #[tokio::test]
 async fn compaction_and_retention_give_compacted_errors() {
-    let store = MemStore::open(MemConfig {
-        history_retention: 3,
-        ..MemConfig::default()
-    });
+    let store = MemStore::open(MemConfig::default().history_retention(3))
+        .await
+        .unwrap();
     let mut revisions = Vec::new();
     for i in 0..6 {
         revisions.push(put(&store, "c", &i.to_string()).await);

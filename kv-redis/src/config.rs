@@ -6,7 +6,6 @@ mod url;
 pub(crate) use sentinel::SentinelTarget;
 
 use keyplane_core::raw::redact_secret;
-#[cfg(feature = "tls")]
 use keyplane_core::tls::TlsConfig;
 use keyplane_core::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
@@ -25,6 +24,7 @@ use std::time::Duration;
 /// ```
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RedisConfig {
     /// `redis://host:port[/db]`, `rediss://` for TLS (crate feature `tls`), or
     /// `redis+cluster://[user:password@]host:port,host:port...` for a Redis Cluster (its seed
@@ -59,14 +59,17 @@ pub struct RedisConfig {
     /// trust instead of the system's roots, and a client certificate for servers with
     /// `tls-auth-clients`.
     /// Default none (the system's roots, no client certificate).
-    #[cfg(feature = "tls")]
+    /// A build without the `tls` feature refuses a config that sets it.
     pub tls: Option<TlsConfig>,
-    /// How long to wait for a connection, in ms. Default 5000.
-    pub connect_timeout_ms: u64,
+    /// How long to wait for a connection. Default 5 s. In a config file or a URL, a
+    /// duration with its unit (`"2s"`, `"500ms"`).
+    #[serde(with = "keyplane_core::raw::duration_text")]
+    pub connect_timeout: Duration,
     /// Time allowed for one request (sending it and reading its reply; not for watch
     /// streams, whose blocking reads add their own wait), in ms. Default 5000. The same name
     /// as etcd's.
-    pub request_timeout_ms: u64,
+    #[serde(with = "keyplane_core::raw::duration_text")]
+    pub request_timeout: Duration,
     /// The prefix of every key the store keeps for itself (revision counter, metadata,
     /// index, event log, leases). User keys starting with it are rejected as `InvalidKey`.
     /// Default `__kv:`.
@@ -103,9 +106,10 @@ pub struct RedisConfig {
     /// program's keys are still read, compared, written and deleted as they are in Redis,
     /// but reach ranges and watches only through [`RedisStore::reconcile`](crate::RedisStore::reconcile).
     pub reconcile_roots: Vec<String>,
-    /// How often the reconciler scans the roots in full, in ms; 0 for never (notifications
-    /// only). Default 60 000.
-    pub reconcile_interval_ms: u64,
+    /// How often the reconciler scans the roots in full; zero (`0s`) for never
+    /// (notifications only). Default 60 s.
+    #[serde(with = "keyplane_core::raw::duration_text")]
+    pub reconcile_interval: Duration,
     /// Whether the reconciler follows Redis keyspace notifications, turning them on
     /// (`CONFIG SET notify-keyspace-events`) when the server allows it. Default `true`.
     pub keyspace_notifications: bool,
@@ -119,7 +123,7 @@ pub struct RedisConfig {
     /// the user may not call the library (or load it while it is missing). Default `true`.
     pub functions: bool,
     /// How many replicas must acknowledge each write before the store reports it done: after
-    /// every writing script the store sends `WAIT wait_replicas wait_timeout_ms` to the
+    /// every writing script the store sends `WAIT wait_replicas wait_timeout` to the
     /// master that ran it. Redis replicates asynchronously, so without it a write
     /// acknowledged just before its master dies can be lost in the failover; with it, such a
     /// write is on that many replicas, and a replica that takes over holds it. A write that
@@ -127,9 +131,10 @@ pub struct RedisConfig {
     /// (it may yet be lost). `WAIT` holds the connection it is sent on, which the store's
     /// operations share, for as long as the replicas take. Default 0 (no wait).
     pub wait_replicas: u32,
-    /// How long, in ms, a write waits for `wait_replicas` replicas. At least 1 (0 would wait
-    /// forever) and less than `request_timeout_ms`. Default 1000.
-    pub wait_timeout_ms: u64,
+    /// How long a write waits for `wait_replicas` replicas. At least 1 ms (0 would wait
+    /// forever) and less than `request_timeout`. Default 1 s.
+    #[serde(with = "keyplane_core::raw::duration_text")]
+    pub wait_timeout: Duration,
 }
 
 impl Default for RedisConfig {
@@ -141,10 +146,9 @@ impl Default for RedisConfig {
             database: None,
             sentinel_username: None,
             sentinel_password: None,
-            #[cfg(feature = "tls")]
             tls: None,
-            connect_timeout_ms: 5000,
-            request_timeout_ms: 5000,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(5),
             internal_prefix: "__kv:".to_owned(),
             history_retention: 10_000,
             max_txn_ops: 128,
@@ -152,12 +156,12 @@ impl Default for RedisConfig {
             watch_retries: 20,
             persistent: false,
             reconcile_roots: Vec::new(),
-            reconcile_interval_ms: 60_000,
+            reconcile_interval: Duration::from_secs(60),
             keyspace_notifications: true,
             reconcile_scan_count: 1000,
             functions: true,
             wait_replicas: 0,
-            wait_timeout_ms: 1000,
+            wait_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -171,20 +175,11 @@ impl RedisConfig {
         }
     }
 
-    /// The connection timeout.
-    pub fn connect_timeout(&self) -> Duration {
-        Duration::from_millis(self.connect_timeout_ms)
-    }
-
-    /// The request timeout as a [`Duration`].
-    pub fn request_timeout(&self) -> Duration {
-        Duration::from_millis(self.request_timeout_ms)
-    }
-
-    /// The interval of the reconciler's periodic full pass, if it runs one.
-    pub fn reconcile_interval(&self) -> Option<Duration> {
-        (!self.reconcile_roots.is_empty() && self.reconcile_interval_ms > 0)
-            .then(|| Duration::from_millis(self.reconcile_interval_ms))
+    /// The interval of the reconciler's periodic full pass, if it runs one (roots to
+    /// reconcile and a non-zero [`reconcile_interval`](Self::reconcile_interval)).
+    pub fn reconcile_period(&self) -> Option<Duration> {
+        (!self.reconcile_roots.is_empty() && !self.reconcile_interval.is_zero())
+            .then_some(self.reconcile_interval)
     }
 
     /// Checks the configuration and resolves the URL and credentials.
@@ -207,7 +202,6 @@ impl RedisConfig {
                 "rediss:// needs keyplane-redis to be built with the `tls` feature".to_owned(),
             ));
         }
-        #[cfg(feature = "tls")]
         if self.tls.is_some() && !self.url.starts_with("rediss://") {
             return Err(config_error("TLS settings need a rediss:// URL".to_owned()));
         }
@@ -307,7 +301,6 @@ impl RedisConfig {
                     .to_owned(),
             ));
         }
-        #[cfg(feature = "tls")]
         if self.tls.is_some() && node_scheme != "rediss" {
             return Err(config_error(
                 "TLS settings need a rediss+cluster:// URL".to_owned(),
@@ -370,7 +363,6 @@ impl RedisConfig {
     /// TLS settings.
     fn check(&self) -> Result<()> {
         let config_error = |message: String| Error::new(ErrorKind::Config, message);
-        #[cfg(feature = "tls")]
         if self.tls.as_ref().is_some_and(|tls| tls.domain.is_some()) {
             // Refused rather than ignored: a certificate check against another name than
             // the one configured would surprise at the first connection.
@@ -397,10 +389,10 @@ impl RedisConfig {
             ));
         }
         if self.wait_replicas > 0
-            && (self.wait_timeout_ms == 0 || self.wait_timeout_ms >= self.request_timeout_ms)
+            && (self.wait_timeout.as_millis() == 0 || self.wait_timeout >= self.request_timeout)
         {
             return Err(config_error(
-                "wait_timeout_ms must be at least 1 and less than request_timeout_ms".to_owned(),
+                "wait_timeout must be at least 1ms and less than request_timeout".to_owned(),
             ));
         }
         if let Some(root) = self
@@ -465,6 +457,34 @@ const CLUSTER_SCHEME: &str = "redis+cluster://";
 /// The scheme of a Redis Cluster URL whose nodes speak TLS.
 const TLS_CLUSTER_SCHEME: &str = "rediss+cluster://";
 
+keyplane_core::config_setters!(RedisConfig {
+    set {
+        connect_timeout: Duration,
+        request_timeout: Duration,
+        history_retention: u64,
+        max_txn_ops: usize,
+        max_prefix_delete_keys: u64,
+        watch_retries: u32,
+        persistent: bool,
+        reconcile_roots: Vec<String>,
+        reconcile_interval: Duration,
+        keyspace_notifications: bool,
+        reconcile_scan_count: u32,
+        functions: bool,
+        wait_replicas: u32,
+        wait_timeout: Duration,
+    }
+    into { url: String, internal_prefix: String }
+    some {
+        username: String,
+        password: String,
+        database: i64,
+        sentinel_username: String,
+        sentinel_password: String,
+        tls: TlsConfig,
+    }
+});
+
 impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("RedisConfig");
@@ -477,8 +497,8 @@ impl fmt::Debug for RedisConfig {
                 "sentinel_password",
                 &redact_secret(self.sentinel_password.as_ref()),
             )
-            .field("connect_timeout_ms", &self.connect_timeout_ms)
-            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
             .field("internal_prefix", &self.internal_prefix)
             .field("history_retention", &self.history_retention)
             .field("max_txn_ops", &self.max_txn_ops)
@@ -486,14 +506,13 @@ impl fmt::Debug for RedisConfig {
             .field("watch_retries", &self.watch_retries)
             .field("persistent", &self.persistent)
             .field("reconcile_roots", &self.reconcile_roots)
-            .field("reconcile_interval_ms", &self.reconcile_interval_ms)
+            .field("reconcile_interval", &self.reconcile_interval)
             .field("keyspace_notifications", &self.keyspace_notifications)
             .field("reconcile_scan_count", &self.reconcile_scan_count)
             .field("functions", &self.functions)
             .field("wait_replicas", &self.wait_replicas)
-            .field("wait_timeout_ms", &self.wait_timeout_ms);
-        #[cfg(feature = "tls")]
-        d.field("tls", &self.tls);
+            .field("wait_timeout", &self.wait_timeout)
+            .field("tls", &self.tls);
         d.finish()
     }
 }
@@ -563,7 +582,7 @@ pub(crate) mod tests {
         )
         .unwrap();
         assert_eq!(config.internal_prefix, "_i:");
-        assert_eq!(config.request_timeout(), Duration::from_secs(5));
+        assert_eq!(config.request_timeout, Duration::from_secs(5));
         let back: RedisConfig =
             serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
         assert_eq!(back, config);
@@ -572,7 +591,10 @@ pub(crate) mod tests {
 
     #[test]
     fn former_field_names_are_refused() {
-        for old in [r#"{ "response_timeout_ms": 1 }"#, r#"{ "watch_retention": 7 }"#] {
+        for old in [
+            r#"{ "response_timeout_ms": 1 }"#,
+            r#"{ "watch_retention": 7 }"#,
+        ] {
             let err = serde_json::from_str::<RedisConfig>(old).unwrap_err();
             assert!(err.to_string().contains("unknown field"), "{old}: {err}");
         }

@@ -129,7 +129,7 @@ impl Core {
                 },
             };
             let client = dial
-                .cluster_client(config.connect_timeout(), config.request_timeout())
+                .cluster_client(config.connect_timeout, config.request_timeout)
                 .map_err(|e| map_error("connect", e))?;
             let con = client
                 .get_async_connection()
@@ -141,8 +141,8 @@ impl Core {
             let db = target.settings.db();
             let con = Following::connect(
                 target.clone(),
-                config.connect_timeout(),
-                config.request_timeout(),
+                config.connect_timeout,
+                config.request_timeout,
             )
             .await
             .map_err(|e| map_error("connect", e))?;
@@ -159,8 +159,8 @@ impl Core {
             let client = redis::Client::open(info);
             let client = client.map_err(|e| map_error("connect", e))?;
             let manager_config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(config.connect_timeout()))
-                .set_response_timeout(Some(config.request_timeout()))
+                .set_connection_timeout(Some(config.connect_timeout))
+                .set_response_timeout(Some(config.request_timeout))
                 .set_number_of_retries(3);
             let con = client
                 .get_connection_manager_with_config(manager_config)
@@ -181,7 +181,7 @@ impl Core {
             collections: Support::Native,
             persistent: config.persistent,
             foreign_writes: ForeignWrites::Reconciled {
-                interval: config.reconcile_interval(),
+                interval: config.reconcile_period(),
             },
             sharding: if config.is_cluster() {
                 Sharding::HashTagGroups
@@ -274,7 +274,7 @@ impl Core {
             prefix: prefix.as_slice().into(),
             retention: config.history_retention,
             wait_replicas: config.wait_replicas,
-            wait_timeout_ms: config.wait_timeout_ms,
+            wait_timeout_ms: u64::try_from(config.wait_timeout.as_millis()).unwrap_or(u64::MAX),
         };
         Core {
             committer: Committer::new(

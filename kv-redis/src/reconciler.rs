@@ -106,7 +106,7 @@ async fn lead(weak: &Weak<Core>, id: &str) -> Result<()> {
         if !try_lead(&core, id).await? {
             return Ok(());
         }
-        core.config.reconcile_interval()
+        core.config.reconcile_period()
     };
     let mut notifications = subscribe_if_configured(weak).await;
     full_pass(weak).await?;
@@ -242,14 +242,14 @@ async fn subscribe(core: &Core) -> Result<PubSubStream> {
     let connect = async {
         match core
             .dial
-            .pubsub_client(core.config.connect_timeout(), core.config.request_timeout())
+            .pubsub_client(core.config.connect_timeout, core.config.request_timeout)
             .await?
         {
             Some(client) => client.get_async_pubsub().await.map(Some),
             None => Ok(None),
         }
     };
-    let pubsub = tokio::time::timeout(core.config.connect_timeout() * 2, connect)
+    let pubsub = tokio::time::timeout(core.config.connect_timeout * 2, connect)
         .await
         .map_err(|_| Error::new(ErrorKind::Timeout, "subscribing to notifications timed out"))?
         .map_err(|e| map_error("reconcile", e))?;

@@ -1,7 +1,7 @@
 //! [`SledConfig`]: where the store lives and how it trades durability for speed.
 
 use keyplane_core::raw::{
-    UrlSpec, apply_url_params, parse_url_duration, percent_decode, url_query_pairs,
+    UrlSpec, apply_url_params, duration_text, percent_decode, url_query_pairs,
 };
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -10,6 +10,7 @@ use std::time::Duration;
 /// When acknowledged writes reach the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "mode")]
+#[non_exhaustive]
 pub enum Durability {
     /// Every write transaction is flushed (fsync) before it is acknowledged: an acknowledged
     /// write survives `kill -9` and power loss. The default.
@@ -23,7 +24,7 @@ pub enum Durability {
     Buffered {
         /// How often sled also flushes on a timer of its own (at least 1 ms); committed writes
         /// do not wait for it.
-        #[serde(rename = "flush_interval_ms", with = "millis")]
+        #[serde(with = "keyplane_core::raw::duration_text")]
         flush_interval: Duration,
     },
 }
@@ -40,6 +41,7 @@ pub enum Durability {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SledConfig {
     /// The database directory (created when missing).
     pub path: PathBuf,
@@ -71,24 +73,6 @@ impl SledConfig {
             history_retention: Self::DEFAULT_HISTORY_RETENTION,
             cache_capacity: Self::DEFAULT_CACHE_CAPACITY,
         }
-    }
-
-    /// Sets the durability.
-    pub fn durability(mut self, durability: Durability) -> Self {
-        self.durability = durability;
-        self
-    }
-
-    /// Sets how many revisions of history are kept.
-    pub fn history_retention(mut self, revisions: u64) -> Self {
-        self.history_retention = revisions;
-        self
-    }
-
-    /// Sets the page cache size in bytes.
-    pub fn cache_capacity(mut self, bytes: u64) -> Self {
-        self.cache_capacity = bytes;
-        self
     }
 
     /// Parses `sled://PATH[?PARAMS]`: the database directory (percent-decoded: a `?` in it is
@@ -136,21 +120,12 @@ impl SledConfig {
         let pairs = url_query_pairs(query)?;
         let mut config = apply_url_params(&SledConfig::new(path), &pairs, &URL_SPEC)?;
         let value = |name: &str| pairs.iter().find(|(n, _)| n == name).map(|(_, v)| v);
-        let interval = match (value("flush_interval"), value("flush_interval_ms")) {
-            (Some(_), Some(_)) => {
-                return Err(bad(
-                    "give flush_interval or flush_interval_ms, not both".to_owned()
-                ));
-            }
-            (Some(text), None) => Some(
-                parse_url_duration(text)
-                    .map_err(|why| bad(format!("the sled URL parameter `flush_interval` {why}")))?,
-            ),
-            (None, Some(text)) => Some(Duration::from_millis(text.parse().map_err(|_| {
-                bad("the sled URL parameter `flush_interval_ms` expects a whole number".to_owned())
-            })?)),
-            (None, None) => None,
-        };
+        let interval = value("flush_interval")
+            .map(|text| {
+                duration_text::parse(text)
+                    .map_err(|why| bad(format!("the sled URL parameter `flush_interval` {why}")))
+            })
+            .transpose()?;
         config.durability = match (value("durability").map(String::as_str), interval) {
             (None | Some("buffered"), Some(flush_interval)) => {
                 Durability::Buffered { flush_interval }
@@ -200,13 +175,18 @@ impl SledConfig {
     }
 }
 
+keyplane_core::config_setters!(SledConfig {
+    set { durability: Durability, history_retention: u64, cache_capacity: u64 }
+    into { path: PathBuf }
+});
+
 /// How a `sled://` URL's parameters map onto [`SledConfig`]: the path is the URL's, the
 /// durability is set by `durability` and `flush_interval`, which [`SledConfig::from_url`]
 /// reads itself; `history` is `history_retention`.
 const URL_SPEC: UrlSpec = UrlSpec::new("sled")
     .fixed(&["path"])
     .aliases(&[("history", "history_retention")])
-    .foreign(&["durability", "flush_interval", "flush_interval_ms"]);
+    .foreign(&["durability", "flush_interval"]);
 
 fn default_history_retention() -> u64 {
     SledConfig::DEFAULT_HISTORY_RETENTION
@@ -214,20 +194,6 @@ fn default_history_retention() -> u64 {
 
 fn default_cache_capacity() -> u64 {
     SledConfig::DEFAULT_CACHE_CAPACITY
-}
-
-/// Serializes a `Duration` as whole milliseconds.
-mod millis {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        u64::deserialize(d).map(Duration::from_millis)
-    }
 }
 
 #[cfg(test)]
@@ -240,7 +206,7 @@ mod tests {
             flush_interval: Duration::from_millis(250),
         });
         let json = serde_json::to_string(&config).unwrap();
-        assert!(json.contains(r#""flush_interval_ms":250"#), "{json}");
+        assert!(json.contains(r#""flush_interval":"250ms""#), "{json}");
         assert_eq!(serde_json::from_str::<SledConfig>(&json).unwrap(), config);
     }
 
@@ -282,14 +248,15 @@ mod tests {
             assert!(
                 fields
                     .iter()
-                    .all(|f| ["mode", "flush_interval_ms"].contains(&f.as_str())),
+                    .all(|f| ["mode", "flush_interval"].contains(&f.as_str())),
                 "a durability field no URL parameter sets: {fields:?}"
             );
         }
         assert_eq!(
-            SledConfig::from_url("sled:///tmp/x?flush_interval_ms=20").unwrap(),
+            SledConfig::from_url("sled:///tmp/x?flush_interval=20ms").unwrap(),
             buffered
         );
+        assert!(SledConfig::from_url("sled:///tmp/x?flush_interval_ms=20").is_err());
         assert_eq!(
             SledConfig::from_url("sled:///tmp/a%3Fb").unwrap().path,
             std::path::Path::new("/tmp/a?b")
@@ -323,7 +290,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("cache_capacity, durability, flush_interval, flush_interval_ms, history"),
+            err.contains("cache_capacity, durability, flush_interval, history"),
             "{err}"
         );
     }

@@ -40,12 +40,12 @@ use std::sync::Arc;
 /// use keyplane_sled::{SledConfig, SledStore};
 ///
 /// let dir = tempfile::tempdir().unwrap();
-/// let store = SledStore::open(SledConfig::new(dir.path()))?;
+/// let store = SledStore::open(SledConfig::new(dir.path())).await?;
 /// let put = store.put(b"app/config", b"v1", PutOptions::default()).await?;
 /// assert_eq!(put.revision, 1);
 /// drop(store);
 ///
-/// let store = SledStore::open(SledConfig::new(dir.path()))?;
+/// let store = SledStore::open(SledConfig::new(dir.path())).await?;
 /// assert_eq!(store.get(b"app/config").await?.unwrap().value, b"v1");
 /// # Ok(())
 /// # }
@@ -59,7 +59,8 @@ pub struct SledStore {
 
 impl SledStore {
     /// Opens (or creates) the database in `config.path` and starts the lease expiry task.
-    /// Leases that expired while the store was closed are expired before this returns.
+    /// Leases that expired while the store was closed are expired before this returns. The
+    /// opening (which may wait for the directory's lock) runs on Tokio's blocking threads.
     ///
     /// # Errors
     /// `Config` for an invalid configuration or when called outside a Tokio runtime;
@@ -68,8 +69,8 @@ impl SledStore {
     /// when it is already open in this process;
     /// `Corrupted` when the directory was written with an incompatible layout version or is
     /// not a store's database; `Backend` for I/O errors.
-    pub fn open(config: SledConfig) -> Result<Self> {
-        Self::start(config, None)
+    pub async fn open(config: SledConfig) -> Result<Self> {
+        Self::start_blocking(config, None).await
     }
 
     /// A store with the default configuration in a new temporary directory, which is removed
@@ -80,7 +81,7 @@ impl SledStore {
     /// # async fn main() -> keyplane_core::Result<()> {
     /// use keyplane_core::{PutOptions, Store};
     ///
-    /// let store = keyplane_sled::SledStore::temporary()?;
+    /// let store = keyplane_sled::SledStore::temporary().await?;
     /// store.put(b"k", b"v", PutOptions::default()).await?;
     /// let dir = store.config().path.clone();
     /// drop(store);
@@ -91,7 +92,7 @@ impl SledStore {
     ///
     /// # Errors
     /// `Backend` when the directory cannot be created; as [`SledStore::open`] otherwise.
-    pub fn temporary() -> Result<Self> {
+    pub async fn temporary() -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("kv-sled-")
             .tempdir()
@@ -103,7 +104,30 @@ impl SledStore {
                 .with_source(e)
             })?;
         let config = SledConfig::new(dir.path());
-        Self::start(config, Some(dir))
+        Self::start_blocking(config, Some(dir)).await
+    }
+
+    /// [`SledStore::start`] on Tokio's blocking threads, which keep the runtime's context.
+    async fn start_blocking(
+        config: SledConfig,
+        temp_dir: Option<tempfile::TempDir>,
+    ) -> Result<Self> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            keyplane_core::Error::new(
+                keyplane_core::ErrorKind::Config,
+                "a sled store is opened inside a Tokio runtime",
+            )
+        })?;
+        handle
+            .spawn_blocking(move || Self::start(config, temp_dir))
+            .await
+            .map_err(|e| {
+                keyplane_core::Error::new(
+                    keyplane_core::ErrorKind::Backend,
+                    "opening the sled store failed",
+                )
+                .with_source(e)
+            })?
     }
 
     fn start(config: SledConfig, temp_dir: Option<tempfile::TempDir>) -> Result<Self> {

@@ -76,7 +76,7 @@ mod tests {
     /// under flush-on-commit would then flush.
     #[tokio::test]
     async fn sections_without_commits_leave_nothing_counted() {
-        let store = SledStore::temporary().unwrap();
+        let store = SledStore::temporary().await.unwrap();
         let unflushed = || store.inner.unflushed.load(Ordering::SeqCst);
         assert_eq!(unflushed(), 0, "after the open");
         store.put(b"k", b"1", PutOptions::default()).await.unwrap();

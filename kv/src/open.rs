@@ -71,13 +71,13 @@ impl Backend {
         match scheme {
             "mem" => {
                 let config = keyplane_mem::MemConfig::from_url(url).map_err(|e| reason(url, e))?;
-                Ok(Backend::Mem(keyplane_mem::MemStore::open(config)))
+                Ok(Backend::Mem(keyplane_mem::MemStore::open(config).await?))
             }
             #[cfg(feature = "sled")]
             "sled" => {
                 let config =
                     keyplane_sled::SledConfig::from_url(url).map_err(|e| reason(url, e))?;
-                Ok(Backend::Sled(keyplane_sled::SledStore::open(config)?))
+                Ok(Backend::Sled(keyplane_sled::SledStore::open(config).await?))
             }
             #[cfg(feature = "etcd")]
             "etcd" => {
@@ -173,7 +173,7 @@ impl OpenOptions {
 fn etcd_config(url: &str, options: &OpenOptions) -> Result<keyplane_etcd::EtcdConfig> {
     let mut config = keyplane_etcd::EtcdConfig::default();
     if let Some(timeout) = options.connect_timeout {
-        config.connect_timeout_ms = millis(timeout);
+        config.connect_timeout = timeout;
     }
     config.with_url(url).map_err(|e| reason(url, e))
 }
@@ -183,14 +183,9 @@ fn etcd_config(url: &str, options: &OpenOptions) -> Result<keyplane_etcd::EtcdCo
 fn redis_config(url: &str, options: &OpenOptions) -> Result<keyplane_redis::RedisConfig> {
     let mut config = keyplane_redis::RedisConfig::default();
     if let Some(timeout) = options.connect_timeout {
-        config.connect_timeout_ms = millis(timeout);
+        config.connect_timeout = timeout;
     }
     config.with_url(url).map_err(|e| reason(url, e))
-}
-
-#[cfg(any(feature = "etcd", feature = "redis"))]
-fn millis(timeout: std::time::Duration) -> u64 {
-    u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The error for a scheme whose backend this build leaves out.
@@ -198,7 +193,7 @@ fn millis(timeout: std::time::Duration) -> u64 {
 fn not_built(url: &str, feature: &str) -> Error {
     invalid(
         url,
-        &format!("this build has no {feature} backend: enable the `{feature}` feature of kv"),
+        &format!("this build has no {feature} backend: enable the `{feature}` feature of keyplane"),
     )
 }
 
@@ -233,20 +228,30 @@ mod tests {
     #[cfg(all(feature = "etcd", feature = "redis"))]
     #[test]
     fn a_url_parameter_wins_over_the_open_options() {
-        let options = OpenOptions::default().connect_timeout(std::time::Duration::from_secs(7));
-        let etcd = |url| etcd_config(url, &options).unwrap().connect_timeout_ms;
-        assert_eq!(etcd("etcd://h:2379"), 7000);
-        assert_eq!(etcd("etcd://h:2379?connect_timeout=2s"), 2000);
-        assert_eq!(etcd("etcd://h:2379?connect_timeout_ms=300"), 300);
-        let redis = |url| redis_config(url, &options).unwrap().connect_timeout_ms;
-        assert_eq!(redis("redis://h:6379"), 7000);
-        assert_eq!(redis("redis://h:6379?connect_timeout=2s"), 2000);
+        use std::time::Duration;
+        let options = OpenOptions::default().connect_timeout(Duration::from_secs(7));
+        let etcd = |url| etcd_config(url, &options).unwrap().connect_timeout;
+        assert_eq!(etcd("etcd://h:2379"), Duration::from_secs(7));
+        assert_eq!(
+            etcd("etcd://h:2379?connect_timeout=2s"),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            etcd("etcd://h:2379?connect_timeout=300ms"),
+            Duration::from_millis(300)
+        );
+        let redis = |url| redis_config(url, &options).unwrap().connect_timeout;
+        assert_eq!(redis("redis://h:6379"), Duration::from_secs(7));
+        assert_eq!(
+            redis("redis://h:6379?connect_timeout=2s"),
+            Duration::from_secs(2)
+        );
         let defaults = OpenOptions::default();
         assert_eq!(
             etcd_config("etcd://h:2379", &defaults)
                 .unwrap()
-                .connect_timeout_ms,
-            5000
+                .connect_timeout,
+            Duration::from_secs(5)
         );
     }
 

@@ -52,10 +52,8 @@ async fn timed<T>(what: &str, f: impl Future<Output = T>) -> T {
 /// sequence, index and event log, which nothing else writes.
 async fn single_redis() -> Option<Arc<dyn Store>> {
     let server = shared_redis().await?;
-    let config = RedisConfig {
-        internal_prefix: format!("__kvbusy{}:", uuid::Uuid::new_v4().simple()),
-        ..RedisConfig::new(server.url())
-    };
+    let config = RedisConfig::new(server.url())
+        .internal_prefix(format!("__kvbusy{}:", uuid::Uuid::new_v4().simple()));
     Some(Arc::new(RedisStore::open(config).await.unwrap()))
 }
 

@@ -137,23 +137,24 @@ keyplane_tests::on_every_backend!(
     a_deletion_racing_ftp_user_additions_leaves_no_orphan_index,
 );
 
-fn small_store(max_txn_ops: usize) -> Arc<MemStore> {
-    Arc::new(MemStore::open(MemConfig {
-        max_txn_ops,
-        ..MemConfig::default()
-    }))
+async fn small_store(max_txn_ops: usize) -> Arc<MemStore> {
+    Arc::new(
+        MemStore::open(MemConfig::default().max_txn_ops(max_txn_ops))
+            .await
+            .unwrap(),
+    )
 }
 
 #[tokio::test]
 async fn a_tenant_larger_than_one_transaction_is_deleted_indexes_first() {
     // Publishing takes 22 operations, within 32; deleting its 9 index entries and its data
     // in one transaction would take 10, more than 8.
-    let store = small_store(32);
+    let store = small_store(32).await;
     let typed = TypedStore::new(store.clone());
     let t = unique_tenant(5);
     publish_tenant(&typed, &t).await.unwrap();
 
-    let small = small_store(8);
+    let small = small_store(8).await;
     let small_typed = TypedStore::new(small.clone());
     for entry in keys_under(store.as_ref(), "jxt/").await {
         let value = store.get(entry.as_bytes()).await.unwrap().unwrap().value;
@@ -174,13 +175,13 @@ async fn a_tenant_larger_than_one_transaction_is_deleted_indexes_first() {
 
 #[tokio::test]
 async fn a_deletion_cut_off_between_transactions_is_resumed() {
-    let inner = small_store(4);
+    let inner = small_store(4).await;
     let mut t = unique_tenant(0);
     t.databases.truncate(1);
     t.storage = None;
     t.hosts.truncate(1);
     // Publish needs 3 + 3 domains + 1 database + 1 host = 8 ops: publish on a roomier store.
-    let roomy = small_store(16);
+    let roomy = small_store(16).await;
     publish_tenant(&TypedStore::new(roomy.clone()), &t)
         .await
         .unwrap();

@@ -252,7 +252,8 @@ async fn foreign_latency(server: &RedisServer, notifications: bool) {
     config.internal_prefix = format!("__kvlat{notifications}:");
     config.reconcile_roots = vec![root.clone()];
     config.keyspace_notifications = notifications;
-    config.reconcile_interval_ms = if notifications { 60_000 } else { 100 };
+    config.reconcile_interval =
+        std::time::Duration::from_millis(if notifications { 60_000 } else { 100 });
     let store = RedisStore::open(config).await.unwrap();
     let mut con = keyplane_tests::harness::redis_connection(&server.url()).await;
     let mut watch = store

@@ -24,7 +24,9 @@ pub async fn memory() -> Option<Arc<dyn Store>> {
 /// store is dropped.
 pub async fn sled() -> Option<Arc<dyn Store>> {
     Some(Arc::new(
-        SledStore::temporary().expect("open a sled store in a temporary directory"),
+        SledStore::temporary()
+            .await
+            .expect("open a sled store in a temporary directory"),
     ))
 }
 

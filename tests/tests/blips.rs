@@ -68,8 +68,11 @@ fn memory() {
 #[test]
 fn sled() {
     run_case("blip_sled", async {
-        let store: Arc<dyn Store> =
-            Arc::new(keyplane_sled::SledStore::temporary().expect("a temporary sled store"));
+        let store: Arc<dyn Store> = Arc::new(
+            keyplane_sled::SledStore::temporary()
+                .await
+                .expect("a temporary sled store"),
+        );
         watch_and_mirror_survive_a_dropped_connection(store, no_blip()).await;
     });
 }

@@ -13,7 +13,7 @@ use tokio::task::block_in_place;
 /// A store on `endpoints` that keeps retrying through a member's restart.
 async fn patient_store(endpoints: Vec<String>) -> EtcdStore {
     let mut config = EtcdConfig::new(endpoints);
-    config.request_timeout_ms = 5_000;
+    config.request_timeout = std::time::Duration::from_millis(5_000);
     config.retries = 40;
     EtcdStore::open(config).await.expect("connect to etcd")
 }
@@ -306,7 +306,7 @@ async fn txn_over_the_limit_fails_before_it_is_sent() {
     };
     let mut config = EtcdConfig::new([server.endpoint()]);
     config.retries = 0;
-    config.request_timeout_ms = 2_000;
+    config.request_timeout = std::time::Duration::from_millis(2_000);
     let store = EtcdStore::open(config).await.unwrap();
     let root = key_root("limit");
     let ops = |n: usize| -> Vec<TxnOp> {

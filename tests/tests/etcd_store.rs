@@ -244,7 +244,7 @@ async fn url_form_connects_with_a_namespace() {
     };
     let base = key_root("url");
     let host = endpoint.trim_start_matches("http://");
-    let url = format!("etcd://{host}?namespace={base}&request_timeout_ms=5000");
+    let url = format!("etcd://{host}?namespace={base}&request_timeout=5s");
     let store = EtcdStore::from_url(&url).await.unwrap();
     store.put(b"k", b"v", PutOptions::default()).await.unwrap();
     let got = root.get(format!("{base}k").as_bytes()).await.unwrap();

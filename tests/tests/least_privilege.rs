@@ -178,13 +178,9 @@ async fn a_redis_acl_user_on_key_patterns() {
             .unwrap();
     }
 
-    let store = RedisStore::open(RedisConfig {
-        username: Some(user.clone()),
-        password: Some("apppw".to_owned()),
-        ..config
-    })
-    .await
-    .unwrap();
+    let store = RedisStore::open(config.username(user.clone()).password("apppw".to_owned()))
+        .await
+        .unwrap();
     let inside = format!("{root}in/");
     works_inside(&store, &inside).await;
     refused_outside(&store, &outside, &format!("{inside}txn")).await;
@@ -282,11 +278,9 @@ async fn a_sentinel_user_that_may_only_name_the_master() {
         .url()
         .replace("redis+sentinel://", "redis+sentinel://app:apppw@");
     // The configuration's sentinel credentials override the URL's.
-    let config = RedisConfig {
-        sentinel_username: Some("watcher".into()),
-        sentinel_password: Some("watcherpw".into()),
-        ..RedisConfig::new(format!("{url}?sentinel_username=ignored"))
-    };
+    let config = RedisConfig::new(format!("{url}?sentinel_username=ignored"))
+        .sentinel_username("watcher")
+        .sentinel_password("watcherpw");
     // ACL users are not replicated: every data server, which may become the master, has it.
     let data_rules = config.acl_rules(&[&format!("{root}in/*")]);
     let data_rules: Vec<&str> = data_rules.split(' ').collect();
@@ -360,10 +354,7 @@ async fn a_sentinel_user_that_may_only_name_the_master() {
     assert!(store.get(key.as_bytes()).await.unwrap().is_some());
 
     // A wrong sentinel password: refused, with the kind that says so.
-    let wrong = RedisConfig {
-        sentinel_password: Some("wrong".into()),
-        ..config
-    };
+    let wrong = config.sentinel_password("wrong");
     let err = RedisStore::open(wrong)
         .await
         .err()

@@ -14,10 +14,9 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn a_watch_that_is_not_read_ends_lagged_after_its_buffer() {
-    let store = MemStore::open(MemConfig {
-        watch_buffer: 100,
-        ..MemConfig::default()
-    });
+    let store = MemStore::open(MemConfig::default().watch_buffer(100))
+        .await
+        .unwrap();
     let mut stalled = store.watch(WatchOptions::prefix("w/")).await.unwrap();
     let first = store.revision().await.unwrap() + 1;
     for i in 0..150 {
@@ -52,13 +51,12 @@ async fn a_watch_that_is_not_read_ends_lagged_after_its_buffer() {
 
 #[tokio::test]
 async fn the_retry_layer_resumes_a_lagged_watch_without_loss() {
-    let store = MemStore::open(MemConfig {
-        watch_buffer: 10,
-        ..MemConfig::default()
-    })
-    .layer(RetryLayer::new(
-        Backoff::default().initial(Duration::from_millis(1)),
-    ));
+    let store = MemStore::open(MemConfig::default().watch_buffer(10))
+        .await
+        .unwrap()
+        .layer(RetryLayer::new(
+            Backoff::default().initial(Duration::from_millis(1)),
+        ));
     let watch = store.watch(WatchOptions::prefix("w/")).await.unwrap();
     for i in 0..100 {
         store

@@ -50,8 +50,8 @@ async fn partitionable_etcd() -> Option<(EtcdCluster, Vec<u8>, usize)> {
 /// A store on one member only, through its proxy.
 async fn store_on(cluster: &EtcdCluster, member: usize) -> EtcdStore {
     let mut config = EtcdConfig::new(vec![cluster.endpoints()[member].clone()]);
-    config.connect_timeout_ms = 1000;
-    config.request_timeout_ms = 1500;
+    config.connect_timeout = std::time::Duration::from_millis(1000);
+    config.request_timeout = std::time::Duration::from_millis(1500);
     EtcdStore::open(config).await.expect("open on one member")
 }
 
@@ -216,8 +216,8 @@ async fn a_redis_master_cut_off_loses_only_the_writes_not_waited_for() {
     let open = |wait_replicas| {
         let mut config = RedisConfig::new(deployment.url());
         config.wait_replicas = wait_replicas;
-        config.wait_timeout_ms = 500;
-        config.request_timeout_ms = 2000;
+        config.wait_timeout = std::time::Duration::from_millis(500);
+        config.request_timeout = std::time::Duration::from_millis(2000);
         RedisStore::open(config)
     };
     let waited = open(1).await.expect("open with wait_replicas = 1");

@@ -221,11 +221,11 @@ async fn a_replica_takes_over_and_the_watch_resumes_without_gap_or_duplicate() {
     let Some(cluster) = RedisCluster::start() else {
         return;
     };
-    let store = RedisStore::open(keyplane_redis::RedisConfig {
-        wait_replicas: 1,
-        wait_timeout_ms: 2000,
-        ..keyplane_redis::RedisConfig::new(cluster.url())
-    })
+    let store = RedisStore::open(
+        keyplane_redis::RedisConfig::new(cluster.url())
+            .wait_replicas(1)
+            .wait_timeout(std::time::Duration::from_millis(2000)),
+    )
     .await
     .unwrap();
     // A group whose slot the third master serves, which also serves the registry of groups
@@ -754,13 +754,13 @@ async fn a_least_privilege_user_runs_the_store_on_a_cluster() {
         }
         let () = setuser.query(&mut con).unwrap();
     }
-    let store = RedisStore::open(keyplane_redis::RedisConfig {
-        username: Some(user.clone()),
-        password: Some("pw".to_owned()),
-        wait_replicas: 1,
-        wait_timeout_ms: 2000,
-        ..keyplane_redis::RedisConfig::new(url)
-    })
+    let store = RedisStore::open(
+        keyplane_redis::RedisConfig::new(url)
+            .username(user.clone())
+            .password("pw".to_owned())
+            .wait_replicas(1)
+            .wait_timeout(std::time::Duration::from_millis(2000)),
+    )
     .await
     .unwrap();
     let prefix = format!("acl:{run}/");

@@ -117,12 +117,9 @@ async fn with_functions_off_scripts_run_by_sha() {
         return;
     };
     let mut con = raw(&server.url()).await;
-    let store = RedisStore::open(RedisConfig {
-        functions: false,
-        ..RedisConfig::new(server.url())
-    })
-    .await
-    .unwrap();
+    let store = RedisStore::open(RedisConfig::new(server.url()).functions(false))
+        .await
+        .unwrap();
     use_store(&store, &key_root("nofn")).await;
     assert!(redis_command_calls(&mut con, "evalsha").await >= 2);
     assert_eq!(redis_command_calls(&mut con, "fcall").await, 0);
@@ -146,11 +143,11 @@ async fn least_privilege_user(con: &mut MultiplexedConnection, root: &str) -> St
 }
 
 async fn store_as(server: &RedisServer, user: &str) -> RedisStore {
-    RedisStore::open(RedisConfig {
-        username: Some(user.to_owned()),
-        password: Some("pw".to_owned()),
-        ..RedisConfig::new(server.url())
-    })
+    RedisStore::open(
+        RedisConfig::new(server.url())
+            .username(user.to_owned())
+            .password("pw".to_owned()),
+    )
     .await
     .unwrap()
 }

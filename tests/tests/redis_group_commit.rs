@@ -342,7 +342,7 @@ async fn a_batch_waits_for_the_replicas_once_and_every_write_in_it_answers_for_i
     // One replica asked for, none there: every write is applied and reported as a Timeout.
     let mut config = RedisConfig::new(server.url());
     config.wait_replicas = 1;
-    config.wait_timeout_ms = 100;
+    config.wait_timeout = std::time::Duration::from_millis(100);
     let store = RedisStore::open(config).await.expect("connect");
     let root = key_root("gc-wait");
     let mut con = redis_connection(&server.url()).await;

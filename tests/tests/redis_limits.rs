@@ -11,10 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 async fn store_with_limit(limit: u64) -> Option<RedisStore> {
     let server = shared_redis().await?;
-    let config = RedisConfig {
-        max_prefix_delete_keys: limit,
-        ..RedisConfig::new(server.url())
-    };
+    let config = RedisConfig::new(server.url()).max_prefix_delete_keys(limit);
     Some(RedisStore::open(config).await.unwrap())
 }
 

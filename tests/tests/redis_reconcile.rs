@@ -282,7 +282,7 @@ async fn without_notifications_the_periodic_scan_converges() {
     let mut admin = raw(&server.url()).await;
     let root = key_root("recscan");
     let mut config = config(&app, "__kv:", &root);
-    config.reconcile_interval_ms = 300;
+    config.reconcile_interval = std::time::Duration::from_millis(300);
     let store = RedisStore::open(config).await.unwrap();
     let mut watch = store
         .watch(WatchOptions::prefix(&root).from_revision(store.revision().await.unwrap() + 1))

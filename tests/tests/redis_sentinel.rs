@@ -81,10 +81,7 @@ async fn the_store_follows_a_failover() {
     // Both replicas: the old master goes on taking writes until the sentinels reconfigure
     // it, and only a write both replicas hold can be acknowledged then (see
     // `failover_under_concurrent_writes`).
-    let config = RedisConfig {
-        wait_replicas: 2,
-        ..RedisConfig::new(deployment.url())
-    };
+    let config = RedisConfig::new(deployment.url()).wait_replicas(2);
     let store = RedisStore::open(config)
         .await
         .expect("open through the sentinels");
@@ -206,13 +203,10 @@ async fn failover_under_concurrent_writes(how: Failover) {
     else {
         return;
     };
-    let config = RedisConfig {
-        wait_replicas: match how {
-            Failover::Kill => 1,
-            Failover::Command => 2,
-        },
-        ..RedisConfig::new(deployment.url())
-    };
+    let config = RedisConfig::new(deployment.url()).wait_replicas(match how {
+        Failover::Kill => 1,
+        Failover::Command => 2,
+    });
     let store = Arc::new(
         RedisStore::open(config)
             .await
@@ -374,10 +368,7 @@ async fn foreign_writes_reach_the_watch_across_a_failover() {
         return;
     };
     let root = keyplane_tests::harness::key_root("sentinel-foreign");
-    let config = RedisConfig {
-        reconcile_roots: vec![root.clone()],
-        ..RedisConfig::new(deployment.url())
-    };
+    let config = RedisConfig::new(deployment.url()).reconcile_roots(vec![root.clone()]);
     let store = RedisStore::open(config)
         .await
         .expect("open with a reconcile root");

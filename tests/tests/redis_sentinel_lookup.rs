@@ -16,11 +16,9 @@ use tokio::net::{TcpListener, TcpStream};
 /// Short timeouts: a lookup that no sentinel answers then takes about half a second per
 /// sentinel.
 fn config(url: String) -> RedisConfig {
-    RedisConfig {
-        connect_timeout_ms: 500,
-        request_timeout_ms: 500,
-        ..RedisConfig::new(url)
-    }
+    RedisConfig::new(url)
+        .connect_timeout(std::time::Duration::from_millis(500))
+        .request_timeout(std::time::Duration::from_millis(500))
 }
 
 async fn deployment() -> Option<RedisSentinel> {

@@ -589,11 +589,9 @@ async fn a_write_no_replica_acknowledges_in_time_is_a_timeout() {
         return;
     };
     let root = key_root("wait");
-    let config = RedisConfig {
-        wait_replicas: 1,
-        wait_timeout_ms: 50,
-        ..RedisConfig::new(server.url())
-    };
+    let config = RedisConfig::new(server.url())
+        .wait_replicas(1)
+        .wait_timeout(std::time::Duration::from_millis(50));
     let store = RedisStore::open(config.clone()).await.unwrap();
     let key = format!("{root}k");
     let err = store
@@ -612,14 +610,11 @@ async fn a_write_no_replica_acknowledges_in_time_is_a_timeout() {
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
     assert_eq!(store.get(key.as_bytes()).await.unwrap(), None);
 
-    for wait_timeout_ms in [0, config.request_timeout_ms] {
-        let err = RedisStore::open(RedisConfig {
-            wait_timeout_ms,
-            ..config.clone()
-        })
-        .await
-        .err()
-        .unwrap();
+    for wait_timeout in [std::time::Duration::ZERO, config.request_timeout] {
+        let err = RedisStore::open(config.clone().wait_timeout(wait_timeout))
+            .await
+            .err()
+            .unwrap();
         assert_eq!(err.kind(), ErrorKind::Config, "{err:?}");
     }
 }

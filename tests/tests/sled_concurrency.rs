@@ -18,7 +18,7 @@ const PUTS: usize = 50;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_give_watchers_every_revision_once_in_order() {
     let dir = TempDir::new().unwrap();
-    let store = SledStore::open(SledConfig::new(dir.path())).unwrap();
+    let store = SledStore::open(SledConfig::new(dir.path())).await.unwrap();
     let mut watch = store
         .watch(WatchOptions::prefix("cw/").from_revision(1))
         .await
@@ -99,7 +99,9 @@ async fn increment(store: SledStore, writer: usize) -> Vec<Vec<i64>> {
 
 async fn contended_compare_and_set(durability: Durability) {
     let dir = TempDir::new().unwrap();
-    let store = SledStore::open(SledConfig::new(dir.path()).durability(durability)).unwrap();
+    let store = SledStore::open(SledConfig::new(dir.path()).durability(durability))
+        .await
+        .unwrap();
     for counter in 0..COUNTERS {
         store
             .put(
@@ -185,7 +187,7 @@ async fn contended_compare_and_set_stays_exact_buffered() {
 #[tokio::test]
 async fn collections_survive_restarts_and_are_deleted_with_their_prefix() {
     let dir = TempDir::new().unwrap();
-    let store = SledStore::open(SledConfig::new(dir.path())).unwrap();
+    let store = SledStore::open(SledConfig::new(dir.path())).await.unwrap();
     let set = |member: &str| CollectionOp::SetAdd {
         key: b"col/s".to_vec(),
         member: member.as_bytes().to_vec(),
@@ -216,7 +218,7 @@ async fn collections_survive_restarts_and_are_deleted_with_their_prefix() {
     store.check_consistency().unwrap();
     drop(store);
 
-    let store = SledStore::open(SledConfig::new(dir.path())).unwrap();
+    let store = SledStore::open(SledConfig::new(dir.path())).await.unwrap();
     assert_eq!(
         store
             .collection(CollectionOp::SetMembers {
@@ -248,7 +250,7 @@ async fn large_concurrent_transactions_see_every_previous_entry() {
     const TXNS: usize = 8;
     const KEYS: usize = 3000;
     let dir = TempDir::new().unwrap();
-    let store = SledStore::open(SledConfig::new(dir.path())).unwrap();
+    let store = SledStore::open(SledConfig::new(dir.path())).await.unwrap();
     // Every third key exists, at version 2; keys of no transaction sit between them.
     let existing: Vec<usize> = (0..TXNS * KEYS).step_by(3).collect();
     for value in ["a", "b"] {

@@ -183,7 +183,7 @@ async fn kill_rounds(mode: &str, rounds: usize, durable: bool) {
         };
         total += acks;
 
-        let store = SledStore::open(SledConfig::new(dir.path())).unwrap();
+        let store = SledStore::open(SledConfig::new(dir.path())).await.unwrap();
         store.check_consistency().unwrap();
         acked.verify(&store).await;
         assert_no_partial_pair(&store).await;
@@ -223,7 +223,9 @@ async fn buffered_writes_are_never_half_applied_after_sigkill() {
 async fn a_directory_held_by_another_process_is_a_clear_error() {
     let dir = TempDir::new().unwrap();
     let holder = ChildProcess::start(dir.path(), "hold", 0);
-    let err = SledStore::open(SledConfig::new(dir.path())).unwrap_err();
+    let err = SledStore::open(SledConfig::new(dir.path()))
+        .await
+        .unwrap_err();
     holder.kill();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert!(!err.is_retryable());

@@ -12,8 +12,10 @@ use tempfile::TempDir;
 /// hanging.
 const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
 
-fn open(dir: &Path) -> SledStore {
-    SledStore::open(SledConfig::new(dir)).expect("open the sled store")
+async fn open(dir: &Path) -> SledStore {
+    SledStore::open(SledConfig::new(dir))
+        .await
+        .expect("open the sled store")
 }
 
 /// Opens the directory with sled itself, after a store was dropped. sled releases the
@@ -51,7 +53,7 @@ async fn put(store: &SledStore, key: &str, value: &str) -> i64 {
 #[tokio::test]
 async fn revisions_keep_increasing_across_restarts() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     assert_eq!(store.revision().await.unwrap(), 0);
     assert_eq!(put(&store, "a", "1").await, 1);
     assert_eq!(put(&store, "b", "1").await, 2);
@@ -59,7 +61,7 @@ async fn revisions_keep_increasing_across_restarts() {
     assert_eq!(rev, 3);
     drop(store);
 
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     assert_eq!(store.revision().await.unwrap(), rev);
     let entry = store
         .get(b"a")
@@ -77,7 +79,7 @@ async fn revisions_keep_increasing_across_restarts() {
 #[tokio::test]
 async fn watch_resumes_after_restart_from_a_pre_restart_revision() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let mut live = store
         .watch(WatchOptions::prefix("w/").from_revision(1))
         .await
@@ -92,7 +94,7 @@ async fn watch_resumes_after_restart_from_a_pre_restart_revision() {
     drop(store);
 
     // The watcher saw `seen` before the restart and resumes right after it.
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let mut resumed = store
         .watch(
             WatchOptions::prefix("w/")
@@ -126,8 +128,10 @@ async fn watch_resumes_after_restart_from_a_pre_restart_revision() {
 #[tokio::test]
 async fn a_directory_open_in_this_process_is_a_clear_error() {
     let dir = TempDir::new().unwrap();
-    let holder = open(dir.path());
-    let err = SledStore::open(SledConfig::new(dir.path())).unwrap_err();
+    let holder = open(dir.path()).await;
+    let err = SledStore::open(SledConfig::new(dir.path()))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
     assert!(!err.is_retryable());
     assert!(
@@ -136,7 +140,7 @@ async fn a_directory_open_in_this_process_is_a_clear_error() {
     );
     // Closing the store releases the directory.
     drop(holder);
-    open(dir.path());
+    open(dir.path()).await;
 }
 
 /// Dropping the last handle and opening the directory again always works, even while the
@@ -146,15 +150,17 @@ async fn a_directory_open_in_this_process_is_a_clear_error() {
 async fn a_store_reopens_at_once_after_its_last_handle_is_dropped() {
     let dir = TempDir::new().unwrap();
     for _ in 0..200 {
-        let store = open(dir.path());
+        let store = open(dir.path()).await;
         let lease = store.lease_grant(Duration::from_secs(60)).await.unwrap();
         store.lease_revoke(lease.id).await.unwrap();
         drop(store);
     }
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let clone = store.clone();
     drop(store);
-    let err = SledStore::open(SledConfig::new(dir.path())).unwrap_err();
+    let err = SledStore::open(SledConfig::new(dir.path()))
+        .await
+        .unwrap_err();
     assert!(
         err.to_string().contains("already open in this process"),
         "{err}"
@@ -165,7 +171,7 @@ async fn a_store_reopens_at_once_after_its_last_handle_is_dropped() {
 #[tokio::test]
 async fn an_incompatible_layout_version_is_corrupted() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     put(&store, "k", "v").await;
     drop(store);
     {
@@ -174,7 +180,9 @@ async fn an_incompatible_layout_version_is_corrupted() {
         meta.insert("format_version", &99i64.to_be_bytes()).unwrap();
         db.flush().unwrap();
     }
-    let err = SledStore::open(SledConfig::new(dir.path())).unwrap_err();
+    let err = SledStore::open(SledConfig::new(dir.path()))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupted, "{err}");
     assert!(err.to_string().contains("layout version 99"), "{err}");
 }
@@ -187,14 +195,16 @@ async fn a_foreign_sled_database_is_rejected() {
         db.open_tree("kv.data").unwrap().insert("k", "v").unwrap();
         db.flush().unwrap();
     }
-    let err = SledStore::open(SledConfig::new(dir.path())).unwrap_err();
+    let err = SledStore::open(SledConfig::new(dir.path()))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupted, "{err}");
 }
 
 #[tokio::test]
 async fn the_consistency_check_detects_a_dangling_lease_attachment() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let lease = store.lease_grant(Duration::from_secs(600)).await.unwrap();
     store
         .put(b"leased", b"v", PutOptions::default().lease(lease.id))
@@ -215,7 +225,7 @@ async fn the_consistency_check_detects_a_dangling_lease_attachment() {
         leases.remove(&attachments[0]).unwrap();
         db.flush().unwrap();
     }
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let err = store.check_consistency().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupted, "{err}");
 }
@@ -223,7 +233,7 @@ async fn the_consistency_check_detects_a_dangling_lease_attachment() {
 #[tokio::test]
 async fn lease_expiry_while_open_deletes_its_keys_in_one_revision() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let lease = store.lease_grant(Duration::from_millis(200)).await.unwrap();
     let mut watch = store.watch(WatchOptions::prefix("l/")).await.unwrap();
     for key in ["l/a", "l/b"] {
@@ -255,7 +265,7 @@ async fn lease_expiry_while_open_deletes_its_keys_in_one_revision() {
 #[tokio::test]
 async fn leases_that_expired_while_closed_expire_on_reopen() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let short = store.lease_grant(Duration::from_millis(100)).await.unwrap();
     let long = store.lease_grant(Duration::from_secs(600)).await.unwrap();
     store
@@ -271,7 +281,7 @@ async fn leases_that_expired_while_closed_expire_on_reopen() {
     // The deadline is wall-clock time: it has to pass while the store is closed.
     std::thread::sleep(Duration::from_millis(150));
 
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     assert!(store.get(b"short").await.unwrap().is_none());
     assert!(store.get(b"long").await.unwrap().is_some());
     assert_eq!(
@@ -293,11 +303,11 @@ async fn leases_that_expired_while_closed_expire_on_reopen() {
 #[tokio::test]
 async fn lease_ids_are_not_reused_after_a_restart() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let first = store.lease_grant(Duration::from_secs(60)).await.unwrap();
     store.lease_revoke(first.id).await.unwrap();
     drop(store);
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let second = store.lease_grant(Duration::from_secs(60)).await.unwrap();
     assert_ne!(first.id, second.id);
     assert_eq!(
@@ -310,7 +320,7 @@ async fn lease_ids_are_not_reused_after_a_restart() {
 async fn history_retention_and_compaction_survive_restarts() {
     let dir = TempDir::new().unwrap();
     let config = SledConfig::new(dir.path()).history_retention(5);
-    let store = SledStore::open(config.clone()).unwrap();
+    let store = SledStore::open(config.clone()).await.unwrap();
     for i in 0..20 {
         put(&store, "h", &i.to_string()).await;
     }
@@ -351,7 +361,7 @@ async fn history_retention_and_compaction_survive_restarts() {
     drop(watch);
     drop(store);
 
-    let store = SledStore::open(config).unwrap();
+    let store = SledStore::open(config).await.unwrap();
     let err = store
         .watch(WatchOptions::key("h").from_revision(17))
         .await
@@ -372,18 +382,18 @@ async fn buffered_durability_keeps_flushed_writes() {
     let config = SledConfig::new(dir.path()).durability(Durability::Buffered {
         flush_interval: Duration::from_millis(50),
     });
-    let store = SledStore::open(config.clone()).unwrap();
+    let store = SledStore::open(config.clone()).await.unwrap();
     put(&store, "b", "1").await;
     store.flush().await.unwrap();
     drop(store);
-    let store = SledStore::open(config).unwrap();
+    let store = SledStore::open(config).await.unwrap();
     assert_eq!(store.get(b"b").await.unwrap().unwrap().value, b"1");
 }
 
 #[tokio::test]
 async fn a_put_with_an_unknown_lease_writes_nothing() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let err = store
         .txn(keyplane_core::Txn::new().and_then([
             keyplane_core::TxnOp::put("x", "1"),
@@ -477,7 +487,7 @@ async fn grouped_writes_share_log_records_and_every_revision_stays_readable() {
     let config = SledConfig::new(dir.path()).durability(Durability::Buffered {
         flush_interval: Duration::from_millis(50),
     });
-    let store = SledStore::open(config.clone()).unwrap();
+    let store = SledStore::open(config.clone()).await.unwrap();
     let writers: Vec<_> = (0..TASKS)
         .map(|t| {
             let store = store.clone();
@@ -514,7 +524,7 @@ async fn grouped_writes_share_log_records_and_every_revision_stays_readable() {
         .find(|(before, end)| end - before >= 3)
         .expect("a group of three writes or more");
     let compact = before + 2;
-    let store = SledStore::open(config.clone()).unwrap();
+    let store = SledStore::open(config.clone()).await.unwrap();
     store.compact(compact).await.unwrap();
     let checks = async |store: &SledStore| {
         let err = store
@@ -535,7 +545,7 @@ async fn grouped_writes_share_log_records_and_every_revision_stays_readable() {
     drop(store);
     // The records that end before the compaction are removed; the one it falls in stays.
     assert_eq!(log_record_keys(dir.path()).first(), Some(&end));
-    let store = SledStore::open(config).unwrap();
+    let store = SledStore::open(config).await.unwrap();
     checks(&store).await;
 }
 
@@ -545,7 +555,7 @@ async fn grouped_writes_share_log_records_and_every_revision_stays_readable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_layout_version_1_database_is_read_and_upgraded() {
     let dir = TempDir::new().unwrap();
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     // One writer at a time: every record holds one revision, as version 1 wrote them.
     for i in 0..10 {
         put(&store, &format!("g/{}", i % 3), &i.to_string()).await;
@@ -564,7 +574,7 @@ async fn a_layout_version_1_database_is_read_and_upgraded() {
         meta.insert("format_version", &1i64.to_be_bytes()).unwrap();
         db.flush().unwrap();
     }
-    let store = open(dir.path());
+    let store = open(dir.path()).await;
     let states = states_by_revision(&store, 10).await;
     history_reads_back(&store, 1, &states).await;
     let writers: Vec<_> = (0..8)

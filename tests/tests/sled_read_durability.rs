@@ -55,7 +55,7 @@ async fn a_value_read_survives_a_kill() {
     for round in 0..ROUNDS {
         let read =
             tokio::task::block_in_place(|| race(dir.path(), round, rng.random_range(100..400)));
-        let store = SledStore::open(SledConfig::new(dir.path())).unwrap();
+        let store = SledStore::open(SledConfig::new(dir.path())).await.unwrap();
         let key = format!("race/{round}");
         let stored: u64 = store
             .get(key.as_bytes())

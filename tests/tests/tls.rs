@@ -4,8 +4,8 @@
 //! missing client certificate is refused with `Unavailable`, and never reaches the data.
 
 use futures::StreamExt;
-use keyplane_core::{Error, ErrorKind, PutOptions, Store, WatchOptions};
 use keyplane_core::tls::TlsConfig;
+use keyplane_core::{Error, ErrorKind, PutOptions, Store, WatchOptions};
 use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_redis::{RedisConfig, RedisStore};
 use keyplane_tests::harness::{TestCerts, TlsEtcd, TlsRedis, key_root};
@@ -77,8 +77,8 @@ fn etcd_config(server: &TlsEtcd, tls: TlsConfig) -> EtcdConfig {
     let mut config = EtcdConfig::new([server.endpoint()]);
     config.tls = Some(tls);
     config.retries = 0;
-    config.connect_timeout_ms = 2_000;
-    config.request_timeout_ms = 2_000;
+    config.connect_timeout = std::time::Duration::from_millis(2_000);
+    config.request_timeout = std::time::Duration::from_millis(2_000);
     config
 }
 
@@ -106,17 +106,15 @@ async fn etcd_with_client_certificates() {
 }
 
 fn redis_config(server: &TlsRedis, certs: &TestCerts, ca: &str, client: bool) -> RedisConfig {
-    RedisConfig {
-        tls: Some(TlsConfig {
+    RedisConfig::new(server.url())
+        .tls(TlsConfig {
             ca_file: Some(certs.path(ca)),
             cert_file: client.then(|| certs.path("client.pem")),
             key_file: client.then(|| certs.path("client-key.pem")),
             domain: None,
-        }),
-        connect_timeout_ms: 2_000,
-        request_timeout_ms: 2_000,
-        ..RedisConfig::new(server.url())
-    }
+        })
+        .connect_timeout(std::time::Duration::from_millis(2_000))
+        .request_timeout(std::time::Duration::from_millis(2_000))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,11 +137,11 @@ async fn redis_with_client_certificates() {
     }
     // A plain connection to the TLS port gets nowhere either.
     let plain = server.url().replace("rediss://", "redis://");
-    let answer = match RedisStore::open(RedisConfig {
-        connect_timeout_ms: 2_000,
-        request_timeout_ms: 2_000,
-        ..RedisConfig::new(plain)
-    })
+    let answer = match RedisStore::open(
+        RedisConfig::new(plain)
+            .connect_timeout(std::time::Duration::from_millis(2_000))
+            .request_timeout(std::time::Duration::from_millis(2_000)),
+    )
     .await
     {
         Ok(store) => store.get(b"any").await.map(|_| ()),
@@ -160,17 +158,15 @@ async fn redis_with_client_certificates() {
 /// A store's configuration for `url` (a cluster's or a Sentinel deployment's) with the CA
 /// `ca` and the test's client certificate.
 fn client_certificate_config(url: String, certs: &TestCerts, ca: &str) -> RedisConfig {
-    RedisConfig {
-        tls: Some(TlsConfig {
+    RedisConfig::new(url)
+        .tls(TlsConfig {
             ca_file: Some(certs.path(ca)),
             cert_file: Some(certs.path("client.pem")),
             key_file: Some(certs.path("client-key.pem")),
             domain: None,
-        }),
-        connect_timeout_ms: 2_000,
-        request_timeout_ms: 2_000,
-        ..RedisConfig::new(url)
-    }
+        })
+        .connect_timeout(std::time::Duration::from_millis(2_000))
+        .request_timeout(std::time::Duration::from_millis(2_000))
 }
 
 /// A Redis Cluster whose nodes speak only TLS (to clients, replicas and each other) and
@@ -259,11 +255,9 @@ async fn redis_sentinel_over_tls() {
         .expect("a sentinel with a certificate of another CA was trusted");
     refused(err, false);
     // Without the TLS URL, the sentinels' TLS ports get nowhere.
-    let plain = RedisConfig {
-        connect_timeout_ms: 2_000,
-        request_timeout_ms: 2_000,
-        ..RedisConfig::new(url.replace("rediss+", "redis+"))
-    };
+    let plain = RedisConfig::new(url.replace("rediss+", "redis+"))
+        .connect_timeout(std::time::Duration::from_millis(2_000))
+        .request_timeout(std::time::Duration::from_millis(2_000));
     let err = RedisStore::open(plain)
         .await
         .err()

@@ -108,7 +108,7 @@ async fn follow_redis(redis: &RedisStore, prefix: &str) -> CliResult<Option<Redi
     }
     let mut config = redis.config().clone();
     config.reconcile_roots = vec![prefix.to_owned()];
-    config.reconcile_interval_ms = FOLLOW_SCAN.as_millis() as u64;
+    config.reconcile_interval = FOLLOW_SCAN;
     Ok(Some(RedisStore::open(config).await?))
 }
 

@@ -4,6 +4,7 @@
 //!
 //! [`apply_url_params`] describes the grammar.
 
+use super::duration_text::parse as parse_url_duration;
 use crate::{Error, ErrorKind, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -27,7 +28,6 @@ pub struct UrlSpec {
     fixed: &'static [&'static str],
     aliases: &'static [(&'static str, &'static str)],
     foreign: &'static [&'static str],
-    tls_crate: Option<&'static str>,
 }
 
 impl UrlSpec {
@@ -38,16 +38,7 @@ impl UrlSpec {
             fixed: &[],
             aliases: &[],
             foreign: &[],
-            tls_crate: None,
         }
-    }
-
-    /// The crate whose `tls` feature adds the config's `tls` field, for the message of a
-    /// TLS parameter in a build without it. Without it, a TLS parameter is refused as one
-    /// the backend does not take.
-    pub const fn tls_feature_of(mut self, crate_name: &'static str) -> Self {
-        self.tls_crate = Some(crate_name);
-        self
     }
 
     /// Fields the URL sets outside its query (the hosts, a path): no parameter names them.
@@ -143,38 +134,6 @@ pub fn percent_decode(text: &str) -> std::result::Result<String, String> {
         .map_err(|_| "has bad percent-encoding: the decoded bytes are not UTF-8".to_owned())
 }
 
-/// Parses a duration with its unit: `500ms`, `2s`, `1.5s`, `1m`, `1h`.
-///
-/// # Errors
-/// The message for a missing or unknown unit (a bare number is refused: is `2` seconds or
-/// milliseconds?) or a negative or enormous duration.
-pub fn parse_url_duration(text: &str) -> std::result::Result<Duration, String> {
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| "expects a duration with its unit, such as 2s, 500ms or 1m".to_owned())?;
-    let seconds = match unit {
-        "ms" => number / 1000.0,
-        "s" => number,
-        "m" => number * 60.0,
-        "h" => number * 3600.0,
-        "" => {
-            return Err(
-                "expects a duration with its unit (2s, 500ms, 1m, 1h), not a bare number"
-                    .to_owned(),
-            );
-        }
-        _ => return Err("expects a duration whose unit is ms, s, m or h".to_owned()),
-    };
-    if !(seconds.is_finite() && seconds < 1e9) {
-        return Err("expects a duration below 30 years".to_owned());
-    }
-    Ok(Duration::from_millis((seconds * 1000.0).round() as u64))
-}
-
 /// `config` with the fields the parameters `pairs` name set from their text, the others
 /// kept. The parameters `spec` calls foreign are skipped. The grammar:
 ///
@@ -183,8 +142,9 @@ pub fn parse_url_duration(text: &str) -> std::result::Result<Duration, String> {
 /// - a string field takes the text; a list field a comma-separated list;
 /// - an optional field (none by default) takes a number or a bool when the text is one and
 ///   the field accepts it, else the text;
-/// - a field `X_ms` is set by `X` with a duration and its unit (`2s`, `500ms`, `1.5s`, `1m`,
-///   `1h`), or by `X_ms` with the milliseconds;
+/// - a duration field (a `Duration` serialized by [`duration_text`](super::duration_text))
+///   takes a duration and its unit (`2s`, `500ms`, `1.5s`, `1m`, `1h`; a bare number is
+///   refused);
 /// - `ca`, `cert`, `key` and `domain` set the `tls` field's `ca_file`, `cert_file`,
 ///   `key_file` and `domain` (turning TLS on).
 ///
@@ -194,12 +154,19 @@ pub fn parse_url_duration(text: &str) -> std::result::Result<Duration, String> {
 ///
 /// ```
 /// use keyplane_core::raw::{UrlSpec, apply_url_params, url_query_pairs};
+/// # use std::time::Duration;
 /// #[derive(Default, serde::Serialize, serde::Deserialize)]
-/// struct Config { retries: u32, connect_timeout_ms: u64, roots: Vec<String>, fast: bool }
+/// struct Config {
+///     retries: u32,
+///     #[serde(with = "keyplane_core::raw::duration_text")]
+///     connect_timeout: Duration,
+///     roots: Vec<String>,
+///     fast: bool,
+/// }
 ///
 /// let pairs = url_query_pairs("retries=3&connect_timeout=2s&roots=a/,b/&fast=yes").unwrap();
 /// let config = apply_url_params(&Config::default(), &pairs, &UrlSpec::new("demo")).unwrap();
-/// assert_eq!((config.retries, config.connect_timeout_ms), (3, 2000));
+/// assert_eq!((config.retries, config.connect_timeout), (3, Duration::from_secs(2)));
 /// assert_eq!(config.roots, ["a/", "b/"]);
 /// assert!(config.fast);
 ///
@@ -210,8 +177,7 @@ pub fn parse_url_duration(text: &str) -> std::result::Result<Duration, String> {
 /// # Errors
 /// [`ErrorKind::Config`] for an unknown parameter (the message lists the known ones), one
 /// given twice, a value of the wrong form (naming the parameter and the form expected), a
-/// duration without its unit, or a TLS parameter when the config has no `tls` field (the
-/// backend was built without its `tls` feature).
+/// duration without its unit, or a TLS parameter when the config has no `tls` field.
 pub fn apply_url_params<T: Serialize + DeserializeOwned>(
     config: &T,
     pairs: &[(String, String)],
@@ -268,8 +234,7 @@ pub fn apply_url_params<T: Serialize + DeserializeOwned>(
     })
 }
 
-/// The parameters a URL of `config`'s type takes, sorted: every field not fixed (a
-/// duration `X_ms` as `X`), the TLS ones when the config has `tls`, the aliases and the
+/// The parameters a URL of `config`'s type takes, sorted: every field not fixed, the TLS ones when the config has `tls`, the aliases and the
 /// foreign ones.
 ///
 /// # Errors
@@ -283,8 +248,6 @@ pub fn known_url_params<T: Serialize>(config: &T, spec: &UrlSpec) -> Result<Vec<
         }
         if field == "tls" {
             known.extend(TLS_URL_PARAMS.iter().map(|(param, _)| (*param).to_owned()));
-        } else if let Some(stem) = field.strip_suffix("_ms") {
-            known.push(stem.to_owned());
         } else {
             known.push(field.clone());
         }
@@ -326,11 +289,14 @@ pub fn url_param_examples<T: Serialize>(
         }
         let example = match value {
             Value::Bool(b) => Some(format!("{field}={}", !b)),
-            Value::Number(n) => n.as_u64().map(|n| match field.strip_suffix("_ms") {
-                Some(stem) => format!("{stem}={}ms", n + 1000),
-                None => format!("{field}={}", n + 1),
+            Value::Number(n) => n.as_u64().map(|n| format!("{field}={}", n + 1)),
+            Value::String(s) => Some(match parse_url_duration(s) {
+                Ok(d) => format!(
+                    "{field}={}",
+                    super::duration_text::format(d + Duration::from_secs(1))
+                ),
+                Err(_) => format!("{field}={s}x"),
             }),
-            Value::String(s) => Some(format!("{field}={s}x")),
             Value::Array(_) => Some(format!("{field}=a,b")),
             Value::Null => Some(format!("{field}=7")),
             Value::Object(_) => None,
@@ -344,7 +310,7 @@ pub fn url_param_examples<T: Serialize>(
 enum Target {
     /// A field of the config itself.
     Field(String),
-    /// A field `X_ms` set by `X` from a duration.
+    /// A duration field, set from a duration with its unit.
     Duration(String),
     /// A field of the `tls` object, created when missing.
     Tls(&'static str),
@@ -393,21 +359,22 @@ fn resolve(json: &Map<String, Value>, name: &str, spec: &UrlSpec) -> Result<Targ
         if json.contains_key("tls") && !spec.fixed.contains(&"tls") {
             return Ok(Target::Tls(sub));
         }
-        let why = match spec.tls_crate {
-            Some(krate) => format!("build {krate} with its `tls` feature"),
-            None => format!("the {} backend takes none", spec.backend),
-        };
         return Err(Error::new(
             ErrorKind::Config,
-            format!("the URL parameter `{name}` is a TLS setting: {why}"),
+            format!(
+                "the URL parameter `{name}` is a TLS setting: the {} backend takes none",
+                spec.backend
+            ),
         ));
     }
     if settable(field) {
-        return Ok(Target::Field(field.to_owned()));
-    }
-    let ms = format!("{field}_ms");
-    if settable(&ms) {
-        return Ok(Target::Duration(ms));
+        let duration =
+            matches!(json.get(field), Some(Value::String(s)) if parse_url_duration(s).is_ok());
+        return Ok(if duration {
+            Target::Duration(field.to_owned())
+        } else {
+            Target::Field(field.to_owned())
+        });
     }
     let known = known_url_params(&Value::Object(json.clone()), spec)?;
     Err(Error::new(
@@ -427,8 +394,8 @@ fn candidates(
     text: &str,
 ) -> std::result::Result<Vec<Value>, String> {
     if let Target::Duration(_) = target {
-        let millis = parse_url_duration(text)?.as_millis();
-        return Ok(vec![Value::from(u64::try_from(millis).unwrap_or(u64::MAX))]);
+        let duration = parse_url_duration(text)?;
+        return Ok(vec![Value::String(super::duration_text::format(duration))]);
     }
     let number = || -> Option<Value> {
         text.parse::<u64>()

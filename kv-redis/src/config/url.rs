@@ -16,8 +16,7 @@ const URL_SPEC: UrlSpec = UrlSpec::new("redis")
         ("reconcile", "reconcile_roots"),
         ("history", "history_retention"),
     ])
-    .foreign(&["protocol", "db", "pass"])
-    .tls_feature_of("keyplane-redis");
+    .foreign(&["protocol", "db", "pass"]);
 
 impl RedisConfig {
     /// Parses a Redis URL and its parameters: [`RedisConfig::with_url`] over the defaults.
@@ -31,7 +30,7 @@ impl RedisConfig {
     /// assert_eq!(config.url, "redis://10.0.0.5:6379/2");
     /// assert_eq!(config.wait_replicas, 1);
     /// assert_eq!(config.reconcile_roots, ["app/", "jobs/"]);
-    /// assert_eq!(config.request_timeout_ms, 3000);
+    /// assert_eq!(config.request_timeout, std::time::Duration::from_secs(3));
     /// ```
     ///
     /// # Errors
@@ -41,8 +40,7 @@ impl RedisConfig {
     }
 
     /// This config with the URL `url` (any form of [`RedisConfig::url`]) and every field its
-    /// query names, each parameter named as its field: `connect_timeout=2s` (or
-    /// `connect_timeout_ms=2000`), `request_timeout`, `wait_replicas`, `wait_timeout`,
+    /// query names, each parameter named as its field: `connect_timeout=2s`, `request_timeout`, `wait_replicas`, `wait_timeout`,
     /// `reconcile_roots=a/,b/`, `history_retention`, `user` (or `username`), `password`,
     /// `database`, `sentinel_username`... and (feature `tls`, with `rediss://`) `ca`, `cert`,
     /// `key`. These are taken out of the URL; the Redis client's own parameters (`protocol`,
@@ -180,7 +178,7 @@ mod tests {
             ("redis://h:6379?history_retention=0", "at least 1"),
             (
                 "redis://h:6379?wait_replicas=1&wait_timeout=9s",
-                "wait_timeout_ms",
+                "less than request_timeout",
             ),
         ] {
             let err = RedisConfig::from_url(url).unwrap_err();
@@ -209,7 +207,7 @@ mod tests {
         } else {
             let err = tls.unwrap_err();
             assert!(err.to_string().contains("`tls` feature"), "{err}");
-            assert!(plain.to_string().contains("`tls` feature"), "{plain}");
+            assert!(plain.to_string().contains("rediss://"), "{plain}");
         }
     }
 }

@@ -63,8 +63,8 @@ impl Hub {
             log: [prefix, b"log"].concat(),
             rev: [prefix, b"rev"].concat(),
             retries: config.watch_retries,
-            request_timeout: BLOCK + config.request_timeout(),
-            connect_timeout: config.connect_timeout(),
+            request_timeout: BLOCK + config.request_timeout,
+            connect_timeout: config.connect_timeout,
             running: Mutex::new(None),
         }
     }

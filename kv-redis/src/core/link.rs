@@ -96,7 +96,7 @@ impl Link {
                 format!(
                     "the write was applied on the master and acknowledged by {acked} of the \
                      {wanted} replicas RedisConfig::wait_replicas asks for within \
-                     wait_timeout_ms: a failover could lose it"
+                     wait_timeout: a failover could lose it"
                 ),
             )
             .with_context("op", op));

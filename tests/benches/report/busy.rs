@@ -30,7 +30,8 @@ pub fn run(budget: Budget, report: &mut Report) {
         let memory: Arc<dyn Store> = Arc::new(MemStore::new());
         measure(budget, report, "memory", memory, Goal::Info).await;
         let dir = tempfile::tempdir().unwrap();
-        let sled: Arc<dyn Store> = Arc::new(SledStore::open(SledConfig::new(dir.path())).unwrap());
+        let sled: Arc<dyn Store> =
+            Arc::new(SledStore::open(SledConfig::new(dir.path())).await.unwrap());
         measure(budget, report, "sled", sled, Goal::Info).await;
         if let Some(server) = RedisServer::start() {
             let store = RedisStore::open(RedisConfig::new(server.url()))

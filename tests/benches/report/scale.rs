@@ -207,14 +207,12 @@ pub fn run(budget: Budget, report: &mut Report) {
 }
 
 async fn memory(budget: Budget, report: &mut Report) {
-    let open = || -> Arc<dyn Store> {
-        Arc::new(MemStore::open(MemConfig {
-            history_retention: RETENTION,
-            ..MemConfig::default()
-        }))
+    let open = || async {
+        let store = MemStore::open(MemConfig::default().history_retention(RETENTION)).await;
+        Arc::new(store.unwrap()) as Arc<dyn Store>
     };
-    let small = load(open(), SMALL).await;
-    let large_store = load(open(), LARGE).await;
+    let small = load(open().await, SMALL).await;
+    let large_store = load(open().await, LARGE).await;
     let (small, large) = sizes(budget, &small, &large_store).await;
     report_sizes(report, "memory", &small, &large);
     let ours = export(large_store.store.as_ref(), LARGE).await;
@@ -236,11 +234,12 @@ async fn memory(budget: Budget, report: &mut Report) {
 
 async fn sled(budget: Budget, report: &mut Report) {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let open = |dir: &tempfile::TempDir| -> Arc<dyn Store> {
-        Arc::new(SledStore::open(SledConfig::new(dir.path()).history_retention(RETENTION)).unwrap())
+    let open = |dir: std::path::PathBuf| async move {
+        let config = SledConfig::new(dir).history_retention(RETENTION);
+        Arc::new(SledStore::open(config).await.unwrap()) as Arc<dyn Store>
     };
-    let small = load(open(&a), SMALL).await;
-    let large_store = load(open(&b), LARGE).await;
+    let small = load(open(a.path().to_owned()).await, SMALL).await;
+    let large_store = load(open(b.path().to_owned()).await, LARGE).await;
     let (small, large) = sizes(budget, &small, &large_store).await;
     report_sizes(report, "sled", &small, &large);
     let ours_export = export(large_store.store.as_ref(), LARGE).await;

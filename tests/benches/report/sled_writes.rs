@@ -24,19 +24,20 @@ fn buffered() -> Durability {
     }
 }
 
-fn open(dir: &tempfile::TempDir, durability: Durability, retention: u64) -> SledStore {
+async fn open(dir: &tempfile::TempDir, durability: Durability, retention: u64) -> SledStore {
     SledStore::open(
         SledConfig::new(dir.path())
             .durability(durability)
             .history_retention(retention),
     )
+    .await
     .expect("open sled")
 }
 
 /// A store of `durability` in a new directory, holding the bench's keys.
 async fn loaded(durability: Durability) -> (tempfile::TempDir, SledStore) {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir, durability, SledConfig::DEFAULT_HISTORY_RETENTION);
+    let store = open(&dir, durability, SledConfig::DEFAULT_HISTORY_RETENTION).await;
     load(&store).await;
     (dir, store)
 }
@@ -195,11 +196,8 @@ pub fn run(budget: Budget, report: &mut Report) {
         ] {
             let (many, one) = group_rt.block_on(async {
                 let dir = tempfile::tempdir().unwrap();
-                let store = Arc::new(open(
-                    &dir,
-                    durability,
-                    SledConfig::DEFAULT_HISTORY_RETENTION,
-                ));
+                let store =
+                    Arc::new(open(&dir, durability, SledConfig::DEFAULT_HISTORY_RETENTION).await);
                 let put = |store: Arc<SledStore>| {
                     Arc::new(move |t: usize, i: u64| {
                         let store = store.clone();
@@ -236,8 +234,8 @@ pub fn run(budget: Budget, report: &mut Report) {
 
     let (pruned, unpruned) = rt.block_on(async {
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let pruning = open(&a, buffered(), SledConfig::DEFAULT_HISTORY_RETENTION);
-        let keeping = open(&b, buffered(), u64::MAX / 4);
+        let pruning = open(&a, buffered(), SledConfig::DEFAULT_HISTORY_RETENTION).await;
+        let keeping = open(&b, buffered(), u64::MAX / 4).await;
         // Past the default retention: every further put has log records to prune.
         let past = SledConfig::DEFAULT_HISTORY_RETENTION + 2_000;
         for store in [&pruning, &keeping] {

@@ -63,7 +63,9 @@ fn main() {
         _ => SledConfig::new(&dir),
     };
     runtime.block_on(async move {
-        let store = SledStore::open(config).expect("child opens the store");
+        let store = SledStore::open(config)
+            .await
+            .expect("child opens the store");
         println!("\nREADY");
         if mode == "hold" {
             std::future::pending::<()>().await;

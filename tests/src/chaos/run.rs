@@ -375,8 +375,8 @@ pub async fn redis(settings: &Settings) -> Option<Report> {
     let mut server = block_in_place(RedisServer::start_with_aof)?;
     let mut config = RedisConfig::new(server.url());
     config.persistent = true;
-    config.connect_timeout_ms = 1000;
-    config.request_timeout_ms = 2000;
+    config.connect_timeout = std::time::Duration::from_millis(1000);
+    config.request_timeout = std::time::Duration::from_millis(2000);
     let store: Arc<dyn Store> = Arc::new(
         RedisStore::open(config)
             .await
@@ -413,8 +413,8 @@ pub async fn redis(settings: &Settings) -> Option<Report> {
 pub async fn etcd(settings: &Settings) -> Option<Report> {
     let mut cluster = block_in_place(|| EtcdCluster::start_partitionable(3))?;
     let mut config = EtcdConfig::new(cluster.endpoints());
-    config.connect_timeout_ms = 1000;
-    config.request_timeout_ms = 3000;
+    config.connect_timeout = std::time::Duration::from_millis(1000);
+    config.request_timeout = std::time::Duration::from_millis(3000);
     let store: Arc<dyn Store> = Arc::new(
         EtcdStore::open(config)
             .await

@@ -37,9 +37,9 @@ pub async fn sentinel(settings: &Settings) -> Option<Report> {
     let open = |wait_replicas: u32| {
         let mut config = RedisConfig::new(deployment.url());
         config.wait_replicas = wait_replicas;
-        config.wait_timeout_ms = 1000;
-        config.connect_timeout_ms = 1000;
-        config.request_timeout_ms = 2000;
+        config.wait_timeout = std::time::Duration::from_millis(1000);
+        config.connect_timeout = std::time::Duration::from_millis(1000);
+        config.request_timeout = std::time::Duration::from_millis(2000);
         // The final history must reach back to the run's start.
         config.history_retention = 2_000_000;
         RedisStore::open(config)

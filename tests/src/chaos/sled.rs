@@ -62,8 +62,11 @@ pub fn child() -> ! {
         .build()
         .expect("a runtime");
     runtime.block_on(async move {
-        let sled =
-            Arc::new(SledStore::open(SledConfig::new(&dir)).expect("the child opens the store"));
+        let sled = Arc::new(
+            SledStore::open(SledConfig::new(&dir))
+                .await
+                .expect("the child opens the store"),
+        );
         let store: Arc<dyn Store> = sled.clone();
         let recorder = Arc::new(Recorder::printing(epoch));
         let start = match var::<i64>(START) {
@@ -237,8 +240,11 @@ pub async fn sled(settings: &Settings, exe: &Path) -> Report {
         n += 1;
     }
     // The parent takes over the database: leases expire, the main watch resumes.
-    let store: Arc<dyn Store> =
-        Arc::new(SledStore::open(SledConfig::new(dir.path())).expect("the parent opens the store"));
+    let store: Arc<dyn Store> = Arc::new(
+        SledStore::open(SledConfig::new(dir.path()))
+            .await
+            .expect("the parent opens the store"),
+    );
     let work = workload(&root, Duration::from_secs(10), Duration::from_millis(2));
     let start = match start {
         Some(start) => start,
