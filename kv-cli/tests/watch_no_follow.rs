@@ -59,9 +59,13 @@ async fn redis_watch_no_follow_reports_only_library_writes() {
     let foreign = format!("{root}foreign");
     let after = format!("{root}after");
 
-    let mut watch = Background::start(&url, &["-o", "json", "watch", "--no-follow", &root]);
-    // A write through kvctl is reported: the watch is running.
-    ok(&url, &["put", "--raw", &mine, "1"]);
+    // A write through kvctl, replayed from its revision: the watch is running.
+    let put = json(&url, &["put", "--raw", &mine, "1"]);
+    let from = put["revision"].as_i64().expect("a revision").to_string();
+    let mut watch = Background::start(
+        &url,
+        &["-o", "json", "watch", "--no-follow", &root, "--rev", &from],
+    );
     assert_eq!(key_of(&watch.next()), mine);
     raw(&con, redis::cmd("SET").arg(&foreign).arg("f")).await;
     let deadline = Instant::now() + QUIET;
