@@ -132,6 +132,32 @@ impl Address {
         }
     }
 
+    /// The full key's bytes: a raw key with its escapes undone ([`crate::keys`]), so that a
+    /// printed binary key names itself.
+    ///
+    /// # Errors
+    /// Exit code 2 as [`key`](Self::key), or for a malformed escape.
+    pub(crate) fn key_bytes(&self) -> CliResult<Vec<u8>> {
+        match self {
+            Address::Raw(raw) => match crate::keys::unescape(raw).map_err(CliError::invalid)? {
+                bytes if bytes.is_empty() => Err(CliError::invalid("empty key")),
+                bytes => Ok(bytes),
+            },
+            Address::Typed { .. } => self.key().map(String::into_bytes),
+        }
+    }
+
+    /// The directory's bytes: a raw prefix with its escapes undone ([`crate::keys`]).
+    ///
+    /// # Errors
+    /// Exit code 2 as [`prefix`](Self::prefix), or for a malformed escape.
+    pub(crate) fn prefix_bytes(&self) -> CliResult<Vec<u8>> {
+        match self {
+            Address::Raw(raw) => crate::keys::unescape(raw).map_err(CliError::invalid),
+            Address::Typed { .. } => self.prefix().map(String::into_bytes),
+        }
+    }
+
     /// The directory the address names (see the module docs); a raw address as given.
     ///
     /// # Errors

@@ -45,6 +45,11 @@ pub(crate) struct Cli {
         value_name = "FILE"
     )]
     pub(crate) keyring: Option<String>,
+    /// Print keys (and the values of tables) as hex bytes, `\x6b\x65\x79`, as `etcdctl --hex`
+    /// does. Without it a key is printed escaped: its plain UTF-8 as is, `\\`, `\n`, `\xNN`
+    /// for other bytes. Either form is taken back as a raw key argument.
+    #[arg(long, global = true)]
+    pub(crate) hex: bool,
     /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(long, short, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
@@ -157,6 +162,21 @@ pub(crate) enum Command {
         /// DELETE removed), as `etcdctl watch --prev-kv`.
         #[arg(long)]
         prev_kv: bool,
+        /// On Redis, report only the writes made through keyplane (kvctl, the library):
+        /// without it the watch also follows other programs' writes under the directory
+        /// (`redis-cli SET`), for which it may turn keyspace notifications on (`CONFIG SET
+        /// notify-keyspace-events`) and writes the store's index. For users who may not, or
+        /// should not, change the server's config or write beside the watched keys.
+        #[arg(long)]
+        no_follow: bool,
+    },
+    /// Run one transaction, as `etcdctl txn`: compares, then the success or the failure
+    /// requests, read from stdin (prompted when it is a terminal) or from --file.
+    #[command(after_help = cmd::txn::FORMAT)]
+    Txn {
+        /// Read the transaction from this file (`-`: stdin).
+        #[arg(long, short = 'f', value_name = "FILE")]
+        file: Option<String>,
     },
     /// Campaign in an election, as `etcdctl elect`: once elected, print the election key
     /// and the proposal, and lead until Ctrl-C (then resign). Waits while another candidate

@@ -42,6 +42,7 @@ mod config;
 mod connect;
 mod demo;
 mod error;
+mod keys;
 mod manifest;
 mod output;
 mod params;
@@ -138,6 +139,7 @@ impl Kvctl {
         };
         init_tracing(cli.verbose, cli.trace);
         store::set_deadline(cli.timeout);
+    keys::set_hex(cli.hex);
         if let Err(e) = self.install(&cli.schema) {
             eprintln!("kvctl: {e}");
             return ExitCode::from(e.code);
@@ -227,10 +229,16 @@ async fn run(cli: Cli) -> CliResult<()> {
             from_revision,
             exact,
             prev_kv,
+            no_follow,
         } => {
-            let scope = cmd::watch::Scope { exact, prev_kv };
+            let scope = cmd::watch::Scope {
+                exact,
+                prev_kv,
+                no_follow,
+            };
             cmd::watch::run(&ctx, &address, from_revision, scope).await
         }
+        Command::Txn { file } => cmd::txn::run(&ctx, file.as_deref()).await,
         Command::Elect {
             name,
             value,

@@ -16,8 +16,11 @@ pub(crate) enum Format {
 }
 
 /// A value for display: pretty JSON when it parses as JSON, the text when it is UTF-8,
-/// otherwise hex.
+/// otherwise hex; every byte `\xNN` with `--hex`.
 pub(crate) fn value_text(bytes: &[u8]) -> String {
+    if crate::keys::hex() {
+        return crate::keys::hex_text(bytes);
+    }
     if let Ok(json) = serde_json::from_slice::<Value>(bytes) {
         return serde_json::to_string_pretty(&json).unwrap_or_default();
     }
@@ -63,7 +66,7 @@ pub(crate) fn add_typed_address(object: &mut Value, key: &str) {
 
 /// An entry as a JSON object: key, type, fields, revisions, lease and value.
 pub(crate) fn entry_json(entry: &Entry, with_value: bool) -> Value {
-    let key = String::from_utf8_lossy(&entry.key).into_owned();
+    let key = crate::keys::text(&entry.key);
     let mut object = json!({
         "key": key,
         "create_revision": entry.create_revision,

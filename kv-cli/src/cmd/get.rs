@@ -13,10 +13,11 @@ use serde_json::{Value, json};
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> CliResult<()> {
     super::check_revision(revision)?;
-    let key = Address::parse(words)?.key()?;
+    let key = Address::parse(words)?.key_bytes()?;
     let store = ctx.store().await?;
     let keyring = ctx.keyring()?;
     let described = describe(store.as_ref(), &key, revision, keyring.as_ref()).await?;
+    let key = crate::keys::text(&key);
     match ctx.format {
         Format::Json => print_json(&described.json(&key)),
         Format::Table => described.print(&key),
@@ -47,13 +48,18 @@ pub(crate) enum Described {
 /// # Errors
 /// Exit code 5 when the key (or collection) is not there; 2 for a collection read at a
 /// revision, or an encrypted value the keyring cannot open; backend errors.
-pub(crate) async fn describe(
+pub(crate) async fn describe<K: AsRef<[u8]> + ?Sized>(
     store: &dyn Store,
-    key: &str,
+    key: &K,
     revision: Option<i64>,
     keyring: Option<&keyplane_core::keyspace::Keyring>,
 ) -> CliResult<Described> {
-    let parsed = crate::catalog::parse_any(key).ok();
+    let bytes = key.as_ref();
+    let text = std::str::from_utf8(bytes).ok();
+    let parsed = text.and_then(|t| crate::catalog::parse_any(t).ok());
+    let key = crate::keys::text(bytes);
+    // The key itself where it is text (a schema's key always is), else as printed.
+    let name = text.unwrap_or(&key);
     let kind = parsed.as_ref().and_then(crate::values::collection_kind);
     if let Some(kind) = kind {
         if revision.is_some() {
@@ -61,25 +67,24 @@ pub(crate) async fn describe(
                 "{key:?} holds a {kind:?}: a collection's members are read at the current revision only (`kvctl ls --rev N` gives its size then)"
             )));
         }
-        return collection(store, key, kind).await;
+        return collection(store, name, kind).await;
     }
     let entry = match revision {
-        None => store.get(key.as_bytes()).await?,
+        None => store.get(bytes).await?,
         Some(revision) => {
-            let opts =
-                RangeOptions::new(KeyRange::Key(key.as_bytes().to_vec())).at_revision(revision);
+            let opts = RangeOptions::new(KeyRange::Key(bytes.to_vec())).at_revision(revision);
             store.range(opts).await?.entries.into_iter().next()
         }
     };
     let entry = entry.ok_or_else(|| match revision {
-        Some(revision) => {
-            CliError::not_found(format!("key {key:?} did not exist at revision {revision}"))
-        }
-        None => CliError::not_found(format!("key {key:?} not found")),
+        Some(revision) => CliError::not_found(format!(
+            "key \"{key}\" did not exist at revision {revision}"
+        )),
+        None => CliError::not_found(format!("key \"{key}\" not found")),
     })?;
     let encrypted = parsed.as_ref().is_some_and(crate::values::is_encrypted);
     let shown = if encrypted {
-        Some(crate::secrets::show(key, &entry.value, keyring)?)
+        Some(crate::secrets::show(name, &entry.value, keyring)?)
     } else {
         None
     };

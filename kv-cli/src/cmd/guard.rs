@@ -43,20 +43,21 @@ impl Guard {
     }
 
     /// The error of a guard that did not hold, given what the key holds now.
-    fn failed(self, key: &str, now: Option<&Entry>) -> CliError {
+    fn failed(self, key: &[u8], now: Option<&Entry>) -> CliError {
+        let key = crate::keys::text(key);
         let state = match now {
             Some(e) => format!("it exists, mod revision {}", e.mod_revision),
             None => "it does not exist".to_owned(),
         };
         let message = match self {
             Guard::Create => format!(
-                "key {key:?} already exists (mod revision {}): nothing written; drop --create to overwrite it",
+                "key \"{key}\" already exists (mod revision {}): nothing written; drop --create to overwrite it",
                 now.map_or(0, |e| e.mod_revision)
             ),
             Guard::ModRevision(n) => format!(
-                "key {key:?} is not at mod revision {n} ({state}): nothing written; read it again (`kvctl get`) and retry with its revision"
+                "key \"{key}\" is not at mod revision {n} ({state}): nothing written; read it again (`kvctl get`) and retry with its revision"
             ),
-            Guard::None => format!("the write of {key:?} was not applied ({state})"),
+            Guard::None => format!("the write of \"{key}\" was not applied ({state})"),
         };
         CliError::new(code::CONFLICT, message)
     }
@@ -73,13 +74,14 @@ pub(crate) struct Written {
 ///
 /// # Errors
 /// Exit code 4 when the guard does not hold (nothing written); store errors.
-pub(crate) async fn put(
+pub(crate) async fn put<K: AsRef<[u8]> + ?Sized>(
     store: &dyn Store,
-    key: &str,
+    key: &K,
     value: &[u8],
     guard: Guard,
     lease_ttl: Option<Duration>,
 ) -> CliResult<Written> {
+    let key = key.as_ref();
     let lease = match lease_ttl {
         Some(ttl) => {
             let grant = store.lease_grant(ttl).await?;
@@ -88,22 +90,20 @@ pub(crate) async fn put(
         None => None,
     };
     if guard == Guard::None && lease.is_none() {
-        let done = store
-            .put(key.as_bytes(), value, PutOptions::default())
-            .await?;
+        let done = store.put(key, value, PutOptions::default()).await?;
         return Ok(Written {
             revision: done.revision,
             lease: None,
         });
     }
     let op = match lease {
-        Some((id, _)) => TxnOp::put_with_lease(key.as_bytes(), value, id),
-        None => TxnOp::put(key.as_bytes(), value),
+        Some((id, _)) => TxnOp::put_with_lease(key, value, id),
+        None => TxnOp::put(key, value),
     };
     let txn = Txn::new()
-        .when(guard.compares(key.as_bytes()))
+        .when(guard.compares(key))
         .and_then([op])
-        .or_else([TxnOp::get(key.as_bytes())]);
+        .or_else([TxnOp::get(key)]);
     let response = match store.txn(txn).await {
         Ok(response) => response,
         Err(e) => {
@@ -127,17 +127,18 @@ pub(crate) async fn put(
 /// # Errors
 /// Exit code 1 when the lease does not exist, 4 when the guard does not hold (nothing
 /// written either way); store errors.
-pub(crate) async fn put_on_lease(
+pub(crate) async fn put_on_lease<K: AsRef<[u8]> + ?Sized>(
     store: &dyn Store,
-    key: &str,
+    key: &K,
     value: &[u8],
     guard: Guard,
     id: LeaseId,
 ) -> CliResult<i64> {
+    let key = key.as_ref();
     let txn = Txn::new()
-        .when(guard.compares(key.as_bytes()))
-        .and_then([TxnOp::put_with_lease(key.as_bytes(), value, id)])
-        .or_else([TxnOp::get(key.as_bytes())]);
+        .when(guard.compares(key))
+        .and_then([TxnOp::put_with_lease(key, value, id)])
+        .or_else([TxnOp::get(key)]);
     let response = store.txn(txn).await.map_err(|e| {
         if e.kind() == keyplane_core::ErrorKind::LeaseNotFound {
             CliError::not_found(format!(
@@ -157,11 +158,16 @@ pub(crate) async fn put_on_lease(
 ///
 /// # Errors
 /// Exit code 4 when the guard does not hold (nothing deleted); store errors.
-pub(crate) async fn delete(store: &dyn Store, key: &str, guard: Guard) -> CliResult<bool> {
+pub(crate) async fn delete<K: AsRef<[u8]> + ?Sized>(
+    store: &dyn Store,
+    key: &K,
+    guard: Guard,
+) -> CliResult<bool> {
+    let key = key.as_ref();
     let txn = Txn::new()
-        .when(guard.compares(key.as_bytes()))
-        .and_then([TxnOp::delete(key.as_bytes())])
-        .or_else([TxnOp::get(key.as_bytes())]);
+        .when(guard.compares(key))
+        .and_then([TxnOp::delete(key)])
+        .or_else([TxnOp::get(key)]);
     let response = store.txn(txn).await?;
     if !response.succeeded {
         return Err(guard.failed(key, current(&response.results)));

@@ -210,11 +210,7 @@ async fn time_to_live(ctx: &Ctx, store: &dyn Store, id: LeaseId, keys: bool) -> 
     } else {
         info.remaining
     };
-    let attached: Vec<String> = info
-        .keys
-        .iter()
-        .map(|k| String::from_utf8_lossy(k).into_owned())
-        .collect();
+    let attached: Vec<String> = info.keys.iter().map(|k| crate::keys::text(k)).collect();
     match ctx.format {
         Format::Json => {
             let mut doc = json!({

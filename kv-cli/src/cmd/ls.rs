@@ -43,11 +43,15 @@ pub(crate) async fn run(
         None => None,
     };
     let prefix = if words.is_empty() {
-        String::new()
+        Vec::new()
     } else {
-        Address::parse(words)?.prefix()?
+        Address::parse(words)?.prefix_bytes()?
     };
-    let store = ctx.store_for_listing(&prefix).await?;
+    // A prefix that is not text is listed as the store holds it, without reconciling it.
+    let store = match std::str::from_utf8(&prefix) {
+        Ok(text) => ctx.store_for_listing(text).await?,
+        Err(_) => ctx.store().await?,
+    };
     let (entries, collections) = listing(store.as_ref(), &prefix, !values, revision).await?;
     let mut rows: Vec<(Vec<u8>, Row<'_>)> = entries
         .iter()
@@ -87,7 +91,7 @@ pub(crate) async fn run(
             for (_, row) in &rows {
                 match row {
                     Row::Plain(entry) => {
-                        let key = String::from_utf8_lossy(&entry.key);
+                        let key = crate::keys::text(&entry.key);
                         let kind = typed(&key).map(|(a, _)| a).unwrap_or_else(|| "-".into());
                         crate::output::outln!("{key:<60} {kind:<28} rev {}", entry.mod_revision);
                         if values {
@@ -97,7 +101,7 @@ pub(crate) async fn run(
                         }
                     }
                     Row::Collection(c) => {
-                        let key = String::from_utf8_lossy(&c.key);
+                        let key = crate::keys::text(&c.key);
                         let kind = typed(&key).map(|(a, _)| a).unwrap_or_else(|| "-".into());
                         let (name, unit) = kind_words(c.kind);
                         crate::output::outln!("{key:<60} {kind:<28} {name} ({} {unit})", c.size);
@@ -124,7 +128,7 @@ fn keys_only(format: Format, rows: &[(Vec<u8>, Row<'_>)]) {
         Format::Json => print_json(&Value::Array(
             rows.iter()
                 .map(|(key, _)| {
-                    let key = String::from_utf8_lossy(key).into_owned();
+                    let key = crate::keys::text(key);
                     let mut object = json!({ "key": key });
                     crate::output::add_typed_address(&mut object, &key);
                     object
@@ -133,7 +137,7 @@ fn keys_only(format: Format, rows: &[(Vec<u8>, Row<'_>)]) {
         )),
         Format::Table => {
             for (key, _) in rows {
-                crate::output::outln!("{}", String::from_utf8_lossy(key));
+                crate::output::outln!("{}", crate::keys::text(key));
             }
         }
     }
@@ -154,7 +158,7 @@ fn kind_words(kind: CollectionKind) -> (&'static str, &'static str) {
 }
 
 fn collection_json(c: &CollectionEntry) -> Value {
-    let key = String::from_utf8_lossy(&c.key).into_owned();
+    let key = crate::keys::text(&c.key);
     let (name, _) = kind_words(c.kind);
     let mut object = json!({ "key": key, "kind": name.to_lowercase(), "size": c.size });
     crate::output::add_typed_address(&mut object, &key);
@@ -165,15 +169,13 @@ fn collection_json(c: &CollectionEntry) -> Value {
 /// (`revision`, else the first page's): a snapshot, whatever is written meanwhile.
 async fn listing(
     store: &dyn Store,
-    prefix: &str,
+    prefix: &[u8],
     keys_only: bool,
     revision: Option<i64>,
 ) -> CliResult<(Vec<Entry>, Vec<CollectionEntry>)> {
     const PAGE: usize = 1000;
     let bar = crate::output::progress("keys");
-    let mut opts = RangeOptions::prefix(prefix.as_bytes())
-        .limit(PAGE)
-        .with_collections();
+    let mut opts = RangeOptions::prefix(prefix).limit(PAGE).with_collections();
     if keys_only {
         opts = opts.keys_only();
     }

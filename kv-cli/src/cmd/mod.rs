@@ -17,6 +17,8 @@ pub(crate) mod reencrypt;
 pub(crate) mod rm;
 pub(crate) mod schema;
 pub(crate) mod status;
+pub(crate) mod txn;
+pub(crate) mod txn_parse;
 pub(crate) mod watch;
 
 use crate::error::CliResult;

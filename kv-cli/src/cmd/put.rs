@@ -38,7 +38,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliRes
     let Some((value, address)) = words.split_last() else {
         return Err(CliError::invalid("put needs a key and a value"));
     };
-    let key = Address::parse(address)?.key()?;
+    let key = Address::parse(address)?.key_bytes()?;
     let value = if value == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
@@ -56,20 +56,21 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliRes
     let checked = if raw {
         None
     } else {
-        Some(check(&key, &value)?)
+        Some(check_bytes(&key, &value)?)
     };
+    let shown = crate::keys::text(&key);
     let store = ctx.store().await?;
     if let Some(id) = lease {
         let revision = super::guard::put_on_lease(&*store, &key, &value, guard, id).await?;
         match ctx.format {
             Format::Json => print_json(&json!({
-                "key": key,
+                "key": shown,
                 "revision": revision,
                 "template": checked,
                 "lease": { "id": id.to_string() },
             })),
             Format::Table => {
-                crate::output::outln!("OK {key} (revision {revision}, lease {id})")
+                crate::output::outln!("OK {shown} (revision {revision}, lease {id})")
             }
         }
         return Ok(());
@@ -78,20 +79,34 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], flags: &PutFlags) -> CliRes
     let lease = done.lease.map(|(id, ttl)| (id.to_string(), ttl.as_secs()));
     match ctx.format {
         Format::Json => print_json(&json!({
-            "key": key,
+            "key": shown,
             "revision": done.revision,
             "template": checked,
             "lease": lease.as_ref().map(|(id, ttl)| json!({ "id": id, "ttl_seconds": ttl })),
         })),
         Format::Table => match &lease {
             Some((id, ttl)) => crate::output::outln!(
-                "OK {key} (revision {}, lease {id} granted with TTL {ttl}s)",
+                "OK {shown} (revision {}, lease {id} granted with TTL {ttl}s)",
                 done.revision
             ),
-            None => crate::output::outln!("OK {key} (revision {})", done.revision),
+            None => crate::output::outln!("OK {shown} (revision {})", done.revision),
         },
     }
     Ok(())
+}
+
+/// [`check`] of a key given as bytes: one that is not UTF-8 belongs to no schema.
+///
+/// # Errors
+/// Exit code 2 as [`check`].
+pub(crate) fn check_bytes(key: &[u8], value: &[u8]) -> CliResult<&'static str> {
+    match std::str::from_utf8(key) {
+        Ok(key) => check(key, value),
+        Err(_) => Err(CliError::invalid(format!(
+            "key \"{}\" belongs to no schema (see `kvctl parse`); use --raw to write it anyway",
+            crate::keys::text(key)
+        ))),
+    }
 }
 
 /// Checks a write of `value` at `key` as `put` does without `--raw`: the key belongs to a

@@ -21,14 +21,15 @@ pub(crate) async fn run(
         ));
     }
     if prefix {
-        let dir = address.prefix()?;
+        let dir = address.prefix_bytes()?;
         if dir.is_empty() {
             return Err(CliError::invalid(
                 "refusing to delete an empty prefix (the whole store)",
             ));
         }
         let store = ctx.store().await?;
-        let done = store.delete_prefix(dir.as_bytes()).await?;
+        let done = store.delete_prefix(&dir).await?;
+        let dir = crate::keys::text(&dir);
         let deleted = done.deleted;
         match ctx.format {
             Format::Json => {
@@ -38,24 +39,26 @@ pub(crate) async fn run(
         }
         return Ok(());
     }
-    let key = address.key()?;
+    let key = address.key_bytes()?;
+    let shown = crate::keys::text(&key);
     if guard != super::guard::Guard::None
-        && let Ok(parsed) = crate::catalog::parse_any(&key)
+        && let Ok(text) = std::str::from_utf8(&key)
+        && let Ok(parsed) = crate::catalog::parse_any(text)
         && let Some(kind) = crate::values::collection_kind(&parsed)
     {
         return Err(CliError::invalid(format!(
-            "{key:?} holds a {kind:?}, which has no mod revision to compare: --if-mod-revision guards plain values"
+            "\"{shown}\" holds a {kind:?}, which has no mod revision to compare: --if-mod-revision guards plain values"
         )));
     }
     let store = ctx.store().await?;
     // A transaction's delete counts what it removed: the plain key, or the set, map or list
     // at the key (which `Store::delete`, returning the previous plain entry, does not say).
     if !super::guard::delete(&*store, &key, guard).await? {
-        return Err(CliError::not_found(format!("key {key:?} not found")));
+        return Err(CliError::not_found(format!("key \"{shown}\" not found")));
     }
     match ctx.format {
-        Format::Json => print_json(&json!({ "key": key, "deleted": 1 })),
-        Format::Table => crate::output::outln!("deleted {key}"),
+        Format::Json => print_json(&json!({ "key": shown, "deleted": 1 })),
+        Format::Table => crate::output::outln!("deleted {shown}"),
     }
     Ok(())
 }

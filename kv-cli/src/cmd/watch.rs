@@ -1,8 +1,8 @@
-//! `kvctl watch ADDRESS [--rev N] [--exact] [--prev-kv]`: live events under a directory (of
+//! `kvctl watch ADDRESS [--rev N] [--exact] [--prev-kv] [--no-follow]`: live events under a directory (of
 //! one exact key with `--exact`), each key read through the catalog, until Ctrl-C; with
 //! `--rev`, the history from revision N first; with `--prev-kv`, each event's previous value.
 //! On a Redis server it also follows what other programs write under the directory (see
-//! [`follow_redis`]).
+//! [`follow_redis`]), unless `--no-follow` asks for the writes made through keyplane alone.
 
 use super::Ctx;
 use crate::address::Address;
@@ -28,6 +28,9 @@ pub(crate) struct Scope {
     pub(crate) exact: bool,
     /// Show each event's previous value (`--prev-kv`).
     pub(crate) prev_kv: bool,
+    /// On Redis, do not follow other programs' writes (`--no-follow`): no second store,
+    /// no reconciler, no `CONFIG SET`.
+    pub(crate) no_follow: bool,
 }
 
 pub(crate) async fn run(
@@ -39,12 +42,12 @@ pub(crate) async fn run(
     let address = Address::parse(words)?;
     // The directory the watch follows foreign writes under; the key itself with --exact.
     let (prefix, base) = if scope.exact {
-        let key = address.key()?;
-        let opts = WatchOptions::key(key.as_bytes());
+        let key = address.key_bytes()?;
+        let opts = WatchOptions::key(&key);
         (key, opts)
     } else {
-        let prefix = address.prefix()?;
-        let opts = WatchOptions::prefix(prefix.as_bytes());
+        let prefix = address.prefix_bytes()?;
+        let opts = WatchOptions::prefix(&prefix);
         (prefix, opts)
     };
     let mut base = base.with_collections();
@@ -66,8 +69,12 @@ pub(crate) async fn run(
     // Started once the watch has its start, so that nothing it brings in is missed; it
     // follows for as long as it is held.
     let _follower = match redis {
-        Some(redis) => follow_redis(&redis, &prefix).await?,
-        None => None,
+        // A reconciler's root is text: a binary prefix is watched without following.
+        Some(redis) if !scope.no_follow => match std::str::from_utf8(&prefix) {
+            Ok(prefix) => follow_redis(&redis, prefix).await?,
+            Err(_) => None,
+        },
+        _ => None,
     };
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
@@ -185,7 +192,7 @@ async fn poll_sled(
 /// `prev_value` and `prev_mod_revision` in JSON, null when the key was absent).
 fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Event, scope: Scope) {
     let group = group.map(|g| String::from_utf8_lossy(g).into_owned());
-    let key = String::from_utf8_lossy(event.key()).into_owned();
+    let key = crate::keys::text(event.key());
     let typed = typed(&key);
     let (kind, value, detail) = match event {
         Event::Put { entry, .. } => ("PUT", Some(entry.value.clone()), None),
@@ -237,7 +244,7 @@ fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Even
 /// One event as `watch -o json` prints it: revision, event name (`PUT`, `DELETE`, `SADD`...),
 /// key, typed address and fields, value, member, and the group on a sharded store.
 pub(crate) fn event_json(revision: i64, group: Option<&str>, event: &Event) -> serde_json::Value {
-    let key = String::from_utf8_lossy(event.key()).into_owned();
+    let key = crate::keys::text(event.key());
     let (kind, value, detail) = match event {
         Event::Put { entry, .. } => ("PUT", Some(entry.value.clone()), None),
         Event::Delete { .. } => ("DELETE", None, None),
