@@ -6,6 +6,7 @@ use crate::entry::Entry;
 use crate::error::{Error, Result};
 use crate::lease::{LeaseGrant, LeaseId, LeaseInfo};
 use crate::range::{KeyRange, RangeOptions, RangeResult};
+use crate::status::ServerStatus;
 use crate::txn::{OpResult, Txn, TxnOp};
 use crate::watch::{WatchOptions, WatchPosition, WatchStream};
 use async_trait::async_trait;
@@ -80,9 +81,12 @@ pub struct DeletePrefixResult {
 /// `Arc<dyn Store>` swaps backends at run time.
 ///
 /// Only [`Store::capabilities`], [`Store::range`], [`Store::txn`], the lease methods,
-/// [`Store::watch`], [`Store::compact`] and [`Store::revision`] are required; the single-key
-/// operations and collections are provided in terms of [`Store::txn`], and backends override
-/// them where a native call is cheaper.
+/// [`Store::watch`], [`Store::compact`], [`Store::revision`] and [`Store::server_status`] are
+/// required; the single-key operations and collections are provided in terms of
+/// [`Store::txn`], and backends override them where a native call is cheaper. The required
+/// methods have no default on purpose: a wrapper that forgot to forward one would otherwise
+/// answer for the store it wraps with a made-up value, and the compiler finds every such
+/// wrapper instead.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// The backend's features and limits.
@@ -132,6 +136,18 @@ pub trait Store: Send + Sync + 'static {
     /// `LeaseNotFound` when it was revoked or has expired.
     async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo>;
 
+    /// The IDs of every live lease of the store, ascending, as `etcdctl lease list` shows
+    /// them: IDs only, since a lease's TTL and keys cost a [`Store::lease_time_to_live`]
+    /// each on etcd. A lease whose deadline has passed is not listed, even before the backend
+    /// has deleted its keys (on etcd, whose leader revokes expired leases itself, the list
+    /// is the server's, which drops a lease as soon as the leader revokes it, within about
+    /// half a second of its deadline).
+    ///
+    /// # Errors
+    /// `Unsupported` on a whole Redis Cluster store, whose leases are each group's (a store
+    /// of one group lists its group's); backend errors.
+    async fn lease_list(&self) -> Result<Vec<LeaseId>>;
+
     /// Watches a key or prefix from a revision.
     ///
     /// # Errors
@@ -146,6 +162,15 @@ pub trait Store: Send + Sync + 'static {
     /// `InvalidArgument` for a revision in the future; `Compacted` when already compacted
     /// past it.
     async fn compact(&self, revision: i64) -> Result<()>;
+
+    /// What the server behind the store says about itself: its version, its members and
+    /// their roles, its data size (see [`ServerStatus`]); an embedded store answers with no
+    /// version and no members. For operators (`kvctl status`), not for the data path: it
+    /// may cost a few round trips.
+    ///
+    /// # Errors
+    /// `Unavailable` when the server cannot be reached; backend errors.
+    async fn server_status(&self) -> Result<ServerStatus>;
 
     /// The entry of one key.
     ///
@@ -298,6 +323,20 @@ impl<S: Store + ?Sized> Store for Arc<S> {
         Self: 'f,
     {
         (**self).lease_time_to_live(id)
+    }
+    fn lease_list<'s, 'f>(&'s self) -> StoreFuture<'f, Vec<LeaseId>>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).lease_list()
+    }
+    fn server_status<'s, 'f>(&'s self) -> StoreFuture<'f, ServerStatus>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        (**self).server_status()
     }
     fn watch<'s, 'f>(&'s self, opts: WatchOptions) -> StoreFuture<'f, WatchStream>
     where

@@ -10,8 +10,8 @@ pub(crate) mod plan;
 use crate::config::EtcdConfig;
 use crate::error::{map_error, request_not_sent};
 use etcd_client::{
-    Client, ConnectOptions, KeyValue, KvClient, LeaseClient, WatchClient,
-    WatchOptions as EtcdWatchOptions,
+    Client, ClusterClient, ConnectOptions, KeyValue, KvClient, LeaseClient, MaintenanceClient,
+    WatchClient, WatchOptions as EtcdWatchOptions,
 };
 use keyplane_core::raw::layout;
 use keyplane_core::raw::prefix_end;
@@ -27,6 +27,10 @@ pub(crate) struct Core {
     pub(crate) kv: KvClient,
     pub(crate) lease: LeaseClient,
     pub(crate) watch: WatchClient,
+    /// For the server's status (`kvctl status`).
+    pub(crate) maintenance: MaintenanceClient,
+    /// For the member list (`kvctl status`).
+    pub(crate) cluster: ClusterClient,
     pub(crate) ns: Namespace,
     pub(crate) caps: Capabilities,
     pub(crate) config: EtcdConfig,
@@ -87,6 +91,8 @@ impl Core {
             kv: client.kv_client().max_decoding_message_size(max_message),
             lease: client.lease_client(),
             watch: client.watch_client().max_decoding_message_size(max_message),
+            maintenance: client.maintenance_client(),
+            cluster: client.cluster_client(),
             ns: Namespace::new(config.namespace.clone().unwrap_or_default()),
             caps,
             config,

@@ -91,3 +91,18 @@ pub(crate) async fn time_to_live(core: &Core, id: LeaseId) -> Result<LeaseInfo> 
         keys,
     })
 }
+
+/// Every lease etcd holds, ascending (etcd answers in no particular order). Leases are not
+/// namespaced on etcd: a store under a namespace lists the server's leases too, as it can
+/// revoke any of them.
+pub(crate) async fn list(core: &Core) -> Result<Vec<LeaseId>> {
+    let resp = core
+        .call("lease_list", true, || {
+            let mut lease = core.lease.clone();
+            async move { lease.leases().await }
+        })
+        .await?;
+    let mut ids: Vec<LeaseId> = resp.leases().iter().map(|l| LeaseId(l.id())).collect();
+    ids.sort_unstable();
+    Ok(ids)
+}

@@ -8,6 +8,7 @@ mod error;
 mod lease;
 mod open;
 mod range;
+mod status;
 mod store;
 mod txn;
 mod watch;

@@ -3,7 +3,7 @@
 use crate::EtcdStore;
 use keyplane_core::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult, RangeOptions,
-    RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
+    RangeResult, Result, ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::time::Duration;
 
@@ -47,6 +47,14 @@ impl Store for EtcdStore {
 
     async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
         crate::lease::time_to_live(&self.core, id).await
+    }
+
+    async fn lease_list(&self) -> Result<Vec<LeaseId>> {
+        crate::lease::list(&self.core).await
+    }
+
+    async fn server_status(&self) -> Result<ServerStatus> {
+        crate::status::server_status(&self.core).await
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {

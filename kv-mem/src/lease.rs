@@ -38,6 +38,12 @@ pub(crate) fn time_to_live(shared: &Shared, id: LeaseId) -> Result<LeaseInfo> {
     shared.state()?.leases.info(id, Instant::now())
 }
 
+/// The IDs of the live leases, ascending: the due ones are expired first, so none whose
+/// deadline has passed is listed.
+pub(crate) fn list(shared: &Shared) -> Result<Vec<LeaseId>> {
+    Ok(shared.state()?.leases.ids())
+}
+
 /// Starts the lease expiry task in the current runtime unless one is running.
 fn ensure_expiry_task(shared: &Arc<Shared>) {
     let mut task = match shared.expiry.lock() {

@@ -4,8 +4,8 @@ use crate::MemStore;
 use crate::{lease, range, txn, watch};
 use keyplane_core::raw::async_trait;
 use keyplane_core::{
-    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
-    Txn, TxnResponse, WatchOptions, WatchStream,
+    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result,
+    ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::time::Duration;
 
@@ -45,6 +45,15 @@ impl Store for MemStore {
 
     async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
         lease::time_to_live(&self.shared, id)
+    }
+
+    async fn lease_list(&self) -> Result<Vec<LeaseId>> {
+        lease::list(&self.shared)
+    }
+
+    /// No server: no version, no members, no size to report.
+    async fn server_status(&self) -> Result<ServerStatus> {
+        Ok(ServerStatus::default())
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {

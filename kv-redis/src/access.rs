@@ -168,6 +168,7 @@ mod tests {
             include_str!("core/scripts/lease_revoke.lua"),
             include_str!("core/scripts/lease_sweep.lua"),
             include_str!("core/scripts/lease_time_to_live.lua"),
+            include_str!("core/scripts/lease_list.lua"),
             include_str!("core/scripts/reconcile.lua"),
         ];
         let mut seen = 0;

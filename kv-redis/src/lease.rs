@@ -71,6 +71,25 @@ pub(crate) async fn time_to_live(core: &Core, id: LeaseId) -> Result<LeaseInfo> 
     })
 }
 
+/// The IDs of the live leases, ascending (the server lists them by deadline).
+pub(crate) async fn list(core: &Core) -> Result<Vec<LeaseId>> {
+    let reply: Value = core
+        .run_write(&core.scripts.lease_list, &[], "lease_list")
+        .await?;
+    let mut ids = byte_list(reply)?
+        .into_iter()
+        .map(|id| {
+            std::str::from_utf8(&id)
+                .ok()
+                .and_then(|id| id.parse().ok())
+                .map(LeaseId)
+                .ok_or_else(|| corrupted("a lease id is not a number"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    ids.sort_unstable();
+    Ok(ids)
+}
+
 /// Expires due leases; returns how long until the next deadline, if any lease is live.
 async fn sweep(core: &Core) -> Result<Option<Duration>> {
     let reply: Value = core

@@ -10,6 +10,7 @@ mod lease;
 mod open;
 mod range;
 mod reconciler;
+mod status;
 mod store;
 mod txn;
 mod watch;

@@ -5,7 +5,8 @@ use crate::RedisStore;
 use crate::core::route::{Router, on_cluster};
 use keyplane_core::{
     Capabilities, DeleteResult, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult,
-    RangeOptions, RangeResult, Result, Store, Txn, TxnResponse, WatchOptions, WatchStream,
+    RangeOptions, RangeResult, Result, ServerStatus, Store, Txn, TxnResponse, WatchOptions,
+    WatchStream,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,6 +70,15 @@ impl Store for RedisStore {
 
     async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
         crate::lease::time_to_live(&*self.router.core_of(None, "lease_time_to_live")?, id).await
+    }
+
+    async fn lease_list(&self) -> Result<Vec<LeaseId>> {
+        crate::lease::list(&*self.router.core_of(None, "lease_list")?).await
+    }
+
+    /// On a cluster, every node's: the status is the deployment's, not a group's.
+    async fn server_status(&self) -> Result<ServerStatus> {
+        crate::status::server_status(&self.router.core).await
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {

@@ -1,7 +1,7 @@
 //! Leases: persisted as wall-clock deadlines (they must survive restarts), expired by a
 //! background task while the store is open, at open, and before every write.
 
-use crate::core::codec::{LEASE_SEQ_KEY, LeaseRecord, be, lease_key};
+use crate::core::codec::{LEASE_SEQ_KEY, LeaseRecord, be, lease_key, read_be};
 use crate::core::{Core, Plan, attached_keys, now_ms, remove};
 use crate::error::map_error;
 use keyplane_core::{Error, LeaseGrant, LeaseId, LeaseInfo, Result};
@@ -85,6 +85,20 @@ pub(crate) fn time_to_live(inner: &Core, id: LeaseId) -> Result<LeaseInfo> {
         remaining: Duration::from_millis(remaining as u64),
         keys: attached_keys(inner, id.0)?,
     })
+}
+
+/// The IDs of the leases whose deadline has not passed, ascending (the lease records' keys
+/// are the big-endian IDs, which sort as the IDs do: they are positive).
+pub(crate) fn list(inner: &Core) -> Result<Vec<LeaseId>> {
+    let now = now_ms();
+    let mut ids = Vec::new();
+    for kv in inner.trees.leases.scan_prefix(b"L") {
+        let (key, value) = kv.map_err(|e| map_error("lease_list", e))?;
+        if LeaseRecord::decode(&value)?.deadline_ms > now {
+            ids.push(LeaseId(read_be(&key[1..])?));
+        }
+    }
+    Ok(ids)
 }
 
 /// Starts the task that expires leases while the store is open. It holds the store weakly

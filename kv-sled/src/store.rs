@@ -1,11 +1,12 @@
 //! The [`Store`] impl of [`SledStore`]: every method is one call into an operation file.
 
 use crate::SledStore;
+use crate::error::map_error;
 use crate::{lease, range, txn, watch};
 use keyplane_core::raw::async_trait;
 use keyplane_core::{
-    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store,
-    Txn, TxnResponse, WatchOptions, WatchStream,
+    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result,
+    ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::time::Duration;
 
@@ -54,6 +55,20 @@ impl Store for SledStore {
         let info = lease::time_to_live(&self.inner, id)?;
         self.inner.settle().await?;
         Ok(info)
+    }
+
+    async fn lease_list(&self) -> Result<Vec<LeaseId>> {
+        let ids = lease::list(&self.inner)?;
+        self.inner.settle().await?;
+        Ok(ids)
+    }
+
+    /// No server: no version and no members; the size is the database's on disk.
+    async fn server_status(&self) -> Result<ServerStatus> {
+        let mut status = ServerStatus::default();
+        let size = self.inner.db.size_on_disk();
+        status.db_size = Some(size.map_err(|e| map_error("server_status", e))?);
+        Ok(status)
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {

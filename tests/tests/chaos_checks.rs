@@ -5,8 +5,8 @@
 use futures::StreamExt;
 use keyplane_core::raw::async_trait;
 use keyplane_core::{
-    Capabilities, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, Store, Txn,
-    TxnResponse, WatchOptions, WatchStream,
+    Capabilities, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result, ServerStatus,
+    Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use keyplane_mem::MemStore;
 use keyplane_tests::chaos::check::Analysis;
@@ -56,6 +56,12 @@ impl Store for Broken {
     }
     async fn lease_time_to_live(&self, id: LeaseId) -> Result<LeaseInfo> {
         self.inner.lease_time_to_live(id).await
+    }
+    async fn lease_list(&self) -> Result<Vec<LeaseId>> {
+        self.inner.lease_list().await
+    }
+    async fn server_status(&self) -> Result<ServerStatus> {
+        self.inner.server_status().await
     }
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
         let stream = self.inner.watch(opts).await?;

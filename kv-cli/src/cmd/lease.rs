@@ -39,7 +39,8 @@ pub(crate) enum Action {
         #[arg(long)]
         keys: bool,
     },
-    /// List the live leases, where the store can say.
+    /// List the live leases' IDs, as `etcdctl lease list` does (`lease ttl` tells one's
+    /// TTL and keys).
     List,
 }
 
@@ -102,13 +103,6 @@ fn lease_error(id: LeaseId, e: keyplane_core::Error) -> CliError {
 }
 
 pub(crate) async fn run(ctx: &Ctx, action: Action) -> CliResult<()> {
-    if matches!(action, Action::List) {
-        // Nothing to open: the answer does not depend on the store.
-        return Err(CliError::invalid(
-            "lease list: no store can list its leases through kvctl (the store interface \
-             has no lease listing); keep the IDs that `lease grant` and `put --lease-ttl` print",
-        ));
-    }
     // Every argument is checked before the store is opened.
     let id = match &action {
         Action::KeepAlive { id, .. } | Action::Revoke { id } | Action::Ttl { id, .. } => {
@@ -137,8 +131,27 @@ pub(crate) async fn run(ctx: &Ctx, action: Action) -> CliResult<()> {
             Ok(())
         }
         Action::Ttl { keys, .. } => time_to_live(ctx, &*store, id, keys).await,
-        Action::List => Ok(()),
+        Action::List => list(ctx, &*store).await,
     }
+}
+
+/// Prints the live leases as `etcdctl lease list` does: `found N leases`, then one hex ID a
+/// line; in JSON, `{"count": N, "leases": ["<hex ID>", ...]}`.
+async fn list(ctx: &Ctx, store: &dyn Store) -> CliResult<()> {
+    let ids = store.lease_list().await?;
+    match ctx.format {
+        Format::Json => print_json(&json!({
+            "count": ids.len(),
+            "leases": ids.iter().map(LeaseId::to_string).collect::<Vec<_>>(),
+        })),
+        Format::Table => {
+            outln!("found {} leases", ids.len());
+            for id in ids {
+                outln!("{id}");
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn grant(ctx: &Ctx, store: &dyn Store, ttl: Duration) -> CliResult<()> {

@@ -4,7 +4,7 @@
 use super::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, outln, print_json};
-use keyplane_core::{ForeignWrites, Retention, Sharding, Store};
+use keyplane_core::{ForeignWrites, Member, Retention, ServerStatus, Sharding, Store};
 use serde_json::{Value, json};
 use std::time::Instant;
 
@@ -96,11 +96,97 @@ fn role_of_hosts(url: &str) -> &'static str {
     }
 }
 
-/// `kvctl status`: backend, hosts, current revision, retained history and the round-trip
-/// time of one read.
+/// One member as the table shows it: name, role, ID and client URLs.
+fn member_line(member: &Member) -> String {
+    let mut line = format!("{} ({})", member.name, member.role);
+    if let Some(id) = &member.id {
+        line.push_str(&format!(" id {id}"));
+    }
+    if member.client_urls != [member.name.clone()] && !member.client_urls.is_empty() {
+        line.push_str(&format!(" {}", member.client_urls.join(",")));
+    }
+    line
+}
+
+/// A size in bytes as etcdctl prints one (`20 kB`, `1.2 MB`: powers of 1000).
+fn size_text(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut size = bytes as f64;
+    let mut unit = 0;
+    while size >= 1000.0 && unit + 1 < UNITS.len() {
+        size /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 || size >= 10.0 {
+        format!("{size:.0} {}", UNITS[unit])
+    } else {
+        format!("{size:.1} {}", UNITS[unit])
+    }
+}
+
+/// The server's part of `status` in JSON: version, members (each with `leader`), database
+/// size and Raft term; or, when the server would not say (a user not allowed to ask), the
+/// error in `server_error`.
+fn server_json(server: &Result<ServerStatus, keyplane_core::Error>) -> Value {
+    match server {
+        Ok(status) => {
+            let members: Vec<Value> = status
+                .members
+                .iter()
+                .map(|m| {
+                    json!({
+                        "name": m.name,
+                        "id": m.id,
+                        "role": m.role,
+                        "leader": m.is_leader(),
+                        "client_urls": m.client_urls,
+                    })
+                })
+                .collect();
+            json!({
+                "version": status.version,
+                "members": members,
+                "db_size": status.db_size,
+                "raft_term": status.raft_term,
+            })
+        }
+        Err(e) => json!({ "version": null, "members": [], "server_error": e.to_string() }),
+    }
+}
+
+/// Prints the server's part of `status` as table lines.
+fn server_table(server: &Result<ServerStatus, keyplane_core::Error>) {
+    let status = match server {
+        Ok(status) => status,
+        Err(e) => {
+            outln!("version:   unknown (the server would not say: {e})");
+            return;
+        }
+    };
+    match &status.version {
+        Some(version) => outln!("version:   {version}"),
+        None => outln!("version:   none (an embedded store has no server)"),
+    }
+    if let Some(size) = status.db_size {
+        outln!("db size:   {}", size_text(size));
+    }
+    if let Some(term) = status.raft_term {
+        outln!("raft term: {term}");
+    }
+    if !status.members.is_empty() {
+        outln!("members:");
+        for member in &status.members {
+            outln!("  {}", member_line(member));
+        }
+    }
+}
+
+/// `kvctl status`: backend, hosts, server version and members, current revision, retained
+/// history and the round-trip time of one read.
 ///
 /// # Errors
-/// Exit code 3 when the store cannot be reached; store errors.
+/// Exit code 3 when the store cannot be reached; store errors. A server that will not give
+/// its status (a Redis user without `INFO`) is shown as such, not an error.
 pub(crate) async fn status(ctx: &Ctx) -> CliResult<()> {
     let store = ctx.store().await?;
     let caps = store.capabilities().clone();
@@ -112,6 +198,10 @@ pub(crate) async fn status(ctx: &Ctx) -> CliResult<()> {
     let started = Instant::now();
     store.get(b"{kvctl}:status").await?;
     let latency = started.elapsed();
+    let server = match store.server_status().await {
+        Err(e) if e.kind() == keyplane_core::ErrorKind::Unavailable => return Err(e.into()),
+        server => server,
+    };
     let (retention_text, retention_json) = match caps.history_retention {
         Retention::Revisions(n) => (format!("the last {n} revisions"), json!({ "revisions": n })),
         Retention::UntilCompacted => (
@@ -143,12 +233,17 @@ pub(crate) async fn status(ctx: &Ctx) -> CliResult<()> {
                 "read_latency_ms": latency.as_secs_f64() * 1000.0,
             });
             doc[role.replace(' ', "_")] = Value::from(hosts);
+            if let (Some(doc), Value::Object(server)) = (doc.as_object_mut(), server_json(&server))
+            {
+                doc.extend(server);
+            }
             print_json(&doc);
         }
         Format::Table => {
             outln!("store:     {}", shown(&ctx.url));
             outln!("backend:   {}", caps.backend);
             outln!("{:<10} {}", format!("{role}:"), hosts.join(", "));
+            server_table(&server);
             match revision {
                 Some(revision) => outln!("revision:  {revision}"),
                 None => outln!("revision:  per hash-tag group (a cluster has no one revision)"),
@@ -177,5 +272,12 @@ mod tests {
         assert_eq!(shown("redis://u:p@h:6379/2"), "redis://u:***@h:6379/2");
         assert_eq!(shown("etcd://h:2379?ca=/x@y"), "etcd://h:2379?ca=/x@y");
         assert_eq!(role_of_hosts("redis+sentinel://s:26379/m"), "sentinels");
+    }
+
+    #[test]
+    fn sizes_print_as_etcdctl_prints_them() {
+        assert_eq!(size_text(20_480), "20 kB");
+        assert_eq!(size_text(1_234_567), "1.2 MB");
+        assert_eq!(size_text(512), "512 B");
     }
 }

@@ -19,6 +19,10 @@ pub enum Call {
     LeaseRevoke,
     /// [`Store::lease_time_to_live`](crate::Store::lease_time_to_live).
     LeaseTimeToLive,
+    /// [`Store::lease_list`](crate::Store::lease_list).
+    LeaseList,
+    /// [`Store::server_status`](crate::Store::server_status).
+    ServerStatus,
     /// [`Store::watch`](crate::Store::watch).
     Watch,
     /// [`Store::compact`](crate::Store::compact).
@@ -37,7 +41,7 @@ pub enum Call {
 
 impl Call {
     /// Every call, in declaration order.
-    pub const ALL: [Call; 14] = [
+    pub const ALL: [Call; 16] = [
         Call::Revision,
         Call::Range,
         Call::Txn,
@@ -45,6 +49,8 @@ impl Call {
         Call::LeaseKeepAlive,
         Call::LeaseRevoke,
         Call::LeaseTimeToLive,
+        Call::LeaseList,
+        Call::ServerStatus,
         Call::Watch,
         Call::Compact,
         Call::Get,
@@ -64,6 +70,8 @@ impl Call {
             Call::LeaseKeepAlive => "lease_keep_alive",
             Call::LeaseRevoke => "lease_revoke",
             Call::LeaseTimeToLive => "lease_time_to_live",
+            Call::LeaseList => "lease_list",
+            Call::ServerStatus => "server_status",
             Call::Watch => "watch",
             Call::Compact => "compact",
             Call::Get => "get",

@@ -343,6 +343,8 @@ impl Answer for () {}
 impl Answer for Duration {}
 impl Answer for LeaseGrant {}
 impl Answer for LeaseInfo {}
+impl Answer for Vec<LeaseId> {}
+impl Answer for crate::status::ServerStatus {}
 impl Answer for CollectionResult {}
 impl Answer for WatchStream {}
 
@@ -402,6 +404,14 @@ macro_rules! around_store {
                     self.inner.lease_time_to_live(i)
                 })
                 .await
+            }
+            async fn lease_list(&self) -> crate::Result<Vec<crate::LeaseId>> {
+                self.around(Call::LeaseList, (), |()| self.inner.lease_list())
+                    .await
+            }
+            async fn server_status(&self) -> crate::Result<crate::ServerStatus> {
+                self.around(Call::ServerStatus, (), |()| self.inner.server_status())
+                    .await
             }
             async fn watch(&self, $opts: crate::WatchOptions) -> crate::Result<crate::WatchStream> {
                 let $this = self;

@@ -9,6 +9,7 @@ use crate::lease::LeaseId;
 use crate::lease::{LeaseGrant, LeaseInfo};
 use crate::range::{KeyRange, RangeOptions, RangeResult};
 use crate::raw::{prefix_end, validate_key};
+use crate::status::ServerStatus;
 use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
 use crate::txn::{OpResult, Txn, TxnOp, TxnResponse};
 use crate::watch::{Event, WatchBatch, WatchOptions, WatchStream};
@@ -332,6 +333,16 @@ impl Store for Namespaced {
             .map(|k| self.strip(k))
             .collect::<Result<_>>()?;
         Ok(info)
+    }
+
+    /// Every lease of the store: leases are not namespaced (keys of any namespace may be
+    /// attached to one), as [`Store::lease_revoke`] here reaches any of them too.
+    async fn lease_list(&self) -> Result<Vec<LeaseId>> {
+        self.inner.lease_list().await
+    }
+
+    async fn server_status(&self) -> Result<ServerStatus> {
+        self.inner.server_status().await
     }
 
     async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 /// Refuses every call that could change the store with [`ErrorKind::ReadOnly`] before it
 /// reaches the backend: puts, deletes, transactions with a write op, collection writes,
-/// compactions and every lease call but [`lease_time_to_live`](Store::lease_time_to_live).
+/// compactions and every lease call but [`lease_time_to_live`](Store::lease_time_to_live) and
+/// [`lease_list`](Store::lease_list).
 /// Reads, watches, and transactions or collection operations made only of reads go through.
 ///
 /// ```

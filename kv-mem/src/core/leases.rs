@@ -69,6 +69,13 @@ impl Leases {
         })
     }
 
+    /// The IDs of the live leases, ascending (the caller expired the due ones first).
+    pub(crate) fn ids(&self) -> Vec<LeaseId> {
+        let mut ids: Vec<LeaseId> = self.live.keys().map(|&id| LeaseId(id)).collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// Removes a lease, returning its attached keys.
     pub(crate) fn remove(&mut self, id: i64) -> Option<BTreeSet<Vec<u8>>> {
         let lease = self.live.remove(&id)?;

@@ -71,6 +71,11 @@ impl Following {
         })
     }
 
+    /// The `host` and `port` of the master in use.
+    pub(crate) fn address(&self) -> (String, u16) {
+        self.current().address
+    }
+
     fn current(&self) -> Current {
         self.inner
             .current

@@ -62,6 +62,7 @@ const SCRIPTS: &[(&str, bool, &str)] = &[
         true,
         include_str!("scripts/lease_time_to_live.lua"),
     ),
+    ("lease_list", true, include_str!("scripts/lease_list.lua")),
     ("lease_sweep", true, include_str!("scripts/lease_sweep.lua")),
     ("reconcile", true, include_str!("scripts/reconcile.lua")),
 ];
@@ -145,6 +146,7 @@ pub(crate) struct Scripts {
     pub(crate) lease_keep_alive: Lua,
     pub(crate) lease_revoke: Lua,
     pub(crate) lease_time_to_live: Lua,
+    pub(crate) lease_list: Lua,
     pub(crate) lease_sweep: Lua,
     pub(crate) reconcile: Lua,
     /// The function that answers 1 (there is no script of it).
@@ -180,6 +182,7 @@ impl Scripts {
                 "lease_time_to_live",
                 with_lib!("scripts/lease_time_to_live.lua"),
             ),
+            lease_list: Lua::new("lease_list", with_lib!("scripts/lease_list.lua")),
             lease_sweep: Lua::new("lease_sweep", with_lib!("scripts/lease_sweep.lua")),
             reconcile: Lua::new("reconcile", with_lib!("scripts/reconcile.lua")),
             hello,

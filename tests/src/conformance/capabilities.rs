@@ -1,7 +1,7 @@
 //! `Capabilities`: the limits a backend declares are real.
 
 use super::support::{expect_kind, key, put, root, snapshot};
-use keyplane_core::{ErrorKind, PutOptions, Retention, Store};
+use keyplane_core::{ErrorKind, PutOptions, Retention, Sharding, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,5 +50,39 @@ pub async fn capabilities_are_sane(store: Arc<dyn Store>) {
     } else {
         // Limits this large are enforced by the same check; a test would only measure memory.
         put(&*store, &k, "small").await;
+    }
+}
+
+/// A network backend names its server's version and its members, one of them (on a cluster,
+/// one per shard) the leader or master, each reachable at an address; an embedded one has
+/// neither.
+pub async fn server_status_describes_the_server(store: Arc<dyn Store>) {
+    let caps = store.capabilities().clone();
+    let status = store.server_status().await.unwrap();
+    if matches!(caps.backend, "memory" | "sled") {
+        assert_eq!(status.version, None);
+        assert!(status.members.is_empty(), "{status:?}");
+        return;
+    }
+    let version = status
+        .version
+        .as_deref()
+        .expect("a server names its version");
+    assert!(
+        version.starts_with(|c: char| c.is_ascii_digit()) && version.contains('.'),
+        "version {version:?}"
+    );
+    let leaders = status.members.iter().filter(|m| m.is_leader()).count();
+    // A store of one group of a Redis Cluster is unsharded, and still shows every node.
+    assert!(leaders >= 1, "no leader: {status:?}");
+    if caps.sharding == Sharding::HashTagGroups {
+        assert!(leaders > 1, "a cluster has several masters: {status:?}");
+    }
+    for member in &status.members {
+        assert!(!member.name.is_empty(), "{status:?}");
+        assert!(
+            member.client_urls.iter().any(|u| u.contains(':')),
+            "{status:?}"
+        );
     }
 }

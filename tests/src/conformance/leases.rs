@@ -203,3 +203,53 @@ pub async fn lease_keeper_renews_and_reports_loss(store: Arc<dyn Store>) {
     second.revoke().await.unwrap();
     await_deletes(&mut watch, std::slice::from_ref(&other)).await;
 }
+
+/// Waits until time-to-live says `id` is gone, sleeping for the time it says is left (at
+/// least a tenth of the granularity, as etcd rounds the last second down to 0).
+async fn await_expiry(store: &dyn Store, id: LeaseId) {
+    let least = (store.capabilities().ttl_granularity / 10).max(Duration::from_millis(1));
+    loop {
+        match store.lease_time_to_live(id).await {
+            Ok(info) => tokio::time::sleep(info.remaining.max(least)).await,
+            Err(e) if e.kind() == ErrorKind::LeaseNotFound => return,
+            Err(e) => panic!("time-to-live of a granted lease failed: {e}"),
+        }
+    }
+}
+
+/// The lease list holds every live lease, ascending, and neither a revoked one nor one that
+/// expired (listed as soon as time-to-live says it is gone, before a sweeper may have run).
+/// Other cases grant leases on the same server meanwhile, so only this case's are checked.
+pub async fn lease_list_shows_only_live_leases(store: Arc<dyn Store>) {
+    let kept = store.lease_grant(Duration::from_secs(60)).await.unwrap();
+    let revoked = store.lease_grant(Duration::from_secs(60)).await.unwrap();
+    let expiring = store.lease_grant(Duration::from_secs(1)).await.unwrap();
+    let listed = store.lease_list().await.unwrap();
+    assert!(
+        listed.windows(2).all(|w| w[0] < w[1]),
+        "ascending: {listed:?}"
+    );
+    for grant in [&kept, &revoked] {
+        assert!(
+            listed.contains(&grant.id),
+            "{:?} not in {listed:?}",
+            grant.id
+        );
+    }
+    store.lease_revoke(revoked.id).await.unwrap();
+    await_expiry(&*store, expiring.id).await;
+    let listed = store.lease_list().await.unwrap();
+    assert!(listed.contains(&kept.id), "{:?} not in {listed:?}", kept.id);
+    assert!(
+        !listed.contains(&revoked.id),
+        "revoked {:?} listed",
+        revoked.id
+    );
+    assert!(
+        !listed.contains(&expiring.id),
+        "expired {:?} listed",
+        expiring.id
+    );
+    store.lease_revoke(kept.id).await.unwrap();
+    assert!(!store.lease_list().await.unwrap().contains(&kept.id));
+}
