@@ -11,7 +11,7 @@
 
 use crate::catalog::{self, Entry};
 use crate::error::{CliError, CliResult};
-use keyplane_core::keyspace::{Part, SegmentSpec, escape_into};
+use keyplane::keyspace::{Part, SegmentSpec, escape_into};
 use std::collections::BTreeMap;
 
 /// A parsed address.

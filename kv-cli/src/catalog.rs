@@ -7,7 +7,7 @@
 //! `DatabaseConfigKey` → `database-config`, `InstanceDataKey` → `instance-data`). A
 //! manifest names each template itself.
 
-use keyplane_core::keyspace::{NoMatch, ParsedKey, Schema, TemplateInfo};
+use keyplane::keyspace::{NoMatch, ParsedKey, Schema, TemplateInfo};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// One schema of the catalog, with the short names of its templates.
@@ -169,9 +169,9 @@ impl Entry {
     pub(crate) fn value_type(&self) -> String {
         let codec = short_type(self.info.value_type);
         match self.info.kind {
-            Some(keyplane_core::CollectionKind::Set) => format!("SET of {codec}"),
-            Some(keyplane_core::CollectionKind::Map) => format!("HASH of {codec}"),
-            Some(keyplane_core::CollectionKind::List) => format!("LIST of {codec}"),
+            Some(keyplane::CollectionKind::Set) => format!("SET of {codec}"),
+            Some(keyplane::CollectionKind::Map) => format!("HASH of {codec}"),
+            Some(keyplane::CollectionKind::List) => format!("LIST of {codec}"),
             None => codec,
         }
     }
@@ -247,7 +247,7 @@ pub(crate) fn entry_of(parsed: &ParsedKey) -> Option<Entry> {
 }
 
 /// The last component of a Rust type path, keeping generic arguments readable
-/// (`keyplane_core::keyspace::Json<keyplane_schemas::tenant::TenantMeta>` → `Json<TenantMeta>`).
+/// (`keyplane::keyspace::Json<keyplane_schemas::tenant::TenantMeta>` → `Json<TenantMeta>`).
 pub(crate) fn short_type(type_name: &str) -> String {
     let mut out = String::new();
     let mut word = String::new();
@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn short_types_drop_module_paths() {
         assert_eq!(
-            short_type("keyplane_core::keyspace::Json<alloc::vec::Vec<alloc::string::String>>"),
+            short_type("keyplane::keyspace::Json<alloc::vec::Vec<alloc::string::String>>"),
             "Json<Vec<String>>"
         );
     }

@@ -255,7 +255,7 @@ fn build(mut url: String, options: Options, implicit: bool) -> CliResult<Session
         };
         return Err(CliError::invalid(format!(
             "{from} applies to etcd and Redis stores, not to {}{why}",
-            keyplane_core::raw::redact_url(&url)
+            keyplane::raw::redact_url(&url)
         )));
     }
     match (&options.cert, &options.key) {

@@ -1,6 +1,6 @@
 //! The command's failure: a one-line message and the process exit code it maps to.
 
-use keyplane_core::{Error, ErrorKind};
+use keyplane::{Error, ErrorKind};
 use std::fmt;
 
 /// Exit codes, documented in the README and in `kvctl --help`.

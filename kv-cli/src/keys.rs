@@ -2,7 +2,7 @@
 //! command line.
 //!
 //! Printed, a key keeps its plain UTF-8 characters, and every other byte is escaped as
-//! [`keyplane_core::raw::escape_bytes`] writes it (as the rest of the project prints keys):
+//! [`keyplane::raw::escape_bytes`] writes it (as the rest of the project prints keys):
 //! `\\` for a backslash, `\n`, `\r`, `\t`, and `\xNN` for any other control byte or a byte
 //! that is not UTF-8. With `--hex`, every byte of a key is printed `\xNN`, as `etcdctl --hex`
 //! prints it (and a value in a table as well).
@@ -14,7 +14,7 @@
 //! printed, and a key holding a literal backslash is typed with `\\`. A printed key is
 //! unambiguous: a backslash in it always starts an escape.
 
-use keyplane_core::raw::escape_bytes;
+use keyplane::raw::escape_bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `--hex`: keys (and values in tables) printed as `\xNN` bytes.

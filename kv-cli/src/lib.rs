@@ -11,7 +11,7 @@
 //! A team's own `kvctl`, with its schema beside the bundled ones:
 //!
 //! ```no_run
-//! use keyplane_core::keyspace::{Json, Key, Keyspace, Schema};
+//! use keyplane::keyspace::{Json, Key, Keyspace, Schema};
 //!
 //! #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 //! struct Service { image: String }
@@ -57,7 +57,7 @@ use clap::Parser;
 use cli::{Cli, Command};
 use cmd::Ctx;
 use error::CliResult;
-use keyplane_core::keyspace::Schema;
+use keyplane::keyspace::Schema;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -110,7 +110,7 @@ impl Kvctl {
 
     /// Adds the schema of keyspace `K` named `name`: `.keyspace::<AcmeKeys>("acme")` is
     /// `.schema(Schema::of::<AcmeKeys>("acme"))`.
-    pub fn keyspace<K: keyplane_core::keyspace::Keyspace>(self, name: &'static str) -> Self {
+    pub fn keyspace<K: keyplane::keyspace::Keyspace>(self, name: &'static str) -> Self {
         self.schema(Schema::of::<K>(name))
     }
 
@@ -139,7 +139,7 @@ impl Kvctl {
         };
         init_tracing(cli.verbose, cli.trace);
         store::set_deadline(cli.timeout);
-    keys::set_hex(cli.hex);
+        keys::set_hex(cli.hex);
         if let Err(e) = self.install(&cli.schema) {
             eprintln!("kvctl: {e}");
             return ExitCode::from(e.code);
@@ -283,7 +283,7 @@ fn init_tracing(verbose: u8, trace: bool) {
     .to_owned();
     if trace {
         // The spans of the store's tracing layer (and the retries' events).
-        directives.push_str(",keyplane_core::layer=debug");
+        directives.push_str(",keyplane::layer=debug");
     }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));

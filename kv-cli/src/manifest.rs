@@ -3,19 +3,19 @@
 //! described in `docs/manifest.md`; its version is [`FORMAT`].
 //!
 //! A loaded schema checks keys by the segment rules its fields name
-//! ([`SegmentSpec`](keyplane_core::keyspace::SegmentSpec)), and values by their format and,
+//! ([`SegmentSpec`](keyplane::keyspace::SegmentSpec)), and values by their format and,
 //! for JSON values, their JSON Schema. What only Rust code knows is not in a manifest: a
 //! value that must repeat its key's fields (`#[kv(agrees = ..)]`), a hand-written segment
 //! type's rule (`"kind": "custom"` accepts any non-empty segment).
 
 use crate::catalog::{Entry, Listed, short_type};
 use crate::error::{CliError, CliResult};
-use keyplane_core::CollectionKind;
-use keyplane_core::keyspace::{
+use keyplane::CollectionKind;
+use keyplane::keyspace::{
     FieldInfo, Schema, SegmentSpec, Separator, Template, TemplateInfo, TemplateKind, ValueFormat,
     ValueInfo,
 };
-use keyplane_core::{Error, ErrorKind};
+use keyplane::{Error, ErrorKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;

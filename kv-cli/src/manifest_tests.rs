@@ -3,7 +3,7 @@
 //! refused with a reason.
 
 use super::*;
-use keyplane_core::keyspace::{KeyspaceStrategy, mutations};
+use keyplane::keyspace::{KeyspaceStrategy, mutations};
 use keyplane_schemas::{balancer, cronix, nxc, registry, tenant};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

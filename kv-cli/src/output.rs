@@ -2,7 +2,7 @@
 //! and progress bars that appear only when stderr is a terminal.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use keyplane_core::Entry;
+use keyplane::Entry;
 use serde_json::{Value, json};
 use std::io::IsTerminal;
 

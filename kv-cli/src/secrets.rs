@@ -9,7 +9,7 @@
 use crate::error::{CliError, CliResult};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use keyplane_core::keyspace::{EncryptionKey, Keyring};
+use keyplane::keyspace::{EncryptionKey, Keyring};
 use serde_json::Value;
 
 /// Reads the keyring file at `path`.

@@ -108,7 +108,7 @@ pub(crate) fn implicit_writes() -> Option<String> {
 /// Marks [`WROTE`] when a write reaches the store it watches.
 struct WriteNotice;
 
-#[keyplane_core::raw::async_trait]
+#[keyplane::raw::async_trait]
 impl Interceptor for WriteNotice {
     async fn after(&self, call: Call, succeeded: bool) -> keyplane::Result<()> {
         if call.is_write() && succeeded {
@@ -231,7 +231,7 @@ pub(crate) async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc
     // Both network clients may connect lazily: one request proves the store answers. A
     // store sharded into groups has no one revision: a read of one key proves it instead.
     let probe = async {
-        if store.capabilities().sharding == keyplane_core::Sharding::Unsharded {
+        if store.capabilities().sharding == keyplane::Sharding::Unsharded {
             store.revision().await.map(drop)
         } else {
             store.get(b"{kvctl}:probe").await.map(drop)
@@ -269,7 +269,7 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
                              likely a program using SledStore, which keeps it for as long as it \
                              runs: stop it, or let that program and kvctl share the data through \
                              etcd or Redis (--store etcd://... or redis://...)",
-                            keyplane_core::raw::redact_url(url),
+                            keyplane::raw::redact_url(url),
                             LOCK_WAIT.as_secs()
                         ),
                     ));
@@ -320,12 +320,12 @@ fn unreachable(url: &str, why: &str, code: u8) -> CliError {
         code,
         format!(
             "store {} unreachable: {why}",
-            keyplane_core::raw::redact_url(url)
+            keyplane::raw::redact_url(url)
         ),
     )
 }
 
 /// The kind and message of a connection error, without the client's nested details.
-fn brief(e: &keyplane_core::Error) -> String {
+fn brief(e: &keyplane::Error) -> String {
     scrub(&format!("{}: {}", e.kind(), e.message()))
 }

@@ -1,10 +1,10 @@
 //! Value checks, from the schema: each template says what its value is
-//! ([`TemplateInfo::value`](keyplane_core::keyspace::TemplateInfo)), so that `kvctl put`
+//! ([`TemplateInfo::value`](keyplane::keyspace::TemplateInfo)), so that `kvctl put`
 //! refuses a value its key's readers could not decode, and `lint` reports one already stored.
 
 use crate::catalog;
-use keyplane_core::keyspace::ParsedKey;
-use keyplane_core::{CollectionKind, Error, ErrorKind};
+use keyplane::keyspace::ParsedKey;
+use keyplane::{CollectionKind, Error, ErrorKind};
 
 /// The collection kind the schema declares for the key's template (`#[kv(set = ..)]`,
 /// `hash`, `list`), `None` for a plain value.
@@ -25,7 +25,7 @@ pub(crate) fn is_encrypted(parsed: &ParsedKey) -> bool {
 /// its key or the template's JSON Schema, when the key holds a collection or an encrypted
 /// value (`kvctl` writes neither as a plain value), or when the template is unknown
 /// (nothing is written unchecked).
-pub(crate) fn check(parsed: &ParsedKey, key: &str, value: &[u8]) -> keyplane_core::Result<()> {
+pub(crate) fn check(parsed: &ParsedKey, key: &str, value: &[u8]) -> keyplane::Result<()> {
     let Some(info) = catalog::info_of(parsed) else {
         return Err(Error::new(
             ErrorKind::InvalidValue,
@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn the_sealed_pool_is_known_from_its_schema() {
-        let pool = <keyplane_schemas::nxc::PoolKey as keyplane_core::keyspace::Key>::TEMPLATE;
+        let pool = <keyplane_schemas::nxc::PoolKey as keyplane::keyspace::Key>::TEMPLATE;
         let found = catalog::every()
             .into_iter()
             .flat_map(|s| s.templates())

@@ -6,7 +6,7 @@ mod common;
 
 use common::background::{etcd_url, redis_url};
 use common::*;
-use keyplane_core::PutOptions;
+use keyplane::PutOptions;
 use keyplane_tests::harness::key_root;
 
 async fn binary_keys(url: &str) {

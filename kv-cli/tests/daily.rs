@@ -489,7 +489,7 @@ async fn export_import_round_trip_across_the_backends() {
 #[test]
 fn encrypted_values_decrypt_with_a_keyring() {
     use base64::Engine;
-    use keyplane_core::keyspace::{EncryptionKey, Keyring};
+    use keyplane::keyspace::{EncryptionKey, Keyring};
     let dir = tempfile::tempdir().unwrap();
     let url = sled_url(&dir);
     let secret = [7u8; 32];
@@ -565,8 +565,8 @@ fn keyplane_sled_store(dir: &tempfile::TempDir) -> RawSled {
 struct RawSled(std::path::PathBuf);
 
 impl RawSled {
-    fn put(&self, key: &[u8], value: &[u8]) -> keyplane_core::Result<()> {
-        use keyplane_core::{PutOptions, Store};
+    fn put(&self, key: &[u8], value: &[u8]) -> keyplane::Result<()> {
+        use keyplane::{PutOptions, Store};
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -659,7 +659,7 @@ fn trace_shows_each_store_operation_and_the_timeout_is_checked() {
 #[test]
 fn reencrypt_after_a_rotation_and_copied_ciphertexts_refused() {
     use base64::Engine;
-    use keyplane_core::keyspace::{EncryptionKey, Keyring};
+    use keyplane::keyspace::{EncryptionKey, Keyring};
     let b64 = |k: [u8; 32]| base64::engine::general_purpose::STANDARD.encode(k);
     let dir = tempfile::tempdir().unwrap();
     let url = sled_url(&dir);

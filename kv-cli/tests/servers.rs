@@ -305,7 +305,7 @@ fn run_fix(url: &str) -> usize {
 /// `__kv:{tag}:` keys.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_cluster_demo_shows_the_grouped_layout() {
-    use keyplane_core::raw::{redis_hash_tag, redis_key_slot};
+    use keyplane::raw::{redis_hash_tag, redis_key_slot};
     let Some(cluster) = keyplane_tests::harness::shared_redis_cluster().await else {
         return;
     };

@@ -105,7 +105,7 @@ async fn cluster(core: &Core) -> Result<ServerStatus> {
     let cfg = &core.config;
     let mut one = core
         .dial
-        .dedicated(b"", &core.con, cfg.connect_timeout(), cfg.request_timeout())
+        .dedicated(b"", &core.con, cfg.connect_timeout, cfg.request_timeout)
         .await
         .map_err(|e| map_error("server_status", e))?;
     let mut status = ServerStatus::default();

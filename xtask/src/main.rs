@@ -77,9 +77,8 @@ fn main() -> ExitCode {
         Some("bench") => bench(&rest),
         Some("outside") => install::protoc().and_then(|protoc| outside::run_all(|| cargo(&protoc))),
         Some("chaos") => chaos(&rest),
-        Some("names") => install::protoc().and_then(|protoc| {
-            names::run(cargo(&protoc), &workspace_root().join("target"))
-        }),
+        Some("names") => install::protoc()
+            .and_then(|protoc| names::run(cargo(&protoc), &workspace_root().join("target"))),
         Some("modules") => modules::run(workspace_root(), rest.iter().any(|a| a == "--check")),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");

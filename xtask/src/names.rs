@@ -17,7 +17,14 @@ pub(crate) fn run(mut cargo: Command, target_dir: &Path) -> Result<(), String> {
     crate::step::run(
         "cargo doc -p keyplane --all-features",
         cargo
-            .args(["doc", "-p", "keyplane", "--no-deps", "--all-features", "--quiet"])
+            .args([
+                "doc",
+                "-p",
+                "keyplane",
+                "--no-deps",
+                "--all-features",
+                "--quiet",
+            ])
             .arg("--target-dir")
             .arg(target_dir),
     )?;
@@ -64,11 +71,15 @@ fn duplicates(paths: &[String]) -> Vec<(String, Vec<String>)> {
     let mut by_item: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for path in paths {
         let (module, item) = path.rsplit_once("::").unwrap_or(("", path));
-        let module = if module.is_empty() { "keyplane" } else { module };
-        by_item
-            .entry(item)
-            .or_default()
-            .push(format!("{module}::{}", item.split_once('.').map_or(item, |(_, n)| n)));
+        let module = if module.is_empty() {
+            "keyplane"
+        } else {
+            module
+        };
+        by_item.entry(item).or_default().push(format!(
+            "{module}::{}",
+            item.split_once('.').map_or(item, |(_, n)| n)
+        ));
     }
     by_item
         .into_iter()
@@ -95,7 +106,12 @@ mod tests {
         let paths = item_paths(PAGE);
         assert_eq!(
             paths,
-            ["struct.Txn", "mirror::struct.Mirror", "trait.Key", "derive.Key"]
+            [
+                "struct.Txn",
+                "mirror::struct.Mirror",
+                "trait.Key",
+                "derive.Key"
+            ]
         );
         assert!(duplicates(&paths).is_empty());
     }

@@ -5,7 +5,7 @@
 use super::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, outln, print_json};
-use keyplane_core::keyspace::TypedStore;
+use keyplane::keyspace::TypedStore;
 use keyplane_schemas::balancer::{Balancer, BalancerRoot, BalancerSource};
 use serde_json::json;
 use std::path::PathBuf;

@@ -18,9 +18,9 @@ use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, outln, print_json};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use keyplane_core::CollectionValue;
-use keyplane_core::migrate::{Item, Value};
-use keyplane_core::{Compare, KeyRange, LeaseId, RangeOptions, Store, Txn, TxnOp};
+use keyplane::CollectionValue;
+use keyplane::migrate::{Item, Value};
+use keyplane::{Compare, KeyRange, LeaseId, RangeOptions, Store, Txn, TxnOp};
 use serde_json::{Value as Json, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
@@ -136,7 +136,7 @@ impl Record {
                 .map_err(|e| format!("key_base64: invalid base64: {e}"))?,
             _ => return Err("expected exactly one of `key` and `key_base64`, a string".into()),
         };
-        keyplane_core::raw::validate_key(&key).map_err(|e| format!("invalid key: {e}"))?;
+        keyplane::raw::validate_key(&key).map_err(|e| format!("invalid key: {e}"))?;
         let list = |name: &str| -> Result<Vec<Vec<u8>>, String> {
             object
                 .get(name)
@@ -229,7 +229,7 @@ pub(crate) async fn read(store: &dyn Store, prefix: &str, leases: bool) -> CliRe
                         // A lease that expired since the read: its key is going too.
                         let ttl = match store.lease_time_to_live(id).await {
                             Ok(info) => info.remaining.as_secs().max(1),
-                            Err(e) if e.kind() == keyplane_core::ErrorKind::LeaseNotFound => {
+                            Err(e) if e.kind() == keyplane::ErrorKind::LeaseNotFound => {
                                 continue;
                             }
                             Err(e) => return Err(e.into()),
@@ -285,7 +285,7 @@ pub(crate) fn parse(reader: impl BufRead, source: &str) -> CliResult<Vec<Record>
         if !seen.insert(record.item.key.clone()) {
             return Err(CliError::invalid(format!(
                 "{source}: line {n}: key {} appears twice in the dump",
-                keyplane_core::raw::escape_bytes(&record.item.key)
+                keyplane::raw::escape_bytes(&record.item.key)
             )));
         }
         records.push(record);
@@ -315,7 +315,7 @@ pub(crate) async fn write(
             let shown: Vec<String> = existing
                 .iter()
                 .take(5)
-                .map(|k| keyplane_core::raw::escape_bytes(k))
+                .map(|k| keyplane::raw::escape_bytes(k))
                 .collect();
             return Err(CliError::new(
                 code::CONFLICT,

@@ -9,7 +9,7 @@ use super::lock::{check_name, read_ttl};
 use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, outln};
 use futures::StreamExt;
-use keyplane_core::recipes::{Election, Leader, LeaseHeld, LeaseKeeper};
+use keyplane::recipes::{Election, Leader, LeaseHeld, LeaseKeeper};
 use serde_json::json;
 
 pub(crate) async fn run(
@@ -61,7 +61,7 @@ pub(crate) async fn run(
         lost = keeper.lost() => Err(lost),
         lost = leadership.lost() => Err(lost),
     };
-    let lost = |e: keyplane_core::Error| {
+    let lost = |e: keyplane::Error| {
         CliError::new(
             code::CONFLICT,
             format!("election {name:?}: leadership lost: {}", e.message()),
@@ -74,7 +74,7 @@ pub(crate) async fn run(
     resigned?;
     // A lease that is already gone has nothing left to hold.
     match revoked {
-        Err(e) if e.kind() != keyplane_core::ErrorKind::LeaseNotFound => Err(e.into()),
+        Err(e) if e.kind() != keyplane::ErrorKind::LeaseNotFound => Err(e.into()),
         _ => Ok(()),
     }
 }

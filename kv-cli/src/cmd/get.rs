@@ -6,9 +6,7 @@ use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, entry_json, outln, print_json, typed, value_text};
 use crate::secrets::Shown;
-use keyplane_core::{
-    CollectionKind, CollectionOp, CollectionResult, KeyRange, RangeOptions, Store,
-};
+use keyplane::{CollectionKind, CollectionOp, CollectionResult, KeyRange, RangeOptions, Store};
 use serde_json::{Value, json};
 
 pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> CliResult<()> {
@@ -29,7 +27,7 @@ pub(crate) async fn run(ctx: &Ctx, words: &[String], revision: Option<i64>) -> C
 /// collection's members.
 pub(crate) enum Described {
     Plain {
-        entry: keyplane_core::Entry,
+        entry: keyplane::Entry,
         /// For a template whose values are encrypted: the plaintext, or the key id.
         shown: Option<Shown>,
     },
@@ -52,7 +50,7 @@ pub(crate) async fn describe<K: AsRef<[u8]> + ?Sized>(
     store: &dyn Store,
     key: &K,
     revision: Option<i64>,
-    keyring: Option<&keyplane_core::keyspace::Keyring>,
+    keyring: Option<&keyplane::keyspace::Keyring>,
 ) -> CliResult<Described> {
     let bytes = key.as_ref();
     let text = std::str::from_utf8(bytes).ok();

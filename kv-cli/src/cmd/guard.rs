@@ -3,7 +3,7 @@
 //! transaction whose compare decides, so a guard that does not hold writes nothing.
 
 use crate::error::{CliError, CliResult, code};
-use keyplane_core::{Compare, CompareOp, Entry, LeaseId, OpResult, PutOptions, Store, Txn, TxnOp};
+use keyplane::{Compare, CompareOp, Entry, LeaseId, OpResult, PutOptions, Store, Txn, TxnOp};
 use std::time::Duration;
 
 /// The guard of a write.
@@ -140,7 +140,7 @@ pub(crate) async fn put_on_lease<K: AsRef<[u8]> + ?Sized>(
         .and_then([TxnOp::put_with_lease(key, value, id)])
         .or_else([TxnOp::get(key)]);
     let response = store.txn(txn).await.map_err(|e| {
-        if e.kind() == keyplane_core::ErrorKind::LeaseNotFound {
+        if e.kind() == keyplane::ErrorKind::LeaseNotFound {
             CliError::not_found(format!(
                 "lease {id} not found (expired or revoked): nothing written"
             ))
@@ -174,7 +174,7 @@ pub(crate) async fn delete<K: AsRef<[u8]> + ?Sized>(
     }
     match response.results.first() {
         Some(OpResult::Delete { deleted }) => Ok(*deleted > 0),
-        other => Err(CliError::from(keyplane_core::Error::internal(format!(
+        other => Err(CliError::from(keyplane::Error::internal(format!(
             "a delete returned {other:?}"
         )))),
     }

@@ -5,7 +5,7 @@
 use super::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, outln, print_json};
-use keyplane_core::{ErrorKind, LeaseId, Store};
+use keyplane::{ErrorKind, LeaseId, Store};
 use serde_json::json;
 use std::time::Duration;
 
@@ -94,7 +94,7 @@ fn gone(id: LeaseId) -> CliError {
 }
 
 /// Maps a store error, naming the lease when it is the lease that is missing.
-fn lease_error(id: LeaseId, e: keyplane_core::Error) -> CliError {
+fn lease_error(id: LeaseId, e: keyplane::Error) -> CliError {
     if e.kind() == ErrorKind::LeaseNotFound {
         gone(id)
     } else {

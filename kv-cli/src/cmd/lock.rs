@@ -6,7 +6,7 @@
 use super::Ctx;
 use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, outln, print_json};
-use keyplane_core::recipes::{LeaseHeld, LeaseKeeper, Lock};
+use keyplane::recipes::{LeaseHeld, LeaseKeeper, Lock};
 use serde_json::json;
 use std::time::Duration;
 
@@ -84,7 +84,7 @@ pub(crate) async fn run(
     released?;
     // A lease that is already gone has nothing left to hold.
     match revoked {
-        Err(e) if e.kind() != keyplane_core::ErrorKind::LeaseNotFound => Err(e.into()),
+        Err(e) if e.kind() != keyplane::ErrorKind::LeaseNotFound => Err(e.into()),
         _ => Ok(()),
     }
 }

@@ -8,7 +8,7 @@ use super::Ctx;
 use crate::address::Address;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, entry_json, print_json, typed};
-use keyplane_core::{CollectionEntry, CollectionKind, Entry, RangeOptions, Store};
+use keyplane::{CollectionEntry, CollectionKind, Entry, RangeOptions, Store};
 use serde_json::{Value, json};
 
 /// What `ls` prints of the listing: every row, only the keys, the first N, or the count.

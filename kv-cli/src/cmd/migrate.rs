@@ -1,12 +1,12 @@
 //! `kvctl migrate list|plan|apply|verify|finalize|rollback NAME`: the schemas' migrations
-//! from the documents' old layouts, run by `keyplane_core::migrate::Migrator` with its
+//! from the documents' old layouts, run by `keyplane::migrate::Migrator` with its
 //! progress kept in the store (`keyplane/migrations/NAME`).
 
 use super::Ctx;
 use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, outln, print_json};
-use keyplane_core::Store;
-use keyplane_core::migrate::{
+use keyplane::Store;
+use keyplane::migrate::{
     ApplyReport, Conflict, Migration, Migrator, Phase, Unmapped, VerifyReport,
 };
 use serde_json::{Value, json};
@@ -319,7 +319,7 @@ fn phase_name(phase: Phase) -> &'static str {
 }
 
 fn text(key: &[u8]) -> String {
-    keyplane_core::raw::escape_bytes(key).to_string()
+    keyplane::raw::escape_bytes(key).to_string()
 }
 
 fn keys(keys: &[Vec<u8>]) -> Value {

@@ -23,7 +23,7 @@ pub(crate) mod watch;
 
 use crate::error::CliResult;
 use crate::output::Format;
-use keyplane_core::{RangeOptions, Store};
+use keyplane::{RangeOptions, Store};
 use std::sync::Arc;
 
 /// What every command gets: the store URL (opened on demand) and the output format.
@@ -41,7 +41,7 @@ impl Ctx {
     }
 
     /// The keyring of `--keyring`, if one was given.
-    pub(crate) fn keyring(&self) -> CliResult<Option<keyplane_core::keyspace::Keyring>> {
+    pub(crate) fn keyring(&self) -> CliResult<Option<keyplane::keyspace::Keyring>> {
         self.keyring
             .as_deref()
             .map(crate::secrets::load)
@@ -72,7 +72,7 @@ pub(crate) async fn scan(
     store: &dyn Store,
     prefix: &str,
     keys_only: bool,
-) -> CliResult<Vec<keyplane_core::Entry>> {
+) -> CliResult<Vec<keyplane::Entry>> {
     const PAGE: usize = 1000;
     let bar = crate::output::progress("keys");
     let mut entries = Vec::new();

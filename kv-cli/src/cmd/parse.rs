@@ -48,7 +48,7 @@ pub(crate) fn run(ctx: &Ctx, raw: &str) -> CliResult<()> {
 
 /// Why a key matches no template: the schema whose template matched furthest says the
 /// most.
-pub(crate) fn closest(reasons: &[(&'static str, keyplane_core::keyspace::NoMatch)]) -> String {
+pub(crate) fn closest(reasons: &[(&'static str, keyplane::keyspace::NoMatch)]) -> String {
     let best = reasons
         .iter()
         .filter_map(|(schema, no)| no.closest().map(|c| (schema, c)))

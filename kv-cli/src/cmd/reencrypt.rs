@@ -5,7 +5,7 @@
 use super::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, outln, print_json};
-use keyplane_core::keyspace::reencrypt_prefix;
+use keyplane::keyspace::reencrypt_prefix;
 use serde_json::json;
 
 /// Runs the re-encryption and prints what it did.

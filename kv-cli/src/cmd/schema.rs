@@ -65,7 +65,7 @@ fn list(format: Format, with_legacy: bool) -> CliResult<()> {
     Ok(())
 }
 
-fn show(format: Format, schema: keyplane_core::keyspace::Schema) -> CliResult<()> {
+fn show(format: Format, schema: keyplane::keyspace::Schema) -> CliResult<()> {
     let entries = catalog::entries(schema);
     if format == Format::Json {
         print_json(&schema_json(schema));
@@ -107,6 +107,6 @@ fn show(format: Format, schema: keyplane_core::keyspace::Schema) -> CliResult<()
 
 /// A schema as `schema NAME -o json` prints it: its manifest (`keyplane-schema/1`), which
 /// `kvctl --schema FILE` loads back.
-pub(crate) fn schema_json(schema: keyplane_core::keyspace::Schema) -> serde_json::Value {
+pub(crate) fn schema_json(schema: keyplane::keyspace::Schema) -> serde_json::Value {
     crate::manifest::write(schema, &catalog::entries(schema))
 }

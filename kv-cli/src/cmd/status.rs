@@ -4,7 +4,7 @@
 use super::Ctx;
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, outln, print_json};
-use keyplane_core::{ForeignWrites, Member, Retention, ServerStatus, Sharding, Store};
+use keyplane::{ForeignWrites, Member, Retention, ServerStatus, Sharding, Store};
 use serde_json::{Value, json};
 use std::time::Instant;
 
@@ -127,7 +127,7 @@ fn size_text(bytes: u64) -> String {
 /// The server's part of `status` in JSON: version, members (each with `leader`), database
 /// size and Raft term; or, when the server would not say (a user not allowed to ask), the
 /// error in `server_error`.
-fn server_json(server: &Result<ServerStatus, keyplane_core::Error>) -> Value {
+fn server_json(server: &Result<ServerStatus, keyplane::Error>) -> Value {
     match server {
         Ok(status) => {
             let members: Vec<Value> = status
@@ -155,7 +155,7 @@ fn server_json(server: &Result<ServerStatus, keyplane_core::Error>) -> Value {
 }
 
 /// Prints the server's part of `status` as table lines.
-fn server_table(server: &Result<ServerStatus, keyplane_core::Error>) {
+fn server_table(server: &Result<ServerStatus, keyplane::Error>) {
     let status = match server {
         Ok(status) => status,
         Err(e) => {
@@ -199,7 +199,7 @@ pub(crate) async fn status(ctx: &Ctx) -> CliResult<()> {
     store.get(b"{kvctl}:status").await?;
     let latency = started.elapsed();
     let server = match store.server_status().await {
-        Err(e) if e.kind() == keyplane_core::ErrorKind::Unavailable => return Err(e.into()),
+        Err(e) if e.kind() == keyplane::ErrorKind::Unavailable => return Err(e.into()),
         server => server,
     };
     let (retention_text, retention_json) = match caps.history_retention {

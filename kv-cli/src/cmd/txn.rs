@@ -7,7 +7,7 @@ use super::Ctx;
 use super::txn_parse::{Line, Parsed, Request};
 use crate::error::{CliError, CliResult};
 use crate::output::{Format, entry_json, outln, print_json};
-use keyplane_core::{Entry, OpResult, RangeOptions, Store, Txn, TxnOp};
+use keyplane::{Entry, OpResult, RangeOptions, Store, Txn, TxnOp};
 use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal};
 
@@ -62,7 +62,7 @@ pub(crate) async fn run(ctx: &Ctx, file: Option<&str>) -> CliResult<()> {
         .or_else(ops(&parsed.failure));
     let store = ctx.store().await?;
     let response = store.txn(txn).await.map_err(|e| {
-        if e.kind() == keyplane_core::ErrorKind::LeaseNotFound {
+        if e.kind() == keyplane::ErrorKind::LeaseNotFound {
             CliError::not_found(format!(
                 "a put's lease was not found (expired or revoked): nothing written ({e})"
             ))

@@ -7,7 +7,7 @@
 //! unquoted value is taken as it is.
 
 use crate::error::{CliError, CliResult};
-use keyplane_core::{Compare, CompareOp, CompareTarget, TxnOp};
+use keyplane::{Compare, CompareOp, CompareTarget, TxnOp};
 
 /// One request of a branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,11 +286,7 @@ mod tests {
         );
         assert_eq!(
             parsed.success[1].1,
-            Request::Op(TxnOp::put_with_lease(
-                "k",
-                "v",
-                keyplane_core::LeaseId(0x1f)
-            ))
+            Request::Op(TxnOp::put_with_lease("k", "v", keyplane::LeaseId(0x1f)))
         );
         assert_eq!(parsed.failure[0], (8, Request::GetPrefix(b"a/".to_vec())));
         assert_eq!(parsed.failure[1].1, Request::Op(TxnOp::get(b"b\xff")));

@@ -10,7 +10,7 @@ use crate::error::{CliError, CliResult, code};
 use crate::output::{Format, typed, value_json};
 use futures::StreamExt;
 use keyplane::redis::RedisStore;
-use keyplane_core::{CollectionChange, Event, WatchOptions};
+use keyplane::{CollectionChange, Event, WatchOptions};
 use serde_json::json;
 use std::time::Duration;
 
@@ -163,7 +163,7 @@ async fn poll_sled(
     let mut stream = match store.watch(opts).await {
         Ok(stream) => stream,
         Err(e) => match e.kind() {
-            keyplane_core::ErrorKind::Compacted { compact_revision } if next.is_some() => {
+            keyplane::ErrorKind::Compacted { compact_revision } if next.is_some() => {
                 // Only when following: an explicit --rev that is gone is an error.
                 eprintln!(
                     "kvctl: the events from revision {start} to {} were compacted; following from {compact_revision}",
@@ -221,7 +221,7 @@ fn print_event(format: Format, revision: i64, group: Option<&[u8]>, event: &Even
                 })
                 .unwrap_or_default();
             let detail = detail
-                .map(|d| format!("  {}", keyplane_core::raw::escape_bytes(&d)))
+                .map(|d| format!("  {}", keyplane::raw::escape_bytes(&d)))
                 .unwrap_or_default();
             let value = value
                 .map(|v| format!("  {}", value_json(v)))

@@ -2,10 +2,10 @@
 //! `key:1:groups`): keys 1 to 11 in 3 groups of 5, groups sharing keys (`EXAMPLE_GROUPS`).
 
 use super::step::Step;
-use keyplane_core::keyspace::{Key, TypedStore};
+use keyplane::keyspace::{Key, TypedStore};
 use keyplane_schemas::balancer::{Balancer, BalancerRoot, EXAMPLE_GROUPS, write_example};
 
-pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
+pub(crate) async fn write(store: &TypedStore) -> keyplane::Result<Step> {
     let cache = Balancer::new(store.clone());
     let what = "the document's keys: 11 keys in 3 groups of 5, keys 4, 5, 7 and 8 shared";
     write_cache(&cache, "", what).await
@@ -13,10 +13,9 @@ pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
 
 /// On Redis Cluster: the same cache under the root `demo` as hash tag (`{demo}:key:1`), one
 /// co-location group.
-pub(crate) async fn write_cluster(store: &TypedStore) -> keyplane_core::Result<Step> {
-    let root = BalancerRoot::new(CLUSTER_ROOT).map_err(|e| {
-        keyplane_core::Error::invalid_argument(format!("the demo's balancer root: {e}"))
-    })?;
+pub(crate) async fn write_cluster(store: &TypedStore) -> keyplane::Result<Step> {
+    let root = BalancerRoot::new(CLUSTER_ROOT)
+        .map_err(|e| keyplane::Error::invalid_argument(format!("the demo's balancer root: {e}")))?;
     let cache = Balancer::with_cluster_root(store, root)?;
     let what = "the document's keys under {demo}: (one group): 11 keys in 3 groups of 5";
     write_cache(&cache, &format!("{{{CLUSTER_ROOT}}}:"), what).await
@@ -27,11 +26,7 @@ const CLUSTER_ROOT: &str = "demo";
 
 /// Writes the example into `cache` unless it is there; `shown` is what stands before each
 /// of its keys in the store.
-async fn write_cache(
-    cache: &Balancer,
-    shown: &str,
-    what: &'static str,
-) -> keyplane_core::Result<Step> {
+async fn write_cache(cache: &Balancer, shown: &str, what: &'static str) -> keyplane::Result<Step> {
     let written = if cache.key(1).await?.is_some() {
         false
     } else {

@@ -19,8 +19,8 @@ use step::Step;
 use crate::cmd::{Ctx, scan};
 use crate::error::CliResult;
 use crate::output::{Format, print_json, typed};
-use keyplane_core::keyspace::TypedStore;
-use keyplane_core::{RangeOptions, Sharding, Store};
+use keyplane::keyspace::TypedStore;
+use keyplane::{RangeOptions, Sharding, Store};
 use serde_json::json;
 
 /// Why the etcd systems are not written to Redis Cluster.
@@ -69,7 +69,7 @@ pub(crate) async fn run(ctx: &Ctx) -> CliResult<()> {
     });
     bar.finish_and_clear();
     let after = revisions(store.as_ref()).await?;
-    let shown_url = keyplane_core::raw::redact_url(&ctx.url);
+    let shown_url = keyplane::raw::redact_url(&ctx.url);
     let entries = scan(store.as_ref(), "", true).await?;
     let mut keys: Vec<(String, String)> = entries
         .iter()
@@ -155,7 +155,7 @@ const DEMO_GROUPS: [&str; 4] = ["test_realm", "app_001", "app_002", "demo"];
 /// The store's revision; on a store sharded into co-location groups, which has none, the sum
 /// of the demo's groups' revisions, which grows by one per transaction of the demo (and not
 /// with what other programs write elsewhere in the store).
-async fn revisions(store: &dyn Store) -> keyplane_core::Result<i64> {
+async fn revisions(store: &dyn Store) -> keyplane::Result<i64> {
     if store.capabilities().sharding == Sharding::Unsharded {
         return store.revision().await;
     }

@@ -2,8 +2,8 @@
 //! `app_002`), their instance parameters and encrypted pool secrets.
 
 use super::step::Step;
-use keyplane_core::keyspace::{EncryptionKey, Key, Keyring, ListOptions, TypedStore};
-use keyplane_core::{CollectionOp, CollectionResult};
+use keyplane::keyspace::{EncryptionKey, Key, Keyring, ListOptions, TypedStore};
+use keyplane::{CollectionOp, CollectionResult};
 use keyplane_schemas::nxc::{
     ClusterProfileMapKey, DefaultProfileKey, ProfileMapKey, ProviderName, RealmId, list_profiles,
     write_cluster_example, write_example,
@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// design; real deployments load their keyring from a secret store.
 const DEMO_KEY: [u8; 32] = *b"kvctl-demo-key-not-for-real-use!";
 
-pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
+pub(crate) async fn write(store: &TypedStore) -> keyplane::Result<Step> {
     let realm = RealmId::new("test_realm").map_err(invalid)?;
     let provider = ProviderName::new("Alipay").map_err(invalid)?;
     let map = ProfileMapKey::new(&realm, &provider);
@@ -63,7 +63,7 @@ pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
 
 /// On Redis Cluster: the same realm in nxc's cluster variant (`nxc:map:{test_realm}:Alipay`,
 /// grouped by realm; pool secrets grouped by profile).
-pub(crate) async fn write_cluster(store: &TypedStore) -> keyplane_core::Result<Step> {
+pub(crate) async fn write_cluster(store: &TypedStore) -> keyplane::Result<Step> {
     let realm = RealmId::new("test_realm").map_err(invalid)?;
     let provider = ProviderName::new("Alipay").map_err(invalid)?;
     let map = ClusterProfileMapKey::new(&realm, &provider);
@@ -97,6 +97,6 @@ pub(crate) async fn write_cluster(store: &TypedStore) -> keyplane_core::Result<S
     })
 }
 
-fn invalid(e: impl std::fmt::Display) -> keyplane_core::Error {
-    keyplane_core::Error::invalid_argument(e.to_string())
+fn invalid(e: impl std::fmt::Display) -> keyplane::Error {
+    keyplane::Error::invalid_argument(e.to_string())
 }

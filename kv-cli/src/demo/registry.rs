@@ -2,11 +2,11 @@
 //! under leases of [`LEASE`].
 
 use super::step::{LEASE, Step};
-use keyplane_core::keyspace::{Host, HostPort, TypedStore};
+use keyplane::keyspace::{Host, HostPort, TypedStore};
 use keyplane_schemas::registry::{GroupName, InstanceDataKey, ServiceName, write_example};
 use std::net::Ipv4Addr;
 
-pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
+pub(crate) async fn write(store: &TypedStore) -> keyplane::Result<Step> {
     let group = GroupName::new("Common").map_err(invalid)?;
     let service = ServiceName::new("VerifyCodeService").map_err(invalid)?;
     let mut present = true;
@@ -32,6 +32,6 @@ pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
     ))
 }
 
-fn invalid(e: impl std::fmt::Display) -> keyplane_core::Error {
-    keyplane_core::Error::invalid_argument(e.to_string())
+fn invalid(e: impl std::fmt::Display) -> keyplane::Error {
+    keyplane::Error::invalid_argument(e.to_string())
 }

@@ -1,10 +1,10 @@
 //! Tenant 1 of the tenant document's §6.1, published in one transaction.
 
 use super::step::Step;
-use keyplane_core::keyspace::TypedStore;
+use keyplane::keyspace::TypedStore;
 use keyplane_schemas::tenant::{TenantMetaKey, example_tenant, publish_tenant};
 
-pub(crate) async fn write(store: &TypedStore) -> keyplane_core::Result<Step> {
+pub(crate) async fn write(store: &TypedStore) -> keyplane::Result<Step> {
     let tenant = example_tenant();
     let meta = TenantMetaKey { id: tenant.meta.id };
     if store.exists(&meta).await? {

@@ -24,9 +24,9 @@ pub(super) async fn info(State(ui): State<Arc<Ui>>) -> Answer {
     let store = ui.store().await?;
     let caps = store.capabilities();
     Ok(Json(json!({
-        "store": keyplane_core::raw::redact_url(&ui.url),
+        "store": keyplane::raw::redact_url(&ui.url),
         "backend": caps.backend,
-        "sharded": caps.sharding != keyplane_core::Sharding::Unsharded,
+        "sharded": caps.sharding != keyplane::Sharding::Unsharded,
         "write": ui.write,
         "keyring": ui.keyring.is_some(),
     })))
@@ -131,7 +131,7 @@ pub(super) async fn search(State(ui): State<Arc<Ui>>, Query(q): Query<SearchQuer
 }
 
 /// Whether `key` holds what its template says: a plain value, or a non-empty collection.
-async fn exists(store: &dyn keyplane_core::Store, key: &str) -> crate::error::CliResult<bool> {
+async fn exists(store: &dyn keyplane::Store, key: &str) -> crate::error::CliResult<bool> {
     match describe(store, key, None, None).await {
         Ok(_) => Ok(true),
         Err(e) if e.code == crate::error::code::NOT_FOUND => Ok(false),

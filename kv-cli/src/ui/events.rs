@@ -14,7 +14,7 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
-use keyplane_core::{KeyRange, WatchOptions, WatchPosition};
+use keyplane::{KeyRange, WatchOptions, WatchPosition};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::convert::Infallible;
@@ -131,7 +131,7 @@ async fn follow(
 async fn send_batch(
     tx: &mpsc::Sender<Message>,
     position: &mut WatchPosition,
-    batch: &keyplane_core::WatchBatch,
+    batch: &keyplane::WatchBatch,
 ) -> bool {
     position.record(batch);
     let group = batch.group.as_deref().map(String::from_utf8_lossy);

@@ -4,7 +4,7 @@
 use crate::error::{CliError, CliResult, code};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use keyplane_core::Store;
+use keyplane::Store;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ impl Ui {
     }
 
     /// The keyring of `--keyring`, if one was given.
-    pub(super) fn keyring(&self) -> CliResult<Option<keyplane_core::keyspace::Keyring>> {
+    pub(super) fn keyring(&self) -> CliResult<Option<keyplane::keyspace::Keyring>> {
         self.keyring
             .as_deref()
             .map(crate::secrets::load)
@@ -77,8 +77,8 @@ impl From<CliError> for ApiError {
     }
 }
 
-impl From<keyplane_core::Error> for ApiError {
-    fn from(e: keyplane_core::Error) -> Self {
+impl From<keyplane::Error> for ApiError {
+    fn from(e: keyplane::Error) -> Self {
         CliError::from(e).into()
     }
 }

@@ -6,8 +6,8 @@
 //! directory, not per key, and a level of many keys costs a read per page.
 
 use crate::error::CliResult;
-use keyplane_core::raw::prefix_end;
-use keyplane_core::{Continuation, KeyRange, RangeOptions, Store};
+use keyplane::raw::prefix_end;
+use keyplane::{Continuation, KeyRange, RangeOptions, Store};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -149,11 +149,11 @@ pub(crate) fn separator(key: &str) -> char {
 }
 
 /// The Redis name of a collection kind.
-pub(crate) fn kind_name(kind: keyplane_core::CollectionKind) -> &'static str {
+pub(crate) fn kind_name(kind: keyplane::CollectionKind) -> &'static str {
     match kind {
-        keyplane_core::CollectionKind::Set => "SET",
-        keyplane_core::CollectionKind::Map => "HASH",
-        keyplane_core::CollectionKind::List => "LIST",
+        keyplane::CollectionKind::Set => "SET",
+        keyplane::CollectionKind::Map => "HASH",
+        keyplane::CollectionKind::List => "LIST",
     }
 }
 
@@ -161,7 +161,7 @@ pub(crate) fn kind_name(kind: keyplane_core::CollectionKind) -> &'static str {
 mod tests {
     use super::*;
     use keyplane::mem::MemStore;
-    use keyplane_core::{CollectionOp, PutOptions};
+    use keyplane::{CollectionOp, PutOptions};
 
     async fn names(store: &dyn Store, prefix: &str, limit: usize) -> Vec<Vec<String>> {
         let mut pages = Vec::new();
@@ -247,10 +247,10 @@ mod tests {
     #[derive(Default)]
     struct Reads(std::sync::atomic::AtomicUsize);
 
-    #[keyplane_core::raw::async_trait]
-    impl keyplane_core::layer::Interceptor for Reads {
-        async fn before(&self, call: keyplane_core::layer::Call) -> keyplane_core::Result<()> {
-            if call == keyplane_core::layer::Call::Range {
+    #[keyplane::raw::async_trait]
+    impl keyplane::layer::Interceptor for Reads {
+        async fn before(&self, call: keyplane::layer::Call) -> keyplane::Result<()> {
+            if call == keyplane::layer::Call::Range {
                 self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
             Ok(())
@@ -261,10 +261,10 @@ mod tests {
     async fn load(store: &dyn Store, keys: impl Iterator<Item = String>) {
         let keys: Vec<String> = keys.collect();
         for chunk in keys.chunks(100) {
-            let txn = keyplane_core::Txn::new().and_then(
+            let txn = keyplane::Txn::new().and_then(
                 chunk
                     .iter()
-                    .map(|k| keyplane_core::TxnOp::put(k.as_bytes(), b"v")),
+                    .map(|k| keyplane::TxnOp::put(k.as_bytes(), b"v")),
             );
             store.txn(txn).await.unwrap();
         }
@@ -274,7 +274,7 @@ mod tests {
     /// read of every key.
     #[tokio::test]
     async fn a_level_over_100_000_keys_reads_a_page_not_the_level() {
-        use keyplane_core::layer::{FaultLayer, StoreExt};
+        use keyplane::layer::{FaultLayer, StoreExt};
         use std::sync::atomic::Ordering;
         let counted = std::sync::Arc::new(Reads::default());
         let store = MemStore::new().layer(FaultLayer::new(0).intercept(counted.clone()));

@@ -4,7 +4,7 @@
 use super::contents::{fields, members};
 use super::finding::{Finding, Repair};
 use crate::error::CliResult;
-use keyplane_core::{CollectionOp, CollectionResult, Store};
+use keyplane::{CollectionOp, CollectionResult, Store};
 use keyplane_schemas::balancer::{API_KEY_FIELD, KeyStatus, STATUS_FIELD};
 
 /// Checks the key object `key` (`key:{id}`): both fields present, and a status of the

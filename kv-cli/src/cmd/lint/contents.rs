@@ -1,7 +1,7 @@
 //! The contents of the collections lint checks.
 
 use crate::error::CliResult;
-use keyplane_core::{CollectionOp, CollectionResult, Store};
+use keyplane::{CollectionOp, CollectionResult, Store};
 
 /// The members of the set at `key` (none when it is not a set).
 pub(super) async fn members(store: &dyn Store, key: &str) -> CliResult<Vec<Vec<u8>>> {

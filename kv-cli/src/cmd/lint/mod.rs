@@ -12,9 +12,9 @@ use crate::output::{Format, outln, print_json};
 use crate::values;
 use contents::{fields, members};
 use finding::{Finding, Repair};
-use keyplane_core::keyspace::ParsedKey;
-use keyplane_core::keyspace::Separator;
-use keyplane_core::{
+use keyplane::keyspace::ParsedKey;
+use keyplane::keyspace::Separator;
+use keyplane::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, Entry, RangeOptions, Store,
     Txn, TxnOp,
 };
@@ -178,7 +178,7 @@ async fn lint_plain(
         return Ok(());
     }
     if let Err(e) = values::check(&parsed, &key, &entry.value) {
-        let finding = if e.kind() == keyplane_core::ErrorKind::InvalidValue {
+        let finding = if e.kind() == keyplane::ErrorKind::InvalidValue {
             Finding::new(
                 &key,
                 "key-value-mismatch",
@@ -220,7 +220,7 @@ async fn lint_plain(
             let tenant = number(&json, "id");
             let meta = meta_of(store, tenant).await?;
             let name =
-                keyplane_core::keyspace::unescape_strict(field(&parsed, "name"), Separator::Slash);
+                keyplane::keyspace::unescape_strict(field(&parsed, "name"), Separator::Slash);
             let ok = meta
                 .as_ref()
                 .is_some_and(|m| name.as_deref().is_ok_and(|n| m["name"] == n));
@@ -247,7 +247,7 @@ async fn lint_plain(
         "jxt/tenants/_index/host/{host}" => {
             let tenant = number(&json, "tenantId");
             let host =
-                keyplane_core::keyspace::unescape_strict(field(&parsed, "host"), Separator::Slash)
+                keyplane::keyspace::unescape_strict(field(&parsed, "host"), Separator::Slash)
                     .unwrap_or_default();
             let ok = tenant_domains(store, tenant).await?.contains(&host);
             dangling(
