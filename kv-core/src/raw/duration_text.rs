@@ -21,7 +21,7 @@ use serde::{Deserialize, Deserializer, Serializer};
 use std::time::Duration;
 
 /// `duration` as text: whole seconds as `5s`, anything else as milliseconds (`250ms`),
-/// which [`parse`] reads back to the same value (at millisecond precision).
+/// which [`parse()`] reads back to the same value (at millisecond precision).
 pub fn format(duration: Duration) -> String {
     let millis = duration.as_millis();
     if millis.is_multiple_of(1000) && millis > 0 {
@@ -63,7 +63,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis((seconds * 1000.0).round() as u64))
 }
 
-/// Serializes `duration` as [`format`] gives it.
+/// Serializes `duration` as [`format()`] gives it.
 ///
 /// # Errors
 /// The serializer's.
@@ -71,7 +71,7 @@ pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S:
     serializer.serialize_str(&format(*duration))
 }
 
-/// Deserializes a duration from text with its unit, as [`parse`] reads it.
+/// Deserializes a duration from text with its unit, as [`parse()`] reads it.
 ///
 /// # Errors
 /// A number without a unit, an unknown unit, or text that is no duration.
