@@ -144,8 +144,9 @@ pub(crate) enum Command {
     /// Print typed events under a directory until interrupted (Ctrl-C): plain keys, and every
     /// set, map and list change (SADD, SREM, HSET, HDEL, RPUSH, LPUSH, LREM, LMOVE, DEL).
     Watch {
-        /// A raw prefix, or `schema.template field=value...`.
-        #[arg(required = true, num_args = 1..)]
+        /// A raw prefix, or `schema.template field=value...`. Without it, `--key KEY` names
+        /// one exact key to watch, as `watch --key` does in other tools.
+        #[arg(num_args = 0..)]
         address: Vec<String>,
         /// Replay the history from this revision (inclusive), then follow.
         #[arg(
@@ -154,8 +155,9 @@ pub(crate) enum Command {
             allow_negative_numbers = true
         )]
         from_revision: Option<i64>,
-        /// Watch exactly one key (the address's key), not the directory under it. (`--key`
-        /// is the TLS client key, as in etcdctl.)
+        /// Watch exactly one key (the address's key), not the directory under it. `watch
+        /// --key KEY` (no address) does the same; with an address, `--key` is the TLS client
+        /// key, as everywhere.
         #[arg(long)]
         exact: bool,
         /// Show each event's previous value too (the value a PUT replaced, the value a

@@ -56,7 +56,7 @@ mod values;
 use clap::Parser;
 use cli::{Cli, Command};
 use cmd::Ctx;
-use error::CliResult;
+use error::{CliError, CliResult};
 use keyplane::keyspace::Schema;
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -184,7 +184,7 @@ impl Kvctl {
         let mut names = std::collections::BTreeSet::new();
         for listed in &self.catalog.schemas {
             if !names.insert(listed.schema.name) {
-                return Err(error::CliError::invalid(format!(
+                return Err(CliError::invalid(format!(
                     "two schemas are named {:?}: rename one (a manifest's `name`)",
                     listed.schema.name
                 )));
@@ -195,11 +195,14 @@ impl Kvctl {
     }
 }
 
-async fn run(cli: Cli) -> CliResult<()> {
+async fn run(mut cli: Cli) -> CliResult<()> {
     match &cli.command {
         Command::Completions { shell } => return cmd::help::completions(*shell),
         Command::Man => return cmd::help::man(),
         _ => {}
+    }
+    if let Command::Watch { address, exact, .. } = &mut cli.command {
+        watched_key(address, exact, &mut cli.connect)?;
     }
     let url = connect::choose(cli.store.as_deref(), &cli.connect)?;
     let ctx = Ctx {
@@ -274,6 +277,35 @@ async fn run(cli: Cli) -> CliResult<()> {
     }
 }
 
+/// `watch --key KEY` without an address: the key to watch exactly, as other tools' `watch
+/// --key` takes it. `--key` is otherwise the TLS client key (etcdctl's name), which a watch
+/// with no address cannot mean, so it is taken as the watched key and not as a TLS file.
+///
+/// # Errors
+/// Exit code 2 for a watch with neither an address nor `--key`, or a `--key` that is not
+/// UTF-8.
+fn watched_key(
+    address: &mut Vec<String>,
+    exact: &mut bool,
+    connect: &mut connect::ConnectFlags,
+) -> CliResult<()> {
+    if !address.is_empty() {
+        return Ok(());
+    }
+    let Some(key) = connect.key.take() else {
+        return Err(CliError::invalid(
+            "watch needs an ADDRESS (a directory), or --key KEY for one exact key",
+        ));
+    };
+    let key = key
+        .into_os_string()
+        .into_string()
+        .map_err(|_| CliError::invalid("watch --key: the key is not UTF-8 (escape it: \\xNN)"))?;
+    *address = vec![key];
+    *exact = true;
+    Ok(())
+}
+
 fn init_tracing(verbose: u8, trace: bool) {
     let mut directives = match verbose {
         0 => "warn",
@@ -283,7 +315,7 @@ fn init_tracing(verbose: u8, trace: bool) {
     .to_owned();
     if trace {
         // The spans of the store's tracing layer (and the retries' events).
-        directives.push_str(",keyplane::layer=debug");
+        directives.push_str(",keyplane_core::layer=debug");
     }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));

@@ -150,6 +150,12 @@ fn watches(url: &str) {
         assert!(event.get("prev_value").is_none(), "{event}");
     }
 
+    // `watch --key KEY` with no address is the same exact watch, as other tools spell it.
+    let mut keyed = Background::start(url, &["-o", "json", "watch", "--key", &key, "--rev", &from]);
+    let keyed_events: Vec<Value> = (0..4).map(|_| keyed.next_json()).collect();
+    assert_eq!(keyed.interrupt(), 0);
+    assert_eq!(keyed_events, plain);
+
     let prev: Vec<Value> = events(&["--prev-kv"])
         .iter()
         .map(|e| e["prev_value"].clone())
@@ -181,6 +187,7 @@ fn watches(url: &str) {
 
     // Bad input: exit 2, nothing printed.
     fails(url, &["watch", "--exact", ""], 2);
+    fails(url, &["watch"], 2);
     fails(url, &["watch", "--exact", &key, "--rev", "0"], 2);
 }
 
