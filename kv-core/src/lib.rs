@@ -1,38 +1,15 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
-mod capabilities;
-mod changes;
-mod collections;
-mod continuation;
+// The contract (the `Store` trait, its vocabulary, `raw`, `retry`, `tls`) lives in
+// keyplane-contract, which the backends depend on alone; it is re-exported here at the paths
+// it always had.
+pub use keyplane_contract::*;
+
 #[doc(hidden)]
 pub mod derive_support;
-mod entry;
-mod error;
 pub mod keyspace;
 pub mod layer;
-mod lease;
 pub mod migrate;
 pub mod mirror;
-mod range;
-pub mod raw;
 pub mod recipes;
-pub mod retry;
-mod status;
-mod store;
-pub mod tls;
-mod txn;
-mod watch;
-
-pub use capabilities::{Capabilities, ForeignWrites, Retention, Sharding, Support};
-pub use changes::{CollectionChange, CollectionEvent, CollectionValue};
-pub use collections::{CollectionKind, CollectionOp, CollectionResult};
-pub use continuation::Continuation;
-pub use entry::Entry;
-pub use error::{Error, ErrorKind, Result};
-pub use lease::{LeaseGrant, LeaseId, LeaseInfo};
-pub use range::{CollectionEntry, KeyRange, RangeOptions, RangeResult};
-pub use status::{Member, MemberRole, ServerStatus};
-pub use store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
-pub use txn::{Compare, CompareOp, CompareTarget, OpResult, Txn, TxnOp, TxnResponse};
-pub use watch::{Event, WatchBatch, WatchOptions, WatchPosition, WatchStream};

@@ -1,8 +1,8 @@
 //! Least privilege: the key ranges an etcd role needs for a store confined to one prefix.
 
 use crate::config::EtcdConfig;
-use keyplane_core::CollectionKind;
-use keyplane_core::raw::layout::kind_prefix;
+use keyplane_contract::CollectionKind;
+use keyplane_contract::raw::layout::kind_prefix;
 
 /// What a [`RolePermission`] allows on its range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,7 +35,7 @@ impl EtcdConfig {
     /// under it. Leases, watches and compaction need no more.
     ///
     /// Outside those ranges every operation fails with
-    /// [`ErrorKind::PermissionDenied`](keyplane_core::ErrorKind::PermissionDenied), and
+    /// [`ErrorKind::PermissionDenied`](keyplane_contract::ErrorKind::PermissionDenied), and
     /// nothing is written: etcd checks a transaction's every key before applying it.
     ///
     /// ```
@@ -50,7 +50,7 @@ impl EtcdConfig {
         let root = self.namespace.as_deref().unwrap_or("").as_bytes();
         let physical = |key: &[u8]| [root, key].concat();
         let whole = |start: Vec<u8>| {
-            let range_end = keyplane_core::raw::prefix_end(&start).unwrap_or_else(|| vec![0]);
+            let range_end = keyplane_contract::raw::prefix_end(&start).unwrap_or_else(|| vec![0]);
             RolePermission {
                 access: Access::ReadWrite,
                 key: start,

@@ -1,12 +1,12 @@
 //! `EtcdConfig`: where etcd is, how to authenticate, and the limits the store applies; its
 //! URL form; and (feature `tls`) the client TLS options made from a
-//! [`TlsConfig`](keyplane_core::tls::TlsConfig).
+//! [`TlsConfig`](keyplane_contract::tls::TlsConfig).
 
 #[cfg(feature = "tls")]
 use etcd_client::{Certificate, Identity, TlsOptions};
-use keyplane_core::raw::{UrlSpec, apply_url_params, redact_secret, url_query_pairs};
-use keyplane_core::tls::TlsConfig;
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::raw::{UrlSpec, apply_url_params, redact_secret, url_query_pairs};
+use keyplane_contract::tls::TlsConfig;
+use keyplane_contract::{Error, ErrorKind, Result};
 use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -36,10 +36,10 @@ pub struct EtcdConfig {
     pub endpoints: Vec<String>,
     /// Time allowed to open a connection to one endpoint. Default: 5 s. In a config file or
     /// a URL, a duration with its unit (`"2s"`, `"500ms"`).
-    #[serde(with = "keyplane_core::raw::duration_text")]
+    #[serde(with = "keyplane_contract::raw::duration_text")]
     pub connect_timeout: Duration,
     /// Time allowed for one request (not for watch streams). Default: 10 s.
-    #[serde(with = "keyplane_core::raw::duration_text")]
+    #[serde(with = "keyplane_contract::raw::duration_text")]
     pub request_timeout: Duration,
     /// User name for etcd's user/password authentication. Default: none.
     pub username: Option<String>,
@@ -53,7 +53,7 @@ pub struct EtcdConfig {
     /// prefixed with it, and responses are stripped of it. Default: none (the whole keyspace).
     ///
     /// This is the native fast path of
-    /// [`NamespaceLayer`](keyplane_core::layer::NamespaceLayer), which confines any backend
+    /// `NamespaceLayer` (keyplane-core's `layer`), which confines any backend
     /// the same way: here the prefix is added inside the backend, so the store's own
     /// bookkeeping keys live under it too, and no second layer of key copies is made per
     /// call.
@@ -162,7 +162,7 @@ impl EtcdConfig {
     pub fn with_url(self, url: &str) -> Result<Self> {
         let cfg = self.with_url_unchecked(url)?;
         cfg.validate()
-            .map_err(|e| e.with_context("url", keyplane_core::raw::redact_url(url)))?;
+            .map_err(|e| e.with_context("url", keyplane_contract::raw::redact_url(url)))?;
         Ok(cfg)
     }
 
@@ -198,9 +198,9 @@ impl EtcdConfig {
             .map(|h| validate_host(h, url))
             .collect::<Result<_>>()?;
         let pairs = url_query_pairs(query.unwrap_or(""))
-            .map_err(|e| e.with_context("url", keyplane_core::raw::redact_url(url)))?;
+            .map_err(|e| e.with_context("url", keyplane_contract::raw::redact_url(url)))?;
         let mut cfg = apply_url_params(&self, &pairs, &URL_SPEC)
-            .map_err(|e| e.with_context("url", keyplane_core::raw::redact_url(url)))?;
+            .map_err(|e| e.with_context("url", keyplane_contract::raw::redact_url(url)))?;
         if cfg.namespace.as_deref() == Some("") {
             cfg.namespace = None;
         }
@@ -240,14 +240,14 @@ impl EtcdConfig {
             ));
         }
         if let Some(ns) = &self.namespace {
-            keyplane_core::raw::validate_prefix(ns.as_bytes(), true)
+            keyplane_contract::raw::validate_prefix(ns.as_bytes(), true)
                 .map_err(|e| Error::new(ErrorKind::Config, "invalid namespace").with_source(e))?;
         }
         Ok(())
     }
 }
 
-keyplane_core::config_setters!(EtcdConfig {
+keyplane_contract::config_setters!(EtcdConfig {
     set {
         connect_timeout: Duration,
         request_timeout: Duration,
@@ -260,7 +260,8 @@ keyplane_core::config_setters!(EtcdConfig {
 });
 
 fn config_error(message: &str, url: &str) -> Error {
-    Error::new(ErrorKind::Config, message).with_context("url", keyplane_core::raw::redact_url(url))
+    Error::new(ErrorKind::Config, message)
+        .with_context("url", keyplane_contract::raw::redact_url(url))
 }
 
 fn decode(s: &str, url: &str) -> Result<String> {
@@ -358,7 +359,7 @@ mod tests {
     fn a_url_sets_every_field() {
         let default = EtcdConfig::default();
         let base = "etcd://127.0.0.1:2379";
-        let examples = keyplane_core::raw::url_param_examples(&default, &URL_SPEC).unwrap();
+        let examples = keyplane_contract::raw::url_param_examples(&default, &URL_SPEC).unwrap();
         assert!(examples.len() >= 9, "{examples:?}");
         for (field, example) in examples {
             let url = match (field.as_str(), example) {

@@ -13,10 +13,10 @@ use etcd_client::{
     Client, ClusterClient, ConnectOptions, KeyValue, KvClient, LeaseClient, MaintenanceClient,
     WatchClient, WatchOptions as EtcdWatchOptions,
 };
-use keyplane_core::raw::layout;
-use keyplane_core::raw::prefix_end;
-use keyplane_core::retry::Backoff;
-use keyplane_core::{
+use keyplane_contract::raw::layout;
+use keyplane_contract::raw::prefix_end;
+use keyplane_contract::retry::Backoff;
+use keyplane_contract::{
     Capabilities, CollectionKind, Entry, Error, ErrorKind, LeaseId, Result, Retention, Support,
 };
 use std::future::Future;
@@ -72,7 +72,7 @@ impl Core {
             backend: "etcd",
             max_txn_ops: config.max_txn_ops,
             max_value_bytes: config.max_value_bytes,
-            max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
+            max_key_bytes: keyplane_contract::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_secs(1),
             history_retention: Retention::UntilCompacted,
             txn: Support::Native,
@@ -80,8 +80,8 @@ impl Core {
             watch: Support::Native,
             collections: Support::Emulated,
             persistent: true,
-            foreign_writes: keyplane_core::ForeignWrites::Immediate,
-            sharding: keyplane_core::Sharding::Unsharded,
+            foreign_writes: keyplane_contract::ForeignWrites::Immediate,
+            sharding: keyplane_contract::Sharding::Unsharded,
         };
         // etcd's own client accepts responses up to 2 GiB: a large range, or the events of one
         // large transaction (never split across watch responses), must not fail on the
@@ -234,13 +234,13 @@ impl Namespace {
 /// with a single compare, however many members it read.
 ///
 /// The stamp of the collection of `kind` at `K` is `\0 tag K` (keyplane-core's
-/// [`kind_prefix`](keyplane_core::raw::layout::kind_prefix) of `K`): it sorts just before the
+/// [`kind_prefix`](keyplane_contract::raw::layout::kind_prefix) of `K`): it sorts just before the
 /// members (`\0 tag K \0 ...`), is never inside another collection's members range, and lies
 /// under `kind_prefix(P)` exactly when `K` starts with `P`, so prefix deletes remove it too.
 /// Invariant: a collection has a stamp exactly when it has members. A transaction that leaves
 /// a collection empty (its last members removed, or `delete`/`delete_prefix`) deletes the
 /// stamp; one that changes it otherwise rewrites the stamp with the transaction's changes to
-/// it as the value (keyplane-core's [`encode_changes`](keyplane_core::raw::encode_changes)). So the
+/// it as the value (keyplane-core's [`encode_changes`](keyplane_contract::raw::encode_changes)). So the
 /// stamps' history is the collections' change log: a watch with collections reads it (a
 /// written stamp's changes, or `Deleted` for a deleted stamp), in the same revision order as
 /// the plain keys. Deleting the stamp of an emptied collection is safe for the guards: a

@@ -1,7 +1,7 @@
-//! The one mapping from `etcd-client` errors into [`keyplane_core::Error`].
+//! The one mapping from `etcd-client` errors into [`keyplane_contract::Error`].
 
 use etcd_client::Error as EtcdError;
-use keyplane_core::{Error, ErrorKind};
+use keyplane_contract::{Error, ErrorKind};
 use tonic::Code;
 
 /// Maps an `etcd-client` error into the project's error, keeping it as the `source()`.

@@ -2,7 +2,7 @@
 
 use crate::core::Core;
 use etcd_client::LeaseTimeToLiveOptions;
-use keyplane_core::{Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, Result};
+use keyplane_contract::{Error, ErrorKind, LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::time::Duration;
 
 fn secs(s: i64) -> Duration {

@@ -3,7 +3,7 @@
 
 use crate::config::EtcdConfig;
 use crate::core::Core;
-use keyplane_core::Result;
+use keyplane_contract::Result;
 use std::sync::Arc;
 
 /// The keyplane-core store contract on etcd.

@@ -3,10 +3,12 @@
 
 use crate::core::{Core, header_revision};
 use etcd_client::{GetOptions, GetResponse};
-use keyplane_core::raw::emulation::{list_collections, merge_page};
-use keyplane_core::raw::layout;
-use keyplane_core::raw::{prefix_end, validate_key};
-use keyplane_core::{CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result};
+use keyplane_contract::raw::emulation::{list_collections, merge_page};
+use keyplane_contract::raw::layout;
+use keyplane_contract::raw::{prefix_end, validate_key};
+use keyplane_contract::{
+    CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
+};
 use std::collections::BTreeMap;
 
 pub(crate) async fn revision(core: &Core) -> Result<i64> {

@@ -2,7 +2,7 @@
 //! term) of the member that answers, and `etcdctl member list`.
 
 use crate::core::Core;
-use keyplane_core::{Member, MemberRole, Result, ServerStatus};
+use keyplane_contract::{Member, MemberRole, Result, ServerStatus};
 
 /// The status of the member the client reaches, with every member of its cluster: the
 /// leader is the one the answering member names.

@@ -1,13 +1,13 @@
 //! The [`Store`] impl of [`EtcdStore`]: every method is one call into an operation file.
 
 use crate::EtcdStore;
-use keyplane_core::{
+use keyplane_contract::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult, RangeOptions,
     RangeResult, Result, ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::time::Duration;
 
-#[keyplane_core::raw::async_trait]
+#[keyplane_contract::raw::async_trait]
 impl Store for EtcdStore {
     fn capabilities(&self) -> &Capabilities {
         &self.core.caps

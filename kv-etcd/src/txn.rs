@@ -9,7 +9,7 @@ use crate::core::collections;
 use crate::core::plan::{Branch, UserTxn};
 use crate::core::{Core, header_revision};
 use etcd_client::PutOptions as EtcdPutOptions;
-use keyplane_core::{PutOptions, PutResult, Result, Txn, TxnResponse};
+use keyplane_contract::{PutOptions, PutResult, Result, Txn, TxnResponse};
 
 pub(crate) async fn put(
     core: &Core,
@@ -17,7 +17,7 @@ pub(crate) async fn put(
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    keyplane_core::raw::validate_key(key)?;
+    keyplane_contract::raw::validate_key(key)?;
     core.caps.validate_value(value)?;
     let physical = core.ns.key(key);
     let mut put = EtcdPutOptions::new();

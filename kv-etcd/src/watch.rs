@@ -14,10 +14,10 @@ use etcd_client::{
     WatchOptions as EtcdWatchOptions, WatchResponse,
 };
 use futures::StreamExt;
-use keyplane_core::raw::decode_changes;
-use keyplane_core::raw::layout;
-use keyplane_core::retry::Backoff;
-use keyplane_core::{
+use keyplane_contract::raw::decode_changes;
+use keyplane_contract::raw::layout;
+use keyplane_contract::retry::Backoff;
+use keyplane_contract::{
     CollectionChange, CollectionEvent, CollectionKind, Error, ErrorKind, Event, KeyRange, Result,
     WatchBatch, WatchOptions, WatchStream,
 };
@@ -348,8 +348,9 @@ impl Watcher {
             EventType::Put => match decode_changes(value) {
                 Ok(changes) => changes,
                 Err(e) => {
-                    self.corrupted =
-                        Some(e.with_context("stamp", keyplane_core::raw::escape_bytes(physical)));
+                    self.corrupted = Some(
+                        e.with_context("stamp", keyplane_contract::raw::escape_bytes(physical)),
+                    );
                     return None;
                 }
             },

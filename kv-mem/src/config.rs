@@ -1,7 +1,7 @@
 //! [`MemConfig`]: limits and retention of a [`MemStore`](crate::MemStore).
 
-use keyplane_core::raw::{UrlSpec, apply_url_params, url_query_pairs};
-use keyplane_core::{Capabilities, Error, ErrorKind, Result, Retention, Support};
+use keyplane_contract::raw::{UrlSpec, apply_url_params, url_query_pairs};
+use keyplane_contract::{Capabilities, Error, ErrorKind, Result, Retention, Support};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -10,11 +10,11 @@ use std::time::Duration;
 ///
 /// ```
 /// use keyplane_mem::{MemConfig, MemStore};
-/// use keyplane_core::Store;
+/// use keyplane_contract::Store;
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> keyplane_core::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> keyplane_contract::Result<()> {
 /// let store = MemStore::open(MemConfig::default().history_retention(100)).await?;
-/// assert_eq!(store.capabilities().history_retention, keyplane_core::Retention::Revisions(100));
+/// assert_eq!(store.capabilities().history_retention, keyplane_contract::Retention::Revisions(100));
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,7 +31,7 @@ pub struct MemConfig {
     pub max_value_bytes: usize,
     /// Most batches queued for one watch whose reader has not taken them (the replay of its
     /// start revision included). A write that would queue one more ends that watch with
-    /// [`ErrorKind::Lagged`](keyplane_core::ErrorKind::Lagged) after the queued batches,
+    /// [`ErrorKind::Lagged`](keyplane_contract::ErrorKind::Lagged) after the queued batches,
     /// so a reader that stops reading never grows memory without bound; resuming from the
     /// revision after the last batch read loses nothing while the history retains it.
     /// Default: 100 000.
@@ -49,7 +49,7 @@ impl Default for MemConfig {
     }
 }
 
-keyplane_core::config_setters!(MemConfig {
+keyplane_contract::config_setters!(MemConfig {
     set { history_retention: u64, max_txn_ops: usize, max_value_bytes: usize, watch_buffer: usize }
     into {}
 });
@@ -70,7 +70,7 @@ impl MemConfig {
     /// ```
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](keyplane_core::ErrorKind::Config) for another scheme, a path,
+    /// [`ErrorKind::Config`](keyplane_contract::ErrorKind::Config) for another scheme, a path,
     /// an unknown parameter (the message lists the known ones), a value of the wrong form or
     /// a limit of zero.
     pub fn from_url(url: &str) -> Result<Self> {
@@ -116,7 +116,7 @@ impl MemConfig {
             backend: "memory",
             max_txn_ops: self.max_txn_ops,
             max_value_bytes: self.max_value_bytes,
-            max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
+            max_key_bytes: keyplane_contract::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
             history_retention: Retention::Revisions(self.history_retention),
             txn: Support::Native,
@@ -125,8 +125,8 @@ impl MemConfig {
             // One member per key in the reserved layout, as on sled and etcd.
             collections: Support::Emulated,
             persistent: false,
-            foreign_writes: keyplane_core::ForeignWrites::Immediate,
-            sharding: keyplane_core::Sharding::Unsharded,
+            foreign_writes: keyplane_contract::ForeignWrites::Immediate,
+            sharding: keyplane_contract::Sharding::Unsharded,
         }
     }
 }
@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn a_url_sets_every_field() {
         let default = MemConfig::default();
-        let examples = keyplane_core::raw::url_param_examples(&default, &URL_SPEC).unwrap();
+        let examples = keyplane_contract::raw::url_param_examples(&default, &URL_SPEC).unwrap();
         assert_eq!(examples.len(), 4, "{examples:?}");
         for (field, example) in examples {
             let param = example.unwrap_or_else(|| panic!("no URL parameter sets {field}"));

@@ -5,8 +5,8 @@ mod history;
 mod leases;
 
 pub(crate) use history::History;
-use keyplane_core::raw::emulation::{DeletedSize, PhysicalWrite};
-use keyplane_core::{Capabilities, Entry, Error, ErrorKind, Event, LeaseId, Result};
+use keyplane_contract::raw::emulation::{DeletedSize, PhysicalWrite};
+use keyplane_contract::{Capabilities, Entry, Error, ErrorKind, Event, LeaseId, Result};
 pub(crate) use leases::Leases;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -50,7 +50,7 @@ pub(crate) struct State {
     pub(crate) revision: i64,
     /// Plain keys. Ranges and watches see only these.
     pub(crate) kv: BTreeMap<Vec<u8>, Stored>,
-    /// Collection members in the reserved layout of `keyplane_core::raw::layout`.
+    /// Collection members in the reserved layout of `keyplane_contract::raw::layout`.
     pub(crate) members: BTreeMap<Vec<u8>, Vec<u8>>,
     /// Live leases and their deadlines.
     pub(crate) leases: Leases,

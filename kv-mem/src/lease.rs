@@ -7,7 +7,7 @@
 //! when nobody calls, so that watchers see the deletes on time.
 
 use crate::core::Shared;
-use keyplane_core::{LeaseGrant, LeaseId, LeaseInfo, Result};
+use keyplane_contract::{LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;

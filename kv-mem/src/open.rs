@@ -12,10 +12,10 @@ use tokio::sync::Notify;
 /// Cloning gives another handle to the same store.
 ///
 /// ```
-/// use keyplane_core::{RangeOptions, Store, PutOptions};
+/// use keyplane_contract::{RangeOptions, Store, PutOptions};
 /// use keyplane_mem::MemStore;
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> keyplane_core::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> keyplane_contract::Result<()> {
 /// let store = MemStore::new();
 /// store.put(b"app/a", b"1", PutOptions::default()).await?;
 /// let page = store.range(RangeOptions::prefix("app/")).await?;
@@ -57,9 +57,9 @@ impl MemStore {
     /// that code generic over backends opens each the same way.
     ///
     /// # Errors
-    /// [`Config`](keyplane_core::ErrorKind::Config) for a limit of zero (a store that could
+    /// [`Config`](keyplane_contract::ErrorKind::Config) for a limit of zero (a store that could
     /// hold no history, no op per transaction, no value byte or no queued watch batch).
-    pub async fn open(config: MemConfig) -> keyplane_core::Result<Self> {
+    pub async fn open(config: MemConfig) -> keyplane_contract::Result<Self> {
         config.validate()?;
         Ok(Self::with_checked(config))
     }

@@ -2,10 +2,10 @@
 //! the current entries rewound through the retained history.
 
 use crate::core::{Shared, State};
-use keyplane_core::raw::emulation::{
+use keyplane_contract::raw::emulation::{
     Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
-use keyplane_core::{Entry, RangeOptions, RangeResult, Result};
+use keyplane_contract::{Entry, RangeOptions, RangeResult, Result};
 use std::ops::Bound;
 
 /// The store's current revision.
@@ -21,7 +21,7 @@ pub(crate) fn range(shared: &Shared, opts: &RangeOptions) -> Result<RangeResult>
 
 /// The entry of one key.
 pub(crate) fn get(shared: &Shared, key: &[u8]) -> Result<Option<Entry>> {
-    keyplane_core::raw::validate_key(key)?;
+    keyplane_contract::raw::validate_key(key)?;
     let state = shared.state()?;
     Ok(state.kv.get(key).map(|stored| stored.entry(key, false)))
 }

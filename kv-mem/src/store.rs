@@ -2,8 +2,8 @@
 
 use crate::MemStore;
 use crate::{lease, range, txn, watch};
-use keyplane_core::raw::async_trait;
-use keyplane_core::{
+use keyplane_contract::raw::async_trait;
+use keyplane_contract::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result,
     ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };

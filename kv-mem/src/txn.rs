@@ -1,11 +1,11 @@
 //! Transactions: compares, then one branch applied at one new revision, all or nothing.
 
 use crate::core::{Shared, State, Stored};
-use keyplane_core::raw::emulation::{
+use keyplane_contract::raw::emulation::{
     Overlay, collection_ranges_for_key, collection_ranges_for_prefix, compares_hold,
 };
-use keyplane_core::raw::prefix_end;
-use keyplane_core::{Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse};
+use keyplane_contract::raw::prefix_end;
+use keyplane_contract::{Error, ErrorKind, Event, OpResult, Result, Txn, TxnOp, TxnResponse};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -26,7 +26,7 @@ impl Staged {
         kv: &mut BTreeMap<Vec<u8>, Stored>,
         key: &[u8],
         value: &[u8],
-        lease: Option<keyplane_core::LeaseId>,
+        lease: Option<keyplane_contract::LeaseId>,
     ) {
         let prev = kv.get(key);
         let stored = Stored {
@@ -95,7 +95,7 @@ impl State {
                     "a put names a lease that does not exist, was revoked or has expired",
                 )
                 .with_context("lease", lease)
-                .with_context("key", keyplane_core::raw::escape_bytes(key)));
+                .with_context("key", keyplane_contract::raw::escape_bytes(key)));
             }
         }
         let mut staged = Staged {
@@ -178,9 +178,9 @@ fn run_op(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keyplane_core::CollectionKind;
-    use keyplane_core::raw::layout;
-    use keyplane_core::{Capabilities, CollectionOp};
+    use keyplane_contract::CollectionKind;
+    use keyplane_contract::raw::layout;
+    use keyplane_contract::{Capabilities, CollectionOp};
 
     fn caps() -> Capabilities {
         crate::MemConfig::default().capabilities()

@@ -1,7 +1,7 @@
 //! Watches and compaction, served from the store's bounded event history.
 
 use crate::core::Shared;
-use keyplane_core::{Result, WatchOptions, WatchStream};
+use keyplane_contract::{Result, WatchOptions, WatchStream};
 
 /// A watch of `opts.range` from `opts.start_revision` (or from now).
 pub(crate) fn watch(shared: &Shared, opts: WatchOptions) -> Result<WatchStream> {

@@ -1,14 +1,14 @@
 //! MemStore bad input: its configured limits and exact compaction revisions give typed errors
 //! and leave the store unchanged.
 
-use keyplane_core::{
+use keyplane_contract::{
     CollectionOp, Entry, ErrorKind, PutOptions, RangeOptions, Result, Store, Txn, TxnOp,
     WatchOptions,
 };
 use keyplane_mem::{MemConfig, MemStore};
 
 /// The revision, every plain entry, and a collection: what must not change.
-async fn snapshot(store: &MemStore) -> (i64, Vec<Entry>, keyplane_core::CollectionResult) {
+async fn snapshot(store: &MemStore) -> (i64, Vec<Entry>, keyplane_contract::CollectionResult) {
     let revision = store.revision().await.unwrap();
     let entries = store.range(RangeOptions::prefix("")).await.unwrap().entries;
     let list = store

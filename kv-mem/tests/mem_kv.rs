@@ -1,7 +1,7 @@
 //! MemStore revisions, counted exactly on a private store (the conformance suite, on shared
 //! servers, can only compare them).
 
-use keyplane_core::{
+use keyplane_contract::{
     CollectionOp, CollectionResult, Compare, ErrorKind, LeaseId, PutOptions, Store, Txn, TxnOp,
 };
 use keyplane_mem::MemStore;

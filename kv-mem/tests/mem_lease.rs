@@ -1,7 +1,7 @@
 //! MemStore leases on tokio time: exact expiry and keep-alive under `tokio::time::pause()`.
 
 use futures::StreamExt;
-use keyplane_core::{ErrorKind, Event, LeaseId, PutOptions, Store, WatchOptions};
+use keyplane_contract::{ErrorKind, Event, LeaseId, PutOptions, Store, WatchOptions};
 use keyplane_mem::MemStore;
 use std::time::Duration;
 

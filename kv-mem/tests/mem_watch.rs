@@ -1,7 +1,7 @@
 //! MemStore watches: exact compaction and retention, unread watchers, the store going away.
 
 use futures::StreamExt;
-use keyplane_core::{ErrorKind, PutOptions, Store, WatchBatch, WatchOptions, WatchStream};
+use keyplane_contract::{ErrorKind, PutOptions, Store, WatchBatch, WatchOptions, WatchStream};
 use keyplane_mem::{MemConfig, MemStore};
 
 async fn next(watch: &mut WatchStream) -> WatchBatch {

@@ -92,7 +92,7 @@ impl RedisConfig {
     /// command and no other channel.
     ///
     /// Outside them every operation fails with
-    /// [`ErrorKind::PermissionDenied`](keyplane_core::ErrorKind::PermissionDenied), and
+    /// [`ErrorKind::PermissionDenied`](keyplane_contract::ErrorKind::PermissionDenied), and
     /// nothing is written: each script checks every key it will write against the user's
     /// ACL (Redis 7's `redis.acl_check_cmd`) before its first write.
     ///

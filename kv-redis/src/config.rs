@@ -5,9 +5,9 @@ mod url;
 
 pub(crate) use sentinel::SentinelTarget;
 
-use keyplane_core::raw::redact_secret;
-use keyplane_core::tls::TlsConfig;
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::raw::redact_secret;
+use keyplane_contract::tls::TlsConfig;
+use keyplane_contract::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -63,12 +63,12 @@ pub struct RedisConfig {
     pub tls: Option<TlsConfig>,
     /// How long to wait for a connection. Default 5 s. In a config file or a URL, a
     /// duration with its unit (`"2s"`, `"500ms"`).
-    #[serde(with = "keyplane_core::raw::duration_text")]
+    #[serde(with = "keyplane_contract::raw::duration_text")]
     pub connect_timeout: Duration,
     /// Time allowed for one request (sending it and reading its reply; not for watch
     /// streams, whose blocking reads add their own wait), in ms. Default 5000. The same name
     /// as etcd's.
-    #[serde(with = "keyplane_core::raw::duration_text")]
+    #[serde(with = "keyplane_contract::raw::duration_text")]
     pub request_timeout: Duration,
     /// The prefix of every key the store keeps for itself (revision counter, metadata,
     /// index, event log, leases). User keys starting with it are rejected as `InvalidKey`.
@@ -87,7 +87,7 @@ pub struct RedisConfig {
     /// script runs (about 12 µs per key deleted); a larger one is refused with
     /// `TxnTooLarge` before anything is written, so that no delete blocks the server near
     /// its script time limit (`busy-reply-threshold`, 5 s by default).
-    /// [`delete_prefix_in_batches`](keyplane_core::recipes::delete_prefix_in_batches) removes a
+    /// `delete_prefix_in_batches` (keyplane-core's `recipes`) removes a
     /// larger prefix in atomic batches. Default 50 000 (about 0.6 s of server time).
     ///
     /// It bounds the writes that concurrent callers' calls share too (the group commit): a
@@ -108,7 +108,7 @@ pub struct RedisConfig {
     pub reconcile_roots: Vec<String>,
     /// How often the reconciler scans the roots in full; zero (`0s`) for never
     /// (notifications only). Default 60 s.
-    #[serde(with = "keyplane_core::raw::duration_text")]
+    #[serde(with = "keyplane_contract::raw::duration_text")]
     pub reconcile_interval: Duration,
     /// Whether the reconciler follows Redis keyspace notifications, turning them on
     /// (`CONFIG SET notify-keyspace-events`) when the server allows it. Default `true`.
@@ -133,7 +133,7 @@ pub struct RedisConfig {
     pub wait_replicas: u32,
     /// How long a write waits for `wait_replicas` replicas. At least 1 ms (0 would wait
     /// forever) and less than `request_timeout`. Default 1 s.
-    #[serde(with = "keyplane_core::raw::duration_text")]
+    #[serde(with = "keyplane_contract::raw::duration_text")]
     pub wait_timeout: Duration,
 }
 
@@ -194,7 +194,7 @@ impl RedisConfig {
         if !(self.url.starts_with("redis://") || self.url.starts_with("rediss://")) {
             return Err(config_error(format!(
                 "a Redis URL starts with redis://, rediss://, redis+cluster:// or redis+sentinel://, got {:?}",
-                keyplane_core::raw::redact_url(&self.url)
+                keyplane_contract::raw::redact_url(&self.url)
             )));
         }
         if self.url.starts_with("rediss://") && !cfg!(feature = "tls") {
@@ -217,7 +217,7 @@ impl RedisConfig {
         let (username, password, _) = split_credentials(authority)?;
         let info = self.url.as_str().into_connection_info().map_err(|e| {
             Error::new(ErrorKind::Config, "the Redis URL does not parse")
-                .with_context("url", keyplane_core::raw::redact_url(&self.url))
+                .with_context("url", keyplane_contract::raw::redact_url(&self.url))
                 .with_source(e)
         })?;
         let mut settings = info.redis_settings().clone();
@@ -444,7 +444,7 @@ fn split_credentials(authority: &str) -> Result<(Option<String>, Option<String>,
 /// [`ErrorKind::Config`] for a `%` not followed by two hex digits, or bytes that are not
 /// UTF-8 once decoded. The message names the part and never shows it: it may be a secret.
 pub(crate) fn decode_url_part(text: &str, what: &str) -> Result<String> {
-    keyplane_core::raw::percent_decode(text).map_err(|why| {
+    keyplane_contract::raw::percent_decode(text).map_err(|why| {
         Error::new(
             ErrorKind::Config,
             format!("the {what} in the Redis URL {why}"),
@@ -457,7 +457,7 @@ const CLUSTER_SCHEME: &str = "redis+cluster://";
 /// The scheme of a Redis Cluster URL whose nodes speak TLS.
 const TLS_CLUSTER_SCHEME: &str = "rediss+cluster://";
 
-keyplane_core::config_setters!(RedisConfig {
+keyplane_contract::config_setters!(RedisConfig {
     set {
         connect_timeout: Duration,
         request_timeout: Duration,
@@ -488,7 +488,7 @@ keyplane_core::config_setters!(RedisConfig {
 impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("RedisConfig");
-        d.field("url", &keyplane_core::raw::redact_url(&self.url))
+        d.field("url", &keyplane_contract::raw::redact_url(&self.url))
             .field("username", &self.username)
             .field("password", &redact_secret(self.password.as_ref()))
             .field("database", &self.database)

@@ -30,7 +30,7 @@ use crate::core::link::{Link, serves_functions};
 use crate::core::reads::Reads;
 use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
-use keyplane_core::{
+use keyplane_contract::{
     Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Sharding, Support,
 };
 use redis::aio::ConnectionManagerConfig;
@@ -172,7 +172,7 @@ impl Core {
             backend: "redis",
             max_txn_ops: config.max_txn_ops,
             max_value_bytes: MAX_VALUE_BYTES,
-            max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
+            max_key_bytes: keyplane_contract::raw::MAX_KEY_LEN,
             ttl_granularity: Duration::from_millis(1),
             history_retention: Retention::Revisions(config.history_retention),
             txn: Support::Native,
@@ -322,8 +322,8 @@ impl Core {
         if key.starts_with(reserved) {
             return Err(
                 Error::invalid_key("keys under the store's internal prefix are reserved")
-                    .with_context("key", keyplane_core::raw::escape_bytes(key))
-                    .with_context("prefix", keyplane_core::raw::escape_bytes(reserved)),
+                    .with_context("key", keyplane_contract::raw::escape_bytes(key))
+                    .with_context("prefix", keyplane_contract::raw::escape_bytes(reserved)),
             );
         }
         Ok(())
@@ -446,7 +446,7 @@ pub(crate) fn value_digest(value: &[u8]) -> [u8; 16] {
 /// The lex bounds of every key starting with `prefix`, for ZRANGEBYLEX.
 pub(crate) fn prefix_lex_bounds(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let min = [b"[".as_slice(), prefix].concat();
-    let max = match keyplane_core::raw::prefix_end(prefix) {
+    let max = match keyplane_contract::raw::prefix_end(prefix) {
         Some(end) => [b"(".as_slice(), &end].concat(),
         None => b"+".to_vec(),
     };

@@ -1,10 +1,10 @@
-//! The one mapping of redis-rs errors into [`keyplane_core::Error`].
+//! The one mapping of redis-rs errors into [`keyplane_contract::Error`].
 
-use keyplane_core::{Error, ErrorKind};
+use keyplane_contract::{Error, ErrorKind};
 use redis::{RedisError, ServerErrorKind};
 
 /// Maps a redis-rs error (including the typed error replies of this crate's scripts, whose
-/// codes start with `KV`) into a [`keyplane_core::Error`] with the error as its source.
+/// codes start with `KV`) into a [`keyplane_contract::Error`] with the error as its source.
 pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
     let mut code = err.code().map(str::to_owned);
     let mut detail = err.detail().unwrap_or_default().to_owned();
@@ -103,10 +103,10 @@ pub(crate) fn unavailable(err: Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::map_error;
-    use keyplane_core::ErrorKind;
+    use keyplane_contract::ErrorKind;
 
     /// The error a server reply `resp` (RESP bytes) becomes.
-    fn reply_error(resp: &[u8]) -> keyplane_core::Error {
+    fn reply_error(resp: &[u8]) -> keyplane_contract::Error {
         let redis::Value::ServerError(e) = redis::parse_redis_value(resp).unwrap() else {
             panic!("not an error reply");
         };

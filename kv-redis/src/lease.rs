@@ -2,7 +2,7 @@
 
 use crate::core::Core;
 use crate::core::decode::{array, byte_list, corrupted, int};
-use keyplane_core::{LeaseGrant, LeaseId, LeaseInfo, Result};
+use keyplane_contract::{LeaseGrant, LeaseId, LeaseInfo, Result};
 use redis::Value;
 use std::sync::{Arc, Weak};
 use std::time::Duration;

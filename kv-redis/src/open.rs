@@ -6,12 +6,12 @@ use crate::core::Core;
 use crate::core::cluster::Groups;
 use crate::core::reconcile::ReconcileReport;
 use crate::core::route::{Router, on_cluster};
-use keyplane_core::raw::escape_bytes;
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::raw::escape_bytes;
+use keyplane_contract::{Error, ErrorKind, Result};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
-/// The keyplane-core [`Store`](keyplane_core::Store) on Redis, with native strings, sets,
+/// The keyplane-core [`Store`](keyplane_contract::Store) on Redis, with native strings, sets,
 /// hashes and lists.
 ///
 /// Every transaction is one Lua script; per-key revisions live in a metadata hash, an ordered
@@ -96,8 +96,8 @@ impl RedisStore {
     /// the hash tag (`{tag}`); ranges and watches see the group's keys only.
     ///
     /// ```no_run
-    /// # async fn demo() -> keyplane_core::Result<()> {
-    /// use keyplane_core::{PutOptions, Store};
+    /// # async fn demo() -> keyplane_contract::Result<()> {
+    /// use keyplane_contract::{PutOptions, Store};
     /// let cluster =
     ///     keyplane_redis::RedisStore::from_url("redis+cluster://10.0.0.5:7000,10.0.0.6:7000")
     ///         .await?;

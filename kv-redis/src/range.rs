@@ -10,8 +10,8 @@ use crate::core::history::Log;
 use crate::core::reconcile::{Mode, reconcile_keys};
 use crate::core::{Core, LogStart};
 use crate::error::map_error;
-use keyplane_core::raw::emulation::{Touched, merge_page, rewind, rewind_with_collections};
-use keyplane_core::{
+use keyplane_contract::raw::emulation::{Touched, merge_page, rewind, rewind_with_collections};
+use keyplane_contract::{
     CollectionEntry, CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
 };
 use redis::Value;
@@ -26,7 +26,7 @@ pub(crate) async fn revision(core: &Core) -> Result<i64> {
 /// read-only replicas. A string another program wrote (a value without metadata) is adopted
 /// by the reconcile script and read again: two more round trips, once per such key.
 pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
-    keyplane_core::raw::validate_key(key)?;
+    keyplane_contract::raw::validate_key(key)?;
     core.check_key(key)?;
     // A key that another program keeps rewriting and deleting between the read and the
     // adoption could keep this going; a few rounds are plenty in practice.
@@ -43,7 +43,7 @@ pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
         ErrorKind::Unavailable,
         "another program keeps replacing the key while it is read",
     )
-    .with_context("key", keyplane_core::raw::escape_bytes(key))
+    .with_context("key", keyplane_contract::raw::escape_bytes(key))
     .set_retryable(true))
 }
 

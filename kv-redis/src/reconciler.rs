@@ -14,7 +14,7 @@ use crate::core::Core;
 use crate::core::reconcile::{Mode, glob_prefix, reconcile_keys, reconcile_prefix};
 use crate::error::map_error;
 use futures::StreamExt;
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::{Error, ErrorKind, Result};
 use redis::aio::PubSubStream;
 use std::collections::BTreeSet;
 use std::sync::Weak;

@@ -5,7 +5,7 @@
 use crate::con::{Con, Dial};
 use crate::core::Core;
 use crate::error::map_error;
-use keyplane_core::{Member, MemberRole, Result, ServerStatus};
+use keyplane_contract::{Member, MemberRole, Result, ServerStatus};
 use std::collections::HashMap;
 
 /// The status of the store's server, or of its cluster.

@@ -3,7 +3,7 @@
 
 use crate::RedisStore;
 use crate::core::route::{Router, on_cluster};
-use keyplane_core::{
+use keyplane_contract::{
     Capabilities, DeleteResult, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult,
     RangeOptions, RangeResult, Result, ServerStatus, Store, Txn, TxnResponse, WatchOptions,
     WatchStream,
@@ -11,7 +11,7 @@ use keyplane_core::{
 use std::sync::Arc;
 use std::time::Duration;
 
-#[keyplane_core::raw::async_trait]
+#[keyplane_contract::raw::async_trait]
 impl Store for RedisStore {
     fn capabilities(&self) -> &Capabilities {
         &self.router.core.caps

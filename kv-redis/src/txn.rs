@@ -5,7 +5,7 @@
 use crate::core::commit::Writer;
 use crate::core::decode::{array, byte_list, bytes, corrupted, int, opt_bytes, opt_entry};
 use crate::core::{Core, prefix_lex_bounds, value_digest};
-use keyplane_core::{
+use keyplane_contract::{
     CollectionKind, CollectionOp, CollectionResult, Compare, CompareOp, CompareTarget,
     Continuation, DeleteResult, Entry, OpResult, PutOptions, PutResult, Result, Txn, TxnOp,
     TxnResponse,
@@ -94,7 +94,7 @@ pub(crate) async fn put(
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    keyplane_core::raw::validate_key(key)?;
+    keyplane_contract::raw::validate_key(key)?;
     core.check_key(key)?;
     core.caps.validate_value(value)?;
     let lease = opts.lease.map_or(0, |l| l.0).to_string();
@@ -113,7 +113,7 @@ pub(crate) async fn put(
 
 /// One delete through `scripts/delete.lua`; returns the previous entry of the plain key.
 pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<DeleteResult> {
-    keyplane_core::raw::validate_key(key)?;
+    keyplane_contract::raw::validate_key(key)?;
     core.check_key(key)?;
     let mut args = Cmd::new();
     args.arg(key);

@@ -15,7 +15,7 @@ use crate::core::decode::{LogEntry, array, corrupted, flatten};
 use crate::core::hub::{Hub, HubPage, PAGE, RECONNECT};
 use crate::error::{map_error, unavailable};
 use futures::StreamExt;
-use keyplane_core::{Error, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_contract::{Error, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use redis::Value;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, watch};

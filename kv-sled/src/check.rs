@@ -5,9 +5,9 @@ use crate::core::codec::{
     LeaseRecord, attachment_key, corrupted, decode_entry, decode_log_record, lease_key, read_be,
 };
 use crate::error::map_error;
-use keyplane_core::raw::escape_bytes;
-use keyplane_core::raw::layout;
-use keyplane_core::{Event, Result};
+use keyplane_contract::raw::escape_bytes;
+use keyplane_contract::raw::layout;
+use keyplane_contract::{Event, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::PoisonError;
 

@@ -1,6 +1,6 @@
 //! [`SledConfig`]: where the store lives and how it trades durability for speed.
 
-use keyplane_core::raw::{
+use keyplane_contract::raw::{
     UrlSpec, apply_url_params, duration_text, percent_decode, url_query_pairs,
 };
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,7 @@ pub enum Durability {
     Buffered {
         /// How often sled also flushes on a timer of its own (at least 1 ms); committed writes
         /// do not wait for it.
-        #[serde(with = "keyplane_core::raw::duration_text")]
+        #[serde(with = "keyplane_contract::raw::duration_text")]
         flush_interval: Duration,
     },
 }
@@ -99,15 +99,15 @@ impl SledConfig {
     /// # Errors
     /// `Config` for another scheme, no path, an unknown parameter (the message lists the
     /// known ones), a value of the wrong form, or a config the store would refuse.
-    pub fn from_url(url: &str) -> keyplane_core::Result<Self> {
+    pub fn from_url(url: &str) -> keyplane_contract::Result<Self> {
         let config = Self::from_url_unchecked(url)?;
         config.validate()?;
         Ok(config)
     }
 
     /// [`SledConfig::from_url`] without the final check.
-    fn from_url_unchecked(url: &str) -> keyplane_core::Result<Self> {
-        use keyplane_core::{Error, ErrorKind};
+    fn from_url_unchecked(url: &str) -> keyplane_contract::Result<Self> {
+        use keyplane_contract::{Error, ErrorKind};
         let bad = |msg: String| Error::new(ErrorKind::Config, msg);
         let rest = url
             .strip_prefix("sled://")
@@ -153,10 +153,10 @@ impl SledConfig {
     ///
     /// # Errors
     /// `Config` for a zero retention, a zero flush interval or an empty path.
-    pub(crate) fn validate(&self) -> keyplane_core::Result<()> {
+    pub(crate) fn validate(&self) -> keyplane_contract::Result<()> {
         let bad = |msg: &str| {
-            Err(keyplane_core::Error::new(
-                keyplane_core::ErrorKind::Config,
+            Err(keyplane_contract::Error::new(
+                keyplane_contract::ErrorKind::Config,
                 msg,
             ))
         };
@@ -175,7 +175,7 @@ impl SledConfig {
     }
 }
 
-keyplane_core::config_setters!(SledConfig {
+keyplane_contract::config_setters!(SledConfig {
     set { durability: Durability, history_retention: u64, cache_capacity: u64 }
     into { path: PathBuf }
 });
@@ -216,7 +216,7 @@ mod tests {
     fn a_url_sets_every_field() {
         let default = SledConfig::new("/tmp/x");
         let json = |c: &SledConfig| serde_json::to_value(c).unwrap();
-        let examples = keyplane_core::raw::url_param_examples(&default, &URL_SPEC).unwrap();
+        let examples = keyplane_contract::raw::url_param_examples(&default, &URL_SPEC).unwrap();
         assert_eq!(examples.len(), 4, "{examples:?}");
         for (field, example) in examples {
             let urls = match (field.as_str(), example) {
@@ -283,7 +283,7 @@ mod tests {
             ("sled:///tmp/x?ca=/ca.pem", "takes none"),
         ] {
             let err = SledConfig::from_url(url).unwrap_err();
-            assert_eq!(err.kind(), keyplane_core::ErrorKind::Config, "{url}");
+            assert_eq!(err.kind(), keyplane_contract::ErrorKind::Config, "{url}");
             assert!(err.to_string().contains(says), "{url}: {err}");
         }
         let err = SledConfig::from_url("sled:///x?durable=1")

@@ -25,8 +25,8 @@ use crate::core::codec::{
 };
 use crate::error::{map_error, map_txn};
 use behind::Room;
-use keyplane_core::raw::emulation::PhysicalWrite;
-use keyplane_core::{Capabilities, Event, LeaseId, Result};
+use keyplane_contract::raw::emulation::PhysicalWrite;
+use keyplane_contract::{Capabilities, Event, LeaseId, Result};
 use sled::Tree;
 use sled::transaction::{TransactionResult, Transactional};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -207,8 +207,8 @@ impl Core {
         tokio::task::spawn_blocking(move || backlog.flush(&db))
             .await
             .map_err(|e| {
-                keyplane_core::Error::new(
-                    keyplane_core::ErrorKind::Backend,
+                keyplane_contract::Error::new(
+                    keyplane_contract::ErrorKind::Backend,
                     "sled: the flush task failed",
                 )
                 .with_source(e)

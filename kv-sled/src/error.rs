@@ -1,6 +1,6 @@
-//! The one place where sled's errors become `keyplane_core::Error`s.
+//! The one place where sled's errors become `keyplane_contract::Error`s.
 
-use keyplane_core::{Error, ErrorKind};
+use keyplane_contract::{Error, ErrorKind};
 use sled::transaction::TransactionError;
 
 /// Maps a sled error raised by operation `op` into the project's error, naming the operation

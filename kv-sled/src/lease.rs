@@ -4,7 +4,7 @@
 use crate::core::codec::{LEASE_SEQ_KEY, LeaseRecord, be, lease_key, read_be};
 use crate::core::{Core, Plan, attached_keys, now_ms, remove};
 use crate::error::map_error;
-use keyplane_core::{Error, LeaseGrant, LeaseId, LeaseInfo, Result};
+use keyplane_contract::{Error, LeaseGrant, LeaseId, LeaseInfo, Result};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 

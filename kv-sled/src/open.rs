@@ -3,11 +3,11 @@
 use crate::config::SledConfig;
 use crate::core::Core;
 use crate::{check, core, lease};
-use keyplane_core::Result;
+use keyplane_contract::Result;
 use std::fmt;
 use std::sync::Arc;
 
-/// The embedded, persistent store: the whole [`Store`](keyplane_core::Store) contract on a
+/// The embedded, persistent store: the whole [`Store`](keyplane_contract::Store) contract on a
 /// sled database directory.
 ///
 /// Data, metadata, the event log and leases live in four sled trees, and every write
@@ -35,8 +35,8 @@ use std::sync::Arc;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> keyplane_core::Result<()> {
-/// use keyplane_core::{PutOptions, Store};
+/// # async fn main() -> keyplane_contract::Result<()> {
+/// use keyplane_contract::{PutOptions, Store};
 /// use keyplane_sled::{SledConfig, SledStore};
 ///
 /// let dir = tempfile::tempdir().unwrap();
@@ -78,8 +78,8 @@ impl SledStore {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> keyplane_core::Result<()> {
-    /// use keyplane_core::{PutOptions, Store};
+    /// # async fn main() -> keyplane_contract::Result<()> {
+    /// use keyplane_contract::{PutOptions, Store};
     ///
     /// let store = keyplane_sled::SledStore::temporary().await?;
     /// store.put(b"k", b"v", PutOptions::default()).await?;
@@ -97,8 +97,8 @@ impl SledStore {
             .prefix("kv-sled-")
             .tempdir()
             .map_err(|e| {
-                keyplane_core::Error::new(
-                    keyplane_core::ErrorKind::Backend,
+                keyplane_contract::Error::new(
+                    keyplane_contract::ErrorKind::Backend,
                     "cannot create a temporary directory",
                 )
                 .with_source(e)
@@ -113,8 +113,8 @@ impl SledStore {
         temp_dir: Option<tempfile::TempDir>,
     ) -> Result<Self> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
-            keyplane_core::Error::new(
-                keyplane_core::ErrorKind::Config,
+            keyplane_contract::Error::new(
+                keyplane_contract::ErrorKind::Config,
                 "a sled store is opened inside a Tokio runtime",
             )
         })?;
@@ -122,8 +122,8 @@ impl SledStore {
             .spawn_blocking(move || Self::start(config, temp_dir))
             .await
             .map_err(|e| {
-                keyplane_core::Error::new(
-                    keyplane_core::ErrorKind::Backend,
+                keyplane_contract::Error::new(
+                    keyplane_contract::ErrorKind::Backend,
                     "opening the sled store failed",
                 )
                 .with_source(e)

@@ -5,11 +5,11 @@ use crate::core::Core;
 use crate::core::TreeState;
 use crate::core::codec::{be, decode_entry, decode_log_record};
 use crate::error::map_error;
-use keyplane_core::raw::emulation::{
+use keyplane_contract::raw::emulation::{
     Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
-use keyplane_core::raw::validate_key;
-use keyplane_core::{Entry, RangeOptions, RangeResult, Result};
+use keyplane_contract::raw::validate_key;
+use keyplane_contract::{Entry, RangeOptions, RangeResult, Result};
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 

@@ -3,8 +3,8 @@
 use crate::SledStore;
 use crate::error::map_error;
 use crate::{lease, range, txn, watch};
-use keyplane_core::raw::async_trait;
-use keyplane_core::{
+use keyplane_contract::raw::async_trait;
+use keyplane_contract::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result,
     ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
 };
@@ -83,7 +83,7 @@ impl Store for SledStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keyplane_core::{Compare, CompareOp, PutOptions, TxnOp};
+    use keyplane_contract::{Compare, CompareOp, PutOptions, TxnOp};
     use std::sync::atomic::Ordering;
 
     /// Sections that commit nothing (the open, a transaction whose compare fails, a read)

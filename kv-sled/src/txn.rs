@@ -5,12 +5,12 @@
 use crate::core::codec::{attachment_key, decode_entry, encode_entry};
 use crate::core::queue::{GroupData, GroupState};
 use crate::core::{Core, Plan, Writer};
-use keyplane_core::raw::MAX_KEY_LEN;
-use keyplane_core::raw::emulation::{
+use keyplane_contract::raw::MAX_KEY_LEN;
+use keyplane_contract::raw::emulation::{
     OrderedState, Overlay, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
     compares_hold,
 };
-use keyplane_core::{
+use keyplane_contract::{
     Entry, Error, ErrorKind, Event, LeaseId, OpResult, Result, Txn, TxnOp, TxnResponse,
 };
 use std::sync::Arc;
@@ -93,7 +93,7 @@ impl Planner<'_, '_, '_> {
             TxnOp::DeletePrefix { prefix } => {
                 // Every key is at most MAX_KEY_LEN bytes, so this bounds every key under
                 // the prefix, including prefixes made of 0xFF bytes.
-                let end = keyplane_core::raw::prefix_end(prefix)
+                let end = keyplane_contract::raw::prefix_end(prefix)
                     .unwrap_or_else(|| vec![0xff; MAX_KEY_LEN + 1]);
                 let keys: Vec<Vec<u8>> = self
                     .overlay

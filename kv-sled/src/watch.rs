@@ -7,7 +7,7 @@ use crate::core::codec::{COMPACT_KEY, Select, be, decode_log_record_with};
 use crate::core::{Core, Plan};
 use crate::error::map_error;
 use futures::StreamExt;
-use keyplane_core::{Error, ErrorKind, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_contract::{Error, ErrorKind, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};

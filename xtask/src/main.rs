@@ -21,7 +21,7 @@
 //! - `names`: every public item of the `keyplane` facade on one path, from its documentation
 //!   (also part of `test`);
 //! - `modules`: each crate's import circles between modules, its files over 500 lines of
-//!   code, keyplane-core's layers and the backends' use of it (`--check`: fail on any).
+//!   code, keyplane-core's layers and the backends' dependencies (the contract alone) (`--check`: fail on any).
 //!
 //! Each command first makes sure what it needs is there. The programs come from the
 //! distribution's packages (`protobuf-compiler`, `etcd-server`, `redis-server`, `chromium`,
@@ -63,7 +63,7 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
   names        check that the keyplane facade has each public item on one path (part of test)
   modules [--check]
                each crate's import circles between modules, its files over 500 lines of code,
-               keyplane-core's layers and what the backends use of it, from the source
+               keyplane-core's layers and the backends' dependencies (the contract alone)
                (--check: fail when there are any)";
 
 fn main() -> ExitCode {

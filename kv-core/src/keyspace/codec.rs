@@ -1,7 +1,7 @@
 //! The [`Codec`] trait: how a key's value is turned into bytes and back; [`BuildCodec`] and
 //! [`CodecContext`]: how the typed store builds a key's codec, state included.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::{Error, ErrorKind, Result};
 use std::any::{Any, TypeId, type_name};
 use std::fmt;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! `Json<T>`: values stored as compact JSON through serde.
 
 use super::codec::{Codec, codec_error};
-use crate::error::Result;
+use crate::Result;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::fmt;

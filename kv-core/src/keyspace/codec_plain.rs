@@ -1,7 +1,7 @@
 //! The stateless byte-level codecs: `Text`, `Bytes` and `Empty`.
 
 use super::codec::{Codec, codec_error};
-use crate::error::Result;
+use crate::Result;
 use crate::raw::escape_bytes;
 
 /// Stores a `String` as its UTF-8 bytes, unchanged.

@@ -2,7 +2,7 @@
 
 use super::codec::{Codec, codec_error};
 use super::segment::{Segment, Separator};
-use crate::error::Result;
+use crate::Result;
 use crate::raw::escape_bytes;
 use std::fmt;
 use std::marker::PhantomData;

@@ -2,7 +2,7 @@
 //! keys can rotate. The envelope format is documented on [`Encrypted`].
 
 use super::codec::{BuildCodec, Codec, CodecContext, codec_error};
-use crate::error::{Error, ErrorKind, Result};
+use crate::{Error, ErrorKind, Result};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use rand::RngCore;

@@ -122,7 +122,7 @@ pub struct TemplateInfo {
     /// The value (of the members, for a collection key): its format, JSON Schema and check.
     pub value: super::ValueInfo,
     /// What the key holds: `None` for a plain value, else the kind of collection.
-    pub kind: Option<crate::collections::CollectionKind>,
+    pub kind: Option<crate::CollectionKind>,
     /// Templates (as written) allowed to nest under keys of this template.
     pub directory_of: &'static [&'static str],
 }

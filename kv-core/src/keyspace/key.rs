@@ -5,7 +5,7 @@ use super::info::{FieldInfo, TemplateInfo};
 use super::key_error::{KeyError, KeyErrorReason};
 use super::segment::Segment;
 use super::template::Template;
-use crate::collections::CollectionKind;
+use crate::CollectionKind;
 use std::borrow::Cow;
 use std::fmt;
 

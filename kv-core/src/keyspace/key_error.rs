@@ -122,3 +122,40 @@ impl From<SegmentError> for crate::Error {
         crate::Error::from_condition(crate::ErrorKind::InvalidKey, err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A condition (a key that breaks its template, a schema's own refusal) is the error's
+    /// message; a reporter that walks the causes must not show its text a second time.
+    #[test]
+    fn chain_shows_a_condition_once() {
+        let key = KeyError::new(
+            "a/{id}",
+            "b/1",
+            0,
+            KeyErrorReason::Literal {
+                expected: "a".into(),
+                found: "b".into(),
+            },
+        );
+        let segment = SegmentError::new("x y", "a space is outside the charset");
+        for (err, text) in [
+            (crate::Error::from(key.clone()), key.to_string()),
+            (crate::Error::from(segment.clone()), segment.to_string()),
+        ] {
+            assert_eq!(err.chain().matches(&text).count(), 1, "{}", err.chain());
+            assert_eq!(err.message(), text);
+            let mut cause = std::error::Error::source(&err);
+            while let Some(c) = cause {
+                assert_ne!(c.to_string(), text, "a cause repeats the message");
+                cause = c.source();
+            }
+        }
+        // The condition is still there, typed.
+        let err = crate::Error::from(key.clone());
+        let condition = err.condition().and_then(|c| c.downcast_ref::<KeyError>());
+        assert_eq!(condition, Some(&key));
+    }
+}

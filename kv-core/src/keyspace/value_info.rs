@@ -1,7 +1,7 @@
 //! [`ValueInfo`] and [`ValueFormat`]: what a tool that shows and checks values (`kvctl`, its
 //! UI, a schema manifest) knows of a template's value without its Rust type.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::{Error, ErrorKind, Result};
 use std::fmt;
 use std::sync::Arc;
 

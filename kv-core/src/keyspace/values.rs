@@ -6,7 +6,7 @@ use super::codec::{BuildCodec, Codec, CodecContext};
 use super::facade::ValueOf;
 use super::key::PlainKey;
 use super::keyspace::Keyspace;
-use crate::error::Result;
+use crate::Result;
 use std::fmt;
 
 /// A keyspace whose every template names its value type: [`Value`](Self::Value) is an enum

@@ -2,9 +2,9 @@
 
 use super::intercept::Hook;
 use super::{Answer, Args, Call, Interceptor, Layer, Target, around_store};
-use crate::error::{Error, ErrorKind, Result};
-use crate::store::Store;
-use crate::watch::{WatchOptions, WatchStream};
+use crate::Store;
+use crate::{Error, ErrorKind, Result};
+use crate::{WatchOptions, WatchStream};
 use futures::StreamExt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};

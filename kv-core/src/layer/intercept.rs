@@ -1,7 +1,7 @@
 //! [`Interceptor`]: a test's own code around each call of a [`FaultStore`](super::FaultStore).
 
 use super::Call;
-use crate::error::Result;
+use crate::Result;
 use async_trait::async_trait;
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
 //! [`MetricsLayer`]: counters and latency histograms through the `metrics` facade.
 
 use super::{Answer, Args, Call, Layer, around_store};
-use crate::error::Result;
-use crate::store::Store;
+use crate::Result;
+use crate::Store;
 use metrics::{Key, Label, Level, Metadata};
 use std::collections::BTreeMap;
 use std::future::Future;

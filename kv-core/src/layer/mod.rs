@@ -56,15 +56,15 @@ pub use self::retry::{RetryLayer, RetryStore};
 pub use self::timeout::{TimeoutLayer, TimeoutStore};
 pub use self::tracing::{TracingLayer, TracingStore};
 
-use crate::collections::{CollectionOp, CollectionResult};
-use crate::entry::Entry;
-use crate::lease::LeaseId;
-use crate::lease::{LeaseGrant, LeaseInfo};
-use crate::range::{KeyRange, RangeOptions, RangeResult};
+use crate::Entry;
+use crate::LeaseId;
 use crate::raw::escape_bytes;
-use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
-use crate::txn::{Txn, TxnOp, TxnResponse};
-use crate::watch::{WatchOptions, WatchStream};
+use crate::{CollectionOp, CollectionResult};
+use crate::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
+use crate::{KeyRange, RangeOptions, RangeResult};
+use crate::{LeaseGrant, LeaseInfo};
+use crate::{Txn, TxnOp, TxnResponse};
+use crate::{WatchOptions, WatchStream};
 use std::fmt;
 use std::time::Duration;
 
@@ -344,7 +344,7 @@ impl Answer for Duration {}
 impl Answer for LeaseGrant {}
 impl Answer for LeaseInfo {}
 impl Answer for Vec<LeaseId> {}
-impl Answer for crate::status::ServerStatus {}
+impl Answer for crate::ServerStatus {}
 impl Answer for CollectionResult {}
 impl Answer for WatchStream {}
 

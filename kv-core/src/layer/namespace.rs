@@ -1,18 +1,18 @@
 //! [`Namespaced`]: a store under a prefix of another store.
 
-use crate::capabilities::Capabilities;
-use crate::collections::{CollectionOp, CollectionResult};
-use crate::continuation::Continuation;
-use crate::entry::Entry;
-use crate::error::{Error, Result};
-use crate::lease::LeaseId;
-use crate::lease::{LeaseGrant, LeaseInfo};
-use crate::range::{KeyRange, RangeOptions, RangeResult};
+use crate::Capabilities;
+use crate::Continuation;
+use crate::Entry;
+use crate::LeaseId;
+use crate::ServerStatus;
 use crate::raw::{prefix_end, validate_key};
-use crate::status::ServerStatus;
-use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
-use crate::txn::{OpResult, Txn, TxnOp, TxnResponse};
-use crate::watch::{Event, WatchBatch, WatchOptions, WatchStream};
+use crate::{CollectionOp, CollectionResult};
+use crate::{DeletePrefixResult, DeleteResult, PutOptions, PutResult, Store};
+use crate::{Error, Result};
+use crate::{Event, WatchBatch, WatchOptions, WatchStream};
+use crate::{KeyRange, RangeOptions, RangeResult};
+use crate::{LeaseGrant, LeaseInfo};
+use crate::{OpResult, Txn, TxnOp, TxnResponse};
 use async_trait::async_trait;
 use futures::StreamExt;
 use std::sync::Arc;
@@ -135,15 +135,12 @@ impl Namespaced {
     }
 
     fn continuation(&self, c: Continuation, inward: bool) -> Result<Continuation> {
-        Ok(Continuation {
-            key: if inward {
-                self.add(&c.key)
-            } else {
-                self.strip(c.key)?
-            },
-            revision: c.revision,
-            groups: c.groups,
-        })
+        let key = if inward {
+            self.add(c.start_key())
+        } else {
+            self.strip(c.start_key().to_vec())?
+        };
+        Ok(c.with_start_key(key))
     }
 
     fn op(&self, op: TxnOp) -> TxnOp {

@@ -1,8 +1,8 @@
 //! [`ReadOnlyLayer`]: a store that refuses every write.
 
 use super::{Args, Call, Layer, around_store};
-use crate::error::{Error, ErrorKind, Result};
-use crate::store::Store;
+use crate::Store;
+use crate::{Error, ErrorKind, Result};
 use std::future::Future;
 use std::sync::Arc;
 

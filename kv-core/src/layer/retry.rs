@@ -1,10 +1,10 @@
 //! [`RetryLayer`]: retries what may pass, and resumes watches.
 
 use super::{Args, Call, Layer, around_store};
-use crate::error::{Error, Result};
+use crate::Store;
 use crate::retry::Backoff;
-use crate::store::Store;
-use crate::watch::{WatchOptions, WatchPosition, WatchStream};
+use crate::{Error, Result};
+use crate::{WatchOptions, WatchPosition, WatchStream};
 use futures::StreamExt;
 use std::future::Future;
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! [`TimeoutLayer`]: a deadline per operation.
 
 use super::{Args, Call, Layer, around_store};
-use crate::error::{Error, ErrorKind, Result};
-use crate::store::Store;
+use crate::Store;
+use crate::{Error, ErrorKind, Result};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

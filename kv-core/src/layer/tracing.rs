@@ -1,8 +1,8 @@
 //! [`TracingLayer`]: a span per operation.
 
 use super::{Answer, Args, Call, Layer, around_store};
-use crate::error::Result;
-use crate::store::Store;
+use crate::Result;
+use crate::Store;
 use std::future::Future;
 use std::sync::Arc;
 use tracing::Instrument;

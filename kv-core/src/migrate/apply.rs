@@ -2,10 +2,10 @@
 
 use super::state::*;
 use super::*;
-use crate::error::{Error, ErrorKind, Result};
+use crate::Store;
 use crate::retry::Backoff;
-use crate::store::Store;
-use crate::txn::{Compare, CompareOp, Txn, TxnOp};
+use crate::{Compare, CompareOp, Txn, TxnOp};
+use crate::{Error, ErrorKind, Result};
 
 impl Migrator {
     /// Migrates, from the checkpoint on.

@@ -2,9 +2,9 @@
 
 use super::state::*;
 use super::*;
-use crate::error::{Error, ErrorKind, Result};
-use crate::store::Store;
-use crate::txn::{Compare, CompareOp, Txn, TxnOp};
+use crate::Store;
+use crate::{Compare, CompareOp, Txn, TxnOp};
+use crate::{Error, ErrorKind, Result};
 
 impl Migrator {
     /// Deletes the old items whose twins verify, each only if unchanged since read, and

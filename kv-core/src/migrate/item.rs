@@ -1,10 +1,10 @@
 //! [`Item`] and [`Value`]: a key and its contents, old or new.
 
-use crate::changes::CollectionValue;
-use crate::collections::{CollectionKind, CollectionOp, CollectionResult};
-use crate::error::{Error, Result};
-use crate::store::Store;
-use crate::txn::{Compare, TxnOp};
+use crate::CollectionValue;
+use crate::Store;
+use crate::{CollectionKind, CollectionOp, CollectionResult};
+use crate::{Compare, TxnOp};
+use crate::{Error, Result};
 
 /// The contents of an item: a plain value, or a collection's (the type a watch reports a
 /// collection's contents with).

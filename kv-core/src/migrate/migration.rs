@@ -1,9 +1,9 @@
 //! [`Migration`]: what a migration declares, and what each old item becomes.
 
 use super::*;
-use crate::error::Result;
+use crate::Result;
+use crate::Store;
 use crate::keyspace::Key;
-use crate::store::Store;
 
 /// What an old item becomes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,13 +1,13 @@
 //! [`Migrator`]: its settings, and the reads every phase shares.
 
-use crate::changes::CollectionValue;
-use crate::collections::CollectionKind;
-use crate::continuation::Continuation;
-use crate::error::{Error, ErrorKind, Result};
-use crate::range::RangeOptions;
+use crate::CollectionKind;
+use crate::CollectionValue;
+use crate::Continuation;
+use crate::RangeOptions;
+use crate::Store;
 use crate::raw::validate_key;
-use crate::store::Store;
-use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
+use crate::{Compare, CompareOp, OpResult, Txn, TxnOp};
+use crate::{Error, ErrorKind, Result};
 
 use super::state::*;
 use super::*;

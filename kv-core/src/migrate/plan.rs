@@ -2,7 +2,7 @@
 
 use super::state::*;
 use super::*;
-use crate::error::Result;
+use crate::Result;
 
 impl Migrator {
     /// The dry run: what `apply` would do from the current checkpoint. Writes nothing.

@@ -2,9 +2,9 @@
 
 use super::state::*;
 use super::*;
-use crate::error::{Error, ErrorKind, Result};
-use crate::store::Store;
-use crate::txn::{Compare, CompareOp, Txn, TxnOp};
+use crate::Store;
+use crate::{Compare, CompareOp, Txn, TxnOp};
+use crate::{Error, ErrorKind, Result};
 
 impl Migrator {
     /// Undoes `apply`: deletes every new item the migration created, unless it changed

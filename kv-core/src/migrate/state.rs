@@ -2,8 +2,8 @@
 //! stands.
 
 use super::*;
-use crate::changes::CollectionValue;
-use crate::error::{Error, ErrorKind, Result};
+use crate::CollectionValue;
+use crate::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 
 /// The checkpoint kept at the state key.

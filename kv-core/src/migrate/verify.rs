@@ -2,7 +2,7 @@
 
 use super::state::*;
 use super::*;
-use crate::error::Result;
+use crate::Result;
 
 impl Migrator {
     /// Checks that every old item has its twins with the expected contents. Writes

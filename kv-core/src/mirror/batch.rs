@@ -1,7 +1,7 @@
 //! What a mirror reports: its batches of changes and its health.
 
-use crate::changes::CollectionEvent;
-use crate::error::Error;
+use crate::CollectionEvent;
+use crate::Error;
 use crate::keyspace::TypedEvent;
 use std::time::Duration;
 

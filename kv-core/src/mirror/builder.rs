@@ -1,11 +1,11 @@
 //! [`MirrorBuilder`]: a mirror's settings, before it starts.
 
 use super::typer::{Indexer, Typer};
-use crate::entry::Entry;
-use crate::error::Result;
+use crate::Entry;
+use crate::Result;
+use crate::Store;
 use crate::keyspace::facade::{common_root, parse_keyspace};
 use crate::keyspace::{Bytes, Keyspace, ListPrefix, TypedStore, ValueOf, Versioned};
-use crate::store::Store;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 
 use super::batch::{MirrorBatch, MirrorHealth};
 use super::snapshot::MirrorSnapshot;
-use crate::error::{Error, ErrorKind, Result};
+use crate::{Error, ErrorKind, Result};
 use arc_swap::ArcSwap;
 use futures::Stream;
 use std::fmt;

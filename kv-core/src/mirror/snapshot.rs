@@ -8,12 +8,12 @@
 use super::hashed::{HashIndex, Keyed};
 use super::item::Item;
 use super::typer::{Indexer, Typer};
-use crate::changes::{CollectionChange, CollectionEvent, CollectionValue};
-use crate::collections::CollectionKind;
-use crate::entry::Entry;
-use crate::error::{Error, Result};
+use crate::CollectionKind;
+use crate::Entry;
+use crate::Event;
 use crate::keyspace::{Key, TypedEvent, Versioned};
-use crate::watch::Event;
+use crate::{CollectionChange, CollectionEvent, CollectionValue};
+use crate::{Error, Result};
 use imbl::{OrdMap, OrdSet};
 use std::fmt;
 use std::ops::Bound;

@@ -1,7 +1,7 @@
 //! How a mirror types its entries: the key parser, the value decoder, the indexers.
 
-use crate::entry::Entry;
-use crate::error::Result;
+use crate::Entry;
+use crate::Result;
 use crate::keyspace::Versioned;
 use std::sync::Arc;
 

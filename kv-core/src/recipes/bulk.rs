@@ -1,13 +1,13 @@
 //! The bulk loader: many keys in transactions of at most `max_txn_ops` puts, several in
 //! flight, with progress reports, on any [`Store`].
 
-use crate::entry::Entry;
-use crate::error::{Error, ErrorKind, Result};
-use crate::range::RangeOptions;
+use crate::Entry;
+use crate::RangeOptions;
+use crate::Store;
 use crate::raw::{escape_bytes, validate_key};
 use crate::retry::Backoff;
-use crate::store::Store;
-use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
+use crate::{Compare, CompareOp, OpResult, Txn, TxnOp};
+use crate::{Error, ErrorKind, Result};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use std::collections::HashMap;

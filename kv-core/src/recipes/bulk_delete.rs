@@ -1,10 +1,10 @@
 //! Deleting a prefix too large for one atomic step, in atomic batches.
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::range::RangeOptions;
+use crate::RangeOptions;
 use crate::raw::validate_prefix;
-use crate::store::{DeletePrefixResult, Store};
-use crate::txn::{OpResult, Txn, TxnOp};
+use crate::{DeletePrefixResult, Store};
+use crate::{Error, ErrorKind, Result};
+use crate::{OpResult, Txn, TxnOp};
 
 /// How many listings in a row may find keys and delete none of them (other writers deleting
 /// the same keys) before the deletion gives up.

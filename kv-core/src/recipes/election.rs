@@ -12,13 +12,13 @@
 
 use super::held::{Hold, LeaseHeld};
 use super::queue::{Held, Queue, lost};
-use crate::entry::Entry;
-use crate::error::{ErrorKind, Result};
-use crate::lease::LeaseId;
+use crate::Entry;
+use crate::LeaseId;
+use crate::Store;
 use crate::raw::validate_key;
-use crate::store::Store;
-use crate::txn::{Txn, TxnOp};
-use crate::watch::{Event, WatchOptions, WatchStream};
+use crate::{ErrorKind, Result};
+use crate::{Event, WatchOptions, WatchStream};
+use crate::{Txn, TxnOp};
 use futures::stream::{BoxStream, StreamExt};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -3,9 +3,9 @@
 //! and why it was lost. The state lives in one [`Hold`], which each handle embeds, so the
 //! accessors are written once.
 
-use crate::error::{Error, ErrorKind};
-use crate::lease::LeaseId;
-use crate::txn::{Compare, CompareOp, CompareTarget};
+use crate::LeaseId;
+use crate::{Compare, CompareOp, CompareTarget};
+use crate::{Error, ErrorKind};
 use std::fmt;
 use std::future::Future;
 use tokio::sync::watch;

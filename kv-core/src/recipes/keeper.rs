@@ -1,10 +1,10 @@
 //! Keeping a lease alive in the background, and learning when it is lost.
 
 use super::held::Hold;
-use crate::error::{Error, ErrorKind, Result};
-use crate::lease::LeaseGrant;
-use crate::lease::LeaseId;
-use crate::store::Store;
+use crate::LeaseGrant;
+use crate::LeaseId;
+use crate::Store;
+use crate::{Error, ErrorKind, Result};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;

@@ -9,10 +9,10 @@
 
 use super::held::{Hold, LeaseHeld};
 use super::queue::{Held, Queue};
-use crate::error::Result;
-use crate::lease::LeaseId;
+use crate::LeaseId;
+use crate::Result;
+use crate::Store;
 use crate::raw::validate_key;
-use crate::store::Store;
 use std::sync::Arc;
 
 /// A named lock on a store. Cheap to create; [`Lock::lock`] acquires it.

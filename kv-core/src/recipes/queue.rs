@@ -8,15 +8,15 @@
 //! its lease expires, which hands the head on.
 
 use super::held::Hold;
-use crate::entry::Entry;
-use crate::error::{Error, ErrorKind, Result};
-use crate::lease::LeaseId;
-use crate::range::{KeyRange, RangeOptions};
+use crate::Entry;
+use crate::LeaseId;
+use crate::Store;
 use crate::raw::validate_key;
 use crate::retry::Backoff;
-use crate::store::Store;
-use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
-use crate::watch::{Event, WatchOptions, WatchStream};
+use crate::{Compare, CompareOp, OpResult, Txn, TxnOp};
+use crate::{Error, ErrorKind, Result};
+use crate::{Event, WatchOptions, WatchStream};
+use crate::{KeyRange, RangeOptions};
 use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;

@@ -23,13 +23,13 @@ use etcd_client::{
     Compare as EtcdCompare, CompareOp as EtcdCompareOp, GetOptions, Txn as EtcdTxn,
     TxnOp as EtcdOp, TxnOpResponse, TxnResponse as EtcdTxnResponse,
 };
-use keyplane_core::raw::emulation::{
+use keyplane_contract::raw::emulation::{
     Overlay, PhysicalRange, PhysicalWrite, collection_ranges_for_key, collection_ranges_for_prefix,
     compare_reads, emptiness_probes, evaluate_compare, members_range, reads,
 };
-use keyplane_core::raw::{encode_changes, layout};
-use keyplane_core::retry::Backoff;
-use keyplane_core::{
+use keyplane_contract::raw::{encode_changes, layout};
+use keyplane_contract::retry::Backoff;
+use keyplane_contract::{
     CollectionChange, CollectionKind, CollectionOp, Compare, Error, ErrorKind, OpResult, Result,
     Txn, TxnOp, TxnResponse,
 };
@@ -112,7 +112,11 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
         }
         if !collections_hold {
             // A compare that never holds sends etcd down the failure branch.
-            compares = vec![Compare::version(NEVER, keyplane_core::CompareOp::Less, 0)];
+            compares = vec![Compare::version(
+                NEVER,
+                keyplane_contract::CompareOp::Less,
+                0,
+            )];
         }
         let guards: Vec<EtcdCompare> = read_set
             .stamps
@@ -400,7 +404,7 @@ fn unwrap(resp: EtcdTxnResponse) -> Result<Option<EtcdTxnResponse>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keyplane_core::CollectionOp;
+    use keyplane_contract::CollectionOp;
 
     #[test]
     fn read_set_merges_ranges_and_collects_stamps() {

@@ -11,10 +11,10 @@ use etcd_client::{
     PutOptions as EtcdPutOptions, Txn as EtcdTxn, TxnOp as EtcdOp, TxnOpResponse,
     TxnResponse as EtcdTxnResponse,
 };
-use keyplane_core::raw::emulation::{
+use keyplane_contract::raw::emulation::{
     PhysicalRange, collection_ranges_for_prefix, delete_collections,
 };
-use keyplane_core::{
+use keyplane_contract::{
     CollectionKind, Compare, CompareOp, CompareTarget, Error, ErrorKind, OpResult, Result, TxnOp,
     TxnResponse,
 };

@@ -1,8 +1,8 @@
 //! Watches: the bounded event history, watcher registration, delivery and compaction.
 
 use futures::StreamExt;
-use keyplane_core::raw::emulation::{DeletedSize, Logged};
-use keyplane_core::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_contract::raw::emulation::{DeletedSize, Logged};
+use keyplane_contract::{Error, ErrorKind, Event, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -232,7 +232,7 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keyplane_core::Entry;
+    use keyplane_contract::Entry;
 
     fn put(key: &str, revision: i64) -> Event {
         Event::Put {

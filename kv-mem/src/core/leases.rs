@@ -2,7 +2,7 @@
 //! lease. Revoking and expiring, which delete keys, are the state's (in `core.rs`); the lease
 //! operations and the expiry task are in `lease.rs`.
 
-use keyplane_core::{Error, LeaseId, LeaseInfo, Result};
+use keyplane_contract::{Error, LeaseId, LeaseInfo, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 use tokio::time::Instant;

@@ -10,7 +10,7 @@
 //! the slot map then names, and checks the history first.
 
 use super::{Con, Dial};
-use keyplane_core::raw::redis_key_slot;
+use keyplane_contract::raw::redis_key_slot;
 use redis::aio::MultiplexedConnection;
 use redis::{ConnectionAddr, RedisError, RedisResult, Value};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! (`rediss+sentinel://`).
 
 use super::{RedisConfig, decode_url_part};
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::{Error, ErrorKind, Result};
 
 /// The scheme of a URL that names a master through its sentinels.
 pub(super) const SENTINEL_SCHEME: &str = "redis+sentinel://";

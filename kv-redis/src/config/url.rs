@@ -2,8 +2,8 @@
 //! Redis client's own parameters left in the URL for it.
 
 use super::RedisConfig;
-use keyplane_core::raw::{UrlSpec, apply_url_params, percent_decode, url_query_pairs};
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::raw::{UrlSpec, apply_url_params, percent_decode, url_query_pairs};
+use keyplane_contract::{Error, ErrorKind, Result};
 
 /// How a Redis URL's parameters map onto [`RedisConfig`]: the URL is the URL itself, `user`,
 /// `reconcile` and `history` name the `username`, `reconcile_roots` and `history_retention`
@@ -78,7 +78,7 @@ impl RedisConfig {
         }
         let pairs = url_query_pairs(&ours.join("&"))?;
         let mut config = apply_url_params(&self, &pairs, &URL_SPEC)
-            .map_err(|e| e.with_context("url", keyplane_core::raw::redact_url(url)))?;
+            .map_err(|e| e.with_context("url", keyplane_contract::raw::redact_url(url)))?;
         config.url = if theirs.is_empty() {
             base.to_owned()
         } else {
@@ -108,7 +108,7 @@ mod tests {
                 value.get(name).cloned().unwrap_or_default()
             })
         };
-        let examples = keyplane_core::raw::url_param_examples(&default, &URL_SPEC).unwrap();
+        let examples = keyplane_contract::raw::url_param_examples(&default, &URL_SPEC).unwrap();
         assert!(examples.len() >= 21, "{examples:?}");
         for (field, example) in examples {
             let url = match (field.as_str(), example) {

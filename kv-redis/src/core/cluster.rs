@@ -5,7 +5,7 @@
 
 use crate::core::Core;
 use crate::error::{map_error, unavailable};
-use keyplane_core::{KeyRange, Result};
+use keyplane_contract::{KeyRange, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

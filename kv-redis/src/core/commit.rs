@@ -24,7 +24,7 @@ use crate::core::group::{Carrier, Group, Limits, Queued, Turn};
 use crate::core::link::{Link, function_missing, load_library, refused_fcall};
 use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::{Error, ErrorKind, Result};
 use redis::{Cmd, Value};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -342,7 +342,7 @@ fn server_error(text: &[u8]) -> redis::RedisError {
 mod tests {
     use super::server_error;
     use crate::error::map_error;
-    use keyplane_core::ErrorKind;
+    use keyplane_contract::ErrorKind;
 
     #[test]
     fn a_batched_error_maps_as_the_same_reply_alone() {

@@ -1,8 +1,8 @@
 //! Decoding script replies and log entries into contract types.
 
-use keyplane_core::raw::emulation::DeletedSize;
-use keyplane_core::raw::escape_bytes;
-use keyplane_core::{
+use keyplane_contract::raw::emulation::DeletedSize;
+use keyplane_contract::raw::escape_bytes;
+use keyplane_contract::{
     CollectionChange, CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId,
     Result,
 };

@@ -5,8 +5,8 @@
 use super::{Core, LogStart};
 use crate::core::decode::{LogEntry, array, entry, log_entries};
 use crate::error::map_error;
-use keyplane_core::raw::emulation::{Logged, check_revision};
-use keyplane_core::{Entry, Error, Event, RangeOptions, Result};
+use keyplane_contract::raw::emulation::{Logged, check_revision};
+use keyplane_contract::{Entry, Error, Event, RangeOptions, Result};
 use redis::Value;
 
 /// The event log after a revision, read page by page.

@@ -6,7 +6,7 @@
 use crate::con::Con;
 use crate::core::scripts::{self, Lua, Scripts};
 use crate::error::map_error;
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::{Error, ErrorKind, Result};
 use redis::{Cmd, FromRedisValue, RedisError, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

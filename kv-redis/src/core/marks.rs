@@ -2,7 +2,7 @@
 //! a revision of that history from the same revision of another one (a failover that lost
 //! writes).
 
-use keyplane_core::{Error, Result};
+use keyplane_contract::{Error, Result};
 
 /// How many revisions' marks a core keeps: a listing's pages follow its first within
 /// moments, so the newest suffice.

@@ -15,7 +15,7 @@ use crate::core::decode::corrupted;
 use crate::core::group::{Carrier, Group, Limits, Queued, Turn};
 use crate::core::marks::Marks;
 use crate::error::map_error;
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::{Error, ErrorKind, Result};
 use redis::Value;
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 use super::{Core, prefix_lex_bounds};
 use crate::core::decode::{array, byte_list, corrupted, int};
 use crate::error::map_error;
-use keyplane_core::Result;
+use keyplane_contract::Result;
 use redis::Value;
 
 /// What one reconcile found and did.

@@ -4,8 +4,8 @@
 
 use crate::core::Core;
 use crate::core::cluster::Groups;
-use keyplane_core::raw::escape_bytes;
-use keyplane_core::{Error, ErrorKind, KeyRange, Result, Txn};
+use keyplane_contract::raw::escape_bytes;
+use keyplane_contract::{Error, ErrorKind, KeyRange, Result, Txn};
 use std::sync::Arc;
 
 /// The cores a store's operations are sent to.
@@ -122,7 +122,7 @@ impl Router {
 
 /// The hash tag of `key`: what Redis Cluster hashes it by, when it has one.
 fn group_tag(key: &[u8]) -> Option<&[u8]> {
-    keyplane_core::raw::redis_hash_tag(key)
+    keyplane_contract::raw::redis_hash_tag(key)
 }
 
 /// The error of a key without a hash tag on a cluster.

@@ -3,9 +3,9 @@
 
 use crate::core::cluster::{Groups, tag_start};
 use futures::StreamExt;
-use keyplane_core::raw::GroupRevisions;
-use keyplane_core::raw::emulation::cut_page;
-use keyplane_core::{Continuation, Error, RangeOptions, RangeResult, Result};
+use keyplane_contract::raw::GroupRevisions;
+use keyplane_contract::raw::emulation::cut_page;
+use keyplane_contract::{Continuation, Error, RangeOptions, RangeResult, Result};
 
 /// Group ranges read at once by a range spanning groups.
 const CONCURRENT_GROUPS: usize = 16;

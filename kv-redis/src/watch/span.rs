@@ -5,7 +5,7 @@ use crate::core::cluster::{DISCOVERY, Groups, tag_start};
 use crate::error::unavailable;
 use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
-use keyplane_core::{Error, Result, WatchBatch, WatchOptions, WatchStream};
+use keyplane_contract::{Error, Result, WatchBatch, WatchOptions, WatchStream};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use tokio::sync::mpsc;

@@ -273,7 +273,7 @@ fn flush_while_behind(db: &sled::Db, backlog: &Backlog) {
 mod tests {
     use super::*;
     use crate::config::{Durability, SledConfig};
-    use keyplane_core::{Txn, TxnOp};
+    use keyplane_contract::{Txn, TxnOp};
     use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};
 

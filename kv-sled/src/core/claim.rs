@@ -2,8 +2,8 @@
 //! open fails at once, and one whose store is closing waits for it to close, before sled's
 //! own lock is tried.
 
-use keyplane_core::retry::Backoff;
-use keyplane_core::{Error, ErrorKind, Result};
+use keyplane_contract::retry::Backoff;
+use keyplane_contract::{Error, ErrorKind, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};

@@ -11,9 +11,9 @@
 //! - leases: `L` id → [`LeaseRecord`]; `K` id key → empty (the key is attached to the lease).
 //! - meta: [`FORMAT_KEY`], [`COMPACT_KEY`], [`LEASE_SEQ_KEY`] → 8 bytes big-endian.
 
-use keyplane_core::raw::emulation::{DeletedSize, Logged};
-use keyplane_core::raw::{decode_changes, encode_changes};
-use keyplane_core::{
+use keyplane_contract::raw::emulation::{DeletedSize, Logged};
+use keyplane_contract::raw::{decode_changes, encode_changes};
+use keyplane_contract::{
     CollectionEvent, CollectionKind, Entry, Error, ErrorKind, Event, LeaseId, Result,
 };
 
@@ -61,7 +61,7 @@ pub(crate) fn encode_entry(e: &Entry) -> Vec<u8> {
 pub(crate) fn decode_entry(key: &[u8], bytes: &[u8], keys_only: bool) -> Result<Entry> {
     if bytes.len() < HEADER {
         return Err(corrupted("a data record is shorter than its header")
-            .with_context("key", keyplane_core::raw::escape_bytes(key)));
+            .with_context("key", keyplane_contract::raw::escape_bytes(key)));
     }
     let (header, value) = bytes.split_at(HEADER);
     Ok(entry_of(key, header, if keys_only { &[] } else { value }))

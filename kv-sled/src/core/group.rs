@@ -27,7 +27,7 @@ use super::queue::{GroupState, Job, Leadership, PlanJob, Reply};
 use super::writes::{Commits, GroupBase};
 use super::{Core, expire_due};
 use crate::config::Durability;
-use keyplane_core::{Error, Result, Txn, TxnResponse};
+use keyplane_contract::{Error, Result, Txn, TxnResponse};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::oneshot;
@@ -229,7 +229,7 @@ mod tests {
     use crate::core::Writer;
     use crate::core::queue::Queue;
     use futures::StreamExt;
-    use keyplane_core::{Compare, CompareOp, ErrorKind, LeaseId, TxnOp, WatchOptions};
+    use keyplane_contract::{Compare, CompareOp, ErrorKind, LeaseId, TxnOp, WatchOptions};
     use std::sync::MutexGuard;
     use std::time::Duration;
 
@@ -328,7 +328,7 @@ mod tests {
         assert_eq!(cas.revision, 3);
         let read = cas.results[1].clone();
         assert!(
-            matches!(read, keyplane_core::OpResult::Get(Some(e)) if e.value == b"1" && e.mod_revision == 2)
+            matches!(read, keyplane_contract::OpResult::Get(Some(e)) if e.value == b"1" && e.mod_revision == 2)
         );
         let none = results[3].as_ref().unwrap();
         assert!(!none.succeeded);

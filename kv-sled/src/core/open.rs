@@ -10,7 +10,7 @@ use super::codec::{
 use super::{Core, LeaseIndex, Trees, Writer};
 use crate::config::{Durability, SledConfig};
 use crate::error::map_error;
-use keyplane_core::{Capabilities, Error, ErrorKind, Result, Retention, Support};
+use keyplane_contract::{Capabilities, Error, ErrorKind, Result, Retention, Support};
 use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -80,7 +80,7 @@ pub(crate) fn open(
         backend: "sled",
         max_txn_ops: MAX_TXN_OPS,
         max_value_bytes: MAX_VALUE_BYTES,
-        max_key_bytes: keyplane_core::raw::MAX_KEY_LEN,
+        max_key_bytes: keyplane_contract::raw::MAX_KEY_LEN,
         ttl_granularity: Duration::from_millis(1),
         history_retention: Retention::Revisions(config.history_retention),
         txn: Support::Native,
@@ -88,8 +88,8 @@ pub(crate) fn open(
         watch: Support::Native,
         collections: Support::Emulated,
         persistent: true,
-        foreign_writes: keyplane_core::ForeignWrites::Immediate,
-        sharding: keyplane_core::Sharding::Unsharded,
+        foreign_writes: keyplane_contract::ForeignWrites::Immediate,
+        sharding: keyplane_contract::Sharding::Unsharded,
     };
     let backlog = Arc::new(super::behind::Backlog::default());
     let flusher = match config.durability {

@@ -3,8 +3,8 @@
 
 use super::codec::{LOG_RECORD_BYTES, append_events, encode_events};
 use super::writes::{GroupBase, Plan, Writer, Writes};
-use keyplane_core::raw::emulation::Overlay;
-use keyplane_core::{Result, Txn, TxnOp, TxnResponse};
+use keyplane_contract::raw::emulation::Overlay;
+use keyplane_contract::{Result, Txn, TxnOp, TxnResponse};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::oneshot;

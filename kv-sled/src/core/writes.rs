@@ -4,8 +4,8 @@
 
 use super::codec::LeaseRecord;
 use crate::error::map_error;
-use keyplane_core::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
-use keyplane_core::{Event, Result};
+use keyplane_contract::raw::emulation::{DeletedSize, OrderedState, PhysicalWrite};
+use keyplane_contract::{Event, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The live leases, by id and by deadline.

@@ -1,13 +1,12 @@
-//! The layers of keyplane-core, and what the backends may name of it.
+//! The layers of keyplane-core, and what the backends may depend on.
 //!
-//! keyplane-core is built in layers, each on those below it: the contract (the crate root's
-//! own modules, with `raw` for implementors and `retry`), the keyspace DSL, the store
-//! layers, the recipes, the mirror, the migrations. A module may use its own layer and
-//! those below, never one above. A backend implements the contract and needs nothing else:
-//! its code names only the root's items, `raw`, `retry` and `tls` (the TLS configuration
-//! the network backends share).
+//! keyplane-core is built in layers, each on those below it: the contract (re-exported from
+//! keyplane-contract at the crate root), the keyspace DSL, the store layers, the recipes,
+//! the mirror, the migrations. A module may use its own layer and those below, never one
+//! above. A backend implements the contract and needs nothing else: its library depends on
+//! keyplane-contract and on no other crate of the workspace, so the compiler refuses a
+//! backend's use of anything above the contract.
 
-use super::source::strip;
 use std::path::{Path, PathBuf};
 
 /// The directory of the crate whose layers are checked.
@@ -27,8 +26,8 @@ const CORE_LAYERS: [(&str, usize); 6] = [
 /// The crates that implement the contract.
 const BACKENDS: [&str; 4] = ["kv-mem", "kv-sled", "kv-etcd", "kv-redis"];
 
-/// The modules of keyplane-core a backend may name, besides the root's items.
-const FOR_IMPLEMENTORS: [&str; 3] = ["raw", "retry", "tls"];
+/// The one crate of the workspace a backend's library depends on.
+const CONTRACT: &str = "keyplane-contract";
 
 /// The layer of a module of keyplane-core, by its path.
 pub fn layer_of(path: &[String]) -> usize {
@@ -47,78 +46,46 @@ pub fn layer_name(path: &[String]) -> String {
     }
 }
 
-/// Every place the modules of the crate in `dir` name a module of keyplane-core a backend
-/// should not need, when the crate is a backend (tests left out): `(file, line, module)`.
-pub fn backend_breaks<'a>(
-    dir: &Path,
-    files: impl IntoIterator<Item = &'a Path>,
-) -> Result<Vec<(PathBuf, usize, String)>, String> {
-    let mut out = Vec::new();
+/// The workspace crates that a backend's library depends on besides keyplane-contract, when
+/// the crate in `dir` is a backend: `(manifest, line, crate)`.
+pub fn backend_breaks(dir: &Path) -> Result<Vec<(PathBuf, usize, String)>, String> {
     if !dir
         .file_name()
         .is_some_and(|n| BACKENDS.iter().any(|b| n == *b))
     {
-        return Ok(out);
+        return Ok(Vec::new());
     }
-    for file in files {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        for (line, module) in core_modules_named(&strip(&text)) {
-            if !FOR_IMPLEMENTORS.contains(&module.as_str()) {
-                out.push((file.to_path_buf(), line, module));
-            }
-        }
-    }
-    Ok(out)
+    let manifest = dir.join("Cargo.toml");
+    let text =
+        std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    Ok(workspace_dependencies(&text)
+        .into_iter()
+        .filter(|(_, name)| name != CONTRACT)
+        .map(|(line, name)| (manifest.clone(), line, name))
+        .collect())
 }
 
-/// The modules of keyplane-core that `code` names (`keyplane_core::m::…`, or `m::…` inside
-/// `keyplane_core::{…}`), with their lines.
-fn core_modules_named(code: &str) -> Vec<(usize, String)> {
-    const CRATE: &str = "keyplane_core::";
+/// The crates of the workspace (`keyplane-*`) that a manifest's `[dependencies]` (and its
+/// target-specific dependencies) name, with their lines; dev- and build-dependencies aside.
+fn workspace_dependencies(manifest: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(found) = code[from..].find(CRATE) {
-        let at = from + found + CRATE.len();
-        from = at;
-        let line = code[..at].matches('\n').count() + 1;
-        let rest = &code[at..];
-        let items: Vec<&str> = match rest.strip_prefix('{') {
-            Some(group) => top_level_items(group),
-            None => vec![rest],
-        };
-        for item in items {
-            let item = item.trim_start();
-            let name: String = item
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            let is_module = name.starts_with(|c: char| c.is_ascii_lowercase())
-                && item[name.len()..].trim_start().starts_with("::");
-            if is_module {
-                out.push((line, name));
-            }
+    let mut in_dependencies = false;
+    for (index, line) in manifest.lines().enumerate() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            let section = line.trim_matches(['[', ']']);
+            in_dependencies = section == "dependencies" || section.ends_with(".dependencies");
+            continue;
         }
-    }
-    out
-}
-
-/// The items of a `{…}` group (its text after the `{`), split at its top-level commas.
-fn top_level_items(group: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0usize, 0);
-    for (i, c) in group.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => {
-                out.push(&group[start..i]);
-                return out;
-            }
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&group[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+        if !in_dependencies {
+            continue;
+        }
+        let name: String = line
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect();
+        if name.starts_with("keyplane") {
+            out.push((index + 1, name));
         }
     }
     out
@@ -129,17 +96,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn modules_named_directly_and_in_groups() {
-        let code = "use keyplane_core::{Error, raw::validate_key, keyspace::{Key, Text}};\n\
-                    fn f() { keyplane_core::mirror::Mirror::new(); keyplane_core::Store; }\n";
-        assert_eq!(
-            core_modules_named(code),
-            vec![
-                (1, "raw".to_string()),
-                (1, "keyspace".to_string()),
-                (2, "mirror".to_string())
-            ]
-        );
+    fn a_backend_depends_on_the_contract_alone() {
+        let manifest = "[package]\nname = \"keyplane-mem\"\n\n[dependencies]\n\
+                        keyplane-contract.workspace = true\nkeyplane-core = { path = \"x\" }\n\
+                        serde = \"1\"\n\n[target.'cfg(unix)'.dependencies]\nkeyplane-schemas = \"1\"\n\n\
+                        [dev-dependencies]\nkeyplane-core.workspace = true\n";
+        let named: Vec<String> = workspace_dependencies(manifest)
+            .into_iter()
+            .map(|(_, name)| name)
+            .filter(|name| name != CONTRACT)
+            .collect();
+        assert_eq!(named, ["keyplane-core", "keyplane-schemas"]);
     }
 
     #[test]

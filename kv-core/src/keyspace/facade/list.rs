@@ -1,10 +1,10 @@
 //! Paged, typed listing of a [`Prefix`]'s directory.
 
 use super::{TypedStore, ValueOf, Versioned, parse_key, prefix_bytes};
-use crate::continuation::Continuation;
-use crate::error::{Error, Result};
+use crate::Continuation;
+use crate::RangeOptions;
 use crate::keyspace::key::{Key, ListPrefix};
-use crate::range::RangeOptions;
+use crate::{Error, Result};
 use std::fmt;
 
 /// Which page of a listing or a set scan ([`SetHandle::scan`](super::SetHandle::scan)) to

@@ -19,11 +19,11 @@ pub(crate) use watch::{common_root, parse_keyspace};
 use super::codec::{BuildCodec, Codec, CodecContext};
 use super::key::{Key, Prefix};
 use super::template::Template;
-use crate::entry::Entry;
-use crate::error::{Error, Result};
-use crate::lease::LeaseId;
+use crate::Entry;
+use crate::LeaseId;
+use crate::Store;
 use crate::raw::escape_bytes;
-use crate::store::Store;
+use crate::{Error, Result};
 use std::fmt;
 use std::sync::Arc;
 

@@ -4,12 +4,12 @@ use super::{
     TypedStore, ValueOf, Versioned, agreeing, decode_value, encode_value, key_bytes, prefix_bytes,
     writable_key,
 };
-use crate::error::Result;
+use crate::LeaseId;
+use crate::PutOptions;
+use crate::Result;
 use crate::keyspace::key::{Key, PlainKey, Prefix};
-use crate::lease::LeaseId;
-use crate::range::{KeyRange, RangeOptions};
-use crate::store::PutOptions;
-use crate::store::{DeletePrefixResult, DeleteResult};
+use crate::{DeletePrefixResult, DeleteResult};
+use crate::{KeyRange, RangeOptions};
 
 impl TypedStore {
     /// The value of `key`, decoded by its codec; `None` when the key does not exist.

@@ -1,12 +1,12 @@
 //! [`TypedTxn`]: a transaction built from typed keys and values.
 
 use super::{TypedStore, ValueOf, Versioned, encode_value, key_bytes, prefix_bytes};
-use crate::error::{Error, Result};
+use crate::LeaseId;
+use crate::Store;
 use crate::keyspace::codec::{BuildCodec, Codec, CodecContext};
 use crate::keyspace::key::{Key, PlainKey, Prefix};
-use crate::lease::LeaseId;
-use crate::store::Store;
-use crate::txn::{Compare, CompareOp, OpResult, Txn, TxnOp};
+use crate::{Compare, CompareOp, OpResult, Txn, TxnOp};
+use crate::{Error, Result};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -3,9 +3,9 @@
 
 use super::collections::{ListHandle, MapHandle, SetHandle};
 use super::txn::TypedTxn;
-use crate::collections::{CollectionKind, CollectionOp};
 use crate::keyspace::codec::Codec;
-use crate::txn::{Compare, CompareOp, TxnOp};
+use crate::{CollectionKind, CollectionOp};
+use crate::{Compare, CompareOp, TxnOp};
 
 impl TypedTxn {
     /// The set's key and `member` encoded; `None` when it does not encode (the builder keeps

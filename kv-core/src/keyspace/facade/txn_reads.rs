@@ -3,12 +3,12 @@
 
 use super::collections::{ListHandle, MapHandle, SetHandle};
 use super::txn::{Branch, TxnOutcome, TypedTxn};
-use crate::collections::{CollectionOp, CollectionResult};
-use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use crate::raw::escape_bytes;
-use crate::txn::{CompareOp, OpResult, TxnOp};
+use crate::{CollectionOp, CollectionResult};
 use crate::{Compare, LeaseId};
+use crate::{CompareOp, OpResult, TxnOp};
+use crate::{Error, Result};
 use std::fmt;
 
 type Decoder<T> = Box<dyn Fn(CollectionResult) -> Result<T> + Send + Sync>;
@@ -203,7 +203,7 @@ impl TypedTxn {
         self.push_compare(Compare::new(
             super::key_bytes(key),
             CompareOp::Equal,
-            crate::txn::CompareTarget::Lease(lease),
+            crate::CompareTarget::Lease(lease),
         ));
         self
     }

@@ -2,10 +2,10 @@
 //! again if someone did (etcd's STM, Kubernetes' `GuaranteedUpdate`), typed.
 
 use super::{TypedStore, ValueOf};
-use crate::error::{Error, ErrorKind, Result};
+use crate::CompareOp;
 use crate::keyspace::key::PlainKey;
 use crate::retry::Backoff;
-use crate::txn::CompareOp;
+use crate::{Error, ErrorKind, Result};
 
 impl TypedStore {
     /// Updates `key` with `change`, which gets the current value (`None` for an absent key)

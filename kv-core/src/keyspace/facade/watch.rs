@@ -2,11 +2,11 @@
 //! reported in place.
 
 use super::{TypedStore, ValueOf, Versioned, key_bytes, parse_key, prefix_bytes};
-use crate::error::{Error, Result};
 use crate::keyspace::Keyspace;
 use crate::keyspace::key::{Key, ListPrefix};
 use crate::keyspace::template::{Template, TemplateKind};
-use crate::watch::{Event, WatchOptions, WatchStream};
+use crate::{Error, Result};
+use crate::{Event, WatchOptions, WatchStream};
 use futures::Stream;
 use std::fmt;
 use std::pin::Pin;
@@ -138,7 +138,7 @@ impl<K, V> fmt::Debug for TypedWatch<K, V> {
 fn typed_event<K, V>(
     event: Event,
     parse: impl Fn(&[u8]) -> Result<K>,
-    decode: impl Fn(&crate::entry::Entry) -> Result<Versioned<V>>,
+    decode: impl Fn(&crate::Entry) -> Result<Versioned<V>>,
 ) -> TypedEvent<K, V> {
     let typed = match &event {
         Event::Put { entry, .. } => parse(&entry.key).and_then(|key| {

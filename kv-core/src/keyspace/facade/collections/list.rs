@@ -2,10 +2,10 @@
 
 use super::At;
 use super::map::MapHandle;
-use crate::collections::{CollectionOp, CollectionResult};
-use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
 use crate::raw::escape_bytes;
+use crate::{CollectionOp, CollectionResult};
+use crate::{Error, Result};
 use std::fmt;
 
 /// A typed list at a key (Redis LIST; one key per item on ordered backends).

@@ -1,9 +1,9 @@
 //! [`MapHandle`]: a typed map at a key.
 
 use super::At;
-use crate::collections::{CollectionOp, CollectionResult};
-use crate::error::{Error, Result};
 use crate::keyspace::codec::Codec;
+use crate::{CollectionOp, CollectionResult};
+use crate::{Error, Result};
 use std::fmt;
 
 /// A typed map at a key (Redis HASH; one key per field on ordered backends).

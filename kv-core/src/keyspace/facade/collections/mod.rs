@@ -7,14 +7,14 @@
 //! [`TypedStore::delete`] of the key deletes the whole collection.
 
 use super::{TypedStore, key_bytes};
-use crate::collections::{CollectionOp, CollectionResult};
-use crate::error::{Error, Result};
+use crate::Store;
 use crate::keyspace::codec::Codec;
 use crate::keyspace::codec_plain::Text;
 use crate::keyspace::key::{Key, ListKey, MapKey, SetKey};
 use crate::keyspace::template::Template;
 use crate::raw::escape_bytes;
-use crate::store::Store;
+use crate::{CollectionOp, CollectionResult};
+use crate::{Error, Result};
 use std::fmt;
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
 //! [`SetHandle`]: a typed set at a key.
 
 use super::At;
-use crate::collections::{CollectionOp, CollectionResult};
-use crate::continuation::Continuation;
-use crate::error::{Error, Result};
+use crate::Continuation;
 use crate::keyspace::codec::Codec;
 use crate::keyspace::facade::ListOptions;
+use crate::{CollectionOp, CollectionResult};
+use crate::{Error, Result};
 use std::fmt;
 
 /// A typed set at a key (Redis SET; one key per member on ordered backends).

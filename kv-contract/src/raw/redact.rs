@@ -16,7 +16,7 @@ const SECRET_PARAMETERS: [&str; 6] = ["pass", "pwd", "secret", "token", "auth", 
 /// the marker [`redact_url`] puts in place of a URL's password.
 ///
 /// ```
-/// use keyplane_core::raw::redact_secret;
+/// use keyplane_contract::raw::redact_secret;
 /// assert_eq!(redact_secret(Some("hunter2")), Some("***"));
 /// assert_eq!(redact_secret(None::<&str>), None);
 /// ```
@@ -42,7 +42,7 @@ pub fn redact_secret<T>(secret: Option<T>) -> Option<&'static str> {
 /// Paths keep their `@` (`sled:///tmp/a@b` is shown as it is), and nothing else changes.
 ///
 /// ```
-/// use keyplane_core::raw::redact_url;
+/// use keyplane_contract::raw::redact_url;
 /// assert_eq!(redact_url("redis://app:s3cret@10.0.0.5:6379/0"), "redis://app:***@10.0.0.5:6379/0");
 /// assert_eq!(redact_url("redis://:s3cret@h:6379"), "redis://:***@h:6379");
 /// assert_eq!(redact_url("redis://u:p@ss/word@h:6379"), "redis://u:***@h:6379");

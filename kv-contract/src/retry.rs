@@ -8,11 +8,11 @@
 //! accidents. [`retry_if`] takes the decision from the caller.
 //!
 //! ```
-//! use keyplane_core::retry::{Backoff, retry};
-//! use keyplane_core::{Error, ErrorKind};
+//! use keyplane_contract::retry::{Backoff, retry};
+//! use keyplane_contract::{Error, ErrorKind};
 //! use std::time::Duration;
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> keyplane_core::Result<()> {
+//! # async fn main() -> keyplane_contract::Result<()> {
 //! let policy = Backoff::default().initial(Duration::from_millis(1)).max_attempts(5);
 //! let mut calls = 0;
 //! let answer = retry(&policy, || {
@@ -73,7 +73,7 @@ impl Backoff {
     /// No deadline: the caller bounds the attempts.
     ///
     /// ```
-    /// use keyplane_core::retry::Backoff;
+    /// use keyplane_contract::retry::Backoff;
     /// use std::time::Duration;
     ///
     /// let policy = Backoff::requests();
@@ -143,7 +143,7 @@ impl Backoff {
 
     /// The delay before the next attempt after `failed` failed attempts of an operation
     /// started at `started`, or `None` when the policy allows no more.
-    pub(crate) fn next_delay(&self, failed: u32, started: Instant) -> Option<Duration> {
+    pub fn next_delay(&self, failed: u32, started: Instant) -> Option<Duration> {
         if self.max_attempts.is_some_and(|max| failed >= max) {
             return None;
         }

@@ -31,10 +31,8 @@ use std::collections::{BTreeMap, BTreeSet};
 ///
 /// ```
 /// use futures::StreamExt;
-/// use keyplane_core::{CollectionChange, CollectionOp, Event, Store, WatchOptions};
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> keyplane_core::Result<()> {
-/// let store = keyplane_mem::MemStore::new();
+/// use keyplane_contract::{CollectionChange, CollectionOp, Event, Store, WatchOptions};
+/// # async fn example(store: &dyn keyplane_contract::Store) -> keyplane_contract::Result<()> {
 /// let mut watch = store.watch(WatchOptions::prefix("realms/").with_collections()).await?;
 /// store.collection(CollectionOp::SetAdd {
 ///     key: b"realms/eu".to_vec(),
@@ -138,7 +136,7 @@ impl CollectionChange {
 /// The contents of one collection, to replay [`CollectionChange`]s onto.
 ///
 /// ```
-/// use keyplane_core::{CollectionChange, CollectionValue};
+/// use keyplane_contract::{CollectionChange, CollectionValue};
 ///
 /// let mut list = CollectionValue::List(vec![b"a".to_vec(), b"b".to_vec(), b"a".to_vec()]);
 /// list.apply(&CollectionChange::ListRotate { item: b"a".to_vec() })?;
@@ -146,7 +144,7 @@ impl CollectionChange {
 /// assert_eq!(list, CollectionValue::List(vec![b"a".to_vec(), b"a".to_vec()]));
 /// list.apply(&CollectionChange::Deleted)?;
 /// assert!(list.is_empty());
-/// # Ok::<(), keyplane_core::Error>(())
+/// # Ok::<(), keyplane_contract::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CollectionValue {

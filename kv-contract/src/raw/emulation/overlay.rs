@@ -19,8 +19,8 @@ use std::ops::Bound;
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use keyplane_core::raw::emulation::Overlay;
-/// use keyplane_core::{CollectionOp, CollectionResult};
+/// use keyplane_contract::raw::emulation::Overlay;
+/// use keyplane_contract::{CollectionOp, CollectionResult};
 ///
 /// let base = BTreeMap::new();
 /// let mut txn = Overlay::new(&base);
@@ -28,7 +28,7 @@ use std::ops::Bound;
 /// let len = txn.apply(&CollectionOp::ListLen { key: b"q".to_vec() })?;
 /// assert_eq!(len, CollectionResult::Count(1));
 /// assert_eq!(txn.into_writes().len(), 1);
-/// # Ok::<(), keyplane_core::Error>(())
+/// # Ok::<(), keyplane_contract::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Overlay<'a, S> {

@@ -16,7 +16,7 @@
 ///     /// Who.
 ///     pub user: Option<String>,
 /// }
-/// keyplane_core::config_setters!(Config {
+/// keyplane_contract::config_setters!(Config {
 ///     set { timeout: Duration }
 ///     into {}
 ///     some { user: String }

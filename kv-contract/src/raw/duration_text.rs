@@ -2,13 +2,13 @@
 //! store URL and in a config file: a bare number is refused everywhere, since nobody can
 //! tell whether `5` means seconds or milliseconds.
 //!
-//! A config's `Duration` field uses it with `#[serde(with = "keyplane_core::raw::duration_text")]`:
+//! A config's `Duration` field uses it with `#[serde(with = "keyplane_contract::raw::duration_text")]`:
 //!
 //! ```
 //! use std::time::Duration;
 //! #[derive(serde::Serialize, serde::Deserialize)]
 //! struct Config {
-//!     #[serde(with = "keyplane_core::raw::duration_text")]
+//!     #[serde(with = "keyplane_contract::raw::duration_text")]
 //!     connect_timeout: Duration,
 //! }
 //! let config: Config = serde_json::from_str(r#"{"connect_timeout": "1.5s"}"#).unwrap();

@@ -68,7 +68,7 @@ impl KeyRange {
     /// interval's bounds share (nothing for an interval unbounded above).
     ///
     /// ```
-    /// use keyplane_core::KeyRange;
+    /// use keyplane_contract::KeyRange;
     /// let range = KeyRange::Interval { start: b"app/a1".to_vec(), end: Some(b"app/b".to_vec()) };
     /// assert_eq!(range.shared_prefix(), b"app/");
     /// ```
@@ -126,7 +126,7 @@ impl KeyRange {
 /// A range read: which keys, how many, and what to return.
 ///
 /// ```
-/// use keyplane_core::RangeOptions;
+/// use keyplane_contract::RangeOptions;
 /// let opts = RangeOptions::prefix("jxt/tenants/1/").limit(100).keys_only();
 /// assert_eq!(opts.limit, Some(100));
 /// ```
@@ -215,10 +215,8 @@ impl RangeOptions {
     /// revision is rewound through the store's own changes only.
     ///
     /// ```
-    /// use keyplane_core::{CollectionKind, CollectionOp, PutOptions, RangeOptions, Store};
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> keyplane_core::Result<()> {
-    /// let store = keyplane_mem::MemStore::new();
+    /// use keyplane_contract::{CollectionKind, CollectionOp, PutOptions, RangeOptions, Store};
+    /// # async fn example(store: &dyn keyplane_contract::Store) -> keyplane_contract::Result<()> {
     /// store.put(b"nxc:map:r1:a:default", b"p1", PutOptions::default()).await?;
     /// store.collection(CollectionOp::SetAdd { key: b"nxc:map:r1:a".to_vec(), member: b"p1".to_vec() }).await?;
     /// let page = store.range(RangeOptions::prefix("nxc:").with_collections()).await?;
@@ -236,10 +234,8 @@ impl RangeOptions {
     /// at one revision sees the same state, whatever is written meanwhile.
     ///
     /// ```
-    /// use keyplane_core::{PutOptions, RangeOptions, Store};
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> keyplane_core::Result<()> {
-    /// let store = keyplane_mem::MemStore::new();
+    /// use keyplane_contract::{PutOptions, RangeOptions, Store};
+    /// # async fn example(store: &dyn keyplane_contract::Store) -> keyplane_contract::Result<()> {
     /// let before = store.put(b"app/a", b"1", PutOptions::default()).await?.revision;
     /// store.put(b"app/a", b"2", PutOptions::default()).await?;
     /// store.put(b"app/b", b"3", PutOptions::default()).await?;

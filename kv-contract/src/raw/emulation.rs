@@ -20,8 +20,8 @@
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use keyplane_core::raw::emulation::{apply, PhysicalWrite};
-//! use keyplane_core::{CollectionOp, CollectionResult};
+//! use keyplane_contract::raw::emulation::{apply, PhysicalWrite};
+//! use keyplane_contract::{CollectionOp, CollectionResult};
 //!
 //! let mut state = BTreeMap::new();
 //! let op = CollectionOp::SetAdd { key: b"users".to_vec(), member: b"ada".to_vec() };
@@ -36,7 +36,7 @@
 //! let again = apply(&op, &state)?;
 //! assert_eq!(again.result, CollectionResult::Changed(false));
 //! assert!(again.writes.is_empty());
-//! # Ok::<(), keyplane_core::Error>(())
+//! # Ok::<(), keyplane_contract::Error>(())
 //! ```
 
 mod apply;

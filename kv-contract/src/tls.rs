@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// nothing secret; the key is read only when the store connects ([`TlsConfig::read`]).
 ///
 /// ```
-/// use keyplane_core::tls::TlsConfig;
+/// use keyplane_contract::tls::TlsConfig;
 ///
 /// let tls: TlsConfig =
 ///     serde_json::from_str(r#"{ "ca_file": "/etc/ssl/kv-ca.pem", "domain": "kv.internal" }"#)
@@ -44,7 +44,7 @@ impl TlsConfig {
     /// Reads the PEM files the config names.
     ///
     /// ```
-    /// use keyplane_core::tls::TlsConfig;
+    /// use keyplane_contract::tls::TlsConfig;
     ///
     /// let ca = std::env::temp_dir().join(format!("keyplane-doc-ca-{}.pem", std::process::id()));
     /// std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();

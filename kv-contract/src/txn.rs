@@ -192,10 +192,8 @@ impl Compare {
     /// length, a set's or map's number of members or fields; 0 when absent).
     ///
     /// ```
-    /// use keyplane_core::{CollectionKind, CollectionOp, Compare, CompareOp, Store, Txn, TxnOp};
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> keyplane_core::Result<()> {
-    /// let store = keyplane_mem::MemStore::new();
+    /// use keyplane_contract::{CollectionKind, CollectionOp, Compare, CompareOp, Store, Txn, TxnOp};
+    /// # async fn example(store: &dyn keyplane_contract::Store) -> keyplane_contract::Result<()> {
     /// store.collection(CollectionOp::ListPush { key: b"q".to_vec(), value: b"a".to_vec() }).await?;
     /// // Push only while the queue is shorter than 2.
     /// let push = || TxnOp::Collection(CollectionOp::ListPush { key: b"q".to_vec(), value: b"b".to_vec() });
@@ -378,7 +376,7 @@ pub enum OpResult {
 /// atomically and isolated on every backend.
 ///
 /// ```
-/// use keyplane_core::{Compare, Txn, TxnOp};
+/// use keyplane_contract::{Compare, Txn, TxnOp};
 /// let txn = Txn::new()
 ///     .when([Compare::absent("locks/a")])
 ///     .and_then([TxnOp::put("locks/a", "me")])
@@ -407,7 +405,7 @@ impl Txn {
     /// order, repeats included.
     ///
     /// ```
-    /// use keyplane_core::{Compare, Txn, TxnOp};
+    /// use keyplane_contract::{Compare, Txn, TxnOp};
     /// let txn = Txn::new()
     ///     .when([Compare::absent("a")])
     ///     .and_then([TxnOp::delete_prefix("b/")])

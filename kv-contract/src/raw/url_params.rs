@@ -77,7 +77,7 @@ impl UrlSpec {
 /// order. Empty pairs (`a=1&&b=2`) are skipped; a name without `=` has an empty value.
 ///
 /// ```
-/// use keyplane_core::raw::url_query_pairs;
+/// use keyplane_contract::raw::url_query_pairs;
 /// let pairs = url_query_pairs("ca=/etc/my%20ca.pem&user=ad%40min").unwrap();
 /// assert_eq!(pairs[0], ("ca".to_owned(), "/etc/my ca.pem".to_owned()));
 /// assert_eq!(pairs[1].1, "ad@min");
@@ -153,12 +153,12 @@ pub fn percent_decode(text: &str) -> std::result::Result<String, String> {
 /// [`Config`](ErrorKind::Config) error naming the parameter, and nothing is applied.
 ///
 /// ```
-/// use keyplane_core::raw::{UrlSpec, apply_url_params, url_query_pairs};
+/// use keyplane_contract::raw::{UrlSpec, apply_url_params, url_query_pairs};
 /// # use std::time::Duration;
 /// #[derive(Default, serde::Serialize, serde::Deserialize)]
 /// struct Config {
 ///     retries: u32,
-///     #[serde(with = "keyplane_core::raw::duration_text")]
+///     #[serde(with = "keyplane_contract::raw::duration_text")]
 ///     connect_timeout: Duration,
 ///     roots: Vec<String>,
 ///     fast: bool,

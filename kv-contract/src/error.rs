@@ -49,7 +49,7 @@ pub enum ErrorKind {
     /// A watch's reader fell so far behind that the store stopped queueing batches for it
     /// (the store's documented buffer, such as `MemConfig::watch_buffer`), and the watch
     /// ended. Every batch before the error was delivered; resuming from the revision after
-    /// the last one read (which [`RetryLayer`](crate::layer::RetryLayer) does) loses
+    /// the last one read (which keyplane-core's `RetryLayer` does) loses
     /// nothing while the store retains that history. Retryable.
     Lagged,
     /// The caller could not be authenticated (wrong or missing credentials), or may not
@@ -60,7 +60,7 @@ pub enum ErrorKind {
     /// refused before anything was written.
     PermissionDenied,
     /// A write to a key or store that is read-only: an old layout's key
-    /// ([`Template::read_only`](crate::keyspace::Template::read_only)), or a store opened
+    /// (a read-only template of keyplane-core's keyspace), or a store opened
     /// read-only. It was refused before reaching the backend; nothing was written.
     ReadOnly,
     /// The backend cannot be reached or is overloaded; worth retrying.
@@ -216,7 +216,7 @@ impl Error {
     /// [`source`](std::error::Error::source).
     ///
     /// ```
-    /// use keyplane_core::{Error, ErrorKind};
+    /// use keyplane_contract::{Error, ErrorKind};
     /// #[derive(Debug, PartialEq)]
     /// struct Taken(&'static str);
     /// impl std::fmt::Display for Taken {
@@ -431,38 +431,5 @@ mod tests {
         assert_eq!(clone.chain(), err.chain());
         assert!(!Error::invalid_key("empty").is_retryable());
         assert_eq!(Error::compacted(7).compact_revision(), Some(7));
-    }
-
-    /// A condition (a key that breaks its template, a schema's own refusal) is the error's
-    /// message; a reporter that walks the causes must not show its text a second time.
-    #[test]
-    fn chain_shows_a_condition_once() {
-        use crate::keyspace::{KeyError, KeyErrorReason, SegmentError};
-        let key = KeyError::new(
-            "a/{id}",
-            "b/1",
-            0,
-            KeyErrorReason::Literal {
-                expected: "a".into(),
-                found: "b".into(),
-            },
-        );
-        let segment = SegmentError::new("x y", "a space is outside the charset");
-        for (err, text) in [
-            (Error::from(key.clone()), key.to_string()),
-            (Error::from(segment.clone()), segment.to_string()),
-        ] {
-            assert_eq!(err.chain().matches(&text).count(), 1, "{}", err.chain());
-            assert_eq!(err.message(), text);
-            let mut cause = std::error::Error::source(&err);
-            while let Some(c) = cause {
-                assert_ne!(c.to_string(), text, "a cause repeats the message");
-                cause = c.source();
-            }
-        }
-        // The condition is still there, typed.
-        let err = Error::from(key.clone());
-        let condition = err.condition().and_then(|c| c.downcast_ref::<KeyError>());
-        assert_eq!(condition, Some(&key));
     }
 }

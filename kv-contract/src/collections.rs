@@ -80,10 +80,8 @@ impl CollectionKind {
 /// the transaction writes nothing.
 ///
 /// ```
-/// use keyplane_core::{CollectionOp, Compare, Store, Txn, TxnOp};
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> keyplane_core::Result<()> {
-/// let store = keyplane_mem::MemStore::new();
+/// use keyplane_contract::{CollectionOp, Compare, Store, Txn, TxnOp};
+/// # async fn example(store: &dyn keyplane_contract::Store) -> keyplane_contract::Result<()> {
 /// // Claim a job only while no worker holds it: one winner however many race.
 /// let claim = |worker: &str| Txn::new()
 ///     .when([Compare::map_lacks(b"jobs/42", b"owner")])
@@ -306,8 +304,9 @@ impl CollectionOp {
         op_key!(self)
     }
 
-    /// The key of the collection the op works on, to change.
-    pub(crate) fn key_mut(&mut self) -> &mut Vec<u8> {
+    /// The key of the collection the op works on, to change (a layer that rewrites keys, as
+    /// a namespace does).
+    pub fn key_mut(&mut self) -> &mut Vec<u8> {
         op_key!(self)
     }
 
@@ -372,8 +371,9 @@ impl CollectionOp {
         }
     }
 
-    /// The prefix of [`other_prefix`](Self::other_prefix), to change.
-    pub(crate) fn other_prefix_mut(&mut self) -> Option<&mut Vec<u8>> {
+    /// The prefix of [`other_prefix`](Self::other_prefix), to change (a layer that rewrites
+    /// keys, as a namespace does).
+    pub fn other_prefix_mut(&mut self) -> Option<&mut Vec<u8>> {
         match self {
             CollectionOp::ListRotateGet { map_prefix, .. } => Some(map_prefix),
             _ => None,

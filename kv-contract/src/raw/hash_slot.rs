@@ -4,7 +4,7 @@
 /// after it when that text is not empty, otherwise `None` (the whole key is hashed).
 ///
 /// ```
-/// use keyplane_core::raw::redis_hash_tag;
+/// use keyplane_contract::raw::redis_hash_tag;
 /// assert_eq!(redis_hash_tag(b"nxc:map:{prod}:openai"), Some(&b"prod"[..]));
 /// assert_eq!(redis_hash_tag(b"a{}b{c}"), None);
 /// assert_eq!(redis_hash_tag(b"plain"), None);
@@ -20,7 +20,7 @@ pub fn redis_hash_tag(key: &[u8]) -> Option<&[u8]> {
 /// key when it has none.
 ///
 /// ```
-/// use keyplane_core::raw::redis_key_slot;
+/// use keyplane_contract::raw::redis_key_slot;
 /// assert_eq!(redis_key_slot(b"123456789"), 0x31C3 % 16384);
 /// assert_eq!(redis_key_slot(b"{user1000}.following"), redis_key_slot(b"{user1000}.followers"));
 /// ```

@@ -79,7 +79,7 @@ pub struct Capabilities {
     /// Largest value accepted, in bytes.
     pub max_value_bytes: usize,
     /// Longest key accepted, in bytes: [`MAX_KEY_LEN`](crate::raw::MAX_KEY_LEN) on every backend,
-    /// less under a [`Namespaced`](crate::layer::Namespaced) store (its prefix takes the rest).
+    /// less under a namespaced store (keyplane-core's `layer::Namespaced`) (its prefix takes the rest).
     pub max_key_bytes: usize,
     /// TTLs are rounded up to a multiple of this.
     pub ttl_granularity: Duration,
@@ -130,16 +130,16 @@ impl Capabilities {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # let caps = keyplane_core::Capabilities { ttl_granularity: Duration::from_secs(1),
+    /// # let caps = keyplane_contract::Capabilities { ttl_granularity: Duration::from_secs(1),
     /// #   ..kv_mem_like() };
-    /// # fn kv_mem_like() -> keyplane_core::Capabilities { keyplane_core::Capabilities {
+    /// # fn kv_mem_like() -> keyplane_contract::Capabilities { keyplane_contract::Capabilities {
     /// #   backend: "doc", max_txn_ops: 128, max_value_bytes: 1 << 20, max_key_bytes: 4096,
     /// #   ttl_granularity: Duration::from_millis(1),
-    /// #   history_retention: keyplane_core::Retention::Revisions(1000),
-    /// #   txn: keyplane_core::Support::Native, leases: keyplane_core::Support::Native,
-    /// #   watch: keyplane_core::Support::Native, collections: keyplane_core::Support::Native,
-    /// #   persistent: false, foreign_writes: keyplane_core::ForeignWrites::Immediate,
-    /// #   sharding: keyplane_core::Sharding::Unsharded } }
+    /// #   history_retention: keyplane_contract::Retention::Revisions(1000),
+    /// #   txn: keyplane_contract::Support::Native, leases: keyplane_contract::Support::Native,
+    /// #   watch: keyplane_contract::Support::Native, collections: keyplane_contract::Support::Native,
+    /// #   persistent: false, foreign_writes: keyplane_contract::ForeignWrites::Immediate,
+    /// #   sharding: keyplane_contract::Sharding::Unsharded } }
     /// assert_eq!(caps.round_ttl(Duration::from_millis(1500)).unwrap(), Duration::from_secs(2));
     /// ```
     pub fn round_ttl(&self, ttl: Duration) -> Result<Duration> {

@@ -50,9 +50,9 @@ fn validate_key_bytes(key: &[u8]) -> Result<()> {
 /// key exists (the prefix is empty or all `0xFF`): then the range is unbounded above.
 ///
 /// ```
-/// assert_eq!(keyplane_core::raw::prefix_end(b"a/"), Some(b"a0".to_vec()));
-/// assert_eq!(keyplane_core::raw::prefix_end(b"a\xff"), Some(b"b".to_vec()));
-/// assert_eq!(keyplane_core::raw::prefix_end(b"\xff\xff"), None);
+/// assert_eq!(keyplane_contract::raw::prefix_end(b"a/"), Some(b"a0".to_vec()));
+/// assert_eq!(keyplane_contract::raw::prefix_end(b"a\xff"), Some(b"b".to_vec()));
+/// assert_eq!(keyplane_contract::raw::prefix_end(b"\xff\xff"), None);
 /// ```
 pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();

@@ -71,10 +71,8 @@ impl WatchOptions {
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use keyplane_core::{PutOptions, RangeOptions, Store, WatchOptions, WatchPosition};
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> keyplane_core::Result<()> {
-    /// let store = keyplane_mem::MemStore::new();
+    /// use keyplane_contract::{PutOptions, RangeOptions, Store, WatchOptions, WatchPosition};
+    /// # async fn example(store: &dyn keyplane_contract::Store) -> keyplane_contract::Result<()> {
     /// store.put(b"cfg/a", b"1", PutOptions::default()).await?;
     /// let listed = store.range(RangeOptions::prefix("cfg/")).await?;
     /// let mut position = WatchPosition::after_range(&listed);
@@ -139,10 +137,8 @@ impl WatchOptions {
     ///
     /// ```
     /// use futures::StreamExt;
-    /// use keyplane_core::{PutOptions, Store, WatchOptions};
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> keyplane_core::Result<()> {
-    /// let store = keyplane_mem::MemStore::new();
+    /// use keyplane_contract::{PutOptions, Store, WatchOptions};
+    /// # async fn example(store: &dyn keyplane_contract::Store) -> keyplane_contract::Result<()> {
     /// let first = store.put(b"cfg/a", b"1", PutOptions::default()).await?.revision;
     /// store.put(b"other/b", b"2", PutOptions::default()).await?;
     /// let opts = WatchOptions::prefix("cfg/").from_revision(first).with_progress();

@@ -269,7 +269,7 @@ fn unexpected(op: &str, got: Option<OpResult>) -> Error {
 type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 /// An `Arc` of a store is the store: `Arc<dyn Store>` and `Arc<MemStore>` can be wrapped in
-/// [layers](crate::layer) and passed wherever a `Store` is expected. Each method hands back
+/// layers (keyplane-core's `layer`) and passed wherever a `Store` is expected. Each method hands back
 /// the inner store's own future (no second allocation per call).
 impl<S: Store + ?Sized> Store for Arc<S> {
     fn capabilities(&self) -> &Capabilities {

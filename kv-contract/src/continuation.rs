@@ -67,6 +67,13 @@ impl Continuation {
         &self.key
     }
 
+    /// The same continuation from `key` instead (its revision and group revisions kept): for
+    /// a layer that rewrites keys, as a namespace does.
+    pub fn with_start_key(mut self, key: Vec<u8>) -> Self {
+        self.key = key;
+        self
+    }
+
     /// The revision the next page is read at, when pinned.
     pub fn revision(&self) -> Option<i64> {
         self.revision
