@@ -3,9 +3,9 @@
 //! hand-written match.
 
 use super::codec::{BuildCodec, Codec, CodecContext};
-use super::facade::ValueOf;
 use super::key::PlainKey;
 use super::keyspace::Keyspace;
+use super::typed::ValueOf;
 use crate::error::Result;
 use std::fmt;
 

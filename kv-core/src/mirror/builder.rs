@@ -3,7 +3,7 @@
 use super::typer::{Indexer, Typer};
 use crate::entry::Entry;
 use crate::error::Result;
-use crate::keyspace::facade::{common_root, parse_keyspace};
+use crate::keyspace::typed::{common_root, parse_keyspace};
 use crate::keyspace::{Bytes, Keyspace, ListPrefix, TypedStore, ValueOf, Versioned};
 use crate::store::Store;
 use std::fmt;
@@ -52,10 +52,10 @@ impl TypedStore {
     where
         ValueOf<P::Key>: Clone,
     {
-        let range = crate::keyspace::facade::prefix_bytes(prefix)?;
+        let range = crate::keyspace::typed::prefix_bytes(prefix)?;
         let codec = Arc::new(self.codec::<P::Key>()?);
         let typer = Typer {
-            parse: Arc::new(crate::keyspace::facade::parse_key::<P::Key>),
+            parse: Arc::new(crate::keyspace::typed::parse_key::<P::Key>),
             decode: Arc::new(move |_: &P::Key, entry: &Entry| Versioned::decode(&*codec, entry)),
         };
         Ok(MirrorBuilder::new(Arc::clone(self.store()), range, typer))
