@@ -53,7 +53,7 @@ mod segment;
 #[cfg(feature = "proptest")]
 mod strategies;
 mod template;
-pub(crate) mod typed;
+mod typed;
 mod values;
 
 #[cfg(feature = "proptest")]
@@ -72,7 +72,7 @@ pub use codec::{
     reencrypt_prefix,
 };
 pub use info::{FieldInfo, TemplateInfo};
-pub use key::{Key, ListKey, ListPrefix, MapKey, PlainKey, Prefix, SetKey, decode_field};
+pub use key::{Key, ListKey, ListPrefix, MapKey, PlainKey, Prefix, SetKey, ValueOf, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyplane_derive::{Key, Keyspace, Prefix};
 pub use keyspace::{Keyspace, NamingRule, NoMatch};
@@ -91,6 +91,6 @@ pub use template::{Part, Template, TemplateError, TemplateKind, TemplateSegment}
 pub use typed::{
     CollectionRead, ItemMaps, ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage,
     Skipped, TxnOutcome, TxnRead, TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch,
-    ValueOf, Versioned,
+    Versioned,
 };
 pub use values::{KeyspaceValues, decode_plain};

@@ -3,9 +3,8 @@
 //! hand-written match.
 
 use super::codec::{BuildCodec, Codec, CodecContext};
-use super::key::PlainKey;
+use super::key::{PlainKey, ValueOf};
 use super::keyspace::Keyspace;
-use super::typed::ValueOf;
 use crate::error::Result;
 use std::fmt;
 

@@ -2,6 +2,7 @@
 
 mod collections;
 mod list;
+mod mirror;
 mod single;
 mod txn;
 mod txn_collections;
@@ -14,10 +15,9 @@ pub use list::{ListOptions, Page, Skipped};
 pub use txn::{TxnOutcome, TxnRead, TypedTxn};
 pub use txn_reads::CollectionRead;
 pub use watch::{TypedBatch, TypedEvent, TypedWatch};
-pub(crate) use watch::{common_root, parse_keyspace};
 
 use super::codec::{BuildCodec, Codec, CodecContext};
-use super::key::{Key, Prefix};
+use super::key::{Key, Prefix, ValueOf};
 use super::template::Template;
 use crate::entry::Entry;
 use crate::error::{Error, Result};
@@ -26,9 +26,6 @@ use crate::raw::escape_bytes;
 use crate::store::Store;
 use std::fmt;
 use std::sync::Arc;
-
-/// The value type stored under keys of type `K`: the `Value` of its codec.
-pub type ValueOf<K> = <<K as Key>::Value as Codec>::Value;
 
 /// Typed access to a [`Store`]: keys are [`Key`] values, values are decoded by the key's
 /// codec, errors are [`Error`]s (`InvalidKey` for keys, `Codec` for values).
@@ -165,7 +162,7 @@ impl<V> Versioned<V> {
     ///
     /// # Errors
     /// [`ErrorKind::Codec`](crate::ErrorKind::Codec), with the key as context.
-    pub(crate) fn decode<C: Codec<Value = V>>(codec: &C, entry: &Entry) -> Result<Self> {
+    fn decode<C: Codec<Value = V>>(codec: &C, entry: &Entry) -> Result<Self> {
         Ok(Versioned {
             value: decode_value(codec, entry)?,
             create_revision: entry.create_revision,
@@ -177,7 +174,7 @@ impl<V> Versioned<V> {
 }
 
 /// The bytes of a typed key.
-pub(crate) fn key_bytes<K: Key>(key: &K) -> Vec<u8> {
+fn key_bytes<K: Key>(key: &K) -> Vec<u8> {
     key.encode().into_bytes()
 }
 
@@ -186,7 +183,7 @@ pub(crate) fn key_bytes<K: Key>(key: &K) -> Vec<u8> {
 ///
 /// # Errors
 /// `ReadOnly` for a key of a read-only template (an old layout's, [`Template::read_only`]).
-pub(crate) fn writable_key<K: Key>(key: &K) -> Result<Vec<u8>> {
+fn writable_key<K: Key>(key: &K) -> Result<Vec<u8>> {
     let bytes = key_bytes(key);
     writable(K::template(), &bytes)?;
     Ok(bytes)
@@ -196,7 +193,7 @@ pub(crate) fn writable_key<K: Key>(key: &K) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// `ReadOnly` naming the key and its template.
-pub(crate) fn writable(template: &Template, key: &[u8]) -> Result<()> {
+fn writable(template: &Template, key: &[u8]) -> Result<()> {
     if template.is_read_only() {
         let what = if template.kind() == crate::keyspace::TemplateKind::Prefix {
             "the directory belongs to a read-only template"
@@ -219,7 +216,7 @@ pub(crate) fn writable(template: &Template, key: &[u8]) -> Result<()> {
 ///
 /// # Errors
 /// `InvalidKey` naming the prefix.
-pub(crate) fn prefix_bytes<P: Prefix>(prefix: &P) -> Result<Vec<u8>> {
+fn prefix_bytes<P: Prefix>(prefix: &P) -> Result<Vec<u8>> {
     let encoded = prefix.encode();
     let sep = P::template().separator().as_char();
     if encoded.len() < 2 || !encoded.ends_with(sep) {
@@ -236,7 +233,7 @@ pub(crate) fn prefix_bytes<P: Prefix>(prefix: &P) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// `InvalidKey` for bytes that are not UTF-8 or not a key of `K`'s template.
-pub(crate) fn parse_key<K: Key>(raw: &[u8]) -> Result<K> {
+fn parse_key<K: Key>(raw: &[u8]) -> Result<K> {
     let text = std::str::from_utf8(raw).map_err(|e| {
         Error::invalid_key("the key is not UTF-8")
             .with_context("key", escape_bytes(raw))
@@ -248,7 +245,7 @@ pub(crate) fn parse_key<K: Key>(raw: &[u8]) -> Result<K> {
 
 /// Encodes a value, naming the key in the error.
 /// `InvalidValue` when `value` disagrees with `key` ([`Key::check_value`]).
-pub(crate) fn agreeing<K: Key>(key: &K, value: &ValueOf<K>) -> Result<()> {
+fn agreeing<K: Key>(key: &K, value: &ValueOf<K>) -> Result<()> {
     key.check_value(value).map_err(|why| {
         crate::Error::new(
             crate::ErrorKind::InvalidValue,
@@ -258,14 +255,14 @@ pub(crate) fn agreeing<K: Key>(key: &K, value: &ValueOf<K>) -> Result<()> {
     })
 }
 
-pub(crate) fn encode_value<C: Codec>(codec: &C, key: &[u8], value: &C::Value) -> Result<Vec<u8>> {
+fn encode_value<C: Codec>(codec: &C, key: &[u8], value: &C::Value) -> Result<Vec<u8>> {
     codec
         .encode_for(key, value)
         .map_err(|e| e.with_context("key", escape_bytes(key)))
 }
 
 /// Decodes an entry's value, naming the key in the error.
-pub(crate) fn decode_value<C: Codec>(codec: &C, entry: &Entry) -> Result<C::Value> {
+fn decode_value<C: Codec>(codec: &C, entry: &Entry) -> Result<C::Value> {
     codec
         .decode_for(&entry.key, &entry.value)
         .map_err(|e| e.with_context("key", escape_bytes(&entry.key)))

@@ -266,7 +266,7 @@ impl TypedStore {
     }
 }
 
-pub(crate) fn parse_keyspace<S: Keyspace>(raw: &[u8]) -> Result<S> {
+pub(super) fn parse_keyspace<S: Keyspace>(raw: &[u8]) -> Result<S> {
     let text = std::str::from_utf8(raw).map_err(|e| {
         Error::invalid_key("the key is not UTF-8")
             .with_context("key", crate::raw::escape_bytes(raw))
@@ -276,7 +276,7 @@ pub(crate) fn parse_keyspace<S: Keyspace>(raw: &[u8]) -> Result<S> {
 }
 
 /// The longest prefix shared by every key of `templates`: their leading literal segments.
-pub(crate) fn common_root(templates: &[&Template]) -> Vec<u8> {
+pub(super) fn common_root(templates: &[&Template]) -> Vec<u8> {
     let roots: Vec<String> = templates.iter().map(|t| literal_root(t)).collect();
     let Some(first) = roots.first() else {
         return Vec::new();

@@ -40,17 +40,17 @@ impl<F: Codec, V: Codec> MapHandle<F, V> {
 
     /// `ReadOnly` when the key's template is read-only (an old layout's): writes are
     /// refused before reaching the store.
-    pub(crate) fn writable(&self) -> Result<()> {
+    pub(in crate::keyspace::typed) fn writable(&self) -> Result<()> {
         self.at.writable()
     }
 
     /// The field codec.
-    pub(crate) fn field_codec(&self) -> &F {
+    pub(in crate::keyspace::typed) fn field_codec(&self) -> &F {
         &self.fields
     }
 
     /// The value codec, or why it could not be built.
-    pub(crate) fn value_codec(&self) -> Result<&V> {
+    pub(in crate::keyspace::typed) fn value_codec(&self) -> Result<&V> {
         self.values.as_ref().map_err(Error::clone)
     }
 

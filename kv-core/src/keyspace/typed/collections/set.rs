@@ -55,12 +55,12 @@ impl<C: Codec> SetHandle<C> {
 
     /// `ReadOnly` when the key's template is read-only (an old layout's): writes are
     /// refused before reaching the store.
-    pub(crate) fn writable(&self) -> Result<()> {
+    pub(in crate::keyspace::typed) fn writable(&self) -> Result<()> {
         self.at.writable()
     }
 
     /// The member codec, or why it could not be built.
-    pub(crate) fn codec(&self) -> Result<&C> {
+    pub(in crate::keyspace::typed) fn codec(&self) -> Result<&C> {
         self.codec.as_ref().map_err(Error::clone)
     }
 
