@@ -1,8 +1,7 @@
 //! [`TemplateInfo`] and [`FieldInfo`]: what the schema checker and `kvctl schema` know of a
 //! template and its variables.
 
-use super::segment::{Segment, SegmentError, Separator};
-use super::segment_spec::SegmentSpec;
+use super::segment::{Segment, SegmentError, SegmentSpec, Separator};
 use super::template::Template;
 use std::fmt;
 

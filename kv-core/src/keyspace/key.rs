@@ -286,6 +286,9 @@ pub trait MapKey: Key {}
 /// [`TypedStore::list_at`](crate::keyspace::TypedStore::list_at).
 pub trait ListKey: Key {}
 
+/// The value type stored under keys of type `K`: the `Value` of its codec.
+pub type ValueOf<K> = <<K as Key>::Value as super::codec::Codec>::Value;
+
 // Here rather than beside `TemplateInfo`, so that the description of templates does not
 // depend on the `Key` trait that uses it.
 impl TemplateInfo {

@@ -130,7 +130,7 @@ impl From<NoMatch> for crate::Error {
 /// The rule literal segments of a schema follow: a character class such as `[a-z0-9_-]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamingRule {
-    charset: super::charset::Charset,
+    charset: super::segment::Charset,
 }
 
 impl NamingRule {
@@ -141,7 +141,7 @@ impl NamingRule {
     /// A message when `class` is not a valid character class.
     pub fn charset(class: &str) -> Result<Self, String> {
         Ok(NamingRule {
-            charset: super::charset::Charset::parse(class)?,
+            charset: super::segment::Charset::parse(class)?,
         })
     }
 

@@ -41,87 +41,56 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod charset;
-mod checker;
-mod checker_match;
+mod check;
 mod codec;
-mod codec_json;
-mod codec_plain;
-mod codec_segment;
-#[cfg(feature = "encryption")]
-mod encrypted;
-mod escape;
-pub(crate) mod facade;
 mod info;
-#[cfg(feature = "proptest")]
-mod invariants;
-#[cfg(feature = "proptest")]
-mod invariants_keyspace;
 mod key;
 mod key_error;
 #[allow(clippy::module_inception)]
 mod keyspace;
 mod schema;
 mod segment;
-mod segment_hostport;
-mod segment_int;
-mod segment_padded;
-mod segment_spec;
-mod segment_spec_check;
-mod segment_uuid;
 #[cfg(feature = "proptest")]
-mod strategy;
+mod strategies;
 mod template;
-mod template_match;
-mod template_parse;
-mod template_segment;
-mod text;
-mod value_info;
+mod typed;
 mod values;
 
-pub use charset::Charset;
-pub use checker::{Finding, FindingKind, check, check_keyspace};
-pub use codec::{BuildCodec, Codec, CodecContext};
-pub use codec_json::Json;
-pub use codec_plain::{Bytes, Empty, Text};
-pub use codec_segment::SegmentCodec;
+#[cfg(feature = "proptest")]
+pub use check::{
+    DEFAULT_CASES, assert_key_invariants, assert_keyspace_invariants, assert_prefix_invariants,
+    assert_segment_invariants, verify_key, verify_key_order, verify_keyspace, verify_prefix,
+    verify_segment, verify_segment_order,
+};
+pub use check::{Finding, FindingKind, check, check_keyspace};
+pub use codec::{
+    BuildCodec, Bytes, Codec, CodecContext, Empty, Json, SegmentCodec, Text, ValueFormat, ValueInfo,
+};
 #[cfg(feature = "encryption")]
-pub use encrypted::{
+pub use codec::{
     ENVELOPE_VERSION, Encrypted, EncryptionKey, Keyring, ReencryptReport, UNBOUND_ENVELOPE_VERSION,
     reencrypt_prefix,
 };
-pub use escape::{escape_into, path_escape, should_escape, unescape_strict};
-pub use facade::{
-    CollectionRead, ItemMaps, ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage,
-    Skipped, TxnOutcome, TxnRead, TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch,
-    ValueOf, Versioned,
-};
 pub use info::{FieldInfo, TemplateInfo};
-#[cfg(feature = "proptest")]
-pub use invariants::{
-    DEFAULT_CASES, assert_key_invariants, assert_segment_invariants, verify_key, verify_key_order,
-    verify_segment, verify_segment_order,
-};
-#[cfg(feature = "proptest")]
-pub use invariants_keyspace::{
-    assert_keyspace_invariants, assert_prefix_invariants, verify_keyspace, verify_prefix,
-};
-pub use key::{Key, ListKey, ListPrefix, MapKey, PlainKey, Prefix, SetKey, decode_field};
+pub use key::{Key, ListKey, ListPrefix, MapKey, PlainKey, Prefix, SetKey, ValueOf, decode_field};
 pub use key_error::{KeyError, KeyErrorReason};
 pub use keyplane_derive::{Key, Keyspace, Prefix};
 pub use keyspace::{Keyspace, NamingRule, NoMatch};
 pub use schema::{ParsedKey, Schema};
-pub use segment::{EncodeSegment, Segment, SegmentError, Separator, check_not_reserved};
-pub use segment_hostport::{Host, HostPort};
-pub use segment_padded::{Padded, PaddedInt};
-pub use segment_spec::SegmentSpec;
+pub use segment::{
+    Charset, EncodeSegment, Host, HostPort, Padded, PaddedInt, Segment, SegmentError, SegmentSpec,
+    Separator, TextPolicy, TextRule, TextSegment, check_not_reserved, escape_into, path_escape,
+    should_escape, unescape_strict,
+};
 #[cfg(feature = "proptest")]
-pub use strategy::{
+pub use strategies::{
     ADVERSARIAL_PIECES, KeyStrategy, KeyspaceStrategy, PrefixStrategy, SegmentStrategy, mutations,
     segment,
 };
-pub use template::{Template, TemplateError, TemplateKind};
-pub use template_segment::{Part, TemplateSegment};
-pub use text::{TextPolicy, TextRule, TextSegment};
-pub use value_info::{ValueFormat, ValueInfo};
+pub use template::{Part, Template, TemplateError, TemplateKind, TemplateSegment};
+pub use typed::{
+    CollectionRead, ItemMaps, ListHandle, ListOptions, MapHandle, Page, SetHandle, SetPage,
+    Skipped, TxnOutcome, TxnRead, TypedBatch, TypedEvent, TypedStore, TypedTxn, TypedWatch,
+    Versioned,
+};
 pub use values::{KeyspaceValues, decode_plain};

@@ -6,11 +6,11 @@
 //! templates with their segment rules ([`FieldInfo`](super::FieldInfo)) and what each value
 //! is ([`ValueInfo`](super::ValueInfo)), and a parser of raw keys.
 
-use super::checker::{Finding, FindingKind, check};
+use super::check::{Finding, FindingKind, check};
 use super::info::TemplateInfo;
 use super::key_error::{KeyError, KeyErrorReason};
 use super::keyspace::{Keyspace, NoMatch};
-use super::template_segment::Part;
+use super::template::Part;
 use std::fmt;
 
 /// A raw key parsed by one schema: the template it matched and its fields.

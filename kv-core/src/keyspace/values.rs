@@ -3,8 +3,7 @@
 //! hand-written match.
 
 use super::codec::{BuildCodec, Codec, CodecContext};
-use super::facade::ValueOf;
-use super::key::PlainKey;
+use super::key::{PlainKey, ValueOf};
 use super::keyspace::Keyspace;
 use crate::Result;
 use std::fmt;

@@ -4,8 +4,7 @@ use super::typer::{Indexer, Typer};
 use crate::Entry;
 use crate::Result;
 use crate::Store;
-use crate::keyspace::facade::{common_root, parse_keyspace};
-use crate::keyspace::{Bytes, Keyspace, ListPrefix, TypedStore, ValueOf, Versioned};
+use crate::keyspace::Versioned;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,51 +38,29 @@ impl<K, V> fmt::Debug for MirrorBuilder<K, V> {
     }
 }
 
-impl TypedStore {
-    /// A mirror of the directory `prefix`, typed as its key type.
-    ///
-    /// # Errors
-    /// `InvalidKey` for a prefix that does not end with its separator; `Config` when the
-    /// key's codec needs state this typed store was not given.
-    pub fn mirror<P: ListPrefix>(
-        &self,
-        prefix: &P,
-    ) -> Result<MirrorBuilder<P::Key, ValueOf<P::Key>>>
-    where
-        ValueOf<P::Key>: Clone,
-    {
-        let range = crate::keyspace::facade::prefix_bytes(prefix)?;
-        let codec = Arc::new(self.codec::<P::Key>()?);
-        let typer = Typer {
-            parse: Arc::new(crate::keyspace::facade::parse_key::<P::Key>),
-            decode: Arc::new(move |_: &P::Key, entry: &Entry| Versioned::decode(&*codec, entry)),
-        };
-        Ok(MirrorBuilder::new(Arc::clone(self.store()), range, typer))
-    }
-
-    /// A mirror of every key of a keyspace (the longest literal prefix its templates share),
-    /// parsed into the keyspace's enum; values stay bytes, as in
-    /// [`watch_keyspace`](TypedStore::watch_keyspace).
-    pub fn mirror_keyspace<S: Keyspace + Clone>(&self) -> MirrorBuilder<S, Vec<u8>> {
-        let templates: Vec<_> = S::templates().iter().map(|t| t.template).collect();
-        let typer = Typer {
-            parse: Arc::new(parse_keyspace::<S>),
-            decode: Arc::new(|_: &S, entry: &Entry| Versioned::decode(&Bytes, entry)),
-        };
-        MirrorBuilder::new(Arc::clone(self.store()), common_root(&templates), typer)
-    }
-}
-
 impl<K, V> MirrorBuilder<K, V>
 where
     K: Clone + Send + Sync + 'static,
     V: Clone + Send + Sync + 'static,
 {
-    pub(super) fn new(store: Arc<dyn Store>, range: Vec<u8>, typer: Typer<K, V>) -> Self {
+    /// A mirror of `range` of `store` (every key starting with it), each entry typed by
+    /// `parse` (its raw key) and `decode` (its parsed key and the entry): the mirror's one
+    /// constructor, which [`TypedStore::mirror`](crate::keyspace::TypedStore::mirror) and
+    /// [`mirror_keyspace`](crate::keyspace::TypedStore::mirror_keyspace) call with the
+    /// typed store's parser and codec.
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        range: Vec<u8>,
+        parse: impl Fn(&[u8]) -> Result<K> + Send + Sync + 'static,
+        decode: impl Fn(&K, &Entry) -> Result<Versioned<V>> + Send + Sync + 'static,
+    ) -> Self {
         MirrorBuilder {
             store,
             range,
-            typer,
+            typer: Typer {
+                parse: Arc::new(parse),
+                decode: Arc::new(decode),
+            },
             indexers: Vec::new(),
             resync_every: None,
             heartbeat: Some(Duration::from_secs(5)),
