@@ -10,13 +10,13 @@ use keyplane_tests::harness::key_root;
 use std::process::Stdio;
 use std::time::Duration;
 
-/// The ID of `lease ID granted with TTL ...`.
+/// The ID of `lease ID granted with TTL(...)`.
 fn granted_id(line: &str) -> String {
     let rest = line
         .strip_prefix("lease ")
         .unwrap_or_else(|| panic!("not a grant: {line}"));
     let (id, tail) = rest.split_once(' ').expect("an ID");
-    assert!(tail.starts_with("granted with TTL "), "{line}");
+    assert!(tail.starts_with("granted with TTL("), "{line}");
     id.to_owned()
 }
 
@@ -28,7 +28,7 @@ fn leases(url: &str, shared: bool) {
     let key = format!("{root}held");
     let granted = ok(url, &["lease", "grant", "30"]);
     let id = granted_id(granted.trim());
-    assert_eq!(granted.trim(), format!("lease {id} granted with TTL 30s"));
+    assert_eq!(granted.trim(), format!("lease {id} granted with TTL(30s)"));
     let doc = json(url, &["lease", "grant", "1m"]);
     assert_eq!(doc["ttl"], 60);
     assert!(doc["id"].as_str().is_some_and(|s| !s.is_empty()), "{doc}");
@@ -48,16 +48,17 @@ fn leases(url: &str, shared: bool) {
     assert_eq!(ttl["keys"], serde_json::json!([key]));
     let line = ok(url, &["lease", "ttl", &id, "--keys"]);
     assert!(
-        line.starts_with(&format!("lease {id} granted with TTL 30s, remaining ")),
+        line.starts_with(&format!("lease {id} granted with TTL(30s), remaining(")),
         "{line}"
     );
     assert!(
-        line.trim_end().ends_with(&format!("attached keys [{key}]")),
+        line.trim_end()
+            .ends_with(&format!("attached keys([{key}])")),
         "{line}"
     );
     assert_eq!(
         ok(url, &["lease", "keep-alive", "--once", &id]).trim(),
-        format!("lease {id} keepalived with TTL 30s")
+        format!("lease {id} keepalived with TTL(30)")
     );
 
     if shared {
@@ -143,11 +144,11 @@ fn keep_alive_until_revoked(url: &str) {
     let mut keeper = Background::start(url, &["lease", "keep-alive", &short]);
     assert_eq!(
         keeper.next(),
-        format!("lease {short} keepalived with TTL 3s")
+        format!("lease {short} keepalived with TTL(3)")
     );
     assert_eq!(
         keeper.next(),
-        format!("lease {short} keepalived with TTL 3s")
+        format!("lease {short} keepalived with TTL(3)")
     );
     assert_eq!(
         ok(url, &["lease", "revoke", &short]).trim(),

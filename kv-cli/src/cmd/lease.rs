@@ -162,7 +162,7 @@ async fn grant(ctx: &Ctx, store: &dyn Store, ttl: Duration) -> CliResult<()> {
             "ttl": ttl_json(grant.ttl),
         })),
         Format::Table => outln!(
-            "lease {} granted with TTL {}",
+            "lease {} granted with TTL({})",
             grant.id,
             ttl_text(grant.ttl)
         ),
@@ -192,7 +192,8 @@ async fn keep_alive(ctx: &Ctx, store: &dyn Store, id: LeaseId, once: bool) -> Cl
         first = false;
         match ctx.format {
             Format::Json => println_json(&json!({ "id": id.to_string(), "ttl": ttl_json(ttl) })),
-            Format::Table => outln!("lease {id} keepalived with TTL {}", ttl_text(ttl)),
+            // etcdctl's form: whole seconds without a unit.
+            Format::Table => outln!("lease {id} keepalived with TTL({})", keepalive_ttl(ttl)),
         }
         if once {
             return Ok(());
@@ -238,17 +239,28 @@ async fn time_to_live(ctx: &Ctx, store: &dyn Store, id: LeaseId, keys: bool) -> 
         }
         Format::Table => {
             let mut line = format!(
-                "lease {id} granted with TTL {}, remaining {}",
+                "lease {id} granted with TTL({}), remaining({})",
                 ttl_text(info.granted_ttl),
                 ttl_text(remaining)
             );
             if keys {
-                line.push_str(&format!(", attached keys [{}]", attached.join(", ")));
+                line.push_str(&format!(", attached keys([{}])", attached.join(" ")));
             }
             outln!("{line}");
         }
     }
     Ok(())
+}
+
+/// A renewed lease's TTL as `etcdctl lease keep-alive` prints it: whole seconds without a
+/// unit (`30`); a TTL with a fraction of a second (Redis and sled keep milliseconds) with its
+/// unit, as the other commands print it.
+fn keepalive_ttl(ttl: Duration) -> String {
+    if ttl.subsec_nanos() == 0 {
+        ttl.as_secs().to_string()
+    } else {
+        ttl_text(ttl)
+    }
 }
 
 #[cfg(test)]
