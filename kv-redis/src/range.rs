@@ -7,9 +7,9 @@ pub(crate) mod span;
 
 use crate::core::decode::{array, byte_list, corrupted, entry, int, opt_bytes};
 use crate::core::history::Log;
-use crate::core::reconcile::{Mode, reconcile_keys};
 use crate::core::{Core, LogStart};
 use crate::error::map_error;
+use crate::reconcile::{Mode, reconcile_keys};
 use keyplane_core::raw::emulation::{Touched, merge_page, rewind, rewind_with_collections};
 use keyplane_core::{
     CollectionEntry, CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,

@@ -19,7 +19,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
     // collection that other programs wrote under the prefix joins them.
     for op in txn.success.iter().chain(&txn.failure) {
         if let TxnOp::DeletePrefix { prefix } = op {
-            crate::core::reconcile::adopt_prefix(core, prefix).await?;
+            crate::reconcile::adopt_prefix(core, prefix).await?;
         }
     }
     let mut args = Cmd::new();
