@@ -1,7 +1,7 @@
 //! Least privilege: the Redis commands and key patterns an ACL user needs for the store.
 
 use crate::config::RedisConfig;
-use crate::core::reconcile::glob_prefix;
+use crate::reconcile::glob_prefix;
 
 /// Every command a [`RedisStore`](crate::RedisStore) sends, outside its scripts and inside
 /// them (Redis checks a script's commands against the caller's ACL too): an ACL user needs

@@ -2,12 +2,13 @@
 //! configuration, the capabilities, the scripts, the internal prefix), and the request
 //! helpers of the op files: running a script, naming internal keys, rejecting reserved keys,
 //! reading where the event log stands and the revision counter, and the lex bounds of a
-//! prefix. Under it: [`reconcile`], the adoption of keys another program wrote, which reads
-//! and writes both run before acting on them; [`decode`], the decoding of script replies and
-//! log entries; [`history`], the event log as reads at a past revision rewind through it;
-//! [`scripts`], the Lua scripts; [`link`], how a script run reaches the server; [`commit`]
-//! and [`reads`], the group commit and the grouped reads, both built on [`group`]; [`hub`],
-//! the one follower of the event log's tail that every watch shares.
+//! prefix. Under it: [`decode`], the decoding of script replies and log entries;
+//! [`history`], the event log as reads at a past revision rewind through it; [`scripts`], the
+//! Lua scripts; [`link`], how a script run reaches the server; [`commit`] and [`reads`], the
+//! group commit and the grouped reads, both built on [`group`]; [`hub`], the one follower of
+//! the event log's tail that every watch shares. Reconciling, which reads and writes run
+//! before acting on keys another program touched, is a room of its own
+//! (`crate::reconcile`).
 
 pub(crate) mod cluster;
 pub(crate) mod commit;
@@ -18,7 +19,6 @@ pub(crate) mod hub;
 pub(crate) mod link;
 pub(crate) mod marks;
 pub(crate) mod reads;
-pub(crate) mod reconcile;
 pub(crate) mod route;
 pub(crate) mod scripts;
 
@@ -304,16 +304,6 @@ impl Core {
         let mut key = self.prefix.clone();
         key.extend_from_slice(name.as_bytes());
         key
-    }
-
-    /// Whether a reconciler root covers `key` (never one under the internal prefix).
-    pub(crate) fn in_roots(&self, key: &[u8]) -> bool {
-        !key.starts_with(self.config.internal_prefix.as_bytes())
-            && self
-                .config
-                .reconcile_roots
-                .iter()
-                .any(|root| key.starts_with(root.as_bytes()))
     }
 
     /// Rejects user keys under the internal prefix.

@@ -9,18 +9,18 @@ mod error;
 mod lease;
 mod open;
 mod range;
-mod reconciler;
+mod reconcile;
 mod status;
 mod store;
 mod txn;
 mod watch;
 
-pub use crate::core::reconcile::ReconcileReport;
 pub use access::{
     CLUSTER_COMMANDS, MASTER_COMMANDS, RECONCILER_COMMANDS, REQUIRED_COMMANDS, SENTINEL_COMMANDS,
 };
 pub use config::RedisConfig;
 pub use open::RedisStore;
+pub use reconcile::ReconcileReport;
 
 /// The Lua function library the store loads into Redis 7 (see [`RedisConfig::functions`]):
 /// `#!lua name=keyplane_<version>` and its functions, for an administrator to load once

@@ -4,8 +4,8 @@
 use crate::config::RedisConfig;
 use crate::core::Core;
 use crate::core::cluster::Groups;
-use crate::core::reconcile::ReconcileReport;
-use crate::core::route::{Router, on_cluster};
+use crate::core::route::Router;
+use crate::reconcile::ReconcileReport;
 use keyplane_contract::raw::escape_bytes;
 use keyplane_contract::{Error, ErrorKind, Result};
 use std::sync::Arc;
@@ -42,8 +42,7 @@ impl RedisStore {
         let cluster = core.config.is_cluster();
         let sweeper = (!cluster).then(|| sweep(&core));
         let id = format!("{:016x}", rand_id());
-        let reconciler = (!core.config.reconcile_roots.is_empty())
-            .then(|| tokio::spawn(crate::reconciler::run(Arc::downgrade(&core), id.clone())));
+        let reconciler = crate::reconcile::start(&core, &id);
         Ok(RedisStore {
             router: Router {
                 groups: cluster.then(|| Arc::new(Groups::new(Arc::clone(&core)))),
@@ -74,10 +73,8 @@ impl RedisStore {
     /// `InvalidKey` for a prefix under the internal prefix; backend errors (what was
     /// reconciled before the error stays reconciled).
     pub async fn reconcile(&self, prefix: &[u8]) -> Result<ReconcileReport> {
-        if self.router.core.config.is_cluster() {
-            return Err(on_cluster("reconcile"));
-        }
-        crate::core::reconcile::reconcile(&self.router.core, prefix).await
+        // The reconciler, this method's body included, lives in `crate::reconcile`.
+        crate::reconcile::reconcile(&self.router.core, prefix).await
     }
 
     /// Opens the store of `url` (`redis://host:port/db`, `rediss://...`,
@@ -150,7 +147,7 @@ impl Drop for RedisStore {
         if let Some(reconciler) = self.reconciler.take() {
             reconciler.abort();
             // Hands the leader key over at once rather than after it expires.
-            crate::reconciler::resign(&self.router.core, &self.id);
+            crate::reconcile::resign(&self.router.core, &self.id);
         }
     }
 }

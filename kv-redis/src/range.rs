@@ -7,9 +7,9 @@ pub(crate) mod span;
 
 use crate::core::decode::{array, byte_list, corrupted, entry, int, opt_bytes};
 use crate::core::history::Log;
-use crate::core::reconcile::{Mode, reconcile_keys};
 use crate::core::{Core, LogStart};
 use crate::error::map_error;
+use crate::reconcile::{Mode, reconcile_keys};
 use keyplane_contract::raw::emulation::{Touched, merge_page, rewind, rewind_with_collections};
 use keyplane_contract::{
     CollectionEntry, CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
@@ -24,10 +24,9 @@ pub(crate) async fn revision(core: &Core) -> Result<i64> {
 /// The entry of a plain key: its metadata and value read in one atomic MULTI/EXEC, which
 /// costs the server far less than a script run and, like the read scripts, is served by
 /// read-only replicas. A string another program wrote (a value without metadata) is adopted
-/// by the reconcile script and read again: two more round trips, once per such key.
+/// by the reconcile script and read again: two more round trips, once per such key. `key`
+/// was checked where it entered the backend (`Router::core_of_key`).
 pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
-    keyplane_contract::raw::validate_key(key)?;
-    core.check_key(key)?;
     // A key that another program keeps rewriting and deleting between the read and the
     // adoption could keep this going; a few rounds are plenty in practice.
     for _ in 0..4 {

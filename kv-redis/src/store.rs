@@ -1,5 +1,6 @@
 //! The [`Store`] impl of [`RedisStore`]: every method routes to its core (on a cluster, a
-//! group's) and is one call into an operation file.
+//! group's) and is one call into an operation file. The key of a single-key call is checked
+//! once, here, by the router that picks its core (`Router::core_of_key`).
 
 use crate::RedisStore;
 use crate::core::route::{Router, on_cluster};

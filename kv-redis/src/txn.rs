@@ -19,7 +19,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
     // collection that other programs wrote under the prefix joins them.
     for op in txn.success.iter().chain(&txn.failure) {
         if let TxnOp::DeletePrefix { prefix } = op {
-            crate::core::reconcile::adopt_prefix(core, prefix).await?;
+            crate::reconcile::adopt_prefix(core, prefix).await?;
         }
     }
     let mut args = Cmd::new();
@@ -87,15 +87,14 @@ fn check_keys(core: &Core, txn: &Txn) -> Result<()> {
 }
 
 /// One put through `scripts/put.lua`: the same checks, revision, metadata, index, lease and
-/// log entry as a one-op transaction.
+/// log entry as a one-op transaction. `key` was checked where it entered the backend
+/// (`Router::core_of_key`).
 pub(crate) async fn put(
     core: &Core,
     key: &[u8],
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    keyplane_contract::raw::validate_key(key)?;
-    core.check_key(key)?;
     core.caps.validate_value(value)?;
     let lease = opts.lease.map_or(0, |l| l.0).to_string();
     let want_prev: &[u8] = if opts.prev { b"1" } else { b"0" };
@@ -112,9 +111,8 @@ pub(crate) async fn put(
 }
 
 /// One delete through `scripts/delete.lua`; returns the previous entry of the plain key.
+/// `key` was checked where it entered the backend (`Router::core_of_key`).
 pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<DeleteResult> {
-    keyplane_contract::raw::validate_key(key)?;
-    core.check_key(key)?;
     let mut args = Cmd::new();
     args.arg(key);
     let reply = core.commit(Writer::Delete, args, 1, "delete").await?;

@@ -36,8 +36,9 @@ macro_rules! with_runs {
     };
 }
 
-/// The text of every script but the reconciler's leader scripts, by function name: whether
-/// it writes, whether it runs after the shared library, and its text.
+/// The text of every script of the function library, by function name: whether it writes,
+/// whether it runs after the shared library, and its text. (The reconciler's two leader
+/// scripts, which touch no store data, live with it in `crate::reconcile`.)
 const SCRIPTS: &[(&str, bool, &str)] = &[
     ("txn", true, include_str!("scripts/txn.lua")),
     ("put", true, include_str!("scripts/put.lua")),
@@ -153,11 +154,6 @@ pub(crate) struct Scripts {
     pub(crate) hello: String,
     /// The group commit's function (there is no script of it: batches need functions).
     pub(crate) batch: String,
-    /// Takes or renews the reconciler's leader key: `KEYS[1]` the key, `ARGV` the store's id
-    /// and the TTL in ms; returns 1 while the caller leads.
-    pub(crate) lead: Script,
-    /// Deletes the reconciler's leader key if the store of `ARGV[1]` holds it.
-    pub(crate) resign: Script,
 }
 
 impl Scripts {
@@ -187,16 +183,6 @@ impl Scripts {
             reconcile: Lua::new("reconcile", with_lib!("scripts/reconcile.lua")),
             hello,
             batch,
-            lead: Script::new(
-                "if redis.call('GET', KEYS[1]) == ARGV[1] then \
-                   redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end \
-                 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end \
-                 return 0",
-            ),
-            resign: Script::new(
-                "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end \
-                 return 0",
-            ),
         }
     }
 }

@@ -1,88 +1,13 @@
-//! Reconciling: bringing keys that other programs wrote, changed or deleted into the store's
-//! metadata, index and event log (`scripts/reconcile.lua` does the work on a batch of keys;
-//! this file finds the keys), for [`RedisStore::reconcile`](crate::RedisStore::reconcile),
-//! prefix deletes, `get` and the background reconciler.
+//! A reconcile pass over a prefix: `SCAN` for the keys other programs created there, then
+//! the store's indexes for the keys it tracks there, each batch through the reconcile script
+//! (see [`script`](super::script)). Prefix deletes run the first half before they act.
 
-use super::{Core, prefix_lex_bounds};
-use crate::core::decode::{array, byte_list, corrupted, int};
+use crate::core::decode::{array, byte_list, corrupted};
+use crate::core::{Core, prefix_lex_bounds};
 use crate::error::map_error;
+use crate::reconcile::script::{Mode, ReconcileReport, reconcile_keys};
 use keyplane_contract::Result;
 use redis::Value;
-
-/// What one reconcile found and did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReconcileReport {
-    /// Keys looked at: those `SCAN` returned and those the store's indexes held.
-    pub scanned: u64,
-    /// Strings another program wrote that the store now tracks (one put event each).
-    pub adopted: u64,
-    /// Tracked strings another program overwrote (one put event each).
-    pub changed: u64,
-    /// Tracked strings another program deleted or replaced by another type (one delete
-    /// event each).
-    pub deleted: u64,
-}
-
-impl ReconcileReport {
-    fn add(&mut self, other: ReconcileReport) {
-        self.scanned += other.scanned;
-        self.adopted += other.adopted;
-        self.changed += other.changed;
-        self.deleted += other.deleted;
-    }
-
-    /// Whether anything changed.
-    pub fn is_empty(&self) -> bool {
-        self.adopted + self.changed + self.deleted == 0
-    }
-}
-
-/// How a batch of keys is checked.
-#[derive(Clone, Copy)]
-pub(crate) enum Mode {
-    /// Only keys without metadata (what `SCAN` finds that the store may not know).
-    Adopt,
-    /// Every key against its metadata too (what the indexes hold, what notifications name).
-    Full,
-}
-
-/// Keys per script run: one run is one revision and blocks Redis while it runs.
-const BATCH: usize = 500;
-
-/// Reconciles `keys` in batches of [`BATCH`], each one script run and at most one revision.
-pub(crate) async fn reconcile_keys(
-    core: &Core,
-    keys: &[Vec<u8>],
-    mode: Mode,
-) -> Result<ReconcileReport> {
-    let mut report = ReconcileReport::default();
-    let mode: &[u8] = match mode {
-        Mode::Adopt => b"a",
-        Mode::Full => b"f",
-    };
-    for chunk in keys.chunks(BATCH) {
-        let mut args: Vec<&[u8]> = Vec::with_capacity(chunk.len() + 1);
-        args.push(mode);
-        args.extend(chunk.iter().map(Vec::as_slice));
-        let reply: Value = core
-            .run_write(&core.scripts.reconcile, &args, "reconcile")
-            .await?;
-        let mut parts = array(reply)?.into_iter();
-        let mut next = || -> Result<u64> {
-            let n = int(parts
-                .next()
-                .ok_or_else(|| corrupted("a reconcile reply has four numbers"))?)?;
-            u64::try_from(n).map_err(|_| corrupted("a negative reconcile count"))
-        };
-        report.add(ReconcileReport {
-            scanned: chunk.len() as u64,
-            adopted: next()?,
-            changed: next()?,
-            deleted: next()?,
-        });
-    }
-    Ok(report)
-}
 
 /// Adopts what `SCAN` finds under `prefix` without metadata, and tracks foreign
 /// collections there: after it, every string and collection that existed under the prefix
@@ -158,13 +83,6 @@ pub(crate) async fn reconcile_prefix(core: &Core, prefix: &[u8]) -> Result<Recon
     let mut report = adopt_prefix(core, prefix).await?;
     report.add(check_indexed(core, prefix).await?);
     Ok(report)
-}
-
-/// What [`RedisStore::reconcile`](crate::RedisStore::reconcile) does: rejects a prefix under
-/// the internal prefix, then one full pass over it.
-pub(crate) async fn reconcile(core: &Core, prefix: &[u8]) -> Result<ReconcileReport> {
-    core.check_key(prefix)?;
-    reconcile_prefix(core, prefix).await
 }
 
 /// A `SCAN MATCH` pattern for every key starting with `prefix`: the prefix with glob
