@@ -4,77 +4,10 @@
 
 mod common;
 
+use common::background::{Background, etcd_url, redis_url, sled_url};
 use common::*;
-use keyplane_tests::harness::{key_root, shared_etcd, shared_redis};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
-
-async fn etcd_url() -> Option<String> {
-    let server = shared_etcd().await?;
-    let endpoint = server.endpoint();
-    let host = endpoint.strip_prefix("http://").unwrap_or(&endpoint);
-    Some(format!("etcd://{host}?namespace={}", key_root("daily")))
-}
-
-/// A Redis database of its own, emptied.
-async fn redis_url(database: u8) -> Option<String> {
-    let server = shared_redis().await?;
-    let url = format!("{}/{database}", server.url());
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
-    let _: () = redis::cmd("FLUSHDB").query_async(&mut con).await.unwrap();
-    Some(url)
-}
-
-fn sled_url(dir: &tempfile::TempDir) -> String {
-    format!("sled://{}", dir.path().join("db").display())
-}
-
-/// A `kvctl watch` running in the background, its stdout lines on a channel.
-struct Watcher {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Watcher {
-    fn start(mut cmd: std::process::Command) -> Self {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("kvctl watch starts");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Watcher { child, lines }
-    }
-
-    /// The next event line, waiting for it (generously: the machine is shared).
-    fn next(&self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the watch printed an event");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"))
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `kvctl` on the default store: no --store, the data directory under `data`.
 fn default_store(data: &std::path::Path) -> std::process::Command {
@@ -106,8 +39,8 @@ fn watch_put_and_get_share_the_default_store() {
     let from = first["revision"].as_i64().unwrap();
     let mut cmd = default_store(data.path());
     cmd.args(["-o", "json", "watch", "jxt/", "--rev", &from.to_string()]);
-    let watch = Watcher::start(cmd);
-    assert_eq!(watch.next()["key"], "jxt/tenants/5/meta");
+    let watch = Background::spawn(cmd);
+    assert_eq!(watch.next_json()["key"], "jxt/tenants/5/meta");
     // Writers and readers in their own processes while the watch runs.
     let writers: Vec<_> = (6..9)
         .map(|id| {
@@ -127,7 +60,7 @@ fn watch_put_and_get_share_the_default_store() {
         writer.join().unwrap();
     }
     let mut seen: Vec<String> = (0..3)
-        .map(|_| watch.next()["key"].as_str().unwrap().to_owned())
+        .map(|_| watch.next_json()["key"].as_str().unwrap().to_owned())
         .collect();
     seen.sort();
     assert_eq!(
@@ -141,7 +74,7 @@ fn watch_put_and_get_share_the_default_store() {
     // A watch started without --rev follows from now on.
     let mut cmd = default_store(data.path());
     cmd.args(["-o", "json", "watch", "jxt/tenants/"]);
-    let live = Watcher::start(cmd);
+    let live = Background::spawn(cmd);
     // The watch holds no lock between polls: a delete from here goes through, and both
     // watches report it (the live one may have started after it: then it sees the put).
     let mut seen_live = None;
@@ -151,7 +84,7 @@ fn watch_put_and_get_share_the_default_store() {
             &["put", "tenant.meta", "id=9", &tenant_meta(9)],
         );
         assert_eq!(code, 0, "{err}");
-        if let Ok(line) = live.lines.recv_timeout(Duration::from_millis(500)) {
+        if let Some(line) = live.next_within(Duration::from_millis(500)) {
             seen_live = Some((attempt, line));
             break;
         }
@@ -345,10 +278,10 @@ fn reads_at_a_revision(url: &str) {
         &first.to_string(),
         "jxt/platform/configs/",
     ]);
-    let watch = Watcher::start(cmd);
+    let watch = Background::spawn(cmd);
     let replayed: Vec<(String, Value)> = (0..3)
         .map(|_| {
-            let e = watch.next();
+            let e = watch.next_json();
             (
                 e["key"].as_str().unwrap().to_owned(),
                 e["value"]["v"].clone(),
@@ -375,7 +308,9 @@ fn sled_guarded_writes_and_reads_at_a_revision() {
 
 #[tokio::test]
 async fn etcd_guarded_writes_and_reads_at_a_revision() {
-    let Some(url) = etcd_url().await else { return };
+    let Some(url) = etcd_url("daily").await else {
+        return;
+    };
     guarded_writes(&url);
     reads_at_a_revision(&url);
 }
@@ -424,7 +359,7 @@ fn import(url: &str, dump: &str, args: &[&str]) -> Run {
 /// values and collections everywhere; a refused import writes nothing.
 #[tokio::test]
 async fn export_import_round_trip_across_the_backends() {
-    let (Some(etcd), Some(redis)) = (etcd_url().await, redis_url(9).await) else {
+    let (Some(etcd), Some(redis)) = (etcd_url("daily").await, redis_url(9).await) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

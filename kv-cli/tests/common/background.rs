@@ -46,10 +46,15 @@ impl Background {
 
     /// As [`start`](Self::start), with this stdin.
     pub fn start_with(url: &str, args: &[&str], stdin: Stdio) -> Self {
-        let mut child = super::process_without_store()
-            .args(["--store", url])
-            .args(args)
-            .stdin(stdin)
+        let mut cmd = super::process_without_store();
+        cmd.args(["--store", url]).args(args).stdin(stdin);
+        Self::spawn(cmd)
+    }
+
+    /// `cmd` (a `kvctl` set up by the test: its environment, its arguments) started with its
+    /// stdout on the channel.
+    pub fn spawn(mut cmd: std::process::Command) -> Self {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -72,6 +77,11 @@ impl Background {
         self.lines
             .recv_timeout(Duration::from_secs(30))
             .expect("kvctl printed a line")
+    }
+
+    /// The next stdout line if one comes within `timeout`.
+    pub fn next_within(&self, timeout: Duration) -> Option<String> {
+        self.lines.recv_timeout(timeout).ok()
     }
 
     /// The next stdout line as JSON.
