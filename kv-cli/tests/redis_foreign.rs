@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::background::raw;
 use common::*;
 use keyplane_tests::harness::{RedisServer, redis_connection};
 use redis::aio::MultiplexedConnection;
@@ -15,12 +16,6 @@ use std::time::{Duration, Instant};
 
 /// Bounds every wait for kvctl's output against a hang; no assertion is on timing.
 const HANG: Duration = Duration::from_secs(60);
-
-async fn raw(con: &MultiplexedConnection, cmd: &mut redis::Cmd) -> redis::Value {
-    cmd.query_async(&mut con.clone())
-        .await
-        .unwrap_or_else(|e| panic!("raw command: {e}"))
-}
 
 /// The raw key of tenant `id`'s meta, as `kvctl ls` names it.
 fn meta_key(url: &str, id: u64) -> String {

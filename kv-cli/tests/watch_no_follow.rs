@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::background::Background;
+use common::background::{Background, raw};
 use common::*;
 use keyplane_tests::harness::{RedisServer, key_root, redis_connection};
 use redis::aio::MultiplexedConnection;
@@ -13,12 +13,6 @@ use std::time::{Duration, Instant};
 /// Longer than the follower's full scan of the directory (2 s) with room to spare: a
 /// follower, had one been started, would have reported the foreign write by then.
 const QUIET: Duration = Duration::from_secs(6);
-
-async fn raw(con: &MultiplexedConnection, cmd: &mut redis::Cmd) -> redis::Value {
-    cmd.query_async(&mut con.clone())
-        .await
-        .unwrap_or_else(|e| panic!("raw command: {e}"))
-}
 
 /// The server's `notify-keyspace-events` classes.
 async fn notify_classes(con: &MultiplexedConnection) -> String {

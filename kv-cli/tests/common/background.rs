@@ -26,6 +26,13 @@ pub async fn redis_url(database: u8) -> Option<String> {
     Some(url)
 }
 
+/// A raw Redis command, as another program (`redis-cli`) sends it; panics on an error reply.
+pub async fn raw(con: &redis::aio::MultiplexedConnection, cmd: &mut redis::Cmd) -> redis::Value {
+    cmd.query_async(&mut con.clone())
+        .await
+        .unwrap_or_else(|e| panic!("raw command: {e}"))
+}
+
 /// A sled store in `dir`.
 pub fn sled_url(dir: &tempfile::TempDir) -> String {
     format!("sled://{}", dir.path().join("db").display())
