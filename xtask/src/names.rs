@@ -83,7 +83,6 @@ fn duplicates(paths: &[String]) -> Vec<(String, Vec<String>)> {
     }
     by_item
         .into_iter()
-        .filter(|(_, at)| at.len() > 1)
         .map(|(item, mut at)| {
             at.sort();
             at.dedup();
