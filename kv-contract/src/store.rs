@@ -2,8 +2,9 @@
 
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionOp, CollectionResult};
+use crate::driver::unexpected;
 use crate::entry::Entry;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lease::{LeaseGrant, LeaseId, LeaseInfo};
 use crate::range::{KeyRange, RangeOptions, RangeResult};
 use crate::status::ServerStatus;
@@ -261,12 +262,8 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
-fn unexpected(op: &str, got: Option<OpResult>) -> Error {
-    Error::internal(format!("{op}: unexpected transaction result {got:?}"))
-}
-
 /// The boxed future of every [`Store`] method (the shape `async_trait` gives them).
-type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+pub(crate) type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 /// An `Arc` of a store is the store: `Arc<dyn Store>` and `Arc<MemStore>` can be wrapped in
 /// layers (keyplane-core's `layer`) and passed wherever a `Store` is expected. Each method hands back

@@ -14,7 +14,8 @@ pub struct WatchOptions {
     /// A key or a prefix (or an interval).
     pub range: KeyRange,
     /// Deliver every change with revision `>=` this one; `None` starts after the current
-    /// revision. A revision older than the retained history gives
+    /// revision; a revision below 1 is refused (`InvalidArgument`). A revision older than
+    /// the retained history gives
     /// [`ErrorKind::Compacted`](crate::ErrorKind::Compacted). On a store sharded into
     /// groups, the revision of the one group the range lies in.
     pub start_revision: Option<i64>,
@@ -93,8 +94,15 @@ impl WatchOptions {
     /// Checks the start positions against a store with `sharded` groups.
     ///
     /// # Errors
-    /// `InvalidArgument` for group starts on an unsharded store, or beside a start revision.
+    /// `InvalidArgument` for a start revision below 1, for group starts on an unsharded
+    /// store, or beside a start revision.
     pub fn check_starts(&self, sharded: bool) -> Result<()> {
+        if self.start_revision.is_some_and(|r| r < 1) {
+            return Err(Error::invalid_argument(
+                "a watch start revision is at least 1 (leave it unset to start from now)",
+            )
+            .with_context("start_revision", self.start_revision.unwrap_or_default()));
+        }
         if self.group_starts.is_some() && !sharded {
             return Err(Error::invalid_argument(
                 "group starts are a sharded store's; this store counts one revision sequence \

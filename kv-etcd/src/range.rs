@@ -5,7 +5,7 @@ use crate::core::{Core, header_revision};
 use etcd_client::{GetOptions, GetResponse};
 use keyplane_contract::raw::emulation::{list_collections, merge_page};
 use keyplane_contract::raw::layout;
-use keyplane_contract::raw::{prefix_end, validate_key};
+use keyplane_contract::raw::prefix_end;
 use keyplane_contract::{
     CollectionKind, Entry, Error, ErrorKind, RangeOptions, RangeResult, Result,
 };
@@ -25,8 +25,8 @@ pub(crate) async fn revision(core: &Core) -> Result<i64> {
     header_revision(resp.header())
 }
 
+/// The entry of `key` (checked by the contract's front).
 pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
-    validate_key(key)?;
     let physical = core.ns.key(key);
     let resp = core
         .call("get", true, || {
@@ -38,8 +38,8 @@ pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
     Ok(resp.kvs().first().and_then(|kv| core.ns.entry(kv)))
 }
 
+/// One page of `opts` (checked by the contract's front).
 pub(crate) async fn range(core: &Core, opts: RangeOptions) -> Result<RangeResult> {
-    opts.validate()?;
     if opts.collections {
         range_with_collections(core, opts).await
     } else {

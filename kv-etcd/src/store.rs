@@ -1,14 +1,17 @@
-//! The [`Store`] impl of [`EtcdStore`]: every method is one call into an operation file.
+//! The [`Driver`] impl of [`EtcdStore`] (a [`Store`](keyplane_contract::Store) through the
+//! contract's front, which checks every request): every method is one call into an operation
+//! file.
 
 use crate::EtcdStore;
+use keyplane_contract::driver::{Checked, Driver, PutRequest};
 use keyplane_contract::{
-    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult, RangeOptions,
-    RangeResult, Result, ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
+    Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, PutResult, RangeOptions, RangeResult,
+    Result, ServerStatus, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::time::Duration;
 
 #[keyplane_contract::raw::async_trait]
-impl Store for EtcdStore {
+impl Driver for EtcdStore {
     fn capabilities(&self) -> &Capabilities {
         &self.core.caps
     }
@@ -17,20 +20,21 @@ impl Store for EtcdStore {
         crate::range::revision(&self.core).await
     }
 
-    async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
-        crate::range::range(&self.core, opts).await
+    async fn range(&self, opts: Checked<RangeOptions>) -> Result<RangeResult> {
+        crate::range::range(&self.core, opts.into_inner()).await
     }
 
-    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        crate::range::get(&self.core, key).await
+    async fn get(&self, key: Checked<&[u8]>) -> Result<Option<Entry>> {
+        crate::range::get(&self.core, key.into_inner()).await
     }
 
-    async fn put(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<PutResult> {
+    async fn put(&self, put: Checked<PutRequest<'_>>) -> Result<PutResult> {
+        let PutRequest { key, value, opts } = put.into_inner();
         crate::txn::put(&self.core, key, value, opts).await
     }
 
-    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        crate::txn::txn(&self.core, txn).await
+    async fn txn(&self, txn: Checked<Txn>) -> Result<TxnResponse> {
+        crate::txn::txn(&self.core, txn.into_inner()).await
     }
 
     async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
@@ -57,8 +61,8 @@ impl Store for EtcdStore {
         crate::status::server_status(&self.core).await
     }
 
-    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        crate::watch::watch(&self.core, opts).await
+    async fn watch(&self, opts: Checked<WatchOptions>) -> Result<WatchStream> {
+        crate::watch::watch(&self.core, opts.into_inner()).await
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {

@@ -11,14 +11,13 @@ use crate::core::{Core, header_revision};
 use etcd_client::PutOptions as EtcdPutOptions;
 use keyplane_contract::{PutOptions, PutResult, Result, Txn, TxnResponse};
 
+/// One put (checked by the contract's front) as etcd's own `Put`.
 pub(crate) async fn put(
     core: &Core,
     key: &[u8],
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    keyplane_contract::raw::validate_key(key)?;
-    core.caps.validate_value(value)?;
     let physical = core.ns.key(key);
     let mut put = EtcdPutOptions::new();
     if let Some(lease) = opts.lease {
@@ -41,12 +40,12 @@ pub(crate) async fn put(
 }
 
 /// A transaction: one without collection ops or compares as one etcd transaction, one with
-/// them down the optimistic path of [`collections`](crate::core::collections).
+/// them down the optimistic path of [`collections`](crate::core::collections). `txn` was
+/// checked by the contract's front.
 pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
     if collections::has_collections(&txn) {
         return collections::txn(core, txn).await;
     }
-    txn.validate(&core.caps)?;
     let ns = &core.ns;
     let max = core.caps.max_txn_ops;
     let mut success = Branch::default();

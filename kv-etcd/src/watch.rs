@@ -58,16 +58,8 @@ struct Watcher {
     corrupted: Option<Error>,
 }
 
+/// A watch of `opts` (checked by the contract's front).
 pub(crate) async fn watch(core: &Arc<Core>, opts: WatchOptions) -> Result<WatchStream> {
-    opts.range.validate()?;
-    opts.check_starts(false)?;
-    if let Some(rev) = opts.start_revision
-        && rev < 1
-    {
-        return Err(Error::invalid_argument(
-            "a watch start revision is at least 1",
-        ));
-    }
     let (start, end) = opts.range.bounds();
     // Collection changes are recorded in the collections' stamps (`\0 tag K`, see
     // `core::stamp_key`), which sort before every user key: one etcd watch from the first stamp

@@ -2,6 +2,7 @@
 //! the current entries rewound through the retained history.
 
 use crate::core::{Shared, State};
+use keyplane_contract::driver::Checked;
 use keyplane_contract::raw::emulation::{
     Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
@@ -14,14 +15,13 @@ pub(crate) fn revision(shared: &Shared) -> Result<i64> {
 }
 
 /// One page of a range.
-pub(crate) fn range(shared: &Shared, opts: &RangeOptions) -> Result<RangeResult> {
-    opts.validate()?;
+pub(crate) fn range(shared: &Shared, opts: &Checked<RangeOptions>) -> Result<RangeResult> {
     shared.state()?.range(opts)
 }
 
 /// The entry of one key.
-pub(crate) fn get(shared: &Shared, key: &[u8]) -> Result<Option<Entry>> {
-    keyplane_contract::raw::validate_key(key)?;
+pub(crate) fn get(shared: &Shared, key: Checked<&[u8]>) -> Result<Option<Entry>> {
+    let key = key.into_inner();
     let state = shared.state()?;
     Ok(state.kv.get(key).map(|stored| stored.entry(key, false)))
 }

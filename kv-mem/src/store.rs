@@ -1,16 +1,19 @@
-//! The [`Store`] impl of [`MemStore`]: every method is one call into an operation file.
+//! The [`Driver`] impl of [`MemStore`] (a [`Store`](keyplane_contract::Store) through the
+//! contract's front, which checks every request): every method is one call into an operation
+//! file.
 
 use crate::MemStore;
 use crate::{lease, range, txn, watch};
+use keyplane_contract::driver::{Checked, Driver};
 use keyplane_contract::raw::async_trait;
 use keyplane_contract::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result,
-    ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
+    ServerStatus, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::time::Duration;
 
 #[async_trait]
-impl Store for MemStore {
+impl Driver for MemStore {
     fn capabilities(&self) -> &Capabilities {
         &self.shared.caps
     }
@@ -19,15 +22,15 @@ impl Store for MemStore {
         range::revision(&self.shared)
     }
 
-    async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
+    async fn range(&self, opts: Checked<RangeOptions>) -> Result<RangeResult> {
         range::range(&self.shared, &opts)
     }
 
-    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
+    async fn get(&self, key: Checked<&[u8]>) -> Result<Option<Entry>> {
         range::get(&self.shared, key)
     }
 
-    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+    async fn txn(&self, txn: Checked<Txn>) -> Result<TxnResponse> {
         txn::txn(&self.shared, &txn)
     }
 
@@ -56,7 +59,7 @@ impl Store for MemStore {
         Ok(ServerStatus::default())
     }
 
-    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
+    async fn watch(&self, opts: Checked<WatchOptions>) -> Result<WatchStream> {
         watch::watch(&self.shared, opts)
     }
 

@@ -1,6 +1,7 @@
 //! Transactions: compares, then one branch applied at one new revision, all or nothing.
 
 use crate::core::{Shared, State, Stored};
+use keyplane_contract::driver::Checked;
 use keyplane_contract::raw::emulation::{
     Overlay, collection_ranges_for_key, collection_ranges_for_prefix, compares_hold,
 };
@@ -67,9 +68,8 @@ impl Staged {
     }
 }
 
-/// Validates a transaction and applies it under the state's lock.
-pub(crate) fn txn(shared: &Shared, txn: &Txn) -> Result<TxnResponse> {
-    txn.validate(&shared.caps)?;
+/// Applies a checked transaction under the state's lock.
+pub(crate) fn txn(shared: &Shared, txn: &Checked<Txn>) -> Result<TxnResponse> {
     shared.state()?.txn(txn)
 }
 

@@ -30,9 +30,7 @@ use crate::core::link::{Link, serves_functions};
 use crate::core::reads::Reads;
 use crate::core::scripts::{Lua, Scripts};
 use crate::error::map_error;
-use keyplane_contract::{
-    Capabilities, Error, ForeignWrites, KeyRange, Result, Retention, Sharding, Support,
-};
+use keyplane_contract::{Capabilities, Error, ForeignWrites, Result, Retention, Sharding, Support};
 use redis::aio::ConnectionManagerConfig;
 use redis::{Cmd, FromRedisValue, Value};
 use std::sync::Arc;
@@ -317,16 +315,6 @@ impl Core {
             );
         }
         Ok(())
-    }
-
-    /// Rejects a single-key range under the internal prefix (prefixes and intervals only ever
-    /// see user keys, since the index holds nothing else).
-    pub(crate) fn check_range(&self, range: &KeyRange) -> Result<()> {
-        range.validate()?;
-        match range {
-            KeyRange::Key(key) => self.check_key(key),
-            _ => Ok(()),
-        }
     }
 
     /// Runs a script with the prefix as its first argument, then `args`.

@@ -25,7 +25,7 @@ pub(crate) async fn revision(core: &Core) -> Result<i64> {
 /// costs the server far less than a script run and, like the read scripts, is served by
 /// read-only replicas. A string another program wrote (a value without metadata) is adopted
 /// by the reconcile script and read again: two more round trips, once per such key. `key`
-/// was checked where it entered the backend (`Router::core_of_key`).
+/// was checked by the contract's front.
 pub(crate) async fn get(core: &Core, key: &[u8]) -> Result<Option<Entry>> {
     // A key that another program keeps rewriting and deleting between the read and the
     // adoption could keep this going; a few rounds are plenty in practice.
@@ -134,9 +134,8 @@ fn reply_or_error(value: Value) -> Result<Value> {
     }
 }
 
+/// One page of `opts` (checked by the contract's front).
 pub(crate) async fn range(core: &Core, opts: RangeOptions) -> Result<RangeResult> {
-    opts.validate()?;
-    core.check_range(&opts.range)?;
     if opts.collections {
         return range_with_collections(core, &opts).await;
     }

@@ -1,32 +1,38 @@
-//! The [`Store`] impl of [`RedisStore`]: every method routes to its core (on a cluster, a
-//! group's) and is one call into an operation file. The key of a single-key call is checked
-//! once, here, by the router that picks its core (`Router::core_of_key`).
+//! The [`Driver`] impl of [`RedisStore`] (a [`Store`](keyplane_contract::Store) through the
+//! contract's front, which checks every request, with the store's own rule for keys,
+//! [`Driver::check_key`]): every method routes to its core (on a cluster, a group's) and is
+//! one call into an operation file.
 
 use crate::RedisStore;
 use crate::core::route::{Router, on_cluster};
+use keyplane_contract::driver::{Checked, Driver, PutRequest};
 use keyplane_contract::{
-    Capabilities, DeleteResult, Entry, LeaseGrant, LeaseId, LeaseInfo, PutOptions, PutResult,
-    RangeOptions, RangeResult, Result, ServerStatus, Store, Txn, TxnResponse, WatchOptions,
-    WatchStream,
+    Capabilities, DeleteResult, Entry, LeaseGrant, LeaseId, LeaseInfo, PutResult, RangeOptions,
+    RangeResult, Result, ServerStatus, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::sync::Arc;
 use std::time::Duration;
 
 #[keyplane_contract::raw::async_trait]
-impl Store for RedisStore {
+impl Driver for RedisStore {
     fn capabilities(&self) -> &Capabilities {
         &self.router.core.caps
+    }
+
+    /// Keys under the internal prefix are the store's own.
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        self.router.core.check_key(key)
     }
 
     async fn revision(&self) -> Result<i64> {
         crate::range::revision(&*self.router.core_of(None, "revision")?).await
     }
 
-    async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
+    async fn range(&self, opts: Checked<RangeOptions>) -> Result<RangeResult> {
+        let opts = opts.into_inner();
         let Some(groups) = &self.router.groups else {
             return crate::range::range(&self.router.core, opts).await;
         };
-        opts.validate()?;
         match Router::group_of_range(&opts.range)?.map(<[u8]>::to_vec) {
             Some(tag) => {
                 let mut page = crate::range::range(&groups.core(&tag), opts).await?;
@@ -37,22 +43,26 @@ impl Store for RedisStore {
         }
     }
 
-    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
+    async fn get(&self, key: Checked<&[u8]>) -> Result<Option<Entry>> {
+        let key = key.into_inner();
         crate::range::get(&*self.router.core_of_key(key)?, key).await
     }
 
-    async fn put(&self, key: &[u8], value: &[u8], opts: PutOptions) -> Result<PutResult> {
+    async fn put(&self, put: Checked<PutRequest<'_>>) -> Result<PutResult> {
+        let PutRequest { key, value, opts } = put.into_inner();
         if opts.lease.is_some() && self.router.groups.is_some() {
             return Err(on_cluster("put with a lease"));
         }
         crate::txn::put(&*self.router.core_of_key(key)?, key, value, opts).await
     }
 
-    async fn delete(&self, key: &[u8]) -> Result<DeleteResult> {
+    async fn delete(&self, key: Checked<&[u8]>) -> Result<DeleteResult> {
+        let key = key.into_inner();
         crate::txn::delete(&*self.router.core_of_key(key)?, key).await
     }
 
-    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+    async fn txn(&self, txn: Checked<Txn>) -> Result<TxnResponse> {
+        let txn = txn.into_inner();
         let core = self.router.core_of_txn(&txn)?;
         crate::txn::txn(&core, txn).await
     }
@@ -82,13 +92,11 @@ impl Store for RedisStore {
         crate::status::server_status(&self.router.core).await
     }
 
-    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
+    async fn watch(&self, opts: Checked<WatchOptions>) -> Result<WatchStream> {
+        let opts = opts.into_inner();
         let Some(groups) = &self.router.groups else {
-            opts.check_starts(false)?;
             return crate::watch::watch(&self.router.core, opts).await;
         };
-        opts.range.validate()?;
-        opts.check_starts(true)?;
         match Router::group_of_range(&opts.range)? {
             Some(tag) => crate::watch::span::watch_group(groups, tag, &opts).await,
             None => crate::watch::span::watch(Arc::clone(groups), opts).await,

@@ -12,9 +12,8 @@ use keyplane_contract::{
 };
 use redis::{Cmd, Value};
 
+/// A transaction (checked by the contract's front) as one script run.
 pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
-    txn.validate(&core.caps)?;
-    check_keys(core, &txn)?;
     // A prefix delete finds keys through the store's indexes: first every string and
     // collection that other programs wrote under the prefix joins them.
     for op in txn.success.iter().chain(&txn.failure) {
@@ -82,20 +81,15 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
     })
 }
 
-fn check_keys(core: &Core, txn: &Txn) -> Result<()> {
-    txn.keys().try_for_each(|key| core.check_key(key))
-}
-
 /// One put through `scripts/put.lua`: the same checks, revision, metadata, index, lease and
-/// log entry as a one-op transaction. `key` was checked where it entered the backend
-/// (`Router::core_of_key`).
+/// log entry as a one-op transaction. `key` and `value` were checked by the contract's
+/// front.
 pub(crate) async fn put(
     core: &Core,
     key: &[u8],
     value: &[u8],
     opts: PutOptions,
 ) -> Result<PutResult> {
-    core.caps.validate_value(value)?;
     let lease = opts.lease.map_or(0, |l| l.0).to_string();
     let want_prev: &[u8] = if opts.prev { b"1" } else { b"0" };
     let digest = value_digest(value);
@@ -111,7 +105,7 @@ pub(crate) async fn put(
 }
 
 /// One delete through `scripts/delete.lua`; returns the previous entry of the plain key.
-/// `key` was checked where it entered the backend (`Router::core_of_key`).
+/// `key` was checked by the contract's front.
 pub(crate) async fn delete(core: &Core, key: &[u8]) -> Result<DeleteResult> {
     let mut args = Cmd::new();
     args.arg(key);

@@ -20,8 +20,8 @@ use redis::Value;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, watch};
 
+/// A watch of `opts` (checked by the contract's front) on one core.
 pub(crate) async fn watch(core: &Core, opts: WatchOptions) -> Result<WatchStream> {
-    core.check_range(&opts.range)?;
     // Subscribed before the replay is read: every entry appended after this point reaches
     // the watch through the hub, every one before through the replay or a catch-up.
     let (live, fresh) = core.hub.subscribe();

@@ -8,13 +8,12 @@ use crate::error::map_error;
 use keyplane_contract::raw::emulation::{
     Touched, check_revision, list_collections, merge_page, rewind, rewind_with_collections,
 };
-use keyplane_contract::raw::validate_key;
 use keyplane_contract::{Entry, RangeOptions, RangeResult, Result};
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
+/// The entry of `key` (checked by the contract's front).
 pub(crate) fn get(inner: &Core, key: &[u8]) -> Result<Option<Entry>> {
-    validate_key(key)?;
     inner
         .trees
         .data
@@ -24,8 +23,8 @@ pub(crate) fn get(inner: &Core, key: &[u8]) -> Result<Option<Entry>> {
         .transpose()
 }
 
+/// One page of `opts` (checked by the contract's front).
 pub(crate) fn range(inner: &Core, opts: &RangeOptions) -> Result<RangeResult> {
-    opts.validate()?;
     // Writers commit under the gate: the data, the log and the revision read below are of
     // one revision.
     let _gate = inner.gate.read().unwrap_or_else(PoisonError::into_inner);

@@ -1,17 +1,20 @@
-//! The [`Store`] impl of [`SledStore`]: every method is one call into an operation file.
+//! The [`Driver`] impl of [`SledStore`] (a [`Store`](keyplane_contract::Store) through the
+//! contract's front, which checks every request): every method is one call into an operation
+//! file.
 
 use crate::SledStore;
 use crate::error::map_error;
 use crate::{lease, range, txn, watch};
+use keyplane_contract::driver::{Checked, Driver};
 use keyplane_contract::raw::async_trait;
 use keyplane_contract::{
     Capabilities, Entry, LeaseGrant, LeaseId, LeaseInfo, RangeOptions, RangeResult, Result,
-    ServerStatus, Store, Txn, TxnResponse, WatchOptions, WatchStream,
+    ServerStatus, Txn, TxnResponse, WatchOptions, WatchStream,
 };
 use std::time::Duration;
 
 #[async_trait]
-impl Store for SledStore {
+impl Driver for SledStore {
     fn capabilities(&self) -> &Capabilities {
         &self.inner.caps
     }
@@ -23,20 +26,20 @@ impl Store for SledStore {
         Ok(revision)
     }
 
-    async fn range(&self, opts: RangeOptions) -> Result<RangeResult> {
+    async fn range(&self, opts: Checked<RangeOptions>) -> Result<RangeResult> {
         let page = range::range(&self.inner, &opts)?;
         self.inner.settle().await?;
         Ok(page)
     }
 
-    async fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
-        let entry = range::get(&self.inner, key)?;
+    async fn get(&self, key: Checked<&[u8]>) -> Result<Option<Entry>> {
+        let entry = range::get(&self.inner, key.into_inner())?;
         self.inner.settle().await?;
         Ok(entry)
     }
 
-    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
-        txn::txn(&self.inner, txn).await
+    async fn txn(&self, txn: Checked<Txn>) -> Result<TxnResponse> {
+        txn::txn(&self.inner, txn.into_inner()).await
     }
 
     async fn lease_grant(&self, ttl: Duration) -> Result<LeaseGrant> {
@@ -71,8 +74,8 @@ impl Store for SledStore {
         Ok(status)
     }
 
-    async fn watch(&self, opts: WatchOptions) -> Result<WatchStream> {
-        watch::watch(&self.inner, opts)
+    async fn watch(&self, opts: Checked<WatchOptions>) -> Result<WatchStream> {
+        watch::watch(&self.inner, opts.into_inner())
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {
@@ -82,8 +85,8 @@ impl Store for SledStore {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use keyplane_contract::{Compare, CompareOp, PutOptions, TxnOp};
+    use crate::SledStore;
+    use keyplane_contract::{Compare, CompareOp, PutOptions, Store, Txn, TxnOp};
     use std::sync::atomic::Ordering;
 
     /// Sections that commit nothing (the open, a transaction whose compare fails, a read)

@@ -15,9 +15,8 @@ use keyplane_contract::{
 };
 use std::sync::Arc;
 
-/// Validates a transaction and commits it with the group it joins.
+/// Commits a transaction (checked by the contract's front) with the group it joins.
 pub(crate) async fn txn(core: &Arc<Core>, txn: Txn) -> Result<TxnResponse> {
-    txn.validate(&core.caps)?;
     core.submit(txn, plan).await
 }
 

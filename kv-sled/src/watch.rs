@@ -16,9 +16,8 @@ use tokio::sync::watch;
 /// Log records read per step of a stream (each holds one revision or more).
 const READ_BATCH: usize = 256;
 
+/// A watch of `opts` (checked by the contract's front).
 pub(crate) fn watch(inner: &Arc<Core>, opts: WatchOptions) -> Result<WatchStream> {
-    opts.range.validate()?;
-    opts.check_starts(false)?;
     let next = match opts.start_revision {
         Some(rev) if rev > 0 => rev,
         _ => inner.revision() + 1,

@@ -68,9 +68,8 @@ pub(crate) fn has_collections(txn: &Txn) -> bool {
 }
 
 /// A transaction with collection ops or compares (see [`has_collections`]), planned on a
-/// snapshot and committed under guards.
+/// snapshot and committed under guards. `txn` was checked by the contract's front.
 pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
-    txn.validate(&core.caps)?;
     let ns = &core.ns;
     let max = core.caps.max_txn_ops;
     let mut read_set = ReadSet::of(&txn);

@@ -161,12 +161,8 @@ impl History {
     /// replaying the retained changes it covers. Called under the store's lock, so no change
     /// can fall between the replay and the live events.
     pub(crate) fn watch(&mut self, opts: &WatchOptions, current: i64) -> Result<WatchStream> {
+        // At least 1: the contract's front checked it.
         let start = opts.start_revision.unwrap_or(current + 1);
-        if start < 1 {
-            return Err(Error::invalid_argument(
-                "a watch start revision must be at least 1",
-            ));
-        }
         let from = self.retained_from(current);
         if start < from {
             return Err(Error::compacted(from).with_context("start_revision", start));

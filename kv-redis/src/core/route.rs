@@ -37,18 +37,14 @@ impl Router {
         Ok(groups.core(tag))
     }
 
-    /// The core of the group of `key` (on a cluster, its hash tag), and the one check of the
-    /// key of a single-key call (`get`, `put`, `delete`), where it enters the backend: the
-    /// contract's key rules, the store's internal prefix, and on a cluster the key's group.
-    /// The operation files trust the key they are given.
+    /// The core of the group of `key` (on a cluster, its hash tag) for a single-key call
+    /// (`get`, `put`, `delete`). The contract's front checked the key already (its rules
+    /// and the internal prefix); this only routes it.
     ///
     /// # Errors
-    /// `InvalidKey` for a key the contract refuses (empty, too long, holding a NUL byte),
-    /// one under the internal prefix, and on a cluster one without a hash tag (or, on a
-    /// group's store, without the group's); nothing is sent.
+    /// `InvalidKey` on a cluster for a key without a hash tag (or, on a group's store,
+    /// without the group's); nothing is sent.
     pub(crate) fn core_of_key(&self, key: &[u8]) -> Result<Arc<Core>> {
-        keyplane_contract::raw::validate_key(key)?;
-        self.core.check_key(key)?;
         if let Some(bound) = &self.bound {
             self.check_in_group(bound, key)?;
         }
