@@ -75,7 +75,12 @@ pub struct DeletePrefixResult {
     pub deleted: u64,
 }
 
-/// A hierarchical key-value store: the contract every backend implements in full.
+/// A hierarchical key-value store: the contract every backend serves in full.
+///
+/// A backend implements [`Driver`](crate::driver::Driver) rather than this trait: every
+/// driver is a `Store` through the contract's front, which checks each request once before
+/// the driver sees it. A wrapper around another store (a layer) implements `Store` itself
+/// and forwards, since the store it wraps checks.
 ///
 /// Keys and values are bytes; keys obey [`validate_key`](crate::raw::validate_key). The store has
 /// one revision that every write transaction bumps once. The trait is object safe:
@@ -84,7 +89,7 @@ pub struct DeletePrefixResult {
 /// Only [`Store::capabilities`], [`Store::range`], [`Store::txn`], the lease methods,
 /// [`Store::watch`], [`Store::compact`], [`Store::revision`] and [`Store::server_status`] are
 /// required; the single-key operations and collections are provided in terms of
-/// [`Store::txn`], and backends override them where a native call is cheaper. The required
+/// [`Store::txn`], and wrappers override them to forward each to its own. The required
 /// methods have no default on purpose: a wrapper that forgot to forward one would otherwise
 /// answer for the store it wraps with a made-up value, and the compiler finds every such
 /// wrapper instead.
