@@ -4,8 +4,8 @@
 //!   `redis-server`, `chromium`, `chromedriver`), once per machine;
 //! - `demo`: the main job on the embedded default store;
 //! - `test`: the module graph (`modules --check`), formatting, lints and every test against
-//!   real `etcd`, `redis-server` and a headless Chromium, the crates outside the workspace,
-//!   then a two-minute chaos run;
+//!   real `etcd`, `redis-server` and a headless Chromium, then the crates outside the
+//!   workspace (the long runs, `chaos` and `bench`, have commands of their own);
 //! - `outside`: the crates of `tests/outside/`, each built as a user's crate outside the
 //!   workspace, with only the library (or `kvctl`'s) as a dependency, then run, or tested
 //!   when it has tests (also part of `test`);
@@ -46,8 +46,8 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
                cargo commands work
   demo         run the demo on the embedded default store
   test         modules --check, cargo fmt --check, clippy -D warnings, cargo doc, every test
-               against real servers and a headless Chromium, the crates outside the workspace,
-               and a two-minute chaos run
+               against real servers and a headless Chromium, and the crates outside the
+               workspace (chaos and bench are commands of their own)
   outside      build the crates of tests/outside/, each a user's crate outside the
                workspace, and run them (or their tests) (part of test)
   bench [--quick] [--only WORD]
@@ -192,9 +192,7 @@ fn test(args: &[String]) -> Result<(), String> {
                 .args(features.map(|f| ["--features", f]).into_iter().flatten()),
         )?;
     }
-    outside::run_all(|| cargo(&protoc))?;
-    let args = ["--minutes", "2"].map(String::from);
-    run_chaos(&protoc, &args)
+    outside::run_all(|| cargo(&protoc))
 }
 
 /// The examples of `kv/examples/`, each with the feature it needs.
