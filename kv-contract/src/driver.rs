@@ -31,6 +31,16 @@ use std::time::Duration;
 /// Only the front makes one, so a [`Driver`] method that takes a `Checked` request can rely on
 /// it without checking again. Read it through `Deref`, or take it apart with
 /// [`into_inner`](Checked::into_inner).
+///
+/// Code outside the contract cannot make one, so it cannot hand a driver an unchecked key:
+///
+/// ```compile_fail
+/// let key = keyplane_contract::driver::Checked(&b""[..]);
+/// ```
+///
+/// ```compile_fail
+/// let key = keyplane_contract::driver::Checked::new(&b""[..]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checked<T>(T);
 
