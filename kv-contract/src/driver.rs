@@ -11,12 +11,12 @@
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionOp, CollectionResult};
 use crate::entry::Entry;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lease::{LeaseGrant, LeaseId, LeaseInfo};
 use crate::range::{KeyRange, RangeOptions, RangeResult};
 use crate::status::ServerStatus;
 use crate::store::{DeletePrefixResult, DeleteResult, PutOptions, PutResult};
-use crate::txn::{OpResult, Txn, TxnOp, TxnResponse};
+use crate::txn::{OpResult, Txn, TxnOp, TxnResponse, unexpected};
 use crate::watch::{WatchOptions, WatchStream};
 use async_trait::async_trait;
 use std::ops::Deref;
@@ -252,9 +252,4 @@ pub trait Driver: Send + Sync + 'static {
             other => Err(unexpected("collection", other)),
         }
     }
-}
-
-/// The error of a provided method whose transaction answered with the wrong result.
-pub(crate) fn unexpected(op: &str, got: Option<OpResult>) -> Error {
-    Error::internal(format!("{op}: unexpected transaction result {got:?}"))
 }

@@ -2,13 +2,12 @@
 
 use crate::capabilities::Capabilities;
 use crate::collections::{CollectionOp, CollectionResult};
-use crate::driver::unexpected;
 use crate::entry::Entry;
 use crate::error::Result;
 use crate::lease::{LeaseGrant, LeaseId, LeaseInfo};
 use crate::range::{KeyRange, RangeOptions, RangeResult};
 use crate::status::ServerStatus;
-use crate::txn::{OpResult, Txn, TxnOp};
+use crate::txn::{OpResult, Txn, TxnOp, unexpected};
 use crate::watch::{WatchOptions, WatchPosition, WatchStream};
 use async_trait::async_trait;
 use std::future::Future;

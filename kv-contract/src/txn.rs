@@ -592,6 +592,12 @@ pub struct TxnResponse {
     pub results: Vec<OpResult>,
 }
 
+/// The error of a provided single-call method whose transaction answered with the wrong
+/// result.
+pub(crate) fn unexpected(op: &str, got: Option<OpResult>) -> Error {
+    Error::internal(format!("{op}: unexpected transaction result {got:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,8 +12,10 @@
 //! files of more than 500 lines of code (lines that are neither blank nor comments nor in
 //! tests). It also checks keyplane-core's layers (a module uses only its own layer and
 //! those below) and that each backend's library depends on keyplane-contract and on no other
-//! crate of the workspace (see `modules/layers.rs`). With `--check` it fails when it finds any of these.
+//! crate of the workspace (see `modules/layers.rs`), and that no backend re-checks a request
+//! the contract's front checked (`modules/front.rs`). With `--check` it fails when it finds any of these.
 
+mod front;
 mod layers;
 mod source;
 
@@ -55,6 +57,17 @@ pub fn run(root: &Path, check: bool) -> Result<(), String> {
                  keyplane-contract alone",
                 file.display()
             );
+        }
+        if layers::is_backend(&dir) {
+            for (file, line, call) in front::backend_rechecks(&dir.join("src"))? {
+                findings.layer_breaks += 1;
+                let file = file.strip_prefix(root).unwrap_or(&file);
+                println!(
+                    "{}:{line}: a backend calls `{call}`: the contract's front checked the \
+                     request already (keyplane_contract::driver)",
+                    file.display()
+                );
+            }
         }
     }
     println!(

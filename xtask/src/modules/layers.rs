@@ -59,13 +59,16 @@ pub fn layer_name(path: &[String]) -> String {
     }
 }
 
+/// Whether the crate in `dir` is a backend.
+pub fn is_backend(dir: &Path) -> bool {
+    dir.file_name()
+        .is_some_and(|n| BACKENDS.iter().any(|b| n == *b))
+}
+
 /// The workspace crates that a backend's library depends on besides keyplane-contract, when
 /// the crate in `dir` is a backend: `(manifest, line, crate)`.
 pub fn backend_breaks(dir: &Path) -> Result<Vec<(PathBuf, usize, String)>, String> {
-    if !dir
-        .file_name()
-        .is_some_and(|n| BACKENDS.iter().any(|b| n == *b))
-    {
+    if !is_backend(dir) {
         return Ok(Vec::new());
     }
     let manifest = dir.join("Cargo.toml");
