@@ -251,9 +251,10 @@ impl Attempts<'_> {
     }
 
     /// Records a failed attempt and returns the pause before the next one, or `None` when
-    /// the policy allows no more (then give up). For a loop that sleeps where it also waits
-    /// for something else (`select!` on the pause and a shutdown signal); other loops call
-    /// [`wait`](Self::wait).
+    /// the policy allows no more (then give up). For a loop that does something between the
+    /// decision and the pause (logs the retry it is about to make), or sleeps where it also
+    /// waits for something else (`select!` on the pause and a shutdown signal); other loops
+    /// call [`wait`](Self::wait).
     pub fn next_delay(&mut self) -> Option<Duration> {
         self.failed = self.failed.saturating_add(1);
         let started = *self.started.get_or_insert_with(Instant::now);
