@@ -114,29 +114,26 @@ impl Hub {
             if self.stop_if_unwatched(&tx) {
                 return;
             }
-            let err = match self.read(&mut con, &mut last, &ready).await {
+            match self.read(&mut con, &mut last, &ready).await {
                 Ok(entries) => {
                     failures.reset();
                     if !entries.is_empty() {
                         let _ = tx.send(Ok(Arc::new(entries)));
                     }
-                    continue;
                 }
-                Err(err) => err,
-            };
-            let delay = if err.is_retryable() {
-                failures.next_delay()
-            } else {
-                None
-            };
-            let Some(delay) = delay else {
-                self.fail(&tx, err);
-                return;
-            };
-            con = None;
-            let failures = failures.failed();
-            tracing::debug!(%err, failures, "watch connection lost; reconnecting");
-            tokio::time::sleep(delay).await;
+                Err(err) => match err.is_retryable().then(|| failures.next_delay()).flatten() {
+                    Some(delay) => {
+                        con = None;
+                        let failed = failures.failed();
+                        tracing::debug!(%err, failures = failed, "watch connection lost; reconnecting");
+                        tokio::time::sleep(delay).await;
+                    }
+                    None => {
+                        self.fail(&tx, err);
+                        return;
+                    }
+                },
+            }
         }
     }
 
