@@ -10,7 +10,7 @@ use keyplane::{Backend, ErrorKind, OpenOptions, Store};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The deadline of each store operation (`--timeout`).
 static DEADLINE: OnceLock<Duration> = OnceLock::new();
@@ -246,12 +246,12 @@ pub(crate) async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc
 async fn open_backend(url: &str) -> CliResult<Backend> {
     let options = OpenOptions::default().connect_timeout(connect_timeout(url));
     let full = with_password(url)?;
-    let started = Instant::now();
     // Short pauses: the holder is most often a kvctl command that is about to finish.
     let pauses = Backoff::requests()
         .initial(Duration::from_millis(5))
-        .max_delay(Duration::from_millis(50));
-    let mut attempt = 0;
+        .max_delay(Duration::from_millis(50))
+        .deadline(Some(LOCK_WAIT));
+    let mut attempts = pauses.start();
     loop {
         match within(url, Backend::open_with(&full, &options)).await? {
             Ok(backend) => return Ok(backend),
@@ -259,7 +259,7 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
                 return Err(CliError::invalid(scrub(e.message())));
             }
             Err(e) if is_sled(url) && held_by_another_process(&e) => {
-                if started.elapsed() >= LOCK_WAIT {
+                if !attempts.wait().await {
                     return Err(CliError::new(
                         code::UNREACHABLE,
                         format!(
@@ -274,8 +274,6 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
                         ),
                     ));
                 }
-                tokio::time::sleep(pauses.delay(attempt)).await;
-                attempt += 1;
             }
             Err(e) => return Err(failed(url, &e)),
         }

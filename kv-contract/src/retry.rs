@@ -32,6 +32,7 @@
 //! ```
 
 use crate::error::{Error, Result};
+use std::borrow::Cow;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
@@ -154,22 +155,71 @@ impl Backoff {
         }
     }
 
-    /// Starts counting attempts and time for one operation.
+    /// Starts counting attempts and time for one operation: the [deadline](Self::deadline)
+    /// counts from now, the first attempt.
     pub fn start(&self) -> Attempts<'_> {
         Attempts {
-            policy: self,
-            started: Instant::now(),
+            policy: Cow::Borrowed(self),
+            started: Some(Instant::now()),
+            failed: 0,
+        }
+    }
+
+    /// Starts counting attempts with the clock stopped until the first failure: the
+    /// [deadline](Self::deadline) counts from then, so an operation that succeeds at once
+    /// reads no clock. For loops on a path where nearly every call succeeds at once (one
+    /// request to a backend).
+    pub fn start_at_failure(&self) -> Attempts<'_> {
+        Attempts {
+            policy: Cow::Borrowed(self),
+            started: None,
+            failed: 0,
+        }
+    }
+
+    /// [`start_at_failure`](Self::start_at_failure), the attempts owning the policy: for a
+    /// loop whose state outlives the place the policy is made in (a watch stream that
+    /// reconnects, under a policy built from its store's configuration).
+    pub fn into_attempts(self) -> Attempts<'static> {
+        Attempts {
+            policy: Cow::Owned(self),
+            started: None,
             failed: 0,
         }
     }
 }
 
-/// The attempts of one operation under a [`Backoff`] ([`Backoff::start`]), for loops that
-/// [`retry`] does not fit (a retry decided by a value rather than an error).
+/// The attempts of one operation under a [`Backoff`] ([`Backoff::start`]): how many failed,
+/// since when, whether the policy allows another and how long to pause before it. Every
+/// retry loop goes through it (or through [`retry`], which does), so the counting, the
+/// giving up and the start afresh after a success are the same everywhere:
+///
+/// - [`wait`](Self::wait) records a failure and sleeps, or says to give up;
+///   [`wait_blocking`](Self::wait_blocking) is the same for blocking code;
+/// - [`next_delay`](Self::next_delay) records a failure and returns the pause, for a loop
+///   that sleeps in a `select!` beside something else (a shutdown signal);
+/// - [`reset`](Self::reset) starts afresh after a success, for a loop that goes on (a
+///   reconnecting follower counts consecutive failures only);
+/// - [`exhausted`](Self::exhausted) is the error to give up with.
+///
+/// ```
+/// use keyplane_contract::retry::Backoff;
+/// use std::time::Duration;
+///
+/// let policy = Backoff::requests().initial(Duration::from_millis(1)).max_attempts(3);
+/// let mut attempts = policy.start();
+/// assert_eq!(attempts.next_delay(), Some(Duration::from_millis(1)));
+/// assert_eq!(attempts.next_delay(), Some(Duration::from_millis(2)));
+/// assert_eq!(attempts.next_delay(), None); // the third attempt failed: give up
+/// attempts.reset(); // a success: the next failure is the first again
+/// assert_eq!(attempts.next_delay(), Some(Duration::from_millis(1)));
+/// ```
 #[derive(Debug)]
 pub struct Attempts<'a> {
-    policy: &'a Backoff,
-    started: Instant,
+    policy: Cow<'a, Backoff>,
+    /// When the deadline started counting: the first attempt ([`Backoff::start`]), or the
+    /// first failure (`None` until then).
+    started: Option<Instant>,
     failed: u32,
 }
 
@@ -177,14 +227,57 @@ impl Attempts<'_> {
     /// Records a failed attempt and sleeps before the next one; `false` (without sleeping)
     /// when the policy allows no more: then give up.
     pub async fn wait(&mut self) -> bool {
-        self.failed = self.failed.saturating_add(1);
-        match self.policy.next_delay(self.failed, self.started) {
+        match self.next_delay() {
             Some(delay) => {
                 tokio::time::sleep(delay).await;
                 true
             }
             None => false,
         }
+    }
+
+    /// [`wait`](Self::wait) for blocking code (a thread, not a task): the pause blocks the
+    /// thread. The clock is the one [`wait`](Self::wait) reads (tokio's, which is the
+    /// system's unless a runtime with a paused clock is current; blocking code does not run
+    /// there).
+    pub fn wait_blocking(&mut self) -> bool {
+        match self.next_delay() {
+            Some(delay) => {
+                std::thread::sleep(delay);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Records a failed attempt and returns the pause before the next one, or `None` when
+    /// the policy allows no more (then give up). For a loop that does something between the
+    /// decision and the pause (logs the retry it is about to make), or sleeps where it also
+    /// waits for something else (`select!` on the pause and a shutdown signal); other loops
+    /// call [`wait`](Self::wait).
+    pub fn next_delay(&mut self) -> Option<Duration> {
+        self.failed = self.failed.saturating_add(1);
+        let started = *self.started.get_or_insert_with(Instant::now);
+        self.policy.next_delay(self.failed, started)
+    }
+
+    /// Records a failed attempt that needs no pause before the next one (a lost race whose
+    /// winner the caller has already read), so that it counts towards the policy's bound and
+    /// lengthens the next pause as a waited one does. It never gives up: the next
+    /// [`wait`](Self::wait) does.
+    pub fn record_failure(&mut self) {
+        self.failed = self.failed.saturating_add(1);
+        if self.started.is_none() {
+            self.started = Some(Instant::now());
+        }
+    }
+
+    /// Starts afresh after a success, for a loop that goes on: no failure counted, and the
+    /// deadline counts from the next failure. Reads no clock, so it costs nothing on a
+    /// success path.
+    pub fn reset(&mut self) {
+        self.failed = 0;
+        self.started = None;
     }
 
     /// How many attempts failed so far.
@@ -195,9 +288,10 @@ impl Attempts<'_> {
     /// `error` with how many attempts were made and for how long: the error to return when
     /// [`wait`](Self::wait) gives up.
     pub fn exhausted(&self, error: Error) -> Error {
+        let elapsed = self.started.map_or(Duration::ZERO, |at| at.elapsed());
         error
             .with_context("attempts", self.failed)
-            .with_context("elapsed_ms", self.started.elapsed().as_millis())
+            .with_context("elapsed_ms", elapsed.as_millis())
     }
 }
 
@@ -314,5 +408,60 @@ mod tests {
         .await;
         assert!(started.elapsed() <= Duration::from_secs(1));
         assert!(calls >= 10, "{calls}");
+    }
+
+    #[test]
+    fn attempts_count_give_up_and_start_afresh() {
+        let policy = Backoff::requests()
+            .initial(Duration::from_millis(1))
+            .max_attempts(3);
+        let mut attempts = policy.start();
+        assert_eq!(attempts.next_delay(), Some(Duration::from_millis(1)));
+        assert_eq!(attempts.next_delay(), Some(Duration::from_millis(2)));
+        assert_eq!(attempts.next_delay(), None);
+        assert_eq!(attempts.failed(), 3);
+        attempts.reset();
+        assert_eq!(attempts.failed(), 0);
+        assert_eq!(attempts.next_delay(), Some(Duration::from_millis(1)));
+        // A failure recorded without a pause counts towards the bound and the growth.
+        attempts.record_failure();
+        assert_eq!(attempts.failed(), 2);
+        assert_eq!(attempts.next_delay(), None);
+        let err = attempts.exhausted(Error::new(ErrorKind::Unavailable, "down"));
+        assert!(err.to_string().contains("attempts"), "{err}");
+    }
+
+    #[test]
+    fn blocking_waits_pause_the_thread_and_give_up() {
+        let policy = Backoff::requests()
+            .initial(Duration::from_millis(5))
+            .max_attempts(2);
+        let mut attempts = policy.start();
+        let started = std::time::Instant::now();
+        assert!(attempts.wait_blocking());
+        assert!(started.elapsed() >= Duration::from_millis(5));
+        let before = std::time::Instant::now();
+        assert!(!attempts.wait_blocking());
+        assert!(before.elapsed() < Duration::from_millis(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_clock_starts_at_the_first_failure_or_afresh_after_a_reset() {
+        let policy = Backoff::requests()
+            .initial(Duration::from_millis(100))
+            .deadline(Some(Duration::from_secs(1)));
+        let mut from_start = policy.start();
+        let mut from_failure = policy.start_at_failure();
+        let mut owned = policy.clone().into_attempts();
+        tokio::time::advance(Duration::from_secs(5)).await;
+        // The first attempt took 5 s: past the deadline counted from it, not from a failure.
+        assert_eq!(from_start.next_delay(), None);
+        assert_eq!(from_failure.next_delay(), Some(Duration::from_millis(100)));
+        assert_eq!(owned.next_delay(), Some(Duration::from_millis(100)));
+        from_start.reset();
+        assert_eq!(from_start.next_delay(), Some(Duration::from_millis(100)));
+        assert!(from_failure.wait().await);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(!from_failure.wait().await);
     }
 }

@@ -114,7 +114,8 @@ impl Core {
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         let cfg = &self.config;
-        let mut attempt = 0u32;
+        let policy = Backoff::requests().max_attempts(cfg.retries.saturating_add(1));
+        let mut attempts = policy.start_at_failure();
         loop {
             let err = match tokio::time::timeout(cfg.request_timeout, f()).await {
                 Ok(Ok(v)) => return Ok(v),
@@ -130,12 +131,15 @@ impl Core {
             };
             let safe = idempotent || request_not_sent(&err);
             let err = map_error(op, err);
-            if !(err.is_retryable() && safe && attempt < cfg.retries) {
+            if !(err.is_retryable() && safe) {
                 return Err(err);
             }
+            let Some(delay) = attempts.next_delay() else {
+                return Err(err);
+            };
+            let attempt = attempts.failed() - 1;
             tracing::debug!(op, attempt, error = %err, "retrying etcd request");
-            tokio::time::sleep(Backoff::requests().delay(attempt)).await;
-            attempt += 1;
+            tokio::time::sleep(delay).await;
         }
     }
 

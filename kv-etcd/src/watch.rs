@@ -16,7 +16,7 @@ use etcd_client::{
 use futures::StreamExt;
 use keyplane_contract::raw::decode_changes;
 use keyplane_contract::raw::layout;
-use keyplane_contract::retry::Backoff;
+use keyplane_contract::retry::{Attempts, Backoff};
 use keyplane_contract::{
     CollectionChange, CollectionEvent, CollectionKind, Error, ErrorKind, Event, KeyRange, Result,
     WatchBatch, WatchOptions, WatchStream,
@@ -49,8 +49,9 @@ struct Watcher {
     mark: Option<i64>,
     progress: bool,
     ready: VecDeque<WatchBatch>,
-    /// Consecutive failures (of connecting, or of a connection soon after it was made).
-    failures: u32,
+    /// Consecutive failures (of connecting, or of a connection soon after it was made),
+    /// under the backend's request policy and its configured retries.
+    failures: Attempts<'static>,
     /// When the current connection was confirmed.
     connected_at: Option<Instant>,
     done: bool,
@@ -83,7 +84,9 @@ pub(crate) async fn watch(core: &Arc<Core>, opts: WatchOptions) -> Result<WatchS
         mark: None,
         progress: opts.progress,
         ready: VecDeque::new(),
-        failures: 0,
+        failures: Backoff::requests()
+            .max_attempts(core.config.retries.saturating_add(1))
+            .into_attempts(),
         connected_at: None,
         done: false,
         corrupted: None,
@@ -183,15 +186,15 @@ impl Watcher {
                     .take()
                     .is_some_and(|at| at.elapsed() >= HEALTHY_CONNECTION)
                 {
-                    self.failures = 0;
+                    self.failures.reset();
                 }
-                self.failures += 1;
-                if self.failures > self.core.config.retries {
+                let Some(delay) = self.failures.next_delay() else {
                     self.done = true;
-                    return Some(Err(e.with_context("reconnects", self.failures - 1)));
-                }
+                    let reconnects = self.failures.failed() - 1;
+                    return Some(Err(e.with_context("reconnects", reconnects)));
+                };
                 tracing::debug!(error = %e, next = self.next_revision, "watch reconnecting");
-                tokio::time::sleep(Backoff::requests().delay(self.failures - 1)).await;
+                tokio::time::sleep(delay).await;
             }
         }
     }

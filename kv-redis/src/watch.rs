@@ -224,7 +224,8 @@ impl Watcher {
     /// Reads the log from the revision after the last one read up to its end (XRANGE, on the
     /// shared connection); false when the watch ended.
     async fn catch_up(&mut self) -> bool {
-        let mut failures = 0;
+        let policy = RECONNECT.max_attempts(self.hub.retries.saturating_add(1));
+        let mut failures = policy.start_at_failure();
         loop {
             let from = format!("{}-0", self.follower.last.saturating_add(1));
             let mut con = self.con.clone();
@@ -244,16 +245,18 @@ impl Watcher {
                 // A dropped connection loses nothing: the log still holds what was missed,
                 // so the read is made again (the shared connection reconnects), as the hub
                 // does, before the watch gives up.
-                Err(err) if err.is_retryable() && failures < self.hub.retries => {
-                    failures += 1;
-                    tokio::select! {
-                        _ = self.tx.closed() => return false,
-                        _ = tokio::time::sleep(RECONNECT.delay(failures)) => continue,
+                Err(err) if err.is_retryable() => match failures.next_delay() {
+                    Some(delay) => {
+                        tokio::select! {
+                            _ = self.tx.closed() => return false,
+                            _ = tokio::time::sleep(delay) => continue,
+                        }
                     }
-                }
+                    None => return self.end(err).await,
+                },
                 Err(err) => return self.end(err).await,
             };
-            failures = 0;
+            failures.reset();
             let full = entries.len() >= PAGE;
             let batches = match self.follower.accept(entries) {
                 Ok(batches) => batches,

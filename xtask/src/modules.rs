@@ -12,9 +12,12 @@
 //! files of more than 500 lines of code (lines that are neither blank nor comments nor in
 //! tests). It also checks keyplane-core's layers (a module uses only its own layer and
 //! those below) and that each backend's library depends on keyplane-contract and on no other
-//! crate of the workspace (see `modules/layers.rs`), and that no backend re-checks a request
-//! the contract's front checked (`modules/front.rs`). With `--check` it fails when it finds any of these.
+//! crate of the workspace (see `modules/layers.rs`), that no backend re-checks a request the
+//! contract's front checked (`modules/front.rs`), and it reports a hand-written backoff loop,
+//! a `sleep` on a policy's `.delay(..)` outside the policy (see `modules/backoff.rs`). With
+//! `--check` it fails when it finds any of these.
 
+mod backoff;
 mod front;
 mod layers;
 mod source;
@@ -37,6 +40,7 @@ pub struct Findings {
     pub circles: usize,
     pub large_files: usize,
     pub layer_breaks: usize,
+    pub backoff_loops: usize,
 }
 
 pub fn run(root: &Path, check: bool) -> Result<(), String> {
@@ -44,6 +48,7 @@ pub fn run(root: &Path, check: bool) -> Result<(), String> {
         circles: 0,
         large_files: 0,
         layer_breaks: 0,
+        backoff_loops: 0,
     };
     for dir in crate_dirs(root)? {
         let krate = load(&dir)?;
@@ -70,13 +75,27 @@ pub fn run(root: &Path, check: bool) -> Result<(), String> {
             }
         }
     }
+    for (file, line) in backoff::loops(root)? {
+        findings.backoff_loops += 1;
+        let file = file.strip_prefix(root).unwrap_or(&file);
+        println!(
+            "{}:{line}: a hand-written backoff loop sleeps on a policy's delay: retry through \
+             keyplane_contract::retry::Attempts (or retry/retry_if)",
+            file.display()
+        );
+    }
     println!(
         "modules: {} import circles, {} files over {MAX_CODE_LINES} lines of code, {} layer \
-         breaks",
-        findings.circles, findings.large_files, findings.layer_breaks
+         breaks, {} hand-written backoff loops",
+        findings.circles, findings.large_files, findings.layer_breaks, findings.backoff_loops
     );
-    if check && (findings.circles > 0 || findings.large_files > 0 || findings.layer_breaks > 0) {
-        return Err("modules: circles, large files or layer breaks found".into());
+    if check
+        && (findings.circles > 0
+            || findings.large_files > 0
+            || findings.layer_breaks > 0
+            || findings.backoff_loops > 0)
+    {
+        return Err("modules: circles, large files, layer breaks or backoff loops found".into());
     }
     Ok(())
 }

@@ -2,13 +2,12 @@
 
 use super::{Args, Call, Layer, around_store};
 use crate::Store;
-use crate::retry::Backoff;
+use crate::retry::{Attempts, Backoff};
 use crate::{Error, Result};
 use crate::{WatchOptions, WatchPosition, WatchStream};
 use futures::StreamExt;
 use std::future::Future;
 use std::sync::Arc;
-use tokio::time::Instant;
 
 /// Retries calls that failed with a [retryable](Error::is_retryable) error, under a
 /// [`Backoff`] (exponential, full jitter, a deadline and optionally a number of attempts).
@@ -117,12 +116,11 @@ impl<S: Store> RetryStore<S> {
         Fut: Future<Output = Result<T>>,
     {
         // The clock starts at the first failure: a call that succeeds at once reads none.
-        let mut attempts = None;
+        let mut attempts = self.policy.start_at_failure();
         loop {
             match f(args.clone()).await {
                 Ok(answer) => return Ok(answer),
                 Err(error) if self.may_retry(call, &args, &error) => {
-                    let attempts = attempts.get_or_insert_with(|| self.policy.start());
                     tracing::debug!(
                         op = call.name(),
                         attempt = attempts.failed() + 1,
@@ -154,10 +152,8 @@ impl<S: Store> RetryStore<S> {
         Ok(resuming(
             Resume {
                 inner: Arc::clone(&self.inner),
-                policy: self.policy.clone(),
+                attempts: self.policy.clone().into_attempts(),
                 opts,
-                failed: 0,
-                started: None,
                 done: false,
             },
             stream,
@@ -170,12 +166,11 @@ around_store!(RetryStore, watch = open_watch);
 /// The state of a resuming watch between two items.
 struct Resume<S> {
     inner: Arc<S>,
-    policy: Backoff,
+    /// Failures since the last delivered batch, under the layer's policy (its clock from the
+    /// first of them).
+    attempts: Attempts<'static>,
     /// The options to reopen with: the start revision follows the delivered batches.
     opts: WatchOptions,
-    /// Failures since the last delivered batch, and when the first of them happened.
-    failed: u32,
-    started: Option<Instant>,
     done: bool,
 }
 
@@ -187,12 +182,10 @@ impl<S: Store> Resume<S> {
             self.done = true;
             return Some(error);
         }
-        self.failed += 1;
-        let started = *self.started.get_or_insert_with(Instant::now);
-        match self.policy.next_delay(self.failed, started) {
+        match self.attempts.next_delay() {
             Some(delay) => {
                 tracing::debug!(
-                    attempt = self.failed,
+                    attempt = self.attempts.failed(),
                     from = self.opts.start_revision,
                     groups = self.opts.group_starts.as_ref().map_or(0, |g| g.len()),
                     %error,
@@ -203,7 +196,7 @@ impl<S: Store> Resume<S> {
             }
             None => {
                 self.done = true;
-                Some(error.with_context("attempts", self.failed))
+                Some(error.with_context("attempts", self.attempts.failed()))
             }
         }
     }
@@ -227,8 +220,7 @@ fn resuming<S: Store>(state: Resume<S>, first: WatchStream) -> WatchStream {
             };
             match stream.next().await {
                 Some(Ok(batch)) => {
-                    st.failed = 0;
-                    st.started = None;
+                    st.attempts.reset();
                     if !batch.is_progress() {
                         let mut position = WatchPosition {
                             next: st.opts.start_revision,

@@ -23,6 +23,10 @@ use tokio::time::{Interval, MissedTickBehavior};
 
 /// How long a confirmation waits for a watch batch that may already be on its way.
 const CONFIRM_GRACE: Duration = Duration::from_millis(20);
+/// Between confirmations in a row that did not reach the pending revision: 400 ms doubling
+/// up to 1 s, without end (the backend's request policy, from its fifth pause).
+static CONFIRM_AGAIN: crate::retry::Backoff =
+    crate::retry::Backoff::requests().initial(Duration::from_millis(400));
 
 impl<K, V> MirrorBuilder<K, V>
 where
@@ -86,7 +90,7 @@ where
         pending: None,
         retry_at: None,
         marking: false,
-        attempts: 0,
+        attempts: CONFIRM_AGAIN.start_at_failure(),
         resync: b.resync_every.map(interval),
         heartbeat: b.heartbeat.map(interval),
     };
@@ -271,7 +275,7 @@ struct Worker<K, V> {
     /// Whether the watch was reopened with a progress mark that has not arrived yet.
     marking: bool,
     /// Confirmations in a row that did not reach the pending revision.
-    attempts: u32,
+    attempts: crate::retry::Attempts<'static>,
     resync: Option<Interval>,
     heartbeat: Option<Interval>,
 }
@@ -310,7 +314,7 @@ where
             if self.pending.is_some_and(|p| p <= self.view().revision()) {
                 self.pending = None;
                 self.retry_at = None;
-                self.attempts = 0;
+                self.attempts.reset();
             }
         }
     }
@@ -458,8 +462,8 @@ where
     }
 
     fn retry_later(&mut self) {
-        self.attempts = self.attempts.saturating_add(1);
-        let wait = crate::retry::Backoff::requests().delay(self.attempts + 3);
+        // The policy has no bound: there is always a next pause.
+        let wait = self.attempts.next_delay().unwrap_or(Duration::from_secs(1));
         self.retry_at = Some(tokio::time::Instant::now() + wait);
     }
 
@@ -533,14 +537,15 @@ where
                 stats.last_error = Some(error);
             }
         }
-        let mut attempt = 0;
+        let policy = crate::retry::Backoff::requests();
+        let mut attempts = policy.start_at_failure();
         let (listed, watch) = loop {
             match self.lister.load().await {
                 Ok(loaded) => break loaded,
                 Err(error) => {
                     self.stats().last_error = Some(error);
-                    tokio::time::sleep(crate::retry::Backoff::requests().delay(attempt)).await;
-                    attempt = attempt.saturating_add(1);
+                    // The policy has no bound: this pauses and never gives up.
+                    attempts.wait().await;
                 }
             }
         };

@@ -229,10 +229,11 @@ impl<'a, S: Store + ?Sized> BulkLoader<'a, S> {
         // not undo (the batch's own, if it was applied, included).
         let baseline = self.retrying(|| self.store.revision()).await?;
         let mut pending: Vec<&(Vec<u8>, Vec<u8>)> = batch.iter().collect();
-        let mut attempt = 0u32;
+        let policy = self.policy();
+        let mut attempts = policy.start_at_failure();
         loop {
             let puts = pending.iter().map(|(k, v)| TxnOp::put(k, v));
-            let txn = if attempt == 0 {
+            let txn = if attempts.failed() == 0 {
                 Txn::new().and_then(puts)
             } else {
                 Txn::new()
@@ -243,17 +244,22 @@ impl<'a, S: Store + ?Sized> BulkLoader<'a, S> {
                     )
                     .and_then(puts)
             };
-            attempt += 1;
             let in_doubt = match self.store.txn(txn).await {
                 Ok(resp) if resp.succeeded => {
                     done.revision = done.revision.max(resp.revision);
                     return Ok(done);
                 }
                 // A guarded retry whose compares failed: someone wrote a pending key since
-                // the baseline, and the batch is known not to be applied.
-                Ok(_) => false,
-                Err(e) if e.is_retryable() && attempt < self.attempts => {
-                    tokio::time::sleep(Backoff::requests().delay(attempt)).await;
+                // the baseline, and the batch is known not to be applied. It counts as an
+                // attempt, without a pause: the keys are read again at once.
+                Ok(_) => {
+                    attempts.record_failure();
+                    false
+                }
+                Err(e) if e.is_retryable() => {
+                    if !attempts.wait().await {
+                        return Err(e);
+                    }
                     true
                 }
                 Err(e) => return Err(e),
@@ -378,15 +384,25 @@ impl<'a, S: Store + ?Sized> BulkLoader<'a, S> {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let mut attempt = 0u32;
+        let policy = self.policy();
+        let mut attempts = policy.start_at_failure();
         loop {
-            attempt += 1;
             match f().await {
-                Err(e) if e.is_retryable() && attempt < self.attempts => {
-                    tokio::time::sleep(Backoff::requests().delay(attempt)).await;
+                Err(e) if e.is_retryable() => {
+                    if !attempts.wait().await {
+                        return Err(e);
+                    }
                 }
                 other => return other,
             }
         }
+    }
+
+    /// The pauses between the attempts of a batch or a read: the backend's request policy
+    /// from 50 ms, at most the loader's attempts.
+    fn policy(&self) -> Backoff {
+        Backoff::requests()
+            .initial(Duration::from_millis(50))
+            .max_attempts(self.attempts)
     }
 }

@@ -306,7 +306,7 @@ async fn monitor(
     // Between a failed watch and the next: quick at first, never more than 100 ms, which
     // bounds how late a loss is seen.
     let policy = Backoff::requests().max_delay(Duration::from_millis(100));
-    let mut failures = 0;
+    let mut failures = policy.start_at_failure();
     loop {
         let watch = WatchOptions::key(&key).from_revision(revision + 1);
         if let Ok(mut stream) = store.watch(watch).await
@@ -327,8 +327,8 @@ async fn monitor(
                     .is_some_and(|e| e.create_revision == token) =>
             {
                 revision = page.revision;
-                tokio::time::sleep(policy.delay(failures)).await;
-                failures = failures.saturating_add(1);
+                // The policy has no bound: this pauses and never gives up.
+                failures.wait().await;
             }
             _ => {
                 lost.send_replace(true);

@@ -34,9 +34,18 @@ use keyplane_contract::{
     Txn, TxnOp, TxnResponse,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 /// How many times a transaction is planned again after losing a race.
 const OPTIMISTIC_ATTEMPTS: u32 = 16;
+
+/// The pauses between the plans of a transaction that lost a race: the backend's request
+/// policy, no pause longer than 200 ms, at most [`OPTIMISTIC_ATTEMPTS`] plans.
+fn optimistic_policy() -> Backoff {
+    Backoff::requests()
+        .max_delay(Duration::from_millis(200))
+        .max_attempts(OPTIMISTIC_ATTEMPTS)
+}
 
 /// Physical state read at one revision.
 struct Snapshot {
@@ -73,6 +82,8 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
     let ns = &core.ns;
     let max = core.caps.max_txn_ops;
     let mut read_set = ReadSet::of(&txn);
+    let policy = optimistic_policy();
+    let mut attempts = policy.start_at_failure();
     for attempt in 0..OPTIMISTIC_ATTEMPTS {
         if read_set.stamps.len() >= max {
             return Err(too_many_collections(read_set.stamps.len(), max));
@@ -82,6 +93,7 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
         // a map not read yet is added to the reads (and guarded), and the snapshot read
         // again.
         if read_set.add_rotated_maps(&txn, &snap) {
+            attempts.record_failure();
             continue;
         }
         let success = plan(ns, &txn.success, &snap)?;
@@ -147,7 +159,9 @@ pub(crate) async fn txn(core: &Core, txn: Txn) -> Result<TxnResponse> {
             attempt,
             "collection transaction lost a race; planning again"
         );
-        tokio::time::sleep(Backoff::requests().delay(attempt.min(3))).await;
+        if !attempts.wait().await {
+            break;
+        }
     }
     Err(Error::new(
         ErrorKind::ConditionFailed,

@@ -23,10 +23,9 @@ const BLOCK: Duration = Duration::from_secs(2);
 /// reads what it missed from the log.
 const HUB_PAGES: usize = 256;
 
-/// Between attempts to reconnect the hub: 100 ms doubling up to 2 s (the first failure
-/// waits `delay(1)`).
+/// Between attempts to reconnect the hub: 100 ms doubling up to 2 s.
 pub(crate) const RECONNECT: Backoff = Backoff::requests()
-    .initial(Duration::from_millis(50))
+    .initial(Duration::from_millis(100))
     .max_delay(Duration::from_secs(2));
 
 /// One page of the log's tail, as the hub read and decoded it (once for every watch), or
@@ -109,28 +108,31 @@ impl Hub {
     async fn run(self: Arc<Self>, tx: broadcast::Sender<HubPage>, ready: watch::Sender<bool>) {
         let mut con = None;
         let mut last = Tail::default();
-        let mut failures = 0u32;
+        let policy = RECONNECT.max_attempts(self.retries.saturating_add(1));
+        let mut failures = policy.start_at_failure();
         loop {
             if self.stop_if_unwatched(&tx) {
                 return;
             }
             match self.read(&mut con, &mut last, &ready).await {
                 Ok(entries) => {
-                    failures = 0;
+                    failures.reset();
                     if !entries.is_empty() {
                         let _ = tx.send(Ok(Arc::new(entries)));
                     }
                 }
-                Err(err) if err.is_retryable() && failures < self.retries => {
-                    con = None;
-                    failures += 1;
-                    tracing::debug!(%err, failures, "watch connection lost; reconnecting");
-                    tokio::time::sleep(RECONNECT.delay(failures)).await;
-                }
-                Err(err) => {
-                    self.fail(&tx, err);
-                    return;
-                }
+                Err(err) => match err.is_retryable().then(|| failures.next_delay()).flatten() {
+                    Some(delay) => {
+                        con = None;
+                        let failed = failures.failed();
+                        tracing::debug!(%err, failures = failed, "watch connection lost; reconnecting");
+                        tokio::time::sleep(delay).await;
+                    }
+                    None => {
+                        self.fail(&tx, err);
+                        return;
+                    }
+                },
             }
         }
     }

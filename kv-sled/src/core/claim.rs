@@ -7,7 +7,7 @@ use keyplane_contract::{Error, ErrorKind, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The pauses of an open that waits for a lock to be released, or for a closing store of the
 /// same directory to close: short, as both take moments,
@@ -44,28 +44,26 @@ impl PathClaim {
             )
             .with_source(e)
         })?;
-        let started = Instant::now();
-        let mut attempt = 0;
+        let policy = LOCK_POLL.deadline(Some(CLOSING_WAIT));
+        let mut attempts = policy.start();
         loop {
             let mut open = OPEN_PATHS.lock().unwrap_or_else(PoisonError::into_inner);
-            match open.get(&path) {
+            let closing = match open.get(&path) {
                 None => {
                     open.insert(path.clone(), false);
                     return Ok(PathClaim(path));
                 }
-                Some(true) if started.elapsed() < CLOSING_WAIT => {}
-                Some(_) => {
-                    return Err(Error::new(
-                        ErrorKind::Unavailable,
-                        "the sled database directory is already open in this process; share \
-                         the open SledStore (it is cheap to clone) instead of opening it twice",
-                    )
-                    .set_retryable(false));
-                }
-            }
+                Some(closing) => *closing,
+            };
             drop(open);
-            std::thread::sleep(LOCK_POLL.delay(attempt));
-            attempt += 1;
+            if !closing || !attempts.wait_blocking() {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    "the sled database directory is already open in this process; share \
+                     the open SledStore (it is cheap to clone) instead of opening it twice",
+                )
+                .set_retryable(false));
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use crate::error::map_error;
 use keyplane_contract::{Capabilities, Error, ErrorKind, Result, Retention, Support};
 use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{Notify, watch};
 
 /// Most compares, and most ops per branch, in one transaction.
@@ -138,18 +138,16 @@ const LOCK_RELEASE_WAIT: Duration = Duration::from_secs(1);
 /// any more (see [`PathClaim`]), so a lock held by this process is about to be released, and
 /// one held by another process persists past the wait.
 fn open_db(config: &sled::Config) -> Result<sled::Db> {
-    let started = Instant::now();
-    let mut attempt = 0;
+    let policy = LOCK_POLL.deadline(Some(LOCK_RELEASE_WAIT));
+    let mut attempts = policy.start();
     loop {
         match config.open() {
             Ok(db) => return Ok(db),
             Err(err) => {
                 let err = map_error("open", err);
-                if err.kind() != ErrorKind::Unavailable || started.elapsed() >= LOCK_RELEASE_WAIT {
+                if err.kind() != ErrorKind::Unavailable || !attempts.wait_blocking() {
                     return Err(err);
                 }
-                std::thread::sleep(LOCK_POLL.delay(attempt));
-                attempt += 1;
             }
         }
     }

@@ -66,14 +66,17 @@ pub(crate) enum Subject {
     Group(u64),
 }
 
-/// Counts the attempts of one operation on one key or group, through the shared backoff.
-pub(crate) struct Attempts {
+/// The races one operation on one key or group lost: the shared backoff's
+/// [`Attempts`](keyplane_core::retry::Attempts), which count them, pause and give up, with
+/// the operation and subject that the error it gives up with names. (Not a second kind of
+/// attempts: the counting is the contract's; this adds the balancer's error.)
+pub(crate) struct Races {
     operation: &'static str,
     subject: Subject,
     attempts: keyplane_core::retry::Attempts<'static>,
 }
 
-impl Attempts {
+impl Races {
     /// The attempts of `operation` on API key `id`.
     pub(crate) fn new(operation: &'static str, id: u64) -> Self {
         Self::on(operation, Subject::Key(id))
@@ -81,7 +84,7 @@ impl Attempts {
 
     /// The attempts of `operation` on `subject`.
     pub(crate) fn on(operation: &'static str, subject: Subject) -> Self {
-        Attempts {
+        Races {
             operation,
             subject,
             attempts: RETRY.start(),

@@ -1,7 +1,7 @@
 //! Linking and unlinking API keys and groups (M:N).
 
 use super::cache::Balancer;
-use super::guard::Attempts;
+use super::guard::Races;
 use keyplane_core::Result;
 
 impl Balancer {
@@ -21,7 +21,7 @@ impl Balancer {
     /// (nothing written); backend errors.
     pub async fn link(&self, id: u64, group: u64) -> Result<bool> {
         let reverse = self.groups(id);
-        let mut attempts = Attempts::new("link", id);
+        let mut attempts = Races::new("link", id);
         loop {
             let state = self.read_state(id).await?;
             let Some(status) = state.status else {

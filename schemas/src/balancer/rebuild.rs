@@ -3,7 +3,7 @@
 //! indexes.
 
 use super::cache::Balancer;
-use super::guard::{Attempts, Subject};
+use super::guard::{Races, Subject};
 use super::keys::{ActiveKeysKey, BalancerKeyspace, KeyGroupsKey, KeyObjectKey};
 use super::values::{API_KEY_FIELD, ApiKeyRecord, LoadedKey, STATUS_FIELD};
 use keyplane_core::keyspace::{Keyspace, TypedTxn};
@@ -271,7 +271,7 @@ impl Balancer {
     /// errors.
     pub async fn remove_group(&self, group: u64, members: &[u64]) -> Result<bool> {
         let list = self.active(group);
-        let mut attempts = Attempts::on("remove_group", Subject::Group(group));
+        let mut attempts = Races::on("remove_group", Subject::Group(group));
         loop {
             let listed = self.active_keys(group).await?;
             let mut keys: BTreeSet<u64> = members.iter().copied().collect();
@@ -351,7 +351,7 @@ impl Balancer {
         report: &mut RepairReport,
     ) -> Result<()> {
         let list = self.active(group);
-        let mut attempts = Attempts::on("repair", Subject::Group(group));
+        let mut attempts = Races::on("repair", Subject::Group(group));
         loop {
             let listed = self.active_keys(group).await?;
             let mut kept = Vec::new();

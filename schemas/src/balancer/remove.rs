@@ -1,7 +1,7 @@
 //! Removing an API key from the cache (the document's `removeStoreCacheForKey`).
 
 use super::cache::Balancer;
-use super::guard::Attempts;
+use super::guard::Races;
 use keyplane_core::Result;
 
 impl Balancer {
@@ -29,7 +29,7 @@ impl Balancer {
     /// A retryable `ConditionFailed` when concurrent writers kept changing the key's links
     /// (nothing written); backend errors.
     pub async fn remove_key(&self, id: u64) -> Result<bool> {
-        let mut attempts = Attempts::new("remove", id);
+        let mut attempts = Races::new("remove", id);
         loop {
             let state = self.read_state(id).await?;
             if state.status.is_none() && state.groups.is_empty() {

@@ -2,7 +2,7 @@
 //! active list through the reverse index.
 
 use super::cache::Balancer;
-use super::guard::Attempts;
+use super::guard::Races;
 use super::values::{API_KEY_FIELD, ApiKeyRecord, KeyStatus, STATUS_FIELD};
 use keyplane_core::{Error, Result};
 
@@ -59,7 +59,7 @@ impl Balancer {
         } else {
             "set_status"
         };
-        let mut attempts = Attempts::new(operation, id);
+        let mut attempts = Races::new(operation, id);
         loop {
             let state = self.read_state(id).await?;
             if api_key.is_none() && state.status.is_none() {
