@@ -113,15 +113,19 @@ pub(crate) fn spawn_expiry(core: &Arc<Core>, runtime: &tokio::runtime::Handle) {
     let wake = core.expiry_wake.clone();
     runtime.spawn(async move {
         loop {
-            let next = {
+            // Queued while the store is held, awaited without it: the store closes when
+            // its last handle goes, not after this task's write.
+            let pending = {
                 let Some(core) = weak.upgrade() else { return };
                 // Every write transaction first expires the leases that are due.
-                match core.writer.write(|s| Ok(s.w.leases.next_deadline())).await {
-                    Ok(next) => next,
-                    Err(err) => {
-                        tracing::warn!(error = %err, "redb store: expiring leases failed");
-                        Some(now_ms() + 1000)
-                    }
+                core.writer.submit(|s| Ok(s.w.leases.next_deadline()))
+            };
+            let next = match pending.await {
+                Ok(next) => next,
+                Err(_) if weak.strong_count() == 0 => return,
+                Err(err) => {
+                    tracing::warn!(error = %err, "redb store: expiring leases failed");
+                    Some(now_ms() + 1000)
                 }
             };
             match next {

@@ -182,6 +182,16 @@ impl Handle {
         &self,
         f: impl FnOnce(&mut Section<'_, '_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        self.submit(f).await
+    }
+
+    /// Queues `f` as [`Handle::write`] does, now; the future that answers it does not borrow
+    /// the store, so a task that holds the store weakly (the lease expiry) lets it close
+    /// while it waits.
+    pub(crate) fn submit<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Section<'_, '_>) -> Result<T> + Send + 'static,
+    ) -> impl Future<Output = Result<T>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |section| {
             let out = f(section);
@@ -189,8 +199,11 @@ impl Handle {
                 let _ = tx.send(committed.and(out));
             })
         });
-        self.send(Msg::Job(job))?;
-        rx.await.map_err(|_| stopped())?
+        let sent = self.send(Msg::Job(job));
+        async move {
+            sent?;
+            rx.await.map_err(|_| stopped())?
+        }
     }
 
     /// Makes every write committed so far durable (a no-op wait under flush-on-commit).
