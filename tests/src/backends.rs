@@ -116,7 +116,7 @@ pub async fn redis_with_connection() -> Option<(Arc<dyn Store>, redis::aio::Mult
 }
 
 /// Runs `$case` (a path to an `async fn(Arc<dyn Store>)`) as one test per backend:
-/// `memory`, `sled`, `etcd`, `redis`, in a module named after the case.
+/// `memory`, `sled`, `redb`, `etcd`, `redis`, in a module named after the case.
 ///
 /// ```no_run
 /// use keyplane_core::{PutOptions, Store};
@@ -136,6 +136,7 @@ macro_rules! on_every_backend {
             mod $case {
                 $crate::on_every_backend!(@backend $case, memory);
                 $crate::on_every_backend!(@backend $case, sled);
+                $crate::on_every_backend!(@backend $case, redb);
                 $crate::on_every_backend!(@backend $case, etcd);
                 $crate::on_every_backend!(@backend $case, redis);
             }
