@@ -72,7 +72,7 @@ pub enum Sharding {
 /// A backend's features and limits. Every backend implements the whole contract; this says how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
-    /// The backend's name (`"memory"`, `"sled"`, `"etcd"`, `"redis"`).
+    /// The backend's name (`"memory"`, `"sled"`, `"redb"`, `"etcd"`, `"redis"`).
     pub backend: &'static str,
     /// Most compares, and most ops per branch, in one transaction.
     pub max_txn_ops: usize,

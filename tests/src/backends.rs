@@ -1,5 +1,5 @@
-//! One store of each backend, for tests that must run unchanged on all four: `MemStore`,
-//! `SledStore` (in a temporary directory), `EtcdStore` and `RedisStore` (on the test binary's
+//! One store of each backend, for tests that must run unchanged on all of them: `MemStore`,
+//! `SledStore` and `RedbStore` (each in a temporary directory), `EtcdStore` and `RedisStore` (on the test binary's
 //! shared harness servers).
 //!
 //! [`on_every_backend!`](crate::on_every_backend) turns one `async fn(Arc<dyn Store>)` into a
@@ -11,6 +11,7 @@ use crate::harness::{
 use keyplane_core::Store;
 use keyplane_etcd::{EtcdConfig, EtcdStore};
 use keyplane_mem::MemStore;
+use keyplane_redb::RedbStore;
 use keyplane_redis::RedisStore;
 use keyplane_sled::SledStore;
 use std::sync::Arc;
@@ -27,6 +28,16 @@ pub async fn sled() -> Option<Arc<dyn Store>> {
         SledStore::temporary()
             .await
             .expect("open a sled store in a temporary directory"),
+    ))
+}
+
+/// A fresh `RedbStore` in its own temporary directory, removed when the last handle to the
+/// store is dropped.
+pub async fn redb() -> Option<Arc<dyn Store>> {
+    Some(Arc::new(
+        RedbStore::temporary()
+            .await
+            .expect("open a redb store in a temporary directory"),
     ))
 }
 
@@ -105,7 +116,7 @@ pub async fn redis_with_connection() -> Option<(Arc<dyn Store>, redis::aio::Mult
 }
 
 /// Runs `$case` (a path to an `async fn(Arc<dyn Store>)`) as one test per backend:
-/// `memory`, `sled`, `etcd`, `redis`, in a module named after the case.
+/// `memory`, `sled`, `redb`, `etcd`, `redis`, in a module named after the case.
 ///
 /// ```no_run
 /// use keyplane_core::{PutOptions, Store};
@@ -125,6 +136,7 @@ macro_rules! on_every_backend {
             mod $case {
                 $crate::on_every_backend!(@backend $case, memory);
                 $crate::on_every_backend!(@backend $case, sled);
+                $crate::on_every_backend!(@backend $case, redb);
                 $crate::on_every_backend!(@backend $case, etcd);
                 $crate::on_every_backend!(@backend $case, redis);
             }

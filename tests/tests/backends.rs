@@ -1,4 +1,4 @@
-//! `on_every_backend!` runs one case on all four backends, each a real store.
+//! `on_every_backend!` runs one case on every backend, each a real store.
 
 use keyplane_core::{PutOptions, RangeOptions, Store};
 use keyplane_tests::harness::key_root;
@@ -19,7 +19,7 @@ async fn the_same_code_runs_on_every_backend(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(page.entries.len(), 1);
-    assert!(["memory", "sled", "etcd", "redis"].contains(&store.capabilities().backend));
+    assert!(["memory", "sled", "redb", "etcd", "redis"].contains(&store.capabilities().backend));
 }
 
 keyplane_tests::on_every_backend!(the_same_code_runs_on_every_backend);

@@ -30,7 +30,7 @@ const CORE_LAYERS: [(&str, usize); 8] = [
 ];
 
 /// The crates that implement the contract.
-const BACKENDS: [&str; 4] = ["kv-mem", "kv-sled", "kv-etcd", "kv-redis"];
+const BACKENDS: [&str; 5] = ["kv-mem", "kv-sled", "kv-redb", "kv-etcd", "kv-redis"];
 
 /// The one crate of the workspace a backend's library depends on.
 const CONTRACT: &str = "keyplane-contract";

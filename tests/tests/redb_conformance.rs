@@ -1,0 +1,11 @@
+//! The conformance suite and the model-based property test on `RedbStore`, each store in its
+//! own temporary directory.
+
+use keyplane_tests::backends::redb;
+
+keyplane_tests::conformance_suite!(redb);
+
+#[test]
+fn model_sequences_match_the_reference_model() {
+    keyplane_tests::model::check(redb, 256);
+}
