@@ -17,14 +17,14 @@ Exit codes:
 Addresses: a raw key (jxt/tenants/1/meta) or a typed address, `schema.template` and
 field=value pairs (tenant.meta id=1). `kvctl schema NAME` lists a schema's templates.";
 
-/// A schema-aware command line tool for etcd, Redis, sled and in-memory stores.
+/// A schema-aware command line tool for etcd, Redis, embedded and in-memory stores.
 #[derive(Parser)]
 #[command(name = "kvctl", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
-    /// Store URL, or the name of a store of the config file ([stores.NAME]): mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
+    /// Store URL, or the name of a store of the config file ([stores.NAME]): mem://, redb://FILE, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], redis://HOST:PORT/DB,
     /// redis+cluster://HOST:PORT[,HOST:PORT...], redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB],
-    /// rediss://..., rediss+cluster://..., rediss+sentinel://... (default: the config file's default_store, else sled in $XDG_DATA_HOME/kvctl or
-    /// ~/.local/share/kvctl, and every write says so).
+    /// rediss://..., rediss+cluster://..., rediss+sentinel://... (default: the config file's default_store, else the redb file store.redb in
+    /// $XDG_DATA_HOME/kvctl or ~/.local/share/kvctl, and every write says so).
     /// Passwords in it are never printed.
     // The value may hold a password: `--help` names the variable without showing it.
     #[arg(long, env = "KVCTL_STORE", hide_env_values = true, global = true)]
@@ -279,7 +279,7 @@ pub(crate) enum Command {
         action: cmd::lease::Action,
     },
     /// Discard the store's history before revision REV: watches and reads at earlier
-    /// revisions then fail (etcd: old revisions of keys; Redis, sled: the event log).
+    /// revisions then fail (etcd: old revisions of keys; Redis, redb, sled: the event log).
     Compact {
         /// The first revision to keep.
         #[arg(allow_negative_numbers = true)]

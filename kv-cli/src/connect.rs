@@ -1,5 +1,5 @@
 //! Which store a command uses, and how it is reached: `--store URL` or `--store NAME` (also
-//! `KVCTL_STORE`), else the config file's `default_store`, else the local sled store. The
+//! `KVCTL_STORE`), else the config file's `default_store`, else the local redb store. The
 //! connection flags (`--cacert`, `--cert`, `--key`, `--user`, `--connect-timeout`, etcdctl's
 //! names) and a named store's options become the URL's query parameters (`ca`, `cert`,
 //! `key`, `user`, `connect_timeout`; the password is added when the store is opened), the
@@ -245,7 +245,7 @@ fn overlay(options: &mut Options, flags: &ConnectFlags) -> CliResult<()> {
 
 /// The session of `url` with `options` applied as query parameters.
 fn build(mut url: String, options: Options, implicit: bool) -> CliResult<Session> {
-    if (store::is_sled(&url) || url.starts_with("mem://"))
+    if (store::is_embedded(&url) || url.starts_with("mem://"))
         && let Some(from) = options.first()
     {
         let why = if implicit {

@@ -110,7 +110,11 @@ fn local_stores_take_no_connection_option() {
         user: Some("root".to_owned()),
         ..ConnectFlags::default()
     };
-    for url in ["sled:///tmp/kvctl", "mem://"] {
+    for url in [
+        "redb:///tmp/kvctl/store.redb",
+        "sled:///tmp/kvctl",
+        "mem://",
+    ] {
         let err = built(url, &user).err().unwrap();
         assert!(
             err.message.contains("--user applies to etcd and Redis"),
@@ -120,7 +124,7 @@ fn local_stores_take_no_connection_option() {
     }
     let mut options = Options::default();
     overlay(&mut options, &user).unwrap();
-    let err = build("sled:///tmp/kvctl".to_owned(), options, true)
+    let err = build("redb:///tmp/kvctl/store.redb".to_owned(), options, true)
         .err()
         .unwrap();
     assert!(err.message.contains("no --store given"), "{}", err.message);

@@ -1,4 +1,4 @@
-//! `kvctl`: a schema-aware command line tool for etcd, Redis, sled and in-memory stores, and
+//! `kvctl`: a schema-aware command line tool for etcd, Redis, embedded and in-memory stores, and
 //! the library to build one's own over one's own schemas.
 //!
 //! Every key is read through a schema catalog: the five bundled schemas

@@ -156,27 +156,28 @@ fn scrub(message: &str) -> String {
         .replace(&crate::params::escape(&password), "***")
 }
 
-/// How long a command waits for a sled store that another process holds open.
+/// How long a command waits for an embedded store that another process holds open.
 ///
-/// sled lets one process at a time open a database (an exclusive lock on its directory).
-/// kvctl shares the default store between terminals by holding it only while a command
-/// works: `get`, `put` and the rest hold it for milliseconds, and `kvctl watch` opens it
-/// for each poll and closes it between polls ([`SLED_POLL`]). A command that finds it held
-/// tries again until this much time has passed.
+/// redb and sled let one process at a time open a database (an exclusive lock on its file or
+/// directory). kvctl shares the default store between terminals by holding it only while a
+/// command works: `get`, `put` and the rest hold it for milliseconds, and `kvctl watch` opens
+/// it for each poll and closes it between polls ([`EMBEDDED_POLL`]). A command that finds it
+/// held tries again until this much time has passed.
 pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(5);
 
-/// How often `kvctl watch` on a sled store opens it and reads the events published since
-/// the last poll; the store is closed in between, so other kvctl processes can write.
-pub(crate) const SLED_POLL: Duration = Duration::from_millis(200);
+/// How often `kvctl watch` on an embedded store opens it and reads the events published
+/// since the last poll; the store is closed in between, so other kvctl processes can write.
+pub(crate) const EMBEDDED_POLL: Duration = Duration::from_millis(200);
 
-/// Whether `url` names a sled store (shared between processes by short opens).
-pub(crate) fn is_sled(url: &str) -> bool {
-    url.starts_with("sled://")
+/// Whether `url` names an embedded store, redb or sled (shared between processes by short
+/// opens).
+pub(crate) fn is_embedded(url: &str) -> bool {
+    url.starts_with("redb://") || url.starts_with("sled://")
 }
 
-/// The default store: a sled database in the user's data directory
-/// (`$XDG_DATA_HOME/kvctl`, else `~/.local/share/kvctl`).
-pub(crate) fn default_url() -> CliResult<String> {
+/// The user's data directory for kvctl: `$XDG_DATA_HOME/kvctl`, else
+/// `~/.local/share/kvctl`.
+fn data_dir() -> CliResult<PathBuf> {
     let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
@@ -188,7 +189,52 @@ pub(crate) fn default_url() -> CliResult<String> {
             }
         },
     };
-    Ok(format!("sled://{}", base.join("kvctl").display()))
+    Ok(base.join("kvctl"))
+}
+
+/// The default store: a redb database file in the user's data directory
+/// (`$XDG_DATA_HOME/kvctl/store.redb`, else `~/.local/share/kvctl/store.redb`).
+pub(crate) fn default_url() -> CliResult<String> {
+    Ok(format!(
+        "redb://{}",
+        data_dir()?.join(DEFAULT_FILE).display()
+    ))
+}
+
+/// The default store's file name in the data directory.
+const DEFAULT_FILE: &str = "store.redb";
+
+/// Refuses the command's store when it is the implicit default and does not exist yet but the
+/// sled store of earlier kvctl versions does, at the data directory itself: opening would
+/// create an empty store and hide the user's keys. The message says how to move them
+/// (`kvctl copy`, which names its stores and so is never refused), or how to start afresh.
+///
+/// # Errors
+/// Exit code 2 in that case.
+pub(crate) fn refuse_default_over_old_sled(url: &str) -> CliResult<()> {
+    if !session_of(url).is_some_and(|s| s.implicit) {
+        return Ok(());
+    }
+    let Ok(dir) = data_dir() else {
+        return Ok(());
+    };
+    let file = dir.join(DEFAULT_FILE);
+    if url != format!("redb://{}", file.display()) || file.exists() {
+        return Ok(());
+    }
+    // What a sled database directory holds: its `conf` and its `db` file.
+    if !(dir.join("conf").is_file() && dir.join("db").is_file()) {
+        return Ok(());
+    }
+    let dir = dir.display();
+    let file = file.display();
+    Err(CliError::invalid(format!(
+        "the default store is now a redb file, {file}, which does not exist yet, and {dir} \
+         holds a sled store, the default of earlier kvctl versions. Move its keys with \
+         `kvctl copy --leases --from sled://{dir} --to redb://{file}` and go on with the \
+         default, or keep using it with `--store sled://{dir}`; to start afresh instead, \
+         move the sled files (conf, db, blobs, snap.*) out of {dir}"
+    )))
 }
 
 /// Opens the store of `url` and checks that it answers.
@@ -241,8 +287,8 @@ pub(crate) async fn open_any(url: &str) -> CliResult<(Arc<dyn Store>, Option<Arc
     Ok((store, redis))
 }
 
-/// Opens the backend of `url`, waiting up to [`LOCK_WAIT`] for a sled store that another
-/// process holds.
+/// Opens the backend of `url`, waiting up to [`LOCK_WAIT`] for an embedded store that
+/// another process holds.
 async fn open_backend(url: &str) -> CliResult<Backend> {
     let options = OpenOptions::default().connect_timeout(connect_timeout(url));
     let full = with_password(url)?;
@@ -258,16 +304,16 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
             Err(e) if e.kind() == ErrorKind::Config => {
                 return Err(CliError::invalid(scrub(e.message())));
             }
-            Err(e) if is_sled(url) && held_by_another_process(&e) => {
+            Err(e) if is_embedded(url) && held_by_another_process(&e) => {
                 if !attempts.wait().await {
                     return Err(CliError::new(
                         code::UNREACHABLE,
                         format!(
                             "store {} is in use: another process has held it open for more \
-                             than {} s. kvctl commands share a sled store by opening it only \
-                             while they work (`kvctl watch` between polls too), so the holder is \
-                             likely a program using SledStore, which keeps it for as long as it \
-                             runs: stop it, or let that program and kvctl share the data through \
+                             than {} s. kvctl commands share an embedded store by opening it \
+                             only while they work (`kvctl watch` between polls too), so the \
+                             holder is likely a program using RedbStore or SledStore, which \
+                             keeps it for as long as it runs: stop it, or let that program and kvctl share the data through \
                              etcd or Redis (--store etcd://... or redis://...)",
                             keyplane::raw::redact_url(url),
                             LOCK_WAIT.as_secs()
@@ -280,11 +326,13 @@ async fn open_backend(url: &str) -> CliResult<Backend> {
     }
 }
 
-/// Whether sled refused to open because another process holds the database's lock, or an
-/// earlier open in this process is still closing.
+/// Whether redb or sled refused to open because another process holds the database's lock,
+/// or an earlier open in this process is still closing.
 fn held_by_another_process(e: &keyplane::Error) -> bool {
     e.kind() == ErrorKind::Unavailable
         && (e.message().contains("in use by another process")
+            // redb: the file's lock, held by another process or another store of this one.
+            || e.message().contains("in use by another store")
             // This process's previous open, still closing: the watch task of a poll that
             // just ended (`kvctl watch`, `kvctl ui`) lets go of it within milliseconds.
             || e.message().contains("already open in this process"))

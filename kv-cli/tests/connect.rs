@@ -381,7 +381,7 @@ fn named_stores_from_the_config_file() {
 fn writes_to_the_local_default_store_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let local = format!("sled://{}", data.join("kvctl").display());
+    let local = format!("redb://{}", data.join("kvctl").join("store.redb").display());
     let notice = format!("kvctl: wrote to the local store {local} (no --store given)\n");
     let bare =
         |args: &[&str]| outcome(kvctl_without_store().env("XDG_DATA_HOME", &data).args(args));

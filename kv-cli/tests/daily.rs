@@ -1,10 +1,10 @@
-//! `kvctl` for daily use: several processes on one sled store (the default one included),
+//! `kvctl` for daily use: several processes on one embedded store (the default one included),
 //! guarded writes, reads at a revision, export/import/copy across the backends, encrypted
 //! values, completions and the manual, and errors that suggest the fix.
 
 mod common;
 
-use common::background::{Background, etcd_url, redis_url, sled_url};
+use common::background::{Background, etcd_url, redb_url, redis_url, sled_url};
 use common::*;
 use serde_json::Value;
 use std::time::Duration;
@@ -93,25 +93,42 @@ fn watch_put_and_get_share_the_default_store() {
     assert!(line.contains("jxt/tenants/9/meta"), "{line}");
 }
 
-/// A command that cannot get a sled store another program holds says why and what to do.
+/// A command that cannot get an embedded store another program holds says why and what to
+/// do, after waiting for it: a redb file.
 #[tokio::test]
-async fn a_store_held_by_a_program_is_explained() {
+async fn a_redb_store_held_by_a_program_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let held = keyplane::redb::RedbStore::open(keyplane::redb::RedbConfig::new(&path))
+        .await
+        .unwrap();
+    held_store_is_explained(&format!("redb://{}", path.display()), "RedbStore");
+    drop(held);
+    fails(&format!("redb://{}", path.display()), &["get", "x"], 1);
+}
+
+/// As [`a_redb_store_held_by_a_program_is_explained`], on a sled directory.
+#[tokio::test]
+async fn a_sled_store_held_by_a_program_is_explained() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let held = keyplane::sled::SledStore::open(keyplane::sled::SledConfig::new(&path))
         .await
         .unwrap();
-    let url = format!("sled://{}", path.display());
+    held_store_is_explained(&format!("sled://{}", path.display()), "SledStore");
+    drop(held);
+    fails(&format!("sled://{}", path.display()), &["get", "x"], 1);
+}
+
+fn held_store_is_explained(url: &str, holder: &str) {
     let started = std::time::Instant::now();
-    let err = fails(&url, &["get", "x"], 3);
+    let err = fails(url, &["get", "x"], 3);
     assert!(err.contains("in use"), "{err}");
-    assert!(err.contains("SledStore"), "{err}");
+    assert!(err.contains(holder), "{err}");
     assert!(
         started.elapsed() >= Duration::from_secs(4),
         "it waited for the store"
     );
-    drop(held);
-    fails(&url, &["get", "x"], 1);
 }
 
 fn guarded_writes(url: &str) {
@@ -299,6 +316,14 @@ fn reads_at_a_revision(url: &str) {
 }
 
 #[test]
+fn redb_guarded_writes_and_reads_at_a_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = redb_url(&dir);
+    guarded_writes(&url);
+    reads_at_a_revision(&url);
+}
+
+#[test]
 fn sled_guarded_writes_and_reads_at_a_revision() {
     let dir = tempfile::tempdir().unwrap();
     let url = sled_url(&dir);
@@ -355,7 +380,7 @@ fn import(url: &str, dump: &str, args: &[&str]) -> Run {
     }
 }
 
-/// sled → etcd → Redis → sled by export and import, and back by copy: the same keys,
+/// sled → etcd → Redis → redb by export and import, and back by copy: the same keys,
 /// values and collections everywhere; a refused import writes nothing.
 #[tokio::test]
 async fn export_import_round_trip_across_the_backends() {
@@ -383,7 +408,7 @@ async fn export_import_round_trip_across_the_backends() {
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert_eq!(contents(&redis), expected);
     let back = tempfile::tempdir().unwrap();
-    let target = sled_url(&back);
+    let target = redb_url(&back);
     let done = import(&target, &export(&redis), &[]);
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert_eq!(contents(&target), expected);
@@ -411,7 +436,7 @@ async fn export_import_round_trip_across_the_backends() {
 
     // copy: any two stores, one command.
     let copied = tempfile::tempdir().unwrap();
-    let copy = sled_url(&copied);
+    let copy = redb_url(&copied);
     let out = json(&copy, &["copy", "--from", &redis, "--to", &copy]);
     assert_eq!(out["keys"].as_u64().unwrap() as usize, dump.lines().count());
     assert_eq!(contents(&copy), expected);

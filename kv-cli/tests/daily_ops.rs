@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::background::{Background, etcd_url, redis_url, sled_url};
+use common::background::{Background, etcd_url, redb_url, redis_url, sled_url};
 use common::*;
 use keyplane_tests::harness::key_root;
 use std::process::Stdio;
@@ -175,6 +175,13 @@ async fn redis_leases() {
 }
 
 #[test]
+fn redb_leases() {
+    let dir = tempfile::tempdir().unwrap();
+    // One process at a time opens a redb file: no keep-alive beside a revoke.
+    leases(&redb_url(&dir), false);
+}
+
+#[test]
 fn sled_leases() {
     let dir = tempfile::tempdir().unwrap();
     // One process at a time opens a sled database: no keep-alive beside a revoke.
@@ -235,6 +242,12 @@ async fn redis_listings() {
 }
 
 #[test]
+fn redb_listings() {
+    let dir = tempfile::tempdir().unwrap();
+    listings(&redb_url(&dir));
+}
+
+#[test]
 fn sled_listings() {
     let dir = tempfile::tempdir().unwrap();
     listings(&sled_url(&dir));
@@ -264,7 +277,7 @@ fn status_and_compact(url: &str, backend: &str, hosts: &str, host: Option<&str>)
         assert_eq!(status[hosts], serde_json::json!([host]), "{status}");
     }
     let members = status["members"].as_array().expect("members");
-    if backend == "sled" {
+    if backend == "sled" || backend == "redb" {
         assert!(status["version"].is_null(), "{status}");
         assert!(members.is_empty(), "{status}");
     } else {
@@ -327,6 +340,12 @@ async fn redis_status_and_compact() {
         return;
     };
     status_and_compact(&url, "redis", "master", Some(&host_of(&url)));
+}
+
+#[test]
+fn redb_status_and_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    status_and_compact(&redb_url(&dir), "redb", "path", None);
 }
 
 #[test]

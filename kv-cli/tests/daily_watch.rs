@@ -208,6 +208,15 @@ async fn redis_watches() {
 }
 
 #[test]
+fn redb_watches() {
+    let dir = tempfile::tempdir().unwrap();
+    watches(&format!(
+        "redb://{}",
+        dir.path().join("store.redb").display()
+    ));
+}
+
+#[test]
 fn sled_watches() {
     let dir = tempfile::tempdir().unwrap();
     watches(&format!("sled://{}", dir.path().join("db").display()));

@@ -1,8 +1,8 @@
 //! `kvctl ui` over HTTP: every endpoint needs the token, a read-only server refuses writes
 //! with nothing written, writes are checked exactly as `kvctl put` checks them (the same
 //! error text), and the event stream delivers a change another kvctl process made. On a
-//! temporary sled store, which the server opens per request so that other processes write
-//! in between, and on the harness's Redis.
+//! temporary embedded store (redb, and sled for the live changes), which the server opens per
+//! request so that other processes write in between, and on the harness's Redis and etcd.
 
 mod common;
 
@@ -36,7 +36,7 @@ fn child_names(level: &Value) -> Vec<String> {
 
 #[test]
 fn every_request_needs_the_token() {
-    let (_dir, url) = common::server::sled_store();
+    let (_dir, url) = common::server::local_store();
     ok(&url, &["demo"]);
     let server = Server::start(&url, true);
     for (method, path) in [
@@ -70,13 +70,13 @@ fn every_request_needs_the_token() {
 
 #[test]
 fn reads_show_the_tree_a_key_search_and_the_schemas() {
-    let (_dir, url) = common::server::sled_store();
+    let (_dir, url) = common::server::local_store();
     ok(&url, &["demo"]);
     let server = Server::start(&url, false);
     let info = server.get("/api/info");
     assert_eq!(
         (info["backend"].as_str(), info["write"].as_bool()),
-        (Some("sled"), Some(false))
+        (Some("redb"), Some(false))
     );
 
     let root = server.get("/api/tree?prefix=");
@@ -179,7 +179,7 @@ fn reads_show_the_tree_a_key_search_and_the_schemas() {
 /// in search, while a key none of its templates holds stays untyped.
 #[test]
 fn a_schema_from_a_manifest_types_its_keys() {
-    let (dir, url) = common::server::sled_store();
+    let (dir, url) = common::server::local_store();
     let manifest = common::server::acme_manifest(dir.path());
     let schema = manifest.to_str().unwrap();
     ok(&url, &["demo"]);
@@ -269,7 +269,7 @@ fn a_schema_from_a_manifest_types_its_keys() {
 
 #[test]
 fn a_read_only_server_refuses_every_write_and_writes_nothing() {
-    let (_dir, url) = common::server::sled_store();
+    let (_dir, url) = common::server::local_store();
     ok(&url, &["demo"]);
     let before = snapshot(&url);
     let server = Server::start(&url, false);
@@ -290,7 +290,7 @@ fn a_read_only_server_refuses_every_write_and_writes_nothing() {
 
 #[test]
 fn writes_are_checked_as_kvctl_put_checks_them() {
-    let (_dir, url) = common::server::sled_store();
+    let (_dir, url) = common::server::local_store();
     ok(&url, &["demo"]);
     let server = Server::start(&url, true);
 
@@ -466,6 +466,12 @@ fn live_changes_reach_the_page(url: &str) {
 }
 
 #[test]
+fn live_changes_of_another_process_on_redb() {
+    let (_dir, url) = common::server::local_store();
+    live_changes_reach_the_page(&url);
+}
+
+#[test]
 fn live_changes_of_another_process_on_sled() {
     let (_dir, url) = common::server::sled_store();
     live_changes_reach_the_page(&url);
@@ -505,7 +511,7 @@ async fn live_changes_of_another_process_on_etcd() {
 #[test]
 fn a_keyring_opens_encrypted_values() {
     use base64::Engine;
-    let (dir, url) = common::server::sled_store();
+    let (dir, url) = common::server::local_store();
     ok(&url, &["demo"]);
     let demo_key =
         base64::engine::general_purpose::STANDARD.encode(b"kvctl-demo-key-not-for-real-use!");

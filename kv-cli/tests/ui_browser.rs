@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::server::{Server, acme_manifest, sled_store};
+use common::server::{Server, acme_manifest, local_store};
 use common::*;
 use keyplane_tests::harness::Browser;
 use std::path::PathBuf;
@@ -61,11 +61,11 @@ fn edit(browser: &Browser, text: &str) {
     ));
 }
 
-/// The page of `kvctl ui` (`--write` when `write`) on a fresh sled store holding the demo
+/// The page of `kvctl ui` (`--write` when `write`) on a fresh redb store holding the demo
 /// data, loaded in a browser: the store's directory and URL, the browser, the server. `None`
 /// when no browser can run here and servers are not required.
 fn demo_page(write: bool) -> Option<(tempfile::TempDir, String, Browser, Server)> {
-    let (dir, url) = sled_store();
+    let (dir, url) = local_store();
     ok(&url, &["demo"]);
     let browser = Browser::start()?;
     let server = Server::start(&url, write);
@@ -281,7 +281,7 @@ fn search_and_the_schema_view() {
 /// tree, the detail and search, and shows a key none of its templates holds untyped.
 #[test]
 fn a_team_schema_from_a_manifest() {
-    let (dir, url) = sled_store();
+    let (dir, url) = local_store();
     let manifest = acme_manifest(dir.path());
     let schema = manifest.to_str().unwrap();
     ok(&url, &["demo"]);

@@ -56,7 +56,8 @@ pub struct RedbStore {
 }
 
 impl RedbStore {
-    /// Opens (or creates) the database file `config.path` and starts the lease expiry task.
+    /// Opens (or creates) the database file `config.path`, and the directories above it that
+    /// are missing, and starts the lease expiry task.
     /// Leases that expired while the store was closed are expired before this returns. The
     /// opening runs on Tokio's blocking threads.
     ///

@@ -1,5 +1,5 @@
 //! One check, every backend: code written against `Arc<dyn Store>` runs unchanged on memory,
-//! sled, etcd and Redis. Memory and a sled store in a temporary directory always run; etcd
+//! redb, etcd and Redis. Memory and a redb store in a temporary directory always run; etcd
 //! and Redis run when their URLs are given (and the `etcd` / `redis` features are on).
 //!
 //! ```sh
@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let mut urls = vec![
         "mem://".to_string(),
-        format!("sled://{}", dir.path().join("db").display()),
+        format!("redb://{}", dir.path().join("store.redb").display()),
     ];
     for var in ["KEYPLANE_ETCD_URL", "KEYPLANE_REDIS_URL"] {
         match std::env::var(var) {

@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run -p keyplane --example quickstart                          # in memory
-//! KEYPLANE_URL=sled:///tmp/qs cargo run -p keyplane --example quickstart
+//! KEYPLANE_URL=redb:///tmp/qs.redb cargo run -p keyplane --example quickstart
 //! KEYPLANE_URL=redis://127.0.0.1:6379/0 cargo run -p keyplane --features redis --example quickstart
 //! ```
 

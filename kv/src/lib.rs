@@ -1,4 +1,5 @@
-//! A typed hierarchical key-value layer for etcd, Redis, sled and memory, in one dependency.
+//! A typed hierarchical key-value layer for etcd, Redis, an embedded store and memory, in one
+//! dependency.
 //!
 //! This crate re-exports the store contract and the keyspace DSL of `keyplane-core` at its root
 //! (so `keyplane::Store`, `keyplane::keyspace::Key`, `#[derive(keyplane::keyspace::Key)]` work
@@ -8,7 +9,8 @@
 //! | Feature | Module | URL |
 //! |---|---|---|
 //! | (always) | [`mem`] | `mem://` |
-//! | `sled` (default) | [`sled`] | `sled://PATH` |
+//! | `redb` (default) | [`redb`] | `redb://PATH` (a database file) |
+//! | `sled` | `sled` | `sled://PATH` (a directory) |
 //! | `etcd` | `etcd` | `etcd://HOST:PORT[,HOST:PORT...][?options]` |
 //! | `redis` | `redis` | `redis://HOST:PORT/DB`, `rediss://...` with `tls`, `redis+cluster://HOST:PORT[,HOST:PORT...]`, `rediss+cluster://...` with `tls`, `redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB]`, `rediss+sentinel://...` with `tls` |
 //!
@@ -52,7 +54,15 @@ pub mod mem {
     pub use keyplane_mem::{MemConfig, MemStore};
 }
 
-/// The embedded, persistent store: [`SledStore`](sled::SledStore).
+/// The embedded, persistent store, the default: [`RedbStore`](redb::RedbStore), one redb
+/// database file.
+#[cfg(feature = "redb")]
+pub mod redb {
+    pub use keyplane_redb::{Durability, RedbConfig, RedbStore};
+}
+
+/// The embedded, persistent store on sled 0.34: `SledStore`, for stores made with it (`kvctl
+/// copy` moves one to redb).
 #[cfg(feature = "sled")]
 pub mod sled {
     pub use keyplane_sled::{Durability, SledConfig, SledStore};

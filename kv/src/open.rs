@@ -4,7 +4,7 @@ use keyplane_core::{Error, ErrorKind, Result, Store};
 use std::sync::Arc;
 
 /// The URL forms [`open()`] takes, for error messages.
-const FORMS: &str = "mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
+const FORMS: &str = "mem://, redb://PATH, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
                      redis://HOST:PORT/DB, rediss://..., redis+cluster://HOST:PORT[,HOST:PORT...], \
                      rediss+cluster://..., redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB] \
                      or rediss+sentinel://...";
@@ -17,6 +17,9 @@ const FORMS: &str = "mem://, sled://PATH, etcd://HOST:PORT[,HOST:PORT...], \
 pub enum Backend {
     /// `mem://`
     Mem(keyplane_mem::MemStore),
+    /// `redb://PATH`
+    #[cfg(feature = "redb")]
+    Redb(keyplane_redb::RedbStore),
     /// `sled://PATH`
     #[cfg(feature = "sled")]
     Sled(keyplane_sled::SledStore),
@@ -36,8 +39,9 @@ impl std::fmt::Debug for Backend {
 }
 
 impl Backend {
-    /// Opens the store of `url`: `mem://` (a new, empty in-process store), `sled://PATH`
-    /// (the directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]`,
+    /// Opens the store of `url`: `mem://` (a new, empty in-process store), `redb://PATH` (a
+    /// database file; it and its directories are created if missing), `sled://PATH` (the
+    /// directory is created if missing), `etcd://HOST:PORT[,HOST:PORT...]`,
     /// `redis://HOST:PORT/DB`, `rediss://...` (with the `tls` feature),
     /// `redis+cluster://HOST:PORT[,HOST:PORT...]` (a Redis Cluster's seed nodes),
     /// `rediss+cluster://...` (over TLS, with the `tls` feature),
@@ -46,7 +50,7 @@ impl Backend {
     ///
     /// Each takes its config's every field as a URL parameter (`?ca=...&cert=...&key=...`
     /// for TLS, `connect_timeout=2s`, `durability=buffered`, `wait_replicas=1`...): the
-    /// config is built by the backend's `from_url` (`MemConfig`, `SledConfig`, `EtcdConfig`,
+    /// config is built by the backend's `from_url` (`MemConfig`, `RedbConfig`, `SledConfig`, `EtcdConfig`,
     /// `RedisConfig`). The "URL parameters" table of this crate's README.md lists them all.
     ///
     /// # Errors
@@ -73,6 +77,12 @@ impl Backend {
                 let config = keyplane_mem::MemConfig::from_url(url).map_err(|e| reason(url, e))?;
                 Ok(Backend::Mem(keyplane_mem::MemStore::open(config).await?))
             }
+            #[cfg(feature = "redb")]
+            "redb" => {
+                let config =
+                    keyplane_redb::RedbConfig::from_url(url).map_err(|e| reason(url, e))?;
+                Ok(Backend::Redb(keyplane_redb::RedbStore::open(config).await?))
+            }
             #[cfg(feature = "sled")]
             "sled" => {
                 let config =
@@ -91,6 +101,8 @@ impl Backend {
                 let store = keyplane_redis::RedisStore::open(config).await?;
                 Ok(Backend::Redis(Arc::new(store)))
             }
+            #[cfg(not(feature = "redb"))]
+            "redb" => Err(not_built(url, "redb")),
             #[cfg(not(feature = "sled"))]
             "sled" => Err(not_built(url, "sled")),
             #[cfg(not(feature = "etcd"))]
@@ -105,10 +117,12 @@ impl Backend {
         }
     }
 
-    /// The backend's name: `mem`, `sled`, `etcd` or `redis`.
+    /// The backend's name: `mem`, `redb`, `sled`, `etcd` or `redis`.
     pub fn name(&self) -> &'static str {
         match self {
             Backend::Mem(_) => "mem",
+            #[cfg(feature = "redb")]
+            Backend::Redb(_) => "redb",
             #[cfg(feature = "sled")]
             Backend::Sled(_) => "sled",
             #[cfg(feature = "etcd")]
@@ -122,6 +136,8 @@ impl Backend {
     pub fn into_store(self) -> Arc<dyn Store> {
         match self {
             Backend::Mem(store) => Arc::new(store),
+            #[cfg(feature = "redb")]
+            Backend::Redb(store) => Arc::new(store),
             #[cfg(feature = "sled")]
             Backend::Sled(store) => Arc::new(store),
             #[cfg(feature = "etcd")]
@@ -189,7 +205,12 @@ fn redis_config(url: &str, options: &OpenOptions) -> Result<keyplane_redis::Redi
 }
 
 /// The error for a scheme whose backend this build leaves out.
-#[cfg(any(not(feature = "sled"), not(feature = "etcd"), not(feature = "redis")))]
+#[cfg(any(
+    not(feature = "redb"),
+    not(feature = "sled"),
+    not(feature = "etcd"),
+    not(feature = "redis")
+))]
 fn not_built(url: &str, feature: &str) -> Error {
     invalid(
         url,

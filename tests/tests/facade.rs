@@ -41,6 +41,10 @@ async fn every_url_form_opens_its_backend() {
     let mut urls = vec![
         ("mem".to_string(), "mem://".to_string()),
         (
+            "redb".to_string(),
+            format!("redb://{}", dir.path().join("nested/store.redb").display()),
+        ),
+        (
             "sled".to_string(),
             format!("sled://{}", dir.path().join("nested/db").display()),
         ),

@@ -246,6 +246,26 @@ async fn a_file_open_in_this_process_is_a_clear_error() {
     put(&open(&dir).await, "k", "v").await;
 }
 
+/// A file in directories that do not exist yet (kvctl's default store on a new machine):
+/// they are created, and the store reopens from there.
+#[tokio::test]
+async fn missing_directories_above_the_file_are_created() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("data").join("kvctl").join("store.redb");
+    let store = RedbStore::open(RedbConfig::new(&path)).await.expect("open");
+    put(&store, "k", "v").await;
+    drop(store);
+    let store = RedbStore::open(RedbConfig::new(&path))
+        .await
+        .expect("reopen");
+    assert_eq!(store.get(b"k").await.unwrap().unwrap().value, b"v");
+    // A directory where the file should be is an error, and no file is made.
+    let err = RedbStore::open(RedbConfig::new(dir.path().join("data")))
+        .await
+        .expect_err("a directory is not a database file");
+    assert_eq!(err.kind(), ErrorKind::Backend, "{err}");
+}
+
 #[tokio::test]
 async fn an_incompatible_layout_version_is_corrupted() {
     let dir = TempDir::new().unwrap();

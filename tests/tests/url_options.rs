@@ -108,7 +108,16 @@ async fn redis_over_tls_from_a_url() {
 async fn bad_parameters_open_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
+    let file = dir.path().join("redb").join("store.redb");
     for (url, says) in [
+        (
+            format!("redb://{}?durable=yes", file.display()),
+            "`durable`",
+        ),
+        (
+            format!("redb://{}?cache_size=-1", file.display()),
+            "`cache_size`",
+        ),
         (format!("sled://{}?durable=yes", db.display()), "`durable`"),
         (
             format!("sled://{}?history_retention=x", db.display()),
@@ -141,6 +150,10 @@ async fn bad_parameters_open_nothing() {
         assert!(err.chain().contains(says), "{url}: {}", err.chain());
     }
     assert!(!db.exists(), "a refused URL created the database");
+    assert!(
+        !dir.path().join("redb").exists(),
+        "a refused URL created the redb directory"
+    );
     let store = keyplane::open(&format!("sled://{}?history_retention=5", db.display()))
         .await
         .unwrap();

@@ -19,7 +19,8 @@
 //!   properties, and for lost writes; closes with
 //!   `chaos: N operations, M faults, K anomalies` and fails on any anomaly;
 //! - `names`: every public item of the `keyplane` facade on one path, from its documentation
-//!   (also part of `test`);
+//!   (also part of `test`); `test` also checks that `keyplane`'s default dependency graph
+//!   has no crate with a RustSec advisory (`advisories.rs`);
 //! - `modules`: each crate's import circles between modules, its files over 500 lines of
 //!   code, keyplane-core's layers and the backends' dependencies (the contract alone) (`--check`: fail on any).
 //!
@@ -30,6 +31,7 @@
 //! linked into `$CARGO_HOME/bin` when that is on `PATH`, and failing that is handed to the
 //! commands xtask runs itself (as `PROTOC`).
 
+mod advisories;
 mod install;
 mod modules;
 mod names;
@@ -45,8 +47,8 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
   setup        install protoc, etcd, redis-server, chromium and chromedriver, so that plain
                cargo commands work
   demo         run the demo on the embedded default store
-  test         modules --check, cargo fmt --check, clippy -D warnings, cargo doc, every test
-               against real servers and a headless Chromium, and the crates outside the
+  test         modules --check, cargo fmt --check, clippy -D warnings, cargo doc, names, the
+               default graph's advisories, every test against real servers and a headless Chromium, and the crates outside the
                workspace (chaos and bench are commands of their own)
   outside      build the crates of tests/outside/, each a user's crate outside the
                workspace, and run them (or their tests) (part of test)
@@ -177,6 +179,7 @@ fn test(args: &[String]) -> Result<(), String> {
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     names::run(cargo(&protoc), &workspace_root().join("target"))?;
+    advisories::run(cargo(&protoc))?;
     run(
         "cargo test",
         cargo(&protoc)

@@ -35,8 +35,10 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    /// Opens the store.
+    /// Opens the command's store (refusing the default one while only an old sled store is
+    /// at its place, see [`crate::store::refuse_default_over_old_sled`]).
     pub(crate) async fn store(&self) -> CliResult<Arc<dyn Store>> {
+        crate::store::refuse_default_over_old_sled(&self.url)?;
         crate::store::open(&self.url).await
     }
 
@@ -50,6 +52,7 @@ impl Ctx {
 
     /// The store, ready to list `prefix` (see [`crate::store::open_for_listing`]).
     pub(crate) async fn store_for_listing(&self, prefix: &str) -> CliResult<Arc<dyn Store>> {
+        crate::store::refuse_default_over_old_sled(&self.url)?;
         crate::store::open_for_listing(&self.url, prefix).await
     }
 }

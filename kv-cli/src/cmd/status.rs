@@ -9,11 +9,13 @@ use serde_json::{Value, json};
 use std::time::Instant;
 
 /// What compacting means on a backend: etcd discards the old revisions of its keys; Redis
-/// and sled discard the events of their event log (their keys hold only current values).
+/// redb and sled discard the events of their event log (their keys hold only current values).
 fn compaction_meaning(backend: &str) -> &'static str {
     match backend {
         "etcd" => "the server's older revisions are discarded",
-        "redis" | "sled" | "memory" => "the event log before it is discarded; values are untouched",
+        "redis" | "redb" | "sled" | "memory" => {
+            "the event log before it is discarded; values are untouched"
+        }
         _ => "the history before it is discarded",
     }
 }
@@ -48,13 +50,13 @@ pub(crate) async fn compact(ctx: &Ctx, revision: i64) -> CliResult<()> {
 }
 
 /// The hosts a store URL names, without credentials or parameters: etcd's endpoints,
-/// Redis's server, a cluster's seeds or a sentinel set; the path for sled.
+/// Redis's server, a cluster's seeds or a sentinel set; the path for redb and sled.
 fn hosts(url: &str) -> Vec<String> {
     let Some((_, rest)) = url.split_once("://") else {
         return Vec::new();
     };
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    if url.starts_with("sled://") || url.starts_with("mem://") {
+    if crate::store::is_embedded(url) || url.starts_with("mem://") {
         return vec![rest.to_owned()]
             .into_iter()
             .filter(|s| !s.is_empty())

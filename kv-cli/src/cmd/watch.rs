@@ -57,8 +57,8 @@ pub(crate) async fn run(
     if matches!(from, Some(n) if n < 1) {
         return Err(CliError::invalid("--rev must be at least 1"));
     }
-    if crate::store::is_sled(&ctx.url) {
-        return follow_sled(ctx, &base, from, scope).await;
+    if crate::store::is_embedded(&ctx.url) {
+        return follow_embedded(ctx, &base, from, scope).await;
     }
     let (store, redis) = crate::store::open_any(&ctx.url).await?;
     let mut opts = base;
@@ -119,11 +119,11 @@ async fn follow_redis(redis: &RedisStore, prefix: &str) -> CliResult<Option<Redi
     Ok(Some(RedisStore::open(config).await?))
 }
 
-/// `watch` on a sled store, which one process at a time may hold open: each poll opens the
+/// `watch` on an embedded store (redb, sled), which one process at a time may hold open: each poll opens the
 /// store, prints the events published since the last one (read from the store's event log,
 /// which persists), and closes it, so that other kvctl processes write in between. A put
-/// from another terminal shows within a poll ([`SLED_POLL`](crate::store::SLED_POLL)).
-async fn follow_sled(
+/// from another terminal shows within a poll ([`EMBEDDED_POLL`](crate::store::EMBEDDED_POLL)).
+async fn follow_embedded(
     ctx: &Ctx,
     base: &WatchOptions,
     from: Option<i64>,
@@ -136,19 +136,19 @@ async fn follow_sled(
         tokio::select! {
             biased;
             _ = &mut interrupted => return Ok(()),
-            polled = poll_sled(ctx, base, next, scope) => next = Some(polled?),
+            polled = poll_embedded(ctx, base, next, scope) => next = Some(polled?),
         }
         tokio::select! {
             biased;
             _ = &mut interrupted => return Ok(()),
-            () = tokio::time::sleep(crate::store::SLED_POLL) => {}
+            () = tokio::time::sleep(crate::store::EMBEDDED_POLL) => {}
         }
     }
 }
 
 /// One poll: opens the store, prints the events `base` covers from revision `next` (from now
 /// on when `None`) up to the store's revision, closes it; returns the next revision to read.
-async fn poll_sled(
+async fn poll_embedded(
     ctx: &Ctx,
     base: &WatchOptions,
     next: Option<i64>,

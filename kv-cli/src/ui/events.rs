@@ -6,8 +6,8 @@
 //! revision as JSON). A browser that lost the stream reconnects with that id as
 //! `Last-Event-ID`, and the stream goes on from there: nothing missed, nothing repeated.
 //!
-//! On sled, which one process at a time may hold, the store is opened for each poll
-//! ([`SLED_POLL`](crate::store::SLED_POLL)) and closed in between, as `kvctl watch` does.
+//! On an embedded store (redb, sled), which one process at a time may hold, the store is opened for each poll
+//! ([`EMBEDDED_POLL`](crate::store::EMBEDDED_POLL)) and closed in between, as `kvctl watch` does.
 
 use super::state::Ui;
 use axum::extract::{Query, State};
@@ -196,7 +196,7 @@ async fn follow_live(
     }
 }
 
-/// Polls a sled store: each poll opens it, sends the changes since the last poll, and
+/// Polls an embedded store: each poll opens it, sends the changes since the last poll, and
 /// closes it.
 async fn follow_polling(
     ui: &Ui,
@@ -235,7 +235,7 @@ async fn follow_polling(
         }
         tokio::select! {
             _ = tx.closed() => return Ok(()),
-            () = tokio::time::sleep(crate::store::SLED_POLL) => {}
+            () = tokio::time::sleep(crate::store::EMBEDDED_POLL) => {}
         }
     }
 }

@@ -40,7 +40,7 @@ pub(crate) async fn run(ctx: &Ctx, listen: SocketAddr, write: bool) -> CliResult
             "kvctl: serving on {listen}, beyond this machine; the token in the URL is the only guard"
         );
     }
-    let shared = if crate::store::is_sled(&ctx.url) {
+    let shared = if crate::store::is_embedded(&ctx.url) {
         // Checked now, so that a bad path fails at start rather than on the first request.
         drop(ctx.store().await?);
         None

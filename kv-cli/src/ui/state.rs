@@ -18,11 +18,12 @@ pub(crate) struct Ui {
     pub(super) write: bool,
     /// The access token.
     pub(super) token: String,
-    /// The store, opened once; `None` on sled, which is open only while requests use it, so
+    /// The store, opened once; `None` on an embedded
+    /// store (redb, sled), which is open only while requests use it, so
     /// that other kvctl processes can use it in between.
     pub(super) shared: Option<Arc<dyn Store>>,
-    /// On sled, the store while some request holds it: requests at the same time share one
-    /// open (sled lets a process open a database once).
+    /// On an embedded store, the store while some request holds it: requests at the same
+    /// time share one open (redb and sled let a process open a database once).
     pub(super) in_use: tokio::sync::Mutex<std::sync::Weak<dyn Store>>,
 }
 

@@ -33,6 +33,11 @@ pub async fn raw(con: &redis::aio::MultiplexedConnection, cmd: &mut redis::Cmd) 
         .unwrap_or_else(|e| panic!("raw command: {e}"))
 }
 
+/// A redb store (the default embedded store) in `dir`.
+pub fn redb_url(dir: &tempfile::TempDir) -> String {
+    format!("redb://{}", dir.path().join("store.redb").display())
+}
+
 /// A sled store in `dir`.
 pub fn sled_url(dir: &tempfile::TempDir) -> String {
     format!("sled://{}", dir.path().join("db").display())

@@ -1,10 +1,18 @@
-//! A running `kvctl ui` for the UI tests, a temporary sled store for it, and a team's own
+//! A running `kvctl ui` for the UI tests, a temporary embedded store for it, and a team's own
 //! schema manifest to load into it.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+/// A fresh redb store (the default embedded store) in a temporary directory: the directory
+/// and the store URL.
+pub fn local_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let url = format!("redb://{}", dir.path().join("store.redb").display());
+    (dir, url)
+}
 
 /// A fresh sled store in a temporary directory: the directory and the store URL.
 pub fn sled_store() -> (tempfile::TempDir, String) {

@@ -12,10 +12,20 @@ use crate::error::{RedbResult, map_error};
 use keyplane_contract::{Error, ErrorKind, Result};
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
-/// Opens (or creates) the database file of `config`, creating the tables and checking the
-/// layout version.
+/// Opens (or creates) the database file of `config`, and the directories above it that are
+/// missing, creating the tables and checking the layout version.
 pub(crate) fn open_db(config: &RedbConfig) -> Result<redb::Database> {
     let path = config.path.display().to_string();
+    if let Some(parent) = config.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Error::new(
+                ErrorKind::Backend,
+                "cannot create the directory of the redb database file",
+            )
+            .with_source(e)
+            .with_context("path", &path)
+        })?;
+    }
     let db = redb::Builder::new()
         .set_cache_size(usize::try_from(config.cache_size).unwrap_or(usize::MAX))
         .create(&config.path)

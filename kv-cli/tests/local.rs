@@ -1,14 +1,33 @@
-//! `kvctl` on a temporary sled store: demo, schema, parse, typed get/ls/put/rm, watch, and
-//! bad input refused with nothing written.
+//! `kvctl` on a temporary embedded store (redb, the default; sled, the earlier default):
+//! demo, schema, parse, typed get/ls/put/rm, watch, bad input refused with nothing written,
+//! and the default store in the data directory, with the way from an old sled one.
 
 mod common;
 
 use common::*;
 
+/// A redb store in a new directory.
 fn store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let url = format!("redb://{}", dir.path().join("store.redb").display());
+    (dir, url)
+}
+
+/// A sled store in a new directory.
+fn sled_store() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let url = format!("sled://{}", dir.path().join("db").display());
     (dir, url)
+}
+
+/// The typed round trip, refused input and a replayed watch on sled, which kvctl still
+/// opens (`--store sled://PATH`).
+#[test]
+fn sled_stores_still_work() {
+    let (_dir, url) = sled_store();
+    typed_round_trip(&url);
+    bad_input_writes_nothing(&url);
+    watch_replays_collection_events(&url);
 }
 
 #[test]
@@ -175,6 +194,8 @@ fn invalid_and_unreachable_stores() {
     fails("foo://bar", &["ls"], 2);
     fails("etcd://", &["ls"], 2);
     fails("sled://", &["ls"], 2);
+    fails("redb://", &["ls"], 2);
+    fails("redb:///tmp/x.redb?durable=yes", &["ls"], 2);
     fails("mem://x", &["ls"], 2);
     // Port 1 on loopback refuses connections.
     fails("etcd://127.0.0.1:1", &["ls"], 3);
@@ -203,11 +224,12 @@ fn the_store_comes_from_kvctl_store_or_the_data_directory() {
         .args(["put", "tenant.meta", "id=7", &tenant_meta(7)])
         .assert()
         .success();
+    let file = data.path().join("kvctl").join("store.redb");
     assert!(
-        data.path().join("kvctl").exists(),
-        "the default sled store lives in the data directory"
+        file.is_file(),
+        "the default redb store lives in the data directory"
     );
-    let url = format!("sled://{}", data.path().join("kvctl").display());
+    let url = format!("redb://{}", file.display());
     assert_eq!(
         json(&url, &["get", "tenant.meta", "id=7"])["value"]["id"],
         7
@@ -222,6 +244,65 @@ fn the_store_comes_from_kvctl_store_or_the_data_directory() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The sled store of earlier versions at the default place, and no redb file yet: a command
+/// on the default store refuses (creating an empty store would hide the keys), says how to
+/// move them, and after that `kvctl copy` the default store holds them; the sled store is
+/// untouched.
+#[test]
+fn an_old_default_sled_store_is_pointed_to_kvctl_copy() {
+    let data = tempfile::tempdir().expect("a temp dir");
+    let dir = data.path().join("kvctl");
+    let sled = format!("sled://{}", dir.display());
+    ok(&sled, &["put", "tenant.meta", "id=3", &tenant_meta(3)]);
+    ok(&sled, &["put", "--raw", "own/key", "kept"]);
+    let default = |args: &[&str]| {
+        assert_cmd::Command::cargo_bin("kvctl")
+            .unwrap()
+            .env_remove("KVCTL_STORE")
+            .env("XDG_DATA_HOME", data.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let file = dir.join("store.redb");
+    for args in [
+        &["get", "tenant.meta", "id=3"][..],
+        &["put", "--raw", "x", "1"],
+        &["ls"],
+    ] {
+        let out = default(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("kvctl copy"), "{err}");
+        assert!(err.contains(&sled), "{err}");
+        assert!(!file.exists(), "{args:?} created the redb store");
+    }
+    let redb = format!("redb://{}", file.display());
+    // The command the message gives, in the same environment: copy names its stores.
+    let out = default(&["copy", "--leases", "--from", &sled, "--to", &redb]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = default(&["-o", "json", "get", "tenant.meta", "id=3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["value"]["id"], 3);
+    let out = default(&["get", "own/key"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("kept"), "{shown}");
+    // The sled store still holds its keys.
+    assert_eq!(
+        json(&sled, &["get", "tenant.meta", "id=3"])["value"]["id"],
+        3
     );
 }
 
