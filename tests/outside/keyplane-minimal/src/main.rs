@@ -1,5 +1,5 @@
 //! Derives and typed operations with `keyplane` as the one library dependency, default
-//! features off (no sled, no proptest strategies).
+//! features off (no redb, no proptest strategies).
 
 #[path = "../../flow.rs"]
 mod flow;

@@ -1,6 +1,6 @@
 //! The team's kvctl, built as its crate builds it and driven as an operator drives it, on a
-//! sled store in a fresh directory: the schema `acme` types the keys, `put` checks values
-//! against `Service` and its JSON Schema, `lint` reports the keys no template holds, and
+//! redb store (the default embedded one) in a fresh directory: the schema `acme` types the
+//! keys, `put` checks values against `Service` and its JSON Schema, `lint` reports the keys no template holds, and
 //! `schema` prints the manifest other tools read.
 
 use serde_json::Value;
@@ -13,7 +13,7 @@ struct Run {
     stderr: String,
 }
 
-/// A sled store in a fresh temporary directory, removed when dropped.
+/// A redb store in a fresh temporary directory, removed when dropped.
 struct Store {
     dir: tempfile::TempDir,
     url: String,
@@ -22,7 +22,7 @@ struct Store {
 impl Store {
     fn new() -> Self {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let url = format!("sled://{}", dir.path().join("db").display());
+        let url = format!("redb://{}", dir.path().join("store.redb").display());
         Store { dir, url }
     }
 
