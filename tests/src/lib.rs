@@ -6,6 +6,8 @@ pub mod backends;
 pub mod busy;
 pub mod chaos;
 pub mod conformance;
+pub mod crash;
+pub mod embedded;
 pub mod harness;
 pub mod model;
 

@@ -58,7 +58,7 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
   bench criterion [ARGS]
                the other benchmarks: collections, layers, mirror, the Redis reconciler
                (ARGS go to `cargo bench`)
-  chaos [--minutes N] [--backend all|memory|sled|etcd|redis|sentinel] [--seed N]
+  chaos [--minutes N] [--backend all|memory|redb|sled|etcd|redis|sentinel] [--seed N]
                random concurrent operations under injected faults and network partitions on
                every backend, checked for linearizability, the watch properties and lost
                writes (default: 2 minutes in all)

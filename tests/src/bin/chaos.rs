@@ -1,17 +1,19 @@
-//! `cargo xtask chaos [--minutes N] [--backend all|memory|sled|etcd|redis|sentinel] [--seed N]`:
+//! `cargo xtask chaos [--minutes N] [--backend all|memory|redb|sled|etcd|redis|sentinel] [--seed N]`:
 //! concurrent clients run random operations on each backend while faults are injected; the
 //! histories are checked for linearizability per key and for the six watch properties (see
 //! `keyplane_tests::chaos`). Prints one line per backend, every anomaly, and closes with
 //! `chaos: N operations, M faults, K anomalies`; exits with 1 on any anomaly.
 
+use keyplane_tests::chaos::embedded;
 use keyplane_tests::chaos::run::{self, Report, Settings};
-use keyplane_tests::chaos::{sentinel, sled};
+use keyplane_tests::chaos::sentinel;
+use keyplane_tests::embedded::Engine;
 use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "usage: chaos [--minutes N] \
-                     [--backend all|memory|sled|etcd|redis|sentinel[,...]] [--seed N] [--clients N]";
-const BACKENDS: [&str; 5] = ["memory", "sled", "etcd", "redis", "sentinel"];
+                     [--backend all|memory|redb|sled|etcd|redis|sentinel[,...]] [--seed N] [--clients N]";
+const BACKENDS: [&str; 6] = ["memory", "redb", "sled", "etcd", "redis", "sentinel"];
 /// The part of each backend's share of the time taken by start-up, lease expiry and checks.
 const OVERHEAD: Duration = Duration::from_secs(4);
 
@@ -88,8 +90,15 @@ fn print(report: &Report) {
 }
 
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("--sled-child") {
-        sled::child();
+    let mut argv = std::env::args().skip(1);
+    if argv.next().as_deref() == Some(embedded::CHILD_ARG) {
+        match argv.next().as_deref().and_then(Engine::from_name) {
+            Some(engine) => embedded::child(engine),
+            None => {
+                eprintln!("{}: redb or sled", embedded::CHILD_ARG);
+                return ExitCode::from(2);
+            }
+        }
     }
     let args = match parse() {
         Ok(args) => args,
@@ -125,7 +134,8 @@ fn main() -> ExitCode {
         for backend in &args.backends {
             let report = match backend.as_str() {
                 "memory" => Some(run::memory(&settings).await),
-                "sled" => Some(sled::sled(&settings, &exe).await),
+                "redb" => Some(embedded::run(Engine::Redb, &settings, &exe).await),
+                "sled" => Some(embedded::run(Engine::Sled, &settings, &exe).await),
                 "etcd" => run::etcd(&settings).await,
                 "sentinel" => sentinel::sentinel(&settings).await,
                 _ => run::redis(&settings).await,

@@ -53,6 +53,7 @@
 
 pub mod check;
 pub mod durability;
+pub mod embedded;
 pub mod faults;
 pub mod history;
 pub mod linearizability;
@@ -60,6 +61,5 @@ mod lines;
 mod resolve;
 pub mod run;
 pub mod sentinel;
-pub mod sled;
 pub mod watch;
 pub mod workload;

@@ -4,12 +4,15 @@
 //! reader had already returned. Under `Durability::FlushOnCommit` a read that runs while a
 //! write is between its commit and its flush now flushes before answering.
 //!
-//! The child (`sled_crash_child`, mode `race`) has one writer count up one key and three
-//! readers print each new value they read; it is killed at a random moment. After the kill,
-//! the stored value must be at least the highest value any reader saw.
+//! RedbStore makes the same promise by design (a redb read sees only committed transactions,
+//! and a flush-on-commit transaction is committed once it is durable): checked the same way.
+//!
+//! The child (`crash_child`, mode `race`) has one writer count up one key and three readers
+//! print each new value they read; it is killed at a random moment. After the kill, the
+//! stored value must be at least the highest value any reader saw.
 
-use keyplane_core::Store;
-use keyplane_sled::{SledConfig, SledStore};
+use keyplane_tests::crash::{DIR_VAR, ENGINE_VAR, MODE_VAR, ROUND_VAR};
+use keyplane_tests::embedded::Engine;
 use keyplane_tests::harness::complete_lines;
 use rand::Rng;
 use std::process::{Command, Stdio};
@@ -19,11 +22,12 @@ const ROUNDS: usize = 40;
 
 /// Runs the child of `round` for `millis` ms, kills it, and returns the highest value a
 /// reader printed on a complete line.
-fn race(dir: &std::path::Path, round: usize, millis: u64) -> u64 {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sled_crash_child"))
-        .env("KV_SLED_CHILD_DIR", dir)
-        .env("KV_SLED_CHILD_MODE", "race")
-        .env("KV_SLED_CHILD_ROUND", round.to_string())
+fn race(engine: Engine, dir: &std::path::Path, round: usize, millis: u64) -> u64 {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crash_child"))
+        .env(DIR_VAR, dir)
+        .env(ENGINE_VAR, engine.name())
+        .env(MODE_VAR, "race")
+        .env(ROUND_VAR, round.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -48,14 +52,24 @@ fn race(dir: &std::path::Path, round: usize, millis: u64) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_value_read_survives_a_kill() {
+async fn a_value_read_survives_a_kill_on_sled() {
+    a_value_read_survives_a_kill(Engine::Sled).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_read_survives_a_kill_on_redb() {
+    a_value_read_survives_a_kill(Engine::Redb).await;
+}
+
+async fn a_value_read_survives_a_kill(engine: Engine) {
     let dir = tempfile::TempDir::new().unwrap();
     let mut rng = rand::rng();
     let mut lost = Vec::new();
     for round in 0..ROUNDS {
-        let read =
-            tokio::task::block_in_place(|| race(dir.path(), round, rng.random_range(100..400)));
-        let store = SledStore::open(SledConfig::new(dir.path())).await.unwrap();
+        let read = tokio::task::block_in_place(|| {
+            race(engine, dir.path(), round, rng.random_range(100..400))
+        });
+        let store = engine.open(dir.path()).await.unwrap();
         let key = format!("race/{round}");
         let stored: u64 = store
             .get(key.as_bytes())

@@ -1,14 +1,14 @@
-//! SledStore under `kill -9`: the clients and the watches run in a child process (the chaos
-//! binary started with `--sled-child`) that prints every record as a line; the parent kills
-//! it with SIGKILL at a random moment and starts another over the same database, again and
-//! again. Operations in flight at a kill are unknown. At the end the parent opens the
+//! The embedded stores (RedbStore, SledStore) under `kill -9`: the clients and the watches
+//! run in a child process (the chaos binary started with `--embedded-child ENGINE`) that
+//! prints every record as a line; the parent kills it with SIGKILL at a random moment and
+//! starts another over the same database, again and again. Operations in flight at a kill are unknown. At the end the parent opens the
 //! database itself, waits for the leased keys to expire, and resumes the main watch to the
 //! sentinel write.
 //!
 //! This run found that a SledStore read could return a write committed but not yet flushed,
 //! which a `kill -9` then lost (a value read, then gone without a delete: a "lost write" and a
 //! linearizability anomaly on that key); SledStore's reads now flush first when a write is
-//! between its commit and its flush (`tests/tests/sled_read_durability.rs`).
+//! between its commit and its flush (`tests/tests/embedded_read_durability.rs`).
 //!
 //! The child's times are on its own clock: the parent reads them as starting when it
 //! spawned the child (for invocations, so they can only be earlier than the truth) or when
@@ -18,9 +18,8 @@ use super::check::analyse;
 use super::history::{Record, Recorder};
 use super::run::{Report, Settings, retry, save, settle, workload};
 use super::workload::{Watchers, bookmark_watch, client, main_watch};
+use crate::embedded::Engine;
 use crate::harness::{complete_lines, key_root};
-use keyplane_core::Store;
-use keyplane_sled::{SledConfig, SledStore};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
@@ -29,12 +28,14 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 use tokio::task::block_in_place;
 
-const DIR: &str = "KV_CHAOS_SLED_DIR";
-const ROOT: &str = "KV_CHAOS_SLED_ROOT";
-const ROUND: &str = "KV_CHAOS_SLED_ROUND";
-const START: &str = "KV_CHAOS_SLED_START";
-const SEED: &str = "KV_CHAOS_SLED_SEED";
-const CLIENTS: &str = "KV_CHAOS_SLED_CLIENTS";
+const DIR: &str = "KV_CHAOS_EMBEDDED_DIR";
+const ROOT: &str = "KV_CHAOS_EMBEDDED_ROOT";
+const ROUND: &str = "KV_CHAOS_EMBEDDED_ROUND";
+const START: &str = "KV_CHAOS_EMBEDDED_START";
+const SEED: &str = "KV_CHAOS_EMBEDDED_SEED";
+const CLIENTS: &str = "KV_CHAOS_EMBEDDED_CLIENTS";
+/// The argument that starts the chaos binary as a child, followed by the engine's name.
+pub const CHILD_ARG: &str = "--embedded-child";
 /// The first line the child prints, as soon as it starts.
 const READY: &str = "READY";
 /// The line with the main watch's first start revision, printed before any client runs.
@@ -46,9 +47,9 @@ fn var<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-/// The child process: opens the store, runs the main and bookmark watches and the clients
-/// until it is killed, printing every record.
-pub fn child() -> ! {
+/// The child process of `engine`: opens the store, runs the main and bookmark watches and the
+/// clients until it is killed, printing every record.
+pub fn child(engine: Engine) -> ! {
     let epoch = Instant::now();
     println!("{READY}");
     let dir: PathBuf = var(DIR).expect("run by the chaos parent");
@@ -62,12 +63,7 @@ pub fn child() -> ! {
         .build()
         .expect("a runtime");
     runtime.block_on(async move {
-        let sled = Arc::new(
-            SledStore::open(SledConfig::new(&dir))
-                .await
-                .expect("the child opens the store"),
-        );
-        let store: Arc<dyn Store> = sled.clone();
+        let store = engine.open(&dir).await.expect("the child opens the store");
         let recorder = Arc::new(Recorder::printing(epoch));
         let start = match var::<i64>(START) {
             Some(start) => start,
@@ -110,8 +106,10 @@ pub fn child() -> ! {
     unreachable!("the child runs until it is killed")
 }
 
-/// Where the children run: the chaos binary, the database directory and the key root.
+/// Where the children run: the engine, the chaos binary, the database directory and the key
+/// root.
 struct Children<'a> {
+    engine: Engine,
     exe: &'a Path,
     dir: &'a Path,
     root: &'a str,
@@ -127,10 +125,15 @@ fn round(
     recorder: &Recorder,
     lifetime: Duration,
 ) -> (Option<i64>, Vec<Record>) {
-    let Children { exe, dir, root } = *children;
+    let Children {
+        engine,
+        exe,
+        dir,
+        root,
+    } = *children;
     let spawned = recorder.now();
     let mut cmd = Command::new(exe);
-    cmd.arg("--sled-child")
+    cmd.args([CHILD_ARG, engine.name()])
         .env(DIR, dir)
         .env(ROOT, root)
         .env(ROUND, round.to_string())
@@ -141,7 +144,7 @@ fn round(
     if let Some(start) = start {
         cmd.env(START, start.to_string());
     }
-    let mut child = cmd.spawn().expect("start the sled chaos child");
+    let mut child = cmd.spawn().expect("start the embedded chaos child");
     let stdout = child.stdout.take().expect("the child's stdout");
     let (ready_tx, ready_rx) = mpsc::channel();
     let reader = std::thread::spawn(move || {
@@ -157,11 +160,14 @@ fn round(
     });
     if ready_rx.recv_timeout(Duration::from_secs(60)).is_err() {
         child.kill().ok();
-        panic!("the sled chaos child did not start");
+        panic!("the {} chaos child did not start", engine.name());
     }
     let ready = recorder.now();
     std::thread::sleep(lifetime);
-    recorder.fault("sled: kill -9 the writing process, then start another");
+    recorder.fault(format!(
+        "{}: kill -9 the writing process, then start another",
+        engine.name()
+    ));
     child.kill().expect("SIGKILL the child");
     child.wait().expect("reap the child");
     let lines = reader.join().expect("the reader thread");
@@ -210,12 +216,12 @@ fn resume_from(records: &[Record], current: Option<i64>) -> Option<i64> {
     next
 }
 
-/// Runs sled children for `settings.duration`, killing each after 1 to 4 s, then checks.
-/// `exe` is the chaos binary (started with `--sled-child`).
-pub async fn sled(settings: &Settings, exe: &Path) -> Report {
+/// Runs children of `engine` for `settings.duration`, killing each after 1 to 4 s, then
+/// checks. `exe` is the chaos binary (started with [`CHILD_ARG`]).
+pub async fn run(engine: Engine, settings: &Settings, exe: &Path) -> Report {
     let began = Instant::now();
     let dir = tempfile::Builder::new()
-        .prefix("kv-chaos-sled-")
+        .prefix(&format!("kv-chaos-{}-", engine.name()))
         .tempdir()
         .expect("temp dir");
     let root = key_root("chaos");
@@ -225,6 +231,7 @@ pub async fn sled(settings: &Settings, exe: &Path) -> Report {
     let mut start = None;
     let mut n = 0;
     let children = Children {
+        engine,
         exe,
         dir: dir.path(),
         root: &root,
@@ -240,11 +247,10 @@ pub async fn sled(settings: &Settings, exe: &Path) -> Report {
         n += 1;
     }
     // The parent takes over the database: leases expire, the main watch resumes.
-    let store: Arc<dyn Store> = Arc::new(
-        SledStore::open(SledConfig::new(dir.path()))
-            .await
-            .expect("the parent opens the store"),
-    );
+    let store = engine
+        .open(dir.path())
+        .await
+        .expect("the parent opens the store");
     let work = workload(&root, Duration::from_secs(10), Duration::from_millis(2));
     let start = match start {
         Some(start) => start,
@@ -265,11 +271,11 @@ pub async fn sled(settings: &Settings, exe: &Path) -> Report {
     ));
     let (end, extra) = settle(&store, &work, &watchers, main).await;
     let records = recorder.records();
-    save("sled", &records);
+    save(engine.name(), &records);
     let mut analysis = block_in_place(|| analyse(&records, &work.layout, end, settings.budget));
     analysis.anomalies.extend(extra);
     Report {
-        backend: "sled",
+        backend: engine.name(),
         analysis,
         wall: began.elapsed(),
         apart: None,

@@ -1,0 +1,279 @@
+//! The embedded stores under `kill -9`: a child process (the `crash_child` binary of this
+//! package) makes acknowledged writes and is killed at a random moment, round after round
+//! over one database; after each kill the parent reopens the database, runs the store's
+//! consistency check and checks what survived ([`kill_rounds`]).
+//!
+//! The child prints `READY` once the store is open, then one `ACK ...` line after each write
+//! returns (see its source for the forms); a line the kill cut short is no acknowledgement.
+
+use crate::embedded::Engine;
+use crate::harness::complete_lines;
+use keyplane_core::{LeaseId, RangeOptions, Store};
+use rand::Rng;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The child's database directory.
+pub const DIR_VAR: &str = "KV_CHILD_DIR";
+/// The child's engine: `redb` or `sled`.
+pub const ENGINE_VAR: &str = "KV_CHILD_ENGINE";
+/// The child's mode: `write`, `write-buffered`, `hold` or `race`.
+pub const MODE_VAR: &str = "KV_CHILD_MODE";
+/// The round, which names the child's keys.
+pub const ROUND_VAR: &str = "KV_CHILD_ROUND";
+/// A bound for the child to start, so a broken child fails the test instead of hanging it.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running child process and the thread reading its lines.
+pub struct ChildProcess {
+    child: Child,
+    lines: JoinHandle<Vec<String>>,
+}
+
+impl ChildProcess {
+    /// Starts the child `exe` on `engine`'s database in `dir` and waits until it has opened
+    /// the store.
+    pub fn start(exe: &Path, engine: Engine, dir: &Path, mode: &str, round: usize) -> Self {
+        let mut child = Command::new(exe)
+            .env(DIR_VAR, dir)
+            .env(ENGINE_VAR, engine.name())
+            .env(MODE_VAR, mode)
+            .env(ROUND_VAR, round.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the child process");
+        let mut stderr = child.stderr.take().expect("the child's stderr");
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let stdout = child.stdout.take().expect("the child's stdout");
+        let lines = std::thread::spawn(move || {
+            let mut lines = Vec::new();
+            complete_lines(stdout, |line| {
+                if line.ends_with("READY") {
+                    ready_tx.send(()).ok();
+                }
+                lines.push(line);
+            });
+            lines
+        });
+        if ready_rx.recv_timeout(START_TIMEOUT).is_err() {
+            child.kill().ok();
+            child.wait().ok();
+            let mut said = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut said).ok();
+            panic!("the child process did not open the store: {said}");
+        }
+        // The child's panics, if any, go nowhere once it has started: it is killed anyway.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        ChildProcess { child, lines }
+    }
+
+    /// SIGKILLs the child and returns the complete lines it printed.
+    pub fn kill(mut self) -> Vec<String> {
+        self.child.kill().expect("SIGKILL the child");
+        self.child.wait().expect("reap the child");
+        self.lines.join().expect("the reader thread")
+    }
+}
+
+/// Everything the children acknowledged so far.
+#[derive(Default)]
+struct Acked {
+    puts: BTreeMap<String, String>,
+    pairs: BTreeMap<String, String>,
+    leases: BTreeSet<i64>,
+    leased: BTreeMap<String, (i64, String)>,
+}
+
+impl Acked {
+    /// Records the acknowledgements in `lines`; returns how many of them wrote keys (lease
+    /// grants do not bump the revision).
+    fn record(&mut self, lines: &[String]) -> usize {
+        let mut n = 0;
+        for line in lines {
+            let Some(pos) = line.find("ACK ") else {
+                continue;
+            };
+            n += usize::from(!line[pos..].starts_with("ACK grant"));
+            let words: Vec<&str> = line[pos + 4..].split(' ').collect();
+            match words.as_slice() {
+                ["put", key, value] => {
+                    self.puts.insert(key.to_string(), value.to_string());
+                }
+                ["pair", pair, value] => {
+                    self.pairs.insert(pair.to_string(), value.to_string());
+                }
+                ["grant", id] => {
+                    self.leases.insert(id.parse().expect("a lease id"));
+                }
+                ["leased", id, key, value] => {
+                    let id = id.parse().expect("a lease id");
+                    self.leased.insert(key.to_string(), (id, value.to_string()));
+                }
+                other => panic!("unexpected acknowledgement {other:?}"),
+            }
+        }
+        n
+    }
+
+    /// Every acknowledged write is in `store`.
+    async fn verify(&self, store: &dyn Store) {
+        for (key, value) in &self.puts {
+            let entry = store.get(key.as_bytes()).await.unwrap();
+            let entry = entry.unwrap_or_else(|| panic!("acknowledged put of {key} is lost"));
+            assert_eq!(entry.value, value.as_bytes(), "{key}");
+        }
+        for (pair, value) in &self.pairs {
+            for half in ["a", "b"] {
+                let key = format!("{pair}/{half}");
+                let entry = store.get(key.as_bytes()).await.unwrap();
+                let entry = entry.unwrap_or_else(|| panic!("acknowledged txn lost {key}"));
+                assert_eq!(entry.value, value.as_bytes(), "{key}");
+            }
+        }
+        for id in &self.leases {
+            store
+                .lease_time_to_live(LeaseId(*id))
+                .await
+                .unwrap_or_else(|e| panic!("acknowledged lease {id:x} is lost: {e}"));
+        }
+        for (key, (id, value)) in &self.leased {
+            let entry = store.get(key.as_bytes()).await.unwrap();
+            let entry = entry.unwrap_or_else(|| panic!("acknowledged leased put {key} is lost"));
+            assert_eq!(
+                (entry.lease, entry.value.as_slice()),
+                (Some(LeaseId(*id)), value.as_bytes())
+            );
+            let info = store.lease_time_to_live(LeaseId(*id)).await.unwrap();
+            assert_eq!(info.keys, vec![key.as_bytes().to_vec()]);
+        }
+    }
+}
+
+/// Every transaction wrote a pair of keys: both halves are present or neither is.
+async fn assert_no_partial_pair(store: &dyn Store) {
+    let page = store.range(RangeOptions::prefix("p/")).await.unwrap();
+    let mut halves: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();
+    for entry in page.entries {
+        let split = entry.key.len() - 2;
+        halves
+            .entry(entry.key[..split].to_vec())
+            .or_default()
+            .push(entry.key[split..].to_vec());
+    }
+    for (pair, found) in halves {
+        assert_eq!(
+            found,
+            [b"/a".to_vec(), b"/b".to_vec()],
+            "partial transaction {}",
+            String::from_utf8_lossy(&pair)
+        );
+    }
+}
+
+/// The writes of `round` that survived are a prefix of the child's writes: write `i` (its
+/// keys `c/`, `p/` or `l/` `round/i`) is there only if every write before it is. A crash
+/// may lose the latest writes, never one in the middle.
+async fn assert_prefix(store: &dyn Store, round: usize) {
+    let mut found = BTreeSet::new();
+    for kind in ["c", "p", "l"] {
+        let prefix = format!("{kind}/{round}/");
+        let page = store
+            .range(RangeOptions::prefix(prefix.as_bytes()))
+            .await
+            .unwrap();
+        assert!(!page.more(), "one page holds a round's writes");
+        for entry in page.entries {
+            let rest = &entry.key[prefix.len()..];
+            let index = String::from_utf8_lossy(rest);
+            let index = index.split('/').next().unwrap_or_default();
+            found.insert(index.parse::<u64>().expect("a write's index"));
+        }
+    }
+    if let Some(last) = found.last() {
+        assert_eq!(
+            found.len() as u64,
+            last + 1,
+            "round {round}: write {last} survived, but not every write before it: {found:?}"
+        );
+    }
+}
+
+/// Kills a child of `engine` in `mode` at a random moment, `rounds` times over one database,
+/// and checks the database after each kill: the consistency check passes, no transaction is
+/// half there, what survived of the round is a prefix of its writes, and the revision never
+/// goes back; with `durable`, also that every acknowledged write is there. `exe` is the
+/// `crash_child` binary. Returns the number of acknowledged writes.
+pub async fn kill_rounds(
+    exe: &Path,
+    engine: Engine,
+    mode: &str,
+    rounds: usize,
+    durable: bool,
+) -> usize {
+    let dir = tempfile::TempDir::new().expect("a temp dir");
+    let mut acked = Acked::default();
+    let mut revision = 0;
+    let mut rng = rand::rng();
+    let mut total = 0;
+    for round in 0..rounds {
+        let child = ChildProcess::start(exe, engine, dir.path(), mode, round);
+        // The kill lands at a random moment of the child's stream of writes.
+        std::thread::sleep(Duration::from_millis(rng.random_range(1..40)));
+        let lines = child.kill();
+        let acks = if durable {
+            acked.record(&lines)
+        } else {
+            Acked::default().record(&lines)
+        };
+        total += acks;
+
+        let store = engine
+            .open_checked(dir.path())
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        acked.verify(&*store).await;
+        assert_no_partial_pair(&*store).await;
+        assert_prefix(&*store, round).await;
+        // What this process read after the previous kill was on disk: it is never lost.
+        let now = store.revision().await.unwrap();
+        assert!(
+            now >= revision,
+            "revision went back from {revision} to {now}"
+        );
+        if durable && acks > 0 {
+            assert!(
+                now > revision,
+                "round {round} acknowledged writes at no new revision"
+            );
+        }
+        revision = now;
+    }
+    eprintln!(
+        "{} {mode}: {total} acknowledged writes over {rounds} kills, at revision {revision}",
+        engine.name()
+    );
+    total
+}
+
+/// Opens `engine`'s database in `dir` while a child holds it: the error is `Unavailable`,
+/// not retryable, and says the database is in use.
+pub async fn assert_held_is_clear(exe: &Path, engine: Engine) {
+    let dir = tempfile::TempDir::new().expect("a temp dir");
+    let holder = ChildProcess::start(exe, engine, dir.path(), "hold", 0);
+    let err = match engine.open(dir.path()).await {
+        Ok(_) => panic!("{} opened a database another process holds", engine.name()),
+        Err(err) => err,
+    };
+    holder.kill();
+    assert_eq!(err.kind(), keyplane_core::ErrorKind::Unavailable, "{err}");
+    assert!(!err.is_retryable());
+    assert!(
+        err.to_string().contains(engine.held_message()),
+        "unclear message: {err}"
+    );
+}
