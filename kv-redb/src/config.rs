@@ -43,7 +43,7 @@ pub enum Durability {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct RedbConfig {
-    /// The database file (created when missing; its directory must exist).
+    /// The database file (created when missing, with the directories above it).
     pub path: PathBuf,
     /// When writes reach the disk; [`Durability::FlushOnCommit`] by default.
     #[serde(default)]

@@ -15,6 +15,9 @@ use std::sync::atomic::Ordering;
 
 type KvTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
+/// Room made for a page's entries before reading them.
+const INITIAL_PAGE: usize = 128;
+
 /// The entry of `key` (checked by the contract's front).
 pub(crate) fn get(shared: &Shared, key: &[u8]) -> Result<Option<Entry>> {
     let txn = shared.read("get")?;
@@ -92,7 +95,8 @@ fn entries(
     }
     .redb("range")?;
     let limit = limit.unwrap_or(usize::MAX);
-    let mut entries = Vec::new();
+    // Sized for a typical page up front: growing a vector of entries moves them all.
+    let mut entries = Vec::with_capacity(limit.min(INITIAL_PAGE));
     for kv in scan {
         let (key, value) = kv.redb("range")?;
         if entries.len() == limit {

@@ -105,6 +105,12 @@ async fn ten_thousand_watches_on_memory() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_watches_on_redb() {
+    let store = keyplane_tests::backends::redb().await.unwrap();
+    many_concurrent_watches(store, 10_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_watches_on_sled() {
     let store = keyplane_tests::backends::sled().await.unwrap();
     many_concurrent_watches(store, 10_000).await;

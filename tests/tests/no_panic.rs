@@ -1,7 +1,7 @@
 //! No panic on any input: the public API driven with arbitrary bytes (keys, ranges,
 //! transactions, collection operations, leases, watches, codecs, key parsers, store URLs)
 //! answers every call with a value or a typed error, never a panic and never an `Internal`
-//! error (a broken invariant). 10,000 cases on `MemStore`, fewer on sled, etcd and Redis.
+//! error (a broken invariant). 10,000 cases on `MemStore`, fewer on redb, sled, etcd and Redis.
 
 use futures::FutureExt;
 use keyplane_core::keyspace::{Codec, Json, Keyring, Text};
@@ -291,6 +291,11 @@ fn memory_answers_every_input_with_a_value_or_a_typed_error() {
 }
 
 #[test]
+fn redb_answers_every_input_with_a_value_or_a_typed_error() {
+    check(keyplane_tests::backends::redb, 1_000);
+}
+
+#[test]
 fn sled_answers_every_input_with_a_value_or_a_typed_error() {
     check(keyplane_tests::backends::sled, 1_000);
 }
@@ -323,8 +328,8 @@ proptest! {
     }
 
     /// Store URLs of any form are refused or opened, never a panic. (Network URLs are only
-    /// checked here, as `open` checks them before connecting; sled URLs are
-    /// `store_urls_of_sled_and_redis`'.)
+    /// checked here, as `open` checks them before connecting; redb and sled URLs are
+    /// `store_urls_of_embedded_stores_and_redis`'.)
     #[test]
     fn store_urls_of_any_form(tail in "[a-z0-9:/@?=&%.,\\[\\]-]{0,24}", scheme in 0usize..5) {
         let url = format!(
@@ -347,16 +352,16 @@ proptest! {
     #![proptest_config(Config { cases: 300, failure_persistence: None, ..Config::default() })]
 
     /// Redis URLs of every scheme are checked as `open` checks them before it connects, and
-    /// sled URLs opened inside a temporary directory: each is refused with a typed error or
-    /// accepted, never a panic.
+    /// redb and sled URLs opened inside a temporary directory: each is refused with a typed
+    /// error or accepted, never a panic.
     #[test]
-    fn store_urls_of_sled_and_redis(
+    fn store_urls_of_embedded_stores_and_redis(
         tail in "[a-z0-9:/@?=&%,\\[\\]{}-]{0,24}",
-        scheme in 0usize..5,
+        scheme in 0usize..6,
     ) {
-        if scheme == 4 {
+        if scheme >= 4 {
             let dir = tempfile::tempdir().unwrap();
-            let url = format!("sled://{}/{tail}", dir.path().display());
+            let url = format!("{}{}/{tail}", ["sled://", "redb://"][scheme - 4], dir.path().display());
             let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
             if let Err(e) = runtime.block_on(keyplane::open(&url)) {
                 prop_assert!(e.kind() != ErrorKind::Internal, "{url}: {e}");

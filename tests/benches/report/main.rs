@@ -6,7 +6,7 @@
 //!
 //! `cargo xtask bench` runs it in full; `cargo xtask bench --quick` with short samples (every
 //! measure, under ten minutes on a 2-core machine). `--only WORD` runs the sections whose
-//! name contains WORD (`keyspace`, `redis`, `etcd`, `cluster`, `group commit`, `sled`,
+//! name contains WORD (`keyspace`, `redis`, `etcd`, `cluster`, `group commit`, `sled`, `redb`,
 //! `memory`, `mirror`, `scale`, `busy`).
 //!
 //! The JSON is `{"quick", "elapsed_seconds", "cpus", "measures": [{"name", "ours", "raw",
@@ -26,6 +26,8 @@ mod measure;
 mod memory;
 mod mirror;
 mod readme;
+mod redb_scale;
+mod redb_writes;
 mod scale;
 mod single;
 mod sled_writes;
@@ -58,7 +60,7 @@ fn main() {
         .map(|w| w[1].as_str())
         .collect();
     let budget = Budget::new(quick);
-    let sections: [Section; 12] = [
+    let sections: [Section; 13] = [
         ("keyspace", keyspace::run),
         ("redis single", single::redis),
         ("etcd single", single::etcd),
@@ -67,6 +69,7 @@ fn main() {
         ("etcd concurrency", concurrency::etcd),
         ("redis cluster", cluster::run),
         ("sled", sled_writes::run),
+        ("redb", redb_writes::run),
         ("memory", memory::run),
         ("mirror lookups", mirror::run),
         ("scale", scale::run),

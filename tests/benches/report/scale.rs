@@ -2,7 +2,8 @@
 //! a store of 10,000 keys against one of 1,000,000 keys (each store on its own server or
 //! directory); and the 1,000,000-key bulk load and export in keys per second, against the
 //! raw client (Redis pipelined `SET`s / `SCAN` + `MGET`, etcd 128-put transactions / paged
-//! range reads, sled batches / a prefix scan).
+//! range reads, sled batches / a prefix scan, redb write transactions of 4,096 inserts / a
+//! table range; and redb's file bytes per key against raw redb's).
 
 use crate::measure::{Budget, Goal, Measure, Report, median, multi_thread};
 use crate::single::{RANGE_PREFIX, VALUE, range_100};
@@ -18,33 +19,33 @@ use keyplane_tests::harness::{EtcdServer, RedisServer, redis_connection};
 use std::sync::Arc;
 use std::time::Instant;
 
-const SMALL: u64 = 10_000;
-const LARGE: u64 = 1_000_000;
+pub const SMALL: u64 = 10_000;
+pub const LARGE: u64 = 1_000_000;
 const REVISIONS: u64 = 10_000;
 /// History kept by the stores of this section (the watch resumes 10,000 revisions back).
-const RETENTION: u64 = 20_000;
+pub const RETENTION: u64 = 20_000;
 
-fn key(i: u64) -> String {
+pub fn key(i: u64) -> String {
     format!("bench/k/{i:07}")
 }
 
 /// What one store of one size gives.
-struct Figures {
-    load_keys_per_s: f64,
-    range_us: f64,
-    resume_ms: f64,
+pub struct Figures {
+    pub load_keys_per_s: f64,
+    pub range_us: f64,
+    pub resume_ms: f64,
 }
 
 /// A store loaded with `n` keys and then 10,000 single-key revisions.
-struct Loaded {
-    store: Arc<dyn Store>,
-    load_keys_per_s: f64,
+pub struct Loaded {
+    pub store: Arc<dyn Store>,
+    pub load_keys_per_s: f64,
     /// The first of the 10,000 revisions.
     first: i64,
 }
 
 /// Loads `n` keys, then writes 10,000 single-key revisions.
-async fn load(store: Arc<dyn Store>, n: u64) -> Loaded {
+pub async fn load(store: Arc<dyn Store>, n: u64) -> Loaded {
     let started = Instant::now();
     BulkLoader::new(store.as_ref())
         .concurrency(8)
@@ -108,7 +109,7 @@ async fn resume_sample(loaded: &Loaded) -> f64 {
 /// sampled in turn, like a paired comparison: sampling the small store before the large one
 /// is loaded would compare a process that has just loaded 10^6 keys (its allocator's state,
 /// the backend's background work) with a fresh one, not two store sizes.
-async fn sizes(budget: Budget, small: &Loaded, large: &Loaded) -> (Figures, Figures) {
+pub async fn sizes(budget: Budget, small: &Loaded, large: &Loaded) -> (Figures, Figures) {
     let rounds = if budget.quick { 5 } else { 15 };
     let (mut ranges, mut resumes) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
     for round in 0..rounds {
@@ -133,7 +134,7 @@ async fn sizes(budget: Budget, small: &Loaded, large: &Loaded) -> (Figures, Figu
 }
 
 /// Reads every key under `bench/k/` through the store in pages of 10,000; keys per second.
-async fn export(store: &dyn Store, n: u64) -> f64 {
+pub async fn export(store: &dyn Store, n: u64) -> f64 {
     let started = Instant::now();
     let mut opts = RangeOptions::prefix("bench/k/").limit(10_000);
     let mut seen = 0u64;
@@ -149,7 +150,7 @@ async fn export(store: &dyn Store, n: u64) -> f64 {
     n as f64 / started.elapsed().as_secs_f64()
 }
 
-fn report_sizes(report: &mut Report, backend: &str, small: &Figures, large: &Figures) {
+pub fn report_sizes(report: &mut Report, backend: &str, small: &Figures, large: &Figures) {
     report.add(Measure::new(
         format!("{backend} range of 100 keys: 10^6-key store vs 10^4"),
         large.range_us,
@@ -166,7 +167,7 @@ fn report_sizes(report: &mut Report, backend: &str, small: &Figures, large: &Fig
     ));
 }
 
-fn report_bulk(
+pub fn report_bulk(
     report: &mut Report,
     backend: &str,
     load: (f64, f64),
@@ -181,7 +182,7 @@ fn report_bulk(
             "keys/s",
             match backend {
                 "redis" => Goal::AtLeast(0.5),
-                "sled" => Goal::AtLeast(0.8),
+                "sled" | "redb" => Goal::AtLeast(0.8),
                 _ => Goal::Info,
             },
         )
@@ -201,6 +202,7 @@ pub fn run(budget: Budget, report: &mut Report) {
     rt.block_on(async {
         memory(budget, report).await;
         sled(budget, report).await;
+        crate::redb_scale::run(budget, report).await;
         redis(budget, report).await;
         etcd(budget, report).await;
     });
