@@ -32,6 +32,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct ChildProcess {
     child: Child,
     lines: JoinHandle<Vec<String>>,
+    /// The child's marker lines (`READY`, `IDLE`), as they arrive.
+    markers: mpsc::Receiver<String>,
 }
 
 impl ChildProcess {
@@ -48,19 +50,19 @@ impl ChildProcess {
             .spawn()
             .expect("start the child process");
         let mut stderr = child.stderr.take().expect("the child's stderr");
-        let (ready_tx, ready_rx) = mpsc::channel();
+        let (marker_tx, markers) = mpsc::channel();
         let stdout = child.stdout.take().expect("the child's stdout");
         let lines = std::thread::spawn(move || {
             let mut lines = Vec::new();
             complete_lines(stdout, |line| {
-                if line.ends_with("READY") {
-                    ready_tx.send(()).ok();
+                if let Some(marker) = ["READY", "IDLE"].into_iter().find(|m| line.ends_with(m)) {
+                    marker_tx.send(marker.to_owned()).ok();
                 }
                 lines.push(line);
             });
             lines
         });
-        if ready_rx.recv_timeout(START_TIMEOUT).is_err() {
+        if markers.recv_timeout(START_TIMEOUT).is_err() {
             child.kill().ok();
             child.wait().ok();
             let mut said = String::new();
@@ -69,7 +71,18 @@ impl ChildProcess {
         }
         // The child's panics, if any, go nowhere once it has started: it is killed anyway.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        ChildProcess { child, lines }
+        ChildProcess {
+            child,
+            lines,
+            markers,
+        }
+    }
+
+    /// Waits for the child's next marker line (such as `IDLE`) and returns it.
+    pub fn next_marker(&self) -> String {
+        self.markers
+            .recv_timeout(START_TIMEOUT)
+            .expect("the child printed its next marker line")
     }
 
     /// SIGKILLs the child and returns the complete lines it printed.
@@ -258,6 +271,24 @@ pub async fn kill_rounds(
         engine.name()
     );
     total
+}
+
+/// A buffered writer's writes become durable within the flush interval while the store stays
+/// open: a child (mode `write-buffered-idle`) makes 200 acknowledged puts with a 5 ms
+/// flush interval, then stays idle ten intervals and says `IDLE`; killed then, every write
+/// it acknowledged is there. `exe` is the `crash_child` binary.
+pub async fn assert_buffered_writes_flush_while_idle(exe: &Path, engine: Engine) {
+    let dir = tempfile::TempDir::new().expect("a temp dir");
+    let child = ChildProcess::start(exe, engine, dir.path(), "write-buffered-idle", 0);
+    assert_eq!(child.next_marker(), "IDLE");
+    let lines = child.kill();
+    let mut acked = Acked::default();
+    assert_eq!(acked.record(&lines), 200, "the child's writes");
+    let store = engine
+        .open_checked(dir.path())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    acked.verify(&*store).await;
 }
 
 /// Opens `engine`'s database in `dir` while a child holds it: the error is `Unavailable`,

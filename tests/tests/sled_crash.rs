@@ -5,7 +5,9 @@
 //!
 //! The child is the `crash_child` binary of this package (tests/src/bin/).
 
-use keyplane_tests::crash::{assert_held_is_clear, kill_rounds};
+use keyplane_tests::crash::{
+    assert_buffered_writes_flush_while_idle, assert_held_is_clear, kill_rounds,
+};
 use keyplane_tests::embedded::Engine;
 use std::path::Path;
 
@@ -37,4 +39,10 @@ async fn buffered_writes_are_never_half_applied_after_sigkill() {
 #[tokio::test]
 async fn a_directory_held_by_another_process_is_a_clear_error() {
     assert_held_is_clear(child(), Engine::Sled).await;
+}
+
+/// Buffered writes are made durable by the flush timer, not only on close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffered_writes_are_durable_after_the_flush_interval() {
+    assert_buffered_writes_flush_while_idle(child(), Engine::Sled).await;
 }

@@ -1,7 +1,8 @@
 //! The child process of the embedded stores' crash tests (tests/tests/redb_crash.rs,
 //! sled_crash.rs, embedded_read_durability.rs): it opens the store of engine
 //! `KV_CHILD_ENGINE` (`redb`, `sled`) in `KV_CHILD_DIR` and, by `KV_CHILD_MODE`, either makes
-//! acknowledged writes until it is killed (`write`, `write-buffered`), holds the store open
+//! acknowledged writes until it is killed (`write`, `write-buffered`), makes 200 buffered
+//! writes and then idles (`write-buffered-idle`), holds the store open
 //! (`hold`), or has one writer count up one key while readers print what they read (`race`).
 //! See `keyplane_tests::crash` for the lines it prints.
 
@@ -124,13 +125,30 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let buffered = (mode == "write-buffered").then_some(Duration::from_millis(5));
+    let buffered = mode
+        .starts_with("write-buffered")
+        .then_some(Duration::from_millis(5));
     runtime.block_on(async move {
         let store = open(engine, std::path::Path::new(&dir), buffered).await;
         println!("\nREADY");
         match mode.as_str() {
             "hold" => std::future::pending::<()>().await,
             "race" => race(store, round).await,
+            "write-buffered-idle" => {
+                // Puts alone: nothing else (a lease's expiry) wakes the writer thread.
+                for i in 0..200 {
+                    let (key, value) = (format!("c/{round}/{i}"), format!("v{round}.{i}"));
+                    store
+                        .put(key.as_bytes(), value.as_bytes(), PutOptions::default())
+                        .await
+                        .unwrap();
+                    println!("ACK put {key} {value}");
+                }
+                // Ten flush intervals with nothing to do.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                println!("IDLE");
+                std::future::pending::<()>().await;
+            }
             _ => write(store, round).await,
         }
     });
