@@ -20,8 +20,8 @@ use tokio::sync::Notify;
 /// An open store.
 pub(crate) struct Core {
     pub(crate) shared: Arc<Shared>,
-    /// The writer thread; dropping it lets the thread finish its queue and joins it (the
-    /// thread holds the last other reference to the database, so the file closes then).
+    /// The writer thread; dropping it lets the thread finish its queue and joins it (it and
+    /// its thread hold the last other references to the database, so the file closes then).
     pub(crate) writer: writer::Handle,
     /// Wakes the lease expiry task (a lease was granted or renewed, or the store closed).
     pub(crate) expiry_wake: Arc<Notify>,

@@ -10,6 +10,10 @@
 //! write that redb refuses fails the whole group, which then writes nothing, and the writer
 //! state is read back from the file.
 //!
+//! A buffered store's write that finds the writer idle (its state free, no job queued) runs
+//! on the caller's thread instead, alone in its transaction ([`Handle::submit`]): it waits for
+//! no disk, and a lone writer saves two thread switches per write.
+//!
 //! With [`Durability::Buffered`] a transaction commits without an fsync, and the thread makes
 //! the commits durable with one durable commit every flush interval (when it is idle, or
 //! with the next group once the interval has passed), on [`Handle::flush`], and when the
