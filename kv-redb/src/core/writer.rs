@@ -184,6 +184,9 @@ pub(crate) struct Handle {
     state: Arc<Mutex<State>>,
     /// Jobs sent to the thread that it has not taken yet.
     queued: Arc<AtomicUsize>,
+    /// Writes submitted and not yet answered: a write runs on its caller's thread only when
+    /// it is the only one, so that concurrent writers are grouped by the thread.
+    in_flight: Arc<AtomicUsize>,
 }
 
 impl Handle {
@@ -214,6 +217,7 @@ impl Handle {
             shared,
             state,
             queued,
+            in_flight: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -233,17 +237,27 @@ impl Handle {
         f: impl FnOnce(&mut Section<'_, '_>) -> Result<T> + Send + 'static,
     ) -> impl Future<Output = Result<T>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
+        let alone = self.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+        let in_flight = self.in_flight.clone();
         let job: Job = Box::new(move |section| {
             let out = f(section);
             Box::new(move |committed: Result<()>| {
+                in_flight.fetch_sub(1, Ordering::AcqRel);
                 let _ = tx.send(committed.and(out));
             })
         });
-        let sent = match self.inline(job) {
+        let inlined = if alone { self.inline(job) } else { Err(job) };
+        let sent = match inlined {
             Ok(()) => Ok(()),
             Err(job) => {
                 self.queued.fetch_add(1, Ordering::AcqRel);
-                self.send(Msg::Job(job))
+                let sent = self.send(Msg::Job(job));
+                if sent.is_err() {
+                    // The thread is gone and the job with it: it is answered by no one.
+                    self.queued.fetch_sub(1, Ordering::AcqRel);
+                    self.in_flight.fetch_sub(1, Ordering::AcqRel);
+                }
+                sent
             }
         };
         async move {
@@ -252,8 +266,8 @@ impl Handle {
         }
     }
 
-    /// Runs `job` on the caller's thread, in a buffered store whose writer is idle: the
-    /// writer state is free and no job waits for the thread. A buffered commit waits for no
+    /// Runs `job` on the caller's thread, in a buffered store whose writer is idle: no
+    /// other write is in flight, the writer state is free and no job waits for the thread. A buffered commit waits for no
     /// disk, so running it here costs the caller its CPU only, and saves the two thread
     /// switches of a hand-off to the writer thread, which a lone writer would pay on every
     /// write. The job's caller is answered before this returns. `Err(job)` when the job
