@@ -42,6 +42,7 @@ mod config;
 mod connect;
 mod demo;
 mod error;
+mod interrupt;
 mod keys;
 mod manifest;
 mod output;

@@ -36,11 +36,10 @@ pub(crate) async fn run(
         return observe(ctx.format, &election).await;
     };
     let keeper = LeaseKeeper::grant(store, ttl).await?;
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut interrupted = crate::interrupt::Interrupt::install()?;
     let leadership = tokio::select! {
         biased;
-        _ = &mut interrupted => {
+        () = interrupted.recv() => {
             // Waiting ends with the lease: the candidate's key goes with it.
             keeper.revoke().await?;
             return Ok(());
@@ -57,7 +56,7 @@ pub(crate) async fn run(
     print_leader(ctx.format, &leader);
     let outcome = tokio::select! {
         biased;
-        _ = &mut interrupted => Ok(()),
+        () = interrupted.recv() => Ok(()),
         lost = keeper.lost() => Err(lost),
         lost = leadership.lost() => Err(lost),
     };
@@ -83,12 +82,11 @@ pub(crate) async fn run(
 /// leads.
 async fn observe(format: Format, election: &Election) -> CliResult<()> {
     let mut leaders = election.observe();
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut interrupted = crate::interrupt::Interrupt::install()?;
     loop {
         tokio::select! {
             biased;
-            _ = &mut interrupted => return Ok(()),
+            () = interrupted.recv() => return Ok(()),
             next = leaders.next() => match next {
                 Some(Ok(Some(leader))) => print_leader(format, &leader),
                 Some(Ok(None)) => {}

@@ -174,8 +174,7 @@ async fn grant(ctx: &Ctx, store: &dyn Store, ttl: Duration) -> CliResult<()> {
 /// lease is gone: exit 1 when it is gone at the first renewal, else a last line and exit 0,
 /// as etcdctl does.
 async fn keep_alive(ctx: &Ctx, store: &dyn Store, id: LeaseId, once: bool) -> CliResult<()> {
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut interrupted = crate::interrupt::Interrupt::install()?;
     let mut first = true;
     loop {
         let ttl = match store.lease_keep_alive(id).await {
@@ -201,7 +200,7 @@ async fn keep_alive(ctx: &Ctx, store: &dyn Store, id: LeaseId, once: bool) -> Cl
         let pause = (ttl / 3).max(Duration::from_millis(100));
         tokio::select! {
             biased;
-            _ = &mut interrupted => return Ok(()),
+            () = interrupted.recv() => return Ok(()),
             () = tokio::time::sleep(pause) => {}
         }
     }

@@ -45,11 +45,10 @@ pub(crate) async fn run(
     let store = ctx.store().await?;
     let lock = Lock::new(store.clone(), name)?;
     let keeper = LeaseKeeper::grant(store, ttl).await?;
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut interrupted = crate::interrupt::Interrupt::install()?;
     let guard = tokio::select! {
         biased;
-        _ = &mut interrupted => {
+        () = interrupted.recv() => {
             // Waiting ends with the lease: the queued contender's key goes with it.
             keeper.revoke().await?;
             return Ok(());
@@ -69,7 +68,7 @@ pub(crate) async fn run(
             }
             tokio::select! {
                 biased;
-                _ = &mut interrupted => Ok(()),
+                () = interrupted.recv() => Ok(()),
                 lost = keeper.lost() => Err(CliError::new(
                     code::CONFLICT,
                     format!("lock {name:?} lost: {}", lost.message()),

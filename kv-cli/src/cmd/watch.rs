@@ -76,14 +76,12 @@ pub(crate) async fn run(
         },
         _ => None,
     };
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut interrupted = crate::interrupt::Interrupt::install()?;
     loop {
-        // Biased: the interrupt branch is polled (and its handler installed) before any
-        // event is printed.
+        // Biased: an interrupt ends the watch before the next event is printed.
         tokio::select! {
             biased;
-            _ = &mut interrupted => return Ok(()),
+            () = interrupted.recv() => return Ok(()),
             next = stream.next() => match next {
                 Some(Ok(batch)) => {
                     for event in &batch.events {
@@ -129,18 +127,17 @@ async fn follow_embedded(
     from: Option<i64>,
     scope: Scope,
 ) -> CliResult<()> {
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut interrupted = crate::interrupt::Interrupt::install()?;
     let mut next = from;
     loop {
         tokio::select! {
             biased;
-            _ = &mut interrupted => return Ok(()),
+            () = interrupted.recv() => return Ok(()),
             polled = poll_embedded(ctx, base, next, scope) => next = Some(polled?),
         }
         tokio::select! {
             biased;
-            _ = &mut interrupted => return Ok(()),
+            () = interrupted.recv() => return Ok(()),
             () = tokio::time::sleep(crate::store::EMBEDDED_POLL) => {}
         }
     }

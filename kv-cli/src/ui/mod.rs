@@ -63,6 +63,8 @@ pub(crate) async fn run(ctx: &Ctx, listen: SocketAddr, write: bool) -> CliResult
     let addr = listener
         .local_addr()
         .map_err(|e| CliError::new(code::OTHER, format!("no local address: {e}")))?;
+    // Installed before the address is printed: whoever reads it may interrupt at once.
+    let mut interrupted = crate::interrupt::Interrupt::install()?;
     crate::output::outln!(
         "kvctl ui: open http://{addr}/?token={} ({})",
         ui.token,
@@ -70,9 +72,7 @@ pub(crate) async fn run(ctx: &Ctx, listen: SocketAddr, write: bool) -> CliResult
     );
     let app = router(Arc::clone(&ui));
     axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(async move { interrupted.recv().await })
         .await
         .map_err(|e| CliError::new(code::OTHER, format!("the server failed: {e}")))
 }
