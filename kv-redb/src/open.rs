@@ -90,13 +90,40 @@ impl RedbStore {
     /// # Errors
     /// `Backend` when the directory cannot be created; as [`RedbStore::open`] otherwise.
     pub async fn temporary() -> Result<Self> {
+        Self::temporary_with(|config| config).await
+    }
+
+    /// As [`RedbStore::temporary`], with the configuration `configure` makes of the defaults
+    /// (the file stays the temporary one, whatever path it sets): for tests of a store
+    /// configured as in production, such as buffered durability.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> keyplane_contract::Result<()> {
+    /// use keyplane_redb::{Durability, RedbStore};
+    /// use std::time::Duration;
+    ///
+    /// let store = RedbStore::temporary_with(|config| {
+    ///     config.durability(Durability::Buffered { flush_interval: Duration::from_millis(50) })
+    /// })
+    /// .await?;
+    /// assert!(matches!(store.config().durability, Durability::Buffered { .. }));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Backend` when the directory cannot be created; as [`RedbStore::open`] otherwise.
+    pub async fn temporary_with(configure: impl FnOnce(RedbConfig) -> RedbConfig) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("kv-redb-")
             .tempdir()
             .map_err(|e| {
                 Error::new(ErrorKind::Backend, "cannot create a temporary directory").with_source(e)
             })?;
-        let config = RedbConfig::new(dir.path().join("store.redb"));
+        let path = dir.path().join("store.redb");
+        let mut config = configure(RedbConfig::new(&path));
+        config.path = path;
         Self::start_blocking(config, Some(dir)).await
     }
 
@@ -150,6 +177,8 @@ impl RedbStore {
             revision: AtomicI64::new(w.revision),
             compact_floor: AtomicI64::new(w.compact_floor),
             published: watch::Sender::new(w.revision),
+            #[cfg(test)]
+            commits: std::sync::atomic::AtomicU64::new(0),
         });
         let writer = writer::Handle::start(shared.clone(), w)?;
         Ok(RedbStore {

@@ -41,6 +41,20 @@ pub async fn redb() -> Option<Arc<dyn Store>> {
     ))
 }
 
+/// A `RedbStore` with buffered durability (commits without fsync, made durable every 50 ms)
+/// in its own temporary directory: the path where writers commit on their own threads.
+pub async fn redb_buffered() -> Option<Arc<dyn Store>> {
+    Some(Arc::new(
+        RedbStore::temporary_with(|config| {
+            config.durability(keyplane_redb::Durability::Buffered {
+                flush_interval: std::time::Duration::from_millis(50),
+            })
+        })
+        .await
+        .expect("open a buffered redb store in a temporary directory"),
+    ))
+}
+
 /// An `EtcdStore` on this test binary's shared etcd (`None` after a SKIP line when etcd is
 /// missing and servers are not required).
 pub async fn etcd() -> Option<Arc<dyn Store>> {

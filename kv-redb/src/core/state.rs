@@ -23,6 +23,9 @@ pub(crate) struct Shared {
     pub(crate) compact_floor: AtomicI64,
     /// The latest committed revision, for watchers to wait on.
     pub(crate) published: watch::Sender<i64>,
+    /// Write transactions committed, for the tests of the group commit.
+    #[cfg(test)]
+    pub(crate) commits: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {

@@ -1,7 +1,7 @@
-//! The single writer: a thread that owns the writer state and runs every write.
+//! The single writer: the writer state, the queue of jobs, and a thread that runs them.
 //!
-//! A write is a job queued to the thread ([`Handle::write`]). The thread takes the first job
-//! waiting and every other job queued behind it (at most [`MAX_GROUP`]), and runs them in one
+//! A write is a job queued ([`Handle::write`]). Whoever commits (the thread, or in a buffered
+//! store a caller) takes every job queued (at most [`MAX_GROUP`]), and runs them in one
 //! redb write transaction: first the leases that are due expire, then each job plans and
 //! applies its writes ([`Section::commit`]) in queue order, each that changes keys at its own
 //! revision and seeing the writes of the jobs before it. One commit then makes the group
@@ -10,9 +10,13 @@
 //! write that redb refuses fails the whole group, which then writes nothing, and the writer
 //! state is read back from the file.
 //!
-//! A buffered store's write that finds the writer idle (its state free, no job queued) runs
-//! on the caller's thread instead, alone in its transaction ([`Handle::submit`]): it waits for
-//! no disk, and a lone writer saves two thread switches per write.
+//! Jobs wait in one queue, in submission order. In a durable store the thread runs them. In
+//! a buffered store the caller runs them on its own thread ([`Handle::write`]): it queues its
+//! job, lets the other ready tasks run once (so writers submitting together queue theirs),
+//! and then, unless another caller or the thread holds the writer state (the holder looks at
+//! the queue again when it lets go), commits every queued job in one transaction. A buffered
+//! commit waits for no disk, so the caller pays its CPU only and saves the two thread
+//! switches of a hand-off; writers submitting together still share one transaction.
 //!
 //! With [`Durability::Buffered`] a transaction commits without an fsync, and the thread makes
 //! the commits durable with one durable commit every flush interval (when it is idle, or
@@ -27,9 +31,10 @@ use crate::error::RedbResult;
 use keyplane_contract::raw::emulation::PhysicalWrite;
 use keyplane_contract::{Error, ErrorKind, Event, LeaseId, Result};
 use redb::ReadableTable;
-use std::sync::atomic::AtomicUsize;
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -46,10 +51,12 @@ type Reply = Box<dyn FnOnce(Result<()>) + Send>;
 type Job = Box<dyn FnOnce(&mut Section<'_, '_>) -> Reply + Send>;
 
 enum Msg {
-    Job(Job),
+    /// Jobs are queued.
+    Jobs,
     /// A durable commit of everything committed so far.
     Flush(oneshot::Sender<Result<()>>),
-    /// A caller committed buffered writes itself: the thread starts its flush timer.
+    /// A caller committed buffered writes itself: the thread starts its flush timer (also
+    /// what the thread does when its timer fires).
     Dirty,
 }
 
@@ -63,12 +70,10 @@ struct State {
     last_durable: Instant,
 }
 
-/// Locks `state`, whose data stays whole even if a holder panicked (a panic leaves the
-/// transaction uncommitted).
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Locks `m`, whose data stays whole even if a holder panicked (a panic leaves the
+/// transaction uncommitted, and the queue is changed in single steps).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The writes of one redb write transaction, as a job sees them.
@@ -175,35 +180,70 @@ impl Section<'_, '_> {
     }
 }
 
-/// The queue to the writer thread; dropping it lets the thread finish the queue, make the
-/// buffered commits durable, and end; the drop waits for that.
-pub(crate) struct Handle {
-    queue: Option<mpsc::Sender<Msg>>,
-    thread: Option<JoinHandle<()>>,
+/// Most groups a caller commits on its own thread before it leaves the rest to the writer
+/// thread: a caller is answered without waiting for other callers' writes for long.
+const CALLER_ROUNDS: usize = 2;
+
+/// The jobs waiting for a write transaction, in submission order.
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// The writer thread has ended: no job is taken any more.
+    closed: bool,
+}
+
+/// What the writer thread and the callers share.
+struct Inner {
     shared: Arc<Shared>,
-    state: Arc<Mutex<State>>,
-    /// Jobs sent to the thread that it has not taken yet.
-    queued: Arc<AtomicUsize>,
-    /// Writes submitted and not yet answered: a write runs on its caller's thread only when
-    /// it is the only one, so that concurrent writers are grouped by the thread.
-    in_flight: Arc<AtomicUsize>,
+    state: Mutex<State>,
+    queue: Mutex<Queue>,
+    /// The writer thread was told that jobs wait and has not taken them yet.
+    signalled: AtomicBool,
+}
+
+impl Inner {
+    /// Up to [`MAX_GROUP`] jobs, oldest first.
+    fn take(&self) -> Vec<Job> {
+        let mut queue = lock(&self.queue);
+        let n = queue.jobs.len().min(MAX_GROUP);
+        queue.jobs.drain(..n).collect()
+    }
+
+    fn waiting(&self) -> bool {
+        !lock(&self.queue).jobs.is_empty()
+    }
+}
+
+/// The way to the writer thread; dropping it lets the thread run the jobs still queued, make
+/// the buffered commits durable, and end; the drop waits for that.
+pub(crate) struct Handle {
+    inner: Arc<Inner>,
+    /// Wakes the writer thread: jobs wait, a flush is asked for, buffered commits wait to be
+    /// made durable.
+    wake: Option<mpsc::Sender<Msg>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Handle {
     /// Starts the writer thread with the state recovered at open.
     pub(crate) fn start(shared: Arc<Shared>, w: Writer) -> Result<Handle> {
-        let (queue, jobs) = mpsc::channel();
-        let state = Arc::new(Mutex::new(State {
-            w,
-            dirty: false,
-            last_durable: Instant::now(),
-        }));
-        let queued = Arc::new(AtomicUsize::new(0));
-        let (thread_shared, thread_state, thread_queued) =
-            (shared.clone(), state.clone(), queued.clone());
+        let (wake, msgs) = mpsc::channel();
+        let inner = Arc::new(Inner {
+            shared,
+            state: Mutex::new(State {
+                w,
+                dirty: false,
+                last_durable: Instant::now(),
+            }),
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                closed: false,
+            }),
+            signalled: AtomicBool::new(false),
+        });
+        let thread_inner = inner.clone();
         let thread = std::thread::Builder::new()
             .name("keyplane-redb-writer".into())
-            .spawn(move || run(&thread_shared, &thread_state, &thread_queued, &jobs))
+            .spawn(move || run(&thread_inner, &msgs))
             .map_err(|e| {
                 Error::new(
                     ErrorKind::Backend,
@@ -212,21 +252,38 @@ impl Handle {
                 .with_source(e)
             })?;
         Ok(Handle {
-            queue: Some(queue),
+            inner,
+            wake: Some(wake),
             thread: Some(thread),
-            shared,
-            state,
-            queued,
-            in_flight: Arc::new(AtomicUsize::new(0)),
         })
     }
 
+    fn buffered(&self) -> bool {
+        matches!(
+            self.inner.shared.config.durability,
+            Durability::Buffered { .. }
+        )
+    }
+
     /// Runs `f` as a job of the next write transaction; its result once that is committed.
+    ///
+    /// In a buffered store the caller first lets the other ready tasks run once, so that
+    /// writers submitting together (on one runtime thread as on several) queue their jobs,
+    /// then commits the queued jobs itself in one transaction, unless another caller or the
+    /// writer thread is committing already, which then takes them.
     pub(crate) async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Section<'_, '_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.submit(f).await
+        let rx = self.enqueue(f)?;
+        if self.buffered() {
+            // A caller that gives up here leaves its job to the writer thread.
+            let mut pending = LeftToThread(Some(self));
+            tokio::task::yield_now().await;
+            pending.0 = None;
+            self.commit_queued();
+        }
+        rx.await.map_err(|_| stopped())?
     }
 
     /// Queues `f` as [`Handle::write`] does, now; the future that answers it does not borrow
@@ -236,83 +293,108 @@ impl Handle {
         &self,
         f: impl FnOnce(&mut Section<'_, '_>) -> Result<T> + Send + 'static,
     ) -> impl Future<Output = Result<T>> + Send + 'static {
+        let rx = self.enqueue(f);
+        if rx.is_ok() && self.buffered() {
+            self.commit_queued();
+        }
+        async move { rx?.await.map_err(|_| stopped())? }
+    }
+
+    /// Queues `f`; a durable store's writer thread is woken for it.
+    fn enqueue<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Section<'_, '_>) -> Result<T> + Send + 'static,
+    ) -> Result<oneshot::Receiver<Result<T>>> {
         let (tx, rx) = oneshot::channel();
-        let alone = self.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
-        let in_flight = self.in_flight.clone();
         let job: Job = Box::new(move |section| {
             let out = f(section);
             Box::new(move |committed: Result<()>| {
-                in_flight.fetch_sub(1, Ordering::AcqRel);
                 let _ = tx.send(committed.and(out));
             })
         });
-        let inlined = if alone { self.inline(job) } else { Err(job) };
-        let sent = match inlined {
-            Ok(()) => Ok(()),
-            Err(job) => {
-                self.queued.fetch_add(1, Ordering::AcqRel);
-                let sent = self.send(Msg::Job(job));
-                if sent.is_err() {
-                    // The thread is gone and the job with it: it is answered by no one.
-                    self.queued.fetch_sub(1, Ordering::AcqRel);
-                    self.in_flight.fetch_sub(1, Ordering::AcqRel);
-                }
-                sent
+        {
+            let mut queue = lock(&self.inner.queue);
+            if queue.closed {
+                return Err(stopped());
             }
-        };
-        async move {
-            sent?;
-            rx.await.map_err(|_| stopped())?
+            queue.jobs.push_back(job);
+        }
+        if !self.buffered() {
+            self.signal();
+        }
+        Ok(rx)
+    }
+
+    /// Tells the writer thread that jobs wait, unless it was told already.
+    fn signal(&self) {
+        if !self.inner.signalled.swap(true, Ordering::AcqRel) {
+            self.send(Msg::Jobs);
         }
     }
 
-    /// Runs `job` on the caller's thread, in a buffered store whose writer is idle: no
-    /// other write is in flight, the writer state is free and no job waits for the thread. A buffered commit waits for no
-    /// disk, so running it here costs the caller its CPU only, and saves the two thread
-    /// switches of a hand-off to the writer thread, which a lone writer would pay on every
-    /// write. The job's caller is answered before this returns. `Err(job)` when the job
-    /// must go to the thread: a durable store, a busy writer, or jobs already queued (they
-    /// go first).
-    fn inline(&self, job: Job) -> std::result::Result<(), Job> {
-        if !matches!(self.shared.config.durability, Durability::Buffered { .. })
-            || self.queued.load(Ordering::Acquire) > 0
-        {
-            return Err(job);
+    /// Commits the queued jobs on the caller's thread, in a buffered store: a buffered commit
+    /// waits for no disk, so this costs the caller its CPU only, and saves the two thread
+    /// switches of a hand-off to the writer thread. Every caller that finds the writer state
+    /// held leaves its job to the holder, which looks at the queue again once it let go of
+    /// the state; after [`CALLER_ROUNDS`] groups a caller leaves what is still queued to the
+    /// writer thread.
+    fn commit_queued(&self) {
+        let inner = &*self.inner;
+        for _ in 0..CALLER_ROUNDS {
+            let mut state = match inner.state.try_lock() {
+                Ok(state) => state,
+                Err(TryLockError::Poisoned(state)) => state.into_inner(),
+                Err(TryLockError::WouldBlock) => return,
+            };
+            let jobs = inner.take();
+            if jobs.is_empty() {
+                return;
+            }
+            let was_dirty = state.dirty;
+            if let Ok(true) = section(&inner.shared, &mut state.w, jobs, false, false) {
+                state.dirty = true;
+            }
+            let woke = !was_dirty && state.dirty;
+            drop(state);
+            if woke {
+                // The thread sleeps without a deadline while nothing is buffered.
+                self.send(Msg::Dirty);
+            }
         }
-        let Ok(mut state) = self.state.try_lock() else {
-            return Err(job);
-        };
-        let was_dirty = state.dirty;
-        if let Ok(true) = section(&self.shared, &mut state.w, vec![job], false, false) {
-            state.dirty = true;
+        if inner.waiting() {
+            self.signal();
         }
-        let woke = !was_dirty && state.dirty;
-        drop(state);
-        if woke {
-            // The thread sleeps without a deadline while nothing is buffered.
-            let _ = self.send(Msg::Dirty);
-        }
-        Ok(())
     }
 
     /// Makes every write committed so far durable (a no-op wait under flush-on-commit).
     pub(crate) async fn flush(&self) -> Result<()> {
         let (tx, rx) = oneshot::channel();
-        self.send(Msg::Flush(tx))?;
+        if !self.send(Msg::Flush(tx)) {
+            return Err(stopped());
+        }
         rx.await.map_err(|_| stopped())?
     }
 
-    fn send(&self, msg: Msg) -> Result<()> {
-        self.queue
-            .as_ref()
-            .and_then(|q| q.send(msg).ok())
-            .ok_or_else(stopped)
+    /// Whether the thread is there to get `msg`.
+    fn send(&self, msg: Msg) -> bool {
+        self.wake.as_ref().is_some_and(|q| q.send(msg).is_ok())
+    }
+}
+
+/// A queued job whose caller gave up before committing it: the writer thread takes it.
+struct LeftToThread<'a>(Option<&'a Handle>);
+
+impl Drop for LeftToThread<'_> {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0 {
+            handle.signal();
+        }
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        drop(self.queue.take());
+        drop(self.wake.take());
         if let Some(thread) = self.thread.take()
             && thread.join().is_err()
         {
@@ -330,10 +412,28 @@ fn stopped() -> Error {
     .set_unapplied(true)
 }
 
-/// The writer thread's loop: each message, with the messages queued behind it, runs as one
-/// group under the writer state's lock; a buffered store's commits are made durable every
-/// flush interval, when asked, and at the end.
-fn run(shared: &Shared, state: &Mutex<State>, queued: &AtomicUsize, queue: &mpsc::Receiver<Msg>) {
+/// Closes the queue when the writer thread ends, however it ends: the jobs still queued are
+/// dropped, which answers their callers that the writer stopped.
+struct CloseOnExit<'a>(&'a Inner);
+
+impl Drop for CloseOnExit<'_> {
+    fn drop(&mut self) {
+        let dropped = {
+            let mut queue = lock(&self.0.queue);
+            queue.closed = true;
+            std::mem::take(&mut queue.jobs)
+        };
+        drop(dropped);
+    }
+}
+
+/// The writer thread's loop: when woken, runs the queued jobs in groups under the writer
+/// state's lock until none is left; a buffered store's commits are made durable every flush
+/// interval, when asked, and at the end.
+fn run(inner: &Inner, msgs: &mpsc::Receiver<Msg>) {
+    let _close = CloseOnExit(inner);
+    let shared = &*inner.shared;
+    let state = &inner.state;
     let interval = match shared.config.durability {
         Durability::Buffered { flush_interval } => Some(flush_interval),
         _ => None,
@@ -346,59 +446,68 @@ fn run(shared: &Shared, state: &Mutex<State>, queued: &AtomicUsize, queue: &mpsc
                 .map(|i| i.saturating_sub(st.last_durable.elapsed()))
         };
         let first = match deadline {
-            Some(wait) => match queue.recv_timeout(wait.max(Duration::from_millis(1))) {
+            Some(wait) => match msgs.recv_timeout(wait.max(Duration::from_millis(1))) {
                 Ok(msg) => msg,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    let mut st = lock(state);
-                    let due = interval.is_some_and(|i| st.last_durable.elapsed() >= i);
-                    if st.dirty && due && section(shared, &mut st.w, Vec::new(), true, true).is_ok()
-                    {
-                        (st.dirty, st.last_durable) = (false, Instant::now());
-                    }
-                    continue;
-                }
+                Err(mpsc::RecvTimeoutError::Timeout) => Msg::Dirty,
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             },
-            None => match queue.recv() {
+            None => match msgs.recv() {
                 Ok(msg) => msg,
                 Err(_) => break,
             },
         };
-        let mut jobs = Vec::new();
         let mut flushes = Vec::new();
         let mut next = Some(first);
-        for _ in 0..MAX_GROUP {
-            match next.take().or_else(|| queue.try_recv().ok()) {
-                Some(Msg::Job(job)) => jobs.push(job),
-                Some(Msg::Flush(tx)) => flushes.push(tx),
-                Some(Msg::Dirty) => {}
-                None => break,
+        while let Some(msg) = next.take().or_else(|| msgs.try_recv().ok()) {
+            if let Msg::Flush(tx) = msg {
+                flushes.push(tx);
             }
         }
-        if jobs.is_empty() && flushes.is_empty() {
-            continue;
-        }
-        let mut st = lock(state);
-        queued.fetch_sub(jobs.len(), Ordering::AcqRel);
-        // A buffered store's group is durable when asked to be or when the interval passed.
-        let force = interval.is_some_and(|i| !flushes.is_empty() || st.last_durable.elapsed() >= i);
-        let durable = interval.is_none() || force;
-        let outcome = section(shared, &mut st.w, jobs, durable, force);
-        match &outcome {
-            Ok(_) if durable => (st.dirty, st.last_durable) = (false, Instant::now()),
-            Ok(wrote) => st.dirty |= *wrote,
-            Err(_) => {}
-        }
-        drop(st);
-        for tx in flushes {
-            let _ = tx.send(outcome.as_ref().map(drop).map_err(Clone::clone));
+        inner.signalled.store(false, Ordering::Release);
+        loop {
+            let mut st = lock(state);
+            let jobs = inner.take();
+            // A buffered store's group is durable when asked to be or when the interval
+            // passed.
+            let force =
+                interval.is_some_and(|i| !flushes.is_empty() || st.last_durable.elapsed() >= i);
+            let durable = interval.is_none() || force;
+            if jobs.is_empty() && !(force && st.dirty) && flushes.is_empty() {
+                break;
+            }
+            let outcome = section(shared, &mut st.w, jobs, durable, force);
+            match &outcome {
+                Ok(_) if durable => (st.dirty, st.last_durable) = (false, Instant::now()),
+                Ok(wrote) => st.dirty |= *wrote,
+                Err(_) => {}
+            }
+            drop(st);
+            for tx in flushes.drain(..) {
+                let _ = tx.send(outcome.as_ref().map(drop).map_err(Clone::clone));
+            }
+            // Jobs queued while the state was held were left to this thread.
+            if !inner.waiting() {
+                break;
+            }
         }
     }
-    let mut st = lock(state);
-    if st.dirty
-        && let Err(err) = section(shared, &mut st.w, Vec::new(), true, true)
-    {
-        tracing::error!(error = %err, "redb store: the closing durable commit failed");
+    // The store is closing: the jobs still queued run, then the buffered commits are made
+    // durable.
+    loop {
+        let mut st = lock(state);
+        let jobs = inner.take();
+        if jobs.is_empty() {
+            if st.dirty
+                && let Err(err) = section(shared, &mut st.w, Vec::new(), true, true)
+            {
+                tracing::error!(error = %err, "redb store: the closing durable commit failed");
+            }
+            break;
+        }
+        let durable = interval.is_none();
+        if let Ok(wrote) = section(shared, &mut st.w, jobs, durable, false) {
+            st.dirty |= wrote && !durable;
+        }
     }
 }
 
@@ -477,6 +586,8 @@ fn run_jobs(
     };
     if wrote || force {
         txn.commit().redb("commit")?;
+        #[cfg(test)]
+        shared.commits.fetch_add(1, Ordering::Relaxed);
     } else {
         txn.abort().redb("commit")?;
     }
@@ -517,4 +628,89 @@ fn expire_due(s: &mut Section<'_, '_>) -> Result<()> {
         remove_lease(s, id)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Durability, RedbStore};
+    use keyplane_contract::{PutOptions, Store};
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    async fn buffered() -> Arc<RedbStore> {
+        Arc::new(
+            RedbStore::temporary_with(|config| {
+                config.durability(Durability::Buffered {
+                    flush_interval: Duration::from_secs(60),
+                })
+            })
+            .await
+            .unwrap(),
+        )
+    }
+
+    fn commits(store: &RedbStore) -> u64 {
+        store.inner.shared.commits.load(Ordering::Relaxed)
+    }
+
+    /// Writers submitting together share transactions, each write at its own revision.
+    async fn writers_share_transactions() {
+        let store = buffered().await;
+        let before = commits(&store);
+        let writers: Vec<_> = (0..16)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let key = format!("k{i}");
+                    store
+                        .put(key.as_bytes(), b"v", PutOptions::default())
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut revisions = Vec::new();
+        for writer in writers {
+            revisions.push(writer.await.unwrap().revision);
+        }
+        revisions.sort_unstable();
+        assert_eq!(revisions, (1..=16).collect::<Vec<i64>>());
+        let made = commits(&store) - before;
+        assert!(made < 16, "16 writers made {made} commits");
+        for i in 0..16 {
+            let key = format!("k{i}");
+            assert!(store.get(key.as_bytes()).await.unwrap().is_some());
+        }
+        store.check_consistency().unwrap();
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn writers_share_transactions_on_one_thread() {
+        writers_share_transactions().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writers_share_transactions_on_two_threads() {
+        // Tasks spawned before the first runs are all queued when it commits.
+        writers_share_transactions().await;
+    }
+
+    /// A caller that gives up after queueing its write leaves it to the writer thread: it is
+    /// committed by the next flush, and the writes after it are not held up.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_given_up_after_queueing_is_still_committed() {
+        let store = buffered().await;
+        {
+            let put = store.put(b"given-up", b"v", PutOptions::default());
+            let mut put = std::pin::pin!(put);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            // Queued, then waiting for the other tasks: dropped there.
+            assert!(put.as_mut().poll(&mut cx).is_pending());
+        }
+        store.flush().await.unwrap();
+        assert!(store.get(b"given-up").await.unwrap().is_some());
+        store.put(b"after", b"v", PutOptions::default()).await.unwrap();
+        store.check_consistency().unwrap();
+    }
 }
