@@ -36,12 +36,13 @@ impl Interrupt {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::Interrupt;
 
     /// The handler is in place as soon as `install` returns, before anything polls it: a
     /// SIGINT sent at once wakes `recv` instead of killing this process.
+    #[cfg(unix)]
     #[tokio::test]
     async fn installed_before_first_poll() {
         let mut interrupted = Interrupt::install().unwrap();

@@ -1,18 +1,19 @@
 //! The shared state of an open store and the machinery every operation uses: opening the
 //! database file and recovering the state ([`open`]), the tables ([`tables`]) and the
 //! encoding of their values ([`codec`]), and the single writer ([`writer`]): every write is
-//! a job queued to one thread, which runs the jobs queued together in one redb write
-//! transaction, after expiring the leases that are due, and publishes the new revision to
-//! watchers once the transaction is committed.
+//! a job queued; the jobs queued together run in one redb write transaction ([`section`]),
+//! after the leases that are due expire, and the new revision is published to watchers once
+//! the transaction is committed.
 
 pub(crate) mod codec;
 pub(crate) mod open;
+mod section;
 mod state;
 pub(crate) mod tables;
 pub(crate) mod writer;
 
+pub(crate) use section::{Section, remove_lease};
 pub(crate) use state::{Plan, Shared, Writer, now_ms, oldest};
-pub(crate) use writer::{Section, remove_lease};
 
 use std::sync::Arc;
 use tokio::sync::Notify;

@@ -23,14 +23,12 @@
 //! with the next group once the interval has passed), on [`Handle::flush`], and when the
 //! store closes.
 
-use super::codec::{COMPACT_KEY, REVISION_KEY, attachment_key, decode_entry, encode_events};
-use super::state::{Plan, Shared, Writer, now_ms, oldest};
-use super::tables::{self, Tables};
+use super::section::{Section, expire_due};
+use super::state::{Shared, Writer};
+use super::tables::Tables;
 use crate::config::Durability;
 use crate::error::RedbResult;
-use keyplane_contract::raw::emulation::PhysicalWrite;
-use keyplane_contract::{Error, ErrorKind, Event, LeaseId, Result};
-use redb::ReadableTable;
+use keyplane_contract::{Error, ErrorKind, Result};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -41,8 +39,6 @@ use tokio::sync::oneshot;
 
 /// Most jobs one write transaction runs.
 const MAX_GROUP: usize = 256;
-/// Log records below the retained history are removed once this many accumulate.
-const PRUNE_BATCH: i64 = 256;
 
 /// What a job leaves to do once its transaction is committed (or has failed): answer its
 /// caller.
@@ -74,110 +70,6 @@ struct State {
 /// transaction uncommitted, and the queue is changed in single steps).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// The writes of one redb write transaction, as a job sees them.
-pub(crate) struct Section<'a, 't> {
-    pub(crate) shared: &'a Shared,
-    pub(crate) w: &'a mut Writer,
-    pub(crate) t: &'a mut Tables<'t>,
-    /// A write that redb refused: the transaction is abandoned.
-    failed: Option<Error>,
-    /// Whether anything was written.
-    wrote: bool,
-    /// Prune the whole log below the retained history now (an explicit compaction).
-    prune_now: bool,
-}
-
-impl Section<'_, '_> {
-    /// Applies `plan`'s writes to the tables; returns the revision after it (the next
-    /// revision when `plan.events` is `Some`).
-    pub(crate) fn commit(&mut self, plan: Plan) -> Result<i64> {
-        match self.apply(plan) {
-            Ok(revision) => Ok(revision),
-            Err(err) => {
-                self.failed.get_or_insert_with(|| err.clone());
-                Err(err)
-            }
-        }
-    }
-
-    fn apply(&mut self, plan: Plan) -> Result<i64> {
-        let t = &mut *self.t;
-        for write in &plan.kv {
-            match write {
-                PhysicalWrite::Put { key, value } => {
-                    t.kv.insert(key.as_slice(), value.as_slice())
-                        .redb("commit")?;
-                }
-                PhysicalWrite::Delete { key } => {
-                    t.kv.remove(key.as_slice()).redb("commit")?;
-                }
-            }
-        }
-        for (id, record) in &plan.leases {
-            match record {
-                Some(record) => t.leases.insert(id, record.encode().as_slice()).map(drop),
-                None => t.leases.remove(id).map(drop),
-            }
-            .redb("commit")?;
-        }
-        for (key, on) in &plan.attach {
-            if *on {
-                t.lease_keys.insert(key.as_slice(), ()).redb("commit")?;
-            } else {
-                t.lease_keys.remove(key.as_slice()).redb("commit")?;
-            }
-        }
-        for (key, value) in &plan.meta {
-            t.meta.insert(*key, value).redb("commit")?;
-        }
-        if let Some(events) = &plan.events {
-            let revision = self.w.revision + 1;
-            let record = encode_events(events, &plan.deleted);
-            t.log.insert(revision, record.as_slice()).redb("commit")?;
-            self.w.revision = revision;
-        }
-        self.wrote = true;
-        Ok(self.w.revision)
-    }
-
-    /// Moves the explicit compaction point to `revision` and prunes the log below it with
-    /// this transaction.
-    pub(crate) fn compact_to(&mut self, revision: i64) -> Result<()> {
-        let mut plan = Plan::default();
-        plan.meta.push((COMPACT_KEY, revision));
-        self.commit(plan)?;
-        self.w.compact_floor = revision;
-        self.prune_now = true;
-        Ok(())
-    }
-
-    /// The revision counter and the log's pruning, once every job has run.
-    fn finish(&mut self) -> Result<()> {
-        if !self.wrote {
-            return Ok(());
-        }
-        let w = &mut *self.w;
-        self.t
-            .meta
-            .insert(REVISION_KEY, w.revision)
-            .redb("commit")?;
-        let oldest = oldest(
-            w.revision,
-            w.compact_floor,
-            self.shared.config.history_retention,
-        );
-        let batch = if self.prune_now { 1 } else { PRUNE_BATCH };
-        if oldest - w.log_floor >= batch {
-            self.t
-                .log
-                .retain_in(w.log_floor..oldest, |_, _| false)
-                .redb("commit")?;
-            w.log_floor = oldest;
-        }
-        Ok(())
-    }
 }
 
 /// Most groups a caller commits on its own thread before it leaves the rest to the writer
@@ -635,139 +527,5 @@ fn run_jobs(
     Ok(wrote)
 }
 
-/// Removes a lease and deletes its keys, in one revision when it has keys.
-pub(crate) fn remove_lease(s: &mut Section<'_, '_>, id: i64) -> Result<()> {
-    let mut plan = Plan::default();
-    let mut events = Vec::new();
-    plan.leases.insert(id, None);
-    for key in tables::attached_keys(&s.t.lease_keys, id)? {
-        plan.attach.insert(attachment_key(id, &key), false);
-        let prev = match s.t.kv.get(key.as_slice()).redb("lease_expiry")? {
-            Some(bytes) => decode_entry(&key, bytes.value(), false)?,
-            None => continue,
-        };
-        if prev.lease != Some(LeaseId(id)) {
-            continue;
-        }
-        plan.kv.push(PhysicalWrite::Delete { key: key.clone() });
-        events.push(Event::Delete {
-            key,
-            prev: Some(prev),
-        });
-    }
-    if !events.is_empty() {
-        plan.events = Some(events);
-    }
-    s.commit(plan)?;
-    s.w.leases.remove(id);
-    Ok(())
-}
-
-/// Expires every lease whose deadline has passed, each in its own revision.
-fn expire_due(s: &mut Section<'_, '_>) -> Result<()> {
-    for id in s.w.leases.due(now_ms()) {
-        remove_lease(s, id)?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
-mod tests {
-    use crate::{Durability, RedbStore};
-    use keyplane_contract::{PutOptions, Store};
-    use std::sync::Arc;
-    use std::sync::atomic::Ordering;
-    use std::time::Duration;
-
-    async fn buffered() -> Arc<RedbStore> {
-        Arc::new(
-            RedbStore::temporary_with(|config| {
-                config.durability(Durability::Buffered {
-                    flush_interval: Duration::from_secs(60),
-                })
-            })
-            .await
-            .unwrap(),
-        )
-    }
-
-    fn commits(store: &RedbStore) -> u64 {
-        store.inner.shared.commits.load(Ordering::Relaxed)
-    }
-
-    /// Writers that write in a loop share transactions, each write at its own revision.
-    async fn writers_share_transactions() {
-        const WRITERS: i64 = 16;
-        const EACH: i64 = 50;
-        let store = buffered().await;
-        let before = commits(&store);
-        let writers: Vec<_> = (0..WRITERS)
-            .map(|w| {
-                let store = store.clone();
-                tokio::spawn(async move {
-                    let mut revisions = Vec::new();
-                    for i in 0..EACH {
-                        let key = format!("w{w}/{i}");
-                        let put = store.put(key.as_bytes(), b"v", PutOptions::default());
-                        revisions.push(put.await.unwrap().revision);
-                    }
-                    revisions
-                })
-            })
-            .collect();
-        let mut revisions = Vec::new();
-        for writer in writers {
-            revisions.extend(writer.await.unwrap());
-        }
-        revisions.sort_unstable();
-        assert_eq!(revisions, (1..=WRITERS * EACH).collect::<Vec<i64>>());
-        let made = commits(&store) - before;
-        assert!(
-            made <= (WRITERS * EACH / 2) as u64,
-            "{} writes made {made} commits",
-            WRITERS * EACH
-        );
-        for w in 0..WRITERS {
-            for i in 0..EACH {
-                let key = format!("w{w}/{i}");
-                assert!(store.get(key.as_bytes()).await.unwrap().is_some());
-            }
-        }
-        store.check_consistency().unwrap();
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn writers_share_transactions_on_one_thread() {
-        writers_share_transactions().await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn writers_share_transactions_on_two_threads() {
-        writers_share_transactions().await;
-    }
-
-    /// A caller that gives up after queueing its write leaves it to the writer thread: it is
-    /// committed by the next flush, and the writes after it are not held up.
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_write_given_up_after_queueing_is_still_committed() {
-        let store = buffered().await;
-        let others = &store.inner.writer.inner.in_flight;
-        // Another write in flight: this one queues its job and lets it run first.
-        others.fetch_add(1, Ordering::AcqRel);
-        {
-            let put = store.put(b"given-up", b"v", PutOptions::default());
-            let mut put = std::pin::pin!(put);
-            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            // Queued, then waiting for the other tasks: dropped there.
-            assert!(put.as_mut().poll(&mut cx).is_pending());
-        }
-        others.fetch_sub(1, Ordering::AcqRel);
-        store.flush().await.unwrap();
-        assert!(store.get(b"given-up").await.unwrap().is_some());
-        store
-            .put(b"after", b"v", PutOptions::default())
-            .await
-            .unwrap();
-        store.check_consistency().unwrap();
-    }
-}
+mod tests;
