@@ -308,3 +308,55 @@ pub async fn assert_held_is_clear(exe: &Path, engine: Engine) {
         "unclear message: {err}"
     );
 }
+
+/// The crash tests of one embedded engine, for a test file of this package (the child is its
+/// `crash_child` binary): `crash_suite!(Engine::Redb, 30)` makes
+/// - `acknowledged_writes_survive_sigkill`: 50 rounds flushed on commit, every acknowledged
+///   write kept;
+/// - `buffered_writes_survive_sigkill_as_a_prefix`: that many rounds buffered, what survived
+///   a prefix of the writes, never half a transaction;
+/// - `a_store_held_by_another_process_is_a_clear_error`;
+/// - `buffered_writes_are_durable_after_the_flush_interval`: a killed idle writer loses none.
+#[macro_export]
+macro_rules! crash_suite {
+    ($engine:expr, $buffered_rounds:expr) => {
+        fn child() -> &'static std::path::Path {
+            std::path::Path::new(env!("CARGO_BIN_EXE_crash_child"))
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn acknowledged_writes_survive_sigkill() {
+            let acked = $crate::crash::kill_rounds(child(), $engine, "write", 50, true).await;
+            assert!(
+                acked > 0,
+                "no child acknowledged a write before being killed"
+            );
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn buffered_writes_survive_sigkill_as_a_prefix() {
+            let acked = $crate::crash::kill_rounds(
+                child(),
+                $engine,
+                "write-buffered",
+                $buffered_rounds,
+                false,
+            )
+            .await;
+            assert!(
+                acked > 0,
+                "no child acknowledged a write before being killed"
+            );
+        }
+
+        #[tokio::test]
+        async fn a_store_held_by_another_process_is_a_clear_error() {
+            $crate::crash::assert_held_is_clear(child(), $engine).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn buffered_writes_are_durable_after_the_flush_interval() {
+            $crate::crash::assert_buffered_writes_flush_while_idle(child(), $engine).await;
+        }
+    };
+}

@@ -291,6 +291,33 @@ where
     count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
+/// Median put throughput of 16 concurrent writers and of one on `store`, samples
+/// alternating like a paired comparison; each writer cycles over 100 keys of its own.
+pub async fn writers_16_vs_1(budget: Budget, store: Arc<dyn keyplane_core::Store>) -> (f64, f64) {
+    let put = |store: Arc<dyn keyplane_core::Store>| {
+        Arc::new(move |t: usize, i: u64| {
+            let store = store.clone();
+            async move {
+                let k = format!("bench/gc/{t}/{}", i % 100);
+                store
+                    .put(
+                        k.as_bytes(),
+                        &crate::single::VALUE,
+                        keyplane_core::PutOptions::default(),
+                    )
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    let (mut many, mut one) = (Vec::new(), Vec::new());
+    for _ in 0..budget.samples {
+        many.push(throughput(budget, 16, put(store.clone())).await);
+        one.push(throughput(budget, 1, put(store.clone())).await);
+    }
+    (median(many), median(one))
+}
+
 /// Median throughput of `ours` and of `raw` with `tasks` tasks, samples alternating.
 pub async fn paired_throughput<F, Fut, G, Gut>(
     budget: Budget,

@@ -6,8 +6,7 @@
 //! against a raw range of the `kv` table.
 
 use crate::measure::{
-    Budget, Goal, Measure, Report, median, on_both_runtimes, paired_throughput, paired_us,
-    throughput,
+    Budget, Goal, Measure, Report, on_both_runtimes, paired_throughput, paired_us,
 };
 use crate::single::{KEYS, RANGE_PREFIX, VALUE, key, load, range_100, spread};
 use keyplane_core::{PutOptions, Store};
@@ -235,29 +234,12 @@ async fn group(budget: Budget, runtime: &'static str) -> Vec<Measure> {
         let dir = tempfile::tempdir().unwrap();
         let config = RedbConfig::new(dir.path().join("store.redb")).durability(durability);
         let store = Arc::new(RedbStore::open(config).await.expect("open redb"));
-        let put = |store: Arc<RedbStore>| {
-            Arc::new(move |t: usize, i: u64| {
-                let store = store.clone();
-                async move {
-                    let k = format!("bench/gc/{t}/{}", i % 100);
-                    store
-                        .put(k.as_bytes(), &VALUE, PutOptions::default())
-                        .await
-                        .unwrap();
-                }
-            })
-        };
-        let (mut many, mut one) = (Vec::new(), Vec::new());
-        // Samples alternate between 16 writers and one, like a paired comparison.
-        for _ in 0..budget.samples {
-            many.push(throughput(budget, 16, put(store.clone())).await);
-            one.push(throughput(budget, 1, put(store.clone())).await);
-        }
+        let (many, one) = crate::measure::writers_16_vs_1(budget, store).await;
         out.push(
             Measure::new(
                 format!("redb 16 concurrent writers vs 1 ({name})"),
-                median(many),
-                median(one),
+                many,
+                one,
                 "puts/s",
                 Goal::AtLeast(goal),
             )

@@ -5,9 +5,7 @@
 //! cost of log pruning (a put in a store past its default retention against one whose
 //! retention is never reached).
 
-use crate::measure::{
-    Budget, Goal, Measure, Report, current_thread, multi_thread, paired_us, throughput,
-};
+use crate::measure::{Budget, Goal, Measure, Report, current_thread, multi_thread, paired_us};
 use crate::single::{KEYS, VALUE, key, load, spread};
 use keyplane_core::{PutOptions, Store};
 use keyplane_sled::{Durability, SledConfig, SledStore};
@@ -196,28 +194,9 @@ pub fn run(budget: Budget, report: &mut Report) {
         ] {
             let (many, one) = group_rt.block_on(async {
                 let dir = tempfile::tempdir().unwrap();
-                let store =
+                let store: Arc<dyn keyplane_core::Store> =
                     Arc::new(open(&dir, durability, SledConfig::DEFAULT_HISTORY_RETENTION).await);
-                let put = |store: Arc<SledStore>| {
-                    Arc::new(move |t: usize, i: u64| {
-                        let store = store.clone();
-                        async move {
-                            let k = format!("bench/gc/{t}/{}", i % 100);
-                            store
-                                .put(k.as_bytes(), &VALUE, PutOptions::default())
-                                .await
-                                .unwrap();
-                        }
-                    })
-                };
-                let mut many = Vec::new();
-                let mut one = Vec::new();
-                // Samples alternate between 16 writers and one, like a paired comparison.
-                for _ in 0..budget.samples {
-                    many.push(throughput(budget, 16, put(store.clone())).await);
-                    one.push(throughput(budget, 1, put(store.clone())).await);
-                }
-                (crate::measure::median(many), crate::measure::median(one))
+                crate::measure::writers_16_vs_1(budget, store).await
             });
             report.add(
                 Measure::new(
