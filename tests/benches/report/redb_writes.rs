@@ -8,8 +8,8 @@
 use crate::measure::{
     Budget, Goal, Measure, Report, on_both_runtimes, paired_throughput, paired_us,
 };
-use crate::single::{KEYS, RANGE_PREFIX, VALUE, key, load, range_100, spread};
-use keyplane_core::{PutOptions, Store};
+use crate::single::{KEYS, RANGE_PREFIX, key, load, put_spread, range_100, spread};
+use keyplane_core::Store;
 use keyplane_redb::{Durability, RedbConfig, RedbStore};
 use redb::{ReadableDatabase, TableDefinition};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -170,10 +170,7 @@ async fn single(budget: Budget, runtime: &'static str) -> Vec<Measure> {
     let (ours, raw_us) = paired_us(
         budget,
         async |i| {
-            store
-                .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
-                .await
-                .unwrap();
+            put_spread(&store, i).await;
         },
         async |i| raw.put(i, true),
     )
@@ -196,10 +193,7 @@ async fn single(budget: Budget, runtime: &'static str) -> Vec<Measure> {
         Arc::new(move |_t: usize, i: u64| {
             let store = store.clone();
             async move {
-                store
-                    .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
-                    .await
-                    .unwrap();
+                put_spread(&store, i).await;
             }
         })
     };

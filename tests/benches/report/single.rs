@@ -39,6 +39,14 @@ pub async fn range_100(store: &dyn Store) {
     assert_eq!(page.entries.len(), 100);
 }
 
+/// Overwrites the key [`spread`]`(i)` with [`VALUE`] through `store`.
+pub async fn put_spread<S: Store + ?Sized>(store: &S, i: u64) {
+    store
+        .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
+        .await
+        .unwrap();
+}
+
 /// A transaction of 10 puts through `store`: keys `{prefix}/{i % 100}/0..10`.
 async fn txn_of_10(store: &dyn Store, prefix: &str, i: u64) {
     let ops = (0..10).map(|j| TxnOp::put(format!("{prefix}/{}/{j}", i % 100), VALUE));

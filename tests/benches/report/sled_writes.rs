@@ -6,7 +6,7 @@
 //! retention is never reached).
 
 use crate::measure::{Budget, Goal, Measure, Report, current_thread, multi_thread, paired_us};
-use crate::single::{KEYS, VALUE, key, load, spread};
+use crate::single::{KEYS, VALUE, key, load, put_spread, spread};
 use keyplane_core::{PutOptions, Store};
 use keyplane_sled::{Durability, SledConfig, SledStore};
 use sled::transaction::{TransactionResult, Transactional};
@@ -112,10 +112,7 @@ pub fn run(budget: Budget, report: &mut Report) {
         let (ours, raw_us) = paired_us(
             budget,
             async |i| {
-                store
-                    .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
-                    .await
-                    .unwrap();
+                put_spread(&store, i).await;
             },
             async |i| raw_put(i),
         )
@@ -138,10 +135,7 @@ pub fn run(budget: Budget, report: &mut Report) {
         let (ours, raw_us) = paired_us(
             budget,
             async |i| {
-                flushing
-                    .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
-                    .await
-                    .unwrap();
+                put_spread(&flushing, i).await;
             },
             async |i| {
                 raw_put(i);
@@ -228,16 +222,10 @@ pub fn run(budget: Budget, report: &mut Report) {
         paired_us(
             budget,
             async |i| {
-                pruning
-                    .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
-                    .await
-                    .unwrap();
+                put_spread(&pruning, i).await;
             },
             async |i| {
-                keeping
-                    .put(spread(i).as_bytes(), &VALUE, PutOptions::default())
-                    .await
-                    .unwrap();
+                put_spread(&keeping, i).await;
             },
         )
         .await
