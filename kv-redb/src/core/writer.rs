@@ -66,6 +66,27 @@ struct State {
     last_durable: Instant,
 }
 
+impl State {
+    /// Runs `jobs` in one transaction ([`section`]), `durable` or not, and keeps the account
+    /// of what is not yet durable: a durable commit makes everything before it durable, a
+    /// buffered one that wrote leaves the store dirty. Whether it wrote.
+    fn commit(
+        &mut self,
+        shared: &Shared,
+        jobs: Vec<Job>,
+        durable: bool,
+        force: bool,
+    ) -> Result<bool> {
+        let outcome = section(shared, &mut self.w, jobs, durable, force);
+        match &outcome {
+            Ok(_) if durable => (self.dirty, self.last_durable) = (false, Instant::now()),
+            Ok(wrote) => self.dirty |= *wrote,
+            Err(_) => {}
+        }
+        outcome
+    }
+}
+
 /// Locks `m`, whose data stays whole even if a holder panicked (a panic leaves the
 /// transaction uncommitted, and the queue is changed in single steps).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -172,8 +193,8 @@ impl Handle {
         &self,
         f: impl FnOnce(&mut Section<'_, '_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let _in_flight = InFlight::new(&self.inner.in_flight);
-        let alone = _in_flight.alone;
+        let in_flight = InFlight::new(&self.inner.in_flight);
+        let alone = in_flight.alone;
         let rx = self.enqueue(f)?;
         if self.buffered() {
             if !alone || on_current_thread() {
@@ -256,9 +277,7 @@ impl Handle {
                 return;
             }
             let was_dirty = state.dirty;
-            if let Ok(true) = section(&inner.shared, &mut state.w, jobs, false, false) {
-                state.dirty = true;
-            }
+            let _ = state.commit(&inner.shared, jobs, false, false);
             let woke = !was_dirty && state.dirty;
             drop(state);
             if woke {
@@ -408,12 +427,7 @@ fn run(inner: &Inner, msgs: &mpsc::Receiver<Msg>) {
             if jobs.is_empty() && !(force && st.dirty) && flushes.is_empty() {
                 break;
             }
-            let outcome = section(shared, &mut st.w, jobs, durable, force);
-            match &outcome {
-                Ok(_) if durable => (st.dirty, st.last_durable) = (false, Instant::now()),
-                Ok(wrote) => st.dirty |= *wrote,
-                Err(_) => {}
-            }
+            let outcome = st.commit(shared, jobs, durable, force);
             drop(st);
             for tx in flushes.drain(..) {
                 let _ = tx.send(outcome.as_ref().map(drop).map_err(Clone::clone));
@@ -431,16 +445,14 @@ fn run(inner: &Inner, msgs: &mpsc::Receiver<Msg>) {
         let jobs = inner.take();
         if jobs.is_empty() {
             if st.dirty
-                && let Err(err) = section(shared, &mut st.w, Vec::new(), true, true)
+                && let Err(err) = st.commit(shared, Vec::new(), true, true)
             {
                 tracing::error!(error = %err, "redb store: the closing durable commit failed");
             }
             break;
         }
-        let durable = interval.is_none();
-        if let Ok(wrote) = section(shared, &mut st.w, jobs, durable, false) {
-            st.dirty |= wrote && !durable;
-        }
+        // Its outcome was given to the jobs' callers.
+        let _ = st.commit(shared, jobs, interval.is_none(), false);
     }
 }
 
