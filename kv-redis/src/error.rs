@@ -65,6 +65,20 @@ fn classify(err: &RedisError) -> (ErrorKind, String) {
         match err.kind() {
             redis::ErrorKind::AuthenticationFailed => ErrorKind::Unauthorized,
             redis::ErrorKind::InvalidClientConfig => ErrorKind::Config,
+            // No connection to a node (a cluster whose connections an operator killed, a
+            // sentinel that does not know the master yet): the client reconnects, and the
+            // command runs again once it has.
+            redis::ErrorKind::ClusterConnectionNotFound
+            | redis::ErrorKind::MasterNameNotFoundBySentinel
+            | redis::ErrorKind::NoValidReplicasFoundBySentinel => ErrorKind::Unavailable,
+            // A cluster request whose connection went away before its answer came back.
+            redis::ErrorKind::Client
+                if err
+                    .to_string()
+                    .contains("wasn't handled due to internal failure") =>
+            {
+                ErrorKind::Unavailable
+            }
             // A slot that moved (a failover, a resharding) past the client's redirections:
             // the command was not run, and runs once the client knows the new slot map.
             redis::ErrorKind::Server(
@@ -128,5 +142,32 @@ mod tests {
             reply_error(b"-ERR syntax error\r\n").kind(),
             ErrorKind::Backend
         );
+    }
+
+    #[test]
+    fn a_lost_node_connection_is_unavailable_and_retryable() {
+        for err in [
+            redis::RedisError::from((
+                redis::ErrorKind::ClusterConnectionNotFound,
+                "No connections found",
+            )),
+            redis::RedisError::from((
+                redis::ErrorKind::MasterNameNotFoundBySentinel,
+                "Master with given name not found in sentinel",
+            )),
+            redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "request wasn't handled due to internal failure",
+            )),
+        ] {
+            let err = map_error("put", err);
+            assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+            assert!(err.is_retryable());
+        }
+        let other = map_error(
+            "put",
+            redis::RedisError::from((redis::ErrorKind::Client, "Missing slot coverage x")),
+        );
+        assert_eq!(other.kind(), ErrorKind::Backend);
     }
 }

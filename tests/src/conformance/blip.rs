@@ -103,7 +103,7 @@ async fn put(case: &Case, id: u64, value: &str) -> i64 {
                 attempts += 1;
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            Err(e) => panic!("put of item {id}: {e}"),
+            Err(e) => panic!("put of item {id}: {}", e.chain()),
         }
     }
 }
