@@ -113,7 +113,7 @@ pub fn run(budget: Budget, report: &mut Report) {
             }
         }
         for kind in ["get", "put"] {
-            let (o, r) = paired_throughput(
+            let pair = paired_throughput(
                 budget,
                 TASKS,
                 ours(on_cluster.clone(), kind),
@@ -121,18 +121,17 @@ pub fn run(budget: Budget, report: &mut Report) {
             )
             .await;
             report.add(
-                Measure::new(
+                Measure::paired(
                     format!(
                         "redis cluster {kind} throughput, 64 tasks over 64 groups vs raw cluster"
                     ),
-                    o,
-                    r,
+                    pair,
                     "ops/s",
                     Goal::Info,
                 )
                 .note("3 masters and 3 replicas on this machine; multi-thread runtime"),
             );
-            let (c, s) = paired_throughput(
+            let pair = paired_throughput(
                 budget,
                 TASKS,
                 ours(on_cluster.clone(), kind),
@@ -140,12 +139,11 @@ pub fn run(budget: Budget, report: &mut Report) {
             )
             .await;
             report.add(
-                Measure::new(
+                Measure::paired(
                     format!(
                         "redis cluster {kind} throughput, 64 tasks over 64 groups vs one Redis"
                     ),
-                    c,
-                    s,
+                    pair,
                     "ops/s",
                     Goal::Info,
                 )

@@ -95,7 +95,7 @@ async fn measure<O: Backend, R: Backend>(
 ) -> Vec<Measure> {
     let mut out = Vec::new();
     for &kind in kinds {
-        let (o, r) = paired_throughput(
+        let pair = paired_throughput(
             budget,
             tasks,
             task_op(ours.clone(), kind),
@@ -103,10 +103,9 @@ async fn measure<O: Backend, R: Backend>(
         )
         .await;
         let kind_name = if kind == "cas" { "2-key CAS" } else { kind };
-        out.push(Measure::new(
+        out.push(Measure::paired(
             format!("{backend} {kind_name} throughput, {tasks} tasks"),
-            o,
-            r,
+            pair,
             "ops/s",
             goal(kind_name, tasks),
         ));
@@ -364,7 +363,7 @@ async fn pick(budget: Budget, server: &RedisServer, runtime: &'static str) -> Me
         .unwrap();
     assert_eq!(len, 10, "the raw side rotates group 2's list");
     let cache = Arc::new(cache);
-    let (ours, raw) = paired_throughput(
+    let pair = paired_throughput(
         budget,
         64,
         Arc::new(move |_, _| {
@@ -389,10 +388,9 @@ async fn pick(budget: Budget, server: &RedisServer, runtime: &'static str) -> Me
         }),
     )
     .await;
-    Measure::new(
+    Measure::paired(
         "redis balancer pick vs raw LMOVE, 64 tasks",
-        ours,
-        raw,
+        pair,
         "ops/s",
         Goal::AtLeast(0.6),
     )
@@ -407,7 +405,7 @@ fn metadata_floor(budget: Budget, report: &mut Report, server: &RedisServer) {
     on_both_runtimes(report, |runtime| async move {
         let con = redis_connection(&server.url()).await;
         let pair_con = con.clone();
-        let (pair, get) = paired_throughput(
+        let pair = paired_throughput(
             budget,
             64,
             Arc::new(move |t: usize, i: u64| {
@@ -441,10 +439,9 @@ fn metadata_floor(budget: Budget, report: &mut Report, server: &RedisServer) {
         )
         .await;
         vec![
-            Measure::new(
+            Measure::paired(
                 "redis raw HGET + GET pipeline (a get's two reads) vs raw GET, 64 tasks",
                 pair,
-                get,
                 "ops/s",
                 Goal::Info,
             )

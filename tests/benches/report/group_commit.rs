@@ -1,16 +1,21 @@
 //! The Redis write path at the server's limit: how the group commit's batches form at 1, 16
 //! and 64 writers (`INFO commandstats`: the calls the puts went in), and the server's time
 //! per put at 64 writers (`INFO cpu`, user and system: running the calls, and reading and
-//! answering them, which is most of what a bare `SET` costs) against a raw `SET` driven the
-//! same way. Each figure is taken on the multi-thread and the current-thread runtime, and
-//! the worse is reported.
+//! answering them, which is most of what a bare `SET` costs) against a raw `SET` and against
+//! the floor of the data model ([`floor`]: a put's commands raw in one `MULTI`/`EXEC`),
+//! driven the same way in alternating rounds. Each figure is taken on the multi-thread and
+//! the current-thread runtime, and the worse is reported.
 
-use crate::measure::{Budget, Goal, Measure, Report, current_thread, multi_thread};
+use crate::floor;
+use crate::measure::{
+    Budget, Goal, MIN_ROUNDS, Measure, Pair, Report, current_thread, multi_thread,
+};
 use crate::single::{VALUE, redis_store, server_cpu_us};
 use futures::future::join_all;
 use keyplane_core::{PutOptions, Store};
 use keyplane_tests::harness::{RedisServer, redis_command_calls, redis_connection};
 use redis::aio::MultiplexedConnection;
+use std::time::Instant;
 
 /// What `tasks` writers doing `per_task` writes each cost the server: the calls of `cmd`, and
 /// the server's CPU µs.
@@ -43,38 +48,95 @@ where
     )
 }
 
-/// The figures of one runtime: puts per call at each task count, and the server's µs per
-/// put and per `SET` at 64 tasks.
-async fn figures(server: &RedisServer, budget: Budget) -> (Vec<(usize, f64)>, f64, f64) {
+/// The figures of one runtime.
+struct Figures {
+    /// Puts per call at 1, 16 and 64 tasks.
+    per_call: Vec<(usize, f64)>,
+    /// The server's µs per put, ours against `SET`, per round.
+    vs_set: Pair,
+    /// The server's µs per put, ours against the floor, per round.
+    vs_floor: Pair,
+    /// Puts per second at 64 tasks, ours against the floor, per round.
+    rate_vs_floor: Pair,
+}
+
+/// The three writers of a round: the store's put, the floor's, a raw `SET`.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    Ours,
+    Floor,
+    Set,
+}
+
+/// The figures of one runtime: puts per call at 1 and 16 tasks, then rounds of 64 tasks
+/// writing through the store, at the floor and with `SET` (the order turning each round),
+/// each side's server µs per put and puts per second taken per round.
+async fn figures(server: &RedisServer, budget: Budget) -> Figures {
     let store = redis_store(server).await;
     let con = redis_connection(&server.url()).await;
-    let per_task = if budget.quick { 200 } else { 1_000 };
-    let mut per_call = Vec::new();
-    let mut ours_us = 0.0;
-    for tasks in [1, 16, 64] {
-        let (calls, us) = writers(&con, "fcall", tasks, per_task, async |t, i| {
-            let key = format!("bench/gc/ours/{t}/{}", i % 100);
-            store
-                .put(key.as_bytes(), &VALUE, PutOptions::default())
-                .await
-                .unwrap();
-        })
-        .await;
-        let puts = (tasks * per_task) as f64;
-        per_call.push((tasks, puts / calls.max(1) as f64));
-        ours_us = us / puts;
-    }
-    let (_, raw) = writers(&con, "set", 64, per_task, async |t, i| {
-        let _: () = redis::cmd("SET")
-            .arg(format!("bench/gc/raw/{t}/{}", i % 100))
-            .arg(&VALUE[..])
-            .query_async(&mut con.clone())
+    let per_task = if budget.quick { 100 } else { 400 };
+    let ours_put = async |t: usize, i: usize| {
+        let key = format!("bench/gc/ours/{t}/{}", i % 100);
+        store
+            .put(key.as_bytes(), &VALUE, PutOptions::default())
             .await
             .unwrap();
-    })
-    .await;
-    (per_call, ours_us, raw / (64 * per_task) as f64)
+    };
+    let mut per_call = Vec::new();
+    for tasks in [1, 16] {
+        let (calls, _) = writers(&con, "fcall", tasks, per_task, ours_put).await;
+        per_call.push((tasks, (tasks * per_task) as f64 / calls.max(1) as f64));
+    }
+    let puts = (64 * per_task) as f64;
+    let (mut cpu, mut rate) = ([vec![], vec![], vec![]], [vec![], vec![], vec![]]);
+    let mut calls_64 = 0;
+    for round in 0..MIN_ROUNDS {
+        let mut order = [Side::Ours, Side::Floor, Side::Set];
+        order.rotate_left(round % 3);
+        for side in order {
+            let started = Instant::now();
+            let (calls, us) = match side {
+                Side::Ours => writers(&con, "fcall", 64, per_task, ours_put).await,
+                Side::Floor => {
+                    writers(&con, "exec", 64, per_task, async |t, i| {
+                        let key = format!("bench/gc/floor/{t}/{}", i % 100);
+                        floor::put(&con, &key, &VALUE, round == 0 && i < 100).await;
+                    })
+                    .await
+                }
+                Side::Set => {
+                    writers(&con, "set", 64, per_task, async |t, i| {
+                        let _: () = redis::cmd("SET")
+                            .arg(format!("bench/gc/raw/{t}/{}", i % 100))
+                            .arg(&VALUE[..])
+                            .query_async(&mut con.clone())
+                            .await
+                            .unwrap();
+                    })
+                    .await
+                }
+            };
+            let elapsed = started.elapsed().as_secs_f64();
+            if side == Side::Ours {
+                calls_64 += calls;
+            }
+            cpu[side as usize].push(us / puts);
+            rate[side as usize].push(puts / elapsed);
+        }
+    }
+    per_call.push((64, puts * MIN_ROUNDS as f64 / calls_64.max(1) as f64));
+    let [ours_cpu, floor_cpu, set_cpu] = cpu;
+    let [ours_rate, floor_rate, _] = rate;
+    Figures {
+        per_call,
+        vs_set: Pair::of(ours_cpu.clone(), set_cpu),
+        vs_floor: Pair::of(ours_cpu, floor_cpu),
+        rate_vs_floor: Pair::of(ours_rate, floor_rate),
+    }
 }
+
+/// A row of the report: its name, its pair in a runtime's figures, unit, goal and note.
+type Row = (&'static str, fn(&Figures) -> Pair, &'static str, Goal, &'static str);
 
 pub fn run(budget: Budget, report: &mut Report) {
     let Some(server) = RedisServer::start() else {
@@ -83,7 +145,7 @@ pub fn run(budget: Budget, report: &mut Report) {
     let multi = multi_thread().block_on(figures(&server, budget));
     let current = current_thread().block_on(figures(&server, budget));
     for (i, tasks) in [1, 16, 64].into_iter().enumerate() {
-        let (m, c) = (multi.0[i].1, current.0[i].1);
+        let (m, c) = (multi.per_call[i].1, current.per_call[i].1);
         let (worse, runtime) = if c < m {
             (c, "current-thread")
         } else {
@@ -100,22 +162,35 @@ pub fn run(budget: Budget, report: &mut Report) {
             .note(format!("fewer of two runtimes: {runtime}")),
         );
     }
-    let (m, c) = (multi.1 / multi.2, current.1 / current.2);
-    let (ours, raw, runtime) = if c > m {
-        (current.1, current.2, "current-thread")
-    } else {
-        (multi.1, multi.2, "multi-thread")
-    };
-    report.add(
-        Measure::new(
+    let rows: [Row; 3] = [
+        (
             "redis server time per put vs SET, 64 tasks",
-            ours,
-            raw,
+            |f| f.vs_set.clone(),
             "µs",
-            Goal::AtMost(2.0),
-        )
-        .note(format!(
-            "INFO cpu (user + system) per write; worse of two runtimes: {runtime}"
-        )),
-    );
+            Goal::AtMost(5.0),
+            "INFO cpu (user + system) per write",
+        ),
+        (
+            "redis server time per put vs the no-Lua floor, 64 tasks",
+            |f| f.vs_floor.clone(),
+            "µs",
+            Goal::AtMost(1.5),
+            "INFO cpu per write; floor: a put's commands raw in one MULTI/EXEC",
+        ),
+        (
+            "redis put throughput vs the no-Lua floor, 64 tasks",
+            |f| f.rate_vs_floor.clone(),
+            "puts/s",
+            Goal::Info,
+            "floor: a put's commands raw in one MULTI/EXEC",
+        ),
+    ];
+    for (name, pick, unit, goal, what) in rows {
+        let measure = |figures: &Figures, runtime: &str| {
+            Measure::paired(name, pick(figures), unit, goal).note(runtime)
+        };
+        let worse = measure(&multi, "multi-thread").worse(measure(&current, "current-thread"));
+        let runtime = worse.note.clone();
+        report.add(worse.note(format!("{what}; worse of two runtimes: {runtime}")));
+    }
 }

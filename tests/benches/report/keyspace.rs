@@ -38,7 +38,7 @@ pub fn run(budget: Budget, report: &mut Report) {
     let tenant = "acme_prod".to_owned();
     let mut typed = String::with_capacity(64);
     let mut formatted = String::with_capacity(64);
-    let (ours, raw) = paired_ns(
+    let pair = paired_ns(
         budget,
         BATCH,
         |i| {
@@ -64,10 +64,9 @@ pub fn run(budget: Budget, report: &mut Report) {
         },
     );
     report.add(
-        Measure::new(
+        Measure::paired(
             "keyspace: typed build vs format!",
-            ours,
-            raw,
+            pair,
             "ns/key",
             Goal::AtMost(1.0),
         )
@@ -77,7 +76,7 @@ pub fn run(budget: Budget, report: &mut Report) {
     let raw_key = "tenants/acme_prod/services/1234567";
     assert_eq!(ServiceKey::parse(raw_key).unwrap().id, 1_234_567);
     assert!(naive_parse(raw_key).is_some());
-    let (ours, raw) = paired_ns(
+    let pair = paired_ns(
         budget,
         BATCH,
         |_| {
@@ -87,10 +86,9 @@ pub fn run(budget: Budget, report: &mut Report) {
             black_box(naive_parse(black_box(raw_key)).is_some());
         },
     );
-    report.add(Measure::new(
+    report.add(Measure::paired(
         "keyspace: typed validated parse vs naive split",
-        ours,
-        raw,
+        pair,
         "ns/key",
         Goal::AtMost(2.0),
     ));

@@ -10,14 +10,19 @@
 //! `memory`, `mirror`, `scale`, `busy`).
 //!
 //! The JSON is `{"quick", "elapsed_seconds", "cpus", "measures": [{"name", "ours", "raw",
-//! "unit", "ratio", "target", "goal", "met", "note"}]}`: `ratio` is `ours / raw`; `goal` says
-//! whether the ratio must be `at_most` or `at_least` the `target`, or `within` it: `ours`
-//! itself at most the `target`, in `unit` (`none`: no target, `met` true); `met` is a
-//! boolean.
+//! "unit", "ratio", "target", "goal", "met", "rounds", "spread", "undecided", "note"}]}`:
+//! `ratio` is the median of the rounds' ratios (ours over raw, the two sides of a round
+//! taken back to back), or `ours / raw` for a figure taken once (`rounds` 0); `spread` is the
+//! rounds' lowest and highest ratio; `goal` says whether the ratio must be `at_most` or
+//! `at_least` the `target`, or `within` it: `ours` itself at most the `target`, in `unit`
+//! (`none`: no target, `met` true); `met` is a boolean; `undecided` says why the run cannot
+//! judge the row (fewer than five rounds, or rounds on both sides of the target), or is
+//! null. Every run ends with the list of rows it cannot judge.
 
 mod busy;
 mod cluster;
 mod concurrency;
+mod floor;
 mod group_commit;
 #[path = "../common/items.rs"]
 mod items;
@@ -90,10 +95,22 @@ fn main() {
     let table = readme::table(measures);
     println!("\n{table}");
     let missed = report.measures.iter().filter(|m| !m.met()).count();
+    let undecided: Vec<(&str, String)> = report
+        .measures
+        .iter()
+        .filter_map(|m| Some((m.name.as_str(), m.undecided()?)))
+        .collect();
+    if !undecided.is_empty() {
+        println!("This run cannot judge these rows against their targets:");
+        for (name, why) in &undecided {
+            println!("  {name}: {why}");
+        }
+    }
     println!(
-        "{} measures, {} targets missed, {:.0} s{}",
+        "{} measures, {} targets missed, {} undecided, {:.0} s{}",
         report.measures.len(),
         missed,
+        undecided.len(),
         elapsed.as_secs_f64(),
         if quick { " (quick)" } else { "" }
     );

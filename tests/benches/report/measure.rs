@@ -30,8 +30,8 @@ impl Budget {
                 quick,
                 rounds: 15,
                 batch: 40,
-                sample: Duration::from_millis(300),
-                samples: 3,
+                sample: Duration::from_millis(200),
+                samples: MIN_ROUNDS,
             }
         } else {
             Budget {
@@ -39,7 +39,7 @@ impl Budget {
                 rounds: 41,
                 batch: 100,
                 sample: Duration::from_secs(1),
-                samples: 5,
+                samples: MIN_ROUNDS,
             }
         }
     }
@@ -59,6 +59,31 @@ pub enum Goal {
     Info,
 }
 
+/// The fewest rounds whose median ratio the report judges against a target.
+pub const MIN_ROUNDS: usize = 5;
+
+/// A paired comparison: the median of each side, and each round's ratio (ours over raw, the
+/// two sides of a round taken back to back, so that both saw the machine's load of the
+/// moment).
+#[derive(Debug, Clone)]
+pub struct Pair {
+    pub ours: f64,
+    pub raw: f64,
+    pub ratios: Vec<f64>,
+}
+
+impl Pair {
+    /// The pair of per-round samples `ours[i]` and `raw[i]`.
+    pub fn of(ours: Vec<f64>, raw: Vec<f64>) -> Self {
+        let ratios = ours.iter().zip(&raw).map(|(o, r)| o / r).collect();
+        Pair {
+            ours: median(ours),
+            raw: median(raw),
+            ratios,
+        }
+    }
+}
+
 /// One line of the report.
 #[derive(Debug, Clone)]
 pub struct Measure {
@@ -69,6 +94,9 @@ pub struct Measure {
     pub goal: Goal,
     /// What `raw` is, when the name does not say it.
     pub note: String,
+    /// Each round's ratio, when the figure comes from alternating rounds: the ratio is then
+    /// their median, shown with their spread. Empty for a figure taken once (a size).
+    pub rounds: Vec<f64>,
 }
 
 impl Measure {
@@ -86,6 +114,15 @@ impl Measure {
             unit,
             goal,
             note: String::new(),
+            rounds: Vec::new(),
+        }
+    }
+
+    /// The measure of a paired comparison: the sides' medians, the rounds' ratios.
+    pub fn paired(name: impl Into<String>, pair: Pair, unit: &'static str, goal: Goal) -> Self {
+        Measure {
+            rounds: pair.ratios,
+            ..Measure::new(name, pair.ours, pair.raw, unit, goal)
         }
     }
 
@@ -94,8 +131,11 @@ impl Measure {
         self
     }
 
+    /// The median of the rounds' ratios, or `ours / raw` for a figure taken once.
     pub fn ratio(&self) -> f64 {
-        if self.raw == 0.0 {
+        if !self.rounds.is_empty() {
+            median(self.rounds.clone())
+        } else if self.raw == 0.0 {
             f64::NAN
         } else {
             self.ours / self.raw
@@ -122,6 +162,35 @@ impl Measure {
             other.ratio() > self.ratio()
         };
         if other_worse { other } else { self }
+    }
+
+    /// The lowest and the highest of the rounds' ratios.
+    pub fn spread(&self) -> Option<(f64, f64)> {
+        let min = self.rounds.iter().copied().reduce(f64::min)?;
+        let max = self.rounds.iter().copied().reduce(f64::max)?;
+        Some((min, max))
+    }
+
+    /// Why this run cannot say whether the target is met, if it cannot: too few rounds, or
+    /// rounds on both sides of the target. A figure taken once (a size, a count) is judged
+    /// as it is.
+    pub fn undecided(&self) -> Option<String> {
+        let (Goal::AtMost(target) | Goal::AtLeast(target)) = self.goal else {
+            return None;
+        };
+        let (min, max) = self.spread()?;
+        if self.rounds.len() < MIN_ROUNDS {
+            Some(format!(
+                "{} rounds, fewer than {MIN_ROUNDS}",
+                self.rounds.len()
+            ))
+        } else if min <= target && target <= max {
+            Some(format!(
+                "its rounds ({min:.2}–{max:.2}×) lie on both sides of the target"
+            ))
+        } else {
+            None
+        }
     }
 
     /// Whether the target is met (a measure without one has nothing to miss).
@@ -151,6 +220,9 @@ impl Measure {
                 Goal::Info => "none",
             },
             "met": self.met(),
+            "rounds": self.rounds.len(),
+            "spread": self.spread().map(|(min, max)| json!([finite(min), finite(max)])),
+            "undecided": self.undecided(),
             "note": self.note,
         })
     }
@@ -164,13 +236,23 @@ pub struct Report {
 
 impl Report {
     pub fn add(&mut self, m: Measure) {
+        let spread = m
+            .spread()
+            .map_or(String::new(), |(min, max)| format!("({min:.2}–{max:.2})"));
         println!(
-            "  {:<58} {:>12} {:>12} {:>7} {}",
+            "  {:<58} {:>12} {:>12} {:>7} {:<13} {}",
             m.name,
             fmt(m.ours),
             fmt(m.raw),
             format!("{:.2}x", m.ratio()),
-            if m.met() { "" } else { "(target missed)" }
+            spread,
+            if m.undecided().is_some() {
+                "(undecided)"
+            } else if m.met() {
+                ""
+            } else {
+                "(target missed)"
+            }
         );
         self.measures.push(m);
     }
@@ -205,7 +287,7 @@ pub async fn paired_us(
     budget: Budget,
     mut ours: impl AsyncFnMut(u64),
     mut raw: impl AsyncFnMut(u64),
-) -> (f64, f64) {
+) -> Pair {
     let mut o = Vec::with_capacity(budget.rounds);
     let mut r = Vec::with_capacity(budget.rounds);
     let mut i = 0u64;
@@ -231,7 +313,7 @@ pub async fn paired_us(
             if ours_turn { &mut o } else { &mut r }.push(us);
         }
     }
-    (median(o), median(r))
+    Pair::of(o, r)
 }
 
 /// [`paired_us`] for synchronous code, in nanoseconds per call, with `batch` calls per
@@ -241,7 +323,7 @@ pub fn paired_ns(
     batch: usize,
     mut ours: impl FnMut(u64),
     mut raw: impl FnMut(u64),
-) -> (f64, f64) {
+) -> Pair {
     let mut o = Vec::new();
     let mut r = Vec::new();
     for i in 0..batch as u64 {
@@ -259,7 +341,7 @@ pub fn paired_ns(
             if ours_turn { &mut o } else { &mut r }.push(ns);
         }
     }
-    (median(o), median(r))
+    Pair::of(o, r)
 }
 
 /// Operations per second of `tasks` tasks each calling `op(task, i)` in a loop for
@@ -293,7 +375,7 @@ where
 
 /// Median put throughput of 16 concurrent writers and of one on `store`, samples
 /// alternating like a paired comparison; each writer cycles over 100 keys of its own.
-pub async fn writers_16_vs_1(budget: Budget, store: Arc<dyn keyplane_core::Store>) -> (f64, f64) {
+pub async fn writers_16_vs_1(budget: Budget, store: Arc<dyn keyplane_core::Store>) -> Pair {
     let put = |store: Arc<dyn keyplane_core::Store>| {
         Arc::new(move |t: usize, i: u64| {
             let store = store.clone();
@@ -315,7 +397,7 @@ pub async fn writers_16_vs_1(budget: Budget, store: Arc<dyn keyplane_core::Store
         many.push(throughput(budget, 16, put(store.clone())).await);
         one.push(throughput(budget, 1, put(store.clone())).await);
     }
-    (median(many), median(one))
+    Pair::of(many, one)
 }
 
 /// Median throughput of `ours` and of `raw` with `tasks` tasks, samples alternating.
@@ -324,7 +406,7 @@ pub async fn paired_throughput<F, Fut, G, Gut>(
     tasks: usize,
     ours: Arc<F>,
     raw: Arc<G>,
-) -> (f64, f64)
+) -> Pair
 where
     F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
@@ -342,7 +424,7 @@ where
             o.push(throughput(budget, tasks, ours.clone()).await);
         }
     }
-    (median(o), median(r))
+    Pair::of(o, r)
 }
 
 /// A multi-thread runtime with the default number of workers (the machine's cores).

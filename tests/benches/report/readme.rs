@@ -17,13 +17,21 @@ pub const END: &str = "<!-- report:end -->";
 pub fn block(report: &Value) -> String {
     let measures = report["measures"].as_array().map_or(&[][..], Vec::as_slice);
     let missed = measures.iter().filter(|m| m["met"] == false).count();
+    let undecided = measures
+        .iter()
+        .filter(|m| m["undecided"].is_string())
+        .count();
     let mut out = format!(
         "The latest full run (`cargo xtask bench`, {} cores, {} s): {} measures, {} targets \
-         missed. Written by the run itself from `target/bench/report.json`.\n\n",
+         missed, {} undecided (rounds on both sides of the target). A ratio is the median of \
+         the rounds' ratios (ours and raw alternating), shown with their lowest and highest \
+         and the number of rounds; a ratio without them is a figure taken once. Written by the \
+         run itself from `target/bench/report.json`.\n\n",
         report["cpus"].as_u64().unwrap_or(0),
         report["elapsed_seconds"].as_u64().unwrap_or(0),
         measures.len(),
         missed,
+        undecided,
     );
     out.push_str(&table(measures));
     out
@@ -32,7 +40,8 @@ pub fn block(report: &Value) -> String {
 /// The measures as a Markdown table.
 pub fn table(measures: &[Value]) -> String {
     let mut out = String::from(
-        "| measure | ours | raw | unit | ratio | target | met |\n|---|---:|---:|---|---:|---:|:-:|\n",
+        "| measure | ours | raw | unit | ratio | rounds: min–max | target | met |\n\
+         |---|---:|---:|---|---:|---:|---:|:-:|\n",
     );
     for m in measures {
         let target = match (m["goal"].as_str(), m["target"].as_f64()) {
@@ -45,15 +54,28 @@ pub fn table(measures: &[Value]) -> String {
             Some(r) => format!("{r:.2}×"),
             None => "—".to_owned(),
         };
+        let spread = match (m["spread"][0].as_f64(), m["spread"][1].as_f64()) {
+            (Some(min), Some(max)) => {
+                format!("{}: {min:.2}–{max:.2}×", m["rounds"].as_u64().unwrap_or(0))
+            }
+            _ => "—".to_owned(),
+        };
+        let met = match (m["met"] == false, m["undecided"].is_string()) {
+            (true, false) => "**no**",
+            (false, false) => "yes",
+            (true, true) => "**no** (undecided)",
+            (false, true) => "yes (undecided)",
+        };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             m["name"].as_str().unwrap_or(""),
             fmt(m["ours"].as_f64()),
             fmt(m["raw"].as_f64()),
             m["unit"].as_str().unwrap_or(""),
             ratio,
+            spread,
             target,
-            if m["met"] == false { "**no**" } else { "yes" },
+            met,
         ));
     }
     out

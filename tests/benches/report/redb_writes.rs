@@ -133,7 +133,7 @@ async fn single(budget: Budget, runtime: &'static str) -> Vec<Measure> {
     let store = loaded(&dir, Durability::FlushOnCommit).await;
     let raw = Arc::new(Raw::open(&raw_dir));
     let mut out = Vec::new();
-    let (ours, raw_us) = paired_us(
+    let pair = paired_us(
         budget,
         async |i| {
             store.get(spread(i).as_bytes()).await.unwrap().unwrap();
@@ -142,32 +142,30 @@ async fn single(budget: Budget, runtime: &'static str) -> Vec<Measure> {
     )
     .await;
     out.push(
-        Measure::new(
+        Measure::paired(
             "redb get vs raw read transaction's get",
-            ours,
-            raw_us,
+            pair,
             "µs",
             Goal::AtMost(1.2),
         )
         .note(runtime),
     );
-    let (ours, raw_us) = paired_us(
+    let pair = paired_us(
         budget,
         async |_| range_100(store.as_ref()).await,
         async |_| raw.range(),
     )
     .await;
     out.push(
-        Measure::new(
+        Measure::paired(
             "redb range of 100 keys vs raw range",
-            ours,
-            raw_us,
+            pair,
             "µs",
             Goal::AtMost(1.5),
         )
         .note(format!("{runtime}; raw: the pairs collected into a Vec")),
     );
-    let (ours, raw_us) = paired_us(
+    let pair = paired_us(
         budget,
         async |i| {
             put_spread(&store, i).await;
@@ -176,10 +174,9 @@ async fn single(budget: Budget, runtime: &'static str) -> Vec<Measure> {
     )
     .await;
     out.push(
-        Measure::new(
+        Measure::paired(
             "redb put vs raw write transaction, durable (flush-on-commit)",
-            ours,
-            raw_us,
+            pair,
             "µs",
             Goal::AtMost(1.3),
         )
@@ -204,12 +201,11 @@ async fn single(budget: Budget, runtime: &'static str) -> Vec<Measure> {
             std::future::ready(())
         })
     };
-    let (ours, raw_rate) = paired_throughput(budget, 1, ours_put, raw_put).await;
+    let pair = paired_throughput(budget, 1, ours_put, raw_put).await;
     out.push(
-        Measure::new(
+        Measure::paired(
             "redb buffered put, one writer, vs raw non-durable commit",
-            ours,
-            raw_rate,
+            pair,
             "puts/s",
             Goal::AtLeast(0.5),
         )
@@ -228,12 +224,11 @@ async fn group(budget: Budget, runtime: &'static str) -> Vec<Measure> {
         let dir = tempfile::tempdir().unwrap();
         let config = RedbConfig::new(dir.path().join("store.redb")).durability(durability);
         let store = Arc::new(RedbStore::open(config).await.expect("open redb"));
-        let (many, one) = crate::measure::writers_16_vs_1(budget, store).await;
+        let pair = crate::measure::writers_16_vs_1(budget, store).await;
         out.push(
-            Measure::new(
+            Measure::paired(
                 format!("redb 16 concurrent writers vs 1 ({name})"),
-                many,
-                one,
+                pair,
                 "puts/s",
                 Goal::AtLeast(goal),
             )

@@ -4,7 +4,9 @@
 //! multi-thread and on a current-thread runtime, each with its own connections; the worse
 //! ratio of the two is reported.
 
-use crate::measure::{Budget, Goal, Measure, Report, multi_thread, on_both_runtimes, paired_us};
+use crate::measure::{
+    Budget, Goal, MIN_ROUNDS, Measure, Pair, Report, multi_thread, on_both_runtimes, paired_us,
+};
 use etcd_client::{GetOptions, KvClient, Txn as EtcdTxn, TxnOp as EtcdOp};
 use keyplane_core::recipes::BulkLoader;
 use keyplane_core::{PutOptions, RangeOptions, Store, Txn, TxnOp};
@@ -110,7 +112,7 @@ pub async fn server_cpu_us(con: &mut MultiplexedConnection) -> f64 {
 }
 
 /// Server CPU per operation of `op`, run `n` times by 16 tasks at once.
-async fn cpu_per_op<F, Fut>(con: &MultiplexedConnection, n: u64, op: F) -> f64
+async fn cpu_per_op<F, Fut>(con: &MultiplexedConnection, n: u64, op: &F) -> f64
 where
     F: Fn(u64) -> Fut,
     Fut: Future<Output = ()>,
@@ -125,67 +127,86 @@ where
     (server_cpu_us(&mut con.clone()).await - before) / n as f64
 }
 
+/// [`cpu_per_op`] of `ours` and of `raw` in alternating rounds of `n` operations each.
+async fn cpu_pair<F, Fut, G, Gut>(con: &MultiplexedConnection, n: u64, ours: F, raw: G) -> Pair
+where
+    F: Fn(u64) -> Fut,
+    Fut: Future<Output = ()>,
+    G: Fn(u64) -> Gut,
+    Gut: Future<Output = ()>,
+{
+    let (mut o, mut r) = (Vec::new(), Vec::new());
+    for round in 0..MIN_ROUNDS {
+        if round % 2 == 0 {
+            o.push(cpu_per_op(con, n, &ours).await);
+            r.push(cpu_per_op(con, n, &raw).await);
+        } else {
+            r.push(cpu_per_op(con, n, &raw).await);
+            o.push(cpu_per_op(con, n, &ours).await);
+        }
+    }
+    Pair::of(o, r)
+}
+
 /// Where the time of a Redis operation goes on the server: its CPU per get, put and 10-put
 /// transaction, ours against raw (16 callers at once, so the figures are not dominated by
-/// one round trip per call).
+/// one round trip per call), in alternating rounds.
 async fn redis_cpu(budget: Budget, report: &mut Report, server: &RedisServer) {
     let store = redis_store(server).await;
     let con = redis_connection(&server.url()).await;
-    let n = if budget.quick { 5_000 } else { 20_000 };
+    let n = if budget.quick { 1_000 } else { 4_000 };
     let (store, con) = (&store, &con);
-    let get = (
-        cpu_per_op(con, n, async |i| {
+    let get = cpu_pair(
+        con,
+        n,
+        async |i| {
             store.get(spread(i).as_bytes()).await.unwrap().unwrap();
-        })
-        .await,
-        cpu_per_op(con, n, async |i| {
+        },
+        async |i| {
             let _: Vec<u8> = redis::cmd("GET")
                 .arg(spread(i))
                 .query_async(&mut con.clone())
                 .await
                 .unwrap();
-        })
-        .await,
-    );
-    let put = (
-        cpu_per_op(con, n, async |i| {
+        },
+    )
+    .await;
+    let put = cpu_pair(
+        con,
+        n,
+        async |i| {
             let k = format!("bench/cpu/ours/{}", i % 1000);
             store
                 .put(k.as_bytes(), &VALUE, PutOptions::default())
                 .await
                 .unwrap();
-        })
-        .await,
-        cpu_per_op(con, n, async |i| {
+        },
+        async |i| {
             let _: () = redis::cmd("SET")
                 .arg(format!("bench/cpu/raw/{}", i % 1000))
                 .arg(&VALUE[..])
                 .query_async(&mut con.clone())
                 .await
                 .unwrap();
-        })
-        .await,
-    );
-    let txn = (
-        cpu_per_op(con, n / 10, async |i| {
-            txn_of_10(store, "bench/cpu/ours", i).await
-        })
-        .await,
-        cpu_per_op(con, n / 10, async |i| {
-            multi_exec_of_10(con, "bench/cpu/raw", i).await
-        })
-        .await,
-    );
-    for (name, (ours, raw)) in [
+        },
+    )
+    .await;
+    let txn = cpu_pair(
+        con,
+        n / 10,
+        async |i| txn_of_10(store, "bench/cpu/ours", i).await,
+        async |i| multi_exec_of_10(con, "bench/cpu/raw", i).await,
+    )
+    .await;
+    for (name, pair) in [
         ("get vs GET", get),
         ("put vs SET", put),
         ("txn of 10 puts vs MULTI/EXEC", txn),
     ] {
         report.add(
-            Measure::new(
+            Measure::paired(
                 format!("redis server CPU per {name}"),
-                ours,
-                raw,
+                pair,
                 "µs",
                 Goal::Info,
             )
@@ -200,15 +221,8 @@ async fn redis_ops(
     con: &MultiplexedConnection,
     runtime: &'static str,
 ) -> Vec<Measure> {
-    let at_most = |name: &str, (ours, raw): (f64, f64), target: f64| {
-        Measure::new(
-            format!("redis {name}"),
-            ours,
-            raw,
-            "µs",
-            Goal::AtMost(target),
-        )
-        .note(runtime)
+    let at_most = |name: &str, pair: Pair, target: f64| {
+        Measure::paired(format!("redis {name}"), pair, "µs", Goal::AtMost(target)).note(runtime)
     };
     let raw_get = async |k: String| {
         let v: Vec<u8> = redis::cmd("GET")
@@ -262,6 +276,24 @@ async fn redis_ops(
         overwrite,
         1.5,
     ));
+    let floor = paired_us(
+        budget,
+        async |i| put(format!("bench/put/ours/{}", i % 1000)).await,
+        async |i| {
+            let key = format!("bench/put/floor/{runtime}/{}", i % 1000);
+            crate::floor::put(con, &key, &VALUE, i < 1000).await;
+        },
+    )
+    .await;
+    out.push(
+        Measure::paired(
+            "redis put vs the no-Lua floor (overwrites, 1,000 keys)",
+            floor,
+            "µs",
+            Goal::Info,
+        )
+        .note(runtime),
+    );
     let fresh = paired_us(
         budget,
         async |i| put(format!("bench/new/ours/{runtime}/{i}")).await,
@@ -295,10 +327,9 @@ async fn redis_ops(
     )
     .await;
     out.push(
-        Measure::new(
+        Measure::paired(
             "redis range of 100 keys vs SCAN MATCH + MGET",
-            range.0,
-            range.1,
+            range,
             "µs",
             Goal::Info,
         )
@@ -336,8 +367,8 @@ async fn etcd_ops(
     raw: &KvClient,
     runtime: &'static str,
 ) -> Vec<Measure> {
-    let at_most = |name: &str, (ours, raw): (f64, f64)| {
-        Measure::new(format!("etcd {name}"), ours, raw, "µs", Goal::AtMost(1.10)).note(runtime)
+    let at_most = |name: &str, pair: Pair| {
+        Measure::paired(format!("etcd {name}"), pair, "µs", Goal::AtMost(1.10)).note(runtime)
     };
     let mut out = Vec::new();
     let get = paired_us(

@@ -52,7 +52,7 @@ pub fn run(budget: Budget, report: &mut Report) {
             raw_tree.insert(key(i), &VALUE[..]).unwrap();
         }
         let (_flushing_dir, flushing) = loaded(Durability::FlushOnCommit).await;
-        let (ours, raw_us) = paired_us(
+        let pair = paired_us(
             budget,
             async |i| {
                 flushing.get(spread(i).as_bytes()).await.unwrap().unwrap();
@@ -63,10 +63,9 @@ pub fn run(budget: Budget, report: &mut Report) {
         )
         .await;
         report.add(
-            Measure::new(
+            Measure::paired(
                 "sled get vs raw Tree::get (flush-on-commit)",
-                ours,
-                raw_us,
+                pair,
                 "µs",
                 Goal::Info,
             )
@@ -109,7 +108,7 @@ pub fn run(budget: Budget, report: &mut Report) {
                 });
             res.unwrap();
         };
-        let (ours, raw_us) = paired_us(
+        let pair = paired_us(
             budget,
             async |i| {
                 put_spread(&store, i).await;
@@ -118,10 +117,9 @@ pub fn run(budget: Budget, report: &mut Report) {
         )
         .await;
         report.add(
-            Measure::new(
+            Measure::paired(
                 "sled put vs raw 4-tree sled transaction",
-                ours,
-                raw_us,
+                pair,
                 "µs",
                 Goal::AtMost(2.0),
             )
@@ -132,7 +130,7 @@ pub fn run(budget: Budget, report: &mut Report) {
             ),
         );
         let (_flushing_dir, flushing) = loaded(Durability::FlushOnCommit).await;
-        let (ours, raw_us) = paired_us(
+        let pair = paired_us(
             budget,
             async |i| {
                 put_spread(&flushing, i).await;
@@ -144,16 +142,15 @@ pub fn run(budget: Budget, report: &mut Report) {
         )
         .await;
         report.add(
-            Measure::new(
+            Measure::paired(
                 "sled put vs raw 4-tree sled transaction and flush (flush-on-commit)",
-                ours,
-                raw_us,
+                pair,
                 "µs",
                 Goal::Info,
             )
             .note("10,000 keys, overwrites; raw: `Db::flush` after each transaction"),
         );
-        let (ours, raw_us) = paired_us(
+        let pair = paired_us(
             budget,
             async |i| {
                 store.get(spread(i).as_bytes()).await.unwrap().unwrap();
@@ -164,10 +161,9 @@ pub fn run(budget: Budget, report: &mut Report) {
         )
         .await;
         report.add(
-            Measure::new(
+            Measure::paired(
                 "sled get vs raw Tree::get (buffered)",
-                ours,
-                raw_us,
+                pair,
                 "µs",
                 Goal::AtMost(1.3),
             )
@@ -186,17 +182,16 @@ pub fn run(budget: Budget, report: &mut Report) {
             ("buffered", buffered(), 2.0),
             ("flush-on-commit", Durability::FlushOnCommit, 5.0),
         ] {
-            let (many, one) = group_rt.block_on(async {
+            let pair = group_rt.block_on(async {
                 let dir = tempfile::tempdir().unwrap();
                 let store: Arc<dyn keyplane_core::Store> =
                     Arc::new(open(&dir, durability, SledConfig::DEFAULT_HISTORY_RETENTION).await);
                 crate::measure::writers_16_vs_1(budget, store).await
             });
             report.add(
-                Measure::new(
+                Measure::paired(
                     format!("sled 16 concurrent writers vs 1 ({name}, {runtime})"),
-                    many,
-                    one,
+                    pair,
                     "puts/s",
                     Goal::AtLeast(goal),
                 )
@@ -205,7 +200,7 @@ pub fn run(budget: Budget, report: &mut Report) {
         }
     }
 
-    let (pruned, unpruned) = rt.block_on(async {
+    let pair = rt.block_on(async {
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let pruning = open(&a, buffered(), SledConfig::DEFAULT_HISTORY_RETENTION).await;
         let keeping = open(&b, buffered(), u64::MAX / 4).await;
@@ -231,10 +226,9 @@ pub fn run(budget: Budget, report: &mut Report) {
         .await
     });
     report.add(
-        Measure::new(
+        Measure::paired(
             "sled put with log pruning vs without",
-            pruned,
-            unpruned,
+            pair,
             "µs",
             Goal::AtMost(1.25),
         )

@@ -1,0 +1,68 @@
+//! The floor of the Redis data model: the commands a put of the store needs, sent raw in one
+//! `MULTI`/`EXEC` with no script. A put writes the value (`SET`), its metadata (`HSET` of the
+//! `create:mod:version:lease:digest` text into the metadata hash), the index entry on a
+//! create (`ZADD`), the next revision (`INCR`, where the store's script reads and sets its
+//! counter) and the revision's event in the log (`XADD`, trimmed to the retention by
+//! `MAXLEN ~`, where the script trims by `MINID ~`), the event holding the key, the value and
+//! metadata, and the previous ones, as the store's log entries do.
+//!
+//! Whatever a store built on this layout does, its server time per put cannot fall below
+//! this; the report sets each Redis write against it.
+
+use redis::aio::MultiplexedConnection;
+
+/// The prefix of the floor's own structures (apart from the store's `__kv:`).
+const PREFIX: &str = "__floor:";
+
+/// The log's retention, as the store's default.
+const RETENTION: u64 = 10_000;
+
+/// One put of `key` at the floor: `created` when the key is new (the index is written only
+/// then, as the store does).
+pub async fn put(con: &MultiplexedConnection, key: &str, value: &[u8], created: bool) {
+    // The metadata text of a key rewritten many times: `create:mod:version:lease:digest`.
+    const META: &str = "1024:123456:512:0:0123456789abcdef";
+    let mut event = Vec::with_capacity(1 + 2 * (key.len() + value.len() + META.len()));
+    event.push(b'p');
+    for part in [
+        key.as_bytes(),
+        value,
+        META.as_bytes(),
+        value,
+        META.as_bytes(),
+    ] {
+        event.extend_from_slice(format!("{}:", part.len()).as_bytes());
+        event.extend_from_slice(part);
+    }
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("SET")
+        .arg(key)
+        .arg(value)
+        .ignore()
+        .cmd("HSET")
+        .arg(format!("{PREFIX}meta"))
+        .arg(key)
+        .arg(META)
+        .ignore();
+    if created {
+        pipe.cmd("ZADD")
+            .arg(format!("{PREFIX}idx"))
+            .arg(0)
+            .arg(key)
+            .ignore();
+    }
+    pipe.cmd("INCR")
+        .arg(format!("{PREFIX}rev"))
+        .ignore()
+        .cmd("XADD")
+        .arg(format!("{PREFIX}log"))
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(RETENTION)
+        .arg("*")
+        .arg("e")
+        .arg(event)
+        .ignore();
+    let () = pipe.query_async(&mut con.clone()).await.unwrap();
+}
