@@ -136,7 +136,13 @@ async fn figures(server: &RedisServer, budget: Budget) -> Figures {
 }
 
 /// A row of the report: its name, its pair in a runtime's figures, unit, goal and note.
-type Row = (&'static str, fn(&Figures) -> Pair, &'static str, Goal, &'static str);
+type Row = (
+    &'static str,
+    fn(&Figures) -> Pair,
+    &'static str,
+    Goal,
+    &'static str,
+);
 
 pub fn run(budget: Budget, report: &mut Report) {
     let Some(server) = RedisServer::start() else {

@@ -16,8 +16,8 @@
 //! rounds' lowest and highest ratio; `goal` says whether the ratio must be `at_most` or
 //! `at_least` the `target`, or `within` it: `ours` itself at most the `target`, in `unit`
 //! (`none`: no target, `met` true); `met` is a boolean; `undecided` says why the run cannot
-//! judge the row (fewer than five rounds, or rounds on both sides of the target), or is
-//! null. Every run ends with the list of rows it cannot judge.
+//! judge the row (fewer than five rounds, or the middle half of the rounds on both sides of
+//! the target), or is null. Every run ends with the list of rows it cannot judge.
 
 mod busy;
 mod cluster;

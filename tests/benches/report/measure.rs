@@ -172,21 +172,23 @@ impl Measure {
     }
 
     /// Why this run cannot say whether the target is met, if it cannot: too few rounds, or
-    /// rounds on both sides of the target. A figure taken once (a size, a count) is judged
-    /// as it is.
+    /// the middle half of the rounds (from the lower to the upper quartile) on both sides of
+    /// the target. A figure taken once (a size, a count) is judged as it is.
     pub fn undecided(&self) -> Option<String> {
         let (Goal::AtMost(target) | Goal::AtLeast(target)) = self.goal else {
             return None;
         };
         let (min, max) = self.spread()?;
+        let (q1, q3) = quartiles(&self.rounds);
         if self.rounds.len() < MIN_ROUNDS {
             Some(format!(
                 "{} rounds, fewer than {MIN_ROUNDS}",
                 self.rounds.len()
             ))
-        } else if min <= target && target <= max {
+        } else if q1 <= target && target <= q3 {
             Some(format!(
-                "its rounds ({min:.2}–{max:.2}×) lie on both sides of the target"
+                "the middle half of its rounds ({q1:.2}–{q3:.2}×, all {min:.2}–{max:.2}×) \
+                 lies on both sides of the target"
             ))
         } else {
             None
@@ -270,6 +272,17 @@ impl Report {
 /// A figure with about four significant digits.
 pub fn fmt(x: f64) -> String {
     crate::readme::fmt(Some(x))
+}
+
+/// The lower and upper quartiles of `xs` (the values a quarter and three quarters of the
+/// way through them in order).
+pub fn quartiles(xs: &[f64]) -> (f64, f64) {
+    let mut xs = xs.to_vec();
+    xs.sort_by(|a, b| a.total_cmp(b));
+    match xs.len() {
+        0 => (f64::NAN, f64::NAN),
+        n => (xs[n / 4], xs[(3 * n) / 4]),
+    }
 }
 
 pub fn median(mut xs: Vec<f64>) -> f64 {

@@ -23,10 +23,10 @@ pub fn block(report: &Value) -> String {
         .count();
     let mut out = format!(
         "The latest full run (`cargo xtask bench`, {} cores, {} s): {} measures, {} targets \
-         missed, {} undecided (rounds on both sides of the target). A ratio is the median of \
-         the rounds' ratios (ours and raw alternating), shown with their lowest and highest \
-         and the number of rounds; a ratio without them is a figure taken once. Written by the \
-         run itself from `target/bench/report.json`.\n\n",
+         missed, {} undecided (the middle half of their rounds on both sides of the target). \
+         A ratio is the median of the rounds' ratios (ours and raw alternating), shown with \
+         the number of rounds and their lowest and highest; a ratio without them is a figure \
+         taken once. Written by the run itself from `target/bench/report.json`.\n\n",
         report["cpus"].as_u64().unwrap_or(0),
         report["elapsed_seconds"].as_u64().unwrap_or(0),
         measures.len(),
