@@ -1,18 +1,40 @@
--- `Store::put` of one plain key: a run of one put (`run_put` in `run.lua`), the single-op
--- transaction without its decoding and branch bookkeeping. ARGV after the two shared ones:
+-- `Store::put` of one plain key, in straight line: the lone put a group commit sends when no
+-- other write waits (`batch.lua` takes the puts that queue). ARGV after the two shared ones:
 -- key, value, lease id ('0' for none), '1' to return the previous entry, and the value's
 -- digest. Checks the permission, the lease and the type before the first write; what another
--- program did to the key is reconciled first, at a revision of its own. Returns
+-- program did to the key is reconciled first, at a revision of its own (`absorb`). The
+-- revision comes from one INCR of the counter, where a run reads and sets it. Returns
 -- { revision, { previous value, previous meta } or false }.
-local key = ARGV[3]
-local metas = { [key] = redis.call('HGET', K_META, key) or nil }
-run_start()
-local rev, prev, old = run_put(key, ARGV[4], ARGV[5], ARGV[6] == '1', ARGV[7], metas)
-if type(rev) == 'table' then
-  return rev
+local key, value, lease, hash = ARGV[3], ARGV[4], ARGV[5], ARGV[7]
+if not may('SET', key, value) then
+  return no_permission(1, 'write')
 end
-run_flush()
-if prev then
+local err = check_lease(1, lease)
+if err then
+  return err
+end
+local old = redis.call('HGET', K_META, key)
+local prev = redis.pcall('SET', key, value, 'GET')
+if type(prev) == 'table' then
+  if string.sub(prev.err, 1, 9) == 'WRONGTYPE' then
+    return redis.error_reply('KVWRONGTYPE 1 holds a ' .. redis.call('TYPE', key)['ok'])
+  end
+  return prev
+end
+if prev and not old then
+  old = adopted_meta(absorb({ { key, 'adopt', prev } }), prev)
+elseif old and not prev then
+  absorb({ { key, 'forget', old } })
+  old = false
+end
+local rev = redis.call('INCR', K_REV)
+local m = record_put(key, value, hash, lease, old or nil, prev or '', string.format('%d', rev))
+redis.call('HSET', K_META, key, m)
+if not old then
+  redis.call('ZADD', K_IDX, 0, key)
+end
+append_log(rev)
+if prev and old and ARGV[6] == '1' then
   return { rev, { prev, old } }
 end
 return { rev, false }

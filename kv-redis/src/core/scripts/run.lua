@@ -1,9 +1,9 @@
 -- Runs of plain puts and list rotations, after the shared library (`lib.lua`): a run reads
 -- and writes the revision counter once, writes the metadata of its puts with one HSET and
 -- their new keys with one ZADD, and logs its revisions in one entry (a field each, see
--- `append_batch_log`), while each write keeps its own revision, events and reply. `put.lua`
--- and `rotate.lua` are runs of one write; the group commit's `batch` function (`batch.lua`)
--- runs many.
+-- `append_batch_log`), while each write keeps its own revision, events and reply.
+-- `rotate.lua` is a run of one write (`put.lua` is a lone put's straight line, which gives
+-- what a run of one would); the group commit's `batch` function (`batch.lua`) runs many.
 
 -- What a run holds back until it ends (or until a put needs the store as its own script
 -- would find it): the revision, the metadata written, the keys new to the index, and the log
@@ -52,7 +52,7 @@ local function run_logged(text)
   run_log[#run_log + 1] = events[1]
 end
 
--- One put of a run: as `put.lua`, with the metadata from `metas` (the run's view) and the
+-- One put of a run: what `put.lua` does, with the metadata from `metas` (the run's view) and the
 -- revision from `run_rev`. Returns its revision and its previous value and metadata (false
 -- when not asked for or none), or an error reply.
 local function run_put(key, value, lease, want_prev, hash, metas)
