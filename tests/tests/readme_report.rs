@@ -54,7 +54,40 @@ fn missing_figures_show_as_dashes() {
     })];
     let table = readme::table(&measures);
     assert!(
-        table.contains("| bulk load | 906863 | — | keys/s | — | — | yes |"),
+        table.contains("| bulk load | 906863 | — | keys/s | — | — | — | yes |"),
         "{table}"
+    );
+}
+
+#[test]
+fn rounds_show_their_spread_and_an_undecided_row_says_so() {
+    let measures = [
+        serde_json::json!({
+            "name": "put", "ours": 12.0, "raw": 10.0, "unit": "µs", "ratio": 1.2,
+            "target": 1.5, "goal": "at_most", "met": true, "rounds": 41,
+            "spread": [0.9, 1.8], "undecided": null, "note": ""
+        }),
+        serde_json::json!({
+            "name": "get", "ours": 11.0, "raw": 10.0, "unit": "µs", "ratio": 1.1,
+            "target": 1.1, "goal": "at_most", "met": true, "rounds": 5,
+            "spread": [0.8, 1.4], "undecided": "the middle half lies on both sides", "note": ""
+        }),
+    ];
+    let table = readme::table(&measures);
+    assert!(
+        table.contains("| put | 12.00 | 10.00 | µs | 1.20× | 41: 0.90–1.80× | ≤ 1.5× | yes |"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "| get | 11.00 | 10.00 | µs | 1.10× | 5: 0.80–1.40× | ≤ 1.1× | yes (undecided) |"
+        ),
+        "{table}"
+    );
+    let block =
+        readme::block(&serde_json::json!({"cpus": 2, "elapsed_seconds": 9, "measures": measures}));
+    assert!(
+        block.contains("2 measures, 0 targets missed, 1 undecided"),
+        "{block}"
     );
 }
