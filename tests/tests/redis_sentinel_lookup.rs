@@ -21,6 +21,20 @@ fn config(url: String) -> RedisConfig {
         .request_timeout(std::time::Duration::from_millis(500))
 }
 
+/// The store of `url`, opened with [`config`]'s short timeouts, which a machine busy with
+/// other tests can outlast while the store looks up the master and loads its functions: a
+/// timed-out open is tried again (the timeouts are for what the test does after it).
+async fn open(url: String) -> RedisStore {
+    let mut attempts = 0;
+    loop {
+        match RedisStore::open(config(url.clone())).await {
+            Ok(store) => return store,
+            Err(e) if e.is_retryable() && attempts < 10 => attempts += 1,
+            Err(e) => panic!("open through the sentinel: {}", e.chain()),
+        }
+    }
+}
+
 async fn deployment() -> Option<RedisSentinel> {
     tokio::task::spawn_blocking(RedisSentinel::start_partitionable)
         .await
@@ -33,9 +47,7 @@ async fn a_dropped_master_connection_is_retried_directly_when_no_sentinel_answer
         return;
     };
     let network = deployment.network().expect("a partitionable deployment");
-    let store = RedisStore::open(config(deployment.url()))
-        .await
-        .expect("open through the sentinels");
+    let store = open(deployment.url()).await;
     let key = format!("{}k", key_root("sentinel-fallback"));
     store
         .put(key.as_bytes(), b"v", PutOptions::default())
@@ -87,9 +99,7 @@ async fn callers_failing_together_share_one_lookup() {
         .to_owned();
     let (port, lookups) = counting_proxy(sentinel).await;
     let url = format!("redis+sentinel://127.0.0.1:{port}/{SENTINEL_MASTER}");
-    let store = RedisStore::open(config(url))
-        .await
-        .expect("open through the sentinel");
+    let store = open(url).await;
     let key = format!("{}k", key_root("sentinel-lookups"));
     store
         .put(key.as_bytes(), b"v", PutOptions::default())
