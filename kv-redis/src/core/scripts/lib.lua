@@ -184,6 +184,27 @@ local function check_lease(i, lease)
   return nil
 end
 
+-- The write of a put of the plain key `key`, after its checks: the user's permission, the
+-- lease, then the value with `SET ... GET`, which refuses a key of another type and writes
+-- nothing then. Returns the previous value (false for none), or nil and the error reply.
+local function checked_set(key, value, lease)
+  if not may('SET', key, value) then
+    return nil, no_permission(1, 'write')
+  end
+  local err = check_lease(1, lease)
+  if err then
+    return nil, err
+  end
+  local prev = redis.pcall('SET', key, value, 'GET')
+  if type(prev) == 'table' then
+    if string.sub(prev.err, 1, 9) == 'WRONGTYPE' then
+      return nil, redis.error_reply('KVWRONGTYPE 1 holds a ' .. redis.call('TYPE', key)['ok'])
+    end
+    return nil, prev
+  end
+  return prev
+end
+
 -- Records the put of the plain key `key` at revision `rev` (a string), attached to `lease`
 -- ('0' for none): moves its lease attachment and pushes its put event. `hash` is the value's
 -- digest (the client computes it: see `digest`), `old` the key's metadata before the write

@@ -1,25 +1,16 @@
 -- `Store::put` of one plain key, in straight line: the lone put a group commit sends when no
 -- other write waits (`batch.lua` takes the puts that queue). ARGV after the two shared ones:
 -- key, value, lease id ('0' for none), '1' to return the previous entry, and the value's
--- digest. Checks the permission, the lease and the type before the first write; what another
--- program did to the key is reconciled first, at a revision of its own (`absorb`). The
--- revision comes from one INCR of the counter, where a run reads and sets it. Returns
+-- digest. Checks the permission, the lease and the type before the first write
+-- (`checked_set`, as a run's put does); what another program did to the key is reconciled
+-- first, at a revision of its own (`absorb`). The revision comes from one INCR of the
+-- counter, where a run reads and sets it. Returns
 -- { revision, { previous value, previous meta } or false }.
 local key, value, lease, hash = ARGV[3], ARGV[4], ARGV[5], ARGV[7]
-if not may('SET', key, value) then
-  return no_permission(1, 'write')
-end
-local err = check_lease(1, lease)
+local old = redis.call('HGET', K_META, key)
+local prev, err = checked_set(key, value, lease)
 if err then
   return err
-end
-local old = redis.call('HGET', K_META, key)
-local prev = redis.pcall('SET', key, value, 'GET')
-if type(prev) == 'table' then
-  if string.sub(prev.err, 1, 9) == 'WRONGTYPE' then
-    return redis.error_reply('KVWRONGTYPE 1 holds a ' .. redis.call('TYPE', key)['ok'])
-  end
-  return prev
 end
 if prev and not old then
   old = adopted_meta(absorb({ { key, 'adopt', prev } }), prev)

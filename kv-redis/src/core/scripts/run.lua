@@ -56,21 +56,11 @@ end
 -- revision from `run_rev`. Returns its revision and its previous value and metadata (false
 -- when not asked for or none), or an error reply.
 local function run_put(key, value, lease, want_prev, hash, metas)
-  if not may('SET', key, value) then
-    return no_permission(1, 'write')
-  end
-  local err = check_lease(1, lease)
+  local prev, err = checked_set(key, value, lease)
   if err then
     return err
   end
   local old = metas[key]
-  local prev = redis.pcall('SET', key, value, 'GET')
-  if type(prev) == 'table' then
-    if string.sub(prev.err, 1, 9) == 'WRONGTYPE' then
-      return redis.error_reply('KVWRONGTYPE 1 holds a ' .. redis.call('TYPE', key)['ok'])
-    end
-    return prev
-  end
   if (prev and not old) or (old and not prev) then
     -- Another program wrote or deleted the key: reconciling it is a revision of its own,
     -- written by the shared helpers on the store as it stands, so the run writes what it
