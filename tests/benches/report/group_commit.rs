@@ -10,7 +10,7 @@ use crate::floor;
 use crate::measure::{
     Budget, Goal, MIN_ROUNDS, Measure, Pair, Report, current_thread, multi_thread,
 };
-use crate::single::{VALUE, redis_store, server_cpu_us};
+use crate::single::{VALUE, raw_set, redis_store, server_cpu_us};
 use futures::future::join_all;
 use keyplane_core::{PutOptions, Store};
 use keyplane_tests::harness::{RedisServer, redis_command_calls, redis_connection};
@@ -106,12 +106,7 @@ async fn figures(server: &RedisServer, budget: Budget) -> Figures {
                 }
                 Side::Set => {
                     writers(&con, "set", 64, per_task, async |t, i| {
-                        let _: () = redis::cmd("SET")
-                            .arg(format!("bench/gc/raw/{t}/{}", i % 100))
-                            .arg(&VALUE[..])
-                            .query_async(&mut con.clone())
-                            .await
-                            .unwrap();
+                        raw_set(&con, format!("bench/gc/raw/{t}/{}", i % 100)).await;
                     })
                     .await
                 }
@@ -134,15 +129,6 @@ async fn figures(server: &RedisServer, budget: Budget) -> Figures {
         rate_vs_floor: Pair::of(ours_rate, floor_rate),
     }
 }
-
-/// A row of the report: its name, its pair in a runtime's figures, unit, goal and note.
-type Row = (
-    &'static str,
-    fn(&Figures) -> Pair,
-    &'static str,
-    Goal,
-    &'static str,
-);
 
 pub fn run(budget: Budget, report: &mut Report) {
     let Some(server) = RedisServer::start() else {
@@ -168,34 +154,33 @@ pub fn run(budget: Budget, report: &mut Report) {
             .note(format!("fewer of two runtimes: {runtime}")),
         );
     }
-    let rows: [Row; 3] = [
+    let rows = [
         (
             "redis server time per put vs SET, 64 tasks",
-            |f| f.vs_set.clone(),
+            [multi.vs_set, current.vs_set],
             "µs",
             Goal::AtMost(5.0),
             "INFO cpu (user + system) per write",
         ),
         (
             "redis server time per put vs the no-Lua floor, 64 tasks",
-            |f| f.vs_floor.clone(),
+            [multi.vs_floor, current.vs_floor],
             "µs",
             Goal::AtMost(1.5),
             "INFO cpu per write; floor: a put's commands raw in one MULTI/EXEC",
         ),
         (
             "redis put throughput vs the no-Lua floor, 64 tasks",
-            |f| f.rate_vs_floor.clone(),
+            [multi.rate_vs_floor, current.rate_vs_floor],
             "puts/s",
             Goal::Info,
             "floor: a put's commands raw in one MULTI/EXEC",
         ),
     ];
-    for (name, pick, unit, goal, what) in rows {
-        let measure = |figures: &Figures, runtime: &str| {
-            Measure::paired(name, pick(figures), unit, goal).note(runtime)
-        };
-        let worse = measure(&multi, "multi-thread").worse(measure(&current, "current-thread"));
+    for (name, [on_multi, on_current], unit, goal, what) in rows {
+        let worse = Measure::paired(name, on_multi, unit, goal)
+            .note("multi-thread")
+            .worse(Measure::paired(name, on_current, unit, goal).note("current-thread"));
         let runtime = worse.note.clone();
         report.add(worse.note(format!("{what}; worse of two runtimes: {runtime}")));
     }

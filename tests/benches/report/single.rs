@@ -75,6 +75,16 @@ pub async fn load(store: &dyn Store) {
         .expect("load");
 }
 
+/// A raw `SET` of [`VALUE`] at `key`.
+pub async fn raw_set(con: &MultiplexedConnection, key: String) {
+    let () = redis::cmd("SET")
+        .arg(key)
+        .arg(&VALUE[..])
+        .query_async(&mut con.clone())
+        .await
+        .unwrap();
+}
+
 pub async fn redis_store(server: &RedisServer) -> RedisStore {
     RedisStore::open(RedisConfig::new(server.url()))
         .await
@@ -181,14 +191,7 @@ async fn redis_cpu(budget: Budget, report: &mut Report, server: &RedisServer) {
                 .await
                 .unwrap();
         },
-        async |i| {
-            let _: () = redis::cmd("SET")
-                .arg(format!("bench/cpu/raw/{}", i % 1000))
-                .arg(&VALUE[..])
-                .query_async(&mut con.clone())
-                .await
-                .unwrap();
-        },
+        async |i| raw_set(con, format!("bench/cpu/raw/{}", i % 1000)).await,
     )
     .await;
     let txn = cpu_pair(
@@ -232,14 +235,7 @@ async fn redis_ops(
             .unwrap();
         assert!(!v.is_empty());
     };
-    let raw_set = async |k: String| {
-        let _: () = redis::cmd("SET")
-            .arg(k)
-            .arg(&VALUE[..])
-            .query_async(&mut con.clone())
-            .await
-            .unwrap();
-    };
+    let raw_set = async |k: String| raw_set(con, k).await;
     let put = async |k: String| {
         store
             .put(k.as_bytes(), &VALUE, PutOptions::default())
