@@ -399,7 +399,7 @@ async fn redis_cluster_demo_shows_the_grouped_layout() {
         "{demo}:group:2:keys:active",
         "__kv:{test_realm}:rev",
         "__kv:{test_realm}:log",
-        "__kv:{app_001}:idx",
+        "__kv:{app_001}:ixd",
         "__kv:{demo}:cidx",
         "__kv:groups",
     ] {

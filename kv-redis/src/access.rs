@@ -59,6 +59,10 @@ pub const REQUIRED_COMMANDS: &[&str] = &[
     "zrange",
     "zrem",
     "zrangebyscore",
+    "zrevrangebylex",
+    "zcard",
+    "zremrangebyrank",
+    "rename",
     "zscore",
 ];
 
@@ -170,6 +174,11 @@ mod tests {
             include_str!("core/scripts/lease_time_to_live.lua"),
             include_str!("core/scripts/lease_list.lua"),
             include_str!("core/scripts/reconcile.lua"),
+            include_str!("core/scripts/index.lua"),
+            include_str!("core/scripts/index_upgrade.lua"),
+            include_str!("core/scripts/lib.lua"),
+            include_str!("core/scripts/run.lua"),
+            include_str!("core/scripts/batch.lua"),
         ];
         let mut seen = 0;
         for script in scripts {

@@ -347,6 +347,18 @@ impl Core {
         self.link.send_write(script, &call, op).await
     }
 
+    /// Runs a writing script as [`Core::run_write`] does, without waiting for the replicas:
+    /// for the index's conversion steps (`scripts/index_upgrade.lua`), which change no data,
+    /// so that a step a failover loses leaves a valid index and is done again.
+    pub(crate) async fn run_write_unacked<T: FromRedisValue>(
+        &self,
+        script: &Lua,
+        op: &'static str,
+    ) -> Result<T> {
+        let call = self.link.write_call(script);
+        self.link.invoke(script, &call, op).await
+    }
+
     /// Sends the write `args` of `writer` (its arguments after the prefix and the retention)
     /// through the group commit (see `core::commit`): alone while few of this core's calls are in
     /// flight, else in one call with the writes that queued meanwhile. Then waits for the

@@ -40,6 +40,9 @@ impl RedisStore {
     pub async fn open(config: RedisConfig) -> Result<Self> {
         let core = Arc::new(Core::connect(config).await?);
         let cluster = core.config.is_cluster();
+        if !cluster {
+            upgrade_index(&core).await?;
+        }
         let sweeper = (!cluster).then(|| sweep(&core));
         let id = format!("{:016x}", rand_id());
         let reconciler = crate::reconcile::start(&core, &id);
@@ -148,6 +151,21 @@ impl Drop for RedisStore {
             reconciler.abort();
             // Hands the leader key over at once rather than after it expires.
             crate::reconcile::resign(&self.router.core, &self.id);
+        }
+    }
+}
+
+/// Moves an index of the layout before buckets (one sorted set) into buckets, one short
+/// script run at a time (see `core/scripts/index.lua`); on a store already in buckets it
+/// costs one run that only reads. (A cluster group's index, which is not read at open, is
+/// moved by the writes that follow: every layout step is a valid index.)
+async fn upgrade_index(core: &Core) -> Result<()> {
+    loop {
+        let more: i64 = core
+            .run_write_unacked(&core.scripts.index_upgrade, "open")
+            .await?;
+        if more == 0 {
+            return Ok(());
         }
     }
 }

@@ -68,7 +68,7 @@ fn scan_node(url: &str) -> Vec<Vec<u8>> {
 }
 
 /// Keys of several groups through one store: each group's data and internal keys sit in its
-/// tag's slot, in the grouped layout (`__kv:{tag}:rev`, `meta`, `idx`, `log`), on the master
+/// tag's slot, in the grouped layout (`__kv:{tag}:rev`, `meta`, `ixd`, `log`), on the master
 /// that serves the slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_group_keeps_its_layout_in_its_own_slot() {
@@ -119,7 +119,7 @@ async fn each_group_keeps_its_layout_in_its_own_slot() {
             format!("nxc:map:{{{realm}}}:gcp"),
             format!("__kv:{{{realm}}}:rev"),
             format!("__kv:{{{realm}}}:meta"),
-            format!("__kv:{{{realm}}}:idx"),
+            format!("__kv:{{{realm}}}:ixd"),
             format!("__kv:{{{realm}}}:log"),
         ] {
             assert!(names.contains(&expected), "{expected} not in {names:?}");

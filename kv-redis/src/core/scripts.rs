@@ -11,11 +11,14 @@
 use redis::Script;
 use std::sync::OnceLock;
 
-/// Prepends the shared library (layout, event encoding, plain puts and deletes, commit, lease
-/// expiry) to a writing script, which starts by setting the call's state from its arguments.
+/// Prepends the index (`index.lua`) and the shared library (layout, event encoding, plain puts
+/// and deletes, commit, lease expiry) to a writing script, which starts by setting the call's
+/// state from its arguments.
 macro_rules! with_lib {
     ($file:literal) => {
         concat!(
+            include_str!("scripts/index.lua"),
+            "\n",
             include_str!("scripts/lib.lua"),
             "\nbegin(ARGV)\n",
             include_str!($file)
@@ -27,6 +30,8 @@ macro_rules! with_lib {
 macro_rules! with_runs {
     ($file:literal) => {
         concat!(
+            include_str!("scripts/index.lua"),
+            "\n",
             include_str!("scripts/lib.lua"),
             "\n",
             include_str!("scripts/run.lua"),
@@ -66,6 +71,11 @@ const SCRIPTS: &[(&str, bool, &str)] = &[
     ("lease_list", true, include_str!("scripts/lease_list.lua")),
     ("lease_sweep", true, include_str!("scripts/lease_sweep.lua")),
     ("reconcile", true, include_str!("scripts/reconcile.lua")),
+    (
+        "index_upgrade",
+        true,
+        include_str!("scripts/index_upgrade.lua"),
+    ),
 ];
 
 /// The first line of a script that only reads, which a function gives as its flags instead.
@@ -83,7 +93,9 @@ pub(crate) struct Library {
 pub(crate) fn library() -> &'static Library {
     static LIBRARY: OnceLock<Library> = OnceLock::new();
     LIBRARY.get_or_init(|| {
-        let mut body = String::from(include_str!("scripts/lib.lua"));
+        let mut body = String::from(include_str!("scripts/index.lua"));
+        body.push('\n');
+        body.push_str(include_str!("scripts/lib.lua"));
         body.push('\n');
         body.push_str(include_str!("scripts/run.lua"));
         body.push('\n');
@@ -115,6 +127,13 @@ pub(crate) fn library() -> &'static Library {
         );
         Library { name, code }
     })
+}
+
+/// The text for `EVALSHA` of a read-only script that reads the index: its first line (which
+/// flags it), the index's helpers (`index.lua`), then the rest.
+fn read_only(text: &str) -> String {
+    let body = text.strip_prefix(NO_WRITES).unwrap_or(text);
+    format!("{NO_WRITES}{}\n{body}", include_str!("scripts/index.lua"))
 }
 
 /// One script: its text for `EVALSHA`, and its name in the function library.
@@ -150,6 +169,8 @@ pub(crate) struct Scripts {
     pub(crate) lease_list: Lua,
     pub(crate) lease_sweep: Lua,
     pub(crate) reconcile: Lua,
+    /// One step of moving an index of the layout before buckets into buckets.
+    pub(crate) index_upgrade: Lua,
     /// The function that answers 1 (there is no script of it).
     pub(crate) hello: String,
     /// The group commit's function (there is no script of it: batches need functions).
@@ -165,7 +186,7 @@ impl Scripts {
             put: Lua::new("put", with_runs!("scripts/put.lua")),
             delete: Lua::new("delete", with_lib!("scripts/delete.lua")),
             rotate: Lua::new("rotate", with_runs!("scripts/rotate.lua")),
-            range: Lua::new("range", include_str!("scripts/range.lua")),
+            range: Lua::new("range", &read_only(include_str!("scripts/range.lua"))),
             watch_from: Lua::new("watch_from", include_str!("scripts/watch_from.lua")),
             compact: Lua::new("compact", with_lib!("scripts/compact.lua")),
             lease_grant: Lua::new("lease_grant", with_lib!("scripts/lease_grant.lua")),
@@ -181,6 +202,7 @@ impl Scripts {
             lease_list: Lua::new("lease_list", with_lib!("scripts/lease_list.lua")),
             lease_sweep: Lua::new("lease_sweep", with_lib!("scripts/lease_sweep.lua")),
             reconcile: Lua::new("reconcile", with_lib!("scripts/reconcile.lua")),
+            index_upgrade: Lua::new("index_upgrade", with_lib!("scripts/index_upgrade.lua")),
             hello,
             batch,
         }

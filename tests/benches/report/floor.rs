@@ -1,7 +1,8 @@
 //! The floor of the Redis data model: the commands a put of the store needs, sent raw in one
 //! `MULTI`/`EXEC` with no script. A put writes the value (`SET`), its metadata (`HSET` of the
 //! `create:mod:version:lease:digest` text into the metadata hash), the index entry on a
-//! create (`ZADD`), the next revision (`INCR`, where the store's script reads and sets its
+//! create (the bucket's lookup in the directory, `ZREVRANGEBYLEX`, then `ZADD` and `ZCARD` of
+//! the bucket: the store's index is a directory of small sorted sets), the next revision (`INCR`, where the store's script reads and sets its
 //! counter) and the revision's event in the log (`XADD`, trimmed to the retention by
 //! `MAXLEN ~`, where the script trims by `MINID ~`), the event holding the key, the value and
 //! metadata, and the previous ones, as the store's log entries do.
@@ -46,10 +47,29 @@ pub async fn put(con: &MultiplexedConnection, key: &str, value: &[u8], created: 
         .arg(META)
         .ignore();
     if created {
-        pipe.cmd("ZADD")
-            .arg(format!("{PREFIX}idx"))
+        // A bucket of the key's own (a raw pipeline cannot use the lookup's answer), among as
+        // many as a store of a million keys has, so that each stays small.
+        let bucket = format!(
+            "{PREFIX}ix:{}",
+            key.bytes()
+                .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)))
+                % 10_000
+        );
+        pipe.cmd("ZREVRANGEBYLEX")
+            .arg(format!("{PREFIX}ixd"))
+            .arg(format!("[{key}"))
+            .arg("-")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(1)
+            .ignore()
+            .cmd("ZADD")
+            .arg(&bucket)
             .arg(0)
             .arg(key)
+            .ignore()
+            .cmd("ZCARD")
+            .arg(&bucket)
             .ignore();
     }
     pipe.cmd("INCR")

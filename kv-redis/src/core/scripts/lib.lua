@@ -9,7 +9,8 @@
 --   P.."meta"     hash: user key -> "create:mod:version:lease:digest", the digest being the
 --                 first 16 hex digits of the value's SHA-1, so that a reconciler can tell
 --                 another program's write from the store's own (older entries may lack it)
---   P.."idx"      zset (score 0): every plain key, read with ZRANGEBYLEX
+--   P.."ixd", P.."ix:"..bound  the ordered index of every plain key, in buckets (see
+--                 `index.lua`, which comes before this file)
 --   P.."cidx"     zset (score 0): every collection key, so prefix deletes find them
 --   P.."log"      stream: the revisions' events, in entries "<revision>-0": an entry holds
 --                 one revision, in its field "e", or a batch's consecutive revisions, a
@@ -25,7 +26,7 @@
 -- Redis is the source of truth for what exists: a plain string at a user key without
 -- metadata was written by another program, and the first script that touches it adopts it
 -- (metadata, index, and a put event at a revision of its own) before acting on it.
-local P, RETENTION, K_REV, K_META, K_IDX, K_CIDX, K_LOG, K_LEASES, K_LTTL
+local P, RETENTION, K_REV, K_META, K_CIDX, K_LOG, K_LEASES, K_LTTL
 
 local function lease_set(id)
   return P .. 'lk:' .. id
@@ -109,7 +110,7 @@ end
 -- Drops the metadata, index entry and lease attachment of a plain key with metadata `m`.
 local function forget_plain(key, m)
   redis.call('HDEL', K_META, key)
-  redis.call('ZREM', K_IDX, key)
+  ix_rem(P, key)
   local lease = meta_lease(m)
   if lease ~= '0' then
     redis.call('SREM', lease_set(lease), key)
@@ -383,7 +384,7 @@ local function absorb(fixes)
     else
       local m = fixed_meta(fix, data, rev)
       redis.call('HSET', K_META, key, m)
-      redis.call('ZADD', K_IDX, 0, key)
+      ix_add(P, key)
       redis.call('ZREM', K_CIDX, key)
       push_event('p', key, data, m)
     end
@@ -430,7 +431,7 @@ end
 local function begin(argv)
   if argv[1] ~= P then
     P = argv[1]
-    K_REV, K_META, K_IDX, K_CIDX, K_LOG = P .. 'rev', P .. 'meta', P .. 'idx', P .. 'cidx', P .. 'log'
+    K_REV, K_META, K_CIDX, K_LOG = P .. 'rev', P .. 'meta', P .. 'cidx', P .. 'log'
     K_LEASES, K_LTTL = P .. 'leases', P .. 'lttl'
   end
   RETENTION = tonumber(argv[2])

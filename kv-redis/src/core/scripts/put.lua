@@ -22,7 +22,7 @@ local rev = redis.call('INCR', K_REV)
 local m = record_put(key, value, hash, lease, old or nil, prev or '', string.format('%d', rev))
 redis.call('HSET', K_META, key, m)
 if not old then
-  redis.call('ZADD', K_IDX, 0, key)
+  ix_add(P, key)
 end
 append_log(rev)
 if prev and old and ARGV[6] == '1' then

@@ -68,11 +68,11 @@ if mode == 'c' then
   -- is not counted. A larger range is counted from the index alone (ZLEXCOUNT, O(log N)):
   -- checking it would hold the server for a time that grows with the range, and such a key
   -- is counted until a reconcile or a read takes its delete in.
-  local indexed = redis.call('ZLEXCOUNT', P .. 'idx', min, max)
+  local indexed = ix_count(P, min, max)
   if indexed > COUNT_CHECKED then return { rev, indexed, stale, pinned_mark() } end
   local count, from = 0, min
   while true do
-    local keys = redis.call('ZRANGEBYLEX', P .. 'idx', from, max, 'LIMIT', 0, CHUNK)
+    local keys = ix_range(P, from, max, CHUNK)
     if #keys > 0 then
       local before = #stale
       check_values(keys, 1, #keys, nil)
@@ -83,12 +83,7 @@ if mode == 'c' then
   end
   return { rev, count, stale, pinned_mark() }
 end
-local keys
-if limit >= 0 then
-  keys = redis.call('ZRANGEBYLEX', P .. 'idx', min, max, 'LIMIT', 0, limit)
-else
-  keys = redis.call('ZRANGEBYLEX', P .. 'idx', min, max)
-end
+local keys = ix_range(P, min, max, limit)
 local metas, values = {}, {}
 for i = 1, #keys, CHUNK do
   local last = math.min(i + CHUNK - 1, #keys)

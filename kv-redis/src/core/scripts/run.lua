@@ -28,12 +28,7 @@ local function run_flush()
     redis.call('HSET', K_META, unpack(fields))
   end
   if run_new_count > 0 then
-    local args = {}
-    for i = 1, run_new_count do
-      args[#args + 1] = 0
-      args[#args + 1] = run_new[i]
-    end
-    redis.call('ZADD', K_IDX, unpack(args))
+    ix_add_many(P, run_new, run_new_count)
   end
   redis.call('SET', K_REV, run_rev)
   if #run_log > 0 then

@@ -249,15 +249,16 @@ for i, p in ipairs(ops) do
     end
     types[key] = 'string'
   elseif code == 'D' then
-    local n = redis.call('ZLEXCOUNT', K_IDX, key, a2) + redis.call('ZLEXCOUNT', K_CIDX, key, a2)
+    -- The index is counted bucket by bucket (one ZLEXCOUNT per 64 to 128 keys).
+    local n = ix_count(P, key, a2) + redis.call('ZLEXCOUNT', K_CIDX, key, a2)
     prefix_deletes = prefix_deletes + n
     if prefix_deletes > MAX_PREFIX_DELETE_KEYS then
       return redis.error_reply('KVTOOLARGE ' .. i .. ' would delete ' .. prefix_deletes
         .. ' keys, more than the ' .. MAX_PREFIX_DELETE_KEYS .. ' one transaction may')
     end
     if redis.acl_check_cmd then
-      for _, index in ipairs({ K_IDX, K_CIDX }) do
-        for _, k in ipairs(redis.call('ZRANGEBYLEX', index, key, a2)) do
+      for _, keys in ipairs({ ix_range(P, key, a2, -1), redis.call('ZRANGEBYLEX', K_CIDX, key, a2) }) do
+        for _, k in ipairs(keys) do
           if not may('DEL', k) then
             return no_permission(i, 'delete')
           end
@@ -314,8 +315,8 @@ local changed = false
 local results = {}
 
 -- The puts not yet written: values (key, value pairs), metadata (key, metadata pairs) and the
--- index entries of new keys (score, key pairs). They are written in one call each before any
--- other op runs, so that every other op sees them.
+-- new keys, for the index. They are written together (one call each, and one index command
+-- per bucket) before any other op runs, so that every other op sees them.
 local put_values, put_metas, new_keys = {}, {}, {}
 local function flush_puts()
   if #put_values == 0 then
@@ -330,7 +331,7 @@ local function flush_puts()
   end
   redis.call('HSET', K_META, unpack(put_metas))
   if #new_keys > 0 then
-    redis.call('ZADD', K_IDX, unpack(new_keys))
+    ix_add_many(P, new_keys, #new_keys)
   end
   put_values, put_metas, new_keys = {}, {}, {}
 end
@@ -373,8 +374,7 @@ for i, p in ipairs(ops) do
     put_values[n + 1], put_values[n + 2] = key, a2
     put_metas[n + 1], put_metas[n + 2] = key, m
     if not old then
-      n = #new_keys
-      new_keys[n + 1], new_keys[n + 2] = 0, key
+      new_keys[#new_keys + 1] = key
     end
     metas[key], values[key] = m, a2
     changed = true
@@ -394,7 +394,7 @@ for i, p in ipairs(ops) do
     r = 0
     tracked = {}
     metas, values = {}, {}
-    for _, k in ipairs(redis.call('ZRANGEBYLEX', K_IDX, key, a2)) do
+    for _, k in ipairs(ix_range(P, key, a2, -1)) do
       r = r + delete_key(k)
     end
     for _, k in ipairs(redis.call('ZRANGEBYLEX', K_CIDX, key, a2)) do
