@@ -158,7 +158,8 @@ impl Drop for RedisStore {
 /// Moves an index of the layout before buckets (one sorted set) into buckets, one short
 /// script run at a time (see `core/scripts/index.lua`); on a store already in buckets it
 /// costs one run that only reads. (A cluster group's index, which is not read at open, is
-/// moved by the writes that follow: every layout step is a valid index.)
+/// moved by its writes and its lease sweeper, which takes a step each time: every layout
+/// step is a valid index.)
 async fn upgrade_index(core: &Core) -> Result<()> {
     loop {
         let more: i64 = core

@@ -3,7 +3,7 @@
 //! deletes stay exact through random puts, deletes, transactions and batches of adversarial
 //! keys, every bucket holds only keys from its bound to the next and stays compact; and a store
 //! written in the layout before buckets (one sorted set, `__kv:idx`) is read and converted
-//! while another client writes to it, including keys an older version indexes meanwhile.
+//! while another client writes to it, and keys an older version indexes meanwhile are taken in.
 
 use futures::StreamExt;
 use keyplane_core::{RangeOptions, Store, Txn, TxnOp};
@@ -254,16 +254,30 @@ async fn a_store_of_the_layout_before_buckets_is_read_and_converted_while_writte
     );
     assert!(page.entries.iter().any(|e| e.value == b"old"));
 
-    // An older version, still running, indexes a key in the old set: the next store to open
-    // moves it into the buckets.
+    // An older version, still running, indexes a key in the old set: the lease sweeper of a
+    // running store moves it into the buckets, and ranges list it.
     let late = b"tenants/007/late".to_vec();
     write_old_layout(&mut con, std::slice::from_ref(&late)).await;
     model.insert(late.clone());
-    let reopened = RedisStore::from_url(&server.url()).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let page = store
+            .range(RangeOptions::prefix(tenant.as_slice()).keys_only())
+            .await
+            .unwrap();
+        if page.entries.iter().any(|e| e.key == late) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sweeper never moved the key"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     check_buckets(&mut con, &model).await;
-    assert!(reopened.get(&late).await.unwrap().is_some());
+    assert!(store.get(&late).await.unwrap().is_some());
     assert_eq!(
-        listed(&reopened).await,
+        listed(&store).await,
         model.iter().cloned().collect::<Vec<_>>()
     );
 }
