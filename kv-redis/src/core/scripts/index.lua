@@ -27,7 +27,7 @@ end
 
 -- The bound of the bucket that holds `key` or would, nil when there is no directory.
 local function ix_find(p, key)
-  return redis.call('ZREVRANGEBYLEX', p .. 'ixd', '[' .. key, '-', 'LIMIT', 0, 1)[1]
+  return redis.call('ZREVRANGEBYLEX', p .. 'ixd', '[' .. key, '-', 'LIMIT', '0', '1')[1]
 end
 
 -- As `ix_find`, for a write: a missing directory is started (see above).
@@ -39,7 +39,7 @@ local function ix_bucket(p, key)
   if redis.call('EXISTS', p .. 'idx') == 1 then
     redis.call('RENAME', p .. 'idx', ix_name(p, ''))
   end
-  redis.call('ZADD', p .. 'ixd', 0, '')
+  redis.call('ZADD', p .. 'ixd', '0', '')
   return ''
 end
 
@@ -54,7 +54,7 @@ local function ix_cut(p, bound)
   end
   local moved, whole
   if n <= IX_MAX + IX_STEP then
-    moved, whole = redis.call('ZRANGE', name, 0, -1), true
+    moved, whole = redis.call('ZRANGE', name, '0', '-1'), true
     redis.call('DEL', name)
   else
     moved, whole = redis.call('ZRANGE', name, -IX_STEP, -1), false
@@ -69,14 +69,14 @@ local function ix_cut(p, bound)
     if whole and first == 1 then
       b = bound
     else
-      bounds[#bounds + 1] = 0
+      bounds[#bounds + 1] = '0'
       bounds[#bounds + 1] = b
     end
     -- Descending: Redis inserts each member of a compact sorted set after scanning those
     -- before it, so that the last key first makes each insertion find its place at once.
     local args = {}
     for j = math.min(first + size - 1, m), first, -1 do
-      args[#args + 1] = 0
+      args[#args + 1] = '0'
       args[#args + 1] = moved[j]
     end
     redis.call('ZADD', ix_name(p, b), unpack(args))
@@ -91,7 +91,7 @@ end
 local function ix_add(p, key)
   local bound = ix_bucket(p, key)
   local name = ix_name(p, bound)
-  if redis.call('ZADD', name, 0, key) == 1 and redis.call('ZCARD', name) > IX_MAX then
+  if redis.call('ZADD', name, '0', key) == 1 and redis.call('ZCARD', name) > IX_MAX then
     ix_cut(p, bound)
   end
 end
@@ -110,27 +110,27 @@ local function ix_group(p, keys, n)
       groups[bound] = g
       order[#order + 1] = bound
     end
-    g[#g + 1] = 0
+    g[#g + 1] = '0'
     g[#g + 1] = key
   end
   if n >= 8 then
     local scratch = p .. 'ixsort'
-    local args = { 0, IX_CONVERT }
+    local args = { '0', IX_CONVERT }
     for i = 1, n do
-      args[#args + 1] = 0
+      args[#args + 1] = '0'
       args[#args + 1] = keys[i]
     end
     redis.call('ZADD', scratch, unpack(args))
-    local first = redis.call('ZRANGE', scratch, 1, 1)[1]
-    local last = redis.call('ZRANGE', scratch, -1, -1)[1]
+    local first = redis.call('ZRANGE', scratch, '1', '1')[1]
+    local last = redis.call('ZRANGE', scratch, '-1', '-1')[1]
     local bound = ix_bucket(p, first)
-    local bounds = redis.call('ZRANGEBYLEX', p .. 'ixd', '(' .. bound, '[' .. last, 'LIMIT', 0, n)
+    local bounds = redis.call('ZRANGEBYLEX', p .. 'ixd', '(' .. bound, '[' .. last, 'LIMIT', '0', n)
     if #bounds < n then
       local is_bound, is_key = { [bound] = true }, {}
-      args = { 0, bound }
+      args = { '0', bound }
       for _, b in ipairs(bounds) do
         is_bound[b] = true
-        args[#args + 1] = 0
+        args[#args + 1] = '0'
         args[#args + 1] = b
       end
       redis.call('ZADD', scratch, unpack(args))
@@ -138,7 +138,7 @@ local function ix_group(p, keys, n)
       for i = 1, n do
         is_key[keys[i]] = true
       end
-      for _, m in ipairs(redis.call('ZRANGE', scratch, 0, -1)) do
+      for _, m in ipairs(redis.call('ZRANGE', scratch, '0', '-1')) do
         if is_bound[m] then
           bound = m
         end
@@ -167,7 +167,7 @@ local function ix_add_many(p, keys, n)
       -- The bucket is cut next: its keys and these go through the large encoding, where an
       -- insertion costs O(log n) rather than a scan (a member longer than the compact limit
       -- converts it; no user key holds a NUL).
-      redis.call('ZADD', name, 0, IX_CONVERT)
+      redis.call('ZADD', name, '0', IX_CONVERT)
       redis.call('ZADD', name, unpack(g))
       redis.call('ZREM', name, IX_CONVERT)
     else
@@ -199,14 +199,14 @@ local function ix_rem(p, key)
     redis.call('ZREM', dir, bound)
     return
   end
-  local before = redis.call('ZREVRANGEBYLEX', dir, '(' .. bound, '-', 'LIMIT', 0, 1)[1]
+  local before = redis.call('ZREVRANGEBYLEX', dir, '(' .. bound, '-', 'LIMIT', '0', '1')[1]
   local into = ix_name(p, before)
   if redis.call('ZCARD', into) + n > IX_FILL then
     return
   end
   local args = {}
-  for _, k in ipairs(redis.call('ZRANGE', name, 0, -1)) do
-    args[#args + 1] = 0
+  for _, k in ipairs(redis.call('ZRANGE', name, '0', '-1')) do
+    args[#args + 1] = '0'
     args[#args + 1] = k
   end
   redis.call('ZADD', into, unpack(args))
@@ -223,10 +223,10 @@ local function ix_walk(p, min, max, visit)
   local dir = p .. 'ixd'
   local bound
   if min ~= '-' then
-    bound = redis.call('ZREVRANGEBYLEX', dir, '[' .. string.sub(min, 2), '-', 'LIMIT', 0, 1)[1]
+    bound = redis.call('ZREVRANGEBYLEX', dir, '[' .. string.sub(min, 2), '-', 'LIMIT', '0', '1')[1]
   end
   if not bound then
-    bound = redis.call('ZRANGE', dir, 0, 0)[1]
+    bound = redis.call('ZRANGE', dir, '0', '0')[1]
     if not bound then
       if redis.call('EXISTS', p .. 'idx') == 1 then
         visit(p .. 'idx')
@@ -238,7 +238,7 @@ local function ix_walk(p, min, max, visit)
     return
   end
   while true do
-    local after = redis.call('ZRANGEBYLEX', dir, '(' .. bound, max, 'LIMIT', 0, 16)
+    local after = redis.call('ZRANGEBYLEX', dir, '(' .. bound, max, 'LIMIT', '0', '16')
     for i = 1, #after do
       if visit(ix_name(p, after[i])) then
         return
@@ -260,7 +260,7 @@ local function ix_range(p, min, max, limit)
     if limit < 0 then
       got = redis.call('ZRANGEBYLEX', name, min, max)
     else
-      got = redis.call('ZRANGEBYLEX', name, min, max, 'LIMIT', 0, limit - #keys)
+      got = redis.call('ZRANGEBYLEX', name, min, max, 'LIMIT', '0', limit - #keys)
     end
     for i = 1, #got do
       keys[#keys + 1] = got[i]
