@@ -1,5 +1,5 @@
 //! The Redis store's ordered index in buckets (`__kv:ixd`, the bounds; `__kv:ix:<bound>`, at
-//! most 128 keys each, kept by Redis in its compact encoding): ranges, counts and prefix
+//! most 32 keys each, kept by Redis in its compact encoding): ranges, counts and prefix
 //! deletes stay exact through random puts, deletes, transactions and batches of adversarial
 //! keys, every bucket holds only keys from its bound to the next and stays compact; and a store
 //! written in the layout before buckets (one sorted set, `__kv:idx`) is read and converted
@@ -34,7 +34,7 @@ async fn listed(store: &dyn Store) -> Vec<Vec<u8>> {
 const LONG: &[u8] = b"\xfe";
 
 /// Checks the index's structure on the server: the directory's first bound is the empty
-/// string, every bucket is non-empty (but the first), holds at most 128 keys, only keys from
+/// string, every bucket is non-empty (but the first), holds at most 32 keys, only keys from
 /// its bound to the next, and is kept compact unless its range reaches the keys longer than
 /// Redis's compact limit (64 bytes); the buckets together hold exactly `expected`.
 async fn check_buckets(con: &mut MultiplexedConnection, expected: &BTreeSet<Vec<u8>>) {
@@ -56,7 +56,7 @@ async fn check_buckets(con: &mut MultiplexedConnection, expected: &BTreeSet<Vec<
             .query_async(con)
             .await
             .unwrap();
-        assert!(keys.len() <= 128, "a bucket of {} keys", keys.len());
+        assert!(keys.len() <= 32, "a bucket of {} keys", keys.len());
         assert!(
             i == 0 || !keys.is_empty(),
             "an empty bucket in the directory"

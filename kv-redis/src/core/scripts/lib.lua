@@ -93,7 +93,7 @@ local FORMATTED_MAX = 4096
 local formatted_count = 0
 local function formatted(suffix)
   return setmetatable({}, { __index = function(t, n)
-    local s = n .. suffix
+    local s = string.format('%d', n) .. suffix
     t[n] = s
     formatted_count = formatted_count + 1
     return s
@@ -213,7 +213,7 @@ end
 -- the lease, and writes the value and the metadata this returns (and adds the key to the
 -- index when `old` is nil), so that a transaction writes all of its puts together.
 local function record_put(key, value, hash, lease, old, prev_value, rev)
-  local create, version, old_lease = rev, 1, '0'
+  local create, version, old_lease = rev, '1', '0'
   if old then
     local c, v, l = string.match(old, '^(%d+):%d+:(%d+):(%-?%d+)')
     create, version, old_lease = c, DECIMAL[v + 1], l
@@ -329,7 +329,7 @@ local function append_log(rev)
   redis.call('XADD', K_LOG, string.format('%d-0', rev), 'e', blob)
   -- Trimming works on whole nodes, so once every 32 revisions is as good as every time.
   if RETENTION > 0 and rev > RETENTION and rev % 32 == 0 then
-    redis.call('XTRIM', K_LOG, 'MINID', '~', (rev - RETENTION + 1) .. '-0')
+    redis.call('XTRIM', K_LOG, 'MINID', '~', string.format('%d-0', rev - RETENTION + 1))
   end
 end
 
@@ -343,7 +343,7 @@ local function append_batch_log(fields, first, last)
     redis.call('XADD', K_LOG, string.format('%d-0', last), unpack(fields))
   end
   if RETENTION > 0 and last > RETENTION and math.floor(last / 32) > math.floor((first - 1) / 32) then
-    redis.call('XTRIM', K_LOG, 'MINID', '~', (last - RETENTION + 1) .. '-0')
+    redis.call('XTRIM', K_LOG, 'MINID', '~', string.format('%d-0', last - RETENTION + 1))
   end
 end
 
@@ -359,7 +359,7 @@ end
 -- Sets the store revision to `rev` and writes its log entry.
 local function commit(rev)
   flush_collections()
-  redis.call('SET', K_REV, rev)
+  redis.call('SET', K_REV, string.format('%d', rev))
   append_log(rev)
 end
 

@@ -30,7 +30,7 @@ local function run_flush()
   if run_new_count > 0 then
     ix_add_many(P, run_new, run_new_count)
   end
-  redis.call('SET', K_REV, run_rev)
+  redis.call('SET', K_REV, string.format('%d', run_rev))
   if #run_log > 0 then
     append_batch_log(run_log, run_first, run_rev)
   end

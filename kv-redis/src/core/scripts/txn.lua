@@ -310,7 +310,7 @@ if #fixes > 0 then
 end
 local rev = current + 1
 -- Formatted once for every put's metadata.
-local rev_text = tostring(rev)
+local rev_text = string.format('%d', rev)
 local changed = false
 local results = {}
 
@@ -341,7 +341,7 @@ local tracked = {}
 local function track(key)
   if not tracked[key] then
     tracked[key] = true
-    redis.call('ZADD', K_CIDX, 0, key)
+    redis.call('ZADD', K_CIDX, '0', key)
   end
 end
 
