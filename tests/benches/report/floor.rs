@@ -2,13 +2,17 @@
 //! `MULTI`/`EXEC` with no script. A put writes the value (`SET`), its metadata (`HSET` of the
 //! `create:mod:version:lease:digest` text into the metadata hash), the index entry on a
 //! create (the bucket's lookup in the directory, `ZREVRANGEBYLEX`, then `ZADD` and `ZCARD` of
-//! the bucket: the store's index is a directory of small sorted sets), the next revision (`INCR`, where the store's script reads and sets its
-//! counter) and the revision's event in the log (`XADD`, trimmed to the retention by
-//! `MAXLEN ~`, where the script trims by `MINID ~`), the event holding the key, the value and
-//! metadata, and the previous ones, as the store's log entries do.
+//! the bucket: the store's index is a directory of small sorted sets), the next revision
+//! (`INCR`, where the store's script reads and sets its counter) and the revision's event in
+//! the log (`XADD`, trimmed to the retention by `MAXLEN ~`, where the script trims by
+//! `MINID ~`), the event holding the key, the value and metadata, and the previous ones, as
+//! the store's log entries do.
+//!
+//! A transaction or a bulk load's batch is one revision: its puts' commands, then one `INCR`
+//! and one `XADD` of all their events ([`write`]).
 //!
 //! Whatever a store built on this layout does, its server time per put cannot fall below
-//! this; the report sets each Redis write against it.
+//! this; the report sets the Redis writes against it.
 
 use redis::aio::MultiplexedConnection;
 
@@ -21,56 +25,65 @@ const RETENTION: u64 = 10_000;
 /// One put of `key` at the floor: `created` when the key is new (the index is written only
 /// then, as the store does).
 pub async fn put(con: &MultiplexedConnection, key: &str, value: &[u8], created: bool) {
+    write(con, &[(key, created)], value).await;
+}
+
+/// The puts of one revision at the floor (a transaction's, a bulk load's batch): each key's
+/// value, metadata and, when `created`, its index entry, then one revision and one log entry
+/// holding every put's event, in one `MULTI`/`EXEC`.
+pub async fn write(con: &MultiplexedConnection, puts: &[(&str, bool)], value: &[u8]) {
     // The metadata text of a key rewritten many times: `create:mod:version:lease:digest`.
     const META: &str = "1024:123456:512:0:0123456789abcdef";
-    let mut event = Vec::with_capacity(1 + 2 * (key.len() + value.len() + META.len()));
-    event.push(b'p');
-    for part in [
-        key.as_bytes(),
-        value,
-        META.as_bytes(),
-        value,
-        META.as_bytes(),
-    ] {
-        event.extend_from_slice(format!("{}:", part.len()).as_bytes());
-        event.extend_from_slice(part);
-    }
+    let mut events = Vec::new();
     let mut pipe = redis::pipe();
-    pipe.atomic()
-        .cmd("SET")
-        .arg(key)
-        .arg(value)
-        .ignore()
-        .cmd("HSET")
-        .arg(format!("{PREFIX}meta"))
-        .arg(key)
-        .arg(META)
-        .ignore();
-    if created {
-        // A bucket of the key's own (a raw pipeline cannot use the lookup's answer), among as
-        // many as a store of a million keys has, so that each stays small.
-        let bucket = format!(
-            "{PREFIX}ix:{}",
-            key.bytes()
-                .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)))
-                % 10_000
-        );
-        pipe.cmd("ZREVRANGEBYLEX")
-            .arg(format!("{PREFIX}ixd"))
-            .arg(format!("[{key}"))
-            .arg("-")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(1)
-            .ignore()
-            .cmd("ZADD")
-            .arg(&bucket)
-            .arg(0)
+    pipe.atomic();
+    for &(key, created) in puts {
+        events.push(b'p');
+        for part in [
+            key.as_bytes(),
+            value,
+            META.as_bytes(),
+            value,
+            META.as_bytes(),
+        ] {
+            events.extend_from_slice(format!("{}:", part.len()).as_bytes());
+            events.extend_from_slice(part);
+        }
+        pipe.cmd("SET")
             .arg(key)
+            .arg(value)
             .ignore()
-            .cmd("ZCARD")
-            .arg(&bucket)
+            .cmd("HSET")
+            .arg(format!("{PREFIX}meta"))
+            .arg(key)
+            .arg(META)
             .ignore();
+        if created {
+            // A bucket of the key's own (a raw pipeline cannot use the lookup's answer), among
+            // as many as a store of a million keys has, so that each stays small.
+            let bucket = format!(
+                "{PREFIX}ix:{}",
+                key.bytes()
+                    .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)))
+                    % 40_000
+            );
+            pipe.cmd("ZREVRANGEBYLEX")
+                .arg(format!("{PREFIX}ixd"))
+                .arg(format!("[{key}"))
+                .arg("-")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(1)
+                .ignore()
+                .cmd("ZADD")
+                .arg(&bucket)
+                .arg(0)
+                .arg(key)
+                .ignore()
+                .cmd("ZCARD")
+                .arg(&bucket)
+                .ignore();
+        }
     }
     pipe.cmd("INCR")
         .arg(format!("{PREFIX}rev"))
@@ -82,7 +95,7 @@ pub async fn put(con: &MultiplexedConnection, key: &str, value: &[u8], created: 
         .arg(RETENTION)
         .arg("*")
         .arg("e")
-        .arg(event)
+        .arg(events)
         .ignore();
     let () = pipe.query_async(&mut con.clone()).await.unwrap();
 }

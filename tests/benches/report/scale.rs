@@ -3,7 +3,9 @@
 //! directory); and the 1,000,000-key bulk load and export in keys per second, against the
 //! raw client (Redis pipelined `SET`s / `SCAN` + `MGET`, etcd 128-put transactions / paged
 //! range reads, sled batches / a prefix scan, redb write transactions of 4,096 inserts / a
-//! table range; and redb's file bytes per key against raw redb's).
+//! table range; and redb's file bytes per key against raw redb's). Redis's load is also set
+//! against the floor of its data model (`floor::write`: each batch's commands without a
+//! script).
 
 use crate::measure::{Budget, Goal, Measure, Report, median, multi_thread};
 use crate::single::{RANGE_PREFIX, VALUE, range_100};
@@ -345,6 +347,34 @@ async fn redis(budget: Budget, report: &mut Report) {
         .collect::<Vec<()>>()
         .await;
     let raw_load = LARGE as f64 / started.elapsed().as_secs_f64();
+    // The floor: the commands of the loader's transactions (128 new keys each, one revision
+    // and one log entry per batch) without a script, 8 in flight.
+    let started = Instant::now();
+    futures::stream::iter((0..LARGE).step_by(128))
+        .map(|from| {
+            let con = con.clone();
+            async move {
+                let keys: Vec<String> = (from..(from + 128).min(LARGE))
+                    .map(|i| format!("bench/floor/{i:07}"))
+                    .collect();
+                let puts: Vec<(&str, bool)> = keys.iter().map(|k| (k.as_str(), true)).collect();
+                crate::floor::write(&con, &puts, &VALUE).await;
+            }
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
+    let floor_load = LARGE as f64 / started.elapsed().as_secs_f64();
+    report.add(
+        Measure::new(
+            "redis bulk load of 10^6 keys vs the no-Lua floor",
+            large.load_keys_per_s,
+            floor_load,
+            "keys/s",
+            Goal::Info,
+        )
+        .note("floor: each batch's commands in one MULTI/EXEC, 128 keys per batch, 8 in flight"),
+    );
     let started = Instant::now();
     let mut con = con.clone();
     let mut cursor = 0u64;

@@ -304,6 +304,27 @@ async fn redis_ops(
     )
     .await;
     out.push(at_most("txn of 10 puts vs MULTI/EXEC", txn, 1.5));
+    let txn_floor = paired_us(
+        budget,
+        async |i| txn_of_10(store, "bench/txn/ours", i).await,
+        async |i| {
+            let keys: Vec<String> = (0..10)
+                .map(|j| format!("bench/txn/floor/{runtime}/{}/{j}", i % 100))
+                .collect();
+            let puts: Vec<(&str, bool)> = keys.iter().map(|k| (k.as_str(), i < 100)).collect();
+            crate::floor::write(con, &puts, &VALUE).await;
+        },
+    )
+    .await;
+    out.push(
+        Measure::paired(
+            "redis txn of 10 puts vs the no-Lua floor",
+            txn_floor,
+            "µs",
+            Goal::Info,
+        )
+        .note(runtime),
+    );
     let range = paired_us(
         budget,
         async |_| range_100(store).await,
