@@ -276,12 +276,49 @@ local function ix_range(p, min, max, limit)
   return keys
 end
 
--- How many keys lie between the lex specs `min` and `max`.
-local function ix_count(p, min, max)
-  local n = 0
-  ix_walk(p, min, max, function(name)
-    n = n + redis.call('ZLEXCOUNT', name, min, max)
-  end)
+-- How many keys lie between the lex specs `min` and `max`: the buckets between the first
+-- and the last are counted whole (ZCARD, O(1)), the directory read 256 bounds at a time. A
+-- count costs a command per bucket, about 3 µs per 24 keys. With `cap`, counting stops once
+-- past it (the count returned is then more than `cap`, not all).
+local function ix_count(p, min, max, cap)
+  if min == '+' or max == '-' then
+    return 0
+  end
+  local dir = p .. 'ixd'
+  local bound
+  if min ~= '-' then
+    bound = redis.call('ZREVRANGEBYLEX', dir, '[' .. string.sub(min, 2), '-', 'LIMIT', '0', '1')[1]
+  end
+  if not bound then
+    bound = redis.call('ZRANGE', dir, '0', '0')[1]
+    if not bound then
+      if redis.call('EXISTS', p .. 'idx') == 1 then
+        return redis.call('ZLEXCOUNT', p .. 'idx', min, max)
+      end
+      return 0
+    end
+  end
+  local n = redis.call('ZLEXCOUNT', ix_name(p, bound), min, max)
+  local last
+  while true do
+    local after = redis.call('ZRANGEBYLEX', dir, '(' .. bound, max, 'LIMIT', '0', '256')
+    for i = 1, #after do
+      if last then
+        n = n + redis.call('ZCARD', ix_name(p, last))
+        if cap and n > cap then
+          return n
+        end
+      end
+      last = after[i]
+    end
+    if #after < 256 then
+      break
+    end
+    bound = after[#after]
+  end
+  if last then
+    n = n + redis.call('ZLEXCOUNT', ix_name(p, last), min, max)
+  end
   return n
 end
 

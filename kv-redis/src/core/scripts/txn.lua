@@ -249,11 +249,12 @@ for i, p in ipairs(ops) do
     end
     types[key] = 'string'
   elseif code == 'D' then
-    -- The index is counted bucket by bucket (one ZLEXCOUNT per 64 to 128 keys).
-    local n = ix_count(P, key, a2) + redis.call('ZLEXCOUNT', K_CIDX, key, a2)
+    -- The index is counted a bucket at a time, and only as far as the limit.
+    local n = redis.call('ZLEXCOUNT', K_CIDX, key, a2)
+    n = n + ix_count(P, key, a2, MAX_PREFIX_DELETE_KEYS - prefix_deletes - n)
     prefix_deletes = prefix_deletes + n
     if prefix_deletes > MAX_PREFIX_DELETE_KEYS then
-      return redis.error_reply('KVTOOLARGE ' .. i .. ' would delete ' .. prefix_deletes
+      return redis.error_reply('KVTOOLARGE ' .. i .. ' would delete at least ' .. prefix_deletes
         .. ' keys, more than the ' .. MAX_PREFIX_DELETE_KEYS .. ' one transaction may')
     end
     if redis.acl_check_cmd then
