@@ -120,8 +120,9 @@ async fn delete_prefix_in_batches_removes_a_prefix_over_the_limit() {
     assert!(again.revision >= done.revision);
 }
 
-/// Writes `n` keys under `root` in the store's own layout (value, metadata, index), as a
-/// restore of a dump would, in pipelines of 10,000 keys.
+/// Writes `n` keys under `root` in the store's layout before the bucketed index (value,
+/// metadata, one sorted set `__kv:idx`), as a restore of an older dump would, in pipelines of
+/// 10,000 keys: the store converts the index when it opens.
 async fn load_layout(url: &str, root: &str, n: usize) {
     let mut con = redis_connection(url).await;
     for start in (0..n).step_by(10_000) {
