@@ -30,7 +30,9 @@ pub async fn put(con: &MultiplexedConnection, key: &str, value: &[u8], created: 
 
 /// The puts of one revision at the floor (a transaction's, a bulk load's batch): each key's
 /// value, metadata and, when `created`, its index entry, then one revision and one log entry
-/// holding every put's event, in one `MULTI`/`EXEC`.
+/// holding every put's event, in one `MULTI`/`EXEC`. A lone created key is indexed as the
+/// store's lone put does (lookup, `ZADD`, `ZCARD`); several are indexed with one `ZADD`, the
+/// least any batching could send.
 pub async fn write(con: &MultiplexedConnection, puts: &[(&str, bool)], value: &[u8]) {
     // The metadata text of a key rewritten many times: `create:mod:version:lease:digest`.
     const META: &str = "1024:123456:512:0:0123456789abcdef";
@@ -58,7 +60,7 @@ pub async fn write(con: &MultiplexedConnection, puts: &[(&str, bool)], value: &[
             .arg(key)
             .arg(META)
             .ignore();
-        if created {
+        if created && puts.len() == 1 {
             // A bucket of the key's own (a raw pipeline cannot use the lookup's answer), among
             // as many as a store of a million keys has, so that each stays small.
             let bucket = format!(
@@ -84,6 +86,18 @@ pub async fn write(con: &MultiplexedConnection, puts: &[(&str, bool)], value: &[
                 .arg(&bucket)
                 .ignore();
         }
+    }
+    let created: Vec<&str> = puts
+        .iter()
+        .filter(|&&(_, created)| created)
+        .map(|&(key, _)| key)
+        .collect();
+    if puts.len() > 1 && !created.is_empty() {
+        pipe.cmd("ZADD").arg(format!("{PREFIX}ix:{}", created[0]));
+        for key in created {
+            pipe.arg(0).arg(key);
+        }
+        pipe.ignore();
     }
     pipe.cmd("INCR")
         .arg(format!("{PREFIX}rev"))
