@@ -8,7 +8,7 @@
 use futures::StreamExt;
 use keyplane_core::{RangeOptions, Store, Txn, TxnOp};
 use keyplane_redis::RedisStore;
-use keyplane_tests::harness::{RedisServer, redis_connection};
+use keyplane_tests::harness::{RedisServer, redis_connection, write_layout_before_buckets};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
@@ -183,31 +183,6 @@ async fn ranges_counts_and_prefix_deletes_stay_exact_and_buckets_stay_compact() 
     );
 }
 
-/// Writes `keys` in the store's layout before buckets (value, metadata, the one sorted set
-/// `__kv:idx`, the revision unless there is one), as a store of an earlier version left them.
-async fn write_old_layout(con: &mut MultiplexedConnection, keys: &[Vec<u8>]) {
-    for chunk in keys.chunks(10_000) {
-        let mut pipe = redis::pipe();
-        for key in chunk {
-            pipe.cmd("SET").arg(key).arg("old").ignore();
-            pipe.cmd("HSET")
-                .arg("__kv:meta")
-                .arg(key)
-                .arg("1:1:1:0")
-                .ignore();
-            pipe.cmd("ZADD").arg("__kv:idx").arg(0).arg(key).ignore();
-        }
-        let () = pipe.query_async(con).await.unwrap();
-    }
-    let _: Option<String> = redis::cmd("SET")
-        .arg("__kv:rev")
-        .arg(1)
-        .arg("NX")
-        .query_async(con)
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_of_the_layout_before_buckets_is_read_and_converted_while_written() {
     let Some(server) = RedisServer::start() else {
@@ -217,7 +192,7 @@ async fn a_store_of_the_layout_before_buckets_is_read_and_converted_while_writte
     let old: Vec<Vec<u8>> = (0..60_000)
         .map(|i| format!("tenants/{:03}/k{i:06}", i % 500).into_bytes())
         .collect();
-    write_old_layout(&mut con, &old).await;
+    write_layout_before_buckets(&mut con, old.iter().cloned(), b"old").await;
     let mut model: BTreeSet<Vec<u8>> = old.iter().cloned().collect();
 
     // A writer that opens its own store (which converts too) and writes new keys while the
@@ -257,7 +232,7 @@ async fn a_store_of_the_layout_before_buckets_is_read_and_converted_while_writte
     // An older version, still running, indexes a key in the old set: the lease sweeper of a
     // running store moves it into the buckets, and ranges list it.
     let late = b"tenants/007/late".to_vec();
-    write_old_layout(&mut con, std::slice::from_ref(&late)).await;
+    write_layout_before_buckets(&mut con, [late.clone()], b"old").await;
     model.insert(late.clone());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {

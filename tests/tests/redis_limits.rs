@@ -5,7 +5,9 @@
 use keyplane_core::recipes::delete_prefix_in_batches;
 use keyplane_core::{CollectionOp, ErrorKind, PutOptions, RangeOptions, Store, Txn, TxnOp};
 use keyplane_redis::{RedisConfig, RedisStore};
-use keyplane_tests::harness::{RedisServer, key_root, redis_connection, shared_redis};
+use keyplane_tests::harness::{
+    RedisServer, key_root, redis_connection, shared_redis, write_layout_before_buckets,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -120,33 +122,6 @@ async fn delete_prefix_in_batches_removes_a_prefix_over_the_limit() {
     assert!(again.revision >= done.revision);
 }
 
-/// Writes `n` keys under `root` in the store's layout before the bucketed index (value,
-/// metadata, one sorted set `__kv:idx`), as a restore of an older dump would, in pipelines of
-/// 10,000 keys: the store converts the index when it opens.
-async fn load_layout(url: &str, root: &str, n: usize) {
-    let mut con = redis_connection(url).await;
-    for start in (0..n).step_by(10_000) {
-        let mut pipe = redis::pipe();
-        for i in start..(start + 10_000).min(n) {
-            let key = format!("{root}{i:07}");
-            pipe.cmd("SET").arg(&key).arg("v").ignore();
-            pipe.cmd("HSET")
-                .arg("__kv:meta")
-                .arg(&key)
-                .arg("1:1:1:0")
-                .ignore();
-            pipe.cmd("ZADD").arg("__kv:idx").arg(0).arg(&key).ignore();
-        }
-        let () = pipe.query_async(&mut con).await.unwrap();
-    }
-    let () = redis::cmd("SET")
-        .arg("__kv:rev")
-        .arg(1)
-        .query_async(&mut con)
-        .await
-        .unwrap();
-}
-
 /// A million keys: the delete is refused before it starts, and no other client of the
 /// server is ever answered `BUSY` (what Redis replies once a script runs past its time
 /// limit) meanwhile.
@@ -156,7 +131,15 @@ async fn a_million_key_prefix_delete_never_blocks_redis() {
         return;
     };
     let root = "tenants/1/";
-    load_layout(&server.url(), root, 1_000_000).await;
+    // The layout before buckets, as a restore of an older dump: the store converts the index
+    // when it opens.
+    let mut con = redis_connection(&server.url()).await;
+    write_layout_before_buckets(
+        &mut con,
+        (0..1_000_000).map(|i| format!("{root}{i:07}").into_bytes()),
+        b"v",
+    )
+    .await;
     let store = Arc::new(RedisStore::from_url(&server.url()).await.unwrap());
     assert_eq!(
         store

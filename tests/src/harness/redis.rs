@@ -288,6 +288,41 @@ impl RedisServer {
     }
 }
 
+/// Writes `keys` with `value` in the Redis store's layout before its bucketed index, as a
+/// store of an earlier version (or a restore of its dump) left them: each value, its metadata
+/// (`1:1:1:0` in `__kv:meta`), the one sorted set `__kv:idx`, in pipelines of 10,000 keys; and
+/// the revision 1 unless there is one.
+///
+/// # Panics
+/// When the server refuses a write.
+pub async fn write_layout_before_buckets(
+    con: &mut redis::aio::MultiplexedConnection,
+    keys: impl IntoIterator<Item = Vec<u8>>,
+    value: &[u8],
+) {
+    let mut keys = keys.into_iter().peekable();
+    while keys.peek().is_some() {
+        let mut pipe = redis::pipe();
+        for key in keys.by_ref().take(10_000) {
+            pipe.cmd("SET").arg(&key).arg(value).ignore();
+            pipe.cmd("HSET")
+                .arg("__kv:meta")
+                .arg(&key)
+                .arg("1:1:1:0")
+                .ignore();
+            pipe.cmd("ZADD").arg("__kv:idx").arg(0).arg(&key).ignore();
+        }
+        let () = pipe.query_async(con).await.unwrap();
+    }
+    let _: Option<String> = redis::cmd("SET")
+        .arg("__kv:rev")
+        .arg(1)
+        .arg("NX")
+        .query_async(con)
+        .await
+        .unwrap();
+}
+
 /// A raw redis-rs connection to `url` (a harness server, any database): the client of
 /// "another program" in foreign-writer tests.
 ///

@@ -220,6 +220,16 @@ local function ix_rem(p, key)
   redis.call('ZREM', dir, bound)
 end
 
+-- The bound of the first bucket that may hold keys from the lex spec `min` on, nil when there
+-- is no directory.
+local function ix_first(p, min)
+  local bound
+  if min ~= '-' then
+    bound = ix_find(p, string.sub(min, 2))
+  end
+  return bound or redis.call('ZRANGE', p .. 'ixd', '0', '0')[1]
+end
+
 -- Calls `visit(name)` on each bucket that may hold keys between the lex specs `min` and `max`
 -- (as ZRANGEBYLEX takes them), in key order, until it returns true.
 local function ix_walk(p, min, max, visit)
@@ -227,18 +237,12 @@ local function ix_walk(p, min, max, visit)
     return
   end
   local dir = p .. 'ixd'
-  local bound
-  if min ~= '-' then
-    bound = redis.call('ZREVRANGEBYLEX', dir, '[' .. string.sub(min, 2), '-', 'LIMIT', '0', '1')[1]
-  end
+  local bound = ix_first(p, min)
   if not bound then
-    bound = redis.call('ZRANGE', dir, '0', '0')[1]
-    if not bound then
-      if redis.call('EXISTS', p .. 'idx') == 1 then
-        visit(p .. 'idx')
-      end
-      return
+    if redis.call('EXISTS', p .. 'idx') == 1 then
+      visit(p .. 'idx')
     end
+    return
   end
   if visit(ix_name(p, bound)) then
     return
@@ -285,18 +289,12 @@ local function ix_count(p, min, max, cap)
     return 0
   end
   local dir = p .. 'ixd'
-  local bound
-  if min ~= '-' then
-    bound = redis.call('ZREVRANGEBYLEX', dir, '[' .. string.sub(min, 2), '-', 'LIMIT', '0', '1')[1]
-  end
+  local bound = ix_first(p, min)
   if not bound then
-    bound = redis.call('ZRANGE', dir, '0', '0')[1]
-    if not bound then
-      if redis.call('EXISTS', p .. 'idx') == 1 then
-        return redis.call('ZLEXCOUNT', p .. 'idx', min, max)
-      end
-      return 0
+    if redis.call('EXISTS', p .. 'idx') == 1 then
+      return redis.call('ZLEXCOUNT', p .. 'idx', min, max)
     end
+    return 0
   end
   local n = redis.call('ZLEXCOUNT', ix_name(p, bound), min, max)
   local last
