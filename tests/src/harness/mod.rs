@@ -29,10 +29,10 @@ pub use etcd::{EtcdCluster, EtcdServer, shared_etcd};
 pub use http::http_request;
 pub use partition::{CLIENT, Network};
 pub use process::{complete_lines, find_binary, servers_required};
+pub use redis::cluster::{RedisCluster, shared_redis_cluster};
 pub use redis::{
-    RedisCluster, RedisServer, own_redis_store, redis_command_calls, redis_command_stat,
-    redis_commands, redis_connection, redis_lrange, redis_scan, shared_redis, shared_redis_cluster,
-    write_layout_before_buckets,
+    RedisServer, own_redis_store, redis_command_calls, redis_command_stat, redis_commands,
+    redis_connection, redis_lrange, redis_scan, shared_redis, write_layout_before_buckets,
 };
 pub use sentinel::{RedisSentinel, SENTINEL_MASTER, shared_redis_sentinel};
 pub use tls::{TestCerts, TlsEtcd, TlsRedis};

@@ -232,3 +232,13 @@ pub fn complete_lines(out: impl std::io::Read, mut each: impl FnMut(String)) {
         }
     }
 }
+
+/// A free loopback port whose cluster bus port (the port + 10000) is free too.
+pub(crate) fn cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        if port < 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
