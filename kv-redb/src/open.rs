@@ -179,6 +179,8 @@ impl RedbStore {
             published: watch::Sender::new(w.revision),
             #[cfg(test)]
             commits: std::sync::atomic::AtomicU64::new(0),
+            #[cfg(test)]
+            deadline_hold_us: std::sync::atomic::AtomicU64::new(0),
         });
         let writer = writer::Handle::start(shared.clone(), w)?;
         Ok(RedbStore {

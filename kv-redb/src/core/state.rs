@@ -26,6 +26,10 @@ pub(crate) struct Shared {
     /// Write transactions committed, for the tests of the group commit.
     #[cfg(test)]
     pub(crate) commits: std::sync::atomic::AtomicU64,
+    /// How long the writer thread holds the writer state each time it looks at its flush
+    /// deadline, in µs: the tests widen that moment to catch callers that find it held.
+    #[cfg(test)]
+    pub(crate) deadline_hold_us: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {

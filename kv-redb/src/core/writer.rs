@@ -274,7 +274,9 @@ impl Handle {
             };
             let jobs = inner.take();
             if jobs.is_empty() {
-                return;
+                // A caller that queued meanwhile and found the state held left its job
+                // to this holder: the queue is looked at again below, once let go.
+                break;
             }
             let was_dirty = state.dirty;
             let _ = state.commit(&inner.shared, jobs, false, false);
@@ -393,11 +395,18 @@ fn run(inner: &Inner, msgs: &mpsc::Receiver<Msg>) {
     loop {
         let deadline = {
             let st = lock(state);
+            #[cfg(test)]
+            std::thread::sleep(Duration::from_micros(
+                shared.deadline_hold_us.load(Ordering::Relaxed),
+            ));
             interval
                 .filter(|_| st.dirty)
                 .map(|i| i.saturating_sub(st.last_durable.elapsed()))
         };
+        // A caller that found the state held just now left its job to this thread, which
+        // runs it before it sleeps.
         let first = match deadline {
+            _ if inner.waiting() => Msg::Jobs,
             Some(wait) => match msgs.recv_timeout(wait.max(Duration::from_millis(1))) {
                 Ok(msg) => msg,
                 Err(mpsc::RecvTimeoutError::Timeout) => Msg::Dirty,
@@ -425,6 +434,12 @@ fn run(inner: &Inner, msgs: &mpsc::Receiver<Msg>) {
                 interval.is_some_and(|i| !flushes.is_empty() || st.last_durable.elapsed() >= i);
             let durable = interval.is_none() || force;
             if jobs.is_empty() && !(force && st.dirty) && flushes.is_empty() {
+                // As after a commit: a job queued while the state was held is this
+                // thread's.
+                drop(st);
+                if inner.waiting() {
+                    continue;
+                }
                 break;
             }
             let outcome = st.commit(shared, jobs, durable, force);

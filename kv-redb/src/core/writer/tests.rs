@@ -96,3 +96,51 @@ async fn a_write_given_up_after_queueing_is_still_committed() {
         .unwrap();
     store.check_consistency().unwrap();
 }
+
+/// Writers on several threads, with idle moments between their writes, against a writer
+/// thread that takes the writer state for each of its frequent flushes (and holds it a while
+/// each time it looks at its deadline): a caller that finds the state held leaves its job to
+/// the holder, and every holder (a caller or the thread) looks at the queue again once it
+/// has let go, so no write is left queued while the thread sleeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_write_is_stranded_behind_a_holder_that_let_go() {
+    const WRITERS: usize = 8;
+    const EACH: usize = 400;
+    let store = Arc::new(
+        RedbStore::temporary_with(|config| {
+            config.durability(Durability::Buffered {
+                flush_interval: Duration::from_millis(1),
+            })
+        })
+        .await
+        .unwrap(),
+    );
+    store
+        .inner
+        .shared
+        .deadline_hold_us
+        .store(300, Ordering::Relaxed);
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..EACH {
+                    let key = format!("s{w}/{i}");
+                    let put = store.put(key.as_bytes(), b"v", PutOptions::default());
+                    tokio::time::timeout(Duration::from_secs(20), put)
+                        .await
+                        .unwrap_or_else(|_| panic!("the put of {key} was never committed"))
+                        .unwrap();
+                    if i % 7 == w % 7 {
+                        // An idle moment: the writer thread flushes and goes back to sleep.
+                        std::thread::sleep(Duration::from_micros(1500));
+                    }
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    store.check_consistency().unwrap();
+}
