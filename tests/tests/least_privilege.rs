@@ -226,6 +226,43 @@ async fn a_redis_acl_user_on_key_patterns() {
     );
     assert_eq!(store.revision().await.unwrap(), before);
 
+    // Puts issued at once share the server's calls (the group commit): each refused one fails
+    // alone and writes nothing, each put in scope succeeds at a revision of its own.
+    let puts = (0..48).map(|i| {
+        let key = match i % 3 {
+            0 => format!("{inside}many/{i}"),
+            1 => read_only.clone(),
+            _ => outside.clone(),
+        };
+        let store = &store;
+        async move {
+            let put = store.put(key.as_bytes(), b"m", PutOptions::default()).await;
+            (i, put)
+        }
+    });
+    let mut revisions = Vec::new();
+    for (i, put) in futures::future::join_all(puts).await {
+        match put {
+            Ok(put) if i % 3 == 0 => revisions.push(put.revision),
+            Err(err) if i % 3 != 0 => {
+                assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err:?}");
+            }
+            other => panic!("put {i}: {other:?}"),
+        }
+    }
+    revisions.sort_unstable();
+    revisions.dedup();
+    assert_eq!(
+        revisions.len(),
+        16,
+        "each put in scope has its own revision"
+    );
+    assert_eq!(store.revision().await.unwrap(), before + 16);
+    for key in [&read_only, &outside] {
+        let kept = other.get(key.as_bytes()).await.unwrap().unwrap();
+        assert_eq!((kept.value.as_slice(), kept.version), (&b"s"[..], 1));
+    }
+
     // A prefix delete reaching a key of the user's scope and one outside it deletes neither.
     store
         .put(

@@ -58,7 +58,8 @@ end
 
 -- Whether the connection's ACL user may run `cmd` with `...` (servers before Redis 7 lack the
 -- check and refuse a command as it runs). Writing scripts check each write before the first
--- one, so that a key outside the user's ACL fails the whole operation and writes nothing;
+-- one, so that a key outside the user's ACL fails the whole operation and writes nothing (a
+-- put needs no check: its first write is the user's key, see `checked_set`);
 -- reads need no check, as each key is first read (`MGET`, `TYPE`) before any write.
 local function may(cmd, ...)
   return not redis.acl_check_cmd or redis.acl_check_cmd(cmd, ...)
@@ -185,13 +186,19 @@ local function check_lease(i, lease)
   return nil
 end
 
--- The write of a put of the plain key `key`, after its checks: the user's permission, the
--- lease, then the value with `SET ... GET`, which refuses a key of another type and writes
--- nothing then. Returns the previous value (false for none), or nil and the error reply.
+-- Whether `err`, the error of a command the script ran, is the ACL's refusal: Redis 7.0 says
+-- the user "can't access" a key or "can't run" the command, later versions "ACL failure".
+local function acl_refusal(err)
+  return string.sub(err, 1, 6) == 'NOPERM' or string.find(err, "script can't", 1, true) ~= nil
+    or string.find(err, 'ACL failure', 1, true) ~= nil
+end
+
+-- The write of a put of the plain key `key`, after its lease's check: the value with
+-- `SET ... GET`, which writes nothing when it refuses the key, for its type (a collection) or
+-- because the user's ACL does not allow it, and is the put's first write, so that it needs no
+-- permission check of its own. Returns the previous value (false for none), or nil and the
+-- error reply.
 local function checked_set(key, value, lease)
-  if not may('SET', key, value) then
-    return nil, no_permission(1, 'write')
-  end
   local err = check_lease(1, lease)
   if err then
     return nil, err
@@ -200,6 +207,8 @@ local function checked_set(key, value, lease)
   if type(prev) == 'table' then
     if string.sub(prev.err, 1, 9) == 'WRONGTYPE' then
       return nil, redis.error_reply('KVWRONGTYPE 1 holds a ' .. redis.call('TYPE', key)['ok'])
+    elseif acl_refusal(prev.err) then
+      return nil, no_permission(1, 'write')
     end
     return nil, prev
   end
