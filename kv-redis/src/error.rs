@@ -41,8 +41,10 @@ pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
             let compact_revision = detail.trim().parse().unwrap_or(0);
             return Error::compacted(compact_revision).with_context("op", op);
         }
-        // A command or key inside a script that the ACL user may not use.
-        _ if err.to_string().contains("user executing the script can't") => (
+        // A command or key inside a script that the ACL user may not use: Redis 7.0 says the
+        // user "can't" access or run it, later versions "ACL failure in script" (as
+        // `acl_refusal` in `scripts/lib.lua` reads them).
+        _ if script_acl_refusal(&err.to_string()) => (
             ErrorKind::PermissionDenied,
             format!("Redis refused the ACL user: {err}"),
         ),
@@ -54,6 +56,11 @@ pub(crate) fn map_error(op: &'static str, err: RedisError) -> Error {
         .set_unapplied(unapplied)
         .with_context("op", op)
         .with_source(err)
+}
+
+/// Whether `text` is the error of a command a script ran that the ACL user may not run.
+fn script_acl_refusal(text: &str) -> bool {
+    text.contains("user executing the script can't") || text.contains("ACL failure in script")
 }
 
 fn classify(err: &RedisError) -> (ErrorKind, String) {
@@ -142,6 +149,19 @@ mod tests {
             reply_error(b"-ERR syntax error\r\n").kind(),
             ErrorKind::Backend
         );
+    }
+
+    #[test]
+    fn a_script_command_the_acl_refuses_is_permission_denied() {
+        for resp in [
+            &b"-ERR The user executing the script can't access at least one of the keys \
+               mentioned in the command arguments script: kp_put, on @user_function:1.\r\n"[..],
+            b"-ERR ACL failure in script: No permissions to access a key script: kp_put, on \
+              @user_function:1.\r\n",
+        ] {
+            let err = reply_error(resp);
+            assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err:?}");
+        }
     }
 
     #[test]

@@ -2,8 +2,8 @@
 -- other write waits (`batch.lua` takes the puts that queue). ARGV after the two shared ones:
 -- key, value, lease id ('0' for none), '1' to return the previous entry, and the value's
 -- digest. Checks the lease, then writes the value first (`checked_set`, as a run's put does),
--- where Redis checks the permission and the type; what another program did to the key is reconciled
--- first, at a revision of its own (`absorb`). The revision comes from one INCR of the
+-- where Redis checks the permission and the type; what another program did to the key is
+-- reconciled first, at a revision of its own (`absorb`). The revision comes from one INCR of the
 -- counter, where a run reads and sets it. Returns
 -- { revision, { previous value, previous meta } or false }.
 local key, value, lease, hash = ARGV[3], ARGV[4], ARGV[5], ARGV[7]
