@@ -11,14 +11,17 @@ const OUTSIDE: &str = "tests/outside";
 
 /// Builds and tests or runs every crate under `tests/outside/`. Each starts from the
 /// workspace's `Cargo.lock` (cargo keeps the versions the workspace is tested with and drops the
-/// rest), and all share one target directory of their own, apart from the workspace's build.
+/// rest). They build into the workspace's target directory: each declares the workspace's
+/// `dev` profile, so the dependencies they resolve as the workspace does are the workspace's own
+/// builds, and only what resolves differently (the library's crates with other features) is
+/// built again.
 pub(crate) fn run_all(cargo: impl Fn() -> Command) -> Result<(), String> {
     let root = workspace_root();
     let crates = crates(&root.join(OUTSIDE))?;
     if crates.is_empty() {
         return Err(format!("no crate found under {OUTSIDE}"));
     }
-    let target = root.join("target").join("outside");
+    let target = root.join("target");
     for dir in crates {
         let name = dir
             .file_name()
