@@ -11,10 +11,10 @@ const OUTSIDE: &str = "tests/outside";
 
 /// Builds and tests or runs every crate under `tests/outside/`. Each starts from the
 /// workspace's `Cargo.lock` (cargo keeps the versions the workspace is tested with and drops the
-/// rest). They build into the workspace's target directory: each declares the workspace's
-/// `dev` profile, so the dependencies they resolve as the workspace does are the workspace's own
-/// builds, and only what resolves differently (the library's crates with other features) is
-/// built again.
+/// rest). They build into the workspace's target directory with its profiles (which
+/// `.cargo/config.toml` sets for every build in the repository), so the dependencies they
+/// resolve as the workspace does are the workspace's own builds, and only what resolves
+/// differently (the library's crates with other features) is built again.
 pub(crate) fn run_all(cargo: impl Fn() -> Command) -> Result<(), String> {
     let root = workspace_root();
     let crates = crates(&root.join(OUTSIDE))?;
