@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use keyplane_tests::harness::{redis_commands, shared_redis};
+use keyplane_tests::harness::{redis_commands, redis_connection, shared_redis};
 
 #[tokio::test]
 async fn lint_reports_statuses_the_balancer_does_not_know() {
@@ -14,8 +14,7 @@ async fn lint_reports_statuses_the_balancer_does_not_know() {
         return;
     };
     let url = format!("{}/4", server.url());
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut con = redis_connection(url.as_str()).await;
     redis_commands(
         &mut con,
         &[

@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use keyplane_tests::harness::{key_root, redis_commands, shared_etcd, shared_redis};
+use keyplane_tests::harness::{
+    key_root, redis_commands, redis_connection, shared_etcd, shared_redis,
+};
 
 async fn etcd_url() -> Option<String> {
     let server = shared_etcd().await?;
@@ -44,8 +46,7 @@ async fn redis_demo_twice_changes_nothing() {
     demo_twice(&url, true);
     // What `redis-cli --scan` shows of the balancer: exactly the document's keys, with
     // nothing in front of them.
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut con = redis_connection(url.as_str()).await;
     let mut scanned = Vec::new();
     for pattern in ["key:*", "group:*"] {
         scanned.extend(keyplane_tests::harness::redis_scan(&mut con, pattern).await);
@@ -95,8 +96,7 @@ async fn redis_ls_shows_what_other_programs_wrote() {
         return;
     };
     let root = key_root("raw");
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut con = redis_connection(url.as_str()).await;
     let (plain, set) = (format!("{root}plain"), format!("{root}set"));
     let _: () = redis::cmd("SET")
         .arg(&plain)
@@ -128,8 +128,7 @@ async fn redis_migrate_nxc_legacy_from_raw_data() {
     let Some(url) = redis_url(6).await else {
         return;
     };
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut con = redis_connection(url.as_str()).await;
     redis_commands(
         &mut con,
         &[
@@ -202,8 +201,7 @@ async fn redis_lint_finds_planted_defects() {
     };
     ok(&url, &["demo"]);
     ok(&url, &["lint"]);
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut con = redis_connection(url.as_str()).await;
     redis_commands(
         &mut con,
         &[
@@ -384,8 +382,7 @@ async fn redis_cluster_demo_shows_the_grouped_layout() {
     // Each master holds whole groups: every key in its tag's slot, beside its group's keys.
     let mut seen = Vec::new();
     for node in &cluster.node_urls()[..3] {
-        let client = redis::Client::open(node.as_str()).unwrap();
-        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        let mut con = redis_connection(node).await;
         seen.extend(keyplane_tests::harness::redis_scan(&mut con, "*").await);
     }
     for expected in [

@@ -37,6 +37,7 @@ mod modules;
 mod names;
 mod outside;
 mod step;
+mod testrun;
 
 use step::run;
 
@@ -180,13 +181,22 @@ fn test(args: &[String]) -> Result<(), String> {
     )?;
     names::run(cargo(&protoc), &workspace_root().join("target"))?;
     advisories::run(cargo(&protoc))?;
-    run(
-        "cargo test",
-        cargo(&protoc)
-            .args(["test", "--workspace"])
-            .args(args)
-            .env("KV_REQUIRE_SERVERS", "1"),
-    )?;
+    if args.is_empty() {
+        testrun::run(
+            || cargo(&protoc),
+            &[("KV_REQUIRE_SERVERS", "1")],
+            &workspace_root().join("target/xtask-tests"),
+        )?;
+    } else {
+        // A selection of tests (a filter, harness options): cargo runs it as given.
+        run(
+            "cargo test",
+            cargo(&protoc)
+                .args(["test", "--workspace"])
+                .args(args)
+                .env("KV_REQUIRE_SERVERS", "1"),
+        )?;
+    }
     for (example, features) in EXAMPLES {
         run(
             &format!("example {example}"),

@@ -1,7 +1,7 @@
 //! Store URLs on the shared test servers, and a `kvctl` running in the background (a lease
 //! keep-alive, a lock holder, an election, a watch), its stdout lines on a channel.
 
-use keyplane_tests::harness::{key_root, shared_etcd, shared_redis};
+use keyplane_tests::harness::{key_root, redis_connection, shared_etcd, shared_redis};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -20,8 +20,7 @@ pub async fn etcd_url(what: &str) -> Option<String> {
 pub async fn redis_url(database: u8) -> Option<String> {
     let server = shared_redis().await?;
     let url = format!("{}/{database}", server.url());
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut con = redis_connection(url.as_str()).await;
     let _: () = redis::cmd("FLUSHDB").query_async(&mut con).await.unwrap();
     Some(url)
 }

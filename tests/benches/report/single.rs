@@ -227,6 +227,9 @@ async fn redis_ops(
     let at_most = |name: &str, pair: Pair, target: f64| {
         Measure::paired(format!("redis {name}"), pair, "µs", Goal::AtMost(target)).note(runtime)
     };
+    let info = |name: &str, pair: Pair| {
+        Measure::paired(format!("redis {name}"), pair, "µs", Goal::Info).note(runtime)
+    };
     let raw_get = async |k: String| {
         let v: Vec<u8> = redis::cmd("GET")
             .arg(k)
@@ -234,6 +237,18 @@ async fn redis_ops(
             .await
             .unwrap();
         assert!(!v.is_empty());
+    };
+    let raw_two_reads = async |k: String| {
+        let (meta, value): (Vec<u8>, Vec<u8>) = redis::pipe()
+            .cmd("HGET")
+            .arg("__kv:meta")
+            .arg(&k)
+            .cmd("GET")
+            .arg(&k)
+            .query_async(&mut con.clone())
+            .await
+            .unwrap();
+        assert!(!meta.is_empty() && !value.is_empty());
     };
     let raw_set = async |k: String| raw_set(con, k).await;
     let put = async |k: String| {
@@ -261,6 +276,30 @@ async fn redis_ops(
     )
     .await;
     out.push(at_most("get vs GET (one hot key)", hot, 1.1));
+    // The floor of a get in this data model: its two reads (the metadata's `HGET` and the
+    // value's `GET`) sent raw in one pipeline, with no decoding and no check.
+    let two_reads = paired_us(
+        budget,
+        async |i| {
+            store.get(spread(i).as_bytes()).await.unwrap().unwrap();
+        },
+        async |i| raw_two_reads(spread(i)).await,
+    )
+    .await;
+    out.push(info(
+        "get vs its two reads raw (HGET + GET pipeline, 10,000 keys)",
+        two_reads,
+    ));
+    let floor_vs_get = paired_us(
+        budget,
+        async |i| raw_two_reads(spread(i)).await,
+        async |i| raw_get(spread(i)).await,
+    )
+    .await;
+    out.push(info(
+        "raw HGET + GET pipeline (a get's two reads) vs raw GET (10,000 keys)",
+        floor_vs_get,
+    ));
     let overwrite = paired_us(
         budget,
         async |i| put(format!("bench/put/ours/{}", i % 1000)).await,
@@ -281,15 +320,25 @@ async fn redis_ops(
         },
     )
     .await;
-    out.push(
-        Measure::paired(
-            "redis put vs the no-Lua floor (overwrites, 1,000 keys)",
-            floor,
-            "µs",
-            Goal::Info,
-        )
-        .note(runtime),
-    );
+    out.push(info(
+        "put vs the no-Lua floor (overwrites, 1,000 keys)",
+        floor,
+    ));
+    // The floor against `SET`: what the data model's four writes cost a lone put by
+    // themselves.
+    let floor_vs_set = paired_us(
+        budget,
+        async |i| {
+            let key = format!("bench/put/floor-set/{runtime}/{}", i % 1000);
+            crate::floor::put(con, &key, &VALUE, i < 1000).await;
+        },
+        async |i| raw_set(format!("bench/put/raw/{}", i % 1000)).await,
+    )
+    .await;
+    out.push(info(
+        "no-Lua put floor vs SET (overwrites, 1,000 keys)",
+        floor_vs_set,
+    ));
     let fresh = paired_us(
         budget,
         async |i| put(format!("bench/new/ours/{runtime}/{i}")).await,
@@ -316,15 +365,7 @@ async fn redis_ops(
         },
     )
     .await;
-    out.push(
-        Measure::paired(
-            "redis txn of 10 puts vs the no-Lua floor",
-            txn_floor,
-            "µs",
-            Goal::Info,
-        )
-        .note(runtime),
-    );
+    out.push(info("txn of 10 puts vs the no-Lua floor", txn_floor));
     let range = paired_us(
         budget,
         async |_| range_100(store).await,
@@ -343,15 +384,7 @@ async fn redis_ops(
         },
     )
     .await;
-    out.push(
-        Measure::paired(
-            "redis range of 100 keys vs SCAN MATCH + MGET",
-            range,
-            "µs",
-            Goal::Info,
-        )
-        .note(runtime),
-    );
+    out.push(info("range of 100 keys vs SCAN MATCH + MGET", range));
     out
 }
 

@@ -328,14 +328,19 @@ pub async fn write_layout_before_buckets(
 }
 
 /// A raw redis-rs connection to `url` (a harness server, any database): the client of
-/// "another program" in foreign-writer tests.
+/// "another program" in foreign-writer tests. Like `redis-cli`, it waits for a reply as long
+/// as the server takes (30 s at most), rather than redis-rs's default of half a second: a
+/// large reply (`SLOWLOG GET` of every command) on a loaded machine is no failure.
 ///
 /// # Panics
 /// When the server cannot be reached.
 pub async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(30)))
+        .set_response_timeout(Some(Duration::from_secs(30)));
     redis::Client::open(url)
         .expect("a Redis URL")
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .expect("connect a raw Redis client")
 }
