@@ -6,6 +6,8 @@
 //! - `test`: the module graph (`modules --check`), formatting, lints and every test against
 //!   real `etcd`, `redis-server` and a headless Chromium, then the crates outside the
 //!   workspace (the long runs, `chaos` and `bench`, have commands of their own);
+//! - `examples`: the examples of `kv/examples/`, each run as a user runs it (also part of
+//!   `test`);
 //! - `outside`: the crates of `tests/outside/`, each built as a user's crate outside the
 //!   workspace, with only the library (or `kvctl`'s) as a dependency, then run, or tested
 //!   when it has tests (also part of `test`);
@@ -51,6 +53,7 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
   test         modules --check, cargo fmt --check, clippy -D warnings, cargo doc, names, the
                default graph's advisories, every test against real servers and a headless Chromium, and the crates outside the
                workspace (chaos and bench are commands of their own)
+  examples     run the examples of kv/examples/ (part of test)
   outside      build the crates of tests/outside/, each a user's crate outside the
                workspace, and run them (or their tests) (part of test)
   bench [--quick] [--only WORD]
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Some("test") => test(&rest),
         Some("bench") => bench(&rest),
         Some("outside") => install::protoc().and_then(|protoc| outside::run_all(|| cargo(&protoc))),
+        Some("examples") => install::protoc().and_then(|protoc| examples(&protoc)),
         Some("chaos") => chaos(&rest),
         Some("names") => install::protoc()
             .and_then(|protoc| names::run(cargo(&protoc), &workspace_root().join("target"))),
@@ -182,11 +186,23 @@ fn test(args: &[String]) -> Result<(), String> {
     names::run(cargo(&protoc), &workspace_root().join("target"))?;
     advisories::run(cargo(&protoc))?;
     if args.is_empty() {
+        // The examples and the outside crates mostly compile: they run as two more jobs
+        // beside the test binaries, which mostly wait.
+        let me =
+            std::env::current_exe().map_err(|e| format!("cannot find xtask's own binary: {e}"))?;
+        let mut examples = Command::new(&me);
+        examples.arg("examples");
+        let mut outside = Command::new(&me);
+        outside.arg("outside");
         testrun::run(
             || cargo(&protoc),
             &[("KV_REQUIRE_SERVERS", "1")],
             &workspace_root().join("target/xtask-tests"),
-        )?;
+            vec![
+                ("examples".to_string(), examples),
+                ("outside crates".to_string(), outside),
+            ],
+        )
     } else {
         // A selection of tests (a filter, harness options): cargo runs it as given.
         run(
@@ -196,16 +212,23 @@ fn test(args: &[String]) -> Result<(), String> {
                 .args(args)
                 .env("KV_REQUIRE_SERVERS", "1"),
         )?;
+        examples(&protoc)?;
+        outside::run_all(|| cargo(&protoc))
     }
+}
+
+/// Runs every example of `kv/examples/`, as a user runs it (`-p keyplane`, the features it
+/// names).
+fn examples(protoc: &Option<String>) -> Result<(), String> {
     for (example, features) in EXAMPLES {
         run(
             &format!("example {example}"),
-            cargo(&protoc)
+            cargo(protoc)
                 .args(["run", "--quiet", "-p", "keyplane", "--example", example])
                 .args(features.map(|f| ["--features", f]).into_iter().flatten()),
         )?;
     }
-    outside::run_all(|| cargo(&protoc))
+    Ok(())
 }
 
 /// The examples of `kv/examples/`, each with the feature it needs.

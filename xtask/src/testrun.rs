@@ -1,6 +1,7 @@
 //! Running the workspace's tests: every test target is built by one `cargo test --no-run`,
 //! then the test binaries run several at a time, each as `cargo test` runs it (from its
-//! package's directory, with cargo's package variables), and the doc tests beside them.
+//! package's directory, with cargo's package variables), and the doc tests, the examples and
+//! the outside crates beside them.
 //!
 //! Most of a binary's time is spent waiting: for a server to start, for Sentinel to fail
 //! over, for a watch's event. One binary at a time left the two cores idle for two thirds of
@@ -19,15 +20,19 @@ const JOBS: usize = 3;
 
 /// The binaries that take longest, started first so that none of them ends the run alone
 /// (measured on a 2-core machine; any binary not listed starts after these, in cargo's order).
-const SLOW_FIRST: [&str; 8] = [
+const SLOW_FIRST: [&str; 12] = [
     "derive_compile_fail",
     "redis_limits",
-    "redis_sentinel",
     "redb_conformance",
     "etcd_conformance",
     "layered_conformance",
+    "redis_sentinel",
     "redis_cluster",
+    "limits",
     "partitions",
+    "keyplane_core",
+    "redis_conformance",
+    "sled_conformance",
 ];
 
 /// One test binary to run.
@@ -57,10 +62,13 @@ struct Done {
 ///
 /// Each job's output goes to a file of `logs` rather than a pipe: a program a test leaves
 /// running would hold a pipe open, and the job would never be seen to end.
+/// `more` are further jobs, started right after the doc tests (`cargo xtask examples` and
+/// `outside`, which mostly compile while the binaries mostly wait).
 pub(crate) fn run(
     cargo: impl Fn() -> Command,
     env: &[(&str, &str)],
     logs: &Path,
+    more: Vec<(String, Command)>,
 ) -> Result<(), String> {
     eprintln!("xtask: cargo test --no-run");
     let started = Instant::now();
@@ -84,14 +92,16 @@ pub(crate) fn run(
             .position(|s| *s == b.name)
             .unwrap_or(SLOW_FIRST.len())
     });
+    let queue_more = more.len();
     let jobs = std::env::var("XTASK_TEST_JOBS")
         .ok()
         .and_then(|j| j.parse().ok())
         .filter(|&j: &usize| j > 0)
         .unwrap_or(JOBS);
     eprintln!(
-        "xtask: {} test binaries and the doc tests, {jobs} at a time",
-        binaries.len()
+        "xtask: {} test binaries, the doc tests and {} more jobs, {jobs} at a time",
+        binaries.len(),
+        queue_more
     );
     let mut queue: VecDeque<(String, Command)> = VecDeque::new();
     for b in &binaries {
@@ -110,7 +120,10 @@ pub(crate) fn run(
     let mut doc = cargo();
     doc.args(["test", "--workspace", "--doc"])
         .envs(env.iter().copied());
-    // The doc tests compile as they go: they start with the slow binaries.
+    // The other jobs compile as they go: they start with the slow binaries.
+    for job in more.into_iter().rev() {
+        queue.push_front(job);
+    }
     queue.push_front(("doc tests".to_string(), doc));
     let total = queue.len();
     std::fs::create_dir_all(logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
@@ -170,9 +183,12 @@ fn run_queue(
         let secs = done.elapsed.as_secs_f64();
         match &done.result {
             Ok((status, out)) if status.success() => {
-                let passed = summary(out);
+                let passed = match summary(out) {
+                    0 => String::new(),
+                    n => format!(", {n} passed"),
+                };
                 eprintln!(
-                    "xtask: [{}/{total}] {}: ok, {passed} passed ({secs:.1} s)",
+                    "xtask: [{}/{total}] {}: ok{passed} ({secs:.1} s)",
                     n + 1,
                     done.label
                 );
