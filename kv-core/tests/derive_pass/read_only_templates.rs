@@ -13,7 +13,7 @@ struct LegacyTenantDir {
     id: u64,
 }
 
-fn main() {
+pub fn check() {
     assert_eq!(LegacyMetaKey { id: 1 }.encode(), "jxt//tenants/1/meta");
     assert_eq!(LegacyTenantDir { id: 1 }.encode(), "jxt//tenants/1/");
     assert!(<LegacyMetaKey as Key>::template().is_read_only());

@@ -72,11 +72,26 @@ enum Schema {
     Under(UnderKey),
 }
 
-fn main() {
+pub fn check() {
     let key = TenantDatabaseKey {
         id: 1,
         service: Code::new("pg").unwrap(),
     };
     assert!(TenantDir { id: 1 }.contains(&key.encode()));
     assert_eq!(Schema::parse("a/1/c"), Ok(Schema::Under(UnderKey { x: 1 })));
+    // Each seed key reads back from its layout and writes the same bytes.
+    let status = InstanceStatusKey::parse("/registry/g/s/10.0.0.1:80/status").unwrap();
+    assert_eq!((status.ip, status.port), (Ipv4Addr::new(10, 0, 0, 1), 80));
+    assert_eq!(status.encode(), "/registry/g/s/10.0.0.1:80/status");
+    let config = InstanceConfigKey::parse("/registry/g/s/[::1]:80/config").unwrap();
+    assert_eq!(config.encode(), "/registry/g/s/[::1]:80/config");
+    let map = MapKey::parse("nxc:map:{r}:p").unwrap();
+    assert_eq!(map.encode(), "nxc:map:{r}:p");
+    let default = DefaultKey::parse("nxc:r:p:default").unwrap();
+    assert_eq!(default.encode(), "nxc:r:p:default");
+    assert_eq!(BracesKey { n: 2 }.encode(), "cfg/{literal}/v2.json");
+    assert_eq!(
+        BracesKey::parse("cfg/{literal}/v2.json"),
+        Ok(BracesKey { n: 2 })
+    );
 }
