@@ -409,20 +409,8 @@ fn metadata_floor(budget: Budget, report: &mut Report, server: &RedisServer) {
             budget,
             64,
             Arc::new(move |t: usize, i: u64| {
-                let mut con = pair_con.clone();
-                async move {
-                    let k = spread(t as u64 * 1_000_003 + i);
-                    let (meta, value): (Vec<u8>, Vec<u8>) = redis::pipe()
-                        .cmd("HGET")
-                        .arg("__kv:meta")
-                        .arg(&k)
-                        .cmd("GET")
-                        .arg(&k)
-                        .query_async(&mut con)
-                        .await
-                        .unwrap();
-                    assert!(!meta.is_empty() && !value.is_empty());
-                }
+                let con = pair_con.clone();
+                async move { crate::floor::get(con, &spread(t as u64 * 1_000_003 + i)).await }
             }),
             Arc::new(move |t: usize, i: u64| {
                 let mut con = con.clone();

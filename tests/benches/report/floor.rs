@@ -22,6 +22,22 @@ const PREFIX: &str = "__floor:";
 /// The log's retention, as the store's default.
 const RETENTION: u64 = 10_000;
 
+/// A get's two reads at the floor: the metadata's `HGET` and the value's `GET` of `key`, raw
+/// in one pipeline on `con` (a clone, as each raw call takes), with no decoding and no check
+/// (the key must hold both).
+pub async fn get(mut con: MultiplexedConnection, key: &str) {
+    let (meta, value): (Vec<u8>, Vec<u8>) = redis::pipe()
+        .cmd("HGET")
+        .arg("__kv:meta")
+        .arg(key)
+        .cmd("GET")
+        .arg(key)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(!meta.is_empty() && !value.is_empty());
+}
+
 /// One put of `key` at the floor: `created` when the key is new (the index is written only
 /// then, as the store does).
 pub async fn put(con: &MultiplexedConnection, key: &str, value: &[u8], created: bool) {

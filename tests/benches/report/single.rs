@@ -238,18 +238,6 @@ async fn redis_ops(
             .unwrap();
         assert!(!v.is_empty());
     };
-    let raw_two_reads = async |k: String| {
-        let (meta, value): (Vec<u8>, Vec<u8>) = redis::pipe()
-            .cmd("HGET")
-            .arg("__kv:meta")
-            .arg(&k)
-            .cmd("GET")
-            .arg(&k)
-            .query_async(&mut con.clone())
-            .await
-            .unwrap();
-        assert!(!meta.is_empty() && !value.is_empty());
-    };
     let raw_set = async |k: String| raw_set(con, k).await;
     let put = async |k: String| {
         store
@@ -283,7 +271,7 @@ async fn redis_ops(
         async |i| {
             store.get(spread(i).as_bytes()).await.unwrap().unwrap();
         },
-        async |i| raw_two_reads(spread(i)).await,
+        async |i| crate::floor::get(con.clone(), &spread(i)).await,
     )
     .await;
     out.push(info(
@@ -292,7 +280,7 @@ async fn redis_ops(
     ));
     let floor_vs_get = paired_us(
         budget,
-        async |i| raw_two_reads(spread(i)).await,
+        async |i| crate::floor::get(con.clone(), &spread(i)).await,
         async |i| raw_get(spread(i)).await,
     )
     .await;
