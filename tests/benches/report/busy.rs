@@ -6,7 +6,7 @@
 //! writers would, so that the reader's runtime is not queued behind them; the machine's two
 //! cores are still shared by both, and by the server.
 
-use crate::measure::{Budget, Goal, Measure, Report, median, multi_thread};
+use crate::measure::{Budget, Goal, MIN_ROUNDS, Measure, Pair, Report, median, multi_thread};
 use crate::single::VALUE;
 use keyplane_core::recipes::BulkLoader;
 use keyplane_core::{PutOptions, RangeOptions, Store};
@@ -59,28 +59,38 @@ async fn measure(
         .load((0..KEYS).map(|i| (format!("{DIRECTORY}{i:04}").into_bytes(), VALUE.to_vec())))
         .await
         .expect("bulk load");
-    let idle = page_two(budget, store.as_ref()).await;
-    let writers = Writers::start(&store);
-    let busy = page_two(budget, store.as_ref()).await;
-    let rate = writers.stop().await;
+    // Rounds alternate the idle store and the busy one (the writers started for the round
+    // and stopped after it); each side's figure in a round is the median of its reads.
+    let rounds = if budget.quick { MIN_ROUNDS } else { 9 };
+    let (mut idle, mut busy, mut rates) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            idle.push(page_two(budget, store.as_ref()).await);
+        }
+        let writers = Writers::start(&store).await;
+        busy.push(page_two(budget, store.as_ref()).await);
+        rates.push(writers.stop().await);
+        if round % 2 == 1 {
+            idle.push(page_two(budget, store.as_ref()).await);
+        }
+    }
     report.add(
-        Measure::new(
+        Measure::paired(
             format!("{backend} page 2 of a 1,000-key listing: 8 tasks writing elsewhere vs idle"),
-            busy,
-            idle,
+            Pair::of(busy, idle),
             "µs",
             goal,
         )
-        .note(format!("{rate:.0} writes/s meanwhile")),
+        .note(format!("{:.0} writes/s meanwhile", median(rates))),
     );
 }
 
-/// Median microseconds of page 2, each round reading page 1 again (a new revision on the busy
-/// store) and timing the page after it.
+/// Median microseconds of page 2 over 9 reads, each reading page 1 again (a new revision on
+/// the busy store) and timing the page after it.
 async fn page_two(budget: Budget, store: &dyn Store) -> f64 {
-    let rounds = if budget.quick { 15 } else { 41 };
-    let mut times = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
+    let reads = if budget.quick { 5 } else { 9 };
+    let mut times = Vec::with_capacity(reads);
+    for _ in 0..reads {
         let first = store
             .range(RangeOptions::prefix(DIRECTORY).limit(PAGE))
             .await
@@ -108,7 +118,8 @@ struct Writers {
 }
 
 impl Writers {
-    fn start(store: &Arc<dyn Store>) -> Writers {
+    /// Starts the writers and returns once each has written.
+    async fn start(store: &Arc<dyn Store>) -> Writers {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -116,9 +127,11 @@ impl Writers {
             .expect("writers' runtime");
         let stop = Arc::new(AtomicBool::new(false));
         let written = Arc::new(AtomicU64::new(0));
+        let running = Arc::new(tokio::sync::Barrier::new(WRITERS as usize + 1));
         let tasks = (0..WRITERS)
             .map(|w| {
                 let (store, stop, written) = (store.clone(), stop.clone(), written.clone());
+                let running = running.clone();
                 runtime.spawn(async move {
                     let mut i = 0u64;
                     while !stop.load(Ordering::Relaxed) {
@@ -129,11 +142,15 @@ impl Writers {
                             .expect("a writer's put");
                         written.fetch_add(1, Ordering::Relaxed);
                         i += 1;
+                        if i == 1 {
+                            running.wait().await;
+                        }
                         tokio::task::yield_now().await;
                     }
                 })
             })
             .collect();
+        running.wait().await;
         Writers {
             runtime,
             stop,

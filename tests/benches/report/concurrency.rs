@@ -308,6 +308,7 @@ pub fn redis(budget: Budget, report: &mut Report) {
     });
     balancer(budget, report, server);
     metadata_floor(budget, report, server);
+    cas_floor(budget, report, server);
 }
 
 pub fn etcd(budget: Budget, report: &mut Report) {
@@ -429,6 +430,48 @@ fn metadata_floor(budget: Budget, report: &mut Report, server: &RedisServer) {
         vec![
             Measure::paired(
                 "redis raw HGET + GET pipeline (a get's two reads) vs raw GET, 64 tasks",
+                pair,
+                "ops/s",
+                Goal::Info,
+            )
+            .note(runtime),
+        ]
+    });
+}
+
+/// The store's 2-key compare-and-set against the floor's ([`crate::floor::cas`]: `WATCH` and
+/// `GET`, then the puts' commands in one `MULTI`/`EXEC`, each task on a connection of its
+/// own), 64 tasks, the worse of both runtimes.
+fn cas_floor(budget: Budget, report: &mut Report, server: &RedisServer) {
+    on_both_runtimes(report, |runtime| async move {
+        let store = Arc::new(OursStore(redis_store(server).await));
+        seed_cas(&store.0).await;
+        let mut cons = Vec::new();
+        for t in 0..64 {
+            let con = redis_connection(&server.url()).await;
+            let (a, b) = cas_keys("floor", t);
+            let () = redis::cmd("MSET")
+                .arg(&[a.as_str(), "0", b.as_str(), "0"][..])
+                .query_async(&mut con.clone())
+                .await
+                .unwrap();
+            cons.push(con);
+        }
+        let (cons, expected) = (Arc::new(cons), expectations());
+        let floor = Arc::new(move |t: usize, i: u64| {
+            let (cons, expected) = (cons.clone(), expected.clone());
+            async move {
+                let (a, b) = cas_keys("floor", t);
+                let want = expected[t].lock().unwrap().clone();
+                let new = format!("{t}-{i}");
+                let after = crate::floor::cas(&cons[t], (&a, &b), &want, new.as_bytes()).await;
+                *expected[t].lock().unwrap() = after;
+            }
+        });
+        let pair = paired_throughput(budget, 64, task_op(store, "cas"), floor).await;
+        vec![
+            Measure::paired(
+                "redis 2-key CAS throughput vs the no-Lua floor, 64 tasks",
                 pair,
                 "ops/s",
                 Goal::Info,

@@ -129,3 +129,35 @@ pub async fn write(con: &MultiplexedConnection, puts: &[(&str, bool)], value: &[
         .ignore();
     let () = pipe.query_async(&mut con.clone()).await.unwrap();
 }
+
+/// A 2-key compare-and-set at the floor, the way a client without scripts makes one: `WATCH`
+/// of the compared key `a` and its `GET` in one pipeline; when it holds `want`, both puts of
+/// `new` in one `MULTI`/`EXEC` ([`write`], which Redis would refuse had `a` changed since the
+/// `WATCH`; the report's tasks each compare keys of their own, so none does); otherwise an
+/// `UNWATCH`. `con` is the calling task's own connection, as a watch belongs to a connection.
+/// Returns what `a` holds after: `new`, or the value that failed the compare.
+pub async fn cas(
+    con: &MultiplexedConnection,
+    (a, b): (&str, &str),
+    want: &[u8],
+    new: &[u8],
+) -> Vec<u8> {
+    let ((), current): ((), Option<Vec<u8>>) = redis::pipe()
+        .cmd("WATCH")
+        .arg(a)
+        .cmd("GET")
+        .arg(a)
+        .query_async(&mut con.clone())
+        .await
+        .unwrap();
+    let current = current.unwrap_or_default();
+    if current != want {
+        let () = redis::cmd("UNWATCH")
+            .query_async(&mut con.clone())
+            .await
+            .unwrap();
+        return current;
+    }
+    write(con, &[(a, false), (b, false)], new).await;
+    new.to_vec()
+}

@@ -35,6 +35,7 @@ mod redb_scale;
 mod redb_writes;
 mod scale;
 mod single;
+mod sled_scale;
 mod sled_writes;
 
 use measure::{Budget, Report};

@@ -3,7 +3,7 @@
 //! a hash lookup of the encoded key costs), each on 1,000 keys drawn across the range, one
 //! untimed pass then 20 timed ones, median of the rounds.
 
-use crate::measure::{Budget, Goal, Measure, Report, multi_thread};
+use crate::measure::{Budget, Goal, MIN_ROUNDS, Measure, Pair, Report, multi_thread};
 use keyplane_core::Store;
 use keyplane_core::keyspace::{Key, TypedStore};
 use keyplane_core::recipes::BulkLoader;
@@ -34,9 +34,20 @@ fn per_call(n: usize, mut f: impl FnMut(usize) -> bool) -> f64 {
     started.elapsed().as_nanos() as f64 / (20 * n) as f64
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
+/// Takes one sample of ours and one of the floor, ours first when `ours_first`, so that
+/// neither side always runs on the caches the other left.
+fn in_turn(
+    ours_first: bool,
+    (ours, floor): (&mut Vec<f64>, &mut Vec<f64>),
+    [take_ours, take_floor]: [&mut dyn FnMut() -> f64; 2],
+) {
+    if ours_first {
+        ours.push(take_ours());
+        floor.push(take_floor());
+    } else {
+        floor.push(take_floor());
+        ours.push(take_ours());
+    }
 }
 
 pub fn run(budget: Budget, report: &mut Report) {
@@ -68,7 +79,7 @@ pub fn run(budget: Budget, report: &mut Report) {
     let floor: HashMap<Vec<u8>, String> = (0..KEYS)
         .map(|id| (key(id).encode().into_bytes(), format!("v{id}")))
         .collect();
-    let rounds = if budget.quick { 3 } else { 9 };
+    let rounds = if budget.quick { MIN_ROUNDS } else { 9 };
     let (mut typed, mut raw, mut index) = (Vec::new(), Vec::new(), Vec::new());
     let (mut floor_typed, mut floor_raw, mut floor_index) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds as u64 {
@@ -78,16 +89,28 @@ pub fn run(budget: Budget, report: &mut Report) {
         let keys: Vec<ItemKey> = ids.iter().map(|&id| key(id)).collect();
         let raws: Vec<Vec<u8>> = keys.iter().map(|k| k.encode().into_bytes()).collect();
         let view = mirror.snapshot();
-        typed.push(per_call(keys.len(), |i| view.get(&keys[i]).is_some()));
-        floor_typed.push(per_call(keys.len(), |i| {
-            floor.contains_key(keys[i].encode().as_bytes())
-        }));
-        raw.push(per_call(raws.len(), |i| view.get_raw(&raws[i]).is_some()));
-        floor_raw.push(per_call(raws.len(), |i| floor.contains_key(&raws[i])));
+        let first = round % 2 == 0;
+        in_turn(
+            first,
+            (&mut typed, &mut floor_typed),
+            [
+                &mut || per_call(keys.len(), |i| view.get(&keys[i]).is_some()),
+                &mut || {
+                    per_call(keys.len(), |i| {
+                        floor.contains_key(keys[i].encode().as_bytes())
+                    })
+                },
+            ],
+        );
+        in_turn(
+            first,
+            (&mut raw, &mut floor_raw),
+            [
+                &mut || per_call(raws.len(), |i| view.get_raw(&raws[i]).is_some()),
+                &mut || per_call(raws.len(), |i| floor.contains_key(&raws[i])),
+            ],
+        );
         let buckets: Vec<String> = ids.iter().map(|id| (id / PER_BUCKET).to_string()).collect();
-        index.push(per_call(buckets.len(), |i| {
-            view.lookup("bucket", &buckets[i]).count() == PER_BUCKET as usize
-        }));
         let bucket_raws: Vec<Vec<Vec<u8>>> = ids
             .iter()
             .map(|id| {
@@ -97,36 +120,46 @@ pub fn run(budget: Budget, report: &mut Report) {
                     .collect()
             })
             .collect();
-        floor_index.push(per_call(bucket_raws.len(), |i| {
-            bucket_raws[i].iter().all(|raw| floor.contains_key(raw))
-        }));
+        in_turn(
+            first,
+            (&mut index, &mut floor_index),
+            [
+                &mut || {
+                    per_call(buckets.len(), |i| {
+                        view.lookup("bucket", &buckets[i]).count() == PER_BUCKET as usize
+                    })
+                },
+                &mut || {
+                    per_call(bucket_raws.len(), |i| {
+                        bucket_raws[i].iter().all(|raw| floor.contains_key(raw))
+                    })
+                },
+            ],
+        );
     }
     let note = "100,000 keys; raw: a HashMap<Vec<u8>, String> of the same encoded keys";
     report.add(
-        Measure::new(
+        Measure::paired(
             "Mirror typed get (100,000 keys) vs HashMap get of the encoded key",
-            median(typed),
-            median(floor_typed),
+            Pair::of(typed, floor_typed),
             "ns",
             Goal::Within(100.0),
         )
         .note(note),
     );
     report.add(
-        Measure::new(
+        Measure::paired(
             "Mirror get_raw (100,000 keys) vs HashMap get",
-            median(raw),
-            median(floor_raw),
+            Pair::of(raw, floor_raw),
             "ns",
             Goal::Within(60.0),
         )
         .note(note),
     );
     report.add(
-        Measure::new(
+        Measure::paired(
             "Mirror index lookup of 10 keys vs 10 HashMap gets",
-            median(index),
-            median(floor_index),
+            Pair::of(index, floor_index),
             "ns",
             Goal::Info,
         )

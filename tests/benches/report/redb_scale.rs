@@ -4,9 +4,13 @@
 //! inserts, each durable; a range over the table), and the file's bytes per key against raw
 //! redb's.
 
-use crate::measure::{Budget, Goal, Measure, Report};
-use crate::scale::{LARGE, RETENTION, SMALL, export, key, load, report_bulk, report_sizes, sizes};
+use crate::measure::{Budget, Goal, Measure, Pair, Report};
+use crate::scale::{
+    LARGE, RETENTION, RawLoad, SMALL, exports, key, load, load_large, report_bulk, report_sizes,
+    sizes,
+};
 use crate::single::VALUE;
+use futures::FutureExt;
 use keyplane_core::Store;
 use keyplane_redb::{RedbConfig, RedbStore};
 use redb::{ReadableDatabase, TableDefinition};
@@ -29,14 +33,6 @@ pub async fn run(budget: Budget, report: &mut Report) {
     };
     let large_file = b.path().join("store.redb");
     let small = load(open(a.path().join("store.redb")).await, SMALL).await;
-    let large_store = load(open(large_file.clone()).await, LARGE).await;
-    let (small, large) = sizes(budget, &small, &large_store).await;
-    report_sizes(report, "redb", &small, &large);
-    let ours_export = export(large_store.store.as_ref(), LARGE).await;
-    // Closed, so that the file holds all it will.
-    drop(large_store);
-    let ours_bytes = file_bytes(&large_file) / LARGE as f64;
-
     // Raw: write transactions of 4,096 inserts, each durable like the store's default.
     let raw_dir = tempfile::tempdir().unwrap();
     let raw_file = raw_dir.path().join("raw.redb");
@@ -44,36 +40,49 @@ pub async fn run(budget: Budget, report: &mut Report) {
         .set_cache_size(RedbConfig::DEFAULT_CACHE_SIZE as usize)
         .create(&raw_file)
         .unwrap();
-    let started = Instant::now();
-    for chunk in (0..LARGE).collect::<Vec<_>>().chunks(4096) {
-        let txn = raw.begin_write().unwrap();
-        {
-            let mut kv = txn.open_table(KV).unwrap();
-            for &i in chunk {
-                kv.insert(key(i).as_bytes(), &VALUE[..]).unwrap();
+    let raw_load: RawLoad<'_> = Box::new(|keys| {
+        let raw = &raw;
+        async move {
+            for chunk in keys.collect::<Vec<_>>().chunks(4096) {
+                let txn = raw.begin_write().unwrap();
+                {
+                    let mut kv = txn.open_table(KV).unwrap();
+                    for &i in chunk {
+                        kv.insert(key(i).as_bytes(), &VALUE[..]).unwrap();
+                    }
+                }
+                txn.commit().unwrap();
             }
         }
-        txn.commit().unwrap();
-    }
-    let raw_load = LARGE as f64 / started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    let txn = raw.begin_read().unwrap();
-    let kv = txn.open_table(KV).unwrap();
-    let mut n = 0u64;
-    for item in kv.range(&b"bench/k/"[..]..&b"bench/k0"[..]).unwrap() {
-        let (k, v) = item.unwrap();
-        std::hint::black_box((k.value().to_vec(), v.value().to_vec()));
-        n += 1;
-    }
-    assert_eq!(n, LARGE);
-    let raw_export = LARGE as f64 / started.elapsed().as_secs_f64();
-    drop((kv, txn, raw));
+        .boxed_local()
+    });
+    let (large, raws) = load_large(open(large_file.clone()).await, vec![raw_load]).await;
+    report_sizes(report, "redb", sizes(budget, &small, &large).await);
+    let export = exports(large.store.as_ref(), async || {
+        let started = Instant::now();
+        let txn = raw.begin_read().unwrap();
+        let kv = txn.open_table(KV).unwrap();
+        let mut n = 0u64;
+        for item in kv.range(&b"bench/k/"[..]..&b"bench/k0"[..]).unwrap() {
+            let (k, v) = item.unwrap();
+            std::hint::black_box((k.value().to_vec(), v.value().to_vec()));
+            n += 1;
+        }
+        assert_eq!(n, LARGE);
+        LARGE as f64 / started.elapsed().as_secs_f64()
+    })
+    .await;
+    let load_rates = large.load_rates.clone();
+    // Closed, so that the file holds all it will.
+    drop(large);
+    let ours_bytes = file_bytes(&large_file) / LARGE as f64;
+    drop(raw);
     let raw_bytes = file_bytes(&raw_file) / LARGE as f64;
     report_bulk(
         report,
         "redb",
-        (large.load_keys_per_s, raw_load),
-        (ours_export, raw_export),
+        Pair::of(load_rates, raws.concat()),
+        export,
         "write transactions of 4,096 inserts, each durable",
     );
     report.add(
