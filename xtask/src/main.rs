@@ -38,6 +38,7 @@ mod install;
 mod modules;
 mod names;
 mod outside;
+mod package;
 mod step;
 mod testrun;
 
@@ -66,6 +67,8 @@ const USAGE: &str = "usage: cargo xtask <setup|demo|test|bench|chaos> [args...]
                random concurrent operations under injected faults and network partitions on
                every backend, checked for linearizability, the watch properties and lost
                writes (default: 2 minutes in all)
+  package      package every library crate and check each from its package alone (CI runs
+               it on a clean checkout: cargo package refuses uncommitted changes)
   names        check that the keyplane facade has each public item on one path (part of test)
   modules [--check]
                each crate's import circles between modules, its files over 500 lines of code,
@@ -83,6 +86,9 @@ fn main() -> ExitCode {
         Some("bench") => bench(&rest),
         Some("outside") => install::protoc().and_then(|protoc| outside::run_all(|| cargo(&protoc))),
         Some("examples") => install::protoc().and_then(|protoc| examples(&protoc)),
+        Some("package") => {
+            install::protoc().and_then(|protoc| package::run(|| cargo(&protoc), workspace_root()))
+        }
         Some("chaos") => chaos(&rest),
         Some("names") => install::protoc()
             .and_then(|protoc| names::run(cargo(&protoc), &workspace_root().join("target"))),
