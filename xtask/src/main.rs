@@ -192,20 +192,35 @@ fn test(args: &[String]) -> Result<(), String> {
     names::run(cargo(&protoc), &workspace_root().join("target"))?;
     advisories::run(cargo(&protoc))?;
     if args.is_empty() {
-        // The examples and the outside crates mostly compile: they run as two more jobs
-        // beside the test binaries, which mostly wait.
+        // The examples run from the test build (which makes them with the workspace's
+        // features), and are checked as a user builds them: keyplane's default features, and
+        // `proptest` for the one that needs it. That check and the outside crates mostly
+        // compile: they run as two more jobs beside the test binaries, which mostly wait.
         let me =
             std::env::current_exe().map_err(|e| format!("cannot find xtask's own binary: {e}"))?;
-        let mut examples = Command::new(&me);
-        examples.arg("examples");
+        let mut examples_alone = cargo(&protoc);
+        examples_alone.args([
+            "check",
+            "--quiet",
+            "-p",
+            "keyplane",
+            "--examples",
+            "--features",
+            "proptest",
+        ]);
         let mut outside = Command::new(&me);
         outside.arg("outside");
+        let names: Vec<&str> = EXAMPLES.iter().map(|(name, _)| *name).collect();
         testrun::run(
             || cargo(&protoc),
             &[("KV_REQUIRE_SERVERS", "1")],
             &workspace_root().join("target/xtask-tests"),
+            &names,
             vec![
-                ("examples".to_string(), examples),
+                (
+                    "the examples with keyplane's own features".to_string(),
+                    examples_alone,
+                ),
                 ("outside crates".to_string(), outside),
             ],
         )

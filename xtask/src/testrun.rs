@@ -75,12 +75,14 @@ struct Done {
 ///
 /// Each job's output goes to a file of `logs` rather than a pipe: a program a test leaves
 /// running would hold a pipe open, and the job would never be seen to end.
-/// `more` are further jobs, started right after the doc tests (`cargo xtask examples` and
-/// `outside`, which mostly compile while the binaries mostly wait).
+/// `examples` are the examples the test build must have made; each runs as a job. `more` are
+/// further jobs, started right after the doc tests (they mostly compile while the binaries
+/// mostly wait).
 pub(crate) fn run(
     cargo: impl Fn() -> Command,
     env: &[(&str, &str)],
     logs: &Path,
+    examples: &[&str],
     more: Vec<(String, Command)>,
 ) -> Result<(), String> {
     eprintln!("xtask: cargo test --no-run");
@@ -98,7 +100,9 @@ pub(crate) fn run(
     if !built.status.success() {
         return Err(format!("cargo test --no-run failed ({})", built.status));
     }
-    let mut binaries = binaries(&String::from_utf8_lossy(&built.stdout))?;
+    let messages = String::from_utf8_lossy(&built.stdout);
+    let mut binaries = binaries(&messages)?;
+    let built_examples = built_examples(&messages);
     binaries.sort_by_key(|b| {
         SLOW_FIRST
             .iter()
@@ -135,6 +139,19 @@ pub(crate) fn run(
         } else {
             queue.push_back(job);
         }
+    }
+    // The examples as the test build made them, each run as a job of its own.
+    for &name in examples {
+        let (dir, exe) = built_examples
+            .iter()
+            .find(|(example, ..)| example == name)
+            .map(|(_, dir, exe)| (dir, exe))
+            .ok_or_else(|| {
+                format!("cargo test --no-run built no example {name} (its required features?)")
+            })?;
+        let mut cmd = Command::new(exe);
+        cmd.current_dir(dir);
+        queue.push_back((format!("example {name}"), cmd));
     }
     let mut doc = cargo();
     doc.args(["test", "--workspace", "--doc"])
@@ -303,6 +320,28 @@ fn binaries(messages: &str) -> Result<Vec<Binary>, String> {
     Ok(out)
 }
 
+/// The examples of cargo's JSON messages (kind `example`, built but not with the test
+/// profile) that have an executable: each one's name, its package's directory and the
+/// executable.
+fn built_examples(messages: &str) -> Vec<(String, PathBuf, PathBuf)> {
+    messages
+        .lines()
+        .filter(|line| {
+            line.contains("\"reason\":\"compiler-artifact\"")
+                && line.contains("\"kind\":[\"example\"]")
+                && !profile_is_test(line)
+        })
+        .filter_map(|line| {
+            let manifest = PathBuf::from(string_field(line, "manifest_path")?);
+            Some((
+                string_field(line, "name")?,
+                manifest.parent()?.to_path_buf(),
+                PathBuf::from(string_field(line, "executable")?),
+            ))
+        })
+        .collect()
+}
+
 /// Whether the artifact was built with the test profile (`"profile":{...,"test":true}`), as
 /// opposed to an example or a binary that `cargo test` builds but does not run.
 fn profile_is_test(line: &str) -> bool {
@@ -365,7 +404,7 @@ mod tests {
     }
 
     #[test]
-    fn an_example_built_by_cargo_test_is_not_run() {
+    fn an_example_built_by_cargo_test_is_no_test_binary_but_an_example() {
         let example = ARTIFACT
             .replace("\"kind\":[\"test\"]", "\"kind\":[\"example\"]")
             .replace(
@@ -374,6 +413,15 @@ mod tests {
             )
             .replace(",\"test\":true}", ",\"test\":false}");
         assert!(binaries(&example).is_err());
+        assert_eq!(
+            built_examples(&example),
+            [(
+                "blips".to_string(),
+                PathBuf::from("/w/tests"),
+                PathBuf::from("/w/target/debug/deps/blips-1")
+            )]
+        );
+        assert!(built_examples(ARTIFACT).is_empty());
     }
 
     #[test]
