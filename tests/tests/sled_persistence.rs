@@ -19,15 +19,16 @@ async fn open(dir: &Path) -> SledStore {
 }
 
 /// Opens the directory with sled itself, after a store was dropped. sled releases the
-/// directory lock from its I/O threads a moment after the last handle is dropped, so this
-/// waits for it as `SledStore::open` does.
-fn open_raw(dir: &Path) -> sled::Db {
+/// directory lock a moment after the last handle is dropped, which may be the store's lease
+/// task's, ending on this runtime; so this waits for it without blocking the runtime, as
+/// `SledStore::open` does.
+async fn open_raw(dir: &Path) -> sled::Db {
     let started = std::time::Instant::now();
     loop {
         match sled::open(dir) {
             Ok(db) => return db,
             Err(_) if started.elapsed() < EVENT_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(10));
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
             Err(err) => panic!("sled did not release the directory: {err}"),
         }
@@ -175,7 +176,7 @@ async fn an_incompatible_layout_version_is_corrupted() {
     put(&store, "k", "v").await;
     drop(store);
     {
-        let db = open_raw(dir.path());
+        let db = open_raw(dir.path()).await;
         let meta = db.open_tree("kv.meta").unwrap();
         meta.insert("format_version", &99i64.to_be_bytes()).unwrap();
         db.flush().unwrap();
@@ -214,7 +215,7 @@ async fn the_consistency_check_detects_a_dangling_lease_attachment() {
     drop(store);
     {
         // Remove the record that lists `leased` under its lease.
-        let db = open_raw(dir.path());
+        let db = open_raw(dir.path()).await;
         let leases = db.open_tree("kv.leases").unwrap();
         let attachments: Vec<_> = leases
             .scan_prefix(b"K")
@@ -408,8 +409,8 @@ async fn a_put_with_an_unknown_lease_writes_nothing() {
 
 /// The revisions of the log records in the raw database: each record's key is its last
 /// revision.
-fn log_record_keys(dir: &Path) -> Vec<i64> {
-    let db = open_raw(dir);
+async fn log_record_keys(dir: &Path) -> Vec<i64> {
+    let db = open_raw(dir).await;
     let log = db.open_tree("kv.log").unwrap();
     log.iter()
         .keys()
@@ -508,7 +509,7 @@ async fn grouped_writes_share_log_records_and_every_revision_stays_readable() {
     store.check_consistency().unwrap();
     drop(store);
 
-    let keys = log_record_keys(dir.path());
+    let keys = log_record_keys(dir.path()).await;
     assert_eq!(keys.last(), Some(&last));
     assert!(
         keys.len() < last as usize,
@@ -544,7 +545,7 @@ async fn grouped_writes_share_log_records_and_every_revision_stays_readable() {
     checks(&store).await;
     drop(store);
     // The records that end before the compaction are removed; the one it falls in stays.
-    assert_eq!(log_record_keys(dir.path()).first(), Some(&end));
+    assert_eq!(log_record_keys(dir.path()).await.first(), Some(&end));
     let store = SledStore::open(config).await.unwrap();
     checks(&store).await;
 }
@@ -561,15 +562,18 @@ async fn a_layout_version_1_database_is_read_and_upgraded() {
         put(&store, &format!("g/{}", i % 3), &i.to_string()).await;
     }
     drop(store);
-    assert_eq!(log_record_keys(dir.path()), (1..=10).collect::<Vec<_>>());
-    let version = |dir: &Path| {
-        let db = open_raw(dir);
+    assert_eq!(
+        log_record_keys(dir.path()).await,
+        (1..=10).collect::<Vec<_>>()
+    );
+    let version = async |dir: &Path| {
+        let db = open_raw(dir).await;
         let meta = db.open_tree("kv.meta").unwrap();
         let v = meta.get("format_version").unwrap().unwrap();
         i64::from_be_bytes(v.as_ref().try_into().unwrap())
     };
     {
-        let db = open_raw(dir.path());
+        let db = open_raw(dir.path()).await;
         let meta = db.open_tree("kv.meta").unwrap();
         meta.insert("format_version", &1i64.to_be_bytes()).unwrap();
         db.flush().unwrap();
@@ -590,5 +594,5 @@ async fn a_layout_version_1_database_is_read_and_upgraded() {
     history_reads_back(&store, 1, &states).await;
     store.check_consistency().unwrap();
     drop(store);
-    assert_eq!(version(dir.path()), 2);
+    assert_eq!(version(dir.path()).await, 2);
 }
