@@ -85,8 +85,8 @@ async fn measure(
     );
 }
 
-/// Median microseconds of page 2 over 9 reads, each reading page 1 again (a new revision on
-/// the busy store) and timing the page after it.
+/// Median microseconds of page 2 over 9 reads (5 in a quick run), each reading page 1 again (a
+/// new revision on the busy store) and timing the page after it.
 async fn page_two(budget: Budget, store: &dyn Store) -> f64 {
     let reads = if budget.quick { 5 } else { 9 };
     let mut times = Vec::with_capacity(reads);

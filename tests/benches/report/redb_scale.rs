@@ -16,7 +16,6 @@ use keyplane_redb::{RedbConfig, RedbStore};
 use redb::{ReadableDatabase, TableDefinition};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 
 const KV: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("kv");
 
@@ -59,7 +58,6 @@ pub async fn run(budget: Budget, report: &mut Report) {
     let (large, raws) = load_large(open(large_file.clone()).await, vec![raw_load]).await;
     report_sizes(report, "redb", sizes(budget, &small, &large).await);
     let export = exports(large.store.as_ref(), async || {
-        let started = Instant::now();
         let txn = raw.begin_read().unwrap();
         let kv = txn.open_table(KV).unwrap();
         let mut n = 0u64;
@@ -68,8 +66,7 @@ pub async fn run(budget: Budget, report: &mut Report) {
             std::hint::black_box((k.value().to_vec(), v.value().to_vec()));
             n += 1;
         }
-        assert_eq!(n, LARGE);
-        LARGE as f64 / started.elapsed().as_secs_f64()
+        n
     })
     .await;
     let load_rates = large.load_rates.clone();
